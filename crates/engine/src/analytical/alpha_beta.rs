@@ -1,0 +1,118 @@
+//! The default analytical collective model: α–β in the shape of NCCL's tuning model.
+//!
+//! For a collective of S bytes on n ranks spread over N servers,
+//!
+//! ```text
+//! t = min over protocols p ∈ {LL, LL128, Simple} of
+//!       α_p + S · f(n) / (eff_p · ratio(S, N) · B)
+//! α_p = base_p + (steps − inter) · hop_intra_p + inter · hop_inter_p
+//! ```
+//!
+//! f(n) is the nccl-tests bus factor (2(n−1)/n all-reduce, (n−1)/n all-gather, reduce-scatter,
+//! all-to-all, 1 broadcast/reduce); steps = 2(n−1) for all-reduce, n−1 otherwise; inter = the
+//! steps that cross servers (2(N−1) for all-reduce, N−1 otherwise). Base and per-hop latencies
+//! and protocol efficiencies (LL 0.5: half of each line is flags; LL128 0.92; Simple 1.0) are
+//! NCCL 2.30's for Ring (`src/graph/tuning.cc`, see shared/reference/hardware.md §4).
+//!
+//! The bus bandwidth B comes from a busbw file (measured) or from the server shape:
+//! one server: NVLink B_nv (NVLS for all-reduce on Hopper NVSwitch systems when faster);
+//! several servers: min(B_nv, B_nic · k) with k = NICs serving the group's ranks on a server
+//! (the server's NICs shared in proportion to its GPUs); all-to-all across servers:
+//! B_nic · k / g · (n−1)/(n−g), g = group ranks per server (only (n−g)/n of each rank's data
+//! leaves the server). ratio(S, N) is the measured size efficiency (1 with a busbw file).
+//! Unlike SimAI's compat mode, GB/s means 10⁹ B/s, every size has a latency term, every
+//! collective gets its size efficiency, and sizes beyond the tables are clamped.
+
+use super::busbw_file::BusbwTable;
+use super::platform::Platform;
+use super::ratio::RatioTables;
+use super::{CollectiveCost, GroupShape};
+use crate::error::InputError;
+use crate::workload::Collective;
+
+/// (base µs, NVLink hop µs, network hop µs, bandwidth efficiency) for LL, LL128, Simple (Ring).
+const PROTOCOLS: [(f64, f64, f64, f64); 3] = [(6.6, 0.6, 2.7, 0.5), (14.0, 1.9, 4.0, 0.92), (8.4, 3.4, 14.0, 1.0)];
+
+/// Where bus bandwidths come from.
+pub enum Bandwidths {
+    /// Derived from the server shape, NVLink and NIC speeds, and the size-efficiency tables.
+    Builtin(RatioTables),
+    /// Measured per group and collective (busbw.yaml); DP_EP falls back to the EP section.
+    File(BusbwTable),
+}
+
+pub struct AlphaBeta {
+    pub platform: Platform,
+    pub bandwidths: Bandwidths,
+}
+
+impl AlphaBeta {
+    /// Bus bandwidth in GB/s (10⁹ B/s) for a collective of `bytes` on group `g`.
+    fn busbw(&self, c: Collective, g: &GroupShape, bytes: u64) -> Result<f64, InputError> {
+        match &self.bandwidths {
+            Bandwidths::File(t) => {
+                let key = BusbwTable::key(c);
+                let section = if g.name == "DP_EP" && t.get("DP_EP", key).is_err() { "EP" } else { g.name.as_str() };
+                t.get(section, key).map(|v| v as f64).map_err(|m| InputError::new(&t.file, m))
+            }
+            Bandwidths::Builtin(ratios) => {
+                let p = &self.platform;
+                let nv = p.nvlink() as f64;
+                let (n, nodes, per_node) = (g.size as f64, g.nodes, g.per_node as f64);
+                let b = bytes as f64;
+                if nodes <= 1 {
+                    let ring = nv * ratios.nvlink.value(b, 1);
+                    let nvls = p.gpu.nvls_gbps().filter(|_| c == Collective::AllReduce && g.size >= 2);
+                    return Ok(nvls.map_or(ring, |v| ring.max(v as f64 * ratios.nvlink.value(b, 1))));
+                }
+                let k = per_node * p.nics_per_server as f64 / p.gpus_per_server as f64;
+                let nic = p.nic_bw() as f64 * k;
+                if c == Collective::AllToAll {
+                    let bw = nic / per_node * (n - 1.0) / (n - per_node);
+                    return Ok(bw.min(nv) * ratios.all_to_all.value(b, nodes));
+                }
+                if per_node > 1.0 && nv < nic {
+                    Ok(nv * ratios.nvlink.value(b, nodes))
+                } else {
+                    Ok(nic * ratios.nic.value(b, nodes))
+                }
+            }
+        }
+    }
+}
+
+impl CollectiveCost for AlphaBeta {
+    fn collective_ns(&self, c: Collective, g: &GroupShape, bytes: u64) -> Result<f64, InputError> {
+        let n = g.size;
+        if n <= 1 || bytes == 0 {
+            return Ok(0.0);
+        }
+        let bw = self.busbw(c, g, bytes)?;
+        let (steps, inter) = match c {
+            Collective::AllReduce => (2 * (n - 1), 2 * (g.nodes - 1)),
+            _ => (n - 1, g.nodes - 1),
+        };
+        let wire = bytes as f64 * c.busbw_factor(n);
+        Ok(PROTOCOLS
+            .iter()
+            .map(|&(base, hop_nv, hop_net, eff)| {
+                let alpha_us = base + (steps - inter) as f64 * hop_nv + inter as f64 * hop_net;
+                alpha_us * 1e3 + wire / (eff * bw)
+            })
+            .fold(f64::INFINITY, f64::min))
+    }
+
+    /// Point-to-point (pipeline) transfer: Simple protocol latency plus size over the link:
+    /// NVLink inside a server, the NIC share of one GPU across servers (or the file's PP busbw).
+    fn transfer_ns(&self, same_server: bool, bytes: u64) -> Result<f64, InputError> {
+        let p = &self.platform;
+        let (base, hop_nv, hop_net, _) = PROTOCOLS[2];
+        let bw = match &self.bandwidths {
+            Bandwidths::File(t) => t.get("PP", "busbw").map(|v| v as f64).map_err(|m| InputError::new(&t.file, m))?,
+            Bandwidths::Builtin(_) if same_server => p.nvlink() as f64,
+            Bandwidths::Builtin(_) => p.nic_bw() as f64 * p.nics_per_server as f64 / p.gpus_per_server as f64,
+        };
+        let alpha_us = base + if same_server { hop_nv } else { hop_net };
+        Ok(alpha_us * 1e3 + bytes as f64 / bw)
+    }
+}

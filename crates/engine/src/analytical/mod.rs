@@ -1,0 +1,156 @@
+//! Analytical network models: every communication takes a closed-form time, independent of
+//! what else is in flight (no link sharing). Which closed form is a [`CollectiveCost`].
+
+pub mod alpha_beta;
+pub mod busbw_file;
+pub mod platform;
+pub mod ratio;
+pub mod simai;
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+use crate::error::{InputError, Result};
+use crate::layout::Axis;
+use crate::network::{Comm, NetworkModel};
+use crate::workload::{Collective, GroupId, OpKind, Workload};
+
+/// What a cost model knows of a communicator group (from its first instance).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupShape {
+    /// TP, DP, EP, DP_EP, PP, or a custom name.
+    pub name: String,
+    pub size: u32,
+    /// Servers the group spans.
+    pub nodes: u32,
+    /// Most group ranks on one server.
+    pub per_node: u32,
+    /// TP and EP sizes of the layout (SimAI's formulas are written in them).
+    pub tp: u32,
+    pub ep: u32,
+}
+
+/// A closed-form price for communications.
+pub trait CollectiveCost {
+    /// ns for a collective of `bytes` (nccl-tests S) on `group`, or why it cannot be priced.
+    fn collective_ns(&self, c: Collective, group: &GroupShape, bytes: u64) -> std::result::Result<f64, InputError>;
+    /// ns for a point-to-point transfer.
+    fn transfer_ns(&self, same_server: bool, bytes: u64) -> std::result::Result<f64, InputError>;
+}
+
+/// A [`NetworkModel`] that prices each communication with a [`CollectiveCost`].
+pub struct Analytical {
+    cost: Box<dyn CollectiveCost>,
+    gpus_per_server: u32,
+    shapes: Vec<GroupShape>,
+    prices: HashMap<(Collective, GroupId, u64), f64>,
+    pending: BinaryHeap<Reverse<(OrdF64, u64)>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+struct OrdF64(f64);
+impl Eq for OrdF64 {}
+impl Ord for OrdF64 {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&o.0)
+    }
+}
+
+impl Analytical {
+    pub fn new(cost: Box<dyn CollectiveCost>, gpus_per_server: u32) -> Analytical {
+        Analytical { cost, gpus_per_server, shapes: Vec::new(), prices: HashMap::new(), pending: BinaryHeap::new() }
+    }
+
+    fn price(&mut self, c: Collective, g: GroupId, bytes: u64) -> std::result::Result<f64, InputError> {
+        if let Some(&t) = self.prices.get(&(c, g, bytes)) {
+            return Ok(t);
+        }
+        let t = self.cost.collective_ns(c, &self.shapes[g as usize], bytes)?;
+        self.prices.insert((c, g, bytes), t);
+        Ok(t)
+    }
+
+    /// What the model knows of group `g` (after `prepare`).
+    pub fn shape(&self, g: GroupId) -> &GroupShape {
+        &self.shapes[g as usize]
+    }
+}
+
+impl NetworkModel for Analytical {
+    fn prepare(&mut self, w: &Workload) -> Result<()> {
+        let gps = self.gpus_per_server;
+        let (tp, ep) = (w.layout.axis_size(Axis::Tp), w.layout.axis_size(Axis::Ep));
+        self.shapes = (0..w.groups.len() as GroupId)
+            .map(|g| {
+                let members = w.group_members(g, 0);
+                let mut servers: Vec<u32> = members.iter().map(|r| r / gps).collect();
+                servers.sort_unstable();
+                let mut per_node = 0;
+                let mut run = 0;
+                for (i, s) in servers.iter().enumerate() {
+                    run = if i > 0 && servers[i - 1] == *s { run + 1 } else { 1 };
+                    per_node = per_node.max(run);
+                }
+                servers.dedup();
+                GroupShape {
+                    name: w.groups[g as usize].name.clone(),
+                    size: members.len() as u32,
+                    nodes: servers.len() as u32,
+                    per_node,
+                    tp,
+                    ep,
+                }
+            })
+            .collect();
+        // Price everything up front, so a missing bandwidth is an error before the run starts.
+        for p in &w.programs {
+            for op in &p.ops {
+                if matches!(op.kind, OpKind::Send { .. } | OpKind::Recv { .. }) {
+                    self.cost.transfer_ns(false, 1).map_err(|mut e| {
+                        e.message = format!("{} (needed by pipeline transfers)", e.message);
+                        e
+                    })?;
+                }
+                if let OpKind::Collective { collective, group, bytes } = op.kind {
+                    self.price(collective, group, bytes).map_err(|mut e| {
+                        let row = w.rows.get(op.row as usize).map_or("?", |s| s.as_str());
+                        e.message = format!(
+                            "{} (needed by row '{row}': {} of {bytes} B in {})",
+                            e.message,
+                            collective.name(),
+                            w.groups[group as usize].name
+                        );
+                        e
+                    })?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn start(&mut self, now_ns: f64, comm: &Comm, token: u64) {
+        let t = match *comm {
+            Comm::Collective { collective, group, bytes, .. } => self.price(collective, group, bytes),
+            Comm::Transfer { src, dst, bytes } => {
+                self.cost.transfer_ns(src / self.gpus_per_server == dst / self.gpus_per_server, bytes)
+            }
+        };
+        // Both kinds were checked in `prepare`, so pricing cannot fail here.
+        let t = t.unwrap_or(0.0);
+        self.pending.push(Reverse((OrdF64(now_ns + t), token)));
+    }
+
+    fn next_completion(&self) -> Option<f64> {
+        self.pending.peek().map(|Reverse((t, _))| t.0)
+    }
+
+    fn complete_until(&mut self, now_ns: f64, done: &mut Vec<u64>) {
+        while let Some(Reverse((t, tok))) = self.pending.peek() {
+            if t.0 > now_ns {
+                break;
+            }
+            done.push(*tok);
+            self.pending.pop();
+        }
+    }
+}

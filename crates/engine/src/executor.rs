@@ -1,0 +1,331 @@
+//! The discrete-event executor: runs every rank class's program against a [`NetworkModel`].
+//!
+//! An op starts when (a) all its dependencies have finished and (b) the previous op on its stream
+//! has finished. Streams are the compute stream, one stream per communicator group, and one per
+//! point-to-point peer and direction — the ordering CUDA streams and NCCL communicators impose.
+//! A collective whose group lies inside one class starts as soon as that class issues it; one
+//! that spans classes (and every send/recv pair) starts when the last party has issued it,
+//! matched by per-communicator sequence number as NCCL matches them.
+//!
+//! Ranks of a class run in lock step, so the cost per event is independent of the rank count.
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashMap};
+
+use crate::error::{InputError, Result};
+use crate::network::{Comm, NetworkModel};
+use crate::workload::{OpKind, Peer, Program, Workload};
+
+/// Times of every op of one class, in ns from the start of the iteration.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Timeline {
+    /// When the op became ready to run (deps and stream done).
+    pub issued: Vec<f64>,
+    /// When it started executing (for communication: when every party had issued it).
+    pub start: Vec<f64>,
+    pub end: Vec<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Execution {
+    pub timelines: Vec<Timeline>,
+    /// Iteration time: when the last op of any class finished.
+    pub end_ns: f64,
+    pub events: u64,
+}
+
+/// Dependency graph of a program, shared by all classes that run it.
+struct Graph {
+    indegree: Vec<u32>,
+    succ_start: Vec<u32>,
+    succ: Vec<u32>,
+}
+
+#[derive(Hash, PartialEq, Eq)]
+enum StreamKey {
+    Compute,
+    Group(u16),
+    Send(Peer),
+    Recv(Peer),
+}
+
+impl Graph {
+    fn new(p: &Program) -> Graph {
+        let n = p.ops.len();
+        let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n];
+        let mut last: HashMap<StreamKey, u32> = HashMap::new();
+        for (i, op) in p.ops.iter().enumerate() {
+            let key = match op.kind {
+                OpKind::Compute { .. } => StreamKey::Compute,
+                OpKind::Collective { group, .. } => StreamKey::Group(group),
+                OpKind::Send { peer, .. } => StreamKey::Send(peer),
+                OpKind::Recv { peer, .. } => StreamKey::Recv(peer),
+            };
+            let mut pr = op.deps.clone();
+            if let Some(prev) = last.insert(key, i as u32) {
+                pr.push(prev);
+            }
+            pr.sort_unstable();
+            pr.dedup();
+            preds[i] = pr;
+        }
+        let mut count = vec![0u32; n + 1];
+        for pr in &preds {
+            for &d in pr {
+                count[d as usize + 1] += 1;
+            }
+        }
+        for i in 0..n {
+            count[i + 1] += count[i];
+        }
+        let mut fill = count.clone();
+        let mut succ = vec![0u32; count[n] as usize];
+        for (i, pr) in preds.iter().enumerate() {
+            for &d in pr {
+                succ[fill[d as usize] as usize] = i as u32;
+                fill[d as usize] += 1;
+            }
+        }
+        Graph { indegree: preds.iter().map(|p| p.len() as u32).collect(), succ_start: count, succ }
+    }
+}
+
+#[derive(PartialEq)]
+struct Event {
+    time: f64,
+    seq: u64,
+    class: u32,
+    op: u32,
+}
+impl Eq for Event {}
+impl Ord for Event {
+    fn cmp(&self, o: &Self) -> Ordering {
+        // Min-heap on (time, seq): earliest first, ties in issue order (deterministic).
+        o.time.total_cmp(&self.time).then(o.seq.cmp(&self.seq))
+    }
+}
+impl PartialOrd for Event {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+/// Where communications are matched: a communicator spanning several classes, or a class pair.
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
+enum Channel {
+    Coll { group: u16, first_class: u32 },
+    P2p { src: u32, dst: u32 },
+}
+
+/// A communication waiting for its parties, or in flight.
+struct Rendezvous {
+    parties: Vec<(u32, u32)>,
+    needed: usize,
+}
+
+pub struct Executor<'w> {
+    w: &'w Workload,
+    graphs: Vec<Graph>,
+    reps: Vec<u32>,
+    /// Classes taking part in each (class, group) collective; empty = the class alone.
+    coll_parties: HashMap<(u32, u16), Vec<u32>>,
+}
+
+impl<'w> Executor<'w> {
+    pub fn new(w: &'w Workload) -> Result<Executor<'w>> {
+        let reps = w.class_representatives();
+        if let Some(c) = reps.iter().position(|&r| r == u32::MAX) {
+            return Err(InputError::new("workload", format!("rank class {c} has no ranks")));
+        }
+        let graphs = w.programs.iter().map(Graph::new).collect();
+        let mut coll_parties = HashMap::new();
+        for (class, &rep) in reps.iter().enumerate() {
+            for g in 0..w.groups.len() as u16 {
+                let mut classes: Vec<u32> =
+                    w.group_members(g, rep).iter().map(|&r| w.rank_class[r as usize]).collect();
+                classes.sort_unstable();
+                classes.dedup();
+                if classes.len() > 1 {
+                    coll_parties.insert((class as u32, g), classes);
+                }
+            }
+        }
+        Ok(Executor { w, graphs, reps, coll_parties })
+    }
+
+    fn peer_class(&self, class: u32, peer: Peer) -> (u32, u32) {
+        let rep = self.reps[class as usize];
+        let members = self.w.group_members(peer.group, rep);
+        let me = members.iter().position(|&r| r == rep).unwrap_or(0) as i64;
+        let n = members.len() as i64;
+        let other = members[((me + peer.offset as i64).rem_euclid(n)) as usize];
+        (self.w.rank_class[other as usize], other)
+    }
+
+    /// Run one iteration. `progress` is called with the fraction of ops finished, now and then.
+    pub fn run(&self, model: &mut dyn NetworkModel, progress: &mut dyn FnMut(f64)) -> Result<Execution> {
+        let w = self.w;
+        model.prepare(w)?;
+        let nclass = w.class_program.len();
+        let mut remaining: Vec<Vec<u32>> =
+            w.class_program.iter().map(|&p| self.graphs[p as usize].indegree.clone()).collect();
+        let mut tl: Vec<Timeline> = w
+            .class_program
+            .iter()
+            .map(|&p| {
+                let n = w.programs[p as usize].ops.len();
+                Timeline { issued: vec![f64::NAN; n], start: vec![f64::NAN; n], end: vec![f64::NAN; n] }
+            })
+            .collect();
+        let total_ops: u64 = tl.iter().map(|t| t.end.len() as u64).sum();
+        let mut finished_ops = 0u64;
+        let mut heap: BinaryHeap<Event> = BinaryHeap::new();
+        let mut seq = 0u64;
+        let mut comms: Vec<Rendezvous> = Vec::new();
+        // Rendezvous still waiting for parties: (channel, sequence number) → index in `comms`.
+        let mut open: HashMap<(Channel, u64), usize> = HashMap::new();
+        let mut counters: HashMap<(Channel, u32, bool), u64> = HashMap::new();
+        let mut ready: Vec<(u32, u32)> = Vec::new();
+        for c in 0..nclass {
+            for (i, &d) in remaining[c].iter().enumerate() {
+                if d == 0 {
+                    ready.push((c as u32, i as u32));
+                }
+            }
+        }
+        let mut now = 0.0f64;
+        let mut done: Vec<u64> = Vec::new();
+        let mut events = 0u64;
+        let mut next_report = total_ops / 20 + 1;
+        loop {
+            // Issue everything that became ready at `now`.
+            while let Some((c, i)) = ready.pop() {
+                let ci = c as usize;
+                tl[ci].issued[i as usize] = now;
+                let op = &w.programs[w.class_program[ci] as usize].ops[i as usize];
+                let (comm, channel) = match op.kind {
+                    OpKind::Compute { ns } => {
+                        tl[ci].start[i as usize] = now;
+                        seq += 1;
+                        heap.push(Event { time: now + ns.max(0.0), seq, class: c, op: i });
+                        continue;
+                    }
+                    OpKind::Collective { collective, group, bytes } => {
+                        let comm = Comm::Collective { collective, group, bytes, rank: self.reps[ci] };
+                        let channel = self.coll_parties.get(&(c, group)).map(|classes| {
+                            (Channel::Coll { group, first_class: classes[0] }, classes.len(), false)
+                        });
+                        (comm, channel)
+                    }
+                    OpKind::Send { peer, bytes } => {
+                        let (dc, dst) = self.peer_class(c, peer);
+                        let comm = Comm::Transfer { src: self.reps[ci], dst, bytes };
+                        (comm, Some((Channel::P2p { src: c, dst: dc }, 2, false)))
+                    }
+                    OpKind::Recv { peer, bytes } => {
+                        let (sc, src) = self.peer_class(c, peer);
+                        let comm = Comm::Transfer { src, dst: self.reps[ci], bytes };
+                        (comm, Some((Channel::P2p { src: sc, dst: c }, 2, true)))
+                    }
+                };
+                let idx = match channel {
+                    None => {
+                        comms.push(Rendezvous { parties: vec![(c, i)], needed: 1 });
+                        comms.len() - 1
+                    }
+                    Some((ch, needed, is_recv)) => {
+                        // The k-th op of this class on this channel meets the k-th of its peers.
+                        let cnt = counters.entry((ch, c, is_recv)).or_insert(0);
+                        let key = (ch, *cnt);
+                        *cnt += 1;
+                        let ix = *open.entry(key).or_insert_with(|| {
+                            comms.push(Rendezvous { parties: Vec::new(), needed });
+                            comms.len() - 1
+                        });
+                        comms[ix].parties.push((c, i));
+                        if comms[ix].parties.len() == needed {
+                            open.remove(&key);
+                        }
+                        ix
+                    }
+                };
+                let rz = &comms[idx];
+                if rz.parties.len() == rz.needed {
+                    for &(pc, pi) in &rz.parties {
+                        tl[pc as usize].start[pi as usize] = now;
+                    }
+                    model.start(now, &comm, idx as u64);
+                }
+            }
+            // Advance to the next event: a compute end or a communication end.
+            let t_comp = heap.peek().map(|e| e.time);
+            let t_comm = model.next_completion();
+            let t = match (t_comp, t_comm) {
+                (None, None) => break,
+                (Some(a), None) => a,
+                (None, Some(b)) => b,
+                (Some(a), Some(b)) => a.min(b),
+            };
+            now = t;
+            events += 1;
+            let finish = |c: u32, i: u32, tl: &mut Vec<Timeline>, rem: &mut Vec<Vec<u32>>, ready: &mut Vec<(u32, u32)>| {
+                tl[c as usize].end[i as usize] = now;
+                let g = &self.graphs[w.class_program[c as usize] as usize];
+                for &s in &g.succ[g.succ_start[i as usize] as usize..g.succ_start[i as usize + 1] as usize] {
+                    let r = &mut rem[c as usize][s as usize];
+                    *r -= 1;
+                    if *r == 0 {
+                        ready.push((c, s));
+                    }
+                }
+            };
+            while heap.peek().is_some_and(|e| e.time <= now) {
+                let e = heap.pop().unwrap();
+                finish(e.class, e.op, &mut tl, &mut remaining, &mut ready);
+                finished_ops += 1;
+            }
+            if t_comm.is_some_and(|b| b <= now) {
+                done.clear();
+                model.complete_until(now, &mut done);
+                for &tok in &done {
+                    let parties = std::mem::take(&mut comms[tok as usize].parties);
+                    for (c, i) in parties {
+                        finish(c, i, &mut tl, &mut remaining, &mut ready);
+                        finished_ops += 1;
+                    }
+                }
+            }
+            // Deterministic issue order regardless of completion order within one instant.
+            ready.sort_unstable_by(|a, b| b.cmp(a));
+            if finished_ops >= next_report {
+                progress(finished_ops as f64 / total_ops.max(1) as f64);
+                next_report = finished_ops + total_ops / 20 + 1;
+            }
+        }
+        if finished_ops < total_ops {
+            return Err(deadlock_error(w, &tl));
+        }
+        let end_ns = tl.iter().flat_map(|t| t.end.iter().copied()).fold(0.0, f64::max);
+        progress(1.0);
+        Ok(Execution { timelines: tl, end_ns, events })
+    }
+}
+
+/// Ops that never ran mean unmatched communication (a send without its recv, a collective that
+/// not every class issues): name the first one so the user can find it.
+fn deadlock_error(w: &Workload, tl: &[Timeline]) -> InputError {
+    for (c, t) in tl.iter().enumerate() {
+        if let Some(i) = t.end.iter().position(|e| e.is_nan()) {
+            let op = &w.programs[w.class_program[c] as usize].ops[i];
+            let row = w.rows.get(op.row as usize).map_or("?", |s| s.as_str());
+            return InputError::new(
+                "workload",
+                format!(
+                    "deadlock: op {i} ({:?}, row '{row}') of rank class {c} never ran; its peers never issued the matching communication",
+                    op.kind
+                ),
+            );
+        }
+    }
+    InputError::new("workload", "deadlock")
+}

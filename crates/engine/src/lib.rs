@@ -1,0 +1,13 @@
+//! clustersim's engine: the workload IR, the discrete-event executor, and network models.
+//! Pure Rust; the Python package drives it through the `clustersim-python` bindings.
+
+pub mod analytical;
+pub mod error;
+pub mod executor;
+pub mod exposure;
+pub mod layout;
+pub mod network;
+pub mod simai;
+pub mod workload;
+
+pub use error::{InputError, Result};

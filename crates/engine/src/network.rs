@@ -1,0 +1,28 @@
+//! The one narrow interface between the executor and a network model.
+//!
+//! The executor tells a model when a communication starts; the model tells the executor when
+//! communications finish. Analytical models answer in closed form; flow models share links among
+//! whatever is in flight. Nothing model-specific lives in the executor.
+
+use crate::error::Result;
+use crate::workload::{Collective, GroupId, Workload};
+
+/// One communication as issued by a rank class. `rank` is the lowest rank of the issuing class;
+/// a collective covers every instance of `group` in that class (they run concurrently), a transfer
+/// covers every (src, dst) pair of the two classes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Comm {
+    Collective { collective: Collective, group: GroupId, bytes: u64, rank: u32 },
+    Transfer { src: u32, dst: u32, bytes: u64 },
+}
+
+pub trait NetworkModel {
+    /// Called once before the run, with the workload whose communications will be started.
+    fn prepare(&mut self, workload: &Workload) -> Result<()>;
+    /// A communication starts at `now_ns`; `token` identifies it in completions.
+    fn start(&mut self, now_ns: f64, comm: &Comm, token: u64);
+    /// Earliest time at which a started communication finishes, if any is in flight.
+    fn next_completion(&self) -> Option<f64>;
+    /// Append the tokens of communications finished at or before `now_ns`, in finishing order.
+    fn complete_until(&mut self, now_ns: f64, done: &mut Vec<u64>);
+}

@@ -1,0 +1,206 @@
+//! A SimAI workload file as IR: every rank runs the file's rows (one rank class).
+//!
+//! Per row, as SimAI runs it: forward rows 0…N−1 (compute, then the fwd collective, blocking);
+//! then backward rows N−1…0 (ig compute, ig collective blocking, wg compute, wg collective
+//! non-blocking). Column and suffix pick the group: fwd/ig → TP, wg → DP; `_EP` → EP;
+//! `_DP_EP` → DP_EP.
+
+use super::file::{CommType, Policy, Scope, WorkloadFile};
+use crate::error::{InputError, Result};
+use crate::layout::{Axis, Layout};
+use crate::workload::{Group, GroupId, Membership, Op, OpKind, Phase, Program, Workload};
+
+/// Group ids of the groups every SimAI workload defines, in this order.
+pub const TP: GroupId = 0;
+pub const DP: GroupId = 1;
+pub const EP: GroupId = 2;
+pub const DP_EP: GroupId = 3;
+pub const PP: GroupId = 4;
+/// SimAI's "no group" (ALLREDUCEALLTOALL rows in compat mode).
+pub const NONE: GroupId = 5;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Overlap {
+    pub dp: f64,
+    pub tp: f64,
+    pub ep: f64,
+    pub pp: f64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct BuildOptions {
+    /// World size (SimAI's `-g`); defaults to the header's all_gpus.
+    pub gpus: Option<u32>,
+    pub gpus_per_server: u32,
+    /// Reproduce SimAI: fwd sizes below 4 KiB raised to 4 KiB, BROADCAST/REDUCE dropped,
+    /// ALLREDUCEALLTOALL priced as an all-reduce in no group.
+    pub compat: bool,
+    /// Default mode only: a blocking collective with overlap o blocks for (1−o) of its bytes.
+    pub overlap: Overlap,
+}
+
+/// The ops of one phase of one row.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PhaseOps {
+    pub compute: u32,
+    pub comms: Vec<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimaiWorkload {
+    pub file: WorkloadFile,
+    pub workload: Workload,
+    pub tp: u32,
+    pub ep: u32,
+    pub pp: u32,
+    pub dp: u32,
+    /// [fwd, ig, wg] ops of each row (the program of class 0).
+    pub row_ops: Vec<[PhaseOps; 3]>,
+    pub warnings: Vec<String>,
+}
+
+impl SimaiWorkload {
+    pub fn build(file: WorkloadFile, opt: &BuildOptions) -> Result<SimaiWorkload> {
+        let h = &file.header;
+        let path = file.path.clone();
+        let micro = h.policy == Policy::Micro;
+        let (t, e, p) = if micro { (1, 1, 1) } else { (h.tp, h.ep, h.pp) };
+        let mut warnings = file.warnings.clone();
+        let world = match (opt.gpus, h.all_gpus) {
+            (Some(g), Some(a)) if g != a && !micro => {
+                warnings.push(format!("-g {g} differs from the header's all_gpus: {a}; using -g {g} (as SimAI does)"));
+                g
+            }
+            (Some(g), _) => g,
+            (None, Some(a)) if !micro => a,
+            _ => return Err(InputError::field(&path, "gpus", "the number of GPUs is unknown: give -g (this header has no all_gpus)")),
+        };
+        let gps = opt.gpus_per_server;
+        let bad = |field: &str, msg: String| Err(InputError::field(&path, field, msg));
+        if world == 0 {
+            return bad("gpus", "the number of GPUs must be at least 1".into());
+        }
+        if gps == 0 {
+            return bad("gpus_per_server", "must be at least 1".into());
+        }
+        if world % (t * p) != 0 {
+            return bad("gpus", format!("{world} GPUs are not divisible by TP×PP = {t}×{p} = {} (valid: multiples of {})", t * p, t * p));
+        }
+        if world % gps != 0 && world > gps {
+            return bad("gpus_per_server", format!("{world} GPUs do not fill whole servers of {gps} GPUs"));
+        }
+        if t > gps && t % gps != 0 {
+            return bad("model_parallel_NPU_group", format!("TP {t} spans servers but is not a multiple of {gps} GPUs per server"));
+        }
+        let dp = world / (t * p);
+        if dp % e != 0 {
+            let valid: Vec<String> = (1..=dp).filter(|x| dp % x == 0).map(|x| x.to_string()).collect();
+            return bad("ep", format!("EP {e} does not divide DP = {dp} (valid: {})", valid.join(", ")));
+        }
+        let layout = Layout::megatron(t, 1, e, dp / e, p);
+        let dims = |axes: &[Axis]| Membership::Dims(layout.mask(axes));
+        let groups = vec![
+            Group { name: "TP".into(), members: dims(&[Axis::Tp]) },
+            Group { name: "DP".into(), members: dims(&[Axis::Ep, Axis::DpEp]) },
+            Group { name: "EP".into(), members: dims(&[Axis::Ep]) },
+            Group { name: "DP_EP".into(), members: dims(&[Axis::DpEp]) },
+            Group { name: "PP".into(), members: dims(&[Axis::Pp]) },
+            Group { name: "NONE".into(), members: Membership::Dims(0) },
+        ];
+
+        let mut prog = Program::default();
+        let mut row_ops = vec![<[PhaseOps; 3]>::default(); file.rows.len()];
+        let mut rows = Vec::with_capacity(file.rows.len());
+        for r in &file.rows {
+            rows.push(r.name.clone());
+        }
+        // The op everything after waits for (the last blocking step).
+        let mut gate: Option<u32> = None;
+        let deps = |g: Option<u32>| g.into_iter().collect::<Vec<u32>>();
+        for (i, r) in file.rows.iter().enumerate() {
+            let c = prog.push(Op::new(OpKind::Compute { ns: r.fwd_ns as f64 }, deps(gate), i as u32, Phase::Forward));
+            row_ops[i][0].compute = c;
+            gate = Some(c);
+            let mut bytes = r.fwd.bytes;
+            if opt.compat && bytes > 0 && bytes < 4096 {
+                bytes = 4096;
+            }
+            let (ops, block) = collective(&mut prog, &path, r.line, "fwd_comm", r.fwd.kind, bytes, TP, c, i, Phase::Forward, opt)?;
+            row_ops[i][0].comms = ops;
+            gate = block.or(gate);
+        }
+        for (i, r) in file.rows.iter().enumerate().rev() {
+            let c = prog.push(Op::new(OpKind::Compute { ns: r.ig_ns as f64 }, deps(gate), i as u32, Phase::InputGrad));
+            row_ops[i][1].compute = c;
+            gate = Some(c);
+            let (ops, block) = collective(&mut prog, &path, r.line, "ig_comm", r.ig.kind, r.ig.bytes, TP, c, i, Phase::InputGrad, opt)?;
+            row_ops[i][1].comms = ops;
+            gate = block.or(gate);
+            let c = prog.push(Op::new(OpKind::Compute { ns: r.wg_ns as f64 }, deps(gate), i as u32, Phase::WeightGrad));
+            row_ops[i][2].compute = c;
+            gate = Some(c);
+            // wg collectives never block: nothing waits for them but the end of the iteration.
+            let (ops, _) = collective(&mut prog, &path, r.line, "wg_comm", r.wg.kind, r.wg.bytes, DP, c, i, Phase::WeightGrad, opt)?;
+            row_ops[i][2].comms = ops;
+        }
+        let workload = Workload { layout, groups, programs: vec![prog], class_program: vec![0], rank_class: vec![0; world as usize], rows };
+        Ok(SimaiWorkload { file, workload, tp: t, ep: e, pp: p, dp, row_ops, warnings })
+    }
+}
+
+/// Append the collective of one row phase after compute op `after`. Returns its ops and the op
+/// that later work must wait for (None if nothing blocks).
+#[allow(clippy::too_many_arguments)]
+fn collective(
+    prog: &mut Program,
+    path: &str,
+    line: usize,
+    field: &str,
+    kind: CommType,
+    bytes: u64,
+    plain: u16,
+    after: u32,
+    row: usize,
+    phase: Phase,
+    opt: &BuildOptions,
+) -> Result<(Vec<u32>, Option<u32>)> {
+    let (c, group) = match kind {
+        CommType::None => return Ok((vec![], None)),
+        CommType::AllReduceAllToAll if opt.compat => (crate::workload::Collective::AllReduce, NONE),
+        CommType::AllReduceAllToAll => {
+            return Err(InputError::at(path, line, field, "ALLREDUCEALLTOALL is not a collective (SimAI reads it as an all-reduce in no group; use --compat simai to reproduce that)"))
+        }
+        CommType::Collective(c, scope) => {
+            use crate::workload::Collective::{Broadcast, Reduce};
+            if opt.compat && matches!(c, Broadcast | Reduce) {
+                return Ok((vec![], None)); // SimAI does not know these names and issues nothing.
+            }
+            (c, match scope {
+                Scope::Plain => plain,
+                Scope::Ep => EP,
+                Scope::DpEp => DP_EP,
+            })
+        }
+    };
+    let o = if opt.compat {
+        0.0
+    } else if group == EP {
+        opt.overlap.ep
+    } else if plain == TP {
+        opt.overlap.tp
+    } else {
+        1.0
+    };
+    let blocking = ((1.0 - o) * bytes as f64).round() as u64;
+    let mut ops = Vec::new();
+    let mut block = None;
+    if blocking > 0 || o == 0.0 {
+        let id = prog.push(Op::new(OpKind::Collective { collective: c, group, bytes: blocking }, vec![after], row as u32, phase));
+        ops.push(id);
+        block = Some(id);
+    }
+    if blocking < bytes {
+        ops.push(prog.push(Op::new(OpKind::Collective { collective: c, group, bytes: bytes - blocking }, vec![after], row as u32, phase)));
+    }
+    Ok((ops, block))
+}

@@ -1,0 +1,101 @@
+//! One SimAI-Analytical-style run: read the workload, build the IR, execute it against an
+//! analytical network model, and account the time.
+
+use std::time::Instant;
+
+use super::build::{BuildOptions, Overlap, SimaiWorkload};
+use super::file::WorkloadFile;
+use super::report::{Report, ReportOptions};
+use crate::analytical::alpha_beta::{AlphaBeta, Bandwidths};
+use crate::analytical::busbw_file::BusbwTable;
+use crate::analytical::platform::Platform;
+use crate::analytical::ratio::RatioTables;
+use crate::analytical::simai::{SimaiBuiltin, SimaiBusbwFile};
+use crate::analytical::{Analytical, CollectiveCost};
+use crate::error::{InputError, Result};
+use crate::executor::{Execution, Executor};
+use crate::layout::Axis;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnalyticalConfig {
+    /// Reproduce SimAI-Analytical's numbers, quirks included.
+    pub compat: bool,
+    pub gpus: Option<u32>,
+    pub platform: Platform,
+    pub busbw: Option<BusbwTable>,
+    pub ratios: RatioTables,
+    pub overlap: Overlap,
+    pub run_name: String,
+    /// Accept a row count on line 2 that disagrees with the rows present (with a warning).
+    pub lenient: bool,
+}
+
+pub struct AnalyticalRun {
+    pub workload: SimaiWorkload,
+    pub execution: Execution,
+    pub report: Report,
+    pub warnings: Vec<String>,
+    /// Wall time of building, executing and accounting (not reading), in seconds.
+    pub simulate_seconds: f64,
+}
+
+fn cost_model(cfg: &AnalyticalConfig, world: u32) -> Box<dyn CollectiveCost> {
+    match (&cfg.busbw, cfg.compat) {
+        (Some(t), true) => Box::new(SimaiBusbwFile { gpus_per_server: cfg.platform.gpus_per_server, world, table: t.clone() }),
+        (None, true) => Box::new(SimaiBuiltin { platform: cfg.platform.clone(), ratios: cfg.ratios.clone() }),
+        (Some(t), false) => Box::new(AlphaBeta { platform: cfg.platform.clone(), bandwidths: Bandwidths::File(t.clone()) }),
+        (None, false) => Box::new(AlphaBeta { platform: cfg.platform.clone(), bandwidths: Bandwidths::Builtin(cfg.ratios.clone()) }),
+    }
+}
+
+pub fn run_analytical(path: &str, text: &str, cfg: &AnalyticalConfig, progress: &mut dyn FnMut(f64)) -> Result<AnalyticalRun> {
+    cfg.platform.validate()?;
+    let o = cfg.overlap;
+    for (name, v) in [("dp_o", o.dp), ("tp_o", o.tp), ("ep_o", o.ep), ("pp_o", o.pp)] {
+        if !(0.0..=1.0).contains(&v) {
+            return Err(InputError::field("command line", name, format!("overlap ratio must be between 0 and 1, got {v}")));
+        }
+    }
+    let file = WorkloadFile::parse(path, text, cfg.lenient)?;
+    let started = Instant::now();
+    let opts = BuildOptions { gpus: cfg.gpus, gpus_per_server: cfg.platform.gpus_per_server, compat: cfg.compat, overlap: cfg.overlap };
+    let sw = SimaiWorkload::build(file, &opts)?;
+    let mut warnings = sw.warnings.clone();
+    let w = &sw.workload;
+    let h = &sw.file.header;
+    if cfg.compat && o.pp == 0.0 && h.pp_comm > 0 {
+        return Err(InputError::field(
+            "command line",
+            "pp_o",
+            "SimAI divides pp_comm by the PP overlap ratio, so -pp_o 0 has no value in --compat simai (the default mode prices PP transfers properly)",
+        ));
+    }
+    if !cfg.compat && o.dp > 0.0 {
+        warnings.push("-dp_o is ignored without --compat simai: weight-gradient collectives already overlap compute in the simulated schedule".into());
+    }
+    let cost = cost_model(cfg, w.world_size());
+    let pp_transfer_ns = if !cfg.compat && sw.pp > 1 {
+        let gps = cfg.platform.gpus_per_server;
+        let next = w.layout.group_of(0, w.layout.mask(&[Axis::Pp]))[1];
+        cost.transfer_ns(next / gps == 0, h.pp_comm).map_err(|mut e| {
+            e.message = format!("{} (needed by the pipeline transfers of pp_comm)", e.message);
+            e
+        })?
+    } else {
+        0.0
+    };
+    let mut model = Analytical::new(cost, cfg.platform.gpus_per_server);
+    let execution = Executor::new(w)?.run(&mut model, progress)?;
+    let ropt = ReportOptions {
+        run_name: cfg.run_name.clone(),
+        compat: cfg.compat,
+        dp_o: o.dp,
+        tp_o: o.tp,
+        ep_o: o.ep,
+        pp_o: o.pp,
+        pp_transfer_ns,
+    };
+    let report = Report::build(&sw, &execution, &ropt);
+    let simulate_seconds = started.elapsed().as_secs_f64();
+    Ok(AnalyticalRun { workload: sw, execution, report, warnings, simulate_seconds })
+}
