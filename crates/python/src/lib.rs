@@ -1,1 +1,147 @@
-//! placeholder
+//! Python bindings of clustersim's engine: argument conversion and result packing only.
+
+use clustersim_engine::analytical::busbw_file::BusbwTable;
+use clustersim_engine::analytical::platform::{GpuType, NicType, Platform};
+use clustersim_engine::analytical::ratio::{RatioTable, RatioTables};
+use clustersim_engine::simai::build::Overlap;
+use clustersim_engine::simai::file::WorkloadFile;
+use clustersim_engine::simai::report::{LAYER_COLUMNS, SUMMARY_COLUMNS};
+use clustersim_engine::simai::run::{run_analytical as engine_run, AnalyticalConfig};
+use clustersim_engine::InputError;
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+create_exception!(_engine, EngineInputError, PyException, "Bad input: the message names the file, line and field.");
+
+fn input_err(e: InputError) -> PyErr {
+    EngineInputError::new_err(e.to_string())
+}
+
+/// Run a SimAI workload through the executor with an analytical network model.
+#[pyfunction]
+#[pyo3(signature = (
+    path, text, *, compat, gpus, gpus_per_server, nics_per_server, gpu_type, nic_type,
+    nvlink_gbps, nic_gbps, busbw, ratios, dp_o, tp_o, ep_o, pp_o, run_name, lenient, progress
+))]
+#[allow(clippy::too_many_arguments)]
+fn run_analytical<'py>(
+    py: Python<'py>,
+    path: &str,
+    text: &str,
+    compat: bool,
+    gpus: Option<u32>,
+    gpus_per_server: u32,
+    nics_per_server: u32,
+    gpu_type: &str,
+    nic_type: &str,
+    nvlink_gbps: Option<f32>,
+    nic_gbps: Option<f32>,
+    busbw: Option<(String, String)>,
+    ratios: Option<[(String, String); 3]>,
+    dp_o: f64,
+    tp_o: f64,
+    ep_o: f64,
+    pp_o: f64,
+    run_name: String,
+    lenient: bool,
+    progress: Option<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let platform = Platform {
+        gpus_per_server,
+        nics_per_server,
+        gpu: GpuType::parse(gpu_type).map_err(input_err)?,
+        nic: NicType::parse(nic_type).map_err(input_err)?,
+        nvlink_gbps,
+        nic_gbps,
+    };
+    let busbw = busbw.map(|(p, t)| BusbwTable::parse(&p, &t)).transpose().map_err(input_err)?;
+    let ratios = match ratios {
+        None => RatioTables::builtin(),
+        Some([(np, nt), (cp, ct), (ap, at)]) => RatioTables {
+            nvlink: RatioTable::parse(&np, &nt).map_err(input_err)?,
+            nic: RatioTable::parse(&cp, &ct).map_err(input_err)?,
+            all_to_all: RatioTable::parse(&ap, &at).map_err(input_err)?,
+        },
+    };
+    let cfg = AnalyticalConfig {
+        compat,
+        gpus,
+        platform,
+        busbw,
+        ratios,
+        overlap: Overlap { dp: dp_o, tp: tp_o, ep: ep_o, pp: pp_o },
+        run_name,
+        lenient,
+    };
+    let mut report_progress = |f: f64| {
+        if let Some(cb) = &progress {
+            let _ = cb.call1((f,));
+        }
+    };
+    let run = engine_run(path, text, &cfg, &mut report_progress).map_err(input_err)?;
+    let r = &run.report;
+    let out = PyDict::new(py);
+    out.set_item("summary_columns", SUMMARY_COLUMNS.to_vec())?;
+    out.set_item("summary", r.summary.to_vec())?;
+    out.set_item("layer_columns", LAYER_COLUMNS.to_vec())?;
+    out.set_item("layer_names", &r.layer_names)?;
+    // Columnar: one list per column, built in bulk.
+    let columns = PyList::empty(py);
+    for k in 0..LAYER_COLUMNS.len() {
+        columns.append(r.layers.iter().map(|row| row[k]).collect::<Vec<f64>>())?;
+    }
+    out.set_item("layers", columns)?;
+    out.set_item("csv", r.to_csv())?;
+    out.set_item("warnings", &run.warnings)?;
+    out.set_item("simulate_seconds", run.simulate_seconds)?;
+    out.set_item("schedule_us", r.schedule_us)?;
+    out.set_item("events", run.execution.events)?;
+    let w = &run.workload;
+    let h = &w.file.header;
+    let plan = PyDict::new(py);
+    for (k, v) in [("gpus", w.workload.world_size()), ("tp", w.tp), ("ep", w.ep), ("pp", w.pp), ("dp", w.dp), ("ga", h.ga), ("vpp", h.vpp)] {
+        plan.set_item(k, v)?;
+    }
+    plan.set_item("pp_comm", h.pp_comm)?;
+    out.set_item("plan", plan)?;
+    Ok(out)
+}
+
+/// Read a SimAI workload file and write it back (checks it, normalises spacing).
+#[pyfunction]
+#[pyo3(signature = (path, text, *, lenient = false))]
+fn rewrite_workload(path: &str, text: &str, lenient: bool) -> PyResult<(String, Vec<String>)> {
+    let f = WorkloadFile::parse(path, text, lenient).map_err(input_err)?;
+    Ok((f.to_text(), f.warnings))
+}
+
+/// Header fields and row count of a SimAI workload file.
+#[pyfunction]
+#[pyo3(signature = (path, text, *, lenient = false))]
+fn inspect_workload<'py>(py: Python<'py>, path: &str, text: &str, lenient: bool) -> PyResult<Bound<'py, PyDict>> {
+    let f = WorkloadFile::parse(path, text, lenient).map_err(input_err)?;
+    let h = &f.header;
+    let d = PyDict::new(py);
+    d.set_item("policy", format!("{:?}", h.policy))?;
+    d.set_item("variant", format!("{:?}", h.variant))?;
+    for (k, v) in [("tp", h.tp), ("ep", h.ep), ("pp", h.pp), ("vpp", h.vpp), ("ga", h.ga)] {
+        d.set_item(k, v)?;
+    }
+    d.set_item("all_gpus", h.all_gpus)?;
+    d.set_item("pp_comm", h.pp_comm)?;
+    d.set_item("rows", f.rows.len())?;
+    d.set_item("row_names", f.rows.iter().map(|r| r.name.as_str()).collect::<Vec<_>>())?;
+    d.set_item("warnings", f.warnings)?;
+    Ok(d)
+}
+
+#[pymodule]
+fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("InputError", m.py().get_type::<EngineInputError>())?;
+    m.add_function(wrap_pyfunction!(run_analytical, m)?)?;
+    m.add_function(wrap_pyfunction!(rewrite_workload, m)?)?;
+    m.add_function(wrap_pyfunction!(inspect_workload, m)?)?;
+    Ok(())
+}

@@ -112,7 +112,8 @@ impl Report {
         for (i, row) in sw.file.rows.iter().enumerate() {
             let ops = &sw.row_ops[i];
             let comp = |ph: usize| dur(ops[ph].compute);
-            let total = |ph: usize| ops[ph].comms.iter().map(|&o| dur(o)).sum::<f64>();
+            // fold from +0.0: an empty f64 sum is -0.0, which would print as "-0".
+            let total = |ph: usize| ops[ph].comms.iter().fold(0.0, |a, &o| a + dur(o));
             let comms = [&row.fwd, &row.ig, &row.wg];
             let mut v = [0.0f64; 15];
             v[0] = comp(FWD) / 1000.0;
@@ -121,7 +122,7 @@ impl Report {
             let mut exposed = [0.0f64; 3];
             if let Some(ex) = &ex {
                 for ph in [FWD, IG, WG] {
-                    exposed[ph] = ops[ph].comms.iter().map(|&o| ex.exposed[o as usize]).sum();
+                    exposed[ph] = ops[ph].comms.iter().fold(0.0, |a, &o| a + ex.exposed[o as usize]);
                     for &o in &ops[ph].comms {
                         if let OpKind::Collective { group, .. } = prog.ops[o as usize].kind {
                             summary[match group {

@@ -1,0 +1,5 @@
+import sys
+
+from clustersim.cli import main
+
+sys.exit(main())

@@ -1,0 +1,150 @@
+"""SimAI-Analytical-compatible simulation of a SimAI workload file: `simulate()`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from clustersim import _engine
+from clustersim.errors import InputError
+from clustersim.table import Table
+
+SIMAI = "simai"
+# Summary keys in SimAI's order, with the names the JSON output uses.
+SUMMARY_KEYS = {
+    "Expose DP comm": "exposed_dp_us",
+    "Expose DP_EP comm": "exposed_dp_ep_us",
+    "Expose TP comm": "exposed_tp_us",
+    "Expose_EP_comm": "exposed_ep_us",
+    "Expose_PP_comm": "exposed_pp_us",
+    "bubble time": "bubble_us",
+    "total comp": "compute_us",
+    "total exposed comm": "exposed_comm_us",
+    "Total time": "total_us",
+}
+
+
+def read_text(path: str | os.PathLike[str], what: str) -> str:
+    """A whole text file, or an InputError naming it."""
+    try:
+        return Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise InputError(f"{path}: cannot read the {what}: {reason}") from None
+
+
+@dataclass
+class AnalyticalResult:
+    """One simulated iteration: the summary (µs), a per-row table, and SimAI's CSV text."""
+
+    run_name: str
+    mode: str
+    workload: str
+    plan: dict[str, int]
+    summary: dict[str, float]
+    layers: Table
+    csv: str
+    warnings: list[str] = field(default_factory=list)
+    simulate_seconds: float = 0.0
+    events: int = 0
+
+    @property
+    def iteration_time_us(self) -> float:
+        return self.summary["total_us"]
+
+    def breakdown(self) -> dict[str, float]:
+        """Share of the iteration time (%) of each part of the summary."""
+        total = self.iteration_time_us
+        return {k: (v / total * 100.0 if total else 0.0) for k, v in self.summary.items() if k != "total_us"}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_name": self.run_name,
+            "mode": self.mode,
+            "workload": self.workload,
+            "plan": self.plan,
+            "iteration_time_us": self.iteration_time_us,
+            "summary_us": self.summary,
+            "breakdown_pct": self.breakdown(),
+            "warnings": self.warnings,
+            "simulate_seconds": self.simulate_seconds,
+        }
+
+
+def simulate(
+    workload: str | os.PathLike[str],
+    *,
+    gpus: int | None = None,
+    gpus_per_server: int = 8,
+    nics_per_server: int | None = None,
+    gpu_type: str = "H100",
+    nic_type: str = "cx7",
+    nvlink_gbps: float | None = None,
+    nic_gbps: float | None = None,
+    busbw: str | os.PathLike[str] | None = None,
+    compat: str | None = None,
+    dp_overlap: float = 0.0,
+    tp_overlap: float = 0.0,
+    ep_overlap: float = 0.0,
+    pp_overlap: float | None = None,
+    run_name: str | None = None,
+    lenient: bool = False,
+    ratio_dir: str | os.PathLike[str] | None = None,
+    progress: Callable[[float], None] | None = None,
+) -> AnalyticalResult:
+    """Simulate one training iteration of a SimAI workload file on the analytical backend.
+
+    `compat="simai"` reproduces SimAI-Analytical's numbers (quirks included); the default mode
+    corrects them (see the README). Bandwidths: `busbw` (a SimAI busbw.yaml) or the built-in
+    model from `gpu_type`, `nic_type`, `nvlink_gbps`, `nic_gbps` and the server shape.
+    Raises `clustersim.InputError` with file, line and field on bad input.
+    """
+    if compat not in (None, SIMAI):
+        raise InputError(f"command line: compat: unknown mode '{compat}' (valid: simai)")
+    text = read_text(workload, "workload")
+    busbw_arg = (str(busbw), read_text(busbw, "busbw file")) if busbw is not None else None
+    ratios = None
+    if ratio_dir is not None:
+        names = ("nvlink_ratio.csv", "nic_ratio.csv", "ata_ratio.csv")
+        ratios = [(str(Path(ratio_dir) / n), read_text(Path(ratio_dir) / n, "ratio table")) for n in names]
+    if run_name is None:
+        run_name = Path(workload).stem + "-"
+    raw = _engine.run_analytical(
+        str(workload),
+        text,
+        compat=compat == SIMAI,
+        gpus=gpus,
+        gpus_per_server=gpus_per_server,
+        nics_per_server=gpus_per_server if nics_per_server is None else nics_per_server,
+        gpu_type=gpu_type,
+        nic_type=nic_type,
+        nvlink_gbps=nvlink_gbps,
+        nic_gbps=nic_gbps,
+        busbw=busbw_arg,
+        ratios=ratios,
+        dp_o=dp_overlap,
+        tp_o=tp_overlap,
+        ep_o=ep_overlap,
+        pp_o=(1.0 if compat == SIMAI else 0.0) if pp_overlap is None else pp_overlap,
+        run_name=run_name,
+        lenient=lenient,
+        progress=progress,
+    )
+    summary = {SUMMARY_KEYS[k]: v for k, v in zip(raw["summary_columns"], raw["summary"], strict=True)}
+    columns = {"layer_name": raw["layer_names"]}
+    columns.update(zip(raw["layer_columns"], raw["layers"], strict=True))
+    return AnalyticalResult(
+        run_name=run_name,
+        mode="compat-simai" if compat == SIMAI else "default",
+        workload=str(workload),
+        plan=raw["plan"],
+        summary=summary,
+        layers=Table(columns),
+        csv=raw["csv"],
+        warnings=raw["warnings"],
+        simulate_seconds=raw["simulate_seconds"],
+        events=raw["events"],
+    )

@@ -1,0 +1,232 @@
+"""The `clustersim` command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from clustersim.errors import InputError
+
+EPILOG_ANALYTICAL = """\
+SimAI_analytical's flags are accepted as they are, e.g.
+  clustersim analytical -w workload.txt -g 9216 -g_p_s 8 -r test- -busbw busbw.yaml
+  clustersim analytical -w workload.txt -g 9216 -nv 360 -nic 48.5 -n_p_s 8 -g_p_s 8 -r example-
+Outputs: <prefix>EndToEnd.csv (SimAI's layout, times in µs) and <prefix>summary.json;
+with -v also <prefix>chart.png and <prefix>chart.html. --json prints the summary as JSON.
+Without --compat simai, SimAI's known quirks are corrected (see the README)."""
+
+
+class Progress:
+    """A progress line on stderr for runs that take long enough to need one."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.start = time.monotonic()
+        self.shown = False
+
+    def __call__(self, fraction: float) -> None:
+        if time.monotonic() - self.start < 1.0 or not sys.stderr.isatty():
+            return
+        self.shown = True
+        bar = "#" * int(fraction * 30)
+        sys.stderr.write(f"\r{self.label} [{bar:<30}] {fraction * 100:5.1f}%")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.shown:
+            sys.stderr.write("\n")
+
+
+def add_analytical(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "analytical",
+        help="simulate a SimAI workload file with the analytical network model (SimAI_analytical's flags)",
+        description="Simulate one training iteration of a SimAI/AICB workload file on the analytical backend.",
+        epilog=EPILOG_ANALYTICAL,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
+    )
+    p.add_argument("-w", "--workload", required=True, help="SimAI workload file (.txt written by AICB)")
+    p.add_argument("-g", "--gpus", type=int, help="number of GPUs (default: the header's all_gpus)")
+    p.add_argument("-g_p_s", "--gpus-per-server", type=int, default=8, help="GPUs per server (default 8)")
+    p.add_argument("-n_p_s", "--nics-per-server", type=int, help="NICs per server (default: GPUs per server)")
+    p.add_argument("-g_type", "--gpu-type", default="H100", help="A100, A800, H100, H800 or H20 (default H100)")
+    p.add_argument("-nic_t", "--nic-type", default="cx7", help="cx6, cx7 or bf3 (default cx7)")
+    p.add_argument("-nv", "--nvlink-busbw", type=float, help="NVLink bus bandwidth per GPU, GB/s (overrides -g_type)")
+    p.add_argument("-nic", "--nic-busbw", type=float, help="bus bandwidth per NIC, GB/s (overrides -nic_t)")
+    p.add_argument("-busbw", "--busbw", help="SimAI busbw.yaml with measured bus bandwidths per group")
+    p.add_argument("-r", "--result", help="output prefix (default: results/<workload name>-)")
+    p.add_argument("-r_f", "--result-folder", help="folder to put the output prefix in")
+    p.add_argument("-v", "--visual", nargs="?", type=int, const=1, default=0, help="also write charts (PNG, HTML)")
+    for name, what, default in (
+        ("dp", "data-parallel", "0"),
+        ("tp", "tensor-parallel", "0"),
+        ("ep", "expert-parallel", "0"),
+        ("pp", "pipeline", "1 with --compat simai, else 0"),
+    ):
+        p.add_argument(
+            f"-{name}_o",
+            f"--{name}-overlap",
+            type=float,
+            help=f"fraction of {what} communication hidden behind compute (default {default})",
+        )
+    p.add_argument("--compat", choices=["simai"], help="reproduce SimAI-Analytical's numbers, quirks included")
+    p.add_argument("--ratio-dir", help="folder with nvlink_ratio.csv, nic_ratio.csv, ata_ratio.csv")
+    p.add_argument("--lenient", action="store_true", help="accept a row count on line 2 that disagrees with the file")
+    p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    p.set_defaults(func=run_analytical)
+
+
+def output_prefix(args: argparse.Namespace) -> str:
+    prefix = args.result if args.result is not None else f"results/{Path(args.workload).stem}-"
+    if args.result_folder:
+        prefix = str(Path(args.result_folder) / prefix)
+    return prefix
+
+
+def run_analytical(args: argparse.Namespace) -> int:
+    from clustersim.analytical import simulate
+    from clustersim.output import atomic_outputs, write_text
+
+    prefix = output_prefix(args)
+    progress = Progress("simulating")
+    try:
+        result = simulate(
+            args.workload,
+            gpus=args.gpus,
+            gpus_per_server=args.gpus_per_server,
+            nics_per_server=args.nics_per_server,
+            gpu_type=args.gpu_type,
+            nic_type=args.nic_type,
+            nvlink_gbps=args.nvlink_busbw,
+            nic_gbps=args.nic_busbw,
+            busbw=args.busbw,
+            compat=args.compat,
+            dp_overlap=args.dp_overlap or 0.0,
+            tp_overlap=args.tp_overlap or 0.0,
+            ep_overlap=args.ep_overlap or 0.0,
+            pp_overlap=args.pp_overlap,
+            run_name=Path(prefix).name,
+            lenient=args.lenient,
+            ratio_dir=args.ratio_dir,
+            progress=progress,
+        )
+    finally:
+        progress.close()
+    for w in result.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    outputs = {"csv": prefix + "EndToEnd.csv", "json": prefix + "summary.json"}
+    if args.visual:
+        outputs.update(png=prefix + "chart.png", html=prefix + "chart.html")
+    doc = result.to_dict() | {"outputs": outputs}
+    with atomic_outputs() as stage:
+        write_text(stage(outputs["csv"]), result.csv)
+        write_text(stage(outputs["json"]), json.dumps(doc, indent=2) + "\n")
+        if args.visual:
+            from clustersim import charts
+
+            title = f"{result.run_name} ({result.mode})"
+            charts.write_png(result.summary, result.layers, title, stage(outputs["png"]))
+            charts.write_html(result.summary, result.layers, title, stage(outputs["html"]))
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print_summary(result.summary, result.breakdown(), outputs)
+    return 0
+
+
+def print_summary(summary: dict[str, float], pct: dict[str, float], outputs: dict[str, str]) -> None:
+    labels = {
+        "compute_us": "compute",
+        "exposed_tp_us": "exposed TP comm",
+        "exposed_ep_us": "exposed EP comm",
+        "exposed_dp_us": "exposed DP comm",
+        "exposed_dp_ep_us": "exposed DP_EP comm",
+        "exposed_pp_us": "exposed PP comm",
+        "bubble_us": "pipeline bubble",
+    }
+    print(f"iteration time  {summary['total_us'] / 1000:12.3f} ms")
+    for key, label in labels.items():
+        print(f"  {label:<20}{summary[key] / 1000:12.3f} ms {pct[key]:6.2f}%")
+    print("wrote " + ", ".join(outputs.values()))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="clustersim",
+        description="Simulate AI training clusters: how long one iteration takes, and where the time goes.",
+        allow_abbrev=False,
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    add_analytical(sub)
+    add_workload(sub)
+    return parser
+
+
+def add_workload(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("workload", help="check or rewrite SimAI workload files", allow_abbrev=False)
+    wsub = p.add_subparsers(dest="workload_command", required=True, metavar="ACTION")
+    c = wsub.add_parser("check", help="read a workload file and report its header and row count")
+    c.add_argument("file")
+    c.add_argument("--lenient", action="store_true", help="accept a wrong row count on line 2")
+    c.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    c.set_defaults(func=run_workload_check)
+    r = wsub.add_parser("rewrite", help="read a workload file and write it back in its header variant")
+    r.add_argument("file")
+    r.add_argument("-o", "--output", required=True, help="where to write")
+    r.add_argument("--lenient", action="store_true", help="accept a wrong row count on line 2")
+    r.add_argument("--json", action="store_true", help="print what was written as JSON on stdout")
+    r.set_defaults(func=run_workload_rewrite)
+
+
+def run_workload_check(args: argparse.Namespace) -> int:
+    from clustersim import _engine
+    from clustersim.analytical import read_text
+
+    info = _engine.inspect_workload(args.file, read_text(args.file, "workload"), lenient=args.lenient)
+    for w in info.pop("warnings"):
+        print(f"warning: {w}", file=sys.stderr)
+    names = info.pop("row_names")
+    info["distinct_row_names"] = sorted(set(names))
+    if args.json:
+        print(json.dumps(info, indent=2))
+    else:
+        for k, v in info.items():
+            print(f"{k:>20}: {v}")
+    return 0
+
+
+def run_workload_rewrite(args: argparse.Namespace) -> int:
+    from clustersim import _engine
+    from clustersim.analytical import read_text
+    from clustersim.output import atomic_outputs, write_text
+
+    text, warnings = _engine.rewrite_workload(args.file, read_text(args.file, "workload"), lenient=args.lenient)
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    with atomic_outputs() as stage:
+        write_text(stage(args.output), text)
+    if args.json:
+        print(json.dumps({"input": args.file, "output": args.output}))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return func(args)
+    except InputError as e:
+        print(f"clustersim: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""Writing results: all files of a run appear together, or none (no half-written results)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from clustersim.errors import InputError
+
+
+@contextlib.contextmanager
+def atomic_outputs() -> Iterator[Callable[[str | os.PathLike[str]], Path]]:
+    """Yield `stage(path) -> temporary path`; on success every staged file is renamed into place,
+    on any error they are all removed."""
+    staged: list[tuple[Path, Path]] = []
+
+    def stage(path: str | os.PathLike[str]) -> Path:
+        final = Path(path)
+        try:
+            final.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise InputError(f"{final.parent}: cannot create the output folder: {e.strerror}") from None
+        tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+        staged.append((tmp, final))
+        return tmp
+
+    try:
+        yield stage
+        for tmp, final in staged:
+            os.replace(tmp, final)
+    except BaseException:
+        for tmp, _ in staged:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        raise
+
+
+def write_text(path: Path, text: str) -> None:
+    try:
+        path.write_text(text)
+    except OSError as e:
+        raise InputError(f"{path}: cannot write: {e.strerror}") from None
