@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,20 +35,38 @@ def read_text(path: str | os.PathLike[str], what: str) -> str:
         raise InputError(f"{path}: cannot read the {what}: {reason}") from None
 
 
-@dataclass
 class AnalyticalResult:
     """One simulated iteration: the summary (µs), a per-row table, and SimAI's CSV text."""
 
-    run_name: str
-    mode: str
-    workload: str
-    plan: dict[str, int]
-    summary: dict[str, float]
-    layers: Table
-    csv: str
-    warnings: list[str] = field(default_factory=list)
-    simulate_seconds: float = 0.0
-    events: int = 0
+    # A plain class, not a dataclass: importing dataclasses costs the CLI ~6 ms of start-up.
+    def __init__(
+        self,
+        *,
+        run_name: str,
+        mode: str,
+        workload: str,
+        plan: dict[str, int],
+        summary: dict[str, float],
+        layers: Table,
+        csv: str,
+        warnings: list[str],
+        simulate_seconds: float,
+        events: int,
+    ) -> None:
+        self.run_name = run_name
+        self.mode = mode
+        self.workload = workload
+        self.plan = plan
+        self.summary = summary
+        self.layers = layers
+        self.csv = csv
+        self.warnings = warnings
+        self.simulate_seconds = simulate_seconds
+        self.events = events
+
+    def __repr__(self) -> str:
+        ms = self.iteration_time_us / 1000
+        return f"AnalyticalResult({self.run_name!r}, {self.mode}, iteration {ms:.3f} ms)"
 
     @property
     def iteration_time_us(self) -> float:

@@ -45,7 +45,7 @@ def add_analytical(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "analytical",
         help="simulate a SimAI workload file with the analytical network model (SimAI_analytical's flags)",
-        description="Simulate one training iteration of a SimAI/AICB workload file on the analytical backend.",
+        description="Simulate one training iteration of a SimAI/AICB workload on the analytical backend.",
         epilog=EPILOG_ANALYTICAL,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
@@ -54,14 +54,20 @@ def add_analytical(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-g", "--gpus", type=int, help="number of GPUs (default: the header's all_gpus)")
     p.add_argument("-g_p_s", "--gpus-per-server", type=int, default=8, help="GPUs per server (default 8)")
     p.add_argument("-n_p_s", "--nics-per-server", type=int, help="NICs per server (default: GPUs per server)")
-    p.add_argument("-g_type", "--gpu-type", default="H100", help="A100, A800, H100, H800 or H20 (default H100)")
+    p.add_argument(
+        "-g_type", "--gpu-type", default="H100", help="A100, A800, H100, H800 or H20 (default H100)"
+    )
     p.add_argument("-nic_t", "--nic-type", default="cx7", help="cx6, cx7 or bf3 (default cx7)")
-    p.add_argument("-nv", "--nvlink-busbw", type=float, help="NVLink bus bandwidth per GPU, GB/s (overrides -g_type)")
+    p.add_argument(
+        "-nv", "--nvlink-busbw", type=float, help="NVLink bus bandwidth per GPU, GB/s (overrides -g_type)"
+    )
     p.add_argument("-nic", "--nic-busbw", type=float, help="bus bandwidth per NIC, GB/s (overrides -nic_t)")
     p.add_argument("-busbw", "--busbw", help="SimAI busbw.yaml with measured bus bandwidths per group")
     p.add_argument("-r", "--result", help="output prefix (default: results/<workload name>-)")
     p.add_argument("-r_f", "--result-folder", help="folder to put the output prefix in")
-    p.add_argument("-v", "--visual", nargs="?", type=int, const=1, default=0, help="also write charts (PNG, HTML)")
+    p.add_argument(
+        "-v", "--visual", nargs="?", type=int, const=1, default=0, help="also write charts (PNG, HTML)"
+    )
     for name, what, default in (
         ("dp", "data-parallel", "0"),
         ("tp", "tensor-parallel", "0"),
@@ -74,9 +80,13 @@ def add_analytical(sub: argparse._SubParsersAction) -> None:
             type=float,
             help=f"fraction of {what} communication hidden behind compute (default {default})",
         )
-    p.add_argument("--compat", choices=["simai"], help="reproduce SimAI-Analytical's numbers, quirks included")
+    p.add_argument(
+        "--compat", choices=["simai"], help="reproduce SimAI-Analytical's numbers, quirks included"
+    )
     p.add_argument("--ratio-dir", help="folder with nvlink_ratio.csv, nic_ratio.csv, ata_ratio.csv")
-    p.add_argument("--lenient", action="store_true", help="accept a row count on line 2 that disagrees with the file")
+    p.add_argument(
+        "--lenient", action="store_true", help="accept a row count on line 2 that disagrees with the file"
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     p.set_defaults(func=run_analytical)
 
@@ -205,7 +215,9 @@ def run_workload_rewrite(args: argparse.Namespace) -> int:
     from clustersim.analytical import read_text
     from clustersim.output import atomic_outputs, write_text
 
-    text, warnings = _engine.rewrite_workload(args.file, read_text(args.file, "workload"), lenient=args.lenient)
+    text, warnings = _engine.rewrite_workload(
+        args.file, read_text(args.file, "workload"), lenient=args.lenient
+    )
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
     with atomic_outputs() as stage:

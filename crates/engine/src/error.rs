@@ -17,12 +17,7 @@ impl InputError {
     }
 
     pub fn at(file: &str, line: usize, field: &str, message: impl Into<String>) -> Self {
-        InputError {
-            file: file.to_string(),
-            line: Some(line),
-            field: Some(field.to_string()),
-            message: message.into(),
-        }
+        InputError { file: file.to_string(), line: Some(line), field: Some(field.to_string()), message: message.into() }
     }
 
     pub fn field(file: &str, field: &str, message: impl Into<String>) -> Self {

@@ -141,8 +141,7 @@ impl<'w> Executor<'w> {
         let mut coll_parties = HashMap::new();
         for (class, &rep) in reps.iter().enumerate() {
             for g in 0..w.groups.len() as u16 {
-                let mut classes: Vec<u32> =
-                    w.group_members(g, rep).iter().map(|&r| w.rank_class[r as usize]).collect();
+                let mut classes: Vec<u32> = w.group_members(g, rep).iter().map(|&r| w.rank_class[r as usize]).collect();
                 classes.sort_unstable();
                 classes.dedup();
                 if classes.len() > 1 {
@@ -166,7 +165,6 @@ impl<'w> Executor<'w> {
     pub fn run(&self, model: &mut dyn NetworkModel, progress: &mut dyn FnMut(f64)) -> Result<Execution> {
         let w = self.w;
         model.prepare(w)?;
-        let nclass = w.class_program.len();
         let mut remaining: Vec<Vec<u32>> =
             w.class_program.iter().map(|&p| self.graphs[p as usize].indegree.clone()).collect();
         let mut tl: Vec<Timeline> = w
@@ -186,8 +184,8 @@ impl<'w> Executor<'w> {
         let mut open: HashMap<(Channel, u64), usize> = HashMap::new();
         let mut counters: HashMap<(Channel, u32, bool), u64> = HashMap::new();
         let mut ready: Vec<(u32, u32)> = Vec::new();
-        for c in 0..nclass {
-            for (i, &d) in remaining[c].iter().enumerate() {
+        for (c, rem) in remaining.iter().enumerate() {
+            for (i, &d) in rem.iter().enumerate() {
                 if d == 0 {
                     ready.push((c as u32, i as u32));
                 }
@@ -212,9 +210,10 @@ impl<'w> Executor<'w> {
                     }
                     OpKind::Collective { collective, group, bytes } => {
                         let comm = Comm::Collective { collective, group, bytes, rank: self.reps[ci] };
-                        let channel = self.coll_parties.get(&(c, group)).map(|classes| {
-                            (Channel::Coll { group, first_class: classes[0] }, classes.len(), false)
-                        });
+                        let channel = self
+                            .coll_parties
+                            .get(&(c, group))
+                            .map(|classes| (Channel::Coll { group, first_class: classes[0] }, classes.len(), false));
                         (comm, channel)
                     }
                     OpKind::Send { peer, bytes } => {
@@ -268,17 +267,18 @@ impl<'w> Executor<'w> {
             };
             now = t;
             events += 1;
-            let finish = |c: u32, i: u32, tl: &mut Vec<Timeline>, rem: &mut Vec<Vec<u32>>, ready: &mut Vec<(u32, u32)>| {
-                tl[c as usize].end[i as usize] = now;
-                let g = &self.graphs[w.class_program[c as usize] as usize];
-                for &s in &g.succ[g.succ_start[i as usize] as usize..g.succ_start[i as usize + 1] as usize] {
-                    let r = &mut rem[c as usize][s as usize];
-                    *r -= 1;
-                    if *r == 0 {
-                        ready.push((c, s));
+            let finish =
+                |c: u32, i: u32, tl: &mut Vec<Timeline>, rem: &mut Vec<Vec<u32>>, ready: &mut Vec<(u32, u32)>| {
+                    tl[c as usize].end[i as usize] = now;
+                    let g = &self.graphs[w.class_program[c as usize] as usize];
+                    for &s in &g.succ[g.succ_start[i as usize] as usize..g.succ_start[i as usize + 1] as usize] {
+                        let r = &mut rem[c as usize][s as usize];
+                        *r -= 1;
+                        if *r == 0 {
+                            ready.push((c, s));
+                        }
                     }
-                }
-            };
+                };
             while heap.peek().is_some_and(|e| e.time <= now) {
                 let e = heap.pop().unwrap();
                 finish(e.class, e.op, &mut tl, &mut remaining, &mut ready);

@@ -32,11 +32,7 @@ impl Layout {
 
     /// Bit mask of the given axes (bit i = position i in `axes`).
     pub fn mask(&self, axes: &[Axis]) -> u32 {
-        self.axes
-            .iter()
-            .enumerate()
-            .filter(|(_, (a, _))| axes.contains(a))
-            .fold(0, |m, (i, _)| m | (1 << i))
+        self.axes.iter().enumerate().filter(|(_, (a, _))| axes.contains(a)).fold(0, |m, (i, _)| m | (1 << i))
     }
 
     pub fn axis_size(&self, axis: Axis) -> u32 {

@@ -96,10 +96,22 @@ pub struct Peer {
 #[derive(Debug, Clone, PartialEq)]
 pub enum OpKind {
     /// Compute that takes a known time (measured, or from the hardware model), in ns.
-    Compute { ns: f64 },
-    Collective { collective: Collective, group: GroupId, bytes: u64 },
-    Send { peer: Peer, bytes: u64 },
-    Recv { peer: Peer, bytes: u64 },
+    Compute {
+        ns: f64,
+    },
+    Collective {
+        collective: Collective,
+        group: GroupId,
+        bytes: u64,
+    },
+    Send {
+        peer: Peer,
+        bytes: u64,
+    },
+    Recv {
+        peer: Peer,
+        bytes: u64,
+    },
 }
 
 /// One operation of a program. It starts when its dependencies have finished and the previous
@@ -165,11 +177,9 @@ impl Workload {
     pub fn group_members(&self, group: GroupId, rank: u32) -> Vec<u32> {
         match &self.groups[group as usize].members {
             Membership::Dims(mask) => self.layout.group_of(rank, *mask),
-            Membership::Explicit(instances) => instances
-                .iter()
-                .find(|inst| inst.contains(&rank))
-                .cloned()
-                .unwrap_or_else(|| vec![rank]),
+            Membership::Explicit(instances) => {
+                instances.iter().find(|inst| inst.contains(&rank)).cloned().unwrap_or_else(|| vec![rank])
+            }
         }
     }
 

@@ -17,7 +17,14 @@ fn config(nv: Option<f32>, nic: Option<f32>, busbw: Option<BusbwTable>, run_name
     AnalyticalConfig {
         compat: true,
         gpus: Some(9216),
-        platform: Platform { gpus_per_server: 8, nics_per_server: 8, gpu: GpuType::H100, nic: NicType::Cx7, nvlink_gbps: nv, nic_gbps: nic },
+        platform: Platform {
+            gpus_per_server: 8,
+            nics_per_server: 8,
+            gpu: GpuType::H100,
+            nic: NicType::Cx7,
+            nvlink_gbps: nv,
+            nic_gbps: nic,
+        },
         busbw,
         ratios: RatioTables::builtin(),
         overlap: Overlap { dp: 0.0, tp: 0.0, ep: 0.0, pp: 1.0 },

@@ -101,7 +101,15 @@ fn run_analytical<'py>(
     let w = &run.workload;
     let h = &w.file.header;
     let plan = PyDict::new(py);
-    for (k, v) in [("gpus", w.workload.world_size()), ("tp", w.tp), ("ep", w.ep), ("pp", w.pp), ("dp", w.dp), ("ga", h.ga), ("vpp", h.vpp)] {
+    for (k, v) in [
+        ("gpus", w.workload.world_size()),
+        ("tp", w.tp),
+        ("ep", w.ep),
+        ("pp", w.pp),
+        ("dp", w.dp),
+        ("ga", h.ga),
+        ("vpp", h.vpp),
+    ] {
         plan.set_item(k, v)?;
     }
     plan.set_item("pp_comm", h.pp_comm)?;

@@ -31,7 +31,12 @@ impl BusbwTable {
             if let Some(name) = line.strip_suffix(':') {
                 let name = name.trim();
                 if !SECTIONS.contains(&name) {
-                    return Err(InputError::at(file, n, name, format!("unknown section (valid: {})", SECTIONS.join(", "))));
+                    return Err(InputError::at(
+                        file,
+                        n,
+                        name,
+                        format!("unknown section (valid: {})", SECTIONS.join(", ")),
+                    ));
                 }
                 section = Some(name.to_string());
                 continue;
@@ -43,9 +48,15 @@ impl BusbwTable {
             let Some(sec) = &section else {
                 return Err(InputError::at(file, n, &key, "value outside any section (TP:, DP:, EP:, DP_EP:, PP:)"));
             };
-            let valid: &[&str] = if sec == "PP" { &["busbw"] } else { &["allreduce", "allgather", "reducescatter", "alltoall"] };
+            let valid: &[&str] =
+                if sec == "PP" { &["busbw"] } else { &["allreduce", "allgather", "reducescatter", "alltoall"] };
             if !valid.contains(&key.as_str()) {
-                return Err(InputError::at(file, n, &format!("{sec}.{key}"), format!("unknown key (valid: {})", valid.join(", "))));
+                return Err(InputError::at(
+                    file,
+                    n,
+                    &format!("{sec}.{key}"),
+                    format!("unknown key (valid: {})", valid.join(", ")),
+                ));
             }
             let value = value.trim();
             let v = if value == "null" {
@@ -54,7 +65,12 @@ impl BusbwTable {
                 match value.parse::<f32>() {
                     Ok(v) if v > 0.0 && v.is_finite() => Some(v),
                     _ => {
-                        return Err(InputError::at(file, n, &format!("{sec}.{key}"), format!("busbw must be a positive number of GB/s or null, got '{value}'")));
+                        return Err(InputError::at(
+                            file,
+                            n,
+                            &format!("{sec}.{key}"),
+                            format!("busbw must be a positive number of GB/s or null, got '{value}'"),
+                        ));
                     }
                 }
             };
@@ -88,7 +104,11 @@ mod tests {
 
     #[test]
     fn parses_simai_example() {
-        let t = BusbwTable::parse("busbw.yaml", "test\nTP:\nallreduce,: 300\nallgather,: 280\nDP:\nallreduce,: null\nPP:\nbusbw: 47.5").unwrap();
+        let t = BusbwTable::parse(
+            "busbw.yaml",
+            "test\nTP:\nallreduce,: 300\nallgather,: 280\nDP:\nallreduce,: null\nPP:\nbusbw: 47.5",
+        )
+        .unwrap();
         assert_eq!(t.get("TP", "allreduce"), Ok(300.0));
         assert_eq!(t.get("PP", "busbw"), Ok(47.5));
         assert!(t.get("DP", "allreduce").unwrap_err().contains("null"));
@@ -98,7 +118,10 @@ mod tests {
     #[test]
     fn errors_name_line_and_field() {
         let e = BusbwTable::parse("b.yaml", "x\nTP:\nallreduce,: fast\n").unwrap_err();
-        assert_eq!(e.to_string(), "b.yaml:3: TP.allreduce: busbw must be a positive number of GB/s or null, got 'fast'");
+        assert_eq!(
+            e.to_string(),
+            "b.yaml:3: TP.allreduce: busbw must be a positive number of GB/s or null, got 'fast'"
+        );
         let e = BusbwTable::parse("b.yaml", "x\nXP:\n").unwrap_err();
         assert!(e.to_string().starts_with("b.yaml:2: XP: unknown section"));
     }

@@ -47,12 +47,18 @@ pub struct Analytical {
     pending: BinaryHeap<Reverse<(OrdF64, u64)>>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+/// An f64 ordered by `total_cmp`, for the completion heap.
+#[derive(Debug, Clone, Copy, PartialEq)]
 struct OrdF64(f64);
 impl Eq for OrdF64 {}
 impl Ord for OrdF64 {
     fn cmp(&self, o: &Self) -> std::cmp::Ordering {
         self.0.total_cmp(&o.0)
+    }
+}
+impl PartialOrd for OrdF64 {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
     }
 }
 

@@ -44,9 +44,8 @@ impl RatioTable {
             }
             let mut parts = line.split(',');
             let size = parts.next().unwrap_or("").trim();
-            let size: f64 = size
-                .parse()
-                .map_err(|_| InputError::at(file, i + 1, "Size", format!("not a number: '{size}'")))?;
+            let size: f64 =
+                size.parse().map_err(|_| InputError::at(file, i + 1, "Size", format!("not a number: '{size}'")))?;
             if sizes.last().is_some_and(|&last| size <= last) {
                 return Err(InputError::at(file, i + 1, "Size", "sizes must increase"));
             }
@@ -59,13 +58,23 @@ impl RatioTable {
                     } else {
                         match cell.parse::<f64>() {
                             Ok(v) if v > 0.0 => Ok(Some(v)),
-                            _ => Err(InputError::at(file, i + 1, &format!("column {}", c + 2), format!("not a positive number: '{cell}'"))),
+                            _ => Err(InputError::at(
+                                file,
+                                i + 1,
+                                &format!("column {}", c + 2),
+                                format!("not a positive number: '{cell}'"),
+                            )),
                         }
                     }
                 })
                 .collect::<Result<Vec<_>>>()?;
             if row.len() < MULTI_COLUMN {
-                return Err(InputError::at(file, i + 1, "row", format!("expected at least {} columns", MULTI_COLUMN + 1)));
+                return Err(InputError::at(
+                    file,
+                    i + 1,
+                    "row",
+                    format!("expected at least {} columns", MULTI_COLUMN + 1),
+                ));
             }
             sizes.push(size);
             cells.push(row);
@@ -81,11 +90,8 @@ impl RatioTable {
     /// interpolation in size, the first row below the smallest size, normalised by the same
     /// column's last (16 GiB) row, and no answer above the largest size.
     pub fn simai_value(&self, bytes: f64, nodes: u32) -> std::result::Result<f32, String> {
-        let col = if nodes == 9 {
-            MULTI_COLUMN
-        } else {
-            COLUMN_NODES.iter().position(|&n| n == nodes).map_or(5, |p| p + 1)
-        };
+        let col =
+            if nodes == 9 { MULTI_COLUMN } else { COLUMN_NODES.iter().position(|&n| n == nodes).map_or(5, |p| p + 1) };
         let cell = |r: usize| self.cells[r][col - 1].unwrap_or(1.0);
         let last = cell(self.sizes.len() - 1);
         if bytes == 0.0 {
@@ -101,7 +107,10 @@ impl RatioTable {
                 return Ok((v / last) as f32);
             }
         }
-        Err(format!("message of {bytes} bytes is above the largest size in the ratio table ({})", self.sizes[self.sizes.len() - 1]))
+        Err(format!(
+            "message of {bytes} bytes is above the largest size in the ratio table ({})",
+            self.sizes[self.sizes.len() - 1]
+        ))
     }
 
     /// Corrected lookup: the column of the largest measured node count ≤ `nodes` (nearest filled

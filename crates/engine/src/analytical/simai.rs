@@ -111,9 +111,7 @@ impl SimaiBuiltin {
                 };
                 self.ratios.all_to_all.simai_value(b, nodes)
             }
-            (Collective::AllToAll, "TP") => {
-                self.ratios.all_to_all.simai_value(b, if t <= gps { 1 } else { t / gps })
-            }
+            (Collective::AllToAll, "TP") => self.ratios.all_to_all.simai_value(b, if t <= gps { 1 } else { t / gps }),
             _ => Ok(1.0),
         }
     }
@@ -148,7 +146,10 @@ impl CollectiveCost for SimaiBuiltin {
         let bw = self.cal_busbw(c, shape.0, shape.1, shape.2).ok_or_else(|| {
             InputError::new(
                 "bandwidth model",
-                format!("SimAI's model has no bandwidth for a {} group of {n} ranks ({} node(s) × {} GPU(s), {} NIC(s))", g.name, shape.0, shape.1, shape.2),
+                format!(
+                    "SimAI's model has no bandwidth for a {} group of {n} ranks ({} node(s) × {} GPU(s), {} NIC(s))",
+                    g.name, shape.0, shape.1, shape.2
+                ),
             )
         })?;
         let ratio = self.ratio(c, g, bytes, bw.is_nvlink).map_err(|m| InputError::new("ratio table", m))?;

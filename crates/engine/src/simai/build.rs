@@ -73,7 +73,13 @@ impl SimaiWorkload {
             }
             (Some(g), _) => g,
             (None, Some(a)) if !micro => a,
-            _ => return Err(InputError::field(&path, "gpus", "the number of GPUs is unknown: give -g (this header has no all_gpus)")),
+            _ => {
+                return Err(InputError::field(
+                    &path,
+                    "gpus",
+                    "the number of GPUs is unknown: give -g (this header has no all_gpus)",
+                ))
+            }
         };
         let gps = opt.gpus_per_server;
         let bad = |field: &str, msg: String| Err(InputError::field(&path, field, msg));
@@ -84,13 +90,23 @@ impl SimaiWorkload {
             return bad("gpus_per_server", "must be at least 1".into());
         }
         if world % (t * p) != 0 {
-            return bad("gpus", format!("{world} GPUs are not divisible by TP×PP = {t}×{p} = {} (valid: multiples of {})", t * p, t * p));
+            return bad(
+                "gpus",
+                format!(
+                    "{world} GPUs are not divisible by TP×PP = {t}×{p} = {} (valid: multiples of {})",
+                    t * p,
+                    t * p
+                ),
+            );
         }
         if world % gps != 0 && world > gps {
             return bad("gpus_per_server", format!("{world} GPUs do not fill whole servers of {gps} GPUs"));
         }
         if t > gps && t % gps != 0 {
-            return bad("model_parallel_NPU_group", format!("TP {t} spans servers but is not a multiple of {gps} GPUs per server"));
+            return bad(
+                "model_parallel_NPU_group",
+                format!("TP {t} spans servers but is not a multiple of {gps} GPUs per server"),
+            );
         }
         let dp = world / (t * p);
         if dp % e != 0 {
@@ -125,7 +141,8 @@ impl SimaiWorkload {
             if opt.compat && bytes > 0 && bytes < 4096 {
                 bytes = 4096;
             }
-            let (ops, block) = collective(&mut prog, &path, r.line, "fwd_comm", r.fwd.kind, bytes, TP, c, i, Phase::Forward, opt)?;
+            let (ops, block) =
+                collective(&mut prog, &path, r.line, "fwd_comm", r.fwd.kind, bytes, TP, c, i, Phase::Forward, opt)?;
             row_ops[i][0].comms = ops;
             gate = block.or(gate);
         }
@@ -133,17 +150,48 @@ impl SimaiWorkload {
             let c = prog.push(Op::new(OpKind::Compute { ns: r.ig_ns as f64 }, deps(gate), i as u32, Phase::InputGrad));
             row_ops[i][1].compute = c;
             gate = Some(c);
-            let (ops, block) = collective(&mut prog, &path, r.line, "ig_comm", r.ig.kind, r.ig.bytes, TP, c, i, Phase::InputGrad, opt)?;
+            let (ops, block) = collective(
+                &mut prog,
+                &path,
+                r.line,
+                "ig_comm",
+                r.ig.kind,
+                r.ig.bytes,
+                TP,
+                c,
+                i,
+                Phase::InputGrad,
+                opt,
+            )?;
             row_ops[i][1].comms = ops;
             gate = block.or(gate);
             let c = prog.push(Op::new(OpKind::Compute { ns: r.wg_ns as f64 }, deps(gate), i as u32, Phase::WeightGrad));
             row_ops[i][2].compute = c;
             gate = Some(c);
             // wg collectives never block: nothing waits for them but the end of the iteration.
-            let (ops, _) = collective(&mut prog, &path, r.line, "wg_comm", r.wg.kind, r.wg.bytes, DP, c, i, Phase::WeightGrad, opt)?;
+            let (ops, _) = collective(
+                &mut prog,
+                &path,
+                r.line,
+                "wg_comm",
+                r.wg.kind,
+                r.wg.bytes,
+                DP,
+                c,
+                i,
+                Phase::WeightGrad,
+                opt,
+            )?;
             row_ops[i][2].comms = ops;
         }
-        let workload = Workload { layout, groups, programs: vec![prog], class_program: vec![0], rank_class: vec![0; world as usize], rows };
+        let workload = Workload {
+            layout,
+            groups,
+            programs: vec![prog],
+            class_program: vec![0],
+            rank_class: vec![0; world as usize],
+            rows,
+        };
         Ok(SimaiWorkload { file, workload, tp: t, ep: e, pp: p, dp, row_ops, warnings })
     }
 }
@@ -195,12 +243,22 @@ fn collective(
     let mut ops = Vec::new();
     let mut block = None;
     if blocking > 0 || o == 0.0 {
-        let id = prog.push(Op::new(OpKind::Collective { collective: c, group, bytes: blocking }, vec![after], row as u32, phase));
+        let id = prog.push(Op::new(
+            OpKind::Collective { collective: c, group, bytes: blocking },
+            vec![after],
+            row as u32,
+            phase,
+        ));
         ops.push(id);
         block = Some(id);
     }
     if blocking < bytes {
-        ops.push(prog.push(Op::new(OpKind::Collective { collective: c, group, bytes: bytes - blocking }, vec![after], row as u32, phase)));
+        ops.push(prog.push(Op::new(
+            OpKind::Collective { collective: c, group, bytes: bytes - blocking },
+            vec![after],
+            row as u32,
+            phase,
+        )));
     }
     Ok((ops, block))
 }

@@ -136,7 +136,17 @@ pub struct WorkloadFile {
 }
 
 const FIELDS: [&str; 12] = [
-    "name", "depen", "fwd_compute", "fwd_comm", "fwd_size", "ig_compute", "ig_comm", "ig_size", "wg_compute", "wg_comm", "wg_size",
+    "name",
+    "depen",
+    "fwd_compute",
+    "fwd_comm",
+    "fwd_size",
+    "ig_compute",
+    "ig_comm",
+    "ig_size",
+    "wg_compute",
+    "wg_comm",
+    "wg_size",
     "wg_update_time",
 ];
 
@@ -155,7 +165,12 @@ const ASTRA_KEYWORDS: [&str; 9] = [
 fn parse_header(path: &str, line: &str) -> Result<Header> {
     let tokens: Vec<&str> = line.split_whitespace().collect();
     let Some(&keyword) = tokens.first() else {
-        return Err(InputError::at(path, 1, "header", "empty header line (expected HYBRID_TRANSFORMER_FWD_IN_BCKWD or MICRO)"));
+        return Err(InputError::at(
+            path,
+            1,
+            "header",
+            "empty header line (expected HYBRID_TRANSFORMER_FWD_IN_BCKWD or MICRO)",
+        ));
     };
     let mut h = Header {
         policy: Policy::HybridTransformerFwdInBckwd,
@@ -199,7 +214,12 @@ fn parse_header(path: &str, line: &str) -> Result<Header> {
         let v = value(i, key)?;
         match v.parse::<u32>() {
             Ok(n) if n >= 1 => Ok(n),
-            _ => Err(InputError::at(path, 1, key.trim_end_matches(':'), format!("must be a whole number ≥ 1, got '{v}'"))),
+            _ => Err(InputError::at(
+                path,
+                1,
+                key.trim_end_matches(':'),
+                format!("must be a whole number ≥ 1, got '{v}'"),
+            )),
         }
     };
     let list = |i: usize, key: &str| -> Result<(Vec<u32>, usize)> {
@@ -208,7 +228,9 @@ fn parse_header(path: &str, line: &str) -> Result<Header> {
         let mut out = Vec::with_capacity(k);
         for j in 0..k {
             let t = value(i + 1 + j, key)?;
-            out.push(t.parse().map_err(|_| InputError::at(path, 1, key, format!("expected a layer index, got '{t}'")))?);
+            out.push(
+                t.parse().map_err(|_| InputError::at(path, 1, key, format!("expected a layer index, got '{t}'")))?,
+            );
         }
         Ok((out, 1 + k))
     };
@@ -275,8 +297,9 @@ fn parse_u64(path: &str, line: usize, field: &str, tok: &str, what: &str) -> Res
 
 fn parse_comm(path: &str, line: usize, fields: &[&str], k: usize) -> Result<Comm> {
     let tok = fields[k];
-    let kind = CommType::parse(tok)
-        .ok_or_else(|| InputError::at(path, line, FIELDS[k], format!("unknown collective '{tok}' (valid: {})", CommType::VALID)))?;
+    let kind = CommType::parse(tok).ok_or_else(|| {
+        InputError::at(path, line, FIELDS[k], format!("unknown collective '{tok}' (valid: {})", CommType::VALID))
+    })?;
     let bytes = parse_u64(path, line, FIELDS[k + 1], fields[k + 1], "size")?;
     Ok(Comm { kind, bytes })
 }
@@ -291,10 +314,9 @@ impl WorkloadFile {
             None => return Err(InputError::new(path, "empty file (expected a header line)")),
         };
         let declared: usize = match lines.next() {
-            Some((_, l)) => l
-                .trim()
-                .parse()
-                .map_err(|_| InputError::at(path, 2, "rows", format!("expected the number of rows, got '{}'", l.trim())))?,
+            Some((_, l)) => l.trim().parse().map_err(|_| {
+                InputError::at(path, 2, "rows", format!("expected the number of rows, got '{}'", l.trim()))
+            })?,
             None => return Err(InputError::at(path, 2, "rows", "missing row count")),
         };
         let mut rows = Vec::with_capacity(declared);
@@ -305,9 +327,16 @@ impl WorkloadFile {
                 continue;
             }
             if f.len() != 12 {
-                return Err(InputError::at(path, line, "row", format!("expected 12 fields ({}), found {}", FIELDS.join(" "), f.len())));
+                return Err(InputError::at(
+                    path,
+                    line,
+                    "row",
+                    format!("expected 12 fields ({}), found {}", FIELDS.join(" "), f.len()),
+                ));
             }
-            let depen = f[1].parse::<i64>().map_err(|_| InputError::at(path, line, "depen", format!("not an integer: '{}'", f[1])))?;
+            let depen = f[1]
+                .parse::<i64>()
+                .map_err(|_| InputError::at(path, line, "depen", format!("not an integer: '{}'", f[1])))?;
             rows.push(Row {
                 name: f[0].to_string(),
                 depen,
@@ -411,7 +440,8 @@ mod tests {
         let f = WorkloadFile::parse("v1.txt", v1, false).unwrap();
         assert_eq!((f.header.tp, f.header.ep, f.header.pp, f.header.ga, f.header.all_gpus), (2, 1, 1, 1, None));
         assert_eq!(f.header.variant, HeaderVariant::V1);
-        let m = WorkloadFile::parse("m.txt", "MICRO\n1\nmicro_test -1 1 NONE 0 1 NONE 0 1 ALLGATHER 4096 1\n", false).unwrap();
+        let m = WorkloadFile::parse("m.txt", "MICRO\n1\nmicro_test -1 1 NONE 0 1 NONE 0 1 ALLGATHER 4096 1\n", false)
+            .unwrap();
         assert_eq!(m.header.policy, Policy::Micro);
         assert_eq!(WorkloadFile::parse("m.txt", &m.to_text(), false).unwrap().rows, m.rows);
     }
@@ -423,16 +453,24 @@ mod tests {
     #[test]
     fn bad_input_names_line_and_field() {
         let h = "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 2 ep: 1 pp: 1 vpp: 1 ga: 1 all_gpus: 8 checkpoints: 0 checkpoint_initiates: 0 pp_comm: 0\n";
-        assert_eq!(err(&format!("{h}1\nx -1 1 ALLREDUCE -5 1 NONE 0 1 NONE 0 1\n")), "w.txt:3: fwd_size: negative size '-5'");
+        assert_eq!(
+            err(&format!("{h}1\nx -1 1 ALLREDUCE -5 1 NONE 0 1 NONE 0 1\n")),
+            "w.txt:3: fwd_size: negative size '-5'"
+        );
         assert_eq!(
             err(&format!("{h}1\nx -1 1 ALLSUM 5 1 NONE 0 1 NONE 0 1\n")),
             format!("w.txt:3: fwd_comm: unknown collective 'ALLSUM' (valid: {})", CommType::VALID)
         );
-        assert!(err(&format!("{h}1\nx -1 1 NONE 0 1 NONE 0 1 NONE 0\n")).starts_with("w.txt:3: row: expected 12 fields"));
-        assert!(err(&format!("{h}3\nx -1 1 NONE 0 1 NONE 0 1 NONE 0 1\n")).starts_with("w.txt:2: rows: line 2 declares 3 rows but the file has 1"));
-        assert!(err("HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 0\n0\n").starts_with("w.txt:1: model_parallel_NPU_group: must be"));
+        assert!(
+            err(&format!("{h}1\nx -1 1 NONE 0 1 NONE 0 1 NONE 0\n")).starts_with("w.txt:3: row: expected 12 fields")
+        );
+        assert!(err(&format!("{h}3\nx -1 1 NONE 0 1 NONE 0 1 NONE 0 1\n"))
+            .starts_with("w.txt:2: rows: line 2 declares 3 rows but the file has 1"));
+        assert!(err("HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 0\n0\n")
+            .starts_with("w.txt:1: model_parallel_NPU_group: must be"));
         assert!(err("DATA\n0\n").starts_with("w.txt:1: policy: 'DATA' is an ASTRA-sim 1.0 policy"));
-        assert!(err("HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 2 foo: 3\n0\n").starts_with("w.txt:1: foo: unknown header key"));
+        assert!(err("HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 2 foo: 3\n0\n")
+            .starts_with("w.txt:1: foo: unknown header key"));
         assert!(err(&format!("{h}two\n")).starts_with("w.txt:2: rows: expected the number of rows"));
     }
 

@@ -78,11 +78,13 @@ const WG: usize = 2;
 /// nccl-tests bandwidths of a phase as SimAI computes them (f32, GiB/s).
 fn simai_bw(kind: CommType, bytes: u64, n: u32, total_ns: f64) -> (f64, f64) {
     let algbw = (bytes as f64 / (total_ns / 1000.0) * 1_000_000.0 * (1.0 / 1073741824.0)) as f32;
-    let (nf, steps) = (n as f32, if matches!(kind, CommType::Collective(Collective::AllReduce, _)) { 2.0 } else { 1.0 });
+    let (nf, steps) =
+        (n as f32, if matches!(kind, CommType::Collective(Collective::AllReduce, _)) { 2.0 } else { 1.0 });
     let busbw = match kind {
-        CommType::Collective(Collective::AllReduce | Collective::AllGather | Collective::ReduceScatter | Collective::AllToAll, _) => {
-            ((algbw * steps * (nf - 1.0)) as f64 / n as f64) as f32
-        }
+        CommType::Collective(
+            Collective::AllReduce | Collective::AllGather | Collective::ReduceScatter | Collective::AllToAll,
+            _,
+        ) => ((algbw * steps * (nf - 1.0)) as f64 / n as f64) as f32,
         _ => 0.0,
     };
     (algbw as f64, busbw as f64)
@@ -197,7 +199,8 @@ impl Report {
             let vpp = h.vpp as f64;
             // SimAI truncates the PP term to whole µs twice (it is stored as a Tick).
             let pp_o = opt.pp_o as f32;
-            let pp_us = (2.0 * vpp * ga * (h.pp_comm as f64 * (1.0 / 1073741824.0) / pp_o as f64 * 1e9) / 1000.0) as u64;
+            let pp_us =
+                (2.0 * vpp * ga * (h.pp_comm as f64 * (1.0 / 1073741824.0) / pp_o as f64 * 1e9) / 1000.0) as u64;
             summary[4] = ((pp_us as f32) * (1.0 - pp_o)) as u64 as f64;
             summary[5] = pre_bubble * (p - 1.0) / (ga * vpp);
         } else {

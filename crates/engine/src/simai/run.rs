@@ -41,24 +41,44 @@ pub struct AnalyticalRun {
 
 fn cost_model(cfg: &AnalyticalConfig, world: u32) -> Box<dyn CollectiveCost> {
     match (&cfg.busbw, cfg.compat) {
-        (Some(t), true) => Box::new(SimaiBusbwFile { gpus_per_server: cfg.platform.gpus_per_server, world, table: t.clone() }),
+        (Some(t), true) => {
+            Box::new(SimaiBusbwFile { gpus_per_server: cfg.platform.gpus_per_server, world, table: t.clone() })
+        }
         (None, true) => Box::new(SimaiBuiltin { platform: cfg.platform.clone(), ratios: cfg.ratios.clone() }),
-        (Some(t), false) => Box::new(AlphaBeta { platform: cfg.platform.clone(), bandwidths: Bandwidths::File(t.clone()) }),
-        (None, false) => Box::new(AlphaBeta { platform: cfg.platform.clone(), bandwidths: Bandwidths::Builtin(cfg.ratios.clone()) }),
+        (Some(t), false) => {
+            Box::new(AlphaBeta { platform: cfg.platform.clone(), bandwidths: Bandwidths::File(t.clone()) })
+        }
+        (None, false) => {
+            Box::new(AlphaBeta { platform: cfg.platform.clone(), bandwidths: Bandwidths::Builtin(cfg.ratios.clone()) })
+        }
     }
 }
 
-pub fn run_analytical(path: &str, text: &str, cfg: &AnalyticalConfig, progress: &mut dyn FnMut(f64)) -> Result<AnalyticalRun> {
+pub fn run_analytical(
+    path: &str,
+    text: &str,
+    cfg: &AnalyticalConfig,
+    progress: &mut dyn FnMut(f64),
+) -> Result<AnalyticalRun> {
     cfg.platform.validate()?;
     let o = cfg.overlap;
     for (name, v) in [("dp_o", o.dp), ("tp_o", o.tp), ("ep_o", o.ep), ("pp_o", o.pp)] {
         if !(0.0..=1.0).contains(&v) {
-            return Err(InputError::field("command line", name, format!("overlap ratio must be between 0 and 1, got {v}")));
+            return Err(InputError::field(
+                "command line",
+                name,
+                format!("overlap ratio must be between 0 and 1, got {v}"),
+            ));
         }
     }
     let file = WorkloadFile::parse(path, text, cfg.lenient)?;
     let started = Instant::now();
-    let opts = BuildOptions { gpus: cfg.gpus, gpus_per_server: cfg.platform.gpus_per_server, compat: cfg.compat, overlap: cfg.overlap };
+    let opts = BuildOptions {
+        gpus: cfg.gpus,
+        gpus_per_server: cfg.platform.gpus_per_server,
+        compat: cfg.compat,
+        overlap: cfg.overlap,
+    };
     let sw = SimaiWorkload::build(file, &opts)?;
     let mut warnings = sw.warnings.clone();
     let w = &sw.workload;

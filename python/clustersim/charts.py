@@ -1,0 +1,433 @@
+"""Where the time of one simulated training iteration goes: a PNG (matplotlib) and a self-contained HTML page.
+
+The CLI writes these under ``-v``. matplotlib is imported inside :func:`write_png` only: importing it costs
+a noticeable fraction of a second and most CLI runs never draw a chart. The HTML page draws its own SVG so
+that it needs neither matplotlib nor the network (it must open on an air-gapped cluster login node).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import os
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    # Only for annotations: keeps this module importable without the compiled engine or matplotlib.
+    from matplotlib.axes import Axes
+
+    from clustersim.table import Table
+
+__all__ = ["write_html", "write_png"]
+
+# More names than this turn the per-layer chart into an unreadable comb; the HTML table lists them all.
+_MAX_LAYER_NAMES = 15
+
+# Summary key, label, colour; in the order the parts are stacked and listed.
+_PARTS = (
+    ("compute_us", "Compute", "#1f77b4"),
+    ("exposed_dp_us", "Exposed DP comm", "#ff7f0e"),
+    ("exposed_dp_ep_us", "Exposed DP_EP comm", "#e377c2"),
+    ("exposed_tp_us", "Exposed TP comm", "#d62728"),
+    ("exposed_ep_us", "Exposed EP comm", "#9467bd"),
+    ("exposed_pp_us", "Exposed PP comm", "#8c564b"),
+    ("bubble_us", "Pipeline bubble", "#7f7f7f"),
+)
+
+# Per-layer stack: label, colour. Hidden comm is drawn pale because it overlaps compute and costs no time.
+_LAYER_KINDS = (
+    ("Compute", "#1f77b4"),
+    ("Exposed comm", "#d62728"),
+    ("Hidden comm (overlapped)", "#ffbb78"),
+)
+
+_FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif'
+
+
+class _Part(NamedTuple):
+    label: str
+    us: float
+    color: str
+
+
+class _Layer(NamedTuple):
+    name: str
+    compute: float
+    exposed: float
+    hidden: float
+
+    @property
+    def total(self) -> float:
+        return self.compute + self.exposed + self.hidden
+
+
+# ---------------------------------------------------------------- data shared by both outputs
+
+
+def _num(x: object) -> float:
+    """A finite float; NaN, None and junk count as 0 so one bad cell cannot break a chart."""
+    try:
+        v = float(x)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return 0.0
+    return v if math.isfinite(v) else 0.0
+
+
+def _breakdown(summary: dict[str, float]) -> tuple[list[_Part], float]:
+    """All parts of the iteration (zeros included) and the total they are a share of."""
+    parts = [_Part(label, _num(summary.get(key)), color) for key, label, color in _PARTS]
+    total = _num(summary.get("total_us"))
+    if total <= 0:
+        # A summary without a total still deserves percentages that add up.
+        total = sum(p.us for p in parts if p.us > 0)
+    return parts, total
+
+
+def _layer_rows(layers: Table) -> list[_Layer]:
+    """Rows summed per layer name, largest total first (ties keep the order names first appear in)."""
+    n = len(layers)
+    columns = set(layers.columns)
+    if n == 0 or "layer_name" not in columns:
+        return []
+
+    def col(name: str) -> list[float]:
+        # A missing column reads as zeros rather than failing: a chart is a side product of the run.
+        return [_num(v) for v in layers[name]] if name in columns else [0.0] * n
+
+    def col3(what: str) -> list[float]:
+        return [sum(v) for v in zip(col(f"fwd {what}"), col(f"wg {what}"), col(f"ig {what}"), strict=True)]
+
+    compute, exposed, comm = col3("compute"), col3("exposed comm"), col3("total comm")
+
+    sums: dict[str, list[float]] = {}  # dicts keep insertion order: first appearance
+    for i, name in enumerate(layers["layer_name"]):
+        acc = sums.setdefault(str(name), [0.0, 0.0, 0.0])
+        acc[0] += compute[i]
+        acc[1] += exposed[i]
+        acc[2] += comm[i]
+    # Clamp: rounding (or a NaN total comm) must not give negative hidden time or negative bar widths.
+    rows = [_Layer(name, max(c, 0.0), max(e, 0.0), max(t - e, 0.0)) for name, (c, e, t) in sums.items()]
+    return sorted(rows, key=lambda r: r.total, reverse=True)  # stable sort keeps first-appearance ties
+
+
+def _unit(us: float) -> tuple[str, float]:
+    """Display unit for durations up to `us`: ms, or s once ms would need five digits."""
+    return ("s", 1e6) if us >= 1e7 else ("ms", 1e3)
+
+
+def _fmt(v: float) -> str:
+    """About three significant digits without switching to scientific notation for large values."""
+    a = abs(v)
+    if a == 0:
+        return "0"
+    if a >= 100:
+        return f"{v:,.0f}"
+    if a >= 10:
+        return f"{v:.1f}"
+    if a >= 1:
+        return f"{v:.2f}"
+    return f"{v:.3g}"
+
+
+def _duration(us: float) -> str:
+    unit, scale = _unit(us)
+    return f"{_fmt(us / scale)} {unit}"
+
+
+def _pct(us: float, total: float) -> float:
+    return 100.0 * us / total if total > 0 else 0.0
+
+
+def _fmt_pct(p: float) -> str:
+    # A part that exists should not read as "0.0%".
+    return "<0.1%" if 0 < p < 0.05 else f"{p:.1f}%"
+
+
+def _short(name: str, limit: int = 34) -> str:
+    return name if len(name) <= limit else name[: limit - 1] + "…"
+
+
+def _layers_title(rows: list[_Layer]) -> str:
+    n = len(rows)
+    if n > _MAX_LAYER_NAMES:
+        return f"Per layer name (largest {_MAX_LAYER_NAMES} of {n})"
+    return f"Per layer name ({n} name{'' if n == 1 else 's'})" if n else "Per layer name"
+
+
+# ---------------------------------------------------------------- PNG
+
+
+def _mpl_text(s: str) -> str:
+    # matplotlib reads $...$ as math; a layer or run name with a dollar sign must stay literal.
+    return s.replace("$", r"\$")
+
+
+def write_png(summary: dict[str, float], layers: Table, title: str, path: str | os.PathLike[str]) -> None:
+    """The iteration breakdown and the per-layer chart, one above the other, as a PNG at `path`."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    parts, total = _breakdown(summary)
+    shown = [p for p in parts if p.us > 0]
+    all_rows = _layer_rows(layers)
+    rows = all_rows[:_MAX_LAYER_NAMES]
+
+    # Heights in inches grow with the number of bars so that labels never overlap.
+    top_h = 0.34 * max(len(shown), 1) + 1.2
+    bottom_h = 0.36 * max(len(rows), 2) + 1.6
+    # A bare Figure on an Agg canvas instead of pyplot: no global backend switch (harmless in a notebook)
+    # and no pyplot figure registry to leak into, so there is nothing to close; the figure dies with us.
+    fig = Figure(figsize=(11, top_h + bottom_h + 0.5), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax1, ax2 = fig.subplots(2, 1, height_ratios=[top_h, bottom_h])
+    fig.suptitle(_mpl_text(title), fontsize=13, fontweight="bold")
+
+    ax1.set_title(f"Iteration time {_duration(total)}: where it goes", loc="left", fontsize=11)
+    if shown:
+        unit, scale = _unit(total)
+        vals = [p.us / scale for p in shown]
+        y = list(range(len(shown)))
+        ax1.barh(y, vals, color=[p.color for p in shown], height=0.65)
+        ax1.set_yticks(y, labels=[p.label for p in shown])
+        ax1.invert_yaxis()
+        for i, p in enumerate(shown):
+            ax1.text(
+                vals[i],
+                i,
+                f"  {_fmt(vals[i])} {unit} ({_fmt_pct(_pct(p.us, total))})",
+                va="center",
+                fontsize=9,
+            )
+        ax1.set_xlim(0, max(vals) * 1.32)  # room for the value labels past the longest bar
+        ax1.set_xlabel(f"time per iteration ({unit})")
+        _tidy(ax1)
+    else:
+        _empty(ax1, "no time recorded")
+
+    ax2.set_title(_layers_title(all_rows), loc="left", fontsize=11)
+    if any(r.total > 0 for r in rows):
+        unit, scale = _unit(max(r.total for r in rows))
+        y = list(range(len(rows)))
+        left = [0.0] * len(rows)
+        for k, (label, color) in enumerate(_LAYER_KINDS):
+            vals = [r[1 + k] / scale for r in rows]
+            ax2.barh(y, vals, left=left, color=color, label=label, height=0.7)
+            left = [a + b for a, b in zip(left, vals, strict=True)]
+        ax2.set_yticks(y, labels=[_mpl_text(_short(r.name)) for r in rows])
+        ax2.invert_yaxis()
+        for i, end in enumerate(left):
+            ax2.text(end, i, f" {_fmt(end)}", va="center", fontsize=8)
+        ax2.set_xlim(0, (max(left) or 1.0) * 1.12)
+        ax2.set_xlabel(f"time ({unit}), summed over every row with that layer name")
+        # On the title line, right-aligned: inside the axes it would cover a bar whenever there are few.
+        ax2.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=3, fontsize=9, frameon=False)
+        _tidy(ax2)
+    else:
+        _empty(ax2, "no per-layer data")
+
+    # format= explicitly: the caller writes to a temporary name whose suffix is not ".png".
+    fig.savefig(path, dpi=110, format="png")
+
+
+def _tidy(ax: Axes) -> None:
+    ax.spines["top"].set_visible(False)
+    ax.spines["right"].set_visible(False)
+    ax.grid(axis="x", color="#dddddd", linewidth=0.6)
+    ax.set_axisbelow(True)
+
+
+def _empty(ax: Axes, message: str) -> None:
+    ax.set_axis_off()
+    ax.text(0.5, 0.5, message, ha="center", va="center", color="#888888", transform=ax.transAxes)
+
+
+# ---------------------------------------------------------------- HTML
+
+
+def _e(s: object) -> str:
+    return html.escape(str(s), quote=True)
+
+
+def _nice_step(span: float, ticks: int = 5) -> float:
+    """A 1/2/5×10^k step giving about `ticks` grid lines over `span`."""
+    if span <= 0:
+        return 1.0
+    raw = span / ticks
+    mag = 10 ** math.floor(math.log10(raw))
+    for m in (1, 2, 5, 10):
+        if raw <= m * mag:
+            return m * mag
+    return 10 * mag
+
+
+def _svg_breakdown(shown: list[_Part], total: float) -> str:
+    """One stacked bar of the whole iteration, with a legend carrying the values."""
+    if not shown or total <= 0:
+        return '<p class="empty">No time recorded.</p>'
+    width, bar_y, bar_h = 900, 8, 40
+    unit, scale = _unit(total)
+    whole = sum(p.us for p in shown)  # scale to the drawn parts so the bar is always full width
+    out: list[str] = []
+    x = 0.0
+    for p in shown:
+        w = width * p.us / whole
+        pct = _fmt_pct(_pct(p.us, total))
+        tip = f"{p.label}: {_fmt(p.us / scale)} {unit} ({pct})"
+        out.append(
+            f'<rect x="{x:.2f}" y="{bar_y}" width="{w:.2f}" height="{bar_h}" fill="{p.color}">'
+            f"<title>{_e(tip)}</title></rect>"
+        )
+        if w >= 52:  # only label segments wide enough to hold the text
+            out.append(
+                f'<text x="{x + w / 2:.2f}" y="{bar_y + bar_h / 2 + 4}" text-anchor="middle" '
+                f'fill="#fff" font-size="12">{_e(pct)}</text>'
+            )
+        x += w
+    cols, col_w, row_h = 3, width // 3, 20
+    top = bar_y + bar_h + 16
+    for i, p in enumerate(shown):
+        lx, ly = (i % cols) * col_w, top + (i // cols) * row_h
+        text = f"{p.label} {_fmt(p.us / scale)} {unit} ({_fmt_pct(_pct(p.us, total))})"
+        out.append(f'<rect x="{lx}" y="{ly}" width="12" height="12" fill="{p.color}"/>')
+        out.append(f'<text x="{lx + 18}" y="{ly + 11}" font-size="12">{_e(text)}</text>')
+    height = top + math.ceil(len(shown) / cols) * row_h
+    return _svg(width, height, "Iteration time breakdown", out)
+
+
+def _svg_layers(rows: list[_Layer]) -> str:
+    """Horizontal stacked bars per layer name, with a light grid and an x axis."""
+    if not any(r.total > 0 for r in rows):
+        return '<p class="empty">No per-layer data.</p>'
+    width, label_w, right_pad, row_h, bar_h = 900, 250, 70, 24, 16
+    legend_h, axis_h = 26, 34
+    plot_w = width - label_w - right_pad
+    unit, scale = _unit(max(r.total for r in rows))
+    vmax = max(r.total for r in rows) / scale
+    step = _nice_step(vmax)
+    xmax = max(math.ceil(vmax / step) * step, step)
+    plot_h = len(rows) * row_h
+    out: list[str] = []
+
+    for k, (label, color) in enumerate(_LAYER_KINDS):
+        lx = label_w + k * 190
+        out.append(f'<rect x="{lx}" y="4" width="12" height="12" fill="{color}"/>')
+        out.append(f'<text x="{lx + 18}" y="15" font-size="12">{_e(label)}</text>')
+
+    top = legend_h
+    tick = 0.0
+    while tick <= xmax + step / 2:
+        tx = label_w + plot_w * tick / xmax
+        out.append(
+            f'<line x1="{tx:.2f}" y1="{top}" x2="{tx:.2f}" y2="{top + plot_h}" stroke="#e3e3e3"/>'
+            f'<text x="{tx:.2f}" y="{top + plot_h + 16}" font-size="11" text-anchor="middle" '
+            f'fill="#555">{_e(_fmt(tick))}</text>'
+        )
+        tick += step
+    out.append(
+        f'<text x="{label_w + plot_w / 2:.2f}" y="{top + plot_h + 31}" font-size="12" '
+        f'text-anchor="middle" fill="#333">time ({unit})</text>'
+    )
+
+    for i, r in enumerate(rows):
+        y = top + i * row_h + (row_h - bar_h) / 2
+        out.append(
+            f'<text x="{label_w - 8}" y="{y + bar_h - 4}" font-size="12" text-anchor="end">'
+            f"<title>{_e(r.name)}</title>{_e(_short(r.name))}</text>"
+        )
+        x = float(label_w)
+        for k, (label, color) in enumerate(_LAYER_KINDS):
+            v = r[1 + k] / scale
+            w = plot_w * v / xmax
+            if w > 0:
+                out.append(
+                    f'<rect x="{x:.2f}" y="{y:.2f}" width="{w:.2f}" height="{bar_h}" fill="{color}">'
+                    f"<title>{_e(f'{r.name}: {label} {_fmt(v)} {unit}')}</title></rect>"
+                )
+            x += w
+        out.append(
+            f'<text x="{x + 4:.2f}" y="{y + bar_h - 4}" font-size="11" fill="#333">'
+            f"{_e(_fmt(r.total / scale))}</text>"
+        )
+    return _svg(width, top + plot_h + axis_h, "Time per layer name", out)
+
+
+def _svg(width: int, height: float, label: str, body: list[str]) -> str:
+    # viewBox + width 100%: the chart scales with the window instead of overflowing it.
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height:.0f}" width="100%" '
+        f'role="img" aria-label="{_e(label)}" font-family=\'{_FONT}\'>\n' + "\n".join(body) + "\n</svg>"
+    )
+
+
+def _summary_table(parts: list[_Part], total: float) -> str:
+    # Zero parts stay in the table (unlike the chart): "no TP time" is an answer too.
+    body = [
+        f'<tr><td><span class="sw" style="background:{p.color}"></span>{_e(p.label)}</td>'
+        f"<td>{p.us:,.1f}</td><td>{p.us / 1e3:,.3f}</td><td>{_e(_fmt_pct(_pct(p.us, total)))}</td></tr>"
+        for p in parts
+    ]
+    body.append(
+        f'<tr class="total"><td>Total iteration</td><td>{total:,.1f}</td><td>{total / 1e3:,.3f}</td>'
+        f"<td>{'100.0%' if total > 0 else '0.0%'}</td></tr>"
+    )
+    return (
+        "<table>\n<thead><tr><th>Part</th><th>µs</th><th>ms</th><th>% of iteration</th></tr></thead>\n"
+        "<tbody>\n" + "\n".join(body) + "\n</tbody>\n</table>"
+    )
+
+
+def _layers_table(rows: list[_Layer]) -> str:
+    body = [
+        f"<tr><td>{_e(r.name)}</td><td>{r.compute / 1e3:,.3f}</td><td>{r.exposed / 1e3:,.3f}</td>"
+        f"<td>{r.hidden / 1e3:,.3f}</td><td>{r.total / 1e3:,.3f}</td></tr>"
+        for r in rows
+    ]
+    return (
+        f"<details><summary>All {len(rows)} layer names (ms)</summary>\n<table>\n"
+        "<thead><tr><th>Layer name</th><th>Compute</th><th>Exposed comm</th><th>Hidden comm</th>"
+        "<th>Total</th></tr></thead>\n<tbody>\n" + "\n".join(body) + "\n</tbody>\n</table>\n</details>"
+    )
+
+
+_CSS = f"""
+body {{ font-family: {_FONT}; color: #222; max-width: 960px; margin: 2em auto; padding: 0 1em; }}
+h1 {{ font-size: 1.4em; margin-bottom: 0.2em; }}
+h2 {{ font-size: 1.1em; margin-top: 1.8em; }}
+table {{ border-collapse: collapse; margin-top: 1em; font-variant-numeric: tabular-nums; }}
+th, td {{ padding: 0.25em 0.8em; border-bottom: 1px solid #e5e5e5; }}
+th {{ text-align: left; background: #f6f6f6; }}
+td + td, th + th {{ text-align: right; }}
+tr.total td {{ font-weight: bold; border-top: 2px solid #999; }}
+.sw {{ display: inline-block; width: 0.8em; height: 0.8em; margin-right: 0.5em; vertical-align: baseline; }}
+.note, .empty {{ color: #666; }}
+details {{ margin-top: 1em; }}
+"""
+
+
+def write_html(summary: dict[str, float], layers: Table, title: str, path: str | os.PathLike[str]) -> None:
+    """The charts of :func:`write_png` as one offline HTML page: inline SVG, plus the numbers in tables."""
+    parts, total = _breakdown(summary)
+    shown = [p for p in parts if p.us > 0]
+    rows = _layer_rows(layers)
+
+    sections = [
+        f"<h2>Iteration time: {_e(_duration(total))}</h2>",
+        _svg_breakdown(shown, total),
+        _summary_table(parts, total),
+        f"<h2>{_e(_layers_title(rows))}</h2>",
+        '<p class="note">Summed over every row with that layer name. Compute is fwd + wg + ig compute; '
+        "exposed comm is communication the iteration waits for; hidden comm is the rest of the "
+        "communication, overlapped with compute.</p>",
+        _svg_layers(rows[:_MAX_LAYER_NAMES]),
+    ]
+    if rows:
+        sections.append(_layers_table(rows))
+    doc = (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{_e(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
+        f"<h1>{_e(title)}</h1>\n" + "\n".join(sections) + "\n</body>\n</html>\n"
+    )
+    # newline="\n": the same bytes on every platform, so pages can be diffed between runs.
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        f.write(doc)

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Every test: Rust (unit + integration), lints (rustfmt, clippy, ruff), Python (pytest).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python3 -m pip install -q ".[dev]"
+cargo fmt --all -- --check
+cargo clippy --all-targets -- -D warnings
+cargo test --release -q
+ruff check python tests benchmarks
+ruff format --check python tests benchmarks
+python3 -m pytest -q
