@@ -314,15 +314,15 @@ def _svg_layers(rows: list[_Layer]) -> str:
         out.append(f'<text x="{lx + 18}" y="15" font-size="12">{_e(label)}</text>')
 
     top = legend_h
-    tick = 0.0
-    while tick <= xmax + step / 2:
+    decimals = max(0, -math.floor(math.log10(step)))  # as many as the step needs: 0, 50, 100 or 0, 0.5, 1
+    for i in range(round(xmax / step) + 1):  # integer count: repeated += step drifts
+        tick = i * step
         tx = label_w + plot_w * tick / xmax
         out.append(
             f'<line x1="{tx:.2f}" y1="{top}" x2="{tx:.2f}" y2="{top + plot_h}" stroke="#e3e3e3"/>'
             f'<text x="{tx:.2f}" y="{top + plot_h + 16}" font-size="11" text-anchor="middle" '
-            f'fill="#555">{_e(_fmt(tick))}</text>'
+            f'fill="#555">{tick:,.{decimals}f}</text>'
         )
-        tick += step
     out.append(
         f'<text x="{label_w + plot_w / 2:.2f}" y="{top + plot_h + 31}" font-size="12" '
         f'text-anchor="middle" fill="#333">time ({unit})</text>'

@@ -329,3 +329,123 @@ fn deadlock_error(w: &Workload, tl: &[Timeline]) -> InputError {
     }
     InputError::new("workload", "deadlock")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analytical::{Analytical, CollectiveCost, GroupShape};
+    use crate::exposure::exposure;
+    use crate::layout::{Axis, Layout};
+    use crate::workload::{Collective, Group, Membership, Op, Phase};
+
+    /// Every collective takes 50 ns, every transfer 20 ns.
+    struct Fixed;
+    impl CollectiveCost for Fixed {
+        fn collective_ns(&self, _: Collective, _: &GroupShape, _: u64) -> std::result::Result<f64, InputError> {
+            Ok(50.0)
+        }
+        fn transfer_ns(&self, _: bool, _: u64) -> std::result::Result<f64, InputError> {
+            Ok(20.0)
+        }
+    }
+
+    fn op(kind: OpKind, deps: Vec<u32>) -> Op {
+        Op::new(kind, deps, 0, Phase::Forward)
+    }
+    fn compute(ns: f64, deps: Vec<u32>) -> Op {
+        op(OpKind::Compute { ns }, deps)
+    }
+    fn allreduce(group: u16, deps: Vec<u32>) -> Op {
+        op(OpKind::Collective { collective: Collective::AllReduce, group, bytes: 1 }, deps)
+    }
+
+    /// Two pipeline stages of two TP ranks: groups TP (0) and PP (1).
+    fn workload(programs: Vec<Vec<Op>>) -> Workload {
+        let layout = Layout::megatron(2, 1, 1, 1, 2);
+        let groups = vec![
+            Group { name: "TP".into(), members: Membership::Dims(layout.mask(&[Axis::Tp])) },
+            Group { name: "PP".into(), members: Membership::Dims(layout.mask(&[Axis::Pp])) },
+        ];
+        let n = programs.len() as u32;
+        let rank_class = (0..4).map(|r| if n == 1 { 0 } else { layout.coord(r, Axis::Pp) }).collect();
+        Workload {
+            layout,
+            groups,
+            programs: programs.into_iter().map(|ops| Program { ops }).collect(),
+            class_program: (0..n).collect(),
+            rank_class,
+            rows: vec!["row".into()],
+        }
+    }
+
+    fn run(w: &Workload) -> Result<Execution> {
+        Executor::new(w)?.run(&mut Analytical::new(Box::new(Fixed), 8), &mut |_| {})
+    }
+
+    #[test]
+    fn blocking_collective_sits_between_computes() {
+        let w = workload(vec![vec![compute(100.0, vec![]), allreduce(0, vec![0]), compute(10.0, vec![1])]]);
+        let e = run(&w).unwrap();
+        assert_eq!(e.timelines[0].start, vec![0.0, 100.0, 150.0]);
+        assert_eq!(e.end_ns, 160.0);
+    }
+
+    #[test]
+    fn collectives_on_one_communicator_run_in_order() {
+        // Two non-blocking all-reduces issued at 0 and 10 share the TP stream: 0–50, 50–100;
+        // the compute in between does not wait for them.
+        let ops = vec![allreduce(0, vec![]), compute(10.0, vec![]), allreduce(0, vec![1]), compute(5.0, vec![1])];
+        let e = run(&workload(vec![ops])).unwrap();
+        let t = &e.timelines[0];
+        assert_eq!((t.start[2], t.end[2]), (50.0, 100.0));
+        assert_eq!(t.issued[2], 50.0);
+        assert_eq!(t.end[3], 15.0);
+        assert_eq!(e.end_ns, 100.0);
+    }
+
+    #[test]
+    fn send_and_recv_meet_across_stages() {
+        let pp_next = Peer { group: 1, offset: 1 };
+        let pp_prev = Peer { group: 1, offset: -1 };
+        let stage0 = vec![compute(100.0, vec![]), op(OpKind::Send { peer: pp_next, bytes: 8 }, vec![0])];
+        let stage1 = vec![op(OpKind::Recv { peer: pp_prev, bytes: 8 }, vec![]), compute(10.0, vec![0])];
+        let w = workload(vec![stage0, stage1]);
+        let e = run(&w).unwrap();
+        let t1 = &e.timelines[1];
+        // The recv is posted at 0 but moves data only once the send is posted at 100.
+        assert_eq!((t1.issued[0], t1.start[0], t1.end[0]), (0.0, 100.0, 120.0));
+        assert_eq!(t1.end[1], 130.0);
+        assert_eq!(e.timelines[0].end[1], 120.0);
+        // Stage 1 idles 100 ns with nothing in flight (bubble), then 20 ns of exposed transfer.
+        let ex = exposure(&w.programs[1], t1, e.end_ns);
+        assert_eq!((ex.idle_ns, ex.exposed[0], ex.compute_ns), (100.0, 20.0, 10.0));
+    }
+
+    #[test]
+    fn a_collective_spanning_stages_waits_for_both() {
+        let s0 = vec![compute(30.0, vec![]), allreduce(1, vec![0])];
+        let s1 = vec![compute(70.0, vec![]), allreduce(1, vec![0])];
+        let e = run(&workload(vec![s0, s1])).unwrap();
+        assert_eq!(e.timelines[0].start[1], 70.0);
+        assert_eq!(e.timelines[1].end[1], 120.0);
+    }
+
+    #[test]
+    fn an_unmatched_recv_is_reported_not_hung() {
+        let recv = op(OpKind::Recv { peer: Peer { group: 1, offset: -1 }, bytes: 8 }, vec![]);
+        let err = run(&workload(vec![vec![compute(1.0, vec![])], vec![recv]])).unwrap_err();
+        assert!(err.message.contains("deadlock"), "{err}");
+    }
+
+    #[test]
+    fn exposure_counts_only_idle_time_with_comm_in_flight() {
+        // compute 0–100 with a non-blocking all-reduce 0–50 under it, then a blocking one
+        // 100–150, then compute 150–160: 50 ns exposed, all on the second all-reduce.
+        let ops = vec![allreduce(0, vec![]), compute(100.0, vec![]), allreduce(0, vec![1]), compute(10.0, vec![2])];
+        let w = workload(vec![ops]);
+        let e = run(&w).unwrap();
+        let ex = exposure(&w.programs[0], &e.timelines[0], e.end_ns);
+        assert_eq!(ex.exposed, vec![0.0, 0.0, 50.0, 0.0]);
+        assert_eq!((ex.compute_ns, ex.idle_ns), (110.0, 0.0));
+    }
+}

@@ -116,3 +116,85 @@ impl CollectiveCost for AlphaBeta {
         Ok(alpha_us * 1e3 + bytes as f64 / bw)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analytical::platform::{GpuType, NicType};
+    use Collective::*;
+
+    const GIB: f64 = 1073741824.0;
+
+    fn model(bandwidths: Bandwidths) -> AlphaBeta {
+        let platform = Platform {
+            gpus_per_server: 8,
+            nics_per_server: 8,
+            gpu: GpuType::A100,
+            nic: NicType::Cx7,
+            nvlink_gbps: None,
+            nic_gbps: None,
+        };
+        AlphaBeta { platform, bandwidths }
+    }
+
+    fn shape(name: &str, size: u32, nodes: u32, per_node: u32) -> GroupShape {
+        GroupShape { name: name.into(), size, nodes, per_node, tp: 8, ep: 1 }
+    }
+
+    #[test]
+    fn large_messages_pay_simple_latency_plus_bus_time() {
+        let m = model(Bandwidths::Builtin(RatioTables::builtin()));
+        // TP 8 in one A100 server, all-gather of 1 GiB: B = 240 GB/s × NVLink ratio 0.77/0.81;
+        // Simple wins: α = 8.4 + 7 × 3.4 µs; wire bytes S·7/8.
+        let got = m.collective_ns(AllGather, &shape("TP", 8, 1, 8), GIB as u64).unwrap();
+        let want = (8.4 + 7.0 * 3.4) * 1e3 + GIB * 7.0 / 8.0 / (240.0 * 0.77 / 0.81);
+        assert!((got - want).abs() < 1e-6 * want, "{got} vs {want}");
+        // DP of 16 ranks, one per server: B = one NIC, 48.5 GB/s × NIC ratio at 16 nodes and
+        // 1 GiB (0.76/0.96); all-reduce: 30 steps, all crossing servers.
+        let got = m.collective_ns(AllReduce, &shape("DP", 16, 16, 1), GIB as u64).unwrap();
+        let want = (8.4 + 30.0 * 14.0) * 1e3 + GIB * 2.0 * 15.0 / 16.0 / (48.5 * 0.76 / 0.96);
+        assert!((got - want).abs() < 1e-6 * want, "{got} vs {want}");
+    }
+
+    #[test]
+    fn small_messages_pay_ll_latency() {
+        let m = model(Bandwidths::Builtin(RatioTables::builtin()));
+        // 4 KiB all-reduce in TP 8: LL: 6.6 + 14 × 0.6 = 15 µs, at half of 240 × 0.45/0.81.
+        let got = m.collective_ns(AllReduce, &shape("TP", 8, 1, 8), 4096).unwrap();
+        let want = 15.0e3 + 4096.0 * 1.75 / (0.5 * 240.0 * 0.45 / 0.81);
+        assert!((got - want).abs() < 1e-9 * want, "{got} vs {want}");
+    }
+
+    #[test]
+    fn all_to_all_across_servers_is_limited_by_the_nics() {
+        let m = model(Bandwidths::Builtin(RatioTables::builtin()));
+        // EP 16 = 2 servers × 8: B = 8 NICs × 48.5 / 8 · 15 / 8 × all-to-all ratio (2 nodes, 1 GiB: 0.81/0.80).
+        let got = m.collective_ns(AllToAll, &shape("EP", 16, 2, 8), GIB as u64).unwrap();
+        let bw = 48.5 * 8.0 / 8.0 * 15.0 / 8.0 * 0.81 / 0.80;
+        let want = (8.4 + 14.0 * 3.4 + 1.0 * 14.0) * 1e3 + GIB * 15.0 / 16.0 / bw;
+        assert!((got - want).abs() < 1e-6 * want, "{got} vs {want}");
+    }
+
+    #[test]
+    fn busbw_file_values_are_decimal_gb_per_s() {
+        let t =
+            BusbwTable::parse("b.yaml", "x\nTP:\nreducescatter,: 200\nEP:\nallgather,: 40\nPP:\nbusbw: 25\n").unwrap();
+        let m = model(Bandwidths::File(t));
+        let got = m.collective_ns(ReduceScatter, &shape("TP", 8, 1, 8), GIB as u64).unwrap();
+        let want = (8.4 + 7.0 * 3.4) * 1e3 + GIB * 7.0 / 8.0 / 200.0;
+        assert!((got - want).abs() < 1e-6 * want);
+        // DP_EP falls back to the EP section; PP transfers use PP.busbw.
+        let got = m.collective_ns(AllGather, &shape("DP_EP", 4, 4, 1), GIB as u64).unwrap();
+        let want = (8.4 + 3.0 * 14.0) * 1e3 + GIB * 3.0 / 4.0 / 40.0;
+        assert!((got - want).abs() < 1e-6 * want);
+        assert_eq!(m.transfer_ns(false, 25_000_000).unwrap(), (8.4 + 14.0) * 1e3 + 1e6);
+        assert!(m.collective_ns(AllReduce, &shape("TP", 8, 1, 8), 1).is_err());
+    }
+
+    #[test]
+    fn nothing_to_do_costs_nothing() {
+        let m = model(Bandwidths::Builtin(RatioTables::builtin()));
+        assert_eq!(m.collective_ns(AllReduce, &shape("TP", 8, 1, 8), 0).unwrap(), 0.0);
+        assert_eq!(m.collective_ns(AllReduce, &shape("TP", 1, 1, 1), 1 << 20).unwrap(), 0.0);
+    }
+}

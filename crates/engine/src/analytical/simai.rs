@@ -207,3 +207,111 @@ impl CollectiveCost for SimaiBusbwFile {
         Ok(0.0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analytical::platform::{GpuType, NicType};
+    use Collective::*;
+
+    const GIB: u64 = 1 << 30;
+
+    fn shape(name: &str, size: u32) -> GroupShape {
+        // Layout of the tests: t = 2, e = 4, 64 GPUs in servers of 8 → DP 32, DP_EP 8.
+        GroupShape { name: name.into(), size, nodes: 0, per_node: 0, tp: 2, ep: 4 }
+    }
+
+    fn builtin() -> SimaiBuiltin {
+        let platform = Platform {
+            gpus_per_server: 8,
+            nics_per_server: 8,
+            gpu: GpuType::A100,
+            nic: NicType::Cx7,
+            nvlink_gbps: None,
+            nic_gbps: None,
+        };
+        SimaiBuiltin { platform, ratios: RatioTables::builtin() }
+    }
+
+    /// SimAI's closed form: S/2^30 / busbw · 1e9 · (2 for all-reduce) · (n−1)/n, in whole ns.
+    fn closed(c: Collective, bytes: u64, busbw: f64, n: f64) -> f64 {
+        let k = if c == AllReduce { 2.0 } else { 1.0 };
+        (bytes as f64 / GIB as f64 / busbw * 1e9 * k * (n - 1.0) / n).trunc()
+    }
+
+    fn check(c: Collective, group: &str, n: u32, busbw: f64) {
+        let got = builtin().collective_ns(c, &shape(group, n), GIB).unwrap();
+        let want = closed(c, GIB, busbw, n as f64);
+        assert!((got - want).abs() <= 1.0, "{c:?} in {group}: {got} vs {want}");
+    }
+
+    #[test]
+    fn tp_inside_a_server_uses_nvlink() {
+        // A100: 20 GB/s × 12 links = 240; all-gather/reduce-scatter take the NIC table's 1-node
+        // ratio (0.77/0.81 at 1 GiB), all-to-all the all-to-all table's (0.74/0.78).
+        check(AllReduce, "TP", 2, 240.0);
+        check(AllGather, "TP", 2, 240.0 * 0.77 / 0.81);
+        check(ReduceScatter, "TP", 2, 240.0 * 0.77 / 0.81);
+        check(AllToAll, "TP", 2, 240.0 * 0.74 / 0.78);
+    }
+
+    #[test]
+    fn ep_inside_a_server() {
+        // t·e = 8 ≤ 8 GPUs: one node, NVLink; all-to-all with the 1-node all-to-all ratio.
+        check(AllReduce, "EP", 4, 240.0);
+        check(AllGather, "EP", 4, 240.0);
+        check(AllToAll, "EP", 4, 240.0 * 0.74 / 0.78);
+    }
+
+    #[test]
+    fn dp_across_servers() {
+        // 32 "nodes" of 8/2 = 4 GPUs with 8/2 = 4 NICs: min(240, 4 × 48.5 = 194) = 194.
+        check(AllReduce, "DP", 32, 194.0);
+        check(AllGather, "DP", 32, 194.0);
+        check(ReduceScatter, "DP", 32, 194.0);
+        // All-to-all: B_nic·r/g · (n−1)/((N−1)·g) with N = 32, g = 4, n = 128.
+        check(AllToAll, "DP", 32, 48.5 * 4.0 / 4.0 * 127.0 / (31.0 * 4.0));
+    }
+
+    #[test]
+    fn dp_ep_one_gpu_per_node() {
+        // t·e = 8: 8 nodes of 8/8 = 1 GPU with 8/8 = 1 NIC → 48.5.
+        check(AllReduce, "DP_EP", 8, 48.5);
+        check(AllGather, "DP_EP", 8, 48.5);
+        check(ReduceScatter, "DP_EP", 8, 48.5);
+        check(AllToAll, "DP_EP", 8, 48.5);
+    }
+
+    #[test]
+    fn small_messages_cost_a_fixed_time() {
+        let m = builtin();
+        assert_eq!(m.collective_ns(AllReduce, &shape("TP", 2), 65536).unwrap(), 10000.0);
+        assert_eq!(m.collective_ns(AllGather, &shape("DP", 32), 4096).unwrap(), 135000.0);
+        assert_eq!(m.collective_ns(AllGather, &shape("DP", 24), 4096).unwrap(), 0.0);
+        assert_eq!(m.collective_ns(AllReduce, &shape("TP", 2), 0).unwrap(), 0.0);
+    }
+
+    #[test]
+    fn sizes_above_the_ratio_table_are_an_error() {
+        assert!(builtin().collective_ns(AllGather, &shape("TP", 2), 32 * GIB).is_err());
+        // DP collectives take no ratio, so any size is priced.
+        assert!(builtin().collective_ns(AllGather, &shape("DP", 32), 32 * GIB).is_ok());
+    }
+
+    #[test]
+    fn busbw_file_pricing() {
+        let text = "x\nTP:\nallreduce,: 300\nallgather,: 280\nreducescatter,: 1\nalltoall,: 230\nDP:\nallreduce,: null\nallgather,: 380\nEP:\nallgather,: 45\nalltoall,: 80\n";
+        let m = SimaiBusbwFile { gpus_per_server: 8, world: 64, table: BusbwTable::parse("b.yaml", text).unwrap() };
+        let ns = |c, g: &str, n| m.collective_ns(c, &shape(g, n), GIB).unwrap();
+        assert_eq!(ns(AllReduce, "TP", 2), closed(AllReduce, GIB, 300.0, 2.0));
+        // TP reduce-scatter is read from TP.allgather (SimAI never reads TP.reducescatter).
+        assert_eq!(ns(ReduceScatter, "TP", 2), closed(ReduceScatter, GIB, 280.0, 2.0));
+        assert_eq!(ns(AllToAll, "TP", 2), closed(AllToAll, GIB, 230.0, 2.0));
+        assert_eq!(ns(AllToAll, "EP", 4), closed(AllToAll, GIB, 80.0, 4.0));
+        assert_eq!(ns(AllGather, "EP", 4), 0.0);
+        assert_eq!(ns(ReduceScatter, "DP", 32), closed(ReduceScatter, GIB, 380.0, 32.0));
+        assert_eq!(ns(AllGather, "DP_EP", 8), closed(AllGather, GIB, 45.0, 8.0));
+        let e = m.collective_ns(AllReduce, &shape("DP", 32), GIB).unwrap_err();
+        assert!(e.to_string().contains("DP.allreduce: is null"), "{e}");
+    }
+}
