@@ -53,7 +53,7 @@ impl AlphaBeta {
             Bandwidths::File(t) => {
                 let key = BusbwTable::key(c);
                 let section = if g.name == "DP_EP" && t.get("DP_EP", key).is_err() { "EP" } else { g.name.as_str() };
-                t.get(section, key).map(|v| v as f64).map_err(|m| InputError::new(&t.file, m))
+                t.get(section, key).map(|v| v as f64)
             }
             Bandwidths::Builtin(ratios) => {
                 let p = &self.platform;
@@ -108,7 +108,7 @@ impl CollectiveCost for AlphaBeta {
         let p = &self.platform;
         let (base, hop_nv, hop_net, _) = PROTOCOLS[2];
         let bw = match &self.bandwidths {
-            Bandwidths::File(t) => t.get("PP", "busbw").map(|v| v as f64).map_err(|m| InputError::new(&t.file, m))?,
+            Bandwidths::File(t) => t.get("PP", "busbw")? as f64,
             Bandwidths::Builtin(_) if same_server => p.nvlink() as f64,
             Bandwidths::Builtin(_) => p.nic_bw() as f64 * p.nics_per_server as f64 / p.gpus_per_server as f64,
         };

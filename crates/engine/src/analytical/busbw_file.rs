@@ -80,11 +80,12 @@ impl BusbwTable {
     }
 
     /// The value of `section.key`, or an error naming the file and field.
-    pub fn get(&self, section: &str, key: &str) -> std::result::Result<f32, String> {
+    pub fn get(&self, section: &str, key: &str) -> Result<f32> {
+        let field = format!("{section}.{key}");
         match self.values.get(&(section.to_string(), key.to_string())) {
             Some(Some(v)) => Ok(*v),
-            Some(None) => Err(format!("{}: {section}.{key}: is null but the workload needs it", self.file)),
-            None => Err(format!("{}: {section}.{key}: missing but the workload needs it", self.file)),
+            Some(None) => Err(InputError::field(&self.file, &field, "is null but the workload needs it")),
+            None => Err(InputError::field(&self.file, &field, "missing but the workload needs it")),
         }
     }
 
@@ -111,8 +112,11 @@ mod tests {
         .unwrap();
         assert_eq!(t.get("TP", "allreduce"), Ok(300.0));
         assert_eq!(t.get("PP", "busbw"), Ok(47.5));
-        assert!(t.get("DP", "allreduce").unwrap_err().contains("null"));
-        assert!(t.get("EP", "alltoall").unwrap_err().contains("missing"));
+        assert_eq!(
+            t.get("DP", "allreduce").unwrap_err().to_string(),
+            "busbw.yaml: DP.allreduce: is null but the workload needs it"
+        );
+        assert!(t.get("EP", "alltoall").unwrap_err().to_string().contains("missing"));
     }
 
     #[test]

@@ -197,7 +197,7 @@ impl CollectiveCost for SimaiBusbwFile {
         match key {
             None => Ok(0.0),
             Some((section, k)) => {
-                let bw = self.table.get(section, k).map_err(|m| InputError::new(&self.table.file, m))?;
+                let bw = self.table.get(section, k)?;
                 Ok(simai_ns(c, bytes, bw as f64, n))
             }
         }
