@@ -126,14 +126,7 @@ mod tests {
     const GIB: f64 = 1073741824.0;
 
     fn model(bandwidths: Bandwidths) -> AlphaBeta {
-        let platform = Platform {
-            gpus_per_server: 8,
-            nics_per_server: 8,
-            gpu: GpuType::A100,
-            nic: NicType::Cx7,
-            nvlink_gbps: None,
-            nic_gbps: None,
-        };
+        let platform = Platform::new(8, 8, GpuType::A100, NicType::Cx7);
         AlphaBeta { platform, bandwidths }
     }
 

@@ -97,6 +97,11 @@ pub struct Platform {
 }
 
 impl Platform {
+    /// Servers of `gpus` GPUs of type `gpu` and `nics` NICs of type `nic`, no bandwidth overrides.
+    pub fn new(gpus: u32, nics: u32, gpu: GpuType, nic: NicType) -> Platform {
+        Platform { gpus_per_server: gpus, nics_per_server: nics, gpu, nic, nvlink_gbps: None, nic_gbps: None }
+    }
+
     pub fn nvlink(&self) -> f32 {
         self.nvlink_gbps.filter(|v| *v > 0.0).unwrap_or_else(|| self.gpu.nvlink_gbps())
     }

@@ -222,14 +222,7 @@ mod tests {
     }
 
     fn builtin() -> SimaiBuiltin {
-        let platform = Platform {
-            gpus_per_server: 8,
-            nics_per_server: 8,
-            gpu: GpuType::A100,
-            nic: NicType::Cx7,
-            nvlink_gbps: None,
-            nic_gbps: None,
-        };
+        let platform = Platform::new(8, 8, GpuType::A100, NicType::Cx7);
         SimaiBuiltin { platform, ratios: RatioTables::builtin() }
     }
 
