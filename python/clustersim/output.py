@@ -28,8 +28,15 @@ def atomic_outputs() -> Iterator[Callable[[str | os.PathLike[str]], Path]]:
 
     try:
         yield stage
+        # Check every destination before the first rename, so a bad one cannot leave half the set.
+        for _, final in staged:
+            if final.is_dir():
+                raise InputError(f"{final}: cannot write the result: a folder of that name is in the way")
         for tmp, final in staged:
-            os.replace(tmp, final)
+            try:
+                os.replace(tmp, final)
+            except OSError as e:
+                raise InputError(f"{final}: cannot write the result: {e.strerror}") from None
     except BaseException:
         for tmp, _ in staged:
             with contextlib.suppress(OSError):

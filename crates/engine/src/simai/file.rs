@@ -20,6 +20,8 @@ pub enum HeaderVariant {
     Current,
     /// Older AICB: `pp_comm X` without the colon.
     PpCommNoColon,
+    /// All keys but `pp_comm` (SimAI's `microAllReduce.txt`).
+    NoPpComm,
     /// v1: only `model_parallel_NPU_group: t checkpoints: 0 checkpoint_initiates: 0`, tab-separated.
     V1,
     /// The single word `MICRO`.
@@ -207,8 +209,10 @@ fn parse_header(path: &str, line: &str) -> Result<Header> {
             return Err(InputError::at(path, 1, "policy", format!("unknown policy '{k}' (valid: HYBRID_TRANSFORMER_FWD_IN_BCKWD, MICRO)")))
         }
     }
+    // Field names in messages drop the key's colon ("pp_comm", not "pp_comm:").
+    let field = |key: &str| key.trim_end_matches(':').to_string();
     let value = |i: usize, key: &str| -> Result<&str> {
-        tokens.get(i).copied().ok_or_else(|| InputError::at(path, 1, key.trim_end_matches(':'), "missing value"))
+        tokens.get(i).copied().ok_or_else(|| InputError::at(path, 1, &field(key), "missing value"))
     };
     let positive = |i: usize, key: &str| -> Result<u32> {
         let v = value(i, key)?;
@@ -224,7 +228,8 @@ fn parse_header(path: &str, line: &str) -> Result<Header> {
     };
     let list = |i: usize, key: &str| -> Result<(Vec<u32>, usize)> {
         let v = value(i, key)?;
-        let k: usize = v.parse().map_err(|_| InputError::at(path, 1, key, format!("expected a count, got '{v}'")))?;
+        let k: usize =
+            v.parse().map_err(|_| InputError::at(path, 1, &field(key), format!("expected a count, got '{v}'")))?;
         let mut out = Vec::with_capacity(k);
         for j in 0..k {
             let t = value(i + 1 + j, key)?;
@@ -257,9 +262,14 @@ fn parse_header(path: &str, line: &str) -> Result<Header> {
             "pp_comm:" | "pp_comm" => {
                 let v = value(i + 1, key)?;
                 // AICB may write a float ("6291456.0"); it must still be a whole byte count.
-                let x: f64 = v.parse().map_err(|_| InputError::at(path, 1, key, format!("not a number: '{v}'")))?;
+                let x: f64 = v.parse().map_err(|_| InputError::at(path, 1, &field(key), format!("not a number: '{v}'")))?;
                 if !(x >= 0.0 && x.fract() == 0.0 && x < 1.8e19) {
-                    return Err(InputError::at(path, 1, key, format!("must be a whole, non-negative number of bytes, got '{v}'")));
+                    return Err(InputError::at(
+                        path,
+                        1,
+                        &field(key),
+                        format!("must be a whole, non-negative number of bytes, got '{v}'"),
+                    ));
                 }
                 h.pp_comm = x as u64;
                 h.variant = if key == "pp_comm:" { HeaderVariant::Current } else { HeaderVariant::PpCommNoColon };
@@ -275,10 +285,14 @@ fn parse_header(path: &str, line: &str) -> Result<Header> {
         }
         i += 2;
     }
+    let full = ["ep:", "pp:", "vpp:", "ga:", "all_gpus:"].iter().any(|k| tokens.contains(k));
+    if h.variant == HeaderVariant::V1 && full {
+        h.variant = HeaderVariant::NoPpComm;
+    }
     if !tokens.contains(&"model_parallel_NPU_group:") {
         return Err(InputError::at(path, 1, "model_parallel_NPU_group", "missing (the TP size)"));
     }
-    if h.variant != HeaderVariant::V1 && h.all_gpus.is_none() {
+    if matches!(h.variant, HeaderVariant::Current | HeaderVariant::PpCommNoColon) && h.all_gpus.is_none() {
         return Err(InputError::at(path, 1, "all_gpus", "missing (the header has pp_comm, so it is not a v1 header)"));
     }
     Ok(h)
@@ -372,18 +386,23 @@ impl WorkloadFile {
             HeaderVariant::V1 => {
                 format!("HYBRID_TRANSFORMER_FWD_IN_BCKWD\tmodel_parallel_NPU_group: {} {}", h.tp, checkpoint_tokens(h))
             }
-            HeaderVariant::Current | HeaderVariant::PpCommNoColon => format!(
-                "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: {} ep: {} pp: {} vpp: {} ga: {} all_gpus: {} {} {} {}",
-                h.tp,
-                h.ep,
-                h.pp,
-                h.vpp,
-                h.ga,
-                h.all_gpus.unwrap_or(1),
-                checkpoint_tokens(h),
-                if h.variant == HeaderVariant::Current { "pp_comm:" } else { "pp_comm" },
-                h.pp_comm
-            ),
+            HeaderVariant::Current | HeaderVariant::PpCommNoColon | HeaderVariant::NoPpComm => {
+                let mut line = format!(
+                    "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: {} ep: {} pp: {} vpp: {} ga: {}",
+                    h.tp, h.ep, h.pp, h.vpp, h.ga
+                );
+                if let Some(n) = h.all_gpus {
+                    line.push_str(&format!(" all_gpus: {n}"));
+                }
+                line.push(' ');
+                line.push_str(&checkpoint_tokens(h));
+                match h.variant {
+                    HeaderVariant::Current => line.push_str(&format!(" pp_comm: {}", h.pp_comm)),
+                    HeaderVariant::PpCommNoColon => line.push_str(&format!(" pp_comm {}", h.pp_comm)),
+                    _ => {}
+                }
+                line
+            }
         };
         out.push('\n');
         out.push_str(&self.rows.len().to_string());

@@ -1,0 +1,60 @@
+"""Shared fixtures: where the example data lives, and a helper that runs the `clustersim` CLI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+# The `shared` folder stands beside the repository root (…/main/tests/conftest.py → …/shared).
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+SIMAI = DATA / "simai"
+AICB = DATA / "aicb"
+REFERENCE = SIMAI / "reference"
+EXAMPLE_WORKLOAD = SIMAI / "workload_analytical.txt"
+EXAMPLE_BUSBW = SIMAI / "busbw.yaml"
+
+# SimAI_analytical's flags for the two reference runs (see shared/data/simai/reference/README.md).
+AUTO_FLAGS = ["-g", "9216", "-nv", "360", "-nic", "48.5", "-n_p_s", "8", "-g_p_s", "8"]
+BUSBW_FLAGS = ["-g", "9216", "-g_p_s", "8", "-busbw", str(EXAMPLE_BUSBW)]
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    if not DATA.is_dir():
+        pytest.fail(f"example data not found at {DATA}")
+    return DATA
+
+
+@pytest.fixture(scope="session")
+def example_workload(data_dir) -> Path:
+    return EXAMPLE_WORKLOAD
+
+
+@pytest.fixture(scope="session")
+def example_busbw(data_dir) -> Path:
+    return EXAMPLE_BUSBW
+
+
+def run_clustersim(*args, cwd, timeout=60):
+    """Run `python -m clustersim ARGS` in `cwd`; return (returncode, stdout, stderr)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "clustersim", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+@pytest.fixture
+def run_cli(tmp_path):
+    """`run_cli(*args, cwd=None)` runs the CLI with tmp_path (or `cwd`) as working directory."""
+
+    def run(*args, cwd=None):
+        return run_clustersim(*args, cwd=tmp_path if cwd is None else cwd)
+
+    return run
