@@ -114,7 +114,9 @@ impl PartialOrd for Event {
 #[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
 enum Channel {
     Coll { group: u16, first_class: u32 },
-    P2p { src: u32, dst: u32 },
+    /// `offset` is the sender's peer offset, so messages in opposite pipeline directions between
+    /// the same two classes (interleaved schedules, p = 2) never match each other.
+    P2p { src: u32, dst: u32, offset: i32 },
 }
 
 /// A communication waiting for its parties, or in flight.
@@ -219,12 +221,12 @@ impl<'w> Executor<'w> {
                     OpKind::Send { peer, bytes } => {
                         let (dc, dst) = self.peer_class(c, peer);
                         let comm = Comm::Transfer { src: self.reps[ci], dst, bytes };
-                        (comm, Some((Channel::P2p { src: c, dst: dc }, 2, false)))
+                        (comm, Some((Channel::P2p { src: c, dst: dc, offset: peer.offset }, 2, false)))
                     }
                     OpKind::Recv { peer, bytes } => {
                         let (sc, src) = self.peer_class(c, peer);
                         let comm = Comm::Transfer { src, dst: self.reps[ci], bytes };
-                        (comm, Some((Channel::P2p { src: sc, dst: c }, 2, true)))
+                        (comm, Some((Channel::P2p { src: sc, dst: c, offset: -peer.offset }, 2, true)))
                     }
                 };
                 let idx = match channel {

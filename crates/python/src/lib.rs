@@ -7,6 +7,7 @@ use clustersim_engine::simai::build::Overlap;
 use clustersim_engine::simai::file::WorkloadFile;
 use clustersim_engine::simai::report::{LAYER_COLUMNS, SUMMARY_COLUMNS};
 use clustersim_engine::simai::run::{run_analytical as engine_run, AnalyticalConfig};
+use clustersim_engine::training::{run_training as engine_training, TrainingInput};
 use clustersim_engine::InputError;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
@@ -117,6 +118,21 @@ fn run_analytical<'py>(
     Ok(out)
 }
 
+/// Generate and simulate one training iteration; `input` and the result are JSON documents.
+#[pyfunction]
+#[pyo3(signature = (input, *, progress = None))]
+fn run_training(input: &str, progress: Option<Bound<'_, PyAny>>) -> PyResult<String> {
+    let input: TrainingInput =
+        serde_json::from_str(input).map_err(|e| EngineInputError::new_err(format!("training input: {e}")))?;
+    let mut report_progress = |f: f64| {
+        if let Some(cb) = &progress {
+            let _ = cb.call1((f,));
+        }
+    };
+    let report = engine_training(&input, &mut report_progress).map_err(input_err)?;
+    serde_json::to_string(&report).map_err(|e| EngineInputError::new_err(e.to_string()))
+}
+
 /// Read a SimAI workload file and write it back (checks it, normalises spacing).
 #[pyfunction]
 #[pyo3(signature = (path, text, *, lenient = false))]
@@ -150,6 +166,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InputError", m.py().get_type::<EngineInputError>())?;
     m.add_function(wrap_pyfunction!(run_analytical, m)?)?;
     m.add_function(wrap_pyfunction!(rewrite_workload, m)?)?;
+    m.add_function(wrap_pyfunction!(run_training, m)?)?;
     m.add_function(wrap_pyfunction!(inspect_workload, m)?)?;
     Ok(())
 }

@@ -44,6 +44,8 @@ pub enum Bandwidths {
 pub struct AlphaBeta {
     pub platform: Platform,
     pub bandwidths: Bandwidths,
+    /// NVLS all-reduce bus bandwidth inside a server (GB/s), where the switches reduce in-network.
+    pub nvls_gbps: Option<f32>,
 }
 
 impl AlphaBeta {
@@ -62,7 +64,7 @@ impl AlphaBeta {
                 let b = bytes as f64;
                 if nodes <= 1 {
                     let ring = nv * ratios.nvlink.value(b, 1);
-                    let nvls = p.gpu.nvls_gbps().filter(|_| c == Collective::AllReduce && g.size >= 2);
+                    let nvls = self.nvls_gbps.filter(|_| c == Collective::AllReduce && g.size >= 2);
                     return Ok(nvls.map_or(ring, |v| ring.max(v as f64 * ratios.nvlink.value(b, 1))));
                 }
                 let k = per_node * p.nics_per_server as f64 / p.gpus_per_server as f64;
@@ -127,7 +129,7 @@ mod tests {
 
     fn model(bandwidths: Bandwidths) -> AlphaBeta {
         let platform = Platform::new(8, 8, GpuType::A100, NicType::Cx7);
-        AlphaBeta { platform, bandwidths }
+        AlphaBeta { platform, bandwidths, nvls_gbps: None }
     }
 
     fn shape(name: &str, size: u32, nodes: u32, per_node: u32) -> GroupShape {

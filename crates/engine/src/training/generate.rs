@@ -1,0 +1,449 @@
+//! Megatron-Core training iteration as IR: one rank class per pipeline stage, each running its
+//! 1F1B (or interleaved 1F1B) schedule with the communication Megatron issues
+//! (shared/reference/megatron.md §4–§8):
+//!
+//! - TP, per layer and micro-batch: without SP an all-reduce of T = 2·b·s·h bytes after the
+//!   attention and the MLP, forward and backward; with SP all-gather before and reduce-scatter
+//!   after each block forward, and in backward an all-gather of the output gradient, a
+//!   reduce-scatter of the input gradient and an all-gather re-gathering the input for the
+//!   weight gradient. Backward TP collectives overlap the weight-gradient GEMMs.
+//! - PP: the activation (forward) and its gradient (backward), 2·b·s·h/(t if SP) bytes per
+//!   micro-batch and stage boundary, as send/recv pairs; sends never block compute.
+//! - CP: keys and values of the layer, all-gathered in CP forward; gathered again and their
+//!   gradients reduce-scattered backward.
+//! - EP (MoE layers, all-to-all dispatcher): dispatch and combine all-to-alls of 2·n_tok·k·h
+//!   bytes (n_tok = b·s/(t·cp)), with all-gather / reduce-scatter in expert-TP when t > 1.
+//! - DP: each layer's gradients reduce (all-reduce with DDP, reduce-scatter with the distributed
+//!   optimizer or ZeRO) as soon as the last micro-batch's backward of that layer is done
+//!   (`--overlap-grad-reduce`, one bucket per layer); then the optimizer step; then the
+//!   all-gather of updated parameters (distributed optimizer, ZeRO). ZeRO-3 also all-gathers each
+//!   layer's parameters before its forward and backward.
+//! - Tied embeddings with PP > 1: the embedding gradient all-reduced between first and last stage.
+
+use super::costs::{BlockTimes, Costs};
+use super::hardware::Accelerator;
+use super::model::{Family, Model};
+use super::plan::{DataParallel, Plan};
+use crate::error::Result;
+use crate::layout::{Axis, Layout};
+use crate::workload::{Collective, Group, GroupId, Membership, Op, OpKind, Peer, Phase, Program, Workload};
+
+pub const TP: GroupId = 0;
+pub const CP: GroupId = 1;
+pub const EP: GroupId = 2;
+pub const DP: GroupId = 3;
+pub const DP_EP: GroupId = 4;
+pub const PP: GroupId = 5;
+pub const EMB: GroupId = 6;
+
+/// Row labels the ops report under.
+pub const ROWS: [&str; 9] =
+    ["embedding", "attention", "mlp", "moe", "lm_head", "pipeline", "gradient_reduce", "optimizer", "param_gather"];
+const R_EMB: u32 = 0;
+const R_ATTN: u32 = 1;
+const R_MLP: u32 = 2;
+const R_MOE: u32 = 3;
+const R_HEAD: u32 = 4;
+const R_PIPE: u32 = 5;
+const R_GRAD: u32 = 6;
+const R_OPT: u32 = 7;
+const R_GATHER: u32 = 8;
+
+/// One step of a stage's schedule: forward or backward of a micro-batch through a model chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Step {
+    pub forward: bool,
+    pub micro_batch: u32,
+    pub chunk: u32,
+}
+
+/// Megatron's (interleaved) 1F1B order for `stage` of `p`, with `m` micro-batches and `v` chunks.
+pub fn schedule(stage: u32, p: u32, m: u32, v: u32) -> Vec<Step> {
+    let total = m * v;
+    // Virtual micro-batch k → (micro-batch, chunk): groups of p micro-batches go through each
+    // chunk in turn (forward chunks ascending, backward descending).
+    let fwd = |k: u32| Step { forward: true, micro_batch: (k / (p * v)) * p + k % p, chunk: (k / p) % v };
+    let bwd = |k: u32| Step { forward: false, micro_batch: (k / (p * v)) * p + k % p, chunk: v - 1 - (k / p) % v };
+    let warmup = if v == 1 { (p - 1 - stage).min(m) } else { ((p - stage - 1) * 2 + (v - 1) * p).min(total) };
+    let mut steps = Vec::with_capacity(2 * total as usize);
+    steps.extend((0..warmup).map(fwd));
+    for i in 0..total - warmup {
+        steps.push(fwd(warmup + i));
+        steps.push(bwd(i));
+    }
+    steps.extend((total - warmup..total).map(bwd));
+    steps
+}
+
+struct Builder {
+    prog: Program,
+    /// Ops the next compute waits for.
+    gate: Vec<u32>,
+}
+
+impl Builder {
+    fn push(&mut self, kind: OpKind, deps: Vec<u32>, row: u32, phase: Phase) -> u32 {
+        self.prog.push(Op::new(kind, deps, row, phase))
+    }
+
+    /// Compute after the gate; it becomes the gate.
+    fn compute(&mut self, ns: f64, row: u32, phase: Phase) -> u32 {
+        let deps = std::mem::take(&mut self.gate);
+        let id = self.push(OpKind::Compute { ns }, deps, row, phase);
+        self.gate = vec![id];
+        id
+    }
+
+    /// A collective after `after` (default: the gate). Blocking ones become the gate.
+    fn coll(&mut self, c: Collective, group: GroupId, bytes: u64, row: u32, phase: Phase, blocking: bool) -> u32 {
+        let deps = self.gate.clone();
+        let id = self.push(OpKind::Collective { collective: c, group, bytes }, deps, row, phase);
+        if blocking {
+            self.gate = vec![id];
+        }
+        id
+    }
+}
+
+/// Everything the report needs besides the execution.
+pub struct Generated {
+    pub workload: Workload,
+    /// Model FLOPs of one iteration (Megatron's MFU convention), all GPUs together.
+    pub model_flops: f64,
+}
+
+pub fn generate(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: bool) -> Result<Generated> {
+    plan.validate(model)?;
+    let (t, p, v, cp, e) = (plan.tp, plan.pp, plan.vpp, plan.cp, plan.ep);
+    let dp = plan.dp_size();
+    let m = plan.micro_batches();
+    let layout = Layout::megatron(t, cp, e, dp / e, p);
+    let dims = |axes: &[Axis]| Membership::Dims(layout.mask(axes));
+    let world = plan.gpus;
+    // Embedding group: each first-stage rank with its last-stage peer (tied embeddings).
+    let stride = world / p;
+    let emb = Membership::Explicit((0..stride).map(|r| vec![r, r + (p - 1) * stride]).collect());
+    let groups = vec![
+        Group { name: "TP".into(), members: dims(&[Axis::Tp]) },
+        Group { name: "CP".into(), members: dims(&[Axis::Cp]) },
+        Group { name: "EP".into(), members: dims(&[Axis::Ep]) },
+        Group { name: "DP".into(), members: dims(&[Axis::Cp, Axis::Ep, Axis::DpEp]) },
+        Group { name: "DP_EP".into(), members: dims(&[Axis::Cp, Axis::DpEp]) },
+        Group { name: "PP".into(), members: dims(&[Axis::Pp]) },
+        Group { name: "EMB".into(), members: emb },
+    ];
+    let costs = Costs { acc, model, plan, flash_attention };
+    let dense = costs.layer(false);
+    let moe_times = model.moe.as_ref().map(|_| costs.layer(true));
+    let (emb_f, emb_b) = costs.embedding();
+    let (head_f, head_b) = costs.head();
+    let b = plan.mbs as u64;
+    let s = plan.seq / cp as u64;
+    let h = model.hidden;
+    let act = 2 * b * s * h; // T: one bf16 activation of the micro-batch
+    let p2p = if plan.sp { act / t as u64 } else { act };
+    let layers_per_chunk = model.layers / (p * v);
+    let tied = model.family == Family::Gpt && p > 1;
+
+    let mut programs = Vec::with_capacity(p as usize);
+    for stage in 0..p {
+        let mut bld = Builder { prog: Program::default(), gate: Vec::new() };
+        let chunk_layers = |c: u32| (c * p + stage) * layers_per_chunk..(c * p + stage + 1) * layers_per_chunk;
+        let first = |c: u32| stage == 0 && c == 0;
+        let last = |c: u32| stage == p - 1 && c == v - 1;
+        let steps = schedule(stage, p, m, v);
+        // Backward steps left per chunk: the last one of a chunk triggers its gradient reduction.
+        let mut bwd_left = vec![m; v as usize];
+        let mut grad_reduces: Vec<u32> = Vec::new();
+        for st in steps {
+            let c = st.chunk;
+            if st.forward {
+                if !first(c) {
+                    let deps = bld.gate.clone();
+                    let r = bld.push(OpKind::Recv { peer: Peer { group: PP, offset: -1 }, bytes: p2p }, deps, R_PIPE, Phase::Other);
+                    bld.gate.push(r);
+                } else {
+                    bld.compute(emb_f, R_EMB, Phase::Forward);
+                    if t > 1 {
+                        let c = if plan.sp { Collective::ReduceScatter } else { Collective::AllReduce };
+                        bld.coll(c, TP, act, R_EMB, Phase::Forward, true);
+                    }
+                }
+                for l in chunk_layers(c) {
+                    let bt = if model.is_moe_layer(l) { moe_times.unwrap_or(dense) } else { dense };
+                    forward_layer(&mut bld, model, plan, &bt, model.is_moe_layer(l), act);
+                }
+                if last(c) {
+                    if plan.sp {
+                        bld.coll(Collective::AllGather, TP, act, R_HEAD, Phase::Forward, true);
+                    }
+                    bld.compute(head_f, R_HEAD, Phase::Forward);
+                    if t > 1 {
+                        for _ in 0..3 {
+                            bld.coll(Collective::AllReduce, TP, 4 * b * s, R_HEAD, Phase::Forward, true);
+                        }
+                    }
+                } else {
+                    let deps = bld.gate.clone();
+                    bld.push(OpKind::Send { peer: Peer { group: PP, offset: 1 }, bytes: p2p }, deps, R_PIPE, Phase::Other);
+                }
+            } else {
+                if !last(c) {
+                    let deps = bld.gate.clone();
+                    let r = bld.push(OpKind::Recv { peer: Peer { group: PP, offset: 1 }, bytes: p2p }, deps, R_PIPE, Phase::Other);
+                    bld.gate.push(r);
+                } else {
+                    bld.compute(head_b, R_HEAD, Phase::InputGrad);
+                    if t > 1 {
+                        let c = if plan.sp { Collective::ReduceScatter } else { Collective::AllReduce };
+                        bld.coll(c, TP, act, R_HEAD, Phase::InputGrad, true);
+                    }
+                }
+                bwd_left[c as usize] -= 1;
+                let last_mb = bwd_left[c as usize] == 0;
+                for l in chunk_layers(c).rev() {
+                    let moe = model.is_moe_layer(l);
+                    let bt = if moe { moe_times.unwrap_or(dense) } else { dense };
+                    backward_layer(&mut bld, model, plan, &bt, moe, act);
+                    if last_mb {
+                        grad_reduces.extend(reduce_layer_grads(&mut bld, model, plan, l));
+                    }
+                }
+                if !first(c) {
+                    let deps = bld.gate.clone();
+                    bld.push(OpKind::Send { peer: Peer { group: PP, offset: -1 }, bytes: p2p }, deps, R_PIPE, Phase::Other);
+                } else {
+                    bld.compute(emb_b, R_EMB, Phase::InputGrad);
+                }
+            }
+        }
+        // Embedding gradients: tied embeddings meet between first and last stage, then reduce in DP.
+        let has_emb = stage == 0 || stage == p - 1;
+        if has_emb {
+            let emb_params = model.vocab * h / t as u64;
+            if tied {
+                grad_reduces.push(bld.coll(Collective::AllReduce, EMB, 4 * emb_params, R_GRAD, Phase::WeightGrad, false));
+            }
+            if dp > 1 || cp > 1 {
+                let c = if plan.dp == DataParallel::Ddp { Collective::AllReduce } else { Collective::ReduceScatter };
+                grad_reduces.push(bld.coll(c, DP, 4 * emb_params, R_GRAD, Phase::WeightGrad, false));
+            }
+        }
+        // Optimizer step on this GPU's share, after every gradient reduction.
+        let (params, _) = stage_params(model, plan, stage);
+        let shard = match plan.dp {
+            DataParallel::Ddp => params as f64,
+            _ => params as f64 / (dp * cp) as f64,
+        };
+        bld.gate.extend(grad_reduces);
+        bld.compute(costs.optimizer(shard), R_OPT, Phase::Other);
+        if plan.dp != DataParallel::Ddp && plan.dp != DataParallel::Zero3 && dp * cp > 1 {
+            bld.coll(Collective::AllGather, DP, 2 * params, R_GATHER, Phase::Other, true);
+        }
+        programs.push(bld.prog);
+    }
+    let rank_class = (0..world).map(|r| layout.coord(r, Axis::Pp)).collect();
+    let model_flops = model_flops(model, plan);
+    let workload =
+        Workload { layout, groups, programs, class_program: (0..p).collect(), rank_class, rows: ROWS.iter().map(|s| s.to_string()).collect() };
+    Ok(Generated { workload, model_flops })
+}
+
+/// Parameters this GPU holds for `stage` (dense and expert), divided by TP (and EP for experts).
+pub fn stage_params(model: &Model, plan: &Plan, stage: u32) -> (u64, u64) {
+    let per_chunk = model.layers / (plan.pp * plan.vpp);
+    let mut dense = 0u64;
+    let mut expert = 0u64;
+    for c in 0..plan.vpp {
+        for l in (c * plan.pp + stage) * per_chunk..(c * plan.pp + stage + 1) * per_chunk {
+            let (d, x) = layer_param_split(model, l);
+            dense += d / plan.tp as u64;
+            expert += x / (plan.tp * plan.ep) as u64;
+        }
+    }
+    if stage == 0 || stage == plan.pp - 1 {
+        dense += model.vocab * model.hidden / plan.tp as u64;
+    }
+    (dense + expert, expert)
+}
+
+/// (dense, routed-expert) parameters of layer `l`.
+fn layer_param_split(model: &Model, l: u32) -> (u64, u64) {
+    let (total, _) = model.layer_params(l);
+    match &model.moe {
+        Some(moe) if model.is_moe_layer(l) => {
+            let k = if model.family == Family::Gpt { 2 } else { 3 };
+            let routed = moe.experts as u64 * k * model.hidden * moe.expert_ffn;
+            (total - routed, routed)
+        }
+        _ => (total, 0),
+    }
+}
+
+/// Megatron's model FLOPs of one iteration: 3 × forward, forward = 2 × active matmul parameters
+/// per token + 4·s·(a·d_head) per layer for attention scores and context + the LM head.
+pub fn model_flops(model: &Model, plan: &Plan) -> f64 {
+    let tokens = plan.gbs as f64 * plan.seq as f64;
+    let h = model.hidden as f64;
+    let mut per_token = 2.0 * h * model.vocab as f64;
+    let attn_width = match &model.mla {
+        Some(x) => model.heads as f64 * ((x.qk_nope + x.qk_rope + x.v_head) as f64 / 2.0),
+        None => (model.heads * model.head_dim()) as f64,
+    };
+    for l in 0..model.layers {
+        let (_, active) = model.layer_params(l);
+        per_token += 2.0 * active as f64 + 4.0 * plan.seq as f64 * attn_width;
+    }
+    3.0 * per_token * tokens
+}
+
+fn forward_layer(bld: &mut Builder, model: &Model, plan: &Plan, bt: &BlockTimes, moe: bool, act: u64) {
+    let t = plan.tp;
+    let tp = t > 1;
+    let sp = plan.sp;
+    // Attention block.
+    if tp && sp {
+        bld.coll(Collective::AllGather, TP, act, R_ATTN, Phase::Forward, true);
+    }
+    if plan.cp > 1 {
+        bld.coll(Collective::AllGather, CP, kv_bytes(model, plan), R_ATTN, Phase::Forward, true);
+    }
+    bld.compute(bt.attn_fwd, R_ATTN, Phase::Forward);
+    if tp {
+        let c = if sp { Collective::ReduceScatter } else { Collective::AllReduce };
+        bld.coll(c, TP, act, R_ATTN, Phase::Forward, true);
+    }
+    // MLP block.
+    if tp && sp {
+        bld.coll(Collective::AllGather, TP, act, R_MLP, Phase::Forward, true);
+    }
+    let row = if moe { R_MOE } else { R_MLP };
+    if moe && plan.ep > 1 {
+        let (a2a, etp) = moe_bytes(model, plan);
+        bld.coll(Collective::AllToAll, EP, a2a, row, Phase::Forward, true);
+        if tp {
+            bld.coll(Collective::AllGather, TP, etp, row, Phase::Forward, true);
+        }
+        bld.compute(bt.mlp_fwd, row, Phase::Forward);
+        if tp {
+            bld.coll(Collective::ReduceScatter, TP, etp, row, Phase::Forward, true);
+        }
+        bld.coll(Collective::AllToAll, EP, a2a, row, Phase::Forward, true);
+    } else {
+        bld.compute(bt.mlp_fwd, row, Phase::Forward);
+    }
+    if tp {
+        let c = if sp { Collective::ReduceScatter } else { Collective::AllReduce };
+        bld.coll(c, TP, act, row, Phase::Forward, true);
+    }
+}
+
+/// Backward of one block: data-gradient compute, its TP collective overlapping the
+/// weight-gradient compute; the next block waits for both.
+fn backward_block(bld: &mut Builder, plan: &Plan, data_ns: f64, weight_ns: f64, act: u64, row: u32) {
+    let tp = plan.tp > 1;
+    if tp && plan.sp {
+        // Output gradient of the row-parallel linear, gathered before the data gradient.
+        bld.coll(Collective::AllGather, TP, act, row, Phase::InputGrad, true);
+    }
+    let d = bld.compute(data_ns, row, Phase::InputGrad);
+    let mut next = Vec::new();
+    if tp {
+        let c = if plan.sp { Collective::ReduceScatter } else { Collective::AllReduce };
+        next.push(bld.coll(c, TP, act, row, Phase::InputGrad, false));
+    }
+    let regather = if tp && plan.sp {
+        // The sequence-sharded input, re-gathered for the weight gradient, under the data GEMM.
+        let deps = vec![d];
+        Some(bld.push(OpKind::Collective { collective: Collective::AllGather, group: TP, bytes: act }, deps, row, Phase::WeightGrad))
+    } else {
+        None
+    };
+    bld.gate = std::iter::once(d).chain(regather).collect();
+    let w = bld.compute(weight_ns, row, Phase::WeightGrad);
+    next.push(w);
+    bld.gate = next;
+}
+
+fn backward_layer(bld: &mut Builder, model: &Model, plan: &Plan, bt: &BlockTimes, moe: bool, act: u64) {
+    let row = if moe { R_MOE } else { R_MLP };
+    if moe && plan.ep > 1 {
+        let (a2a, etp) = moe_bytes(model, plan);
+        bld.coll(Collective::AllToAll, EP, a2a, row, Phase::InputGrad, true);
+        if plan.tp > 1 {
+            bld.coll(Collective::AllGather, TP, etp, row, Phase::InputGrad, true);
+        }
+        backward_block(bld, plan, bt.mlp_bwd_data, bt.mlp_bwd_weight, act, row);
+        if plan.tp > 1 {
+            bld.coll(Collective::ReduceScatter, TP, etp, row, Phase::InputGrad, true);
+        }
+        bld.coll(Collective::AllToAll, EP, a2a, row, Phase::InputGrad, true);
+    } else {
+        backward_block(bld, plan, bt.mlp_bwd_data, bt.mlp_bwd_weight, act, row);
+    }
+    if plan.cp > 1 {
+        let kv = kv_bytes(model, plan);
+        bld.coll(Collective::AllGather, CP, kv, R_ATTN, Phase::InputGrad, true);
+        backward_block(bld, plan, bt.attn_bwd_data, bt.attn_bwd_weight, act, R_ATTN);
+        bld.coll(Collective::ReduceScatter, CP, kv, R_ATTN, Phase::InputGrad, false);
+    } else {
+        backward_block(bld, plan, bt.attn_bwd_data, bt.attn_bwd_weight, act, R_ATTN);
+    }
+}
+
+/// Issue the gradient reduction of layer `l` (non-blocking). Returns the ops issued.
+fn reduce_layer_grads(bld: &mut Builder, model: &Model, plan: &Plan, l: u32) -> Vec<u32> {
+    let (dense, expert) = layer_param_split(model, l);
+    let c = if plan.dp == DataParallel::Ddp { Collective::AllReduce } else { Collective::ReduceScatter };
+    let mut ops = Vec::new();
+    if plan.dp_size() * plan.cp > 1 {
+        ops.push(bld.coll(c, DP, 4 * dense / plan.tp as u64, R_GRAD, Phase::WeightGrad, false));
+    }
+    if expert > 0 && plan.dp_size() * plan.cp / plan.ep > 1 {
+        ops.push(bld.coll(c, DP_EP, 4 * expert / (plan.tp * plan.ep) as u64, R_GRAD, Phase::WeightGrad, false));
+    }
+    ops
+}
+
+/// Bytes of the keys and values all-gathered in CP for one layer (bf16, TP-sharded heads).
+fn kv_bytes(model: &Model, plan: &Plan) -> u64 {
+    let kv_width = match &model.mla {
+        Some(x) => x.kv_lora + x.qk_rope,
+        None => 2 * model.kv_heads * model.head_dim() / plan.tp as u64,
+    };
+    2 * plan.mbs as u64 * plan.seq * kv_width
+}
+
+/// (dispatch/combine all-to-all bytes, expert-TP gather bytes) of one MoE layer.
+fn moe_bytes(model: &Model, plan: &Plan) -> (u64, u64) {
+    let k = model.moe.as_ref().map_or(1, |m| m.topk) as u64;
+    let tokens = plan.mbs as u64 * plan.seq / (plan.tp * plan.cp) as u64;
+    let a2a = 2 * tokens * k * model.hidden;
+    (a2a, a2a * plan.tp as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_f_one_b_order() {
+        // Stage 0 of 4 with 6 micro-batches: 3 warm-up forwards, then alternate, then drain.
+        let s: Vec<(bool, u32)> = schedule(0, 4, 6, 1).iter().map(|x| (x.forward, x.micro_batch)).collect();
+        let want = [(true, 0), (true, 1), (true, 2), (true, 3), (false, 0), (true, 4), (false, 1), (true, 5), (false, 2), (false, 3), (false, 4), (false, 5)];
+        assert_eq!(s, want);
+        // The last stage alternates from the start.
+        assert_eq!(schedule(3, 4, 2, 1).iter().map(|x| x.forward).collect::<Vec<_>>(), vec![true, false, true, false]);
+    }
+
+    #[test]
+    fn interleaved_order_covers_every_chunk_once() {
+        let s = schedule(1, 2, 4, 2);
+        assert_eq!(s.len(), 16);
+        for fwd in [true, false] {
+            let mut seen: Vec<(u32, u32)> = s.iter().filter(|x| x.forward == fwd).map(|x| (x.micro_batch, x.chunk)).collect();
+            seen.sort();
+            assert_eq!(seen, (0..4).flat_map(|m| (0..2).map(move |c| (m, c))).collect::<Vec<_>>());
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! Accelerators and the roofline cost of one operation on them.
+//!
+//! t = max(FLOPs / (peak · ε_c(FLOPs)), bytes / (HBM bandwidth · ε_m(bytes))) + launch overhead.
+//!
+//! ε_c and ε_m are size-dependent efficiencies: small kernels do not fill the machine. Their
+//! shape follows Calculon's A100 system description (calculon-ai/calculon `systems/a100_80g.json`:
+//! matrix efficiency rising with op size, HBM efficiency rising with transfer size), and one
+//! curve serves every model: there are no per-model factors.
+
+use serde::Deserialize;
+
+/// (op size threshold, efficiency) tiers, largest threshold first.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Efficiency(pub Vec<(f64, f64)>);
+
+impl Efficiency {
+    pub fn at(&self, size: f64) -> f64 {
+        self.0.iter().find(|(threshold, _)| size >= *threshold).map_or_else(|| self.0.last().map_or(1.0, |t| t.1), |t| t.1)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Accelerator {
+    pub name: String,
+    /// Dense BF16/FP16 tensor-core peak, TFLOP/s.
+    pub matmul_tflops: f64,
+    /// Non-tensor FP32 peak, TFLOP/s (element-wise math, optimizer).
+    pub vector_tflops: f64,
+    /// HBM capacity, GB (10⁹ B).
+    pub hbm_gb: f64,
+    /// HBM bandwidth, TB/s (10¹² B/s).
+    pub hbm_tbps: f64,
+    /// Matrix-unit efficiency by FLOPs of the op.
+    pub matmul_efficiency: Efficiency,
+    /// HBM efficiency by bytes moved.
+    pub memory_efficiency: Efficiency,
+    /// Fixed cost of launching one kernel, ns.
+    #[serde(default)]
+    pub kernel_overhead_ns: f64,
+}
+
+impl Accelerator {
+    /// ns for a matrix multiplication C[m×n] = A[m×k] · B[k×n] in 2-byte elements.
+    pub fn gemm_ns(&self, m: f64, n: f64, k: f64) -> f64 {
+        let flops = 2.0 * m * n * k;
+        let bytes = 2.0 * (m * k + k * n + m * n);
+        self.roofline_ns(flops, bytes, true)
+    }
+
+    /// ns for an op of `flops` and `bytes` of HBM traffic on the matrix (or vector) units.
+    pub fn roofline_ns(&self, flops: f64, bytes: f64, matrix: bool) -> f64 {
+        if flops <= 0.0 && bytes <= 0.0 {
+            return 0.0;
+        }
+        let peak = if matrix { self.matmul_tflops } else { self.vector_tflops } * 1e3; // FLOP/ns
+        let compute = if flops > 0.0 { flops / (peak * self.matmul_efficiency.at(flops)) } else { 0.0 };
+        let bw = self.hbm_tbps * 1e3; // B/ns
+        let memory = if bytes > 0.0 { bytes / (bw * self.memory_efficiency.at(bytes)) } else { 0.0 };
+        compute.max(memory) + self.kernel_overhead_ns
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn a100() -> Accelerator {
+        Accelerator {
+            name: "a100".into(),
+            matmul_tflops: 312.0,
+            vector_tflops: 19.5,
+            hbm_gb: 80.0,
+            hbm_tbps: 2.039,
+            matmul_efficiency: Efficiency(vec![(1.28e8, 0.8), (1.6e7, 0.6), (0.0, 0.1)]),
+            memory_efficiency: Efficiency(vec![(1e8, 0.9), (0.0, 0.3)]),
+            kernel_overhead_ns: 0.0,
+        }
+    }
+
+    #[test]
+    fn large_gemm_is_compute_bound() {
+        // 2·4096³ FLOP at 0.8 × 312 TFLOP/s.
+        let t = a100().gemm_ns(4096.0, 4096.0, 4096.0);
+        assert!((t - 2.0 * 4096f64.powi(3) / (312e3 * 0.8)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn elementwise_is_memory_bound() {
+        // 1 GB through HBM at 0.9 × 2.039 TB/s.
+        let t = a100().roofline_ns(1e8, 1e9, false);
+        assert!((t - 1e9 / (2039.0 * 0.9)).abs() < 1e-6);
+    }
+}

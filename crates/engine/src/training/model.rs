@@ -1,0 +1,198 @@
+//! Transformer model descriptions: shapes, parameter counts and FLOPs.
+//!
+//! Parameter counts follow shared/reference/megatron.md §1: GPT (Megatron: learned positions,
+//! tied embeddings, biases, GeLU MLP) and LLaMA-style models (RMSNorm, no biases, SwiGLU, GQA,
+//! untied output), with optional mixture-of-experts MLPs and DeepSeek's multi-head latent
+//! attention (MLA).
+
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Family {
+    /// Megatron GPT: LayerNorm with biases, GeLU MLP, learned positions, tied embeddings.
+    Gpt,
+    /// LLaMA and descendants: RMSNorm, no biases, SwiGLU MLP, rotary positions, untied output.
+    Llama,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Moe {
+    pub experts: u32,
+    pub topk: u32,
+    /// FFN width of one routed expert.
+    pub expert_ffn: u64,
+    #[serde(default)]
+    pub shared_experts: u32,
+    #[serde(default)]
+    pub shared_ffn: u64,
+    /// The first `dense_layers` layers use the dense FFN instead of experts.
+    #[serde(default)]
+    pub dense_layers: u32,
+}
+
+/// DeepSeek's multi-head latent attention: queries and keys/values through low-rank latents.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Mla {
+    pub q_lora: u64,
+    pub kv_lora: u64,
+    pub qk_nope: u64,
+    pub qk_rope: u64,
+    pub v_head: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Model {
+    pub name: String,
+    pub family: Family,
+    pub layers: u32,
+    pub hidden: u64,
+    pub heads: u64,
+    /// Key/value heads (GQA); equal to `heads` for multi-head attention.
+    pub kv_heads: u64,
+    pub ffn: u64,
+    pub vocab: u64,
+    pub seq_len: u64,
+    #[serde(default)]
+    pub moe: Option<Moe>,
+    #[serde(default)]
+    pub mla: Option<Mla>,
+}
+
+impl Model {
+    pub fn head_dim(&self) -> u64 {
+        self.hidden / self.heads
+    }
+
+    /// Matmul parameters of one layer's attention (no norms, no biases).
+    pub fn attention_matmul_params(&self) -> u64 {
+        let h = self.hidden;
+        if let Some(m) = &self.mla {
+            let a = self.heads;
+            h * m.q_lora + m.q_lora * a * (m.qk_nope + m.qk_rope) + h * (m.kv_lora + m.qk_rope)
+                + m.kv_lora * a * (m.qk_nope + m.v_head)
+                + a * m.v_head * h
+        } else {
+            let dh = self.head_dim();
+            2 * h * self.heads * dh + 2 * h * self.kv_heads * dh
+        }
+    }
+
+    fn mlp_matmuls(&self) -> u64 {
+        match self.family {
+            Family::Gpt => 2,
+            Family::Llama => 3,
+        }
+    }
+
+    /// Is layer `i` (0-based) a mixture-of-experts layer?
+    pub fn is_moe_layer(&self, i: u32) -> bool {
+        self.moe.as_ref().is_some_and(|m| i >= m.dense_layers)
+    }
+
+    /// Parameters of layer `i`: total, and those active for one token.
+    pub fn layer_params(&self, i: u32) -> (u64, u64) {
+        let h = self.hidden;
+        let k = self.mlp_matmuls();
+        let (norms, biases) = match self.family {
+            // Two LayerNorms (weight + bias) and the biases of QKV, out-proj, FC1, FC2.
+            Family::Gpt => (4 * h, 3 * h + h + self.ffn + h),
+            Family::Llama => (2 * h, 0),
+        };
+        let mla_norms = self.mla.as_ref().map_or(0, |m| m.q_lora + m.kv_lora);
+        let base = self.attention_matmul_params() + norms + biases + mla_norms;
+        match &self.moe {
+            Some(m) if self.is_moe_layer(i) => {
+                let expert = k * h * m.expert_ffn;
+                let shared = m.shared_experts as u64 * k * h * m.shared_ffn;
+                let router = h * m.experts as u64;
+                (base + m.experts as u64 * expert + shared + router, base + m.topk as u64 * expert + shared + router)
+            }
+            _ => {
+                let mlp = k * h * self.ffn;
+                (base + mlp, base + mlp)
+            }
+        }
+    }
+
+    /// Embedding, output head and final norm parameters.
+    pub fn embedding_params(&self) -> u64 {
+        let h = self.hidden;
+        match self.family {
+            // Word + position embeddings, tied output head, final LayerNorm.
+            Family::Gpt => self.vocab * h + self.seq_len * h + 2 * h,
+            Family::Llama => 2 * self.vocab * h + h,
+        }
+    }
+
+    /// Total and per-token-active parameters.
+    pub fn params(&self) -> (u64, u64) {
+        let (mut total, mut active) = (self.embedding_params(), self.embedding_params());
+        for i in 0..self.layers {
+            let (t, a) = self.layer_params(i);
+            total += t;
+            active += a;
+        }
+        (total, active)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn llama(name: &str, layers: u32, hidden: u64, heads: u64, kv: u64, ffn: u64, vocab: u64) -> Model {
+        Model {
+            name: name.into(),
+            family: Family::Llama,
+            layers,
+            hidden,
+            heads,
+            kv_heads: kv,
+            ffn,
+            vocab,
+            seq_len: 8192,
+            moe: None,
+            mla: None,
+        }
+    }
+
+    #[test]
+    fn llama_parameter_counts_match_megatron_md() {
+        // shared/reference/megatron.md §1 checks.
+        assert_eq!(llama("l3-8b", 32, 4096, 32, 8, 14336, 128256).params().0, 8_030_261_248);
+        assert_eq!(llama("l3-70b", 80, 8192, 64, 8, 28672, 128256).params().0, 70_553_706_496);
+        assert_eq!(llama("l3-405b", 126, 16384, 128, 8, 53248, 128256).params().0, 405_853_388_800);
+        assert_eq!(llama("llama-7b", 32, 4096, 32, 32, 11008, 32000).params().0, 6_738_415_616);
+        assert_eq!(llama("llama-65b", 80, 8192, 64, 64, 22016, 32000).params().0, 65_285_660_672);
+    }
+
+    #[test]
+    fn mixtral_total_and_active() {
+        let mut m = llama("mixtral", 32, 4096, 32, 8, 14336, 32000);
+        m.moe = Some(Moe { experts: 8, topk: 2, expert_ffn: 14336, shared_experts: 0, shared_ffn: 0, dense_layers: 0 });
+        let (total, active) = m.params();
+        assert_eq!(total, 46_702_792_704);
+        assert!((active as f64 / 12.88e9 - 1.0).abs() < 0.01, "{active}");
+    }
+
+    #[test]
+    fn gpt_matches_the_closed_form() {
+        // P = 12·L·h²·(1 + 13/(12h) + (V + s)/(12·L·h)), plus the final LayerNorm (2h).
+        let m = Model {
+            name: "gpt-1t".into(),
+            family: Family::Gpt,
+            layers: 128,
+            hidden: 25600,
+            heads: 160,
+            kv_heads: 160,
+            ffn: 4 * 25600,
+            vocab: 51200,
+            seq_len: 2048,
+            moe: None,
+            mla: None,
+        };
+        let (l, h, v, s) = (128u64, 25600u64, 51200u64, 2048u64);
+        assert_eq!(m.params().0, 12 * l * h * h + 13 * l * h + (v + s) * h + 2 * h);
+    }
+}

@@ -1,0 +1,135 @@
+//! A parallel plan as Megatron-Core runs it, and the checks that make it runnable.
+
+use serde::Deserialize;
+
+use super::model::Model;
+use crate::error::{InputError, Result};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Recompute {
+    None,
+    Selective,
+    Full,
+}
+
+/// How data parallelism keeps gradients and optimizer state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DataParallel {
+    /// All-reduce of gradients, replicated optimizer (Megatron DDP).
+    Ddp,
+    /// Reduce-scatter of gradients, sharded optimizer, all-gather of parameters (Megatron
+    /// `--use-distributed-optimizer`, ZeRO-1-like).
+    DistributedOptimizer,
+    /// DeepSpeed ZeRO stages 1–3.
+    Zero1,
+    Zero2,
+    Zero3,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Plan {
+    pub gpus: u32,
+    pub gpus_per_server: u32,
+    pub tp: u32,
+    pub pp: u32,
+    /// Virtual pipeline stages (model chunks) per device; 1 = plain 1F1B.
+    pub vpp: u32,
+    pub ep: u32,
+    pub cp: u32,
+    /// Micro-batch size (sequences).
+    pub mbs: u32,
+    /// Global batch size (sequences).
+    pub gbs: u32,
+    pub seq: u64,
+    /// Sequence parallelism (with TP).
+    pub sp: bool,
+    pub dp: DataParallel,
+    pub recompute: Recompute,
+}
+
+fn divisors(n: u64) -> String {
+    let d: Vec<String> = (1..=n).filter(|x| n % x == 0).map(|x| x.to_string()).collect();
+    if d.len() > 16 {
+        format!("{} … {}", d[..8].join(", "), d[d.len() - 4..].join(", "))
+    } else {
+        d.join(", ")
+    }
+}
+
+impl Plan {
+    /// Data-parallel size.
+    pub fn dp_size(&self) -> u32 {
+        self.gpus / (self.tp * self.pp * self.cp)
+    }
+
+    /// Micro-batches per iteration per pipeline.
+    pub fn micro_batches(&self) -> u32 {
+        self.gbs / (self.mbs * self.dp_size())
+    }
+
+    /// Check the plan against the model; errors list the valid choices.
+    pub fn validate(&self, m: &Model) -> Result<()> {
+        let bad = |field: &str, msg: String| Err(InputError::field("plan", field, msg));
+        for (field, v) in [("gpus", self.gpus), ("tp", self.tp), ("pp", self.pp), ("vpp", self.vpp), ("ep", self.ep), ("cp", self.cp), ("mbs", self.mbs), ("gbs", self.gbs), ("gpus_per_server", self.gpus_per_server)] {
+            if v == 0 {
+                return bad(field, "must be at least 1".into());
+            }
+        }
+        if m.heads % self.tp as u64 != 0 || m.kv_heads % self.tp as u64 != 0 && m.mla.is_none() {
+            return bad("tp", format!("TP {} must divide the {} attention heads and {} KV heads (valid: {})", self.tp, m.heads, m.kv_heads, divisors(gcd(m.heads, m.kv_heads))));
+        }
+        let gps = self.gpus_per_server;
+        if self.tp > gps && self.tp % gps != 0 || self.tp < gps && gps % self.tp != 0 {
+            return bad("tp", format!("TP {} must divide the {gps} GPUs per server or be a multiple of it (valid: {} or multiples of {gps})", self.tp, divisors(gps as u64)));
+        }
+        let mp = self.tp * self.pp * self.cp;
+        if self.gpus % mp != 0 {
+            return bad("gpus", format!("{} GPUs are not divisible by TP×PP×CP = {mp} (valid: multiples of {mp})", self.gpus));
+        }
+        if self.gpus > gps && self.gpus % gps != 0 {
+            return bad("gpus", format!("{} GPUs do not fill whole servers of {gps}", self.gpus));
+        }
+        let chunks = self.pp * self.vpp;
+        if m.layers % chunks != 0 {
+            let what = if self.vpp > 1 { format!("PP×VPP = {}×{} = {chunks}", self.pp, self.vpp) } else { format!("PP {}", self.pp) };
+            return bad("pp", format!("{what} must divide the {} layers (valid PP×VPP: {})", m.layers, divisors(m.layers as u64)));
+        }
+        let dp = self.dp_size();
+        if self.gbs % (self.mbs * dp) != 0 {
+            let unit = self.mbs * dp;
+            return bad("gbs", format!("global batch {} is not divisible by MBS×DP = {}×{dp} = {unit} (valid: multiples of {unit})", self.gbs, self.mbs));
+        }
+        let mb = self.micro_batches();
+        if self.vpp > 1 && mb % self.pp != 0 {
+            return bad("vpp", format!("interleaved schedules need the {mb} micro-batches to be a multiple of PP {}", self.pp));
+        }
+        if self.ep > 1 {
+            let Some(moe) = &m.moe else {
+                return bad("ep", format!("EP {} needs a mixture-of-experts model; {} is dense (valid: 1)", self.ep, m.name));
+            };
+            if moe.experts % self.ep != 0 {
+                return bad("ep", format!("EP {} must divide the {} experts (valid: {})", self.ep, moe.experts, divisors(moe.experts as u64)));
+            }
+            if dp % self.ep != 0 {
+                return bad("ep", format!("EP {} must divide DP = {dp} (valid: {})", self.ep, divisors(gcd(dp as u64, moe.experts as u64))));
+            }
+        }
+        if self.seq % (2 * self.cp as u64) != 0 && self.cp > 1 {
+            return bad("cp", format!("CP {} needs the sequence {} to split into 2·CP chunks", self.cp, self.seq));
+        }
+        if self.sp && self.tp == 1 {
+            return bad("sp", "sequence parallelism needs TP > 1".into());
+        }
+        Ok(())
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
