@@ -113,10 +113,17 @@ impl PartialOrd for Event {
 /// Where communications are matched: a communicator spanning several classes, or a class pair.
 #[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
 enum Channel {
-    Coll { group: u16, first_class: u32 },
+    Coll {
+        group: u16,
+        first_class: u32,
+    },
     /// `offset` is the sender's peer offset, so messages in opposite pipeline directions between
     /// the same two classes (interleaved schedules, p = 2) never match each other.
-    P2p { src: u32, dst: u32, offset: i32 },
+    P2p {
+        src: u32,
+        dst: u32,
+        offset: i32,
+    },
 }
 
 /// A communication waiting for its parties, or in flight.

@@ -45,20 +45,16 @@ fn cost_model(cfg: &AnalyticalConfig, world: u32) -> Box<dyn CollectiveCost> {
             Box::new(SimaiBusbwFile { gpus_per_server: cfg.platform.gpus_per_server, world, table: t.clone() })
         }
         (None, true) => Box::new(SimaiBuiltin { platform: cfg.platform.clone(), ratios: cfg.ratios.clone() }),
-        (Some(t), false) => {
-            Box::new(AlphaBeta {
-                platform: cfg.platform.clone(),
-                bandwidths: Bandwidths::File(t.clone()),
-                nvls_gbps: cfg.platform.gpu.nvls_gbps(),
-            })
-        }
-        (None, false) => {
-            Box::new(AlphaBeta {
-                platform: cfg.platform.clone(),
-                bandwidths: Bandwidths::Builtin(cfg.ratios.clone()),
-                nvls_gbps: cfg.platform.gpu.nvls_gbps(),
-            })
-        }
+        (Some(t), false) => Box::new(AlphaBeta {
+            platform: cfg.platform.clone(),
+            bandwidths: Bandwidths::File(t.clone()),
+            nvls_gbps: cfg.platform.gpu.nvls_gbps(),
+        }),
+        (None, false) => Box::new(AlphaBeta {
+            platform: cfg.platform.clone(),
+            bandwidths: Bandwidths::Builtin(cfg.ratios.clone()),
+            nvls_gbps: cfg.platform.gpu.nvls_gbps(),
+        }),
     }
 }
 

@@ -160,7 +160,12 @@ pub fn generate(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: 
             if st.forward {
                 if !first(c) {
                     let deps = bld.gate.clone();
-                    let r = bld.push(OpKind::Recv { peer: Peer { group: PP, offset: -1 }, bytes: p2p }, deps, R_PIPE, Phase::Other);
+                    let r = bld.push(
+                        OpKind::Recv { peer: Peer { group: PP, offset: -1 }, bytes: p2p },
+                        deps,
+                        R_PIPE,
+                        Phase::Other,
+                    );
                     bld.gate.push(r);
                 } else {
                     bld.compute(emb_f, R_EMB, Phase::Forward);
@@ -185,12 +190,22 @@ pub fn generate(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: 
                     }
                 } else {
                     let deps = bld.gate.clone();
-                    bld.push(OpKind::Send { peer: Peer { group: PP, offset: 1 }, bytes: p2p }, deps, R_PIPE, Phase::Other);
+                    bld.push(
+                        OpKind::Send { peer: Peer { group: PP, offset: 1 }, bytes: p2p },
+                        deps,
+                        R_PIPE,
+                        Phase::Other,
+                    );
                 }
             } else {
                 if !last(c) {
                     let deps = bld.gate.clone();
-                    let r = bld.push(OpKind::Recv { peer: Peer { group: PP, offset: 1 }, bytes: p2p }, deps, R_PIPE, Phase::Other);
+                    let r = bld.push(
+                        OpKind::Recv { peer: Peer { group: PP, offset: 1 }, bytes: p2p },
+                        deps,
+                        R_PIPE,
+                        Phase::Other,
+                    );
                     bld.gate.push(r);
                 } else {
                     bld.compute(head_b, R_HEAD, Phase::InputGrad);
@@ -211,7 +226,12 @@ pub fn generate(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: 
                 }
                 if !first(c) {
                     let deps = bld.gate.clone();
-                    bld.push(OpKind::Send { peer: Peer { group: PP, offset: -1 }, bytes: p2p }, deps, R_PIPE, Phase::Other);
+                    bld.push(
+                        OpKind::Send { peer: Peer { group: PP, offset: -1 }, bytes: p2p },
+                        deps,
+                        R_PIPE,
+                        Phase::Other,
+                    );
                 } else {
                     bld.compute(emb_b, R_EMB, Phase::InputGrad);
                 }
@@ -222,7 +242,14 @@ pub fn generate(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: 
         if has_emb {
             let emb_params = model.vocab * h / t as u64;
             if tied {
-                grad_reduces.push(bld.coll(Collective::AllReduce, EMB, 4 * emb_params, R_GRAD, Phase::WeightGrad, false));
+                grad_reduces.push(bld.coll(
+                    Collective::AllReduce,
+                    EMB,
+                    4 * emb_params,
+                    R_GRAD,
+                    Phase::WeightGrad,
+                    false,
+                ));
             }
             if dp > 1 || cp > 1 {
                 let c = if plan.dp == DataParallel::Ddp { Collective::AllReduce } else { Collective::ReduceScatter };
@@ -244,8 +271,14 @@ pub fn generate(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: 
     }
     let rank_class = (0..world).map(|r| layout.coord(r, Axis::Pp)).collect();
     let model_flops = model_flops(model, plan);
-    let workload =
-        Workload { layout, groups, programs, class_program: (0..p).collect(), rank_class, rows: ROWS.iter().map(|s| s.to_string()).collect() };
+    let workload = Workload {
+        layout,
+        groups,
+        programs,
+        class_program: (0..p).collect(),
+        rank_class,
+        rows: ROWS.iter().map(|s| s.to_string()).collect(),
+    };
     Ok(Generated { workload, model_flops })
 }
 
@@ -355,7 +388,12 @@ fn backward_block(bld: &mut Builder, plan: &Plan, data_ns: f64, weight_ns: f64, 
     let regather = if tp && plan.sp {
         // The sequence-sharded input, re-gathered for the weight gradient, under the data GEMM.
         let deps = vec![d];
-        Some(bld.push(OpKind::Collective { collective: Collective::AllGather, group: TP, bytes: act }, deps, row, Phase::WeightGrad))
+        Some(bld.push(
+            OpKind::Collective { collective: Collective::AllGather, group: TP, bytes: act },
+            deps,
+            row,
+            Phase::WeightGrad,
+        ))
     } else {
         None
     };
@@ -430,7 +468,20 @@ mod tests {
     fn one_f_one_b_order() {
         // Stage 0 of 4 with 6 micro-batches: 3 warm-up forwards, then alternate, then drain.
         let s: Vec<(bool, u32)> = schedule(0, 4, 6, 1).iter().map(|x| (x.forward, x.micro_batch)).collect();
-        let want = [(true, 0), (true, 1), (true, 2), (true, 3), (false, 0), (true, 4), (false, 1), (true, 5), (false, 2), (false, 3), (false, 4), (false, 5)];
+        let want = [
+            (true, 0),
+            (true, 1),
+            (true, 2),
+            (true, 3),
+            (false, 0),
+            (true, 4),
+            (false, 1),
+            (true, 5),
+            (false, 2),
+            (false, 3),
+            (false, 4),
+            (false, 5),
+        ];
         assert_eq!(s, want);
         // The last stage alternates from the start.
         assert_eq!(schedule(3, 4, 2, 1).iter().map(|x| x.forward).collect::<Vec<_>>(), vec![true, false, true, false]);
@@ -441,7 +492,8 @@ mod tests {
         let s = schedule(1, 2, 4, 2);
         assert_eq!(s.len(), 16);
         for fwd in [true, false] {
-            let mut seen: Vec<(u32, u32)> = s.iter().filter(|x| x.forward == fwd).map(|x| (x.micro_batch, x.chunk)).collect();
+            let mut seen: Vec<(u32, u32)> =
+                s.iter().filter(|x| x.forward == fwd).map(|x| (x.micro_batch, x.chunk)).collect();
             seen.sort();
             assert_eq!(seen, (0..4).flat_map(|m| (0..2).map(move |c| (m, c))).collect::<Vec<_>>());
         }

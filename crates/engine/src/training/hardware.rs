@@ -15,7 +15,10 @@ pub struct Efficiency(pub Vec<(f64, f64)>);
 
 impl Efficiency {
     pub fn at(&self, size: f64) -> f64 {
-        self.0.iter().find(|(threshold, _)| size >= *threshold).map_or_else(|| self.0.last().map_or(1.0, |t| t.1), |t| t.1)
+        self.0
+            .iter()
+            .find(|(threshold, _)| size >= *threshold)
+            .map_or_else(|| self.0.last().map_or(1.0, |t| t.1), |t| t.1)
     }
 }
 

@@ -29,7 +29,8 @@ pub fn memory(model: &Model, plan: &Plan, flash_attention: bool) -> Memory {
         DataParallel::Zero2 => (2.0, 14.0 / d),
         DataParallel::Zero3 => (2.0 / d, 14.0 / d),
     };
-    let (s, b, h, a, t) = ((plan.seq / plan.cp as u64) as f64, plan.mbs as f64, model.hidden as f64, model.heads as f64, plan.tp as f64);
+    let (s, b, h, a, t) =
+        ((plan.seq / plan.cp as u64) as f64, plan.mbs as f64, model.hidden as f64, model.heads as f64, plan.tp as f64);
     let kv = model.kv_heads as f64 / model.heads as f64;
     // Attention K,V shrink with GQA; flash attention keeps no s×s scores.
     let scores = if flash_attention { 0.0 } else { 5.0 * a * s / h };
@@ -42,7 +43,8 @@ pub fn memory(model: &Model, plan: &Plan, flash_attention: bool) -> Memory {
         (Recompute::None, true) => s * b * h * (32.0 + attn_kv + scores) / t,
         (Recompute::None, false) => s * b * h * (10.0 + (22.0 + attn_kv + scores) / t),
     };
-    let moe_factor = model.moe.as_ref().map_or(1.0, |m| 1.0 + m.topk as f64 * m.expert_ffn as f64 / (2.0 * model.ffn.max(1) as f64));
+    let moe_factor =
+        model.moe.as_ref().map_or(1.0, |m| 1.0 + m.topk as f64 * m.expert_ffn as f64 / (2.0 * model.ffn.max(1) as f64));
     let layers_per_stage = (model.layers / plan.pp) as f64;
     let p = plan.pp as f64;
     let interleave = if plan.vpp > 1 { 1.0 + (p - 1.0) / (p * plan.vpp as f64) } else { 1.0 };

@@ -15,9 +15,9 @@ use crate::analytical::platform::{GpuType, NicType, Platform};
 use crate::analytical::ratio::RatioTables;
 use crate::analytical::Analytical;
 use crate::error::{InputError, Result};
-use crate::executor::Executor;
+use crate::executor::{Execution, Executor};
 use crate::exposure::exposure;
-use crate::workload::OpKind;
+use crate::workload::{OpKind, Workload};
 use hardware::Accelerator;
 use memory::{memory, Memory};
 use model::Model;
@@ -93,34 +93,12 @@ pub fn run_training(input: &TrainingInput, progress: &mut dyn FnMut(f64)) -> Res
         nic_gbps: Some(net.nic_gbps),
     };
     platform.validate()?;
-    let cost = AlphaBeta { platform, bandwidths: Bandwidths::Builtin(RatioTables::builtin()), nvls_gbps: net.nvls_gbps };
+    let cost =
+        AlphaBeta { platform, bandwidths: Bandwidths::Builtin(RatioTables::builtin()), nvls_gbps: net.nvls_gbps };
     let mut network = Analytical::new(Box::new(cost), plan.gpus_per_server);
     let exec = Executor::new(w)?.run(&mut network, progress)?;
     let iteration_ns = exec.end_ns;
-    // Break down the stage that finishes last (its timeline spans the whole iteration).
-    let last = (0..exec.timelines.len())
-        .max_by(|&a, &b| {
-            let end = |c: usize| exec.timelines[c].end.iter().copied().fold(0.0, f64::max);
-            end(a).total_cmp(&end(b)).then(b.cmp(&a))
-        })
-        .unwrap_or(0);
-    let prog = &w.programs[w.class_program[last] as usize];
-    let ex = exposure(prog, &exec.timelines[last], iteration_ns);
-    let mut parts: Vec<(String, f64)> = vec![("compute".into(), ex.compute_ns)];
-    for (g, group) in w.groups.iter().enumerate() {
-        let exposed: f64 = prog
-            .ops
-            .iter()
-            .enumerate()
-            .filter(|(_, op)| match op.kind {
-                OpKind::Collective { group, .. } => group as usize == g,
-                OpKind::Send { peer, .. } | OpKind::Recv { peer, .. } => peer.group as usize == g,
-                OpKind::Compute { .. } => false,
-            })
-            .fold(0.0, |acc, (i, _)| acc + ex.exposed[i]);
-        parts.push((format!("exposed {} comm", group.name), exposed));
-    }
-    parts.push(("bubble".into(), ex.idle_ns));
+    let parts = breakdown(w, &exec);
     let (params, active) = model.params();
     let tokens = plan.gbs as f64 * plan.seq as f64;
     let seconds = iteration_ns / 1e9;
@@ -138,4 +116,135 @@ pub fn run_training(input: &TrainingInput, progress: &mut dyn FnMut(f64)) -> Res
         events: exec.events,
         ops: w.programs.iter().map(|p| p.ops.len()).sum(),
     })
+}
+
+/// Where the time of the stage that finishes last goes (its timeline spans the iteration), ns:
+/// compute, exposed communication per group, and the bubble (idle with nothing in flight).
+pub fn breakdown(w: &Workload, exec: &Execution) -> Vec<(String, f64)> {
+    let end = |c: usize| exec.timelines[c].end.iter().copied().fold(0.0, f64::max);
+    let last = (0..exec.timelines.len()).max_by(|&a, &b| end(a).total_cmp(&end(b)).then(b.cmp(&a))).unwrap_or(0);
+    let prog = &w.programs[w.class_program[last] as usize];
+    let ex = exposure(prog, &exec.timelines[last], exec.end_ns);
+    let mut parts: Vec<(String, f64)> = vec![("compute".into(), ex.compute_ns)];
+    for (g, group) in w.groups.iter().enumerate() {
+        let in_group = |op: &OpKind| match *op {
+            OpKind::Collective { group, .. } => group as usize == g,
+            OpKind::Send { peer, .. } | OpKind::Recv { peer, .. } => peer.group as usize == g,
+            OpKind::Compute { .. } => false,
+        };
+        let exposed =
+            prog.ops.iter().zip(&ex.exposed).filter(|(op, _)| in_group(&op.kind)).fold(0.0, |a, (_, e)| a + e);
+        parts.push((format!("exposed {} comm", group.name), exposed));
+    }
+    parts.push(("bubble".into(), ex.idle_ns));
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::hardware::Efficiency;
+    use super::model::Family;
+    use super::plan::{DataParallel, Recompute};
+    use super::*;
+    use crate::analytical::{CollectiveCost, GroupShape};
+    use crate::workload::Collective;
+
+    fn input(pp: u32, vpp: u32, gbs: u32) -> TrainingInput {
+        // Uniform stages: many identical layers, a negligible vocabulary, fast links.
+        let model = Model {
+            name: "uniform".into(),
+            family: Family::Gpt,
+            layers: 32,
+            hidden: 8192,
+            heads: 64,
+            kv_heads: 64,
+            ffn: 32768,
+            vocab: 64,
+            seq_len: 2048,
+            moe: None,
+            mla: None,
+        };
+        let plan = Plan {
+            gpus: 8 * pp,
+            gpus_per_server: 8,
+            tp: 8,
+            pp,
+            vpp,
+            ep: 1,
+            cp: 1,
+            mbs: 1,
+            gbs,
+            seq: 2048,
+            sp: false,
+            dp: DataParallel::Ddp,
+            recompute: Recompute::None,
+        };
+        let accelerator = Accelerator {
+            name: "gpu".into(),
+            matmul_tflops: 300.0,
+            vector_tflops: 20.0,
+            hbm_gb: 80.0,
+            hbm_tbps: 2.0,
+            matmul_efficiency: Efficiency(vec![(0.0, 1.0)]),
+            memory_efficiency: Efficiency(vec![(0.0, 1.0)]),
+            kernel_overhead_ns: 0.0,
+        };
+        let network = Network { nvlink_gbps: 1e6, nvls_gbps: None, nic_gbps: 1e6, nics_per_server: 8 };
+        TrainingInput { model, plan, accelerator, network, flash_attention: true, allow_oom: false }
+    }
+
+    /// Communication that takes no time, so only the schedule shapes the timeline.
+    struct Free;
+    impl CollectiveCost for Free {
+        fn collective_ns(&self, _: Collective, _: &GroupShape, _: u64) -> std::result::Result<f64, InputError> {
+            Ok(0.0)
+        }
+        fn transfer_ns(&self, _: bool, _: u64) -> std::result::Result<f64, InputError> {
+            Ok(0.0)
+        }
+    }
+
+    fn bubble_fraction(pp: u32, vpp: u32, m: u32) -> f64 {
+        let i = input(pp, vpp, m);
+        let g = generate::generate(&i.model, &i.plan, &i.accelerator, true).unwrap();
+        let exec =
+            Executor::new(&g.workload).unwrap().run(&mut Analytical::new(Box::new(Free), 8), &mut |_| {}).unwrap();
+        let parts = breakdown(&g.workload, &exec);
+        let total: f64 = parts.iter().map(|(_, v)| v).sum();
+        assert!((total - exec.end_ns).abs() < 1e-9 * exec.end_ns, "breakdown sums to the iteration");
+        let bubble = parts.iter().find(|(k, _)| k == "bubble").unwrap().1;
+        // The ideal time: stage 0's forward and backward compute, without the optimizer step.
+        let prog = &g.workload.programs[0];
+        let tl = &exec.timelines[0];
+        let optimizer = generate::ROWS.iter().position(|r| *r == "optimizer").unwrap() as u32;
+        let ideal: f64 = (0..prog.ops.len())
+            .filter(|&i| matches!(prog.ops[i].kind, OpKind::Compute { .. }) && prog.ops[i].row != optimizer)
+            .map(|i| tl.end[i] - tl.start[i])
+            .sum();
+        bubble / ideal
+    }
+
+    #[test]
+    fn a_real_network_adds_exposed_communication() {
+        let r = run_training(&input(4, 1, 8), &mut |_| {}).unwrap();
+        let total: f64 = r.breakdown_s.iter().map(|(_, v)| v).sum();
+        assert!((total - r.iteration_s).abs() < 1e-9 * r.iteration_s);
+        let tp = r.breakdown_s.iter().find(|(k, _)| k == "exposed TP comm").unwrap().1;
+        assert!(tp > 0.0);
+    }
+
+    #[test]
+    fn simulated_bubble_matches_the_1f1b_formula() {
+        for (p, m) in [(4, 8), (4, 16), (2, 8)] {
+            let (got, want) = (bubble_fraction(p, 1, m), (p - 1) as f64 / m as f64);
+            assert!((got - want).abs() < 0.01 * want, "p={p} m={m}: {got} vs {want}");
+        }
+    }
+
+    #[test]
+    fn interleaving_divides_the_bubble_by_v() {
+        // Within 2%: the LM head makes the last chunk slightly longer than the others.
+        let (got, want) = (bubble_fraction(4, 2, 8), 3.0 / (2.0 * 8.0));
+        assert!((got - want).abs() < 0.02 * want, "{got} vs {want}");
+    }
 }

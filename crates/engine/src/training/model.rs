@@ -69,7 +69,9 @@ impl Model {
         let h = self.hidden;
         if let Some(m) = &self.mla {
             let a = self.heads;
-            h * m.q_lora + m.q_lora * a * (m.qk_nope + m.qk_rope) + h * (m.kv_lora + m.qk_rope)
+            h * m.q_lora
+                + m.q_lora * a * (m.qk_nope + m.qk_rope)
+                + h * (m.kv_lora + m.qk_rope)
                 + m.kv_lora * a * (m.qk_nope + m.v_head)
                 + a * m.v_head * h
         } else {

@@ -50,7 +50,7 @@ pub struct Plan {
 }
 
 fn divisors(n: u64) -> String {
-    let d: Vec<String> = (1..=n).filter(|x| n % x == 0).map(|x| x.to_string()).collect();
+    let d: Vec<String> = (1..=n).filter(|x| n.is_multiple_of(*x)).map(|x| x.to_string()).collect();
     if d.len() > 16 {
         format!("{} … {}", d[..8].join(", "), d[d.len() - 4..].join(", "))
     } else {
@@ -72,51 +72,107 @@ impl Plan {
     /// Check the plan against the model; errors list the valid choices.
     pub fn validate(&self, m: &Model) -> Result<()> {
         let bad = |field: &str, msg: String| Err(InputError::field("plan", field, msg));
-        for (field, v) in [("gpus", self.gpus), ("tp", self.tp), ("pp", self.pp), ("vpp", self.vpp), ("ep", self.ep), ("cp", self.cp), ("mbs", self.mbs), ("gbs", self.gbs), ("gpus_per_server", self.gpus_per_server)] {
+        for (field, v) in [
+            ("gpus", self.gpus),
+            ("tp", self.tp),
+            ("pp", self.pp),
+            ("vpp", self.vpp),
+            ("ep", self.ep),
+            ("cp", self.cp),
+            ("mbs", self.mbs),
+            ("gbs", self.gbs),
+            ("gpus_per_server", self.gpus_per_server),
+        ] {
             if v == 0 {
                 return bad(field, "must be at least 1".into());
             }
         }
-        if m.heads % self.tp as u64 != 0 || m.kv_heads % self.tp as u64 != 0 && m.mla.is_none() {
-            return bad("tp", format!("TP {} must divide the {} attention heads and {} KV heads (valid: {})", self.tp, m.heads, m.kv_heads, divisors(gcd(m.heads, m.kv_heads))));
+        if !m.heads.is_multiple_of(self.tp as u64) || !m.kv_heads.is_multiple_of(self.tp as u64) && m.mla.is_none() {
+            return bad(
+                "tp",
+                format!(
+                    "TP {} must divide the {} attention heads and {} KV heads (valid: {})",
+                    self.tp,
+                    m.heads,
+                    m.kv_heads,
+                    divisors(gcd(m.heads, m.kv_heads))
+                ),
+            );
         }
         let gps = self.gpus_per_server;
-        if self.tp > gps && self.tp % gps != 0 || self.tp < gps && gps % self.tp != 0 {
+        if self.tp > gps && !self.tp.is_multiple_of(gps) || self.tp < gps && !gps.is_multiple_of(self.tp) {
             return bad("tp", format!("TP {} must divide the {gps} GPUs per server or be a multiple of it (valid: {} or multiples of {gps})", self.tp, divisors(gps as u64)));
         }
         let mp = self.tp * self.pp * self.cp;
-        if self.gpus % mp != 0 {
-            return bad("gpus", format!("{} GPUs are not divisible by TP×PP×CP = {mp} (valid: multiples of {mp})", self.gpus));
+        if !self.gpus.is_multiple_of(mp) {
+            return bad(
+                "gpus",
+                format!("{} GPUs are not divisible by TP×PP×CP = {mp} (valid: multiples of {mp})", self.gpus),
+            );
         }
-        if self.gpus > gps && self.gpus % gps != 0 {
+        if self.gpus > gps && !self.gpus.is_multiple_of(gps) {
             return bad("gpus", format!("{} GPUs do not fill whole servers of {gps}", self.gpus));
         }
         let chunks = self.pp * self.vpp;
-        if m.layers % chunks != 0 {
-            let what = if self.vpp > 1 { format!("PP×VPP = {}×{} = {chunks}", self.pp, self.vpp) } else { format!("PP {}", self.pp) };
-            return bad("pp", format!("{what} must divide the {} layers (valid PP×VPP: {})", m.layers, divisors(m.layers as u64)));
+        if !m.layers.is_multiple_of(chunks) {
+            let what = if self.vpp > 1 {
+                format!("PP×VPP = {}×{} = {chunks}", self.pp, self.vpp)
+            } else {
+                format!("PP {}", self.pp)
+            };
+            return bad(
+                "pp",
+                format!("{what} must divide the {} layers (valid PP×VPP: {})", m.layers, divisors(m.layers as u64)),
+            );
         }
         let dp = self.dp_size();
-        if self.gbs % (self.mbs * dp) != 0 {
+        if !self.gbs.is_multiple_of(self.mbs * dp) {
             let unit = self.mbs * dp;
-            return bad("gbs", format!("global batch {} is not divisible by MBS×DP = {}×{dp} = {unit} (valid: multiples of {unit})", self.gbs, self.mbs));
+            return bad(
+                "gbs",
+                format!(
+                    "global batch {} is not divisible by MBS×DP = {}×{dp} = {unit} (valid: multiples of {unit})",
+                    self.gbs, self.mbs
+                ),
+            );
         }
         let mb = self.micro_batches();
-        if self.vpp > 1 && mb % self.pp != 0 {
-            return bad("vpp", format!("interleaved schedules need the {mb} micro-batches to be a multiple of PP {}", self.pp));
+        if self.vpp > 1 && !mb.is_multiple_of(self.pp) {
+            return bad(
+                "vpp",
+                format!("interleaved schedules need the {mb} micro-batches to be a multiple of PP {}", self.pp),
+            );
         }
         if self.ep > 1 {
             let Some(moe) = &m.moe else {
-                return bad("ep", format!("EP {} needs a mixture-of-experts model; {} is dense (valid: 1)", self.ep, m.name));
+                return bad(
+                    "ep",
+                    format!("EP {} needs a mixture-of-experts model; {} is dense (valid: 1)", self.ep, m.name),
+                );
             };
             if moe.experts % self.ep != 0 {
-                return bad("ep", format!("EP {} must divide the {} experts (valid: {})", self.ep, moe.experts, divisors(moe.experts as u64)));
+                return bad(
+                    "ep",
+                    format!(
+                        "EP {} must divide the {} experts (valid: {})",
+                        self.ep,
+                        moe.experts,
+                        divisors(moe.experts as u64)
+                    ),
+                );
             }
-            if dp % self.ep != 0 {
-                return bad("ep", format!("EP {} must divide DP = {dp} (valid: {})", self.ep, divisors(gcd(dp as u64, moe.experts as u64))));
+            if !dp.is_multiple_of(self.ep) {
+                return bad(
+                    "ep",
+                    format!(
+                        "EP {} must divide DP = {dp} (valid: {})",
+                        self.ep,
+                        divisors(gcd(dp as u64, moe.experts as u64))
+                    ),
+                );
             }
         }
-        if self.seq % (2 * self.cp as u64) != 0 && self.cp > 1 {
+        if !self.seq.is_multiple_of(2 * self.cp as u64) && self.cp > 1 {
             return bad("cp", format!("CP {} needs the sequence {} to split into 2·CP chunks", self.cp, self.seq));
         }
         if self.sp && self.tp == 1 {

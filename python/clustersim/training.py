@@ -1,0 +1,82 @@
+"""Training iterations from a model and a parallel plan: `train()`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from clustersim import _engine
+from clustersim.catalog import lookup
+
+MODEL_KEYS = ("family", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq_len", "moe", "mla")
+
+
+def train(
+    model: str | dict[str, Any],
+    *,
+    gpus: int,
+    accelerator: str | dict[str, Any] = "h100",
+    tp: int = 1,
+    pp: int = 1,
+    vpp: int = 1,
+    ep: int = 1,
+    cp: int = 1,
+    mbs: int = 1,
+    gbs: int,
+    seq: int | None = None,
+    sp: bool = False,
+    dp: str = "ddp",
+    recompute: str = "none",
+    flash_attention: bool = True,
+    gpus_per_server: int = 8,
+    nics_per_server: int | None = None,
+    nic_gbps: float | None = None,
+    allow_oom: bool = False,
+    progress: Callable[[float], None] | None = None,
+) -> dict[str, Any]:
+    """Simulate one training iteration; returns time, throughput, MFU, breakdown and memory."""
+    m = lookup("models", model) if isinstance(model, str) else dict(model)
+    acc = lookup("accelerators", accelerator) if isinstance(accelerator, str) else dict(accelerator)
+    m.setdefault("kv_heads", m.get("heads"))
+    doc = {
+        "model": {k: m[k] for k in MODEL_KEYS if k in m} | {"name": m.get("name", "model")},
+        "plan": {
+            "gpus": gpus,
+            "gpus_per_server": gpus_per_server,
+            "tp": tp,
+            "pp": pp,
+            "vpp": vpp,
+            "ep": ep,
+            "cp": cp,
+            "mbs": mbs,
+            "gbs": gbs,
+            "seq": seq if seq is not None else m["seq_len"],
+            "sp": sp,
+            "dp": dp,
+            "recompute": recompute,
+        },
+        "accelerator": {
+            k: acc[k]
+            for k in (
+                "name",
+                "matmul_tflops",
+                "vector_tflops",
+                "hbm_gb",
+                "hbm_tbps",
+                "matmul_efficiency",
+                "memory_efficiency",
+                "kernel_overhead_ns",
+            )
+            if k in acc
+        },
+        "network": {
+            "nvlink_gbps": acc["nvlink_gbps"],
+            "nvls_gbps": acc.get("nvls_gbps"),
+            "nic_gbps": nic_gbps if nic_gbps is not None else acc["nic_gbps"],
+            "nics_per_server": nics_per_server if nics_per_server is not None else gpus_per_server,
+        },
+        "flash_attention": flash_attention,
+        "allow_oom": allow_oom,
+    }
+    return json.loads(_engine.run_training(json.dumps(doc), progress=progress))
