@@ -29,10 +29,11 @@ def load_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def lookup(kind: str, name: str, extra: str | os.PathLike[str] | None = None) -> dict[str, Any]:
-    """The catalog entry `name` of `kind` ("models" or "accelerators"), a user file's entries first."""
+    """The catalog entry `name` of `kind` ("models" or "accelerators"); entries of a user's file
+    `extra` are added to the shipped ones and win on equal names."""
     entries = load_yaml(HERE / f"{kind}.yaml")
     if extra is not None:
-        entries = load_yaml(extra) | entries if False else entries | load_yaml(extra)
+        entries = entries | load_yaml(extra)
     key = name.lower()
     if key not in entries:
         raise InputError(f"{kind}: unknown name '{name}' (valid: {', '.join(sorted(entries))})")
