@@ -106,7 +106,7 @@ class Case(NamedTuple):
     def api_kwargs(self, simai: Path) -> dict[str, Any]:
         kw: dict[str, Any] = {"workload": str(simai / "workload_analytical.txt"), "gpus": 9216}
         if self.name == "auto":
-            kw |= {"nvlink_gbps": 360.0, "nic_gbps": 48.5, "nics_per_server": 8, "gpus_per_server": 8}
+            kw |= {"nvlink_busbw": 360.0, "nic_busbw": 48.5, "nics_per_server": 8, "gpus_per_server": 8}
         else:
             kw |= {"gpus_per_server": 8, "busbw": str(simai / "busbw.yaml")}
         return kw | {"run_name": self.prefix, "compat": "simai" if self.compat else None}

@@ -21,7 +21,7 @@ def table():
 @pytest.fixture(scope="module")
 def result():
     return clustersim.simulate(
-        EXAMPLE_WORKLOAD, gpus=9216, nvlink_gbps=360, nic_gbps=48.5, nics_per_server=8, gpus_per_server=8
+        EXAMPLE_WORKLOAD, gpus=9216, nvlink_busbw=360, nic_busbw=48.5, nics_per_server=8, gpus_per_server=8
     )
 
 

@@ -310,3 +310,43 @@ def test_bad_command_line_values(run_cli, tmp_path, flags, parts):
     rc, out, err = simulate(run_cli, path, *flags)
     assert_clean_error(rc, out, err, *parts)
     assert_no_outputs(tmp_path)
+
+
+def test_absurd_counts_are_errors_not_aborts(run_cli, tmp_path):
+    # Counts are user input: they must not become allocation sizes.
+    path = write(
+        tmp_path, "ck.txt", workload(header=HEADER.replace("checkpoints: 0", "checkpoints: 99999999999"))
+    )
+    assert_clean_error(*run_cli("workload", "check", path), "ck.txt:1: checkpoints:")
+    path = write(tmp_path, "rows.txt", workload(count="1000000000000"))
+    assert_clean_error(*run_cli("workload", "check", path), "rows.txt:2: rows:")
+
+
+def test_tp_times_pp_does_not_overflow(run_cli, tmp_path):
+    header = HEADER.replace("model_parallel_NPU_group: 2", "model_parallel_NPU_group: 65536").replace(
+        "pp: 1", "pp: 65537"
+    )
+    path = write(tmp_path, "huge.txt", workload(header=header))
+    assert_clean_error(*simulate(run_cli, path, "-g", "65536", "-g_p_s", "65536"), "huge.txt: gpus:")
+    assert_no_outputs(tmp_path)
+
+
+def test_tp_group_may_not_straddle_servers(run_cli, tmp_path):
+    header = HEADER.replace("model_parallel_NPU_group: 2", "model_parallel_NPU_group: 4")
+    path = write(tmp_path, "tp4.txt", workload(header=header))
+    assert_clean_error(*simulate(run_cli, path, "-g", "12", "-g_p_s", "6"), "model_parallel_NPU_group")
+
+
+def test_ratio_table_with_a_non_finite_cell(run_cli, tmp_path, data_dir):
+    folder = tmp_path / "ratios"
+    folder.mkdir()
+    for name in ("nvlink_ratio.csv", "nic_ratio.csv", "ata_ratio.csv"):
+        (folder / name).write_text((data_dir / "simai" / "ratio" / name).read_text())
+    nic = folder / "nic_ratio.csv"
+    lines = nic.read_text().splitlines()
+    lines[1] = lines[1].replace("16777216,0.45", "16777216,inf")
+    nic.write_text("\n".join(lines) + "\n")
+    path = write(tmp_path, "good.txt", workload())
+    rc, out, err = simulate(run_cli, path, "-g", "16", "--ratio-dir", folder, "--compat", "simai")
+    assert_clean_error(rc, out, err, "nic_ratio.csv:2:")
+    assert_no_outputs(tmp_path)

@@ -89,6 +89,8 @@ def test_compat_reproduces_reference_csv(run_cli, tmp_path, flags, prefix, refer
     assert rc == 0, err
     assert "Traceback" not in err
     compare_csv(tmp_path / f"{prefix}EndToEnd.csv", REFERENCE / reference)
+    # Stronger than the 0.5% the issue asks for: SimAI's own bytes.
+    assert (tmp_path / f"{prefix}EndToEnd.csv").read_bytes() == (REFERENCE / reference).read_bytes()
     assert (tmp_path / f"{prefix}summary.json").is_file()
 
 
@@ -107,8 +109,8 @@ def test_python_api_matches_reference():
     result = clustersim.simulate(
         EXAMPLE_WORKLOAD,
         gpus=9216,
-        nvlink_gbps=360,
-        nic_gbps=48.5,
+        nvlink_busbw=360,
+        nic_busbw=48.5,
         nics_per_server=8,
         gpus_per_server=8,
         compat="simai",

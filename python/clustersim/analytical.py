@@ -29,10 +29,21 @@ SUMMARY_KEYS = {
 def read_text(path: str | os.PathLike[str], what: str) -> str:
     """A whole text file, or an InputError naming it."""
     try:
-        return Path(path).read_text()
+        return Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         raise InputError(f"{path}: cannot read the {what}: {reason}") from None
+
+
+MAX_COUNT = 2**32 - 1
+
+
+def check_count(name: str, value: int | None) -> None:
+    """A GPU or NIC count: None (default) or a whole number from 1 to 2^32 − 1."""
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_COUNT
+    ):
+        raise InputError(f"command line: {name}: must be a whole number from 1 to {MAX_COUNT}, got {value!r}")
 
 
 class AnalyticalResult:
@@ -101,8 +112,8 @@ def simulate(
     nics_per_server: int | None = None,
     gpu_type: str = "H100",
     nic_type: str = "cx7",
-    nvlink_gbps: float | None = None,
-    nic_gbps: float | None = None,
+    nvlink_busbw: float | None = None,
+    nic_busbw: float | None = None,
     busbw: str | os.PathLike[str] | None = None,
     compat: str | None = None,
     dp_overlap: float = 0.0,
@@ -118,11 +129,17 @@ def simulate(
 
     `compat="simai"` reproduces SimAI-Analytical's numbers (quirks included); the default mode
     corrects them (see the README). Bandwidths: `busbw` (a SimAI busbw.yaml) or the built-in
-    model from `gpu_type`, `nic_type`, `nvlink_gbps`, `nic_gbps` and the server shape.
+    model from `gpu_type`, `nic_type`, `nvlink_busbw`, `nic_busbw` and the server shape.
     Raises `clustersim.InputError` with file, line and field on bad input.
     """
     if compat not in (None, SIMAI):
         raise InputError(f"command line: compat: unknown mode '{compat}' (valid: simai)")
+    for name, value in (
+        ("gpus", gpus),
+        ("gpus_per_server", gpus_per_server),
+        ("nics_per_server", nics_per_server),
+    ):
+        check_count(name, value)
     text = read_text(workload, "workload")
     busbw_arg = (str(busbw), read_text(busbw, "busbw file")) if busbw is not None else None
     ratios = None
@@ -140,8 +157,8 @@ def simulate(
         nics_per_server=gpus_per_server if nics_per_server is None else nics_per_server,
         gpu_type=gpu_type,
         nic_type=nic_type,
-        nvlink_gbps=nvlink_gbps,
-        nic_gbps=nic_gbps,
+        nvlink_busbw=nvlink_busbw,
+        nic_busbw=nic_busbw,
         busbw=busbw_arg,
         ratios=ratios,
         dp_o=dp_overlap,

@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 from clustersim.errors import InputError
 
@@ -18,6 +19,24 @@ SimAI_analytical's flags are accepted as they are, e.g.
 Outputs: <prefix>EndToEnd.csv (SimAI's layout, times in µs) and <prefix>summary.json;
 with -v also <prefix>chart.png and <prefix>chart.html. --json prints the summary as JSON.
 Without --compat simai, SimAI's known quirks are corrected (see the README)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with usage errors on one line like every other clustersim error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"clustersim: error: {message} (see {self.prog} --help)\n")
+
+
+def count(text: str) -> int:
+    """argparse type: a GPU or NIC count (1 … 2^32 − 1)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: '{text}'") from None
+    if not 1 <= value <= 2**32 - 1:
+        raise argparse.ArgumentTypeError(f"must be from 1 to {2**32 - 1}, got {value}")
+    return value
 
 
 class Progress:
@@ -51,9 +70,11 @@ def add_analytical(sub: argparse._SubParsersAction) -> None:
         allow_abbrev=False,
     )
     p.add_argument("-w", "--workload", required=True, help="SimAI workload file (.txt written by AICB)")
-    p.add_argument("-g", "--gpus", type=int, help="number of GPUs (default: the header's all_gpus)")
-    p.add_argument("-g_p_s", "--gpus-per-server", type=int, default=8, help="GPUs per server (default 8)")
-    p.add_argument("-n_p_s", "--nics-per-server", type=int, help="NICs per server (default: GPUs per server)")
+    p.add_argument("-g", "--gpus", type=count, help="number of GPUs (default: the header's all_gpus)")
+    p.add_argument("-g_p_s", "--gpus-per-server", type=count, default=8, help="GPUs per server (default 8)")
+    p.add_argument(
+        "-n_p_s", "--nics-per-server", type=count, help="NICs per server (default: GPUs per server)"
+    )
     p.add_argument(
         "-g_type", "--gpu-type", default="H100", help="A100, A800, H100, H800 or H20 (default H100)"
     )
@@ -112,8 +133,8 @@ def run_analytical(args: argparse.Namespace) -> int:
             nics_per_server=args.nics_per_server,
             gpu_type=args.gpu_type,
             nic_type=args.nic_type,
-            nvlink_gbps=args.nvlink_busbw,
-            nic_gbps=args.nic_busbw,
+            nvlink_busbw=args.nvlink_busbw,
+            nic_busbw=args.nic_busbw,
             busbw=args.busbw,
             compat=args.compat,
             dp_overlap=args.dp_overlap or 0.0,
@@ -135,7 +156,7 @@ def run_analytical(args: argparse.Namespace) -> int:
     doc = result.to_dict() | {"outputs": outputs}
     with atomic_outputs() as stage:
         write_text(stage(outputs["csv"]), result.csv)
-        write_text(stage(outputs["json"]), json.dumps(doc, indent=2) + "\n")
+        write_text(stage(outputs["json"]), json.dumps(doc, indent=2, allow_nan=False) + "\n")
         if args.visual:
             from clustersim import charts
 
@@ -143,7 +164,7 @@ def run_analytical(args: argparse.Namespace) -> int:
             charts.write_png(result.summary, result.layers, title, stage(outputs["png"]))
             charts.write_html(result.summary, result.layers, title, stage(outputs["html"]))
     if args.json:
-        print(json.dumps(doc, indent=2))
+        print(json.dumps(doc, indent=2, allow_nan=False))
     else:
         print_summary(result.summary, result.breakdown(), outputs)
     return 0
@@ -166,7 +187,7 @@ def print_summary(summary: dict[str, float], pct: dict[str, float], outputs: dic
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="clustersim",
         description="Simulate AI training clusters: how long one iteration takes, and where the time goes.",
         allow_abbrev=False,

@@ -46,6 +46,6 @@ def atomic_outputs() -> Iterator[Callable[[str | os.PathLike[str]], Path]]:
 
 def write_text(path: Path, text: str) -> None:
     try:
-        path.write_text(text)
+        path.write_text(text, encoding="utf-8")
     except OSError as e:
         raise InputError(f"{path}: cannot write: {e.strerror}") from None

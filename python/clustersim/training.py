@@ -31,7 +31,7 @@ def train(
     flash_attention: bool = True,
     gpus_per_server: int = 8,
     nics_per_server: int | None = None,
-    nic_gbps: float | None = None,
+    nic_busbw: float | None = None,
     allow_oom: bool = False,
     progress: Callable[[float], None] | None = None,
 ) -> dict[str, Any]:
@@ -71,9 +71,9 @@ def train(
             if k in acc
         },
         "network": {
-            "nvlink_gbps": acc["nvlink_gbps"],
-            "nvls_gbps": acc.get("nvls_gbps"),
-            "nic_gbps": nic_gbps if nic_gbps is not None else acc["nic_gbps"],
+            "nvlink_busbw": acc["nvlink_busbw"],
+            "nvls_busbw": acc.get("nvls_busbw"),
+            "nic_busbw": nic_busbw if nic_busbw is not None else acc["nic_busbw"],
             "nics_per_server": nics_per_server if nics_per_server is not None else gpus_per_server,
         },
         "flash_attention": flash_attention,

@@ -130,14 +130,18 @@ enum Channel {
 struct Rendezvous {
     parties: Vec<(u32, u32)>,
     needed: usize,
+    /// As the first party issued it; the others must agree.
+    comm: Comm,
 }
 
 pub struct Executor<'w> {
     w: &'w Workload,
     graphs: Vec<Graph>,
     reps: Vec<u32>,
-    /// Classes taking part in each (class, group) collective; empty = the class alone.
+    /// Classes taking part in each (class, group) collective; absent = the class alone.
     coll_parties: HashMap<(u32, u16), Vec<u32>>,
+    /// (class, peer) → (peer's class, peer rank), for every peer the programs use.
+    peers: HashMap<(u32, Peer), (u32, u32)>,
 }
 
 impl<'w> Executor<'w> {
@@ -158,20 +162,30 @@ impl<'w> Executor<'w> {
                 }
             }
         }
-        Ok(Executor { w, graphs, reps, coll_parties })
+        let mut peers = HashMap::new();
+        for (class, &prog) in w.class_program.iter().enumerate() {
+            for op in &w.programs[prog as usize].ops {
+                if let OpKind::Send { peer, .. } | OpKind::Recv { peer, .. } = op.kind {
+                    peers.entry((class as u32, peer)).or_insert_with(|| {
+                        let rep = reps[class];
+                        let members = w.group_members(peer.group, rep);
+                        let me = members.iter().position(|&r| r == rep).unwrap_or(0) as i64;
+                        let other = members[(me + peer.offset as i64).rem_euclid(members.len() as i64) as usize];
+                        (w.rank_class[other as usize], other)
+                    });
+                }
+            }
+        }
+        Ok(Executor { w, graphs, reps, coll_parties, peers })
     }
 
     fn peer_class(&self, class: u32, peer: Peer) -> (u32, u32) {
-        let rep = self.reps[class as usize];
-        let members = self.w.group_members(peer.group, rep);
-        let me = members.iter().position(|&r| r == rep).unwrap_or(0) as i64;
-        let n = members.len() as i64;
-        let other = members[((me + peer.offset as i64).rem_euclid(n)) as usize];
-        (self.w.rank_class[other as usize], other)
+        self.peers[&(class, peer)]
     }
 
-    /// Run one iteration. `progress` is called with the fraction of ops finished, now and then.
-    pub fn run(&self, model: &mut dyn NetworkModel, progress: &mut dyn FnMut(f64)) -> Result<Execution> {
+    /// Run one iteration. `progress` is called with the fraction of ops finished, now and then;
+    /// returning false stops the run (an interrupted run is an error).
+    pub fn run(&self, model: &mut dyn NetworkModel, progress: &mut dyn FnMut(f64) -> bool) -> Result<Execution> {
         let w = self.w;
         model.prepare(w)?;
         let mut remaining: Vec<Vec<u32>> =
@@ -200,6 +214,8 @@ impl<'w> Executor<'w> {
                 }
             }
         }
+        // Popped from the back: issue in (class, op) order, as after every later step.
+        ready.reverse();
         let mut now = 0.0f64;
         let mut done: Vec<u64> = Vec::new();
         let mut events = 0u64;
@@ -218,7 +234,7 @@ impl<'w> Executor<'w> {
                         continue;
                     }
                     OpKind::Collective { collective, group, bytes } => {
-                        let comm = Comm::Collective { collective, group, bytes, rank: self.reps[ci] };
+                        let comm = Comm::Collective { collective, group, bytes };
                         let channel = self
                             .coll_parties
                             .get(&(c, group))
@@ -238,7 +254,7 @@ impl<'w> Executor<'w> {
                 };
                 let idx = match channel {
                     None => {
-                        comms.push(Rendezvous { parties: vec![(c, i)], needed: 1 });
+                        comms.push(Rendezvous { parties: vec![(c, i)], needed: 1, comm });
                         comms.len() - 1
                     }
                     Some((ch, needed, is_recv)) => {
@@ -247,9 +263,12 @@ impl<'w> Executor<'w> {
                         let key = (ch, *cnt);
                         *cnt += 1;
                         let ix = *open.entry(key).or_insert_with(|| {
-                            comms.push(Rendezvous { parties: Vec::new(), needed });
+                            comms.push(Rendezvous { parties: Vec::new(), needed, comm });
                             comms.len() - 1
                         });
+                        if comms[ix].comm != comm {
+                            return Err(mismatch_error(w, &comms[ix], (c, i), &comm));
+                        }
                         comms[ix].parties.push((c, i));
                         if comms[ix].parties.len() == needed {
                             open.remove(&key);
@@ -262,7 +281,7 @@ impl<'w> Executor<'w> {
                     for &(pc, pi) in &rz.parties {
                         tl[pc as usize].start[pi as usize] = now;
                     }
-                    model.start(now, &comm, idx as u64);
+                    model.start(now, &comm, idx as u64)?;
                 }
             }
             // Advance to the next event: a compute end or a communication end.
@@ -274,6 +293,12 @@ impl<'w> Executor<'w> {
                 (None, Some(b)) => b,
                 (Some(a), Some(b)) => a.min(b),
             };
+            if !(t.is_finite() && t >= now) {
+                return Err(InputError::new(
+                    "network model",
+                    format!("a communication finishes at {t} ns, before now ({now} ns)"),
+                ));
+            }
             now = t;
             events += 1;
             let finish =
@@ -307,7 +332,9 @@ impl<'w> Executor<'w> {
             // Deterministic issue order regardless of completion order within one instant.
             ready.sort_unstable_by(|a, b| b.cmp(a));
             if finished_ops >= next_report {
-                progress(finished_ops as f64 / total_ops.max(1) as f64);
+                if !progress(finished_ops as f64 / total_ops.max(1) as f64) {
+                    return Err(InputError::new("run", "interrupted"));
+                }
                 next_report = finished_ops + total_ops / 20 + 1;
             }
         }
@@ -315,9 +342,27 @@ impl<'w> Executor<'w> {
             return Err(deadlock_error(w, &tl));
         }
         let end_ns = tl.iter().flat_map(|t| t.end.iter().copied()).fold(0.0, f64::max);
-        progress(1.0);
+        let _ = progress(1.0);
         Ok(Execution { timelines: tl, end_ns, events })
     }
+}
+
+/// Parties matched as one communication must issue the same one.
+fn mismatch_error(w: &Workload, rz: &Rendezvous, (c, i): (u32, u32), comm: &Comm) -> InputError {
+    let (fc, fi) = rz.parties[0];
+    let row = |c: u32, i: u32| {
+        let op = &w.programs[w.class_program[c as usize] as usize].ops[i as usize];
+        w.rows.get(op.row as usize).map_or("?", |s| s.as_str()).to_string()
+    };
+    InputError::new(
+        "workload",
+        format!(
+            "mismatched communication: rank class {fc} op {fi} (row '{}') issues {:?} but its peer, class {c} op {i} (row '{}'), issues {comm:?}",
+            row(fc, fi),
+            rz.comm,
+            row(c, i)
+        ),
+    )
 }
 
 /// Ops that never ran mean unmatched communication (a send without its recv, a collective that
@@ -388,7 +433,7 @@ mod tests {
     }
 
     fn run(w: &Workload) -> Result<Execution> {
-        Executor::new(w)?.run(&mut Analytical::new(Box::new(Fixed), 8), &mut |_| {})
+        Executor::new(w)?.run(&mut Analytical::new(Box::new(Fixed), 8), &mut |_| true)
     }
 
     #[test]
@@ -437,6 +482,14 @@ mod tests {
         let e = run(&workload(vec![s0, s1])).unwrap();
         assert_eq!(e.timelines[0].start[1], 70.0);
         assert_eq!(e.timelines[1].end[1], 120.0);
+    }
+
+    #[test]
+    fn matched_parties_must_agree() {
+        let s0 = vec![op(OpKind::Send { peer: Peer { group: 1, offset: 1 }, bytes: 8 }, vec![])];
+        let s1 = vec![op(OpKind::Recv { peer: Peer { group: 1, offset: -1 }, bytes: 1000 }, vec![])];
+        let err = run(&workload(vec![s0, s1])).unwrap_err();
+        assert!(err.message.contains("mismatched communication"), "{err}");
     }
 
     #[test]

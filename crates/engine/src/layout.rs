@@ -98,9 +98,43 @@ impl Layout {
     }
 }
 
+/// The divisors of `n`, ascending (O(√n), so error messages stay fast for huge inputs).
+pub fn divisors(n: u64) -> Vec<u64> {
+    let (mut low, mut high) = (Vec::new(), Vec::new());
+    let mut d = 1;
+    while d * d <= n {
+        if n.is_multiple_of(d) {
+            low.push(d);
+            if d * d != n {
+                high.push(n / d);
+            }
+        }
+        d += 1;
+    }
+    low.extend(high.into_iter().rev());
+    low
+}
+
+/// Divisors of `n` for an error message: all of them, or the first and last few.
+pub fn divisors_text(n: u64) -> String {
+    let d: Vec<String> = divisors(n).iter().map(|x| x.to_string()).collect();
+    if d.len() > 16 {
+        format!("{} … {}", d[..8].join(", "), d[d.len() - 4..].join(", "))
+    } else {
+        d.join(", ")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn divisors_in_order() {
+        assert_eq!(divisors(36), vec![1, 2, 3, 4, 6, 9, 12, 18, 36]);
+        assert_eq!(divisors(1), vec![1]);
+        assert_eq!(divisors_text(7), "1, 7");
+    }
 
     #[test]
     fn megatron_order_strides() {

@@ -7,12 +7,12 @@
 use crate::error::Result;
 use crate::workload::{Collective, GroupId, Workload};
 
-/// One communication as issued by a rank class. `rank` is the lowest rank of the issuing class;
-/// a collective covers every instance of `group` in that class (they run concurrently), a transfer
-/// covers every (src, dst) pair of the two classes.
+/// One communication as issued by a rank class: a collective covers every instance of `group`
+/// in that class (they run concurrently); a transfer goes from the lowest rank of one class to
+/// its peer in the other, standing for every such pair.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Comm {
-    Collective { collective: Collective, group: GroupId, bytes: u64, rank: u32 },
+    Collective { collective: Collective, group: GroupId, bytes: u64 },
     Transfer { src: u32, dst: u32, bytes: u64 },
 }
 
@@ -20,7 +20,7 @@ pub trait NetworkModel {
     /// Called once before the run, with the workload whose communications will be started.
     fn prepare(&mut self, workload: &Workload) -> Result<()>;
     /// A communication starts at `now_ns`; `token` identifies it in completions.
-    fn start(&mut self, now_ns: f64, comm: &Comm, token: u64);
+    fn start(&mut self, now_ns: f64, comm: &Comm, token: u64) -> Result<()>;
     /// Earliest time at which a started communication finishes, if any is in flight.
     fn next_completion(&self) -> Option<f64>;
     /// Append the tokens of communications finished at or before `now_ns`, in finishing order.

@@ -49,11 +49,6 @@ impl Collective {
             Collective::Reduce => "reduce",
         }
     }
-
-    pub fn from_name(name: &str) -> Option<Collective> {
-        let key: String = name.chars().filter(|c| *c != '_' && *c != '-').collect::<String>().to_lowercase();
-        Collective::ALL.into_iter().find(|c| c.name() == key)
-    }
 }
 
 /// Index of a group in [`Workload::groups`].
@@ -71,7 +66,7 @@ pub struct Group {
 pub enum Membership {
     /// Ranks that share every layout coordinate except those in this bit mask of layout dimensions.
     Dims(u32),
-    /// Explicit instances (custom groups); every rank must appear in exactly one.
+    /// Explicit instances (custom groups); a rank in no instance is a group of its own.
     Explicit(Vec<Vec<u32>>),
 }
 
@@ -125,14 +120,11 @@ pub struct Op {
     /// Workload row (layer) this op reports under.
     pub row: u32,
     pub phase: Phase,
-    /// Fraction of a blocking communication that may overlap the work after it: dependants are
-    /// released after (1 − overlap) of its time while the op itself runs to its end.
-    pub overlap: f64,
 }
 
 impl Op {
     pub fn new(kind: OpKind, deps: Vec<u32>, row: u32, phase: Phase) -> Op {
-        Op { kind, deps, row, phase, overlap: 0.0 }
+        Op { kind, deps, row, phase }
     }
 }
 
@@ -167,10 +159,6 @@ pub struct Workload {
 impl Workload {
     pub fn world_size(&self) -> u32 {
         self.rank_class.len() as u32
-    }
-
-    pub fn group_id(&self, name: &str) -> Option<GroupId> {
-        self.groups.iter().position(|g| g.name == name).map(|i| i as GroupId)
     }
 
     /// The instance of `group` that `rank` belongs to, in rank order of the group.

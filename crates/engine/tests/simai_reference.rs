@@ -22,8 +22,8 @@ fn config(nv: Option<f32>, nic: Option<f32>, busbw: Option<BusbwTable>, run_name
             nics_per_server: 8,
             gpu: GpuType::H100,
             nic: NicType::Cx7,
-            nvlink_gbps: nv,
-            nic_gbps: nic,
+            nvlink_busbw: nv,
+            nic_busbw: nic,
         },
         busbw,
         ratios: RatioTables::builtin(),
@@ -63,7 +63,7 @@ fn builtin_bandwidths_match_simai() {
     let path = shared("simai/workload_analytical.txt");
     let text = std::fs::read_to_string(&path).unwrap();
     let cfg = config(Some(360.0), Some(48.5), None, "example-");
-    let run = run_analytical(path.to_str().unwrap(), &text, &cfg, &mut |_| {}).unwrap();
+    let run = run_analytical(path.to_str().unwrap(), &text, &cfg, &mut |_| true).unwrap();
     let reference = std::fs::read_to_string(shared("simai/reference/auto-9216-EndToEnd.csv")).unwrap();
     assert_close(&run.report.to_csv(), &reference, 0.005);
 }
@@ -75,7 +75,7 @@ fn busbw_file_matches_simai() {
     let yaml = std::fs::read_to_string(shared("simai/busbw.yaml")).unwrap();
     let table = BusbwTable::parse("busbw.yaml", &yaml).unwrap();
     let cfg = config(None, None, Some(table), "test-");
-    let run = run_analytical(path.to_str().unwrap(), &text, &cfg, &mut |_| {}).unwrap();
+    let run = run_analytical(path.to_str().unwrap(), &text, &cfg, &mut |_| true).unwrap();
     let reference = std::fs::read_to_string(shared("simai/reference/busbw-9216-EndToEnd.csv")).unwrap();
     assert_close(&run.report.to_csv(), &reference, 0.005);
 }

@@ -20,11 +20,27 @@ fn input_err(e: InputError) -> PyErr {
     EngineInputError::new_err(e.to_string())
 }
 
+/// Pass progress to the Python callback; stop the run (false) on Ctrl-C or a callback error,
+/// keeping the error to raise once the engine has returned.
+fn report(py: Python<'_>, progress: &Option<Bound<'_, PyAny>>, fraction: f64, failure: &mut Option<PyErr>) -> bool {
+    let result = py.check_signals().and_then(|_| match progress {
+        Some(cb) => cb.call1((fraction,)).map(|_| ()),
+        None => Ok(()),
+    });
+    match result {
+        Ok(()) => true,
+        Err(e) => {
+            *failure = Some(e);
+            false
+        }
+    }
+}
+
 /// Run a SimAI workload through the executor with an analytical network model.
 #[pyfunction]
 #[pyo3(signature = (
     path, text, *, compat, gpus, gpus_per_server, nics_per_server, gpu_type, nic_type,
-    nvlink_gbps, nic_gbps, busbw, ratios, dp_o, tp_o, ep_o, pp_o, run_name, lenient, progress
+    nvlink_busbw, nic_busbw, busbw, ratios, dp_o, tp_o, ep_o, pp_o, run_name, lenient, progress
 ))]
 #[allow(clippy::too_many_arguments)]
 fn run_analytical<'py>(
@@ -37,8 +53,8 @@ fn run_analytical<'py>(
     nics_per_server: u32,
     gpu_type: &str,
     nic_type: &str,
-    nvlink_gbps: Option<f32>,
-    nic_gbps: Option<f32>,
+    nvlink_busbw: Option<f32>,
+    nic_busbw: Option<f32>,
     busbw: Option<(String, String)>,
     ratios: Option<[(String, String); 3]>,
     dp_o: f64,
@@ -54,8 +70,8 @@ fn run_analytical<'py>(
         nics_per_server,
         gpu: GpuType::parse(gpu_type).map_err(input_err)?,
         nic: NicType::parse(nic_type).map_err(input_err)?,
-        nvlink_gbps,
-        nic_gbps,
+        nvlink_busbw,
+        nic_busbw,
     };
     let busbw = busbw.map(|(p, t)| BusbwTable::parse(&p, &t)).transpose().map_err(input_err)?;
     let ratios = match ratios {
@@ -76,12 +92,12 @@ fn run_analytical<'py>(
         run_name,
         lenient,
     };
-    let mut report_progress = |f: f64| {
-        if let Some(cb) = &progress {
-            let _ = cb.call1((f,));
-        }
-    };
-    let run = engine_run(path, text, &cfg, &mut report_progress).map_err(input_err)?;
+    let mut failure = None;
+    let run = engine_run(path, text, &cfg, &mut |f| report(py, &progress, f, &mut failure));
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let run = run.map_err(input_err)?;
     let r = &run.report;
     let out = PyDict::new(py);
     out.set_item("summary_columns", SUMMARY_COLUMNS.to_vec())?;
@@ -121,15 +137,15 @@ fn run_analytical<'py>(
 /// Generate and simulate one training iteration; `input` and the result are JSON documents.
 #[pyfunction]
 #[pyo3(signature = (input, *, progress = None))]
-fn run_training(input: &str, progress: Option<Bound<'_, PyAny>>) -> PyResult<String> {
+fn run_training(py: Python<'_>, input: &str, progress: Option<Bound<'_, PyAny>>) -> PyResult<String> {
     let input: TrainingInput =
         serde_json::from_str(input).map_err(|e| EngineInputError::new_err(format!("training input: {e}")))?;
-    let mut report_progress = |f: f64| {
-        if let Some(cb) = &progress {
-            let _ = cb.call1((f,));
-        }
-    };
-    let report = engine_training(&input, &mut report_progress).map_err(input_err)?;
+    let mut failure = None;
+    let report = engine_training(&input, &mut |f| report(py, &progress, f, &mut failure));
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let report = report.map_err(input_err)?;
     serde_json::to_string(&report).map_err(|e| EngineInputError::new_err(e.to_string()))
 }
 

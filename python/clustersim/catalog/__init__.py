@@ -15,7 +15,7 @@ def load_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:
     import yaml
 
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             doc = yaml.safe_load(f)
     except OSError as e:
         raise InputError(f"{path}: cannot read: {e.strerror}") from None

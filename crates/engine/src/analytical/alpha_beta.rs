@@ -45,7 +45,7 @@ pub struct AlphaBeta {
     pub platform: Platform,
     pub bandwidths: Bandwidths,
     /// NVLS all-reduce bus bandwidth inside a server (GB/s), where the switches reduce in-network.
-    pub nvls_gbps: Option<f32>,
+    pub nvls_busbw: Option<f32>,
 }
 
 impl AlphaBeta {
@@ -64,7 +64,7 @@ impl AlphaBeta {
                 let b = bytes as f64;
                 if nodes <= 1 {
                     let ring = nv * ratios.nvlink.value(b, 1);
-                    let nvls = self.nvls_gbps.filter(|_| c == Collective::AllReduce && g.size >= 2);
+                    let nvls = self.nvls_busbw.filter(|_| c == Collective::AllReduce && g.size >= 2);
                     return Ok(nvls.map_or(ring, |v| ring.max(v as f64 * ratios.nvlink.value(b, 1))));
                 }
                 let k = per_node * p.nics_per_server as f64 / p.gpus_per_server as f64;
@@ -129,7 +129,7 @@ mod tests {
 
     fn model(bandwidths: Bandwidths) -> AlphaBeta {
         let platform = Platform::new(8, 8, GpuType::A100, NicType::Cx7);
-        AlphaBeta { platform, bandwidths, nvls_gbps: None }
+        AlphaBeta { platform, bandwidths, nvls_busbw: None }
     }
 
     fn shape(name: &str, size: u32, nodes: u32, per_node: u32) -> GroupShape {

@@ -75,11 +75,6 @@ impl Analytical {
         self.prices.insert((c, g, bytes), t);
         Ok(t)
     }
-
-    /// What the model knows of group `g` (after `prepare`).
-    pub fn shape(&self, g: GroupId) -> &GroupShape {
-        &self.shapes[g as usize]
-    }
 }
 
 impl NetworkModel for Analytical {
@@ -134,16 +129,21 @@ impl NetworkModel for Analytical {
         Ok(())
     }
 
-    fn start(&mut self, now_ns: f64, comm: &Comm, token: u64) {
+    fn start(&mut self, now_ns: f64, comm: &Comm, token: u64) -> Result<()> {
         let t = match *comm {
-            Comm::Collective { collective, group, bytes, .. } => self.price(collective, group, bytes),
+            Comm::Collective { collective, group, bytes } => self.price(collective, group, bytes)?,
             Comm::Transfer { src, dst, bytes } => {
-                self.cost.transfer_ns(src / self.gpus_per_server == dst / self.gpus_per_server, bytes)
+                self.cost.transfer_ns(src / self.gpus_per_server == dst / self.gpus_per_server, bytes)?
             }
         };
-        // Both kinds were checked in `prepare`, so pricing cannot fail here.
-        let t = t.unwrap_or(0.0);
+        if !(t.is_finite() && t >= 0.0) {
+            return Err(InputError::new(
+                "network model",
+                format!("{comm:?} priced at {t} ns; check the bandwidth inputs"),
+            ));
+        }
         self.pending.push(Reverse((OrdF64(now_ns + t), token)));
+        Ok(())
     }
 
     fn next_completion(&self) -> Option<f64> {

@@ -34,7 +34,7 @@ impl GpuType {
     }
 
     /// NVLink bus bandwidth per GPU (GB/s): NCCL's per-link figure × links.
-    pub fn nvlink_gbps(self) -> f32 {
+    pub fn nvlink_busbw(self) -> f32 {
         match self {
             GpuType::H100 | GpuType::H20 => 20.6 * 18.0,
             GpuType::H800 => 20.6 * 8.0,
@@ -44,7 +44,7 @@ impl GpuType {
     }
 
     /// NVLS (NVLink SHARP) all-reduce bus bandwidth (GB/s), Hopper NVSwitch only.
-    pub fn nvls_gbps(self) -> Option<f32> {
+    pub fn nvls_busbw(self) -> Option<f32> {
         match self {
             GpuType::H100 | GpuType::H20 => Some(475.0),
             GpuType::H800 => Some(215.0),
@@ -75,7 +75,7 @@ impl NicType {
     }
 
     /// Achievable bus bandwidth per NIC (GB/s): CX6 200 Gb/s line rate 25 → 23.5; CX7/BF3 400 Gb/s 50 → 48.5.
-    pub fn gbps(self) -> f32 {
+    pub fn busbw(self) -> f32 {
         match self {
             NicType::Cx6 => 23.5,
             NicType::Cx7 | NicType::Bf3 => 48.5,
@@ -91,23 +91,23 @@ pub struct Platform {
     pub gpu: GpuType,
     pub nic: NicType,
     /// Override of the NVLink bus bandwidth per GPU (GB/s), SimAI's `-nv`.
-    pub nvlink_gbps: Option<f32>,
+    pub nvlink_busbw: Option<f32>,
     /// Override of the per-NIC bus bandwidth (GB/s), SimAI's `-nic`.
-    pub nic_gbps: Option<f32>,
+    pub nic_busbw: Option<f32>,
 }
 
 impl Platform {
     /// Servers of `gpus` GPUs of type `gpu` and `nics` NICs of type `nic`, no bandwidth overrides.
     pub fn new(gpus: u32, nics: u32, gpu: GpuType, nic: NicType) -> Platform {
-        Platform { gpus_per_server: gpus, nics_per_server: nics, gpu, nic, nvlink_gbps: None, nic_gbps: None }
+        Platform { gpus_per_server: gpus, nics_per_server: nics, gpu, nic, nvlink_busbw: None, nic_busbw: None }
     }
 
     pub fn nvlink(&self) -> f32 {
-        self.nvlink_gbps.filter(|v| *v > 0.0).unwrap_or_else(|| self.gpu.nvlink_gbps())
+        self.nvlink_busbw.filter(|v| *v > 0.0).unwrap_or_else(|| self.gpu.nvlink_busbw())
     }
 
     pub fn nic_bw(&self) -> f32 {
-        self.nic_gbps.filter(|v| *v > 0.0).unwrap_or_else(|| self.nic.gbps())
+        self.nic_busbw.filter(|v| *v > 0.0).unwrap_or_else(|| self.nic.busbw())
     }
 
     pub fn validate(&self) -> Result<()> {
@@ -118,7 +118,7 @@ impl Platform {
         if self.nics_per_server == 0 {
             return bad("n_p_s", "NICs per server must be at least 1".into());
         }
-        for (field, v) in [("nv", self.nvlink_gbps), ("nic", self.nic_gbps)] {
+        for (field, v) in [("nv", self.nvlink_busbw), ("nic", self.nic_busbw)] {
             if let Some(v) = v {
                 if !(v > 0.0 && v.is_finite()) {
                     return bad(field, format!("bandwidth must be a positive number of GB/s, got {v}"));

@@ -10,6 +10,8 @@ const MULTI_COLUMN: usize = 9;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct RatioTable {
+    /// Where the table came from, for error messages.
+    pub file: String,
     pub sizes: Vec<f64>,
     /// cells[row][col - 1]; `None` = empty cell (no measurement).
     pub cells: Vec<Vec<Option<f64>>>,
@@ -44,8 +46,10 @@ impl RatioTable {
             }
             let mut parts = line.split(',');
             let size = parts.next().unwrap_or("").trim();
-            let size: f64 =
-                size.parse().map_err(|_| InputError::at(file, i + 1, "Size", format!("not a number: '{size}'")))?;
+            let size: f64 = match size.parse::<f64>() {
+                Ok(v) if v.is_finite() && v >= 0.0 => v,
+                _ => return Err(InputError::at(file, i + 1, "Size", format!("not a size in bytes: '{size}'"))),
+            };
             if sizes.last().is_some_and(|&last| size <= last) {
                 return Err(InputError::at(file, i + 1, "Size", "sizes must increase"));
             }
@@ -57,7 +61,7 @@ impl RatioTable {
                         Ok(None)
                     } else {
                         match cell.parse::<f64>() {
-                            Ok(v) if v > 0.0 => Ok(Some(v)),
+                            Ok(v) if v > 0.0 && v.is_finite() => Ok(Some(v)),
                             _ => Err(InputError::at(
                                 file,
                                 i + 1,
@@ -82,14 +86,14 @@ impl RatioTable {
         if sizes.len() < 2 {
             return Err(InputError::new(file, "needs at least two size rows"));
         }
-        Ok(RatioTable { sizes, cells })
+        Ok(RatioTable { file: file.to_string(), sizes, cells })
     }
 
     /// SimAI's lookup (`Layer.cc: getValue`), quirks included: column by node count (1, 2, 4, …,
     /// 128; 9 = "Multi 16"; any other count → the 16-node column), empty cells read as 1, linear
     /// interpolation in size, the first row below the smallest size, normalised by the same
     /// column's last (16 GiB) row, and no answer above the largest size.
-    pub fn simai_value(&self, bytes: f64, nodes: u32) -> std::result::Result<f32, String> {
+    pub fn simai_value(&self, bytes: f64, nodes: u32) -> Result<f32> {
         let col =
             if nodes == 9 { MULTI_COLUMN } else { COLUMN_NODES.iter().position(|&n| n == nodes).map_or(5, |p| p + 1) };
         let cell = |r: usize| self.cells[r][col - 1].unwrap_or(1.0);
@@ -107,9 +111,13 @@ impl RatioTable {
                 return Ok((v / last) as f32);
             }
         }
-        Err(format!(
-            "message of {bytes} bytes is above the largest size in the ratio table ({})",
-            self.sizes[self.sizes.len() - 1]
+        Err(InputError::field(
+            &self.file,
+            "Size",
+            format!(
+                "a message of {bytes} bytes is above the table's largest size ({}), which SimAI cannot price",
+                self.sizes[self.sizes.len() - 1]
+            ),
         ))
     }
 

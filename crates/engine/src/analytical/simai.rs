@@ -92,7 +92,7 @@ impl SimaiBuiltin {
     }
 
     /// SimAI's `cal_ratio`.
-    fn ratio(&self, c: Collective, g: &GroupShape, bytes: u64, is_nvlink: bool) -> Result<f32, String> {
+    fn ratio(&self, c: Collective, g: &GroupShape, bytes: u64, is_nvlink: bool) -> Result<f32, InputError> {
         let gps = self.platform.gpus_per_server;
         let (t, n) = (g.tp, g.size);
         let b = bytes as f64;
@@ -144,15 +144,16 @@ impl CollectiveCost for SimaiBuiltin {
             _ => return Ok(0.0),
         };
         let bw = self.cal_busbw(c, shape.0, shape.1, shape.2).ok_or_else(|| {
-            InputError::new(
-                "bandwidth model",
+            InputError::field(
+                "command line",
+                "n_p_s",
                 format!(
-                    "SimAI's model has no bandwidth for a {} group of {n} ranks ({} node(s) × {} GPU(s), {} NIC(s))",
+                    "SimAI's model has no bandwidth for a {} group of {n} ranks ({} node(s) × {} GPU(s), {} NIC(s)); give more NICs per server",
                     g.name, shape.0, shape.1, shape.2
                 ),
             )
         })?;
-        let ratio = self.ratio(c, g, bytes, bw.is_nvlink).map_err(|m| InputError::new("ratio table", m))?;
+        let ratio = self.ratio(c, g, bytes, bw.is_nvlink)?;
         Ok(simai_ns(c, bytes, (ratio * bw.busbw) as f64, n))
     }
 

@@ -7,7 +7,7 @@
 
 use super::file::{CommType, Policy, Scope, WorkloadFile};
 use crate::error::{InputError, Result};
-use crate::layout::{Axis, Layout};
+use crate::layout::{divisors_text, Axis, Layout};
 use crate::workload::{Group, GroupId, Membership, Op, OpKind, Phase, Program, Workload};
 
 /// Group ids of the groups every SimAI workload defines, in this order.
@@ -89,29 +89,25 @@ impl SimaiWorkload {
         if gps == 0 {
             return bad("gpus_per_server", "must be at least 1".into());
         }
-        if world % (t * p) != 0 {
+        let mp = t as u64 * p as u64;
+        if !(world as u64).is_multiple_of(mp) {
             return bad(
                 "gpus",
-                format!(
-                    "{world} GPUs are not divisible by TP×PP = {t}×{p} = {} (valid: multiples of {})",
-                    t * p,
-                    t * p
-                ),
+                format!("{world} GPUs are not divisible by TP×PP = {t}×{p} = {mp} (valid: multiples of {mp})"),
             );
         }
-        if world % gps != 0 && world > gps {
+        if !world.is_multiple_of(gps) && world > gps {
             return bad("gpus_per_server", format!("{world} GPUs do not fill whole servers of {gps} GPUs"));
         }
-        if t > gps && t % gps != 0 {
+        if t > gps && !t.is_multiple_of(gps) || t < gps && !gps.is_multiple_of(t) {
             return bad(
                 "model_parallel_NPU_group",
-                format!("TP {t} spans servers but is not a multiple of {gps} GPUs per server"),
+                format!("TP {t} must divide the {gps} GPUs per server or be a multiple of it, so no TP group straddles servers"),
             );
         }
         let dp = world / (t * p);
         if dp % e != 0 {
-            let valid: Vec<String> = (1..=dp).filter(|x| dp % x == 0).map(|x| x.to_string()).collect();
-            return bad("ep", format!("EP {e} does not divide DP = {dp} (valid: {})", valid.join(", ")));
+            return bad("ep", format!("EP {e} does not divide DP = {dp} (valid: {})", divisors_text(dp as u64)));
         }
         let layout = Layout::megatron(t, 1, e, dp / e, p);
         let dims = |axes: &[Axis]| Membership::Dims(layout.mask(axes));
@@ -230,35 +226,27 @@ fn collective(
             })
         }
     };
-    let o = if opt.compat {
-        0.0
-    } else if group == EP {
-        opt.overlap.ep
-    } else if plain == TP {
-        opt.overlap.tp
-    } else {
-        1.0
+    let deps = vec![after];
+    let op = |prog: &mut Program, bytes: u64| {
+        prog.push(Op::new(OpKind::Collective { collective: c, group, bytes }, deps.clone(), row as u32, phase))
     };
-    let blocking = ((1.0 - o) * bytes as f64).round() as u64;
-    let mut ops = Vec::new();
-    let mut block = None;
-    if blocking > 0 || o == 0.0 {
-        let id = prog.push(Op::new(
-            OpKind::Collective { collective: c, group, bytes: blocking },
-            vec![after],
-            row as u32,
-            phase,
-        ));
-        ops.push(id);
-        block = Some(id);
-    }
-    if blocking < bytes {
-        ops.push(prog.push(Op::new(
-            OpKind::Collective { collective: c, group, bytes: bytes - blocking },
-            vec![after],
-            row as u32,
-            phase,
-        )));
-    }
+    // wg collectives never block; blocking ones may hide a fraction o of their bytes in a second,
+    // non-blocking chunk (each chunk pays its own latency, as chunked overlap does).
+    let o = match (phase, opt.compat) {
+        (Phase::WeightGrad, _) => 1.0,
+        (_, true) => 0.0,
+        _ if group == EP => opt.overlap.ep,
+        _ => opt.overlap.tp,
+    };
+    let (ops, block) = if o >= 1.0 {
+        (vec![op(prog, bytes)], None)
+    } else if o == 0.0 || bytes < 2 {
+        let id = op(prog, bytes);
+        (vec![id], Some(id))
+    } else {
+        let blocking = ((1.0 - o) * bytes as f64).round().clamp(1.0, bytes as f64 - 1.0) as u64;
+        let first = op(prog, blocking);
+        (vec![first, op(prog, bytes - blocking)], Some(first))
+    };
     Ok((ops, block))
 }

@@ -230,11 +230,15 @@ fn parse_header(path: &str, line: &str) -> Result<Header> {
         let v = value(i, key)?;
         let k: usize =
             v.parse().map_err(|_| InputError::at(path, 1, &field(key), format!("expected a count, got '{v}'")))?;
+        if i + k >= tokens.len() {
+            return Err(InputError::at(path, 1, &field(key), format!("declares {k} layer indices but fewer follow")));
+        }
         let mut out = Vec::with_capacity(k);
         for j in 0..k {
             let t = value(i + 1 + j, key)?;
             out.push(
-                t.parse().map_err(|_| InputError::at(path, 1, key, format!("expected a layer index, got '{t}'")))?,
+                t.parse()
+                    .map_err(|_| InputError::at(path, 1, &field(key), format!("expected a layer index, got '{t}'")))?,
             );
         }
         Ok((out, 1 + k))
@@ -302,6 +306,8 @@ fn parse_u64(path: &str, line: usize, field: &str, tok: &str, what: &str) -> Res
     tok.parse::<u64>().map_err(|_| {
         let msg = if tok.starts_with('-') && tok[1..].parse::<f64>().is_ok() {
             format!("negative {what} '{tok}'")
+        } else if !tok.is_empty() && tok.bytes().all(|b| b.is_ascii_digit()) {
+            format!("{what} '{tok}' is too large (at most {})", u64::MAX)
         } else {
             format!("{what} must be a whole non-negative number, got '{tok}'")
         };
@@ -333,7 +339,8 @@ impl WorkloadFile {
             })?,
             None => return Err(InputError::at(path, 2, "rows", "missing row count")),
         };
-        let mut rows = Vec::with_capacity(declared);
+        // Not `with_capacity(declared)`: the count is user input and may be absurd.
+        let mut rows = Vec::new();
         for (i, raw) in lines {
             let line = i + 1;
             let f: Vec<&str> = raw.split_whitespace().collect();

@@ -48,12 +48,12 @@ fn cost_model(cfg: &AnalyticalConfig, world: u32) -> Box<dyn CollectiveCost> {
         (Some(t), false) => Box::new(AlphaBeta {
             platform: cfg.platform.clone(),
             bandwidths: Bandwidths::File(t.clone()),
-            nvls_gbps: cfg.platform.gpu.nvls_gbps(),
+            nvls_busbw: cfg.platform.gpu.nvls_busbw(),
         }),
         (None, false) => Box::new(AlphaBeta {
             platform: cfg.platform.clone(),
             bandwidths: Bandwidths::Builtin(cfg.ratios.clone()),
-            nvls_gbps: cfg.platform.gpu.nvls_gbps(),
+            nvls_busbw: cfg.platform.gpu.nvls_busbw(),
         }),
     }
 }
@@ -62,7 +62,7 @@ pub fn run_analytical(
     path: &str,
     text: &str,
     cfg: &AnalyticalConfig,
-    progress: &mut dyn FnMut(f64),
+    progress: &mut dyn FnMut(f64) -> bool,
 ) -> Result<AnalyticalRun> {
     cfg.platform.validate()?;
     let o = cfg.overlap;
@@ -120,6 +120,16 @@ pub fn run_analytical(
         pp_transfer_ns,
     };
     let report = Report::build(&sw, &execution, &ropt);
+    if let Some(k) = report.summary.iter().position(|v| !v.is_finite()) {
+        return Err(InputError::new(
+            path,
+            format!(
+                "the result is not a number ({} = {}); check the bandwidth and overlap inputs",
+                super::report::SUMMARY_COLUMNS[k],
+                report.summary[k]
+            ),
+        ));
+    }
     let simulate_seconds = started.elapsed().as_secs_f64();
     Ok(AnalyticalRun { workload: sw, execution, report, warnings, simulate_seconds })
 }

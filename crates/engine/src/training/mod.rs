@@ -27,12 +27,12 @@ use plan::Plan;
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct Network {
     /// NVLink (scale-up) bus bandwidth per GPU, GB/s.
-    pub nvlink_gbps: f32,
+    pub nvlink_busbw: f32,
     /// NVLS all-reduce bus bandwidth inside a server, GB/s, if the switch reduces in-network.
     #[serde(default)]
-    pub nvls_gbps: Option<f32>,
+    pub nvls_busbw: Option<f32>,
     /// Achievable bus bandwidth per NIC, GB/s.
-    pub nic_gbps: f32,
+    pub nic_busbw: f32,
     pub nics_per_server: u32,
 }
 
@@ -65,7 +65,7 @@ pub struct TrainingReport {
     pub ops: usize,
 }
 
-pub fn run_training(input: &TrainingInput, progress: &mut dyn FnMut(f64)) -> Result<TrainingReport> {
+pub fn run_training(input: &TrainingInput, progress: &mut dyn FnMut(f64) -> bool) -> Result<TrainingReport> {
     let (model, plan, acc) = (&input.model, &input.plan, &input.accelerator);
     plan.validate(model)?;
     let mem = memory(model, plan, input.flash_attention);
@@ -89,12 +89,12 @@ pub fn run_training(input: &TrainingInput, progress: &mut dyn FnMut(f64)) -> Res
         // SimAI's GPU type only supplies defaults; both bandwidths are given explicitly.
         gpu: GpuType::H100,
         nic: NicType::Cx7,
-        nvlink_gbps: Some(net.nvlink_gbps),
-        nic_gbps: Some(net.nic_gbps),
+        nvlink_busbw: Some(net.nvlink_busbw),
+        nic_busbw: Some(net.nic_busbw),
     };
     platform.validate()?;
     let cost =
-        AlphaBeta { platform, bandwidths: Bandwidths::Builtin(RatioTables::builtin()), nvls_gbps: net.nvls_gbps };
+        AlphaBeta { platform, bandwidths: Bandwidths::Builtin(RatioTables::builtin()), nvls_busbw: net.nvls_busbw };
     let mut network = Analytical::new(Box::new(cost), plan.gpus_per_server);
     let exec = Executor::new(w)?.run(&mut network, progress)?;
     let iteration_ns = exec.end_ns;
@@ -189,7 +189,7 @@ mod tests {
             memory_efficiency: Efficiency(vec![(0.0, 1.0)]),
             kernel_overhead_ns: 0.0,
         };
-        let network = Network { nvlink_gbps: 1e6, nvls_gbps: None, nic_gbps: 1e6, nics_per_server: 8 };
+        let network = Network { nvlink_busbw: 1e6, nvls_busbw: None, nic_busbw: 1e6, nics_per_server: 8 };
         TrainingInput { model, plan, accelerator, network, flash_attention: true, allow_oom: false }
     }
 
@@ -208,7 +208,7 @@ mod tests {
         let i = input(pp, vpp, m);
         let g = generate::generate(&i.model, &i.plan, &i.accelerator, true).unwrap();
         let exec =
-            Executor::new(&g.workload).unwrap().run(&mut Analytical::new(Box::new(Free), 8), &mut |_| {}).unwrap();
+            Executor::new(&g.workload).unwrap().run(&mut Analytical::new(Box::new(Free), 8), &mut |_| true).unwrap();
         let parts = breakdown(&g.workload, &exec);
         let total: f64 = parts.iter().map(|(_, v)| v).sum();
         assert!((total - exec.end_ns).abs() < 1e-9 * exec.end_ns, "breakdown sums to the iteration");
@@ -226,7 +226,7 @@ mod tests {
 
     #[test]
     fn a_real_network_adds_exposed_communication() {
-        let r = run_training(&input(4, 1, 8), &mut |_| {}).unwrap();
+        let r = run_training(&input(4, 1, 8), &mut |_| true).unwrap();
         let total: f64 = r.breakdown_s.iter().map(|(_, v)| v).sum();
         assert!((total - r.iteration_s).abs() < 1e-9 * r.iteration_s);
         let tp = r.breakdown_s.iter().find(|(k, _)| k == "exposed TP comm").unwrap().1;

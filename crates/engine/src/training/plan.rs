@@ -4,6 +4,7 @@ use serde::Deserialize;
 
 use super::model::Model;
 use crate::error::{InputError, Result};
+use crate::layout::divisors_text;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -49,15 +50,6 @@ pub struct Plan {
     pub recompute: Recompute,
 }
 
-fn divisors(n: u64) -> String {
-    let d: Vec<String> = (1..=n).filter(|x| n.is_multiple_of(*x)).map(|x| x.to_string()).collect();
-    if d.len() > 16 {
-        format!("{} … {}", d[..8].join(", "), d[d.len() - 4..].join(", "))
-    } else {
-        d.join(", ")
-    }
-}
-
 impl Plan {
     /// Data-parallel size.
     pub fn dp_size(&self) -> u32 {
@@ -95,13 +87,13 @@ impl Plan {
                     self.tp,
                     m.heads,
                     m.kv_heads,
-                    divisors(gcd(m.heads, m.kv_heads))
+                    divisors_text(gcd(m.heads, m.kv_heads))
                 ),
             );
         }
         let gps = self.gpus_per_server;
         if self.tp > gps && !self.tp.is_multiple_of(gps) || self.tp < gps && !gps.is_multiple_of(self.tp) {
-            return bad("tp", format!("TP {} must divide the {gps} GPUs per server or be a multiple of it (valid: {} or multiples of {gps})", self.tp, divisors(gps as u64)));
+            return bad("tp", format!("TP {} must divide the {gps} GPUs per server or be a multiple of it (valid: {} or multiples of {gps})", self.tp, divisors_text(gps as u64)));
         }
         let mp = self.tp * self.pp * self.cp;
         if !self.gpus.is_multiple_of(mp) {
@@ -122,7 +114,11 @@ impl Plan {
             };
             return bad(
                 "pp",
-                format!("{what} must divide the {} layers (valid PP×VPP: {})", m.layers, divisors(m.layers as u64)),
+                format!(
+                    "{what} must divide the {} layers (valid PP×VPP: {})",
+                    m.layers,
+                    divisors_text(m.layers as u64)
+                ),
             );
         }
         let dp = self.dp_size();
@@ -157,7 +153,7 @@ impl Plan {
                         "EP {} must divide the {} experts (valid: {})",
                         self.ep,
                         moe.experts,
-                        divisors(moe.experts as u64)
+                        divisors_text(moe.experts as u64)
                     ),
                 );
             }
@@ -167,7 +163,7 @@ impl Plan {
                     format!(
                         "EP {} must divide DP = {dp} (valid: {})",
                         self.ep,
-                        divisors(gcd(dp as u64, moe.experts as u64))
+                        divisors_text(gcd(dp as u64, moe.experts as u64))
                     ),
                 );
             }
