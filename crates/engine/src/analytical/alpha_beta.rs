@@ -19,13 +19,14 @@
 //! several servers: min(B_nv, B_nic · k) with k = NICs serving the group's ranks on a server
 //! (the server's NICs shared in proportion to its GPUs); all-to-all across servers:
 //! B_nic · k / g · (n−1)/(n−g), g = group ranks per server (only (n−g)/n of each rank's data
-//! leaves the server). ratio(S, N) is the measured size efficiency (1 with a busbw file).
+//! leaves the server). ratio(S, N) is a measured size efficiency when tables are given (SimAI's,
+//! for SimAI workloads), else 1 (training runs: NCCL's α–β model alone).
 //! Unlike SimAI's compat mode, GB/s means 10⁹ B/s, every size has a latency term, every
 //! collective gets its size efficiency, and sizes beyond the tables are clamped.
 
 use super::busbw_file::BusbwTable;
 use super::platform::Platform;
-use super::ratio::RatioTables;
+use super::ratio::{RatioTable, RatioTables};
 use super::{CollectiveCost, GroupShape};
 use crate::error::InputError;
 use crate::workload::Collective;
@@ -35,8 +36,9 @@ const PROTOCOLS: [(f64, f64, f64, f64); 3] = [(6.6, 0.6, 2.7, 0.5), (14.0, 1.9, 
 
 /// Where bus bandwidths come from.
 pub enum Bandwidths {
-    /// Derived from the server shape, NVLink and NIC speeds, and the size-efficiency tables.
-    Builtin(RatioTables),
+    /// Derived from the server shape and the NVLink and NIC speeds; scaled by measured
+    /// size-efficiency tables when given (SimAI's, measured on its fabric), else the peak.
+    Builtin(Option<RatioTables>),
     /// Measured per group and collective (busbw.yaml); DP_EP falls back to the EP section.
     File(BusbwTable),
 }
@@ -62,21 +64,25 @@ impl AlphaBeta {
                 let nv = p.nvlink() as f64;
                 let (n, nodes, per_node) = (g.size as f64, g.nodes, g.per_node as f64);
                 let b = bytes as f64;
+                let eff = |pick: fn(&RatioTables) -> &RatioTable, nodes: u32| {
+                    ratios.as_ref().map_or(1.0, |r| pick(r).value(b, nodes))
+                };
+                let nvlink_eff = eff(|r| &r.nvlink, nodes);
                 if nodes <= 1 {
-                    let ring = nv * ratios.nvlink.value(b, 1);
+                    let ring = nv * nvlink_eff;
                     let nvls = self.nvls_busbw.filter(|_| c == Collective::AllReduce && g.size >= 2);
-                    return Ok(nvls.map_or(ring, |v| ring.max(v as f64 * ratios.nvlink.value(b, 1))));
+                    return Ok(nvls.map_or(ring, |v| ring.max(v as f64 * nvlink_eff)));
                 }
                 let k = per_node * p.nics_per_server as f64 / p.gpus_per_server as f64;
                 let nic = p.nic_bw() as f64 * k;
                 if c == Collective::AllToAll {
                     let bw = nic / per_node * (n - 1.0) / (n - per_node);
-                    return Ok(bw.min(nv) * ratios.all_to_all.value(b, nodes));
+                    return Ok(bw.min(nv) * eff(|r| &r.all_to_all, nodes));
                 }
                 if per_node > 1.0 && nv < nic {
-                    Ok(nv * ratios.nvlink.value(b, nodes))
+                    Ok(nv * nvlink_eff)
                 } else {
-                    Ok(nic * ratios.nic.value(b, nodes))
+                    Ok(nic * eff(|r| &r.nic, nodes))
                 }
             }
         }
@@ -138,7 +144,7 @@ mod tests {
 
     #[test]
     fn large_messages_pay_simple_latency_plus_bus_time() {
-        let m = model(Bandwidths::Builtin(RatioTables::builtin()));
+        let m = model(Bandwidths::Builtin(Some(RatioTables::builtin())));
         // TP 8 in one A100 server, all-gather of 1 GiB: B = 240 GB/s × NVLink ratio 0.77/0.81;
         // Simple wins: α = 8.4 + 7 × 3.4 µs; wire bytes S·7/8.
         let got = m.collective_ns(AllGather, &shape("TP", 8, 1, 8), GIB as u64).unwrap();
@@ -153,7 +159,7 @@ mod tests {
 
     #[test]
     fn small_messages_pay_ll_latency() {
-        let m = model(Bandwidths::Builtin(RatioTables::builtin()));
+        let m = model(Bandwidths::Builtin(Some(RatioTables::builtin())));
         // 4 KiB all-reduce in TP 8: LL: 6.6 + 14 × 0.6 = 15 µs, at half of 240 × 0.45/0.81.
         let got = m.collective_ns(AllReduce, &shape("TP", 8, 1, 8), 4096).unwrap();
         let want = 15.0e3 + 4096.0 * 1.75 / (0.5 * 240.0 * 0.45 / 0.81);
@@ -162,7 +168,7 @@ mod tests {
 
     #[test]
     fn all_to_all_across_servers_is_limited_by_the_nics() {
-        let m = model(Bandwidths::Builtin(RatioTables::builtin()));
+        let m = model(Bandwidths::Builtin(Some(RatioTables::builtin())));
         // EP 16 = 2 servers × 8: B = 8 NICs × 48.5 / 8 · 15 / 8 × all-to-all ratio (2 nodes, 1 GiB: 0.81/0.80).
         let got = m.collective_ns(AllToAll, &shape("EP", 16, 2, 8), GIB as u64).unwrap();
         let bw = 48.5 * 8.0 / 8.0 * 15.0 / 8.0 * 0.81 / 0.80;
@@ -188,7 +194,7 @@ mod tests {
 
     #[test]
     fn nothing_to_do_costs_nothing() {
-        let m = model(Bandwidths::Builtin(RatioTables::builtin()));
+        let m = model(Bandwidths::Builtin(Some(RatioTables::builtin())));
         assert_eq!(m.collective_ns(AllReduce, &shape("TP", 8, 1, 8), 0).unwrap(), 0.0);
         assert_eq!(m.collective_ns(AllReduce, &shape("TP", 1, 1, 1), 1 << 20).unwrap(), 0.0);
     }

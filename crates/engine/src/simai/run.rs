@@ -52,7 +52,7 @@ fn cost_model(cfg: &AnalyticalConfig, world: u32) -> Box<dyn CollectiveCost> {
         }),
         (None, false) => Box::new(AlphaBeta {
             platform: cfg.platform.clone(),
-            bandwidths: Bandwidths::Builtin(cfg.ratios.clone()),
+            bandwidths: Bandwidths::Builtin(Some(cfg.ratios.clone())),
             nvls_busbw: cfg.platform.gpu.nvls_busbw(),
         }),
     }

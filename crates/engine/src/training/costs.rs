@@ -144,14 +144,10 @@ impl Costs<'_> {
         bt.mlp_fwd = norm + mlp.0 + residual;
         bt.mlp_bwd_data = 2.0 * norm + mlp.1 + 2.0 * residual;
         bt.mlp_bwd_weight = mlp.2;
-        // Recomputation runs (part of) the forward again inside the backward.
-        match self.plan.recompute {
-            Recompute::None => {}
-            Recompute::Selective => bt.attn_bwd_data += core_f,
-            Recompute::Full => {
-                bt.attn_bwd_data += bt.attn_fwd;
-                bt.mlp_bwd_data += bt.mlp_fwd;
-            }
+        // Selective recompute runs the attention core again inside the backward (full recompute
+        // replays the whole forward, collectives included: the generator issues it).
+        if self.plan.recompute == Recompute::Selective {
+            bt.attn_bwd_data += core_f;
         }
         bt
     }

@@ -19,11 +19,12 @@
 //!   all-gather of updated parameters (distributed optimizer, ZeRO). ZeRO-3 also all-gathers each
 //!   layer's parameters before its forward and backward.
 //! - Tied embeddings with PP > 1: the embedding gradient all-reduced between first and last stage.
+//! - Full recompute replays each layer's forward, collectives included, before its backward.
 
 use super::costs::{BlockTimes, Costs};
 use super::hardware::Accelerator;
 use super::model::{Family, Model};
-use super::plan::{DataParallel, Plan};
+use super::plan::{DataParallel, Plan, Recompute};
 use crate::error::Result;
 use crate::layout::{Axis, Layout};
 use crate::workload::{Collective, Group, GroupId, Membership, Op, OpKind, Peer, Phase, Program, Workload};
@@ -219,6 +220,9 @@ pub fn generate(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: 
                 for l in chunk_layers(c).rev() {
                     let moe = model.is_moe_layer(l);
                     let bt = if moe { moe_times.unwrap_or(dense) } else { dense };
+                    if plan.recompute == Recompute::Full {
+                        forward_layer(&mut bld, model, plan, &bt, moe, act);
+                    }
                     backward_layer(&mut bld, model, plan, &bt, moe, act);
                     if last_mb {
                         grad_reduces.extend(reduce_layer_grads(&mut bld, model, plan, l));

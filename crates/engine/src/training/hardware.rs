@@ -9,16 +9,26 @@
 
 use serde::Deserialize;
 
-/// (op size threshold, efficiency) tiers, largest threshold first.
+/// (op size, efficiency) points, largest size first; between points the efficiency is
+/// interpolated in log(size), beyond them it is the end point's.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct Efficiency(pub Vec<(f64, f64)>);
 
 impl Efficiency {
     pub fn at(&self, size: f64) -> f64 {
-        self.0
-            .iter()
-            .find(|(threshold, _)| size >= *threshold)
-            .map_or_else(|| self.0.last().map_or(1.0, |t| t.1), |t| t.1)
+        let pts = &self.0;
+        match pts.iter().position(|(s, _)| size >= *s) {
+            None => pts.last().map_or(1.0, |p| p.1),
+            Some(0) => pts[0].1,
+            Some(i) => {
+                let ((s_hi, e_hi), (s_lo, e_lo)) = (pts[i - 1], pts[i]);
+                if s_lo <= 0.0 {
+                    return e_lo;
+                }
+                let f = (size.ln() - s_lo.ln()) / (s_hi.ln() - s_lo.ln());
+                e_lo + f * (e_hi - e_lo)
+            }
+        }
     }
 }
 
@@ -85,6 +95,15 @@ mod tests {
         // 2·4096³ FLOP at 0.8 × 312 TFLOP/s.
         let t = a100().gemm_ns(4096.0, 4096.0, 4096.0);
         assert!((t - 2.0 * 4096f64.powi(3) / (312e3 * 0.8)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn efficiency_interpolates_in_log_size() {
+        let e = Efficiency(vec![(1e12, 0.8), (1e10, 0.6), (0.0, 0.1)]);
+        assert_eq!(e.at(1e13), 0.8);
+        assert!((e.at(1e11) - 0.7).abs() < 1e-12);
+        assert_eq!(e.at(1e10), 0.6);
+        assert_eq!(e.at(5e9), 0.1);
     }
 
     #[test]

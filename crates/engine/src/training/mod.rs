@@ -12,7 +12,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::analytical::alpha_beta::{AlphaBeta, Bandwidths};
 use crate::analytical::platform::{GpuType, NicType, Platform};
-use crate::analytical::ratio::RatioTables;
 use crate::analytical::Analytical;
 use crate::error::{InputError, Result};
 use crate::executor::{Execution, Executor};
@@ -93,8 +92,7 @@ pub fn run_training(input: &TrainingInput, progress: &mut dyn FnMut(f64) -> bool
         nic_busbw: Some(net.nic_busbw),
     };
     platform.validate()?;
-    let cost =
-        AlphaBeta { platform, bandwidths: Bandwidths::Builtin(RatioTables::builtin()), nvls_busbw: net.nvls_busbw };
+    let cost = AlphaBeta { platform, bandwidths: Bandwidths::Builtin(None), nvls_busbw: net.nvls_busbw };
     let mut network = Analytical::new(Box::new(cost), plan.gpus_per_server);
     let exec = Executor::new(w)?.run(&mut network, progress)?;
     let iteration_ns = exec.end_ns;
