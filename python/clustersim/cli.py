@@ -194,8 +194,134 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_analytical(sub)
+    add_train(sub)
     add_workload(sub)
     return parser
+
+
+def add_train(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "train",
+        help="simulate one training iteration of a model with a parallel plan (Megatron-Core)",
+        description=(
+            "Generate one Megatron-Core training iteration (TP, SP, PP with simulated 1F1B or interleaved"
+            " schedules, DP/ZeRO, EP, CP, recompute) and simulate it on the analytical network model."
+        ),
+        epilog="example: clustersim train --model llama3-70b --gpus 1024 --gpu h100 --tp 8 --pp 4 --vpp 2 "
+        "--gbs 1024 --seq 8192 --sp --dist-opt",
+        allow_abbrev=False,
+    )
+    p.add_argument("--model", required=True, help="catalog name, a YAML/JSON model file, or a HF config.json")
+    p.add_argument("--gpus", type=count, required=True, help="number of GPUs")
+    p.add_argument("--gpu", default="h100", help="accelerator name from the catalog (default h100)")
+    p.add_argument("--accelerators", help="YAML file of extra accelerator descriptions")
+    for name, what in (("tp", "tensor"), ("pp", "pipeline"), ("ep", "expert"), ("cp", "context")):
+        p.add_argument(f"--{name}", type=count, default=1, help=f"{what}-parallel size (default 1)")
+    p.add_argument("--vpp", type=count, default=1, help="virtual pipeline stages per GPU (interleaving)")
+    p.add_argument("--mbs", type=count, default=1, help="micro-batch size in sequences (default 1)")
+    p.add_argument("--gbs", type=count, required=True, help="global batch size in sequences")
+    p.add_argument("--seq", type=count, help="sequence length (default: the model's)")
+    p.add_argument("--sp", action="store_true", help="sequence parallelism")
+    p.add_argument(
+        "--first-stage-layers", type=count, help="layers of the first pipeline stage (uneven pipelines)"
+    )
+    p.add_argument(
+        "--last-stage-layers", type=count, help="layers of the last pipeline stage (uneven pipelines)"
+    )
+    dp = p.add_mutually_exclusive_group()
+    dp.add_argument("--dist-opt", action="store_true", help="Megatron's distributed optimizer")
+    dp.add_argument("--zero", type=int, choices=[1, 2, 3], help="DeepSpeed ZeRO stage")
+    p.add_argument("--recompute", choices=["none", "selective", "full"], default="none")
+    p.add_argument("--no-flash-attn", action="store_true", help="unfused attention (s×s scores in HBM)")
+    p.add_argument("--gpus-per-server", type=count, default=8)
+    p.add_argument("--nics-per-server", type=count, help="default: one per GPU")
+    p.add_argument("--nic-busbw", type=float, help="bus bandwidth per NIC, GB/s (default: the accelerator's)")
+    p.add_argument(
+        "--allow-oom", action="store_true", help="simulate even if the plan does not fit in memory"
+    )
+    for flag in ("layers", "hidden", "heads", "kv-heads", "ffn", "vocab", "experts", "topk"):
+        p.add_argument(f"--{flag}", type=count, help=f"override the model's {flag.replace('-', ' ')}")
+    p.add_argument("-o", "--output", help="also write the result as JSON to OUTPUT")
+    p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    p.set_defaults(func=run_train)
+
+
+def run_train(args: argparse.Namespace) -> int:
+    from clustersim.catalog import lookup
+    from clustersim.models import resolve
+    from clustersim.output import atomic_outputs, write_text
+    from clustersim.training import train
+
+    model = resolve(
+        args.model,
+        {
+            "layers": args.layers,
+            "hidden": args.hidden,
+            "heads": args.heads,
+            "kv_heads": args.kv_heads,
+            "ffn": args.ffn,
+            "vocab": args.vocab,
+        },
+    )
+    if args.experts or args.topk:
+        moe = dict(model.get("moe") or {"expert_ffn": model["ffn"], "topk": 1, "experts": 1})
+        moe.update({k: v for k, v in (("experts", args.experts), ("topk", args.topk)) if v})
+        model["moe"] = moe
+    accelerator = lookup("accelerators", args.gpu, args.accelerators)
+    dp = "distributed_optimizer" if args.dist_opt else f"zero{args.zero}" if args.zero else "ddp"
+    progress = Progress("simulating")
+    try:
+        result = train(
+            model,
+            gpus=args.gpus,
+            accelerator=accelerator,
+            tp=args.tp,
+            pp=args.pp,
+            vpp=args.vpp,
+            ep=args.ep,
+            cp=args.cp,
+            mbs=args.mbs,
+            gbs=args.gbs,
+            seq=args.seq,
+            sp=args.sp,
+            dp=dp,
+            recompute=args.recompute,
+            flash_attention=not args.no_flash_attn,
+            gpus_per_server=args.gpus_per_server,
+            nics_per_server=args.nics_per_server,
+            nic_busbw=args.nic_busbw,
+            allow_oom=args.allow_oom,
+            first_stage_layers=args.first_stage_layers,
+            last_stage_layers=args.last_stage_layers,
+            progress=progress,
+        )
+    finally:
+        progress.close()
+    doc = {"model": model["name"], "accelerator": accelerator["name"], "gpus": args.gpus} | result
+    if args.output:
+        with atomic_outputs() as stage:
+            write_text(stage(args.output), json.dumps(doc, indent=2, allow_nan=False) + "\n")
+    if args.json:
+        print(json.dumps(doc, indent=2, allow_nan=False))
+        return 0
+    print(
+        f"{model['name']} on {args.gpus} × {accelerator['name']}: {result['params'] / 1e9:.2f} B parameters"
+    )
+    plan = f"{result['micro_batches']} micro-batches, DP {result['dp']}"
+    print(f"iteration time  {result['iteration_s']:10.3f} s   ({plan})")
+    print(f"throughput      {result['tokens_per_s']:10.0f} tokens/s")
+    print(f"MFU             {result['mfu'] * 100:10.1f} %")
+    for part, seconds in result["breakdown_s"]:
+        if seconds > 0:
+            print(f"  {part:<22}{seconds:10.3f} s {seconds / result['iteration_s'] * 100:6.1f}%")
+    mem = result["memory"]
+    fits = "fits" if result["memory_fits"] else "DOES NOT FIT"
+    print(
+        f"memory per GPU  {mem['total_gb']:10.1f} GB ({fits} in {accelerator['hbm_gb']} GB): weights "
+        f"{mem['params_gb']:.1f}, gradients + optimizer {mem['grads_and_optimizer_gb']:.1f}, "
+        f"activations {mem['activations_gb']:.1f}"
+    )
+    return 0
 
 
 def add_workload(sub: argparse._SubParsersAction) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from clustersim import _engine
 from clustersim.catalog import lookup
+from clustersim.models import resolve
 
 MODEL_KEYS = ("family", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq_len", "moe", "mla")
 
@@ -33,10 +34,12 @@ def train(
     nics_per_server: int | None = None,
     nic_busbw: float | None = None,
     allow_oom: bool = False,
+    first_stage_layers: int | None = None,
+    last_stage_layers: int | None = None,
     progress: Callable[[float], None] | None = None,
 ) -> dict[str, Any]:
     """Simulate one training iteration; returns time, throughput, MFU, breakdown and memory."""
-    m = lookup("models", model) if isinstance(model, str) else dict(model)
+    m = resolve(model) if isinstance(model, str) else dict(model)
     acc = lookup("accelerators", accelerator) if isinstance(accelerator, str) else dict(accelerator)
     m.setdefault("kv_heads", m.get("heads"))
     doc = {
@@ -55,6 +58,8 @@ def train(
             "sp": sp,
             "dp": dp,
             "recompute": recompute,
+            "first_stage_layers": first_stage_layers,
+            "last_stage_layers": last_stage_layers,
         },
         "accelerator": {
             k: acc[k]

@@ -143,13 +143,12 @@ pub fn generate(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: 
     let h = model.hidden;
     let act = 2 * b * s * h; // T: one bf16 activation of the micro-batch
     let p2p = if plan.sp { act / t as u64 } else { act };
-    let layers_per_chunk = model.layers / (p * v);
     let tied = model.family == Family::Gpt && p > 1;
 
     let mut programs = Vec::with_capacity(p as usize);
     for stage in 0..p {
         let mut bld = Builder { prog: Program::default(), gate: Vec::new() };
-        let chunk_layers = |c: u32| (c * p + stage) * layers_per_chunk..(c * p + stage + 1) * layers_per_chunk;
+        let chunk_layers = |c: u32| plan.chunk_layers(model.layers, stage, c);
         let first = |c: u32| stage == 0 && c == 0;
         let last = |c: u32| stage == p - 1 && c == v - 1;
         let steps = schedule(stage, p, m, v);
@@ -288,11 +287,10 @@ pub fn generate(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: 
 
 /// Parameters this GPU holds for `stage` (dense and expert), divided by TP (and EP for experts).
 pub fn stage_params(model: &Model, plan: &Plan, stage: u32) -> (u64, u64) {
-    let per_chunk = model.layers / (plan.pp * plan.vpp);
     let mut dense = 0u64;
     let mut expert = 0u64;
     for c in 0..plan.vpp {
-        for l in (c * plan.pp + stage) * per_chunk..(c * plan.pp + stage + 1) * per_chunk {
+        for l in plan.chunk_layers(model.layers, stage, c) {
             let (d, x) = layer_param_split(model, l);
             dense += d / plan.tp as u64;
             expert += x / (plan.tp * plan.ep) as u64;

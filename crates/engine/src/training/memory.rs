@@ -45,7 +45,8 @@ pub fn memory(model: &Model, plan: &Plan, flash_attention: bool) -> Memory {
     };
     let moe_factor =
         model.moe.as_ref().map_or(1.0, |m| 1.0 + m.topk as f64 * m.expert_ffn as f64 / (2.0 * model.ffn.max(1) as f64));
-    let layers_per_stage = (model.layers / plan.pp) as f64;
+    // The first stage holds the most micro-batches in flight.
+    let layers_per_stage = (0..plan.vpp).map(|c| plan.chunk_layers(model.layers, 0, c).len()).sum::<usize>() as f64;
     let p = plan.pp as f64;
     let interleave = if plan.vpp > 1 { 1.0 + (p - 1.0) / (p * plan.vpp as f64) } else { 1.0 };
     let in_flight = p.min(plan.micro_batches() as f64) * interleave;

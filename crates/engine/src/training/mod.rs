@@ -176,6 +176,8 @@ mod tests {
             sp: false,
             dp: DataParallel::Ddp,
             recompute: Recompute::None,
+            first_stage_layers: None,
+            last_stage_layers: None,
         };
         let accelerator = Accelerator {
             name: "gpu".into(),

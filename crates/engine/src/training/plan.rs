@@ -48,12 +48,37 @@ pub struct Plan {
     pub sp: bool,
     pub dp: DataParallel,
     pub recompute: Recompute,
+    /// Uneven pipelines (Megatron's `--decoder-first/last-pipeline-num-layers`): layers of the
+    /// first and last stage; the middle stages share the rest evenly.
+    #[serde(default)]
+    pub first_stage_layers: Option<u32>,
+    #[serde(default)]
+    pub last_stage_layers: Option<u32>,
 }
 
 impl Plan {
     /// Data-parallel size.
     pub fn dp_size(&self) -> u32 {
         self.gpus / (self.tp * self.pp * self.cp)
+    }
+
+    /// Layers of model chunk `chunk` on pipeline stage `stage`.
+    pub fn chunk_layers(&self, layers: u32, stage: u32, chunk: u32) -> std::ops::Range<u32> {
+        match (self.first_stage_layers, self.last_stage_layers) {
+            (None, None) => {
+                let n = layers / (self.pp * self.vpp);
+                (chunk * self.pp + stage) * n..(chunk * self.pp + stage + 1) * n
+            }
+            (f, l) => {
+                let (f, l) = (f.unwrap_or(0), l.unwrap_or(0));
+                let k = (layers - f - l) / (self.pp - 2).max(1);
+                match stage {
+                    0 => 0..f,
+                    s if s == self.pp - 1 => layers - l..layers,
+                    s => f + (s - 1) * k..f + s * k,
+                }
+            }
+        }
     }
 
     /// Micro-batches per iteration per pipeline.
@@ -105,21 +130,41 @@ impl Plan {
         if self.gpus > gps && !self.gpus.is_multiple_of(gps) {
             return bad("gpus", format!("{} GPUs do not fill whole servers of {gps}", self.gpus));
         }
-        let chunks = self.pp * self.vpp;
-        if !m.layers.is_multiple_of(chunks) {
-            let what = if self.vpp > 1 {
-                format!("PP×VPP = {}×{} = {chunks}", self.pp, self.vpp)
-            } else {
-                format!("PP {}", self.pp)
-            };
-            return bad(
-                "pp",
-                format!(
-                    "{what} must divide the {} layers (valid PP×VPP: {})",
-                    m.layers,
-                    divisors_text(m.layers as u64)
-                ),
-            );
+        if self.first_stage_layers.is_some() || self.last_stage_layers.is_some() {
+            let (f, l) = (self.first_stage_layers.unwrap_or(0), self.last_stage_layers.unwrap_or(0));
+            let rest = m.layers.checked_sub(f + l);
+            let middle = self.pp.saturating_sub(2);
+            let ok = self.pp >= 2
+                && self.vpp == 1
+                && f >= 1
+                && l >= 1
+                && rest.is_some_and(|r| if middle == 0 { r == 0 } else { r.is_multiple_of(middle) && r > 0 });
+            if !ok {
+                return bad(
+                    "first_stage_layers",
+                    format!(
+                        "uneven stages need PP ≥ 2, no interleaving, and the {} layers minus first ({f}) and last ({l}) to split evenly over the {middle} middle stages",
+                        m.layers
+                    ),
+                );
+            }
+        } else {
+            let chunks = self.pp * self.vpp;
+            if !m.layers.is_multiple_of(chunks) {
+                let what = if self.vpp > 1 {
+                    format!("PP×VPP = {}×{} = {chunks}", self.pp, self.vpp)
+                } else {
+                    format!("PP {}", self.pp)
+                };
+                return bad(
+                    "pp",
+                    format!(
+                        "{what} must divide the {} layers (valid PP×VPP: {}; or give the first and last stage's layers)",
+                        m.layers,
+                        divisors_text(m.layers as u64)
+                    ),
+                );
+            }
         }
         let dp = self.dp_size();
         if !self.gbs.is_multiple_of(self.mbs * dp) {

@@ -1,0 +1,101 @@
+"""Time `clustersim train` on Llama 3 405B, 16384 H100 (TP8 PP16, GBS 2048, seq 8192).
+
+Whole process (start to result printed): CPU = user + sys and peak RSS from os.wait4 of the child,
+median of --runs. Targets (issue 3): ≤ 2 s and ≤ 1 GB.
+
+    python3 benchmarks/bench_train.py [--runs 5] [--write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "RESULTS.md"
+BEGIN, END = "<!-- train:begin -->", "<!-- train:end -->"
+ARGS = [
+    "train",
+    "--model",
+    "llama3-405b",
+    "--gpus",
+    "16384",
+    "--gpu",
+    "h100",
+    "--tp",
+    "8",
+    "--pp",
+    "16",
+    "--first-stage-layers",
+    "7",
+    "--last-stage-layers",
+    "7",
+    "--gbs",
+    "2048",
+    "--seq",
+    "8192",
+    "--sp",
+    "--dist-opt",
+    "--recompute",
+    "selective",
+    "--json",
+]
+
+
+def command() -> list[str]:
+    script = Path(sysconfig.get_path("scripts")) / "clustersim"
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "clustersim"]
+
+
+def measure(cmd: list[str]) -> tuple[float, float, float]:
+    """(CPU s, peak RSS MB, wall s) of one run of `cmd`."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr.read().decode() if proc.stderr else ''}")
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1000, wall
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--write", action="store_true", help="record the result in benchmarks/RESULTS.md")
+    args = ap.parse_args()
+    cmd = command() + ARGS
+    measure(cmd)  # warm-up: page cache
+    runs = [measure(cmd) for _ in range(args.runs)]
+    cpu, rss, wall = (statistics.median(r[i] for r in runs) for i in range(3))
+    mark = "✅ pass" if cpu <= 2 and rss <= 1000 else "❌ fail"
+    table = "\n".join(
+        [
+            f"Run of {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {platform.processor() or platform.machine()},"
+            f" {os.cpu_count()} cores, Python {platform.python_version()}; median of {args.runs} runs.",
+            "",
+            "| case | CPU s | peak RSS MB | wall s | target ≤ 2 s, ≤ 1 GB |",
+            "|---|---|---|---|---|",
+            f"| `clustersim {' '.join(ARGS)}` | {cpu:.3f} | {rss:.1f} | {wall:.3f} | {mark} |",
+        ]
+    )
+    print(table)
+    if args.write:
+        text = RESULTS.read_text(encoding="utf-8")
+        block = f"{BEGIN}\n{table}\n{END}"
+        if BEGIN in text:
+            head, rest = text.split(BEGIN, 1)
+            text = head + block + rest.split(END, 1)[1]
+        else:
+            text += f"\n## `clustersim train`: Llama 3 405B on 16384 GPUs (issue 3, in progress)\n\n{block}\n"
+        RESULTS.write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
