@@ -77,8 +77,9 @@ def main() -> None:
     mark = "✅ pass" if cpu <= 2 and rss <= 1000 else "❌ fail"
     table = "\n".join(
         [
-            f"Run of {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {platform.processor() or platform.machine()},"
-            f" {os.cpu_count()} cores, Python {platform.python_version()}; median of {args.runs} runs.",
+            f"Run of {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on"
+            f" {platform.processor() or platform.machine()}, {os.cpu_count()} cores,"
+            f" Python {platform.python_version()}; median of {args.runs} runs.",
             "",
             "| case | CPU s | peak RSS MB | wall s | target ≤ 2 s, ≤ 1 GB |",
             "|---|---|---|---|---|",
