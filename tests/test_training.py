@@ -1,0 +1,113 @@
+"""Training workloads: presets, plan checks, the `train` command."""
+
+from __future__ import annotations
+
+import json
+
+import clustersim
+import pytest
+from clustersim.training import train
+
+# Published sizes (shared/reference/megatron.md §1 and §10).
+PUBLISHED = {
+    "gpt-7b": 7.5e9,
+    "gpt-13b": 13.0e9,
+    "gpt-22b": 22e9,
+    "gpt-175b": 175e9,
+    "llama-7b": 6.7e9,
+    "llama-13b": 13.0e9,
+    "llama-65b": 65.2e9,
+    "llama2-13b": 13.0e9,
+    "llama3-8b": 8.03e9,
+    "llama3-70b": 70.6e9,
+    "llama3-405b": 405e9,
+    "mixtral-8x7b": 46.7e9,
+    "deepseek-v3": 671e9,
+}
+ACTIVE = {"mixtral-8x7b": 12.9e9, "deepseek-v3": 37e9}
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_preset_parameter_counts_match_published_sizes(name):
+    r = train(name, gpus=8, tp=8, gbs=8, seq=2048, allow_oom=True)
+    assert r["params"] == pytest.approx(PUBLISHED[name], rel=0.01)
+    # "Active" figures are published rounded (DeepSeek-V3's 37 B); 2% covers the rounding.
+    assert r["active_params"] == pytest.approx(ACTIVE.get(name, PUBLISHED[name]), rel=0.02)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field", "valid"),
+    [
+        ({"tp": 3}, "tp:", "valid: 1, 2, 4, 8"),
+        ({"pp": 7, "gpus": 56}, "pp:", "valid PP×VPP"),
+        ({"gbs": 6, "tp": 2}, "gbs:", "multiples of 4"),
+        ({"ep": 2}, "ep:", "valid: 1"),
+    ],
+)
+def test_bad_plans_list_valid_choices(kwargs, field, valid):
+    plan = {"gpus": 8, "tp": 8, "gbs": 8, "allow_oom": True} | kwargs
+    with pytest.raises(clustersim.InputError) as e:
+        train("llama3-8b", **plan)
+    assert field in str(e.value) and valid in str(e.value)
+
+
+def test_expert_parallelism_must_divide_experts():
+    with pytest.raises(clustersim.InputError, match="EP 3 must divide the 8 experts"):
+        train("mixtral-8x7b", gpus=48, tp=2, ep=3, gbs=24, allow_oom=True)
+
+
+def test_unknown_model_and_accelerator_list_the_catalog():
+    with pytest.raises(clustersim.InputError, match="valid: .*llama3-70b"):
+        train("llama9", gpus=8, gbs=8)
+    with pytest.raises(clustersim.InputError, match="valid: .*h100"):
+        train("llama3-8b", gpus=8, gbs=8, accelerator="tpu9")
+
+
+def test_a_plan_that_does_not_fit_is_refused_unless_allowed():
+    with pytest.raises(clustersim.InputError, match="memory"):
+        train("llama3-70b", gpus=8, tp=8, gbs=8)
+    r = train("llama3-70b", gpus=8, tp=8, gbs=8, allow_oom=True)
+    assert not r["memory_fits"] and r["memory"]["total_gb"] > 80
+
+
+def test_breakdown_sums_to_the_iteration_and_mfu_is_sane():
+    r = train("llama3-8b", gpus=64, tp=2, pp=2, gbs=128, seq=4096, sp=True, dp="distributed_optimizer")
+    assert sum(v for _, v in r["breakdown_s"]) == pytest.approx(r["iteration_s"], rel=1e-9)
+    assert 0.2 < r["mfu"] < 0.8
+    assert r["tokens_per_s"] == pytest.approx(128 * 4096 / r["iteration_s"])
+
+
+def test_more_micro_batches_shrink_the_bubble_share():
+    def bubble_share(gbs):
+        r = train("llama3-8b", gpus=32, tp=8, pp=4, gbs=gbs, seq=4096)
+        return dict(r["breakdown_s"])["bubble"] / r["iteration_s"]
+
+    assert bubble_share(64) < bubble_share(8)
+
+
+def test_hf_config_and_flag_overrides(tmp_path):
+    cfg = {
+        "model_type": "llama",
+        "num_hidden_layers": 32,
+        "hidden_size": 4096,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "intermediate_size": 14336,
+        "vocab_size": 128256,
+        "max_position_embeddings": 8192,
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    r = train(str(path), gpus=8, tp=8, gbs=8, allow_oom=True)
+    assert r["params"] == 8_030_261_248
+
+
+def test_train_command(run_cli):
+    rc, out, err = run_cli(
+        "train", "--model", "llama3-8b", "--gpus", "16", "--tp", "8", "--gbs", "16", "--seq", "4096", "--json"
+    )
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert doc["model"] == "llama3-8b" and doc["iteration_s"] > 0
+    rc, out, err = run_cli("train", "--model", "llama3-8b", "--gpus", "16", "--tp", "3", "--gbs", "16")
+    assert rc == 2 and err.startswith("clustersim: error: plan: tp:") and len(err.splitlines()) == 1
