@@ -32,11 +32,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from results import write_section
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "data"
 RESULTS = REPO / "benchmarks" / "RESULTS.md"
-BEGIN = "<!-- analytical:begin -->"
-END = "<!-- analytical:end -->"
 
 TARGET_CPU_S = 0.1
 TARGET_RSS_MB = 100.0
@@ -407,21 +407,6 @@ build or run SimAI_analytical for this benchmark:
 """
 
 
-def write_results(path: Path, section: str) -> None:
-    block = f"{BEGIN}\n{section}\n{END}"
-    if path.is_file():
-        text = path.read_text()
-        if BEGIN in text and END in text:
-            before, rest = text.split(BEGIN, 1)
-            after = rest.split(END, 1)[1]
-            text = before + block + after
-        else:
-            text = text.rstrip("\n") + "\n\n" + block + "\n"
-    else:
-        text = HEADER + block + QUOTED
-    path.write_text(text)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=5, help="timed runs per case (default 5)")
@@ -498,7 +483,13 @@ def main(argv: list[str] | None = None) -> int:
     section, ok = report(data, args.runs, args.warmup)
     print(section)
     if args.write:
-        write_results(args.results, section)
+        write_section(
+            "analytical",
+            section,
+            title="## `clustersim analytical` on SimAI's 9216-GPU example",
+            path=args.results,
+            new_file=HEADER + QUOTED,
+        )
         print(f"\nwrote {args.results}", file=sys.stderr)
     return 3 if args.strict and not ok else 0
 

@@ -18,9 +18,9 @@ import sysconfig
 import time
 from pathlib import Path
 
+from results import write_section
+
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "RESULTS.md"
-BEGIN, END = "<!-- train:begin -->", "<!-- train:end -->"
 ARGS = [
     "train",
     "--model",
@@ -88,14 +88,9 @@ def main() -> None:
     )
     print(table)
     if args.write:
-        text = RESULTS.read_text(encoding="utf-8")
-        block = f"{BEGIN}\n{table}\n{END}"
-        if BEGIN in text:
-            head, rest = text.split(BEGIN, 1)
-            text = head + block + rest.split(END, 1)[1]
-        else:
-            text += f"\n## `clustersim train`: Llama 3 405B on 16384 GPUs (issue 3, in progress)\n\n{block}\n"
-        RESULTS.write_text(text, encoding="utf-8")
+        write_section(
+            "train", table, title="## `clustersim train`: Llama 3 405B on 16384 GPUs (issue 3, in progress)"
+        )
 
 
 if __name__ == "__main__":

@@ -16,11 +16,10 @@ import math
 from pathlib import Path
 
 from clustersim.training import train
+from results import write_section
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "calibration" / "megatron_a100.csv"
-RESULTS = ROOT / "benchmarks" / "RESULTS.md"
-BEGIN, END = "<!-- calibration:begin -->", "<!-- calibration:end -->"
 
 
 def hardware_flops(row: dict[str, str], gbs: int) -> float:
@@ -95,15 +94,9 @@ def main() -> None:
     table = "\n".join(lines)
     print(table)
     if args.write:
-        text = RESULTS.read_text(encoding="utf-8")
-        block = f"{BEGIN}\n{table}\n{END}"
-        if BEGIN in text:
-            head, rest = text.split(BEGIN, 1)
-            text = head + block + rest.split(END, 1)[1]
-        else:
-            title = "## Calibration: Megatron-LM on A100 (issue 3, in progress)"
-            text += f"\n{title}\n\n`python3 benchmarks/calibrate.py --write`\n\n{block}\n"
-        RESULTS.write_text(text, encoding="utf-8")
+        write_section(
+            "calibration", table, title="## Calibration: Megatron-LM on A100 (issue 3, in progress)"
+        )
     if not math.isfinite(mae):
         raise SystemExit(1)
 
