@@ -95,7 +95,21 @@ impl Builder {
         id
     }
 
-    /// A collective after `after` (default: the gate). Blocking ones become the gate.
+    /// Receive from the pipeline neighbour `offset` stages away, posted when the stage gets here;
+    /// the next compute waits for it.
+    fn recv(&mut self, offset: i32, bytes: u64) {
+        let deps = self.gate.clone();
+        let r = self.push(OpKind::Recv { peer: Peer { group: PP, offset }, bytes }, deps, R_PIPE, Phase::Other);
+        self.gate.push(r);
+    }
+
+    /// Send to the pipeline neighbour `offset` stages away; nothing waits for it.
+    fn send(&mut self, offset: i32, bytes: u64) {
+        let deps = self.gate.clone();
+        self.push(OpKind::Send { peer: Peer { group: PP, offset }, bytes }, deps, R_PIPE, Phase::Other);
+    }
+
+    /// A collective after the gate. Blocking ones become the gate.
     fn coll(&mut self, c: Collective, group: GroupId, bytes: u64, row: u32, phase: Phase, blocking: bool) -> u32 {
         let deps = self.gate.clone();
         let id = self.push(OpKind::Collective { collective: c, group, bytes }, deps, row, phase);
@@ -159,14 +173,7 @@ pub fn generate(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: 
             let c = st.chunk;
             if st.forward {
                 if !first(c) {
-                    let deps = bld.gate.clone();
-                    let r = bld.push(
-                        OpKind::Recv { peer: Peer { group: PP, offset: -1 }, bytes: p2p },
-                        deps,
-                        R_PIPE,
-                        Phase::Other,
-                    );
-                    bld.gate.push(r);
+                    bld.recv(-1, p2p);
                 } else {
                     bld.compute(emb_f, R_EMB, Phase::Forward);
                     if t > 1 {
@@ -189,24 +196,11 @@ pub fn generate(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: 
                         }
                     }
                 } else {
-                    let deps = bld.gate.clone();
-                    bld.push(
-                        OpKind::Send { peer: Peer { group: PP, offset: 1 }, bytes: p2p },
-                        deps,
-                        R_PIPE,
-                        Phase::Other,
-                    );
+                    bld.send(1, p2p);
                 }
             } else {
                 if !last(c) {
-                    let deps = bld.gate.clone();
-                    let r = bld.push(
-                        OpKind::Recv { peer: Peer { group: PP, offset: 1 }, bytes: p2p },
-                        deps,
-                        R_PIPE,
-                        Phase::Other,
-                    );
-                    bld.gate.push(r);
+                    bld.recv(1, p2p);
                 } else {
                     bld.compute(head_b, R_HEAD, Phase::InputGrad);
                     if t > 1 {
@@ -228,13 +222,7 @@ pub fn generate(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: 
                     }
                 }
                 if !first(c) {
-                    let deps = bld.gate.clone();
-                    bld.push(
-                        OpKind::Send { peer: Peer { group: PP, offset: -1 }, bytes: p2p },
-                        deps,
-                        R_PIPE,
-                        Phase::Other,
-                    );
+                    bld.send(-1, p2p);
                 } else {
                     bld.compute(emb_b, R_EMB, Phase::InputGrad);
                 }
