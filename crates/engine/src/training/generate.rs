@@ -489,3 +489,144 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod sizes {
+    use super::*;
+    use crate::training::hardware::Efficiency;
+    use crate::training::model::Moe;
+    use std::collections::BTreeSet;
+
+    fn gpu() -> Accelerator {
+        Accelerator {
+            name: "gpu".into(),
+            matmul_tflops: 300.0,
+            vector_tflops: 20.0,
+            hbm_gb: 80.0,
+            hbm_tbps: 2.0,
+            matmul_efficiency: Efficiency(vec![(0.0, 1.0)]),
+            memory_efficiency: Efficiency(vec![(0.0, 1.0)]),
+            kernel_overhead_ns: 0.0,
+        }
+    }
+
+    fn plan(tp: u32, pp: u32, ep: u32, cp: u32, sp: bool, dp: DataParallel) -> Plan {
+        Plan {
+            gpus: 64,
+            gpus_per_server: 8,
+            tp,
+            pp,
+            vpp: 1,
+            ep,
+            cp,
+            mbs: 2,
+            gbs: 64 * 2 / (tp * pp * cp),
+            seq: 4096,
+            sp,
+            dp,
+            recompute: Recompute::None,
+            first_stage_layers: None,
+            last_stage_layers: None,
+        }
+    }
+
+    fn model(moe: bool) -> Model {
+        Model {
+            name: "m".into(),
+            family: Family::Llama,
+            layers: 8,
+            hidden: 4096,
+            heads: 32,
+            kv_heads: 8,
+            ffn: 14336,
+            vocab: 32000,
+            seq_len: 4096,
+            moe: moe.then(|| Moe {
+                experts: 8,
+                topk: 2,
+                expert_ffn: 14336,
+                shared_experts: 0,
+                shared_ffn: 0,
+                dense_layers: 0,
+            }),
+            mla: None,
+        }
+    }
+
+    /// Distinct (collective, group, bytes) and point-to-point sizes of stage 0's program.
+    fn sizes(m: &Model, p: &Plan) -> (BTreeSet<(String, GroupId, u64)>, BTreeSet<u64>) {
+        let g = generate(m, p, &gpu(), true).unwrap();
+        let mut coll = BTreeSet::new();
+        let mut p2p = BTreeSet::new();
+        for op in &g.workload.programs[0].ops {
+            match op.kind {
+                OpKind::Collective { collective, group, bytes } => {
+                    coll.insert((collective.name().to_string(), group, bytes));
+                }
+                OpKind::Send { bytes, .. } | OpKind::Recv { bytes, .. } => {
+                    p2p.insert(bytes);
+                }
+                OpKind::Compute { .. } => {}
+            }
+        }
+        (coll, p2p)
+    }
+
+    const B: u64 = 2;
+    const S: u64 = 4096;
+    const H: u64 = 4096;
+    const T: u64 = 2 * B * S * H; // one bf16 activation of the micro-batch (megatron.md §0)
+
+    #[test]
+    fn tensor_parallel_without_sp_all_reduces_t() {
+        let (coll, _) = sizes(&model(false), &plan(8, 1, 1, 1, false, DataParallel::Ddp));
+        assert!(coll.contains(&("allreduce".into(), TP, T)));
+        assert!(!coll.iter().any(|(c, g, _)| *g == TP && c != "allreduce"));
+    }
+
+    #[test]
+    fn sequence_parallel_gathers_and_scatters_t() {
+        let (coll, _) = sizes(&model(false), &plan(8, 1, 1, 1, true, DataParallel::Ddp));
+        assert!(coll.contains(&("allgather".into(), TP, T)));
+        assert!(coll.contains(&("reducescatter".into(), TP, T)));
+    }
+
+    #[test]
+    fn pipeline_sends_the_activation_divided_by_tp_with_sp() {
+        let (_, p2p) = sizes(&model(false), &plan(4, 2, 1, 1, true, DataParallel::Ddp));
+        assert_eq!(p2p, BTreeSet::from([T / 4]));
+        let (_, p2p) = sizes(&model(false), &plan(4, 2, 1, 1, false, DataParallel::Ddp));
+        assert_eq!(p2p, BTreeSet::from([T]));
+    }
+
+    #[test]
+    fn data_parallel_reduces_fp32_gradients_per_layer() {
+        let m = model(false);
+        let p = plan(8, 1, 1, 1, false, DataParallel::DistributedOptimizer);
+        let (coll, _) = sizes(&m, &p);
+        let layer = m.layer_params(0).0;
+        // Reduce-scatter of 4-byte gradients of the layer's TP shard; all-gather of 2-byte params.
+        assert!(coll.contains(&("reducescatter".into(), DP, 4 * layer / 8)));
+        assert!(coll.iter().any(|(c, g, _)| c == "allgather" && *g == DP));
+        let (coll, _) = sizes(&m, &plan(8, 1, 1, 1, false, DataParallel::Ddp));
+        assert!(coll.contains(&("allreduce".into(), DP, 4 * layer / 8)));
+    }
+
+    #[test]
+    fn expert_dispatch_moves_k_copies_of_each_token() {
+        // n_tok = b·s/(t·cp) tokens per rank, each to k experts, h bf16 values: 2·n_tok·k·h.
+        let (coll, _) = sizes(&model(true), &plan(2, 1, 4, 1, true, DataParallel::Ddp));
+        let n_tok = B * S / 2;
+        assert!(coll.contains(&("alltoall".into(), EP, 2 * n_tok * 2 * H)));
+        // Expert-TP gathers the received tokens: t times the dispatch.
+        assert!(coll.contains(&("allgather".into(), TP, 2 * n_tok * 2 * H * 2)));
+    }
+
+    #[test]
+    fn context_parallel_gathers_keys_and_values() {
+        // K and V of the whole sequence, TP-sharded KV heads, bf16: 2·b·s·(2·g·d_h/t)·... per rank.
+        let (coll, _) = sizes(&model(false), &plan(2, 1, 1, 2, true, DataParallel::Ddp));
+        let kv = 2 * B * S * (2 * 8 * 128 / 2);
+        assert!(coll.contains(&("allgather".into(), CP, kv)));
+    }
+}
