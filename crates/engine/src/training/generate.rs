@@ -541,7 +541,7 @@ mod sizes {
             ffn: 14336,
             vocab: 32000,
             seq_len: 4096,
-            moe: moe.then(|| Moe {
+            moe: moe.then_some(Moe {
                 experts: 8,
                 topk: 2,
                 expert_ffn: 14336,
