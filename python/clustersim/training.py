@@ -14,6 +14,20 @@ MODEL_KEYS = ("family", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab",
 
 
 def train(
+    model: str | dict[str, Any], *, progress: Callable[[float], None] | None = None, **plan: Any
+) -> dict[str, Any]:
+    """Simulate one training iteration; returns time, throughput, MFU, breakdown and memory.
+    Keyword arguments: see `input_document`."""
+    return json.loads(_engine.run_training(json.dumps(input_document(model, **plan)), progress=progress))
+
+
+def layer_times(model: str | dict[str, Any], **plan: Any) -> tuple[float, float]:
+    """Forward and backward seconds of one dense layer for one micro-batch, TP communication
+    included (same arguments as `train`)."""
+    return _engine.layer_seconds(json.dumps(input_document(model, **plan)))
+
+
+def input_document(
     model: str | dict[str, Any],
     *,
     gpus: int,
@@ -36,9 +50,8 @@ def train(
     allow_oom: bool = False,
     first_stage_layers: int | None = None,
     last_stage_layers: int | None = None,
-    progress: Callable[[float], None] | None = None,
 ) -> dict[str, Any]:
-    """Simulate one training iteration; returns time, throughput, MFU, breakdown and memory."""
+    """The engine's input: model, plan (sizes, batch, options), accelerator and network."""
     m = resolve(model) if isinstance(model, str) else dict(model)
     acc = lookup("accelerators", accelerator) if isinstance(accelerator, str) else dict(accelerator)
     m.setdefault("kv_heads", m.get("heads"))
@@ -84,4 +97,4 @@ def train(
         "flash_attention": flash_attention,
         "allow_oom": allow_oom,
     }
-    return json.loads(_engine.run_training(json.dumps(doc), progress=progress))
+    return doc

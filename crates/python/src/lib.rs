@@ -7,7 +7,9 @@ use clustersim_engine::simai::build::Overlap;
 use clustersim_engine::simai::file::WorkloadFile;
 use clustersim_engine::simai::report::{LAYER_COLUMNS, SUMMARY_COLUMNS};
 use clustersim_engine::simai::run::{run_analytical as engine_run, AnalyticalConfig};
-use clustersim_engine::training::{run_training as engine_training, TrainingInput};
+use clustersim_engine::training::{
+    layer_seconds as engine_layer_seconds, run_training as engine_training, TrainingInput,
+};
 use clustersim_engine::InputError;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
@@ -149,6 +151,14 @@ fn run_training(py: Python<'_>, input: &str, progress: Option<Bound<'_, PyAny>>)
     serde_json::to_string(&report).map_err(|e| EngineInputError::new_err(e.to_string()))
 }
 
+/// Forward and backward seconds of one dense layer for one micro-batch (`input` as for run_training).
+#[pyfunction]
+fn layer_seconds(input: &str) -> PyResult<(f64, f64)> {
+    let input: TrainingInput =
+        serde_json::from_str(input).map_err(|e| EngineInputError::new_err(format!("training input: {e}")))?;
+    engine_layer_seconds(&input).map_err(input_err)
+}
+
 /// Read a SimAI workload file and write it back (checks it, normalises spacing).
 #[pyfunction]
 #[pyo3(signature = (path, text, *, lenient = false))]
@@ -183,6 +193,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_analytical, m)?)?;
     m.add_function(wrap_pyfunction!(rewrite_workload, m)?)?;
     m.add_function(wrap_pyfunction!(run_training, m)?)?;
+    m.add_function(wrap_pyfunction!(layer_seconds, m)?)?;
     m.add_function(wrap_pyfunction!(inspect_workload, m)?)?;
     Ok(())
 }

@@ -273,6 +273,34 @@ pub fn generate(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: 
     Ok(Generated { workload, model_flops })
 }
 
+/// One dense layer's forward then backward (with its recompute) for one micro-batch on one TP
+/// group, as IR: for per-layer timings. Returns the workload and the index of the last forward op.
+pub fn single_layer(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: bool) -> (Workload, u32) {
+    let t = plan.tp;
+    let layout = Layout::megatron(t, 1, 1, 1, 1);
+    let groups = vec![Group { name: "TP".into(), members: Membership::Dims(layout.mask(&[Axis::Tp])) }];
+    let costs = Costs { acc, model, plan, flash_attention };
+    let bt = costs.layer(false);
+    let act = 2 * plan.mbs as u64 * plan.seq * model.hidden;
+    let mut bld = Builder { prog: Program::default(), gate: Vec::new() };
+    forward_layer(&mut bld, model, plan, &bt, false, act);
+    let fwd_end = bld.prog.ops.len() as u32 - 1;
+    if plan.recompute == Recompute::Full {
+        forward_layer(&mut bld, model, plan, &bt, false, act);
+    }
+    backward_layer(&mut bld, model, plan, &bt, false, act);
+    let rows = ROWS.iter().map(|s| s.to_string()).collect();
+    let w = Workload {
+        layout,
+        groups,
+        programs: vec![bld.prog],
+        class_program: vec![0],
+        rank_class: vec![0; t as usize],
+        rows,
+    };
+    (w, fwd_end)
+}
+
 /// Parameters this GPU holds for `stage` (dense and expert), divided by TP (and EP for experts).
 pub fn stage_params(model: &Model, plan: &Plan, stage: u32) -> (u64, u64) {
     let mut dense = 0u64;

@@ -81,19 +81,7 @@ pub fn run_training(input: &TrainingInput, progress: &mut dyn FnMut(f64) -> bool
     }
     let generated = generate::generate(model, plan, acc, input.flash_attention)?;
     let w = &generated.workload;
-    let net = &input.network;
-    let platform = Platform {
-        gpus_per_server: plan.gpus_per_server,
-        nics_per_server: net.nics_per_server,
-        // SimAI's GPU type only supplies defaults; both bandwidths are given explicitly.
-        gpu: GpuType::H100,
-        nic: NicType::Cx7,
-        nvlink_busbw: Some(net.nvlink_busbw),
-        nic_busbw: Some(net.nic_busbw),
-    };
-    platform.validate()?;
-    let cost = AlphaBeta { platform, bandwidths: Bandwidths::Builtin(None), nvls_busbw: net.nvls_busbw };
-    let mut network = Analytical::new(Box::new(cost), plan.gpus_per_server);
+    let mut network = Analytical::new(Box::new(network_cost(input)?), plan.gpus_per_server);
     let exec = Executor::new(w)?.run(&mut network, progress)?;
     let iteration_ns = exec.end_ns;
     let parts = breakdown(w, &exec);
@@ -114,6 +102,33 @@ pub fn run_training(input: &TrainingInput, progress: &mut dyn FnMut(f64) -> bool
         events: exec.events,
         ops: w.programs.iter().map(|p| p.ops.len()).sum(),
     })
+}
+
+/// Forward and backward time (s) of one dense layer for one micro-batch, TP communication
+/// included, as the generator issues it (Korthikanti et al.'s Table 4 quantity).
+pub fn layer_seconds(input: &TrainingInput) -> Result<(f64, f64)> {
+    let (model, plan) = (&input.model, &input.plan);
+    let (w, fwd_end) = generate::single_layer(model, plan, &input.accelerator, input.flash_attention);
+    let mut network = Analytical::new(Box::new(network_cost(input)?), plan.gpus_per_server);
+    let exec = Executor::new(&w)?.run(&mut network, &mut |_| true)?;
+    let fwd = exec.timelines[0].end[fwd_end as usize];
+    Ok((fwd / 1e9, (exec.end_ns - fwd) / 1e9))
+}
+
+/// The analytical network of a training run: NCCL's α–β on the run's NVLink and NICs.
+fn network_cost(input: &TrainingInput) -> Result<AlphaBeta> {
+    let net = &input.network;
+    let platform = Platform {
+        gpus_per_server: input.plan.gpus_per_server,
+        nics_per_server: net.nics_per_server,
+        // SimAI's GPU type only supplies defaults; both bandwidths are given explicitly.
+        gpu: GpuType::H100,
+        nic: NicType::Cx7,
+        nvlink_busbw: Some(net.nvlink_busbw),
+        nic_busbw: Some(net.nic_busbw),
+    };
+    platform.validate()?;
+    Ok(AlphaBeta { platform, bandwidths: Bandwidths::Builtin(None), nvls_busbw: net.nvls_busbw })
 }
 
 /// Where the time of the stage that finishes last goes (its timeline spans the iteration), ns:
