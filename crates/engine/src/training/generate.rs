@@ -397,27 +397,18 @@ fn backward_block(bld: &mut Builder, plan: &Plan, data_ns: f64, weight_ns: f64, 
         // Output gradient of the row-parallel linear, gathered before the data gradient.
         bld.coll(Collective::AllGather, TP, act, row, Phase::InputGrad, true);
     }
+    // With SP the sequence-sharded input is re-gathered for the weight gradient; Megatron issues
+    // it before the data-gradient GEMM, so it runs under that GEMM.
+    let regather = (tp && plan.sp).then(|| bld.coll(Collective::AllGather, TP, act, row, Phase::WeightGrad, false));
     let d = bld.compute(data_ns, row, Phase::InputGrad);
     let mut next = Vec::new();
     if tp {
+        // The input gradient's reduction overlaps the weight-gradient GEMM.
         let c = if plan.sp { Collective::ReduceScatter } else { Collective::AllReduce };
         next.push(bld.coll(c, TP, act, row, Phase::InputGrad, false));
     }
-    let regather = if tp && plan.sp {
-        // The sequence-sharded input, re-gathered for the weight gradient, under the data GEMM.
-        let deps = vec![d];
-        Some(bld.push(
-            OpKind::Collective { collective: Collective::AllGather, group: TP, bytes: act },
-            deps,
-            row,
-            Phase::WeightGrad,
-        ))
-    } else {
-        None
-    };
     bld.gate = std::iter::once(d).chain(regather).collect();
-    let w = bld.compute(weight_ns, row, Phase::WeightGrad);
-    next.push(w);
+    next.push(bld.compute(weight_ns, row, Phase::WeightGrad));
     bld.gate = next;
 }
 
