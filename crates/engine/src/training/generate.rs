@@ -512,21 +512,11 @@ mod tests {
 #[cfg(test)]
 mod sizes {
     use super::*;
-    use crate::training::hardware::Efficiency;
     use crate::training::model::Moe;
     use std::collections::BTreeSet;
 
     fn gpu() -> Accelerator {
-        Accelerator {
-            name: "gpu".into(),
-            matmul_tflops: 300.0,
-            vector_tflops: 20.0,
-            hbm_gb: 80.0,
-            hbm_tbps: 2.0,
-            matmul_efficiency: Efficiency(vec![(0.0, 1.0)]),
-            memory_efficiency: Efficiency(vec![(0.0, 1.0)]),
-            kernel_overhead_ns: 0.0,
-        }
+        Accelerator::ideal()
     }
 
     fn plan(tp: u32, pp: u32, ep: u32, cp: u32, sp: bool, dp: DataParallel) -> Plan {

@@ -53,6 +53,21 @@ pub struct Accelerator {
 }
 
 impl Accelerator {
+    /// A GPU that runs every op at its peak (300 TFLOP/s, 2 TB/s), for tests of the schedule.
+    #[cfg(test)]
+    pub fn ideal() -> Accelerator {
+        Accelerator {
+            name: "ideal".into(),
+            matmul_tflops: 300.0,
+            vector_tflops: 20.0,
+            hbm_gb: 80.0,
+            hbm_tbps: 2.0,
+            matmul_efficiency: Efficiency(vec![(0.0, 1.0)]),
+            memory_efficiency: Efficiency(vec![(0.0, 1.0)]),
+            kernel_overhead_ns: 0.0,
+        }
+    }
+
     /// ns for a matrix multiplication C[m×n] = A[m×k] · B[k×n] in 2-byte elements.
     pub fn gemm_ns(&self, m: f64, n: f64, k: f64) -> f64 {
         let flops = 2.0 * m * n * k;

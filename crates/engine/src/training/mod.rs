@@ -155,7 +155,6 @@ pub fn breakdown(w: &Workload, exec: &Execution) -> Vec<(String, f64)> {
 
 #[cfg(test)]
 mod tests {
-    use super::hardware::Efficiency;
     use super::model::Family;
     use super::plan::{DataParallel, Recompute};
     use super::*;
@@ -194,16 +193,7 @@ mod tests {
             first_stage_layers: None,
             last_stage_layers: None,
         };
-        let accelerator = Accelerator {
-            name: "gpu".into(),
-            matmul_tflops: 300.0,
-            vector_tflops: 20.0,
-            hbm_gb: 80.0,
-            hbm_tbps: 2.0,
-            matmul_efficiency: Efficiency(vec![(0.0, 1.0)]),
-            memory_efficiency: Efficiency(vec![(0.0, 1.0)]),
-            kernel_overhead_ns: 0.0,
-        };
+        let accelerator = Accelerator::ideal();
         let network = Network { nvlink_busbw: 1e6, nvls_busbw: None, nic_busbw: 1e6, nics_per_server: 8 };
         TrainingInput { model, plan, accelerator, network, flash_attention: true, allow_oom: false }
     }
