@@ -115,7 +115,6 @@ fn run_analytical<'py>(
     out.set_item("csv", r.to_csv())?;
     out.set_item("warnings", &run.warnings)?;
     out.set_item("simulate_seconds", run.simulate_seconds)?;
-    out.set_item("schedule_us", r.schedule_us)?;
     out.set_item("events", run.execution.events)?;
     let w = &run.workload;
     let h = &w.file.header;

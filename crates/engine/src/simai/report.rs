@@ -53,8 +53,6 @@ pub struct Report {
     pub summary: [f64; 9],
     pub layer_names: Vec<String>,
     pub layers: Vec<[f64; 15]>,
-    /// Simulated end of the iteration's schedule (µs), before bubble and PP terms.
-    pub schedule_us: f64,
 }
 
 /// Settings of the report that the schedule does not carry.
@@ -218,7 +216,6 @@ impl Report {
             summary,
             layer_names: sw.file.rows.iter().map(|r| r.name.clone()).collect(),
             layers,
-            schedule_us: exec.end_ns / 1000.0,
         }
     }
 

@@ -32,7 +32,7 @@ pub fn memory(model: &Model, plan: &Plan, flash_attention: bool) -> Memory {
     let (s, b, h, a, t) =
         ((plan.seq / plan.cp as u64) as f64, plan.mbs as f64, model.hidden as f64, model.heads as f64, plan.tp as f64);
     let kv = model.kv_heads as f64 / model.heads as f64;
-    // Attention K,V shrink with GQA; flash attention keeps no s×s scores.
+    // Flash attention keeps no s×s scores.
     let scores = if flash_attention { 0.0 } else { 5.0 * a * s / h };
     // K and V are 2 of the 11·s·b·h attention activation bytes; GQA shrinks them by g/a.
     let attn_kv = 2.0 * kv;
@@ -43,6 +43,8 @@ pub fn memory(model: &Model, plan: &Plan, flash_attention: bool) -> Memory {
         (Recompute::None, true) => s * b * h * (32.0 + attn_kv + scores) / t,
         (Recompute::None, false) => s * b * h * (10.0 + (22.0 + attn_kv + scores) / t),
     };
+    // A MoE layer's MLP activations (19 of the 34·s·b·h, about half) grow with the k experts each
+    // token visits and their width relative to the dense FFN.
     let moe_factor =
         model.moe.as_ref().map_or(1.0, |m| 1.0 + m.topk as f64 * m.expert_ffn as f64 / (2.0 * model.ffn.max(1) as f64));
     // The first stage holds the most micro-batches in flight.
