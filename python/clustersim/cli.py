@@ -8,7 +8,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from clustersim.errors import InputError
 
@@ -211,6 +211,17 @@ def add_train(sub: argparse._SubParsersAction) -> None:
         "--gbs 1024 --seq 8192 --sp --dist-opt",
         allow_abbrev=False,
     )
+    add_plan_arguments(p)
+    p.add_argument(
+        "--allow-oom", action="store_true", help="simulate even if the plan does not fit in memory"
+    )
+    p.add_argument("-o", "--output", help="also write the result as JSON to OUTPUT")
+    p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    p.set_defaults(func=run_train)
+
+
+def add_plan_arguments(p: argparse.ArgumentParser) -> None:
+    """Model, accelerator and parallel plan: shared by `train` and `workload generate`."""
     p.add_argument("--model", required=True, help="catalog name, a YAML/JSON model file, or a HF config.json")
     p.add_argument("--gpus", type=count, required=True, help="number of GPUs")
     p.add_argument("--gpu", default="h100", help="accelerator name from the catalog (default h100)")
@@ -236,21 +247,14 @@ def add_train(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gpus-per-server", type=count, default=8)
     p.add_argument("--nics-per-server", type=count, help="default: one per GPU")
     p.add_argument("--nic-busbw", type=float, help="bus bandwidth per NIC, GB/s (default: the accelerator's)")
-    p.add_argument(
-        "--allow-oom", action="store_true", help="simulate even if the plan does not fit in memory"
-    )
     for flag in ("layers", "hidden", "heads", "kv-heads", "ffn", "vocab", "experts", "topk"):
         p.add_argument(f"--{flag}", type=count, help=f"override the model's {flag.replace('-', ' ')}")
-    p.add_argument("-o", "--output", help="also write the result as JSON to OUTPUT")
-    p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
-    p.set_defaults(func=run_train)
 
 
-def run_train(args: argparse.Namespace) -> int:
+def plan_from_args(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """(model, accelerator, plan keyword arguments) from `add_plan_arguments`' flags."""
     from clustersim.catalog import lookup
     from clustersim.models import resolve
-    from clustersim.output import atomic_outputs, write_text
-    from clustersim.training import train
 
     model = resolve(
         args.model,
@@ -269,32 +273,38 @@ def run_train(args: argparse.Namespace) -> int:
         model["moe"] = moe
     accelerator = lookup("accelerators", args.gpu, args.accelerators)
     dp = "distributed_optimizer" if args.dist_opt else f"zero{args.zero}" if args.zero else "ddp"
+    plan = dict(
+        gpus=args.gpus,
+        accelerator=accelerator,
+        tp=args.tp,
+        pp=args.pp,
+        vpp=args.vpp,
+        ep=args.ep,
+        cp=args.cp,
+        mbs=args.mbs,
+        gbs=args.gbs,
+        seq=args.seq,
+        sp=args.sp,
+        dp=dp,
+        recompute=args.recompute,
+        flash_attention=not args.no_flash_attn,
+        gpus_per_server=args.gpus_per_server,
+        nics_per_server=args.nics_per_server,
+        nic_busbw=args.nic_busbw,
+        first_stage_layers=args.first_stage_layers,
+        last_stage_layers=args.last_stage_layers,
+    )
+    return model, accelerator, plan
+
+
+def run_train(args: argparse.Namespace) -> int:
+    from clustersim.output import atomic_outputs, write_text
+    from clustersim.training import train
+
+    model, accelerator, plan = plan_from_args(args)
     progress = Progress("simulating")
     try:
-        result = train(
-            model,
-            gpus=args.gpus,
-            accelerator=accelerator,
-            tp=args.tp,
-            pp=args.pp,
-            vpp=args.vpp,
-            ep=args.ep,
-            cp=args.cp,
-            mbs=args.mbs,
-            gbs=args.gbs,
-            seq=args.seq,
-            sp=args.sp,
-            dp=dp,
-            recompute=args.recompute,
-            flash_attention=not args.no_flash_attn,
-            gpus_per_server=args.gpus_per_server,
-            nics_per_server=args.nics_per_server,
-            nic_busbw=args.nic_busbw,
-            allow_oom=args.allow_oom,
-            first_stage_layers=args.first_stage_layers,
-            last_stage_layers=args.last_stage_layers,
-            progress=progress,
-        )
+        result = train(model, allow_oom=args.allow_oom, progress=progress, **plan)
     finally:
         progress.close()
     doc = {"model": model["name"], "accelerator": accelerator["name"], "gpus": args.gpus} | result
@@ -307,8 +317,8 @@ def run_train(args: argparse.Namespace) -> int:
     print(
         f"{model['name']} on {args.gpus} × {accelerator['name']}: {result['params'] / 1e9:.2f} B parameters"
     )
-    plan = f"{result['micro_batches']} micro-batches, DP {result['dp']}"
-    print(f"iteration time  {result['iteration_s']:10.3f} s   ({plan})")
+    shape = f"{result['micro_batches']} micro-batches, DP {result['dp']}"
+    print(f"iteration time  {result['iteration_s']:10.3f} s   ({shape})")
     print(f"throughput      {result['tokens_per_s']:10.0f} tokens/s")
     print(f"MFU             {result['mfu'] * 100:10.1f} %")
     for part, seconds in result["breakdown_s"]:
@@ -325,7 +335,7 @@ def run_train(args: argparse.Namespace) -> int:
 
 
 def add_workload(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("workload", help="check or rewrite SimAI workload files", allow_abbrev=False)
+    p = sub.add_parser("workload", help="generate, check or rewrite SimAI workload files", allow_abbrev=False)
     wsub = p.add_subparsers(dest="workload_command", required=True, metavar="ACTION")
     c = wsub.add_parser("check", help="read a workload file and report its header and row count")
     c.add_argument("file")
@@ -338,6 +348,25 @@ def add_workload(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--lenient", action="store_true", help="accept a wrong row count on line 2")
     r.add_argument("--json", action="store_true", help="print what was written as JSON on stdout")
     r.set_defaults(func=run_workload_rewrite)
+    g = wsub.add_parser(
+        "generate",
+        help="write one training iteration as a SimAI workload file (no GPU needed)",
+        description=(
+            "Write one pipeline stage of a Megatron-Core iteration as a SimAI workload file: the"
+            " collectives Megatron issues, or with --aicb-compat exactly the rows AICB writes."
+            " Compute times come from clustersim's roofline model."
+        ),
+        epilog="example: clustersim workload generate --model gpt-175b --gpus 1024 --tp 8 --pp 8 --sp "
+        "--gbs 1024 --seq 2048 -o gpt175b.txt",
+        allow_abbrev=False,
+    )
+    add_plan_arguments(g)
+    g.add_argument(
+        "--aicb-compat", action="store_true", help="AICB's rows and quirks (to compare with SimAI)"
+    )
+    g.add_argument("-o", "--output", required=True, help="where to write the workload file")
+    g.add_argument("--json", action="store_true", help="print what was written as JSON on stdout")
+    g.set_defaults(func=run_workload_generate)
 
 
 def run_workload_check(args: argparse.Namespace) -> int:
@@ -371,6 +400,22 @@ def run_workload_rewrite(args: argparse.Namespace) -> int:
         write_text(stage(args.output), text)
     if args.json:
         print(json.dumps({"input": args.file, "output": args.output}))
+    return 0
+
+
+def run_workload_generate(args: argparse.Namespace) -> int:
+    from clustersim.output import atomic_outputs, write_text
+    from clustersim.training import workload_text
+
+    model, _, plan = plan_from_args(args)
+    text = workload_text(model, aicb_compat=args.aicb_compat, **plan)
+    with atomic_outputs() as stage:
+        write_text(stage(args.output), text)
+    rows = int(text.split("\n", 2)[1])
+    if args.json:
+        print(json.dumps({"output": args.output, "rows": rows, "aicb_compat": args.aicb_compat}))
+    else:
+        print(f"wrote {args.output}: {rows} rows ({'AICB rows' if args.aicb_compat else 'Megatron-Core'})")
     return 0
 
 

@@ -21,6 +21,12 @@ def train(
     return json.loads(_engine.run_training(json.dumps(input_document(model, **plan)), progress=progress))
 
 
+def workload_text(model: str | dict[str, Any], *, aicb_compat: bool = False, **plan: Any) -> str:
+    """One iteration of one pipeline stage as a SimAI workload file (same arguments as `train`):
+    the collectives Megatron-Core issues, or with `aicb_compat` the rows AICB writes."""
+    return _engine.generate_workload(json.dumps(input_document(model, **plan)), aicb_compat=aicb_compat)
+
+
 def layer_times(model: str | dict[str, Any], **plan: Any) -> tuple[float, float]:
     """Forward and backward seconds of one dense layer for one micro-batch, TP communication
     included (same arguments as `train`)."""

@@ -7,6 +7,7 @@ use clustersim_engine::simai::build::Overlap;
 use clustersim_engine::simai::file::WorkloadFile;
 use clustersim_engine::simai::report::{LAYER_COLUMNS, SUMMARY_COLUMNS};
 use clustersim_engine::simai::run::{run_analytical as engine_run, AnalyticalConfig};
+use clustersim_engine::training::simai_rows::{simai_workload, Flavor};
 use clustersim_engine::training::{
     layer_seconds as engine_layer_seconds, run_training as engine_training, TrainingInput,
 };
@@ -158,6 +159,19 @@ fn layer_seconds(input: &str) -> PyResult<(f64, f64)> {
     engine_layer_seconds(&input).map_err(input_err)
 }
 
+/// A training iteration as SimAI workload file text (`input` as for run_training): Megatron's
+/// collectives, or AICB's rows with `aicb_compat`.
+#[pyfunction]
+#[pyo3(signature = (input, *, aicb_compat = false))]
+fn generate_workload(input: &str, aicb_compat: bool) -> PyResult<String> {
+    let input: TrainingInput =
+        serde_json::from_str(input).map_err(|e| EngineInputError::new_err(format!("training input: {e}")))?;
+    let flavor = if aicb_compat { Flavor::Aicb } else { Flavor::Megatron };
+    let f = simai_workload(&input.model, &input.plan, &input.accelerator, input.flash_attention, flavor)
+        .map_err(input_err)?;
+    Ok(f.to_text())
+}
+
 /// Read a SimAI workload file and write it back (checks it, normalises spacing).
 #[pyfunction]
 #[pyo3(signature = (path, text, *, lenient = false))]
@@ -193,6 +207,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rewrite_workload, m)?)?;
     m.add_function(wrap_pyfunction!(run_training, m)?)?;
     m.add_function(wrap_pyfunction!(layer_seconds, m)?)?;
+    m.add_function(wrap_pyfunction!(generate_workload, m)?)?;
     m.add_function(wrap_pyfunction!(inspect_workload, m)?)?;
     Ok(())
 }

@@ -42,6 +42,16 @@ pub struct Header {
     pub checkpoints: Vec<u32>,
     pub checkpoint_initiates: Vec<u32>,
     pub pp_comm: u64,
+    /// AICB writes pp_comm as a Python float ("6291456.0") when it divides it by TP.
+    pub pp_comm_decimal: bool,
+}
+
+fn pp_comm_text(h: &Header) -> String {
+    if h.pp_comm_decimal {
+        format!("{}.0", h.pp_comm)
+    } else {
+        h.pp_comm.to_string()
+    }
 }
 
 /// The group a row's collective runs in, from the type's suffix.
@@ -186,6 +196,7 @@ fn parse_header(path: &str, line: &str) -> Result<Header> {
         checkpoints: Vec::new(),
         checkpoint_initiates: Vec::new(),
         pp_comm: 0,
+        pp_comm_decimal: false,
     };
     match keyword {
         "MICRO" => {
@@ -276,6 +287,7 @@ fn parse_header(path: &str, line: &str) -> Result<Header> {
                     ));
                 }
                 h.pp_comm = x as u64;
+                h.pp_comm_decimal = v.contains('.');
                 h.variant = if key == "pp_comm:" { HeaderVariant::Current } else { HeaderVariant::PpCommNoColon };
             }
             _ => {
@@ -404,8 +416,8 @@ impl WorkloadFile {
                 line.push(' ');
                 line.push_str(&checkpoint_tokens(h));
                 match h.variant {
-                    HeaderVariant::Current => line.push_str(&format!(" pp_comm: {}", h.pp_comm)),
-                    HeaderVariant::PpCommNoColon => line.push_str(&format!(" pp_comm {}", h.pp_comm)),
+                    HeaderVariant::Current => line.push_str(&format!(" pp_comm: {}", pp_comm_text(h))),
+                    HeaderVariant::PpCommNoColon => line.push_str(&format!(" pp_comm {}", pp_comm_text(h))),
                     _ => {}
                 }
                 line

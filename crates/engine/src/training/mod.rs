@@ -7,6 +7,7 @@ pub mod hardware;
 pub mod memory;
 pub mod model;
 pub mod plan;
+pub mod simai_rows;
 
 use serde::{Deserialize, Serialize};
 
