@@ -111,3 +111,28 @@ def test_train_command(run_cli):
     assert doc["model"] == "llama3-8b" and doc["iteration_s"] > 0
     rc, out, err = run_cli("train", "--model", "llama3-8b", "--gpus", "16", "--tp", "3", "--gbs", "16")
     assert rc == 2 and err.startswith("clustersim: error: plan: tp:") and len(err.splitlines()) == 1
+
+
+def test_train_writes_summary_layers_trace_and_charts(run_cli, tmp_path):
+    args = "train --model llama3-8b --gpus 16 --tp 4 --pp 2 --gbs 16 --seq 4096 --sp -r out/r- -v"
+    code, _, err = run_cli(*args.split())
+    assert code == 0, err
+    out = tmp_path / "out"
+    summary = json.loads((out / "r-summary.json").read_text())
+    trace = json.loads((out / "r-trace.json").read_text())
+    events = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    # Two stage classes, and every op of each is an event.
+    assert {e["pid"] for e in events} == {0, 1}
+    assert len(events) == summary["ops"]
+    lines = (out / "r-layers.csv").read_text().splitlines()
+    assert lines[0] == "layer,compute_s,exposed_comm_s,comm_s"
+    compute = sum(float(line.split(",")[1]) for line in lines[1:])
+    assert compute == pytest.approx(dict(summary["breakdown_s"])["compute"], rel=1e-6)
+    assert (out / "r-chart.png").stat().st_size > 10_000
+    assert "<svg" in (out / "r-chart.html").read_text()
+
+
+def test_train_visual_needs_a_prefix(run_cli, tmp_path):
+    code, _, err = run_cli(*"train --model llama3-8b --gpus 8 --tp 8 --gbs 8 -v".split())
+    assert code == 2 and "-r PREFIX" in err
+    assert list(tmp_path.iterdir()) == []

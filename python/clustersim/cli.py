@@ -216,6 +216,12 @@ def add_train(sub: argparse._SubParsersAction) -> None:
         "--allow-oom", action="store_true", help="simulate even if the plan does not fit in memory"
     )
     p.add_argument("-o", "--output", help="also write the result as JSON to OUTPUT")
+    p.add_argument(
+        "-r",
+        "--result-prefix",
+        help="write PREFIXsummary.json, PREFIXlayers.csv and PREFIXtrace.json (Chrome/Perfetto)",
+    )
+    p.add_argument("-v", "--visual", action="store_true", help="with -r: also PREFIXchart.png and .html")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     p.set_defaults(func=run_train)
 
@@ -299,18 +305,36 @@ def plan_from_args(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, 
 
 def run_train(args: argparse.Namespace) -> int:
     from clustersim.output import atomic_outputs, write_text
-    from clustersim.training import train
+    from clustersim.training import chart_inputs, layers_csv, train
 
+    if args.visual and not args.result_prefix:
+        raise InputError("-v/--visual: charts are written next to the other results; give -r PREFIX too")
     model, accelerator, plan = plan_from_args(args)
     progress = Progress("simulating")
     try:
-        result = train(model, allow_oom=args.allow_oom, progress=progress, **plan)
+        result = train(
+            model, allow_oom=args.allow_oom, trace=bool(args.result_prefix), progress=progress, **plan
+        )
     finally:
         progress.close()
+    trace = result.pop("trace", None)
     doc = {"model": model["name"], "accelerator": accelerator["name"], "gpus": args.gpus} | result
-    if args.output:
-        with atomic_outputs() as stage:
-            write_text(stage(args.output), json.dumps(doc, indent=2, allow_nan=False) + "\n")
+    text = json.dumps(doc, indent=2, allow_nan=False) + "\n"
+    with atomic_outputs() as stage:
+        if args.output:
+            write_text(stage(args.output), text)
+        if args.result_prefix:
+            prefix = args.result_prefix
+            write_text(stage(prefix + "summary.json"), text)
+            write_text(stage(prefix + "layers.csv"), layers_csv(result))
+            write_text(stage(prefix + "trace.json"), trace or "")
+            if args.visual:
+                from clustersim import charts
+
+                summary, layers = chart_inputs(result)
+                title = f"{model['name']} on {args.gpus} × {accelerator['name']}"
+                charts.write_png(summary, layers, title, stage(prefix + "chart.png"))
+                charts.write_html(summary, layers, title, stage(prefix + "chart.html"))
     if args.json:
         print(json.dumps(doc, indent=2, allow_nan=False))
         return 0

@@ -9,6 +9,7 @@ from typing import Any
 from clustersim import _engine
 from clustersim.catalog import lookup
 from clustersim.models import resolve
+from clustersim.table import Table
 
 MODEL_KEYS = ("family", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq_len", "moe", "mla")
 
@@ -54,6 +55,7 @@ def input_document(
     nics_per_server: int | None = None,
     nic_busbw: float | None = None,
     allow_oom: bool = False,
+    trace: bool = False,
     first_stage_layers: int | None = None,
     last_stage_layers: int | None = None,
 ) -> dict[str, Any]:
@@ -102,5 +104,34 @@ def input_document(
         },
         "flash_attention": flash_attention,
         "allow_oom": allow_oom,
+        "trace": trace,
     }
     return doc
+
+
+def chart_inputs(result: dict[str, Any]) -> tuple[dict[str, float], Table]:
+    """A `train()` result in the shape the charts take: summary in µs per part, and per-layer times."""
+    keys = {"compute": "compute_us", "bubble": "bubble_us"}
+    summary = {"total_us": result["iteration_s"] * 1e6}
+    for part, seconds in result["breakdown_s"]:
+        group = part.removeprefix("exposed ").removesuffix(" comm").lower()
+        summary[keys.get(part, f"exposed_{group}_us")] = seconds * 1e6
+    layers = result["layers"]
+    table = Table(
+        {
+            "layer_name": [x["name"] for x in layers],
+            "fwd compute": [x["compute_s"] * 1e6 for x in layers],
+            "fwd exposed comm": [x["exposed_comm_s"] * 1e6 for x in layers],
+            "fwd total comm": [x["comm_s"] * 1e6 for x in layers],
+        }
+    )
+    return summary, table
+
+
+def layers_csv(result: dict[str, Any]) -> str:
+    """Per-layer times of the stage that finishes last, as CSV (seconds)."""
+    lines = ["layer,compute_s,exposed_comm_s,comm_s"]
+    for x in result["layers"]:
+        name = x["name"].replace('"', '""')
+        lines.append(f'"{name}",{x["compute_s"]:.9g},{x["exposed_comm_s"]:.9g},{x["comm_s"]:.9g}')
+    return "\n".join(lines) + "\n"

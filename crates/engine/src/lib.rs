@@ -8,6 +8,7 @@ pub mod exposure;
 pub mod layout;
 pub mod network;
 pub mod simai;
+pub mod trace;
 pub mod training;
 pub mod workload;
 

@@ -46,6 +46,19 @@ pub struct TrainingInput {
     pub flash_attention: bool,
     #[serde(default)]
     pub allow_oom: bool,
+    /// Also return the Chrome/Perfetto trace of the simulated iteration.
+    #[serde(default)]
+    pub trace: bool,
+}
+
+/// Time per row label (layer name) of the stage that finishes last, summed over its ops.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LayerTime {
+    pub name: String,
+    pub compute_s: f64,
+    pub exposed_comm_s: f64,
+    /// All communication time, overlapped or not.
+    pub comm_s: f64,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -63,6 +76,9 @@ pub struct TrainingReport {
     pub memory_fits: bool,
     pub events: u64,
     pub ops: usize,
+    pub layers: Vec<LayerTime>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
 }
 
 pub fn run_training(input: &TrainingInput, progress: &mut dyn FnMut(f64) -> bool) -> Result<TrainingReport> {
@@ -85,7 +101,7 @@ pub fn run_training(input: &TrainingInput, progress: &mut dyn FnMut(f64) -> bool
     let mut network = Analytical::new(Box::new(network_cost(input)?), plan.gpus_per_server);
     let exec = Executor::new(w)?.run(&mut network, progress)?;
     let iteration_ns = exec.end_ns;
-    let parts = breakdown(w, &exec);
+    let (parts, layers) = breakdown(w, &exec);
     let (params, active) = model.params();
     let tokens = plan.gbs as f64 * plan.seq as f64;
     let seconds = iteration_ns / 1e9;
@@ -102,6 +118,8 @@ pub fn run_training(input: &TrainingInput, progress: &mut dyn FnMut(f64) -> bool
         memory_fits: fits,
         events: exec.events,
         ops: w.programs.iter().map(|p| p.ops.len()).sum(),
+        layers,
+        trace: input.trace.then(|| crate::trace::chrome_trace(w, &exec)),
     })
 }
 
@@ -133,8 +151,9 @@ fn network_cost(input: &TrainingInput) -> Result<AlphaBeta> {
 }
 
 /// Where the time of the stage that finishes last goes (its timeline spans the iteration), ns:
-/// compute, exposed communication per group, and the bubble (idle with nothing in flight).
-pub fn breakdown(w: &Workload, exec: &Execution) -> Vec<(String, f64)> {
+/// compute, exposed communication per group, and the bubble (idle with nothing in flight); and
+/// the same stage's time per row label.
+pub fn breakdown(w: &Workload, exec: &Execution) -> (Vec<(String, f64)>, Vec<LayerTime>) {
     let end = |c: usize| exec.timelines[c].end.iter().copied().fold(0.0, f64::max);
     let last = (0..exec.timelines.len()).max_by(|&a, &b| end(a).total_cmp(&end(b)).then(b.cmp(&a))).unwrap_or(0);
     let prog = &w.programs[w.class_program[last] as usize];
@@ -151,7 +170,24 @@ pub fn breakdown(w: &Workload, exec: &Execution) -> Vec<(String, f64)> {
         parts.push((format!("exposed {} comm", group.name), exposed));
     }
     parts.push(("bubble".into(), ex.idle_ns));
-    parts
+    let tl = &exec.timelines[last];
+    let mut layers: Vec<LayerTime> = w
+        .rows
+        .iter()
+        .map(|n| LayerTime { name: n.clone(), compute_s: 0.0, exposed_comm_s: 0.0, comm_s: 0.0 })
+        .collect();
+    for (i, op) in prog.ops.iter().enumerate() {
+        let Some(l) = layers.get_mut(op.row as usize) else { continue };
+        let d = (tl.end[i] - tl.start[i]).max(0.0) / 1e9;
+        if matches!(op.kind, OpKind::Compute { .. }) {
+            l.compute_s += d;
+        } else {
+            l.comm_s += d;
+            l.exposed_comm_s += ex.exposed[i] / 1e9;
+        }
+    }
+    layers.retain(|l| l.compute_s + l.comm_s > 0.0);
+    (parts, layers)
 }
 
 #[cfg(test)]
@@ -196,7 +232,7 @@ mod tests {
         };
         let accelerator = Accelerator::ideal();
         let network = Network { nvlink_busbw: 1e6, nvls_busbw: None, nic_busbw: 1e6, nics_per_server: 8 };
-        TrainingInput { model, plan, accelerator, network, flash_attention: true, allow_oom: false }
+        TrainingInput { model, plan, accelerator, network, flash_attention: true, allow_oom: false, trace: false }
     }
 
     /// Communication that takes no time, so only the schedule shapes the timeline.
@@ -215,7 +251,7 @@ mod tests {
         let g = generate::generate(&i.model, &i.plan, &i.accelerator, true).unwrap();
         let exec =
             Executor::new(&g.workload).unwrap().run(&mut Analytical::new(Box::new(Free), 8), &mut |_| true).unwrap();
-        let parts = breakdown(&g.workload, &exec);
+        let (parts, _) = breakdown(&g.workload, &exec);
         let total: f64 = parts.iter().map(|(_, v)| v).sum();
         assert!((total - exec.end_ns).abs() < 1e-9 * exec.end_ns, "breakdown sums to the iteration");
         let bubble = parts.iter().find(|(k, _)| k == "bubble").unwrap().1;
