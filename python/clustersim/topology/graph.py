@@ -5,6 +5,7 @@ nodes): node attribute `kind` (`gpu`, `nvswitch`, `switch`), edge attributes `ba
 `latency` (s) and `error_rate`; graph attributes `gpus_per_server`, `gpu_type`, `name`.
 `from_networkx` reads the same attributes back. Nodes labelled 0 … n−1 keep their numbers; other
 labels are renumbered GPUs first, then NVSwitches, then switches, each in the graph's node order.
+Links come in the graph's edge order, each written from its lower to its higher node number.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ def from_networkx(
     links = []
     for u, v, data in graph.edges(data=True):
         values = [_edge_value(u, v, data, name) for name in ("bandwidth", "latency")]
-        links.append(Link(index[u], index[v], values[0], values[1], float(data.get("error_rate", 0.0))))
+        a, b = sorted((index[u], index[v]))
+        links.append(Link(a, b, values[0], values[1], float(data.get("error_rate", 0.0))))
     topo = Topology(
         kinds=[kinds[n] for n in sorted(index, key=index.__getitem__)],
         links=links,
