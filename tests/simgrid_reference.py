@@ -10,6 +10,13 @@ shares bandwidth max-min fairly with the other flows on each link it crosses, re
 flow starts or ends. `network/TCP-gamma:0` removes the TCP window bound and `network/crosstraffic:0`
 the reverse ACK traffic, so a lone flow takes exactly Σ latency + bytes / min bandwidth.
 
+CM02 is RTT-unfair: flows on a shared link get rates in inverse proportion to their route latencies
+(measured with SimGrid 3.32: flows with 1 ms and 3 ms routes on one bottleneck get 3/4 and 1/4 of
+it). The flow model under test shares equally, so by default (`equal_share=True`) the SimGrid links
+get latency 0 and each sender first waits its route's latency: the same result as SimGrid's own
+latency phase, which loads no link, but with equal weights. `equal_share=False` puts the latencies
+on the SimGrid links instead.
+
 Platform: one `Full`-routing zone. A full-duplex link is one SPLITDUPLEX SimGrid link (each
 direction its own capacity), a directed link is a SHARED link used in one direction only. Each flow
 gets two hosts of its own (`f<i>s`, `f<i>d`) and one route between them: the list of its topology
@@ -41,10 +48,19 @@ def simgrid_available() -> bool:
 
 
 def completion_times(
-    links: list[Link], flows: list[Flow], routes: list[list[int]], timeout: float = 300
+    links: list[Link],
+    flows: list[Flow],
+    routes: list[list[int]],
+    equal_share: bool = True,
+    timeout: float = 300,
 ) -> list[float]:
     """Completion time (s, absolute) of each flow, simulated by SimGrid."""
-    doc = {"links": [list(lk) for lk in links], "flows": [list(f) for f in flows], "routes": routes}
+    doc = {
+        "links": [list(lk) for lk in links],
+        "flows": [list(f) for f in flows],
+        "routes": routes,
+        "equal_share": equal_share,
+    }
     proc = subprocess.run(
         [SYSTEM_PYTHON, __file__],
         input=json.dumps(doc),
@@ -56,6 +72,16 @@ def completion_times(
     if proc.returncode != 0:
         raise RuntimeError(f"SimGrid run failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def route_latencies(links: list[Link], routes: list[list[int]]) -> list[float]:
+    """Σ latency (s) of each route, using the first link between each pair of nodes."""
+    latency: dict[tuple[int, int], float] = {}
+    for u, v, _, lat, duplex in links:
+        latency.setdefault((u, v), lat)
+        if duplex:
+            latency.setdefault((v, u), lat)
+    return [sum(latency[(a, b)] for a, b in zip(r, r[1:], strict=False)) for r in routes]
 
 
 def platform_xml(links: list[Link], flows: list[Flow], routes: list[list[int]]) -> str:
@@ -102,7 +128,11 @@ def _run_simgrid(doc: dict) -> list[float]:  # runs under /usr/bin/python3
 
     links = [tuple(x) for x in doc["links"]]
     flows = [tuple(x) for x in doc["flows"]]
-    xml = platform_xml(links, flows, doc["routes"])
+    xml = platform_xml(links, flows, doc["routes"])  # checks every route
+    wait = [0.0] * len(flows)
+    if doc["equal_share"]:
+        wait = route_latencies(links, doc["routes"])
+        xml = platform_xml([(u, v, bw, 0.0, duplex) for u, v, bw, _, duplex in links], flows, doc["routes"])
     config = [
         "--cfg=network/model:CM02",
         "--cfg=network/TCP-gamma:0",
@@ -119,8 +149,8 @@ def _run_simgrid(doc: dict) -> list[float]:  # runs under /usr/bin/python3
     done = [float("nan")] * len(flows)
 
     def send(i: int, size: int, start: float) -> None:
-        if start > 0:
-            simgrid.this_actor.sleep_for(start)
+        if start + wait[i] > 0:
+            simgrid.this_actor.sleep_for(start + wait[i])
         simgrid.Mailbox.by_name(f"m{i}").put(i, size)  # whole bytes
 
     def receive(i: int) -> None:

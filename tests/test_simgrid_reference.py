@@ -13,14 +13,29 @@ GB = 1e9
 def test_lone_transfer_is_latency_plus_size_over_bandwidth():
     # formats.md §10: 1 GB over 1.25 GBps and 1 µs takes 0.800001 s with CM02, no TCP window, no
     # cross-traffic (LV08 would give 0.8660 s, CM02 with cross-traffic 0.8400 s).
-    (t,) = completion_times([(0, 1, 1.25e9, 1e-6, True)], [(0, 1, GB, 0.0)], [[0, 1]])
-    assert t == pytest.approx(0.800001, rel=1e-9)
+    for equal_share in (True, False):
+        (t,) = completion_times([(0, 1, 1.25e9, 1e-6, True)], [(0, 1, GB, 0.0)], [[0, 1]], equal_share)
+        assert t == pytest.approx(0.800001, rel=1e-9)
 
 
 def test_latencies_add_and_the_slowest_link_limits():
     links = [(0, 1, 10e9, 1e-6, True), (1, 2, 2e9, 3e-6, True), (2, 3, 5e9, 2e-6, True)]
-    (t,) = completion_times(links, [(0, 3, GB, 0.5)], [[0, 1, 2, 3]])
-    assert t == pytest.approx(0.5 + 6e-6 + 0.5, rel=1e-9)
+    for equal_share in (True, False):
+        (t,) = completion_times(links, [(0, 3, GB, 0.5)], [[0, 1, 2, 3]], equal_share)
+        assert t == pytest.approx(0.5 + 6e-6 + 0.5, rel=1e-9)
+
+
+def test_cm02_is_rtt_unfair_unless_equal_share():
+    # Flows from 0 (1 ms away) and 1 (3 ms away) share the 1 GB/s link 2-3. Flow 0 runs alone from
+    # 1 ms to 3 ms (2 MB), then the two share the link.
+    links = [(0, 2, 10e9, 1e-3, True), (1, 2, 10e9, 3e-3, True), (2, 3, 1e9, 0.0, True)]
+    flows = [(0, 3, GB, 0.0), (1, 3, GB, 0.0)]
+    routes = [[0, 2, 3], [1, 2, 3]]
+    # Equal shares: flow 0 needs 998 MB at 0.5 GB/s → 1.999 s; then flow 1 has 2 MB left alone → 2.001 s.
+    assert completion_times(links, flows, routes) == pytest.approx([1.999, 2.001], rel=1e-9)
+    # SimGrid's own CM02: shares in inverse proportion to latency, 3/4 and 1/4.
+    raw = completion_times(links, flows, routes, equal_share=False)
+    assert raw == pytest.approx([0.003 + 0.998 / 0.75, 2.001], rel=1e-9)
 
 
 def test_two_flows_share_a_bottleneck():
