@@ -84,7 +84,7 @@ def test_networkx_round_trip():
         g.nodes[0]["kind"] == "gpu" and g.nodes[16]["kind"] == "nvswitch" and g.nodes[18]["kind"] == "switch"
     )
     assert g.edges[0, 16] == {"bandwidth": 360e9, "latency": pytest.approx(25e-9), "error_rate": 0.0}
-    back = from_networkx(g)
+    back = Topology.from_networkx(g)
     assert back.kinds == topo.kinds
     assert sorted(back.links, key=lambda lk: (lk.src, lk.dst)) == sorted(
         topo.links, key=lambda lk: (lk.src, lk.dst)

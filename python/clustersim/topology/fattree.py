@@ -18,7 +18,7 @@ from __future__ import annotations
 from clustersim.errors import InputError
 from clustersim.topology.model import GPU, NVSWITCH, SWITCH, Link, Topology
 from clustersim.topology.params import TemplateParams
-from clustersim.topology.templates import _rates
+from clustersim.topology.templates import link_rates
 
 
 def fat_tree(
@@ -53,7 +53,7 @@ def fat_tree(
             f"fat-tree: gpu_per_server (-gps): a k={k} fat-tree has {gpus} GPUs, which do not fill whole "
             f"servers of {gpu_per_server}"
         )
-    r = _rates(
+    r = link_rates(
         TemplateParams(
             nvlink_bw=nvlink_bw,
             nv_latency=nv_latency,

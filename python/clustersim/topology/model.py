@@ -171,7 +171,10 @@ class Topology:
         return to_networkx(self)
 
     @classmethod
-    def from_networkx(cls, graph: nx.Graph, gpus_per_server: int = 1, gpu_type: str = "H100") -> Topology:
+    def from_networkx(
+        cls, graph: nx.Graph, gpus_per_server: int | None = None, gpu_type: str | None = None
+    ) -> Topology:
+        """See `clustersim.topology.graph.from_networkx` (defaults come from the graph's attributes)."""
         from clustersim.topology.graph import from_networkx
 
         return from_networkx(graph, gpus_per_server=gpus_per_server, gpu_type=gpu_type)

@@ -50,7 +50,9 @@ class _Pod:
 
 
 @dataclass(frozen=True)
-class _Rates:
+class LinkRates:
+    """Parsed link parameters: rates in bytes/s, delays in s."""
+
     nvlink: float
     nv_latency: float
     nic: float
@@ -75,7 +77,7 @@ def file_name(p: TemplateParams) -> str:
     return "No_Rail_Opti_" + tail + ("DualToR_" if p.dual_tor else "SingleToR_") + end
 
 
-def _rates(p: TemplateParams) -> _Rates:
+def link_rates(p: TemplateParams) -> LinkRates:
     values = []
     for name, parse in (
         ("nvlink_bw", parse_rate),
@@ -89,7 +91,7 @@ def _rates(p: TemplateParams) -> _Rates:
             values.append(parse(str(getattr(p, name))))
         except ValueError as e:
             raise InputError(f"template: {name} ({FLAGS[name]}): {e}") from None
-    return _Rates(*values)
+    return LinkRates(*values)
 
 
 def _positive(p: TemplateParams, *names: str, zero_ok: bool = False) -> None:
@@ -169,7 +171,7 @@ def build(p: TemplateParams, pods: int = 1) -> Topology:
         raise InputError(f"template: pods: must be a whole number ≥ 1, got {pods!r}")
     warnings: list[str] = []
     pod = _pod(p, warnings)
-    r = _rates(p)
+    r = link_rates(p)
     gps, nsps = p.gpu_per_server, p.nv_switch_per_server
     psw_per_pod = sum(pod.psw_planes)
     asw_per_pod = pod.asw_per_set * pod.sets
