@@ -196,6 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_analytical(sub)
     add_train(sub)
     add_workload(sub)
+    add_topo(sub)
     return parser
 
 
@@ -440,6 +441,84 @@ def run_workload_generate(args: argparse.Namespace) -> int:
         print(json.dumps({"output": args.output, "rows": rows, "aicb_compat": args.aicb_compat}))
     else:
         print(f"wrote {args.output}: {rows} rows ({'AICB rows' if args.aicb_compat else 'Megatron-Core'})")
+    return 0
+
+
+def add_topo(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "topo",
+        help="write a fabric as a SimAI topology file (gen_Topo_Template.py's flags, fat-trees, pods)",
+        description=(
+            "Build a fabric from a template and write it as a SimAI topology file, line for line what"
+            " SimAI's gen_Topo_Template.py writes for the same flags. Beyond SimAI: --fat-tree K builds a"
+            " k-ary fat-tree of k^3/4 GPUs, --pods N joins N pods of a template with a core tier."
+        ),
+        epilog="examples: clustersim topo -topo AlibabaHPN -g 2048 --dp\n"
+        "          clustersim topo -topo Spectrum-X -g 4096 --pods 4 -o cluster.txt\n"
+        "          clustersim topo --fat-tree 16 -gps 8 --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
+    )
+    from clustersim.topology import TEMPLATES
+
+    p.add_argument("-topo", "--topology", help=f"{', '.join(TEMPLATES)} (default: a custom fabric)")
+    p.add_argument("--ro", action="store_true", help="rail-optimised (custom fabric)")
+    p.add_argument("--dt", action="store_true", help="dual ToR (custom fabric, DCN+)")
+    p.add_argument("--dp", action="store_true", help="dual plane (custom fabric, AlibabaHPN)")
+    p.add_argument("-g", "--gpu", type=count, help="GPUs per pod (default: the template's; 32 custom)")
+    p.add_argument("-er", "--error_rate", help="per-packet error rate of every link (default 0)")
+    p.add_argument("-gps", "--gpu_per_server", type=count, help="GPUs per server (default 8)")
+    p.add_argument("-gt", "--gpu_type", help="GPU type written in the header (default H100)")
+    p.add_argument("-nsps", "--nv_switch_per_server", type=int, help="NVSwitches per server (default 1)")
+    p.add_argument("-nvbw", "--nvlink_bw", help="GPU-NVSwitch rate (default 2880Gbps)")
+    p.add_argument("-nl", "--nv_latency", help="GPU-NVSwitch delay (default 0.000025ms)")
+    p.add_argument("-l", "--latency", help="NIC and switch-switch delay (default 0.0005ms)")
+    p.add_argument("-bw", "--bandwidth", help="NIC-ASW rate (default 400Gbps; 200Gbps AlibabaHPN, DCN+ --dt)")
+    p.add_argument("-asn", "--asw_switch_num", type=int, help="ASW count (recomputed from the GPU count)")
+    p.add_argument("-npa", "--nics_per_aswitch", type=count, help="NICs per ASW (default 64)")
+    p.add_argument("-psn", "--psw_switch_num", type=int, help="PSW count per pod (default 64)")
+    p.add_argument("-apbw", "--ap_bandwidth", help="switch-switch rate (default 400Gbps)")
+    p.add_argument("-app", "--asw_per_psw", type=count, help="ASWs one pod can hold (default 64)")
+    p.add_argument("--fat-tree", type=count, metavar="K", help="a k-ary fat-tree of K-port switches instead")
+    p.add_argument("--pods", type=count, default=1, help="pods of the template joined by a core tier")
+    p.add_argument("-o", "--output", help="file to write (default: gen_Topo_Template.py's file name)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    p.set_defaults(func=run_topo)
+
+
+def run_topo(args: argparse.Namespace) -> int:
+    from clustersim.topology import fat_tree, simai_template
+    from clustersim.topology.params import FLAGS
+
+    given = {name: getattr(args, name) for name in FLAGS}
+    if args.fat_tree is not None:
+        shaped = [f for f, on in (("-topo", args.topology), ("--pods", args.pods > 1)) if on]
+        ignored = ("asw_switch_num", "nics_per_aswitch", "psw_switch_num", "asw_per_psw")
+        shaped += [FLAGS[name] for name in ignored if given[name] is not None]
+        if shaped:
+            raise InputError(f"command line: --fat-tree: cannot be combined with {', '.join(shaped)}")
+        k = args.fat_tree
+        if given["gpu"] is not None and given["gpu"] != k**3 // 4:
+            raise InputError(f"command line: -g: a k={k} fat-tree has {k**3 // 4} GPUs, not {given['gpu']}")
+        keep = ("gpu_per_server", "nv_switch_per_server", "gpu_type", "nvlink_bw", "nv_latency")
+        keep += ("bandwidth", "ap_bandwidth", "latency", "error_rate")
+        topo = fat_tree(k, **{name: given[name] for name in keep if given[name] is not None})
+    else:
+        topo = simai_template(args.topology, ro=args.ro, dt=args.dt, dp=args.dp, pods=args.pods, **given)
+    for w in topo.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    output = args.output or topo.name
+    topo.write(output)
+    summary = topo.summary() | {"output": output}
+    tbps = float(summary["bisection_bandwidth_Bps"]) * 8 / 1e12  # type: ignore[arg-type]
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(
+            f"{topo.name}: {topo.num_gpus} GPUs, {topo.num_nvswitches} NVSwitches, {topo.num_switches} "
+            f"switches, {len(topo.links)} links, bisection {tbps:g} Tbps;"
+            f" wrote {output}"
+        )
     return 0
 
 

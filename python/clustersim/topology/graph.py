@@ -1,0 +1,80 @@
+"""NetworkX in and out.
+
+`to_networkx` gives an undirected `nx.Graph` (an `nx.MultiGraph` if two links join the same pair of
+nodes): node attribute `kind` (`gpu`, `nvswitch`, `switch`), edge attributes `bandwidth` (bytes/s),
+`latency` (s) and `error_rate`; graph attributes `gpus_per_server`, `gpu_type`, `name`.
+`from_networkx` reads the same attributes back. Nodes labelled 0 … n−1 keep their numbers; other
+labels are renumbered GPUs first, then NVSwitches, then switches, each in the graph's node order.
+Links come in the graph's edge order, each written from its lower to its higher node number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any
+
+import networkx as nx
+
+from clustersim.errors import InputError
+from clustersim.topology.model import GPU, KINDS, NVSWITCH, SWITCH, Link, Topology
+
+
+def to_networkx(topo: Topology) -> nx.Graph:
+    pairs = {(min(lk.src, lk.dst), max(lk.src, lk.dst)) for lk in topo.links}
+    graph: nx.Graph = nx.Graph() if len(pairs) == len(topo.links) else nx.MultiGraph()
+    graph.graph.update(gpus_per_server=topo.gpus_per_server, gpu_type=topo.gpu_type, name=topo.name)
+    graph.add_nodes_from((i, {"kind": kind}) for i, kind in enumerate(topo.kinds))
+    graph.add_edges_from(
+        (lk.src, lk.dst, {"bandwidth": lk.bandwidth, "latency": lk.latency, "error_rate": lk.error_rate})
+        for lk in topo.links
+    )
+    return graph
+
+
+def from_networkx(
+    graph: nx.Graph, gpus_per_server: int | None = None, gpu_type: str | None = None
+) -> Topology:
+    """A Topology from an undirected graph whose nodes have `kind` and edges `bandwidth` and `latency`.
+
+    `gpus_per_server` and `gpu_type` default to the graph attributes of those names, else 1 and H100."""
+    if graph.is_directed():
+        raise InputError("networkx graph: links are full-duplex: give an undirected Graph or MultiGraph")
+    kinds: dict[Hashable, str] = {}
+    for node, data in graph.nodes(data=True):
+        kind = data.get("kind")
+        if kind not in KINDS:
+            raise InputError(
+                f"networkx graph: node {node!r}: kind: {kind!r} is not one of {', '.join(KINDS)}"
+            )
+        kinds[node] = kind
+    nodes = list(graph.nodes)
+    if set(nodes) == set(range(len(nodes))) and all(type(n) is int for n in nodes):
+        index = {n: n for n in nodes}
+    else:
+        order = [n for k in (GPU, NVSWITCH, SWITCH) for n in nodes if kinds[n] == k]
+        index = {n: i for i, n in enumerate(order)}
+    links = []
+    for u, v, data in graph.edges(data=True):
+        values = [_edge_value(u, v, data, name) for name in ("bandwidth", "latency")]
+        a, b = sorted((index[u], index[v]))
+        links.append(Link(a, b, values[0], values[1], float(data.get("error_rate", 0.0))))
+    topo = Topology(
+        kinds=[kinds[n] for n in sorted(index, key=index.__getitem__)],
+        links=links,
+        gpus_per_server=gpus_per_server or int(graph.graph.get("gpus_per_server", 1)),
+        gpu_type=gpu_type or str(graph.graph.get("gpu_type", "H100")),
+        name=str(graph.graph.get("name", "topology")),
+    )
+    topo.check("networkx graph")
+    return topo
+
+
+def _edge_value(u: Hashable, v: Hashable, data: dict[str, Any], name: str) -> float:
+    if name not in data:
+        raise InputError(f"networkx graph: edge ({u!r}, {v!r}): {name}: missing")
+    try:
+        return float(data[name])
+    except (TypeError, ValueError):
+        raise InputError(
+            f"networkx graph: edge ({u!r}, {v!r}): {name}: not a number: {data[name]!r}"
+        ) from None
