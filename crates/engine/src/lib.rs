@@ -7,7 +7,9 @@ pub mod executor;
 pub mod exposure;
 pub mod layout;
 pub mod network;
+pub mod routing;
 pub mod simai;
+pub mod topology;
 pub mod training;
 pub mod workload;
 
