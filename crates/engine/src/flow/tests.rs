@@ -273,3 +273,61 @@ fn intra_server_transfers_use_every_nvswitch() {
     let e = net.start(clock, &Comm::Transfer { src: 3, dst: 4, bytes: 1 }, 8).unwrap_err();
     assert!(e.message.contains("outside the world"), "{e}");
 }
+
+/// A Spectrum-X-like fabric (formats.md §3.3): 8 GPUs and one NVSwitch (2880 Gbps, 25 ns) per
+/// server; rail-optimised, GPU k of a server on ASW k of its 64-server segment (400 Gbps,
+/// 500 ns); every ASW on every one of 64 PSWs (400 Gbps).
+fn spectrum_x(gpus: u32) -> Topology {
+    let (gps, per_asw) = (8u32, 64u32);
+    let servers = gpus / gps;
+    let segments = servers.div_ceil(per_asw);
+    let asws = segments * gps;
+    let psws = 64;
+    let nvs0 = gpus;
+    let asw0 = nvs0 + servers;
+    let psw0 = asw0 + asws;
+    let kinds = [
+        vec![NodeKind::Gpu; gpus as usize],
+        vec![NodeKind::NvSwitch; servers as usize],
+        vec![NodeKind::Switch; (asws + psws) as usize],
+    ]
+    .concat();
+    let mut links = Vec::new();
+    for g in 0..gpus {
+        let s = g / gps;
+        both(&mut links, g, nvs0 + s, 360.0, 25.0);
+        both(&mut links, g, asw0 + (s / per_asw) * gps + g % gps, 50.0, 500.0);
+    }
+    for a in 0..asws {
+        for p in 0..psws {
+            both(&mut links, asw0 + a, psw0 + p, 50.0, 500.0);
+        }
+    }
+    Topology::from_parts("spectrum-x", kinds, links, gps, "H100").unwrap()
+}
+
+/// Speed targets: 1 GiB ring all-reduce on 4096 ranks within 2 s, 16384 within 20 s (release
+/// build). `cargo test --release -- --ignored ring_speed --nocapture` prints the times.
+#[test]
+#[ignore]
+fn ring_speed() {
+    for (n, limit) in [(4096u32, 2.0), (16384, 20.0)] {
+        let w = allreduce_workload(n, 1 << 30);
+        let start = std::time::Instant::now();
+        let t = spectrum_x(n);
+        let mut net = FlowNetwork::new(t, Box::new(ring), 0, false);
+        let e = Executor::new(&w).unwrap().run(&mut net, &mut |_| true).unwrap();
+        let secs = start.elapsed().as_secs_f64();
+        // Without ECMP collisions a cross-server step takes 4 × 500 ns + S/(nB); flows hashed
+        // onto the same ASW uplink share it, so the flow model can only be slower.
+        let ideal = 10.0 + 2.0 * (n as f64 - 1.0) * (2000.0 + (1u64 << 30) as f64 / (n as f64 * 50.0));
+        println!(
+            "{n}-rank 1 GiB ring all-reduce: {secs:.3} s wall, {:.3} ms simulated ({:.2}x the collision-free time), {} solves",
+            e.end_ns / 1e6,
+            e.end_ns / ideal,
+            net.solves()
+        );
+        assert!(e.end_ns >= ideal * (1.0 - 1e-9), "{} vs {ideal}", e.end_ns);
+        assert!(secs < limit, "{secs} s");
+    }
+}
