@@ -2,6 +2,7 @@
 //! Pure Rust; the Python package drives it through the `clustersim-python` bindings.
 
 pub mod analytical;
+pub mod collective;
 pub mod error;
 pub mod executor;
 pub mod exposure;
