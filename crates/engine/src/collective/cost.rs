@@ -194,6 +194,35 @@ mod tests {
     }
 
     #[test]
+    fn nvls_tree_reduces_in_the_switch_and_sends_one_mth_across() {
+        // 2 servers × 2 ranks, S = 4 MiB, 1 channel: k = 8 chunks of 512 KiB (u). Per step a GPU
+        // sends u + u/2 to its switch and gets u/2 + u back (NVLink, 1.5u), and exchanges u/4 up
+        // and u/4 down in each of the two server trees with its rail peer (NIC, u/2 each way).
+        // Server trees of 2 have depth 1: k + 3 + 2 = 13 steps, each crossing servers.
+        let ranks: Vec<u32> = (0..4).collect();
+        let u = PIPELINE_CHUNK_BYTES;
+        let want = 13.0 * (3000.0 + (1.5 * u / 300.0).max(0.5 * u / 50.0));
+        close(price(AllReduce, Algorithm::NvlsTree, &ranks, 2, 4 << 20, 1), want);
+    }
+
+    #[test]
+    fn pxn_all_to_all_leaves_each_server_on_the_destination_rail() {
+        // 2 servers × 2 ranks, S = 4 MiB: rank 0 sends S/4 to each peer; the one for rank 3
+        // (rail 1) goes via rank 1. Merged, every GPU sends S/2 over NVLink (own + relayed) and
+        // S/2 over its NIC; the relay cuts it into k = 4 chunks: k + 1 steps of S/8 per port.
+        let ranks: Vec<u32> = (0..4).collect();
+        let s = 4u64 << 20;
+        let want = 5.0 * (3000.0 + (s as f64 / 8.0 / 50.0).max(s as f64 / 8.0 / 300.0));
+        close(price(AllToAll, Algorithm::Pxn, &ranks, 2, s, 1), want);
+        // A ring's crossing hop gains an NVLink relay stage: one more step than the plain ring.
+        let ring =
+            schedule(AllGather, Algorithm::Ring, &GroupTopo { ranks: &ranks, gpus_per_server: 2, nvls: false }, s, 1);
+        let pxn =
+            schedule(AllGather, Algorithm::Pxn, &GroupTopo { ranks: &ranks, gpus_per_server: 2, nvls: false }, s, 1);
+        assert_eq!(pxn.unwrap().phases[0].repeat, ring.unwrap().phases[0].repeat + 1);
+    }
+
+    #[test]
     fn bad_links_and_foreign_endpoints_are_input_errors() {
         let ranks: Vec<u32> = (0..4).collect();
         let g = GroupTopo { ranks: &ranks, gpus_per_server: 8, nvls: false };

@@ -129,6 +129,9 @@ impl GroupTopo<'_> {
         if self.gpus_per_server == 0 {
             return Err(err("gpus_per_server", "GPUs per server must be at least 1".into()));
         }
+        if self.ranks.is_empty() {
+            return Err(err("ranks", "a group needs at least one rank".into()));
+        }
         if self.ranks.len() > u32::MAX as usize / 2 {
             return Err(err("ranks", format!("{} ranks is more than a group can hold", self.ranks.len())));
         }
@@ -386,6 +389,7 @@ mod tests {
         let e = schedule(AllGather, Algorithm::HalvingDoubling, &topo(&ranks[..6], 8, false), 64, 1).unwrap_err();
         assert!(e.message.contains("not a power of two"), "{e}");
         assert!(schedule(AllReduce, Algorithm::Ring, &topo(&[1, 1], 8, false), 64, 1).is_err());
+        assert!(schedule(AllGather, Algorithm::HalvingDoubling, &topo(&[], 8, false), 64, 1).is_err());
         assert!(schedule(AllReduce, Algorithm::Ring, &topo(&ranks, 0, false), 64, 1).is_err());
         assert!(schedule(AllReduce, Algorithm::Ring, &topo(&ranks, 8, false), 64, 0).is_err());
         assert_eq!(Algorithm::parse("NVLS-tree").unwrap(), Algorithm::NvlsTree);

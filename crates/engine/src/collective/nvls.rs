@@ -73,7 +73,7 @@ pub(super) fn nvls_tree(s: &Servers, bytes: f64, channels: u32) -> Vec<Phase> {
     let per_channel = bytes / channels as f64;
     let k = chunks(per_channel);
     let unit = per_channel / k as f64;
-    let mut depth = 0;
+    let mut depth: u32 = 0;
     let mut transfers = Vec::new();
     for _ in 0..channels {
         for (server, members) in s.members.iter().enumerate() {
@@ -101,5 +101,5 @@ pub(super) fn nvls_tree(s: &Servers, bytes: f64, channels: u32) -> Vec<Phase> {
             }
         }
     }
-    vec![Phase { transfers, repeat: k + 3 + 2 * depth }]
+    vec![Phase { transfers, repeat: k.saturating_add(depth.saturating_mul(2)).saturating_add(3) }]
 }

@@ -65,7 +65,7 @@ fn tree_edges(s: &Servers, t: u32, ch: u32) -> (Vec<(u32, u32)>, u32) {
         })
         .collect();
     let mut edges = Vec::new();
-    let mut depth = 0;
+    let mut depth: u32 = 0;
     for p in 0..nodes {
         let chain = &chains[p as usize];
         let mut server_depth = 0;
@@ -93,7 +93,7 @@ pub(super) fn tree(c: Collective, s: &Servers, bytes: f64, channels: u32) -> Vec
     let k = chunks(per_tree);
     let chunk = per_tree / k as f64;
     let mut transfers: Vec<Transfer> = Vec::new();
-    let mut depth = 0;
+    let mut depth: u32 = 0;
     for ch in 0..channels {
         for t in 0..2 {
             let (edges, d) = tree_edges(s, t, ch);
@@ -104,7 +104,7 @@ pub(super) fn tree(c: Collective, s: &Servers, bytes: f64, channels: u32) -> Vec
             }
         }
     }
-    vec![Phase { transfers, repeat: k + 2 * depth - 1 }]
+    vec![Phase { transfers, repeat: k.saturating_add(depth.saturating_mul(2)) - 1 }]
 }
 
 #[cfg(test)]
