@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use super::FlowSim;
-use crate::collective::{Endpoint, GroupTopo, Schedule};
+use crate::collective::{Algorithm, Endpoint, GroupTopo, Schedule};
 use crate::error::{InputError, Result};
 use crate::network::{Comm, NetworkModel};
 use crate::routing::{link_between, Router};
@@ -22,6 +22,11 @@ use crate::workload::{Collective, GroupId, OpKind, Workload};
 /// Turns one collective on one group instance into a schedule (an algorithm choice, fixed or
 /// automatic, wrapped around the collective-algorithm module).
 pub type Scheduler = Box<dyn FnMut(Collective, &GroupTopo, u64) -> Result<Schedule>>;
+
+/// A scheduler that always runs `algorithm` over `channels` channels.
+pub fn fixed_algorithm(algorithm: Algorithm, channels: u32) -> Scheduler {
+    Box::new(move |c, g, bytes| crate::collective::schedule(c, algorithm, g, bytes, channels))
+}
 
 /// One phase ready to start: flows as (links, bytes), and how many runs.
 type ReadyPhase = (Vec<(Vec<u32>, f64)>, u32);

@@ -1,6 +1,6 @@
-use super::network::FlowNetwork;
+use super::network::{fixed_algorithm, FlowNetwork};
 use super::*;
-use crate::collective::{Algorithm, Endpoint, GroupTopo, Phase, Schedule, Transfer};
+use crate::collective::Algorithm;
 use crate::executor::Executor;
 use crate::layout::{Axis, Layout};
 use crate::network::Comm;
@@ -193,16 +193,6 @@ fn repeated_runs_fast_forward_and_resume_exactly() {
     assert!(close(one[0], 50.0 * single, 1e-12), "{} vs {}", one[0], 50.0 * single);
 }
 
-/// Test-only ring: one phase of n neighbour sends of S/n, 2(n−1) runs (all-reduce).
-fn ring(c: Collective, g: &GroupTopo, bytes: u64) -> Result<Schedule> {
-    assert_eq!(c, Collective::AllReduce);
-    let n = g.ranks.len() as u32;
-    let transfers = (0..n)
-        .map(|i| Transfer { src: Endpoint::Rank(i), dst: Endpoint::Rank((i + 1) % n), bytes: bytes as f64 / n as f64 })
-        .collect();
-    Ok(Schedule { algorithm: Algorithm::Ring, phases: vec![Phase { transfers, repeat: 2 * (n - 1) }] })
-}
-
 /// One all-reduce of `bytes` over all `n` ranks (a DP group), plus a compute before it.
 fn allreduce_workload(n: u32, bytes: u64) -> Workload {
     let layout = Layout::megatron(1, 1, 1, n, 1);
@@ -228,7 +218,7 @@ fn ring_allreduce_on_a_non_blocking_fabric_matches_the_closed_form() {
     let (n, bytes, b, lat) = (16u32, 1u64 << 30, 50.0, 500.0);
     let t = leaf_spine(4, 4, 4, b, b, lat);
     let w = allreduce_workload(n, bytes);
-    let mut net = FlowNetwork::new(t, Box::new(ring), 0, false);
+    let mut net = FlowNetwork::new(t, fixed_algorithm(Algorithm::Ring, 1), 0, false);
     let e = Executor::new(&w).unwrap().run(&mut net, &mut |_| true).unwrap();
     let want = 10.0 + 2.0 * (n as f64 - 1.0) * (4.0 * lat + bytes as f64 / (n as f64 * b));
     assert!(close(e.end_ns, want, 0.005), "{} vs {want}", e.end_ns);
@@ -254,7 +244,7 @@ fn intra_server_transfers_use_every_nvswitch() {
     let mut w = allreduce_workload(4, 0);
     w.rank_class = vec![0, 1, 2, 3];
     w.class_program = vec![0; 4];
-    let mut net = FlowNetwork::new(t, Box::new(ring), 0, false);
+    let mut net = FlowNetwork::new(t, fixed_algorithm(Algorithm::Ring, 1), 0, false);
     net.prepare(&w).unwrap();
     // 1 → 0 is inside server 0: 2 × 100 B/ns; 1 → 3 leaves it: 10 B/ns.
     let mut clock = 0.0;
@@ -315,7 +305,7 @@ fn ring_speed() {
         let w = allreduce_workload(n, 1 << 30);
         let start = std::time::Instant::now();
         let t = spectrum_x(n);
-        let mut net = FlowNetwork::new(t, Box::new(ring), 0, false);
+        let mut net = FlowNetwork::new(t, fixed_algorithm(Algorithm::Ring, 1), 0, false);
         let e = Executor::new(&w).unwrap().run(&mut net, &mut |_| true).unwrap();
         let secs = start.elapsed().as_secs_f64();
         // Without ECMP collisions a cross-server step takes 4 × 500 ns + S/(nB); flows hashed
