@@ -234,10 +234,11 @@ impl<'w> Executor<'w> {
                         continue;
                     }
                     OpKind::Collective { collective, group, bytes } => {
-                        let comm = Comm::Collective { collective, group, bytes };
-                        let channel = self
-                            .coll_parties
-                            .get(&(c, group))
+                        let parties = self.coll_parties.get(&(c, group));
+                        // Every party names the same (first) class, so the matched comms agree.
+                        let class = parties.map_or(c, |classes| classes[0]);
+                        let comm = Comm::Collective { collective, group, bytes, class };
+                        let channel = parties
                             .map(|classes| (Channel::Coll { group, first_class: classes[0] }, classes.len(), false));
                         (comm, channel)
                     }

@@ -2,12 +2,16 @@
 //! Pure Rust; the Python package drives it through the `clustersim-python` bindings.
 
 pub mod analytical;
+pub mod collective;
 pub mod error;
 pub mod executor;
 pub mod exposure;
+pub mod flow;
 pub mod layout;
 pub mod network;
+pub mod routing;
 pub mod simai;
+pub mod topology;
 pub mod trace;
 pub mod training;
 pub mod workload;

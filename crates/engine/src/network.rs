@@ -8,11 +8,12 @@ use crate::error::Result;
 use crate::workload::{Collective, GroupId, Workload};
 
 /// One communication as issued by a rank class: a collective covers every instance of `group`
-/// in that class (they run concurrently); a transfer goes from the lowest rank of one class to
-/// its peer in the other, standing for every such pair.
+/// among the ranks of `class` (they run concurrently; for a group spanning classes, `class` is
+/// the lowest of them); a transfer goes from the lowest rank of one class to its peer in the
+/// other, standing for every such pair.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Comm {
-    Collective { collective: Collective, group: GroupId, bytes: u64 },
+    Collective { collective: Collective, group: GroupId, bytes: u64, class: u32 },
     Transfer { src: u32, dst: u32, bytes: u64 },
 }
 

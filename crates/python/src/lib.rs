@@ -1,5 +1,7 @@
 //! Python bindings of clustersim's engine: argument conversion and result packing only.
 
+mod flow;
+
 use clustersim_engine::analytical::busbw_file::BusbwTable;
 use clustersim_engine::analytical::platform::{GpuType, NicType, Platform};
 use clustersim_engine::analytical::ratio::{RatioTable, RatioTables};
@@ -204,6 +206,7 @@ fn inspect_workload<'py>(py: Python<'py>, path: &str, text: &str, lenient: bool)
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InputError", m.py().get_type::<EngineInputError>())?;
     m.add_function(wrap_pyfunction!(run_analytical, m)?)?;
+    m.add_function(wrap_pyfunction!(flow::flow_completion_times, m)?)?;
     m.add_function(wrap_pyfunction!(rewrite_workload, m)?)?;
     m.add_function(wrap_pyfunction!(run_training, m)?)?;
     m.add_function(wrap_pyfunction!(layer_seconds, m)?)?;

@@ -14,25 +14,36 @@
 //! and protocol efficiencies (LL 0.5: half of each line is flags; LL128 0.92; Simple 1.0) are
 //! NCCL 2.30's for Ring (`src/graph/tuning.cc`, see shared/reference/hardware.md §4).
 //!
-//! The bus bandwidth B comes from a busbw file (measured) or from the server shape:
-//! one server: NVLink B_nv (NVLS for all-reduce on Hopper NVSwitch systems when faster);
-//! several servers: min(B_nv, B_nic · k) with k = NICs serving the group's ranks on a server
-//! (the server's NICs shared in proportion to its GPUs); all-to-all across servers:
-//! B_nic · k / g · (n−1)/(n−g), g = group ranks per server (only (n−g)/n of each rank's data
-//! leaves the server). ratio(S, N) is a measured size efficiency when tables are given (SimAI's,
-//! for SimAI workloads), else 1 (training runs: NCCL's α–β model alone).
-//! Unlike SimAI's compat mode, GB/s means 10⁹ B/s, every size has a latency term, every
-//! collective gets its size efficiency, and sizes beyond the tables are clamped.
+//! The bandwidth term S · f(n) / B comes from a busbw file (measured B), or from the algorithm's
+//! own definition: the schedule NCCL would run ([`crate::collective`]: ring, or direct for
+//! all-to-all) priced by [`crate::collective::cost`] with zero α on the group's shape (N servers
+//! of g ranks, rings over g channels so that each GPU's NIC carries one channel across servers)
+//! with per-GPU NVLink B_nv and NIC share B_nic · NICs / GPUs per server. That gives
+//!
+//! ```text
+//! one server:                S · f(n) / B_nv
+//! several servers, ring:     S · f(n) / min(g · B_nic_gpu, B_nv · g/(g−1))   (g−1 of g channels stay on NVLink)
+//! several servers, all-to-all: max((n−g)/n · S / B_nic_gpu, (g−1)/n · S / B_nv)
+//! ```
+//!
+//! Broadcast and reduce keep S / B of their steady state (the chain's pipeline fill is what the
+//! α term already counts). NVLS all-reduce inside a server uses the measured NVLS bus bandwidth
+//! when faster (the ideal NVLS schedule, S/B_nv, ignores the switch's 0.85 efficiency that NCCL
+//! applies). ratio(S, N) is a measured size efficiency when tables are given (SimAI's, for SimAI
+//! workloads), else 1 (training runs: NCCL's α–β model alone); the NVLink table applies where
+//! NVLink is the bottleneck. Unlike SimAI's compat mode, GB/s means 10⁹ B/s, every size has a
+//! latency term, every collective gets its size efficiency, and sizes beyond the tables are
+//! clamped.
 
 use super::busbw_file::BusbwTable;
 use super::platform::Platform;
 use super::ratio::{RatioTable, RatioTables};
 use super::{CollectiveCost, GroupShape};
+use crate::collective::choose::{Protocol, RING_LATENCY_US};
+use crate::collective::cost::{schedule_ns, Links};
+use crate::collective::{schedule, Algorithm, GroupTopo};
 use crate::error::InputError;
 use crate::workload::Collective;
-
-/// (base µs, NVLink hop µs, network hop µs, bandwidth efficiency) for LL, LL128, Simple (Ring).
-const PROTOCOLS: [(f64, f64, f64, f64); 3] = [(6.6, 0.6, 2.7, 0.5), (14.0, 1.9, 4.0, 0.92), (8.4, 3.4, 14.0, 1.0)];
 
 /// Where bus bandwidths come from.
 pub enum Bandwidths {
@@ -51,39 +62,65 @@ pub struct AlphaBeta {
 }
 
 impl AlphaBeta {
-    /// Bus bandwidth in GB/s (10⁹ B/s) for a collective of `bytes` on group `g`.
-    fn busbw(&self, c: Collective, g: &GroupShape, bytes: u64) -> Result<f64, InputError> {
+    /// ns the algorithm's schedule spends moving data on group shape `g` at peak link speeds,
+    /// and whether NVLink (rather than the NICs) is its bottleneck.
+    fn schedule_wire_ns(&self, c: Collective, g: &GroupShape, bytes: u64) -> Result<(f64, bool), InputError> {
+        let p = &self.platform;
+        let (n, nodes) = (g.size, g.nodes.max(1));
+        let gps = p.gpus_per_server.max(g.per_node);
+        // N servers holding the group's ranks as evenly as possible (exactly g each for layout groups).
+        let ranks: Vec<u32> =
+            (0..nodes).flat_map(|s| (0..n / nodes + u32::from(s < n % nodes)).map(move |j| s * gps + j)).collect();
+        let topo = GroupTopo { ranks: &ranks, gpus_per_server: gps, nvls: false };
+        let algo = if c == Collective::AllToAll { Algorithm::Direct } else { Algorithm::Ring };
+        let sched = schedule(c, algo, &topo, bytes, g.per_node.max(1))?;
+        let links = Links {
+            nvlink_gbps: p.nvlink() as f64,
+            nic_gbps: p.nic_bw() as f64 * p.nics_per_server as f64 / p.gpus_per_server as f64,
+            alpha_nvlink_ns: 0.0,
+            alpha_net_ns: 0.0,
+        };
+        let t = schedule_ns(&sched, &topo, &links)?;
+        let nic_only = schedule_ns(&sched, &topo, &Links { nvlink_gbps: 1e30, ..links })?;
+        Ok((t, t > nic_only * (1.0 + 1e-12)))
+    }
+
+    /// ns to move a collective of `bytes` on group `g` at full protocol efficiency: S · f(n) / B.
+    fn wire_ns(&self, c: Collective, g: &GroupShape, bytes: u64) -> Result<f64, InputError> {
+        let wire = bytes as f64 * c.busbw_factor(g.size);
         match &self.bandwidths {
             Bandwidths::File(t) => {
                 let key = BusbwTable::key(c);
                 let section = if g.name == "DP_EP" && t.get("DP_EP", key).is_err() { "EP" } else { g.name.as_str() };
-                t.get(section, key).map(|v| v as f64)
+                t.get(section, key).map(|v| wire / v as f64)
             }
             Bandwidths::Builtin(ratios) => {
-                let p = &self.platform;
-                let nv = p.nvlink() as f64;
-                let (n, nodes, per_node) = (g.size as f64, g.nodes, g.per_node as f64);
-                let b = bytes as f64;
-                let eff = |pick: fn(&RatioTables) -> &RatioTable, nodes: u32| {
-                    ratios.as_ref().map_or(1.0, |r| pick(r).value(b, nodes))
-                };
-                let nvlink_eff = eff(|r| &r.nvlink, nodes);
+                let (b, nodes) = (bytes as f64, g.nodes);
+                let eff =
+                    |pick: fn(&RatioTables) -> &RatioTable| ratios.as_ref().map_or(1.0, |r| pick(r).value(b, nodes));
+                let nvlink_eff = eff(|r| &r.nvlink);
+                let steady = matches!(c, Collective::Broadcast | Collective::Reduce);
+                if nodes <= 1 && steady {
+                    return Ok(wire / (self.platform.nvlink() as f64 * nvlink_eff));
+                }
+                if steady {
+                    // One chain through the servers: the busier of the NIC share and NVLink.
+                    let p = &self.platform;
+                    let nv = p.nvlink() as f64;
+                    let nic = p.nic_bw() as f64 * (g.per_node * p.nics_per_server) as f64 / p.gpus_per_server as f64;
+                    let bw = if g.per_node > 1 && nv < nic { nv * nvlink_eff } else { nic * eff(|r| &r.nic) };
+                    return Ok(wire / bw);
+                }
+                let (t, nvlink_bound) = self.schedule_wire_ns(c, g, bytes)?;
                 if nodes <= 1 {
-                    let ring = nv * nvlink_eff;
+                    let ring = t / nvlink_eff;
                     let nvls = self.nvls_busbw.filter(|_| c == Collective::AllReduce && g.size >= 2);
-                    return Ok(nvls.map_or(ring, |v| ring.max(v as f64 * nvlink_eff)));
+                    return Ok(nvls.map_or(ring, |v| ring.min(wire / (v as f64 * nvlink_eff))));
                 }
-                let k = per_node * p.nics_per_server as f64 / p.gpus_per_server as f64;
-                let nic = p.nic_bw() as f64 * k;
                 if c == Collective::AllToAll {
-                    let bw = nic / per_node * (n - 1.0) / (n - per_node);
-                    return Ok(bw.min(nv) * eff(|r| &r.all_to_all, nodes));
+                    return Ok(t / eff(|r| &r.all_to_all));
                 }
-                if per_node > 1.0 && nv < nic {
-                    Ok(nv * nvlink_eff)
-                } else {
-                    Ok(nic * eff(|r| &r.nic, nodes))
-                }
+                Ok(t / if nvlink_bound { nvlink_eff } else { eff(|r| &r.nic) })
             }
         }
     }
@@ -95,17 +132,17 @@ impl CollectiveCost for AlphaBeta {
         if n <= 1 || bytes == 0 {
             return Ok(0.0);
         }
-        let bw = self.busbw(c, g, bytes)?;
+        let wire_ns = self.wire_ns(c, g, bytes)?;
         let (steps, inter) = match c {
             Collective::AllReduce => (2 * (n - 1), 2 * (g.nodes - 1)),
             _ => (n - 1, g.nodes - 1),
         };
-        let wire = bytes as f64 * c.busbw_factor(n);
-        Ok(PROTOCOLS
-            .iter()
-            .map(|&(base, hop_nv, hop_net, eff)| {
+        Ok(Protocol::ALL
+            .into_iter()
+            .zip(RING_LATENCY_US)
+            .map(|(p, (base, hop_nv, hop_net))| {
                 let alpha_us = base + (steps - inter) as f64 * hop_nv + inter as f64 * hop_net;
-                alpha_us * 1e3 + wire / (eff * bw)
+                alpha_us * 1e3 + wire_ns / p.efficiency()
             })
             .fold(f64::INFINITY, f64::min))
     }
@@ -114,7 +151,7 @@ impl CollectiveCost for AlphaBeta {
     /// NVLink inside a server, the NIC share of one GPU across servers (or the file's PP busbw).
     fn transfer_ns(&self, same_server: bool, bytes: u64) -> Result<f64, InputError> {
         let p = &self.platform;
-        let (base, hop_nv, hop_net, _) = PROTOCOLS[2];
+        let (base, hop_nv, hop_net) = RING_LATENCY_US[2];
         let bw = match &self.bandwidths {
             Bandwidths::File(t) => t.get("PP", "busbw")? as f64,
             Bandwidths::Builtin(_) if same_server => p.nvlink() as f64,
@@ -190,6 +227,26 @@ mod tests {
         assert!((got - want).abs() < 1e-6 * want);
         assert_eq!(m.transfer_ns(false, 25_000_000).unwrap(), (8.4 + 14.0) * 1e3 + 1e6);
         assert!(m.collective_ns(AllReduce, &shape("TP", 8, 1, 8), 1).is_err());
+    }
+
+    #[test]
+    fn bandwidth_term_is_the_ring_schedule_priced_by_cost() {
+        // H800: NVLink 8 × 20.6 = 164.8 GB/s < 8 NICs × 48.5. DP 16 = 2 servers × 8, all-reduce of
+        // 1 GiB, no ratio tables. 8 rings each leave a server through a different NIC, so 7 of 8
+        // channels stay on NVLink: B = min(8 × 48.5, 164.8 × 8/7); Simple wins: 28 NVLink + 2 network hops.
+        let platform = Platform::new(8, 8, GpuType::H800, NicType::Cx7);
+        let m = AlphaBeta { platform, bandwidths: Bandwidths::Builtin(None), nvls_busbw: None };
+        let got = m.collective_ns(AllReduce, &shape("DP", 16, 2, 8), GIB as u64).unwrap();
+        let bw = (8.0 * 48.5f32 as f64).min(164.8f32 as f64 * 8.0 / 7.0);
+        let want = (8.4 + 28.0 * 3.4 + 2.0 * 14.0) * 1e3 + GIB * 2.0 * 15.0 / 16.0 / bw;
+        assert!((got - want).abs() < 1e-9 * want, "{got} vs {want}");
+        // The same number from the collective module directly.
+        let ranks: Vec<u32> = (0..16).collect();
+        let g = GroupTopo { ranks: &ranks, gpus_per_server: 8, nvls: false };
+        let links =
+            Links { nvlink_gbps: 164.8f32 as f64, nic_gbps: 48.5f32 as f64, alpha_nvlink_ns: 0.0, alpha_net_ns: 0.0 };
+        let ring = schedule_ns(&schedule(AllReduce, Algorithm::Ring, &g, GIB as u64, 8).unwrap(), &g, &links).unwrap();
+        assert!((got - (8.4 + 28.0 * 3.4 + 2.0 * 14.0) * 1e3 - ring).abs() < 1e-9 * ring);
     }
 
     #[test]

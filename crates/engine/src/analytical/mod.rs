@@ -131,7 +131,7 @@ impl NetworkModel for Analytical {
 
     fn start(&mut self, now_ns: f64, comm: &Comm, token: u64) -> Result<()> {
         let t = match *comm {
-            Comm::Collective { collective, group, bytes } => self.price(collective, group, bytes)?,
+            Comm::Collective { collective, group, bytes, .. } => self.price(collective, group, bytes)?,
             Comm::Transfer { src, dst, bytes } => {
                 self.cost.transfer_ns(src / self.gpus_per_server == dst / self.gpus_per_server, bytes)?
             }

@@ -1,0 +1,235 @@
+//! α–β price of a [`Schedule`]: the analytical side of each algorithm's one definition.
+//!
+//! Every rank has an NVLink port of B_nv and a NIC share of B_nic per direction; the NVSwitch of
+//! a server (NVLS) has one NVLink port per group rank on it, m_s · B_nv. A transfer between
+//! endpoints on the same server uses NVLink, across servers the NICs. A phase's transfers run
+//! concurrently, so the phase lasts as long as its busiest port:
+//!
+//! ```text
+//! T = Σ_phases repeat · ( α(phase) + max over endpoints e, port kinds k ∈ {nv, nic} of
+//!                          max(out_k(e), in_k(e)) / B_k(e) )
+//! α(phase) = α_net if any transfer crosses servers, else α_nv
+//! ```
+//!
+//! out_k(e) / in_k(e): bytes leaving / entering e on ports of kind k in one repetition.
+//! GB/s are 10⁹ B/s, so bytes / GB/s is ns. Examples (one server per rank on the NIC, B = B_nic):
+//! a ring all-reduce is 2(n−1)(α + S/(n·B)); its 1/c-sized channels sum back to the same bytes.
+
+use super::{err, Endpoint, GroupTopo, Schedule};
+use crate::error::InputError;
+
+/// Link speeds and per-step latencies of the platform a schedule is priced on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Links {
+    /// NVLink bandwidth per GPU and direction, GB/s.
+    pub nvlink_gbps: f64,
+    /// Network bandwidth per GPU and direction (its share of the server's NICs), GB/s.
+    pub nic_gbps: f64,
+    /// Latency of a step whose transfers stay inside servers, ns.
+    pub alpha_nvlink_ns: f64,
+    /// Latency of a step with a transfer across servers, ns.
+    pub alpha_net_ns: f64,
+}
+
+/// ns that `s` takes on group `g` over `links`: the equation of the module documentation.
+pub fn schedule_ns(s: &Schedule, g: &GroupTopo, links: &Links) -> Result<f64, InputError> {
+    for (name, v) in [("nvlink_gbps", links.nvlink_gbps), ("nic_gbps", links.nic_gbps)] {
+        if !(v > 0.0 && v.is_finite()) {
+            return Err(err(name, format!("bandwidth must be a positive number of GB/s, got {v}")));
+        }
+    }
+    for (name, v) in [("alpha_nvlink_ns", links.alpha_nvlink_ns), ("alpha_net_ns", links.alpha_net_ns)] {
+        if !(v >= 0.0 && v.is_finite()) {
+            return Err(err(name, format!("latency must be a non-negative number of ns, got {v}")));
+        }
+    }
+    let servers = g.servers();
+    let n = g.size() as usize;
+    let nodes = servers.members.len();
+    // Port loads, indexed by rank, then switches after the ranks (switches have NVLink ports only).
+    let mut out_nv = vec![0.0; n + nodes];
+    let mut in_nv = vec![0.0; n + nodes];
+    let mut out_net = vec![0.0; n];
+    let mut in_net = vec![0.0; n];
+    let locate = |e: Endpoint| -> Result<(usize, usize), InputError> {
+        match e {
+            Endpoint::Rank(r) if (r as usize) < n => Ok((r as usize, servers.of_rank[r as usize] as usize)),
+            Endpoint::Switch { server } if (server as usize) < nodes => Ok((n + server as usize, server as usize)),
+            _ => Err(err("schedule", format!("{e:?} is not in this group of {n} ranks on {nodes} servers"))),
+        }
+    };
+    let mut total = 0.0;
+    for phase in &s.phases {
+        let mut crosses = false;
+        for t in &phase.transfers {
+            let ((a, sa), (b, sb)) = (locate(t.src)?, locate(t.dst)?);
+            if !(t.bytes >= 0.0 && t.bytes.is_finite()) {
+                return Err(err("schedule", format!("transfer of {} bytes", t.bytes)));
+            }
+            if sa == sb {
+                out_nv[a] += t.bytes;
+                in_nv[b] += t.bytes;
+            } else if a >= n || b >= n {
+                return Err(err(
+                    "schedule",
+                    format!("{:?} → {:?}: a switch reaches only its own server", t.src, t.dst),
+                ));
+            } else {
+                crosses = true;
+                out_net[a] += t.bytes;
+                in_net[b] += t.bytes;
+            }
+        }
+        let mut busiest: f64 = 0.0;
+        for e in 0..n + nodes {
+            let nv = if e < n { links.nvlink_gbps } else { servers.members[e - n].len() as f64 * links.nvlink_gbps };
+            busiest = busiest.max(out_nv[e].max(in_nv[e]) / nv);
+            if e < n {
+                busiest = busiest.max(out_net[e].max(in_net[e]) / links.nic_gbps);
+            }
+        }
+        let alpha = if crosses { links.alpha_net_ns } else { links.alpha_nvlink_ns };
+        total += phase.repeat as f64 * (alpha + busiest);
+        for v in [&mut out_nv, &mut in_nv, &mut out_net, &mut in_net] {
+            v.iter_mut().for_each(|x| *x = 0.0);
+        }
+    }
+    Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collective::{schedule, Algorithm, PIPELINE_CHUNK_BYTES};
+    use crate::workload::Collective::{self, *};
+
+    const LINKS: Links = Links { nvlink_gbps: 300.0, nic_gbps: 50.0, alpha_nvlink_ns: 700.0, alpha_net_ns: 3000.0 };
+
+    fn price(c: Collective, a: Algorithm, ranks: &[u32], gps: u32, bytes: u64, channels: u32) -> f64 {
+        let g = GroupTopo { ranks, gpus_per_server: gps, nvls: true };
+        schedule_ns(&schedule(c, a, &g, bytes, channels).unwrap(), &g, &LINKS).unwrap()
+    }
+
+    fn close(got: f64, want: f64) {
+        assert!((got - want).abs() <= 1e-9 * want.abs(), "{got} vs {want}");
+    }
+
+    #[test]
+    fn ring_all_reduce_is_two_n_minus_one_steps_of_s_over_n() {
+        // 16 ranks, one per server: every step crosses the network. T = 2(n−1)(α + S/(n·B)).
+        let ranks: Vec<u32> = (0..16).map(|i| i * 8).collect();
+        let s = 1u64 << 30;
+        for channels in [1, 4] {
+            let want = 30.0 * (3000.0 + s as f64 / 16.0 / 50.0);
+            close(price(AllReduce, Algorithm::Ring, &ranks, 8, s, channels), want);
+        }
+        // 8 ranks in one server: NVLink. All-gather: (n−1)(α_nv + S/(n·B_nv)).
+        let ranks: Vec<u32> = (0..8).collect();
+        close(price(AllGather, Algorithm::Ring, &ranks, 8, s, 2), 7.0 * (700.0 + s as f64 / 8.0 / 300.0));
+    }
+
+    #[test]
+    fn ring_channels_spread_the_crossing_over_every_nic() {
+        // 2 servers × 4 ranks, 4 channels: each rank leaves its server in one channel (S/(8·4) on
+        // its NIC) and stays inside in three (3·S/32 on NVLink): step = α_net + max(S/32/B_nic, 3S/32/B_nv).
+        let ranks: Vec<u32> = (0..8).collect();
+        let s = 1u64 << 30;
+        let step = 3000.0 + (s as f64 / 32.0 / 50.0).max(3.0 * s as f64 / 32.0 / 300.0);
+        close(price(AllReduce, Algorithm::Ring, &ranks, 4, s, 4), 14.0 * step);
+    }
+
+    #[test]
+    fn tree_all_reduce_pipelines_k_chunks_through_twice_the_depth() {
+        // One server of 4 ranks, 1 channel, S = 4 MiB: each tree (chain 3→2→1→0 and 0→1→2→3)
+        // carries S/2 = 4 chunks of 512 KiB; depth D = 3, so k + 2D − 1 = 9 steps. A middle rank
+        // sends up and down in both chains: 4 chunks per step, 2S/k, over NVLink.
+        let ranks: Vec<u32> = (0..4).collect();
+        let s = 4u64 << 20;
+        let want = 9.0 * (700.0 + 4.0 * PIPELINE_CHUNK_BYTES / 300.0);
+        close(price(AllReduce, Algorithm::Tree, &ranks, 8, s, 1), want);
+        // 4 servers of 1 rank: trees over servers. Tree A: 0→1←2, 1→3; tree B (mirror): 3→2←1, 2→0.
+        // Depth 2 in both; rank 1 is interior in A (parent 3, children 0, 2) and a leaf in B
+        // (parent 2): it sends 1 + 2 + 1 chunks up/down, receives 2 + 1 + 1: 4 chunks on the NIC.
+        let ranks: Vec<u32> = (0..4).map(|i| i * 8).collect();
+        let want = (4.0 + 4.0 - 1.0) * (3000.0 + 4.0 * PIPELINE_CHUNK_BYTES / 50.0);
+        close(price(AllReduce, Algorithm::Tree, &ranks, 8, s, 1), want);
+    }
+
+    #[test]
+    fn halving_doubling_matches_rabenseifner() {
+        // 8 ranks, one per server: 2·log2(8) steps, 2(n−1)/n·S bytes per rank in all.
+        let ranks: Vec<u32> = (0..8).map(|i| i * 8).collect();
+        let s = 1u64 << 30;
+        let want = 6.0 * 3000.0 + 2.0 * 7.0 / 8.0 * s as f64 / 50.0;
+        close(price(AllReduce, Algorithm::HalvingDoubling, &ranks, 8, s, 1), want);
+        close(price(ReduceScatter, Algorithm::HalvingDoubling, &ranks, 8, s, 1), want / 2.0);
+    }
+
+    #[test]
+    fn direct_all_to_all_is_bound_by_the_nic_share_that_leaves_the_server() {
+        // 2 servers × 8: a rank sends 8·S/16 over its NIC and 7·S/16 over NVLink, at once.
+        let ranks: Vec<u32> = (0..16).collect();
+        let s = 1u64 << 30;
+        let want = 3000.0 + (8.0 * s as f64 / 16.0 / 50.0).max(7.0 * s as f64 / 16.0 / 300.0);
+        close(price(AllToAll, Algorithm::Direct, &ranks, 8, s, 1), want);
+    }
+
+    #[test]
+    fn nvls_all_reduce_moves_s_each_way_once() {
+        // 8 ranks, 2 channels, S = 1 GiB: k = 1024 chunks of 512 KiB per channel, k + 1 steps;
+        // per step a GPU sends 2 chunks to the switch and receives 2 (one per channel); the
+        // switch port total is 8× that over 8 ports. T = (k+1)(α_nv + 2·chunk/B_nv) ≈ S/B_nv.
+        let ranks: Vec<u32> = (0..8).collect();
+        let want = 1025.0 * (700.0 + 2.0 * PIPELINE_CHUNK_BYTES / 300.0);
+        close(price(AllReduce, Algorithm::Nvls, &ranks, 8, 1 << 30, 2), want);
+    }
+
+    #[test]
+    fn hierarchical_all_reduce_sends_one_mth_over_the_network() {
+        // 4 servers × 8 ranks: 2·7 intra steps of S/8 on NVLink, 2·3 rail steps of S/32 on the NICs.
+        let ranks: Vec<u32> = (0..32).collect();
+        let s = 1u64 << 30;
+        let want = 14.0 * (700.0 + s as f64 / 8.0 / 300.0) + 6.0 * (3000.0 + s as f64 / 32.0 / 50.0);
+        close(price(AllReduce, Algorithm::Hierarchical, &ranks, 8, s, 1), want);
+    }
+
+    #[test]
+    fn nvls_tree_reduces_in_the_switch_and_sends_one_mth_across() {
+        // 2 servers × 2 ranks, S = 4 MiB, 1 channel: k = 8 chunks of 512 KiB (u). Per step a GPU
+        // sends u + u/2 to its switch and gets u/2 + u back (NVLink, 1.5u), and exchanges u/4 up
+        // and u/4 down in each of the two server trees with its rail peer (NIC, u/2 each way).
+        // Server trees of 2 have depth 1: k + 3 + 2 = 13 steps, each crossing servers.
+        let ranks: Vec<u32> = (0..4).collect();
+        let u = PIPELINE_CHUNK_BYTES;
+        let want = 13.0 * (3000.0 + (1.5 * u / 300.0).max(0.5 * u / 50.0));
+        close(price(AllReduce, Algorithm::NvlsTree, &ranks, 2, 4 << 20, 1), want);
+    }
+
+    #[test]
+    fn pxn_all_to_all_leaves_each_server_on_the_destination_rail() {
+        // 2 servers × 2 ranks, S = 4 MiB: rank 0 sends S/4 to each peer; the one for rank 3
+        // (rail 1) goes via rank 1. Merged, every GPU sends S/2 over NVLink (own + relayed) and
+        // S/2 over its NIC; the relay cuts it into k = 4 chunks: k + 1 steps of S/8 per port.
+        let ranks: Vec<u32> = (0..4).collect();
+        let s = 4u64 << 20;
+        let want = 5.0 * (3000.0 + (s as f64 / 8.0 / 50.0).max(s as f64 / 8.0 / 300.0));
+        close(price(AllToAll, Algorithm::Pxn, &ranks, 2, s, 1), want);
+        // A ring's crossing hop gains an NVLink relay stage: one more step than the plain ring.
+        let ring =
+            schedule(AllGather, Algorithm::Ring, &GroupTopo { ranks: &ranks, gpus_per_server: 2, nvls: false }, s, 1);
+        let pxn =
+            schedule(AllGather, Algorithm::Pxn, &GroupTopo { ranks: &ranks, gpus_per_server: 2, nvls: false }, s, 1);
+        assert_eq!(pxn.unwrap().phases[0].repeat, ring.unwrap().phases[0].repeat + 1);
+    }
+
+    #[test]
+    fn bad_links_and_foreign_endpoints_are_input_errors() {
+        let ranks: Vec<u32> = (0..4).collect();
+        let g = GroupTopo { ranks: &ranks, gpus_per_server: 8, nvls: false };
+        let s = schedule(AllReduce, Algorithm::Ring, &g, 1 << 20, 1).unwrap();
+        assert!(schedule_ns(&s, &g, &Links { nic_gbps: 0.0, ..LINKS }).is_err());
+        let two = &ranks[..2];
+        let small = GroupTopo { ranks: two, gpus_per_server: 8, nvls: false };
+        assert!(schedule_ns(&s, &small, &LINKS).unwrap_err().message.contains("not in this group"));
+    }
+}

@@ -1,0 +1,431 @@
+//! Collective algorithms, each defined once as a schedule of point-to-point transfers.
+//!
+//! A collective on a group becomes a [`Schedule`]: phases of concurrent transfers between ranks
+//! (and, for NVLS, the NVSwitch of a server). The flow model plays the transfers on links; the
+//! analytical side prices the same schedule with α–β ([`cost`]). One definition per algorithm.
+//!
+//! Sizes follow nccl-tests (shared/reference/hardware.md §3): `bytes` is S, the per-rank buffer
+//! for all-reduce, all-to-all, broadcast and reduce, the gathered output for all-gather and the
+//! whole input for reduce-scatter. Broadcast and reduce use group rank 0 as the root.
+//!
+//! Pipelined algorithms (tree, NVLS, PXN relays, chain broadcast) are written as their steady
+//! state: one phase holding every transfer of one pipeline step, each carrying one chunk, run
+//! `k + depth − 1` times for k chunks through a pipeline `depth` transfers deep. The fill and
+//! drain steps therefore carry chunks on hops that would really be idle; the overcount is
+//! (depth − 1)/k of the bytes and vanishes for large messages. Chunks are [`PIPELINE_CHUNK_BYTES`].
+//!
+//! Schedules stay compact: a ring is one phase with `repeat` = its step count, so its size is
+//! O(n · channels) whatever the message size; direct all-pairs is n(n−1) transfers in one phase,
+//! fine up to [`DIRECT_MAX_RANKS`] ranks and refused above (use hierarchical or PXN there).
+
+pub mod choose;
+pub mod cost;
+mod direct;
+mod halving_doubling;
+mod hierarchical;
+mod nvls;
+mod pxn;
+mod ring;
+mod tree;
+
+use crate::error::InputError;
+use crate::workload::Collective;
+
+/// Where a transfer starts or ends: a rank of the group (index into GroupTopo::ranks) or the
+/// NVSwitch (in-switch reduction / multicast unit) of one server of the group (server index = position
+/// among the group's distinct servers, in order of first appearance in `ranks`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Endpoint {
+    Rank(u32),
+    Switch { server: u32 },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Transfer {
+    pub src: Endpoint,
+    pub dst: Endpoint,
+    pub bytes: f64,
+}
+
+/// Transfers that run concurrently; the next phase starts when all of them have finished.
+/// `repeat`: the phase runs this many times back to back with the same transfers (the 2(n−1) steps of a ring).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Phase {
+    pub transfers: Vec<Transfer>,
+    pub repeat: u32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Schedule {
+    pub algorithm: Algorithm,
+    pub phases: Vec<Phase>,
+}
+
+impl Schedule {
+    /// Bytes put on the wire in total (every repetition counted).
+    pub fn total_bytes(&self) -> f64 {
+        self.phases.iter().map(|p| p.repeat as f64 * p.transfers.iter().map(|t| t.bytes).sum::<f64>()).sum()
+    }
+
+    /// Transfer objects held (not multiplied by `repeat`): the memory a schedule costs.
+    pub fn transfer_count(&self) -> usize {
+        self.phases.iter().map(|p| p.transfers.len()).sum()
+    }
+}
+
+/// The group as the algorithms see it: global GPU ids of its ranks in group order, servers of gpus_per_server consecutive GPU ids.
+pub struct GroupTopo<'a> {
+    pub ranks: &'a [u32],
+    pub gpus_per_server: u32,
+    pub nvls: bool,
+}
+
+/// The servers of a group: which server (index by first appearance) each rank is on, and the
+/// group ranks of each server in group order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Servers {
+    pub of_rank: Vec<u32>,
+    pub members: Vec<Vec<u32>>,
+}
+
+impl Servers {
+    /// Ranks per server when every server holds the same number of group ranks.
+    pub fn uniform(&self) -> Option<u32> {
+        let m = self.members.first()?.len();
+        self.members.iter().all(|s| s.len() == m).then_some(m as u32)
+    }
+}
+
+impl GroupTopo<'_> {
+    pub fn size(&self) -> u32 {
+        self.ranks.len() as u32
+    }
+
+    /// Local index of a rank's GPU in its server (its rail: the NIC it uses).
+    pub fn local_index(&self, rank: u32) -> u32 {
+        self.ranks[rank as usize] % self.gpus_per_server
+    }
+
+    pub fn servers(&self) -> Servers {
+        let mut ids: Vec<u32> = Vec::new();
+        let mut of_rank = Vec::with_capacity(self.ranks.len());
+        let mut members: Vec<Vec<u32>> = Vec::new();
+        // Groups list a server's GPUs contiguously in practice; the map only serves the other case.
+        let mut index = std::collections::HashMap::new();
+        for (r, &gpu) in self.ranks.iter().enumerate() {
+            let server = gpu / self.gpus_per_server;
+            let s = *index.entry(server).or_insert_with(|| {
+                ids.push(server);
+                members.push(Vec::new());
+                ids.len() as u32 - 1
+            });
+            of_rank.push(s);
+            members[s as usize].push(r as u32);
+        }
+        Servers { of_rank, members }
+    }
+
+    fn validate(&self) -> Result<(), InputError> {
+        if self.gpus_per_server == 0 {
+            return Err(err("gpus_per_server", "GPUs per server must be at least 1".into()));
+        }
+        if self.ranks.is_empty() {
+            return Err(err("ranks", "a group needs at least one rank".into()));
+        }
+        if self.ranks.len() > u32::MAX as usize / 2 {
+            return Err(err("ranks", format!("{} ranks is more than a group can hold", self.ranks.len())));
+        }
+        let mut sorted = self.ranks.to_vec();
+        sorted.sort_unstable();
+        if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+            return Err(err("ranks", format!("GPU {} appears twice in the group", w[0])));
+        }
+        Ok(())
+    }
+}
+
+/// Algorithms in the field's names. `Tree` is NCCL's double binary tree, `Nvls` NVLink SHARP
+/// inside one server, `NvlsTree` NVLS inside servers with a tree across them, `Hierarchical` the
+/// intra-server / rail-wise / intra-server split, `Pxn` NCCL's PXN relay through the GPU on the
+/// destination's rail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Algorithm {
+    Ring,
+    Tree,
+    HalvingDoubling,
+    Direct,
+    Nvls,
+    NvlsTree,
+    Hierarchical,
+    Pxn,
+}
+
+impl Algorithm {
+    pub const ALL: [Algorithm; 8] = [
+        Algorithm::Ring,
+        Algorithm::Tree,
+        Algorithm::HalvingDoubling,
+        Algorithm::Direct,
+        Algorithm::Nvls,
+        Algorithm::NvlsTree,
+        Algorithm::Hierarchical,
+        Algorithm::Pxn,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Ring => "ring",
+            Algorithm::Tree => "tree",
+            Algorithm::HalvingDoubling => "halving_doubling",
+            Algorithm::Direct => "direct",
+            Algorithm::Nvls => "nvls",
+            Algorithm::NvlsTree => "nvls_tree",
+            Algorithm::Hierarchical => "hierarchical",
+            Algorithm::Pxn => "pxn",
+        }
+    }
+
+    pub fn parse(name: &str) -> Result<Algorithm, InputError> {
+        let key = name.to_ascii_lowercase().replace('-', "_");
+        Algorithm::ALL.into_iter().find(|a| a.name() == key || a.name().replace('_', "") == key).ok_or_else(|| {
+            let names: Vec<&str> = Algorithm::ALL.iter().map(|a| a.name()).collect();
+            err("algorithm", format!("unknown algorithm '{name}' (valid: {})", names.join(", ")))
+        })
+    }
+}
+
+/// Bytes per chunk of a pipelined schedule: NCCL's Simple-protocol step (4 MiB buffer / 8 steps).
+pub const PIPELINE_CHUNK_BYTES: f64 = 512.0 * 1024.0;
+
+/// Largest group for direct all-pairs: n(n−1) ≈ 4.2 M transfers (about 100 MB) at 2048 ranks.
+pub const DIRECT_MAX_RANKS: u32 = 2048;
+
+/// Chunks a pipeline cuts `bytes` (per channel and pipeline) into.
+pub(crate) fn chunks(bytes: f64) -> u32 {
+    (bytes / PIPELINE_CHUNK_BYTES).ceil().clamp(1.0, u32::MAX as f64 / 4.0) as u32
+}
+
+pub(crate) fn err(field: &str, message: String) -> InputError {
+    InputError::field("collective", field, message)
+}
+
+fn send(src: u32, dst: u32, bytes: f64) -> Transfer {
+    Transfer { src: Endpoint::Rank(src), dst: Endpoint::Rank(dst), bytes }
+}
+
+/// Why `algo` cannot run `c` on this group, or None if it can.
+fn unsupported(c: Collective, algo: Algorithm, g: &GroupTopo, s: &Servers) -> Option<String> {
+    use Collective::*;
+    let n = g.size();
+    let nodes = s.members.len();
+    match algo {
+        Algorithm::Ring => (c == AllToAll).then(|| "a ring cannot deliver distinct data to every rank".into()),
+        Algorithm::Tree => (c != AllReduce).then(|| "the double binary tree is defined for all-reduce".into()),
+        Algorithm::HalvingDoubling => {
+            if !matches!(c, AllReduce | AllGather | ReduceScatter) {
+                Some("recursive halving-doubling is defined for all-reduce, all-gather and reduce-scatter".into())
+            } else if c != AllReduce && !n.is_power_of_two() {
+                Some(format!("{n} ranks is not a power of two"))
+            } else {
+                None
+            }
+        }
+        Algorithm::Direct => (n > DIRECT_MAX_RANKS && !matches!(c, Broadcast | Reduce))
+            .then(|| format!("{n} ranks needs n(n−1) transfers; direct is limited to {DIRECT_MAX_RANKS} ranks")),
+        Algorithm::Nvls | Algorithm::NvlsTree => {
+            if !g.nvls {
+                Some("the servers have no NVLS-capable NVSwitch".into())
+            } else if c == AllToAll {
+                Some("the switch reduces and multicasts; it cannot route distinct data per rank".into())
+            } else if algo == Algorithm::Nvls && nodes > 1 {
+                Some(format!("NVLS works inside one server and the group spans {nodes}"))
+            } else if algo == Algorithm::NvlsTree && (c != AllReduce || s.uniform().is_none()) {
+                Some("NVLS tree is all-reduce on servers holding equally many group ranks".into())
+            } else {
+                None
+            }
+        }
+        Algorithm::Hierarchical => {
+            if matches!(c, AllToAll | Broadcast | Reduce) {
+                Some("hierarchical is defined for all-reduce, all-gather and reduce-scatter".into())
+            } else if s.uniform().is_none() {
+                Some("servers hold different numbers of group ranks, so rails do not line up".into())
+            } else {
+                None
+            }
+        }
+        Algorithm::Pxn => (n > DIRECT_MAX_RANKS && c == AllToAll).then(|| {
+            format!("{n} ranks needs n(n−1) transfers; PXN all-to-all is limited to {DIRECT_MAX_RANKS} ranks")
+        }),
+    }
+}
+
+/// Algorithms that can run `c` on this group, in [`Algorithm::ALL`] order.
+pub fn valid_algorithms(c: Collective, g: &GroupTopo) -> Vec<Algorithm> {
+    let s = g.servers();
+    Algorithm::ALL.into_iter().filter(|&a| unsupported(c, a, g, &s).is_none()).collect()
+}
+
+/// The schedule of collective `c` of S = `bytes` on group `g` with algorithm `algo`, its rings
+/// and trees split over `channels` parallel channels. A group of one rank, or no bytes, is an
+/// empty schedule. An algorithm that cannot run `c` on `g` is an error listing those that can.
+pub fn schedule(
+    c: Collective,
+    algo: Algorithm,
+    g: &GroupTopo,
+    bytes: u64,
+    channels: u32,
+) -> Result<Schedule, crate::error::InputError> {
+    g.validate()?;
+    if channels == 0 {
+        return Err(err("channels", "at least one channel is needed".into()));
+    }
+    let s = g.servers();
+    if let Some(why) = unsupported(c, algo, g, &s) {
+        let valid: Vec<&str> = valid_algorithms(c, g).iter().map(|a| a.name()).collect();
+        return Err(err(
+            "algorithm",
+            format!(
+                "{} cannot run {} on {} ranks over {} servers: {why} (valid here: {})",
+                algo.name(),
+                c.name(),
+                g.size(),
+                s.members.len(),
+                valid.join(", ")
+            ),
+        ));
+    }
+    if g.size() <= 1 || bytes == 0 {
+        return Ok(Schedule { algorithm: algo, phases: Vec::new() });
+    }
+    let b = bytes as f64;
+    let mut phases = match algo {
+        Algorithm::Ring => ring::ring(c, &s, b, channels),
+        Algorithm::Tree => tree::tree(c, &s, b, channels),
+        Algorithm::HalvingDoubling => halving_doubling::halving_doubling(c, g.size(), b),
+        Algorithm::Direct => direct::direct(c, g.size(), b),
+        Algorithm::Nvls => nvls::nvls(c, &s, b, channels),
+        Algorithm::NvlsTree => nvls::nvls_tree(&s, b, channels),
+        Algorithm::Hierarchical => hierarchical::hierarchical(c, &s, b, channels),
+        Algorithm::Pxn => {
+            let base =
+                if c == Collective::AllToAll { direct::direct(c, g.size(), b) } else { ring::ring(c, &s, b, channels) };
+            pxn::relay(base, g, &s)
+        }
+    };
+    phases.retain(|p| p.repeat > 0 && !p.transfers.is_empty());
+    Ok(Schedule { algorithm: algo, phases })
+}
+
+/// A point-to-point send of `bytes` from group rank `src` to `dst`. With `pxn`, a send to
+/// another server that leaves from a GPU on a different rail goes first over NVLink to the
+/// source server's GPU on the destination's rail, then over that GPU's NIC (the proxy must be a
+/// member of `g`; pass a group holding the source server's GPUs, else the send goes direct).
+pub fn send_recv(g: &GroupTopo, src: u32, dst: u32, bytes: u64, pxn: bool) -> Result<Schedule, InputError> {
+    g.validate()?;
+    for (field, r) in [("src", src), ("dst", dst)] {
+        if r >= g.size() {
+            return Err(err(field, format!("rank {r} is not in the group of {} ranks", g.size())));
+        }
+    }
+    let algorithm = if pxn { Algorithm::Pxn } else { Algorithm::Direct };
+    if src == dst || bytes == 0 {
+        return Ok(Schedule { algorithm, phases: Vec::new() });
+    }
+    let phase = Phase { transfers: vec![send(src, dst, bytes as f64)], repeat: 1 };
+    let phases = if pxn { pxn::relay(vec![phase], g, &g.servers()) } else { vec![phase] };
+    Ok(Schedule { algorithm, phases })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Collective::*;
+
+    fn topo(ranks: &[u32], gps: u32, nvls: bool) -> GroupTopo<'_> {
+        GroupTopo { ranks, gpus_per_server: gps, nvls }
+    }
+
+    #[test]
+    fn servers_are_numbered_by_first_appearance() {
+        let ranks = [9, 1, 8, 0];
+        let s = topo(&ranks, 8, false).servers();
+        assert_eq!(s.of_rank, vec![0, 1, 0, 1]);
+        assert_eq!(s.members, vec![vec![0, 2], vec![1, 3]]);
+        assert_eq!(s.uniform(), Some(2));
+    }
+
+    #[test]
+    fn every_algorithm_moves_what_its_collective_needs() {
+        // Lower bounds on bytes on the wire (nccl-tests busbw × n): any correct schedule moves at least this.
+        // Two servers of 8 and one server of 8 (where NVLS runs).
+        for n in [16u32, 8] {
+            let ranks: Vec<u32> = (0..n).collect();
+            check_volumes(&topo(&ranks, 8, true));
+        }
+    }
+
+    fn check_volumes(g: &GroupTopo) {
+        let (s, n) = (1u64 << 30, g.size() as f64);
+        for c in Collective::ALL {
+            for a in valid_algorithms(c, g) {
+                let sch = schedule(c, a, g, s, 2).unwrap();
+                let need = s as f64 * c.busbw_factor(g.size()) * n;
+                // Reduce and broadcast must move S into (out of) each non-root rank: (n−1)·S.
+                let need = if matches!(c, Broadcast | Reduce) { need * (n - 1.0) / n } else { need };
+                assert!(sch.total_bytes() >= need * (1.0 - 1e-12), "{a:?} {c:?}: {} < {need}", sch.total_bytes());
+                assert!(sch.total_bytes() <= need * 3.0, "{a:?} {c:?}: {} moves far too much", sch.total_bytes());
+            }
+        }
+    }
+
+    #[test]
+    fn impossible_combinations_list_the_valid_algorithms() {
+        let ranks: Vec<u32> = (0..16).collect();
+        let e = schedule(AllReduce, Algorithm::Nvls, &topo(&ranks, 8, true), 1 << 20, 1).unwrap_err();
+        assert!(e.message.contains("inside one server") && e.message.contains("valid here: ring, tree"), "{e}");
+        let e = schedule(AllToAll, Algorithm::HalvingDoubling, &topo(&ranks, 8, false), 1 << 20, 1).unwrap_err();
+        assert!(e.message.contains("valid here: direct, pxn"), "{e}");
+        let e = schedule(AllGather, Algorithm::HalvingDoubling, &topo(&ranks[..6], 8, false), 64, 1).unwrap_err();
+        assert!(e.message.contains("not a power of two"), "{e}");
+        assert!(schedule(AllReduce, Algorithm::Ring, &topo(&[1, 1], 8, false), 64, 1).is_err());
+        assert!(schedule(AllGather, Algorithm::HalvingDoubling, &topo(&[], 8, false), 64, 1).is_err());
+        assert!(schedule(AllReduce, Algorithm::Ring, &topo(&ranks, 0, false), 64, 1).is_err());
+        assert!(schedule(AllReduce, Algorithm::Ring, &topo(&ranks, 8, false), 64, 0).is_err());
+        assert_eq!(Algorithm::parse("NVLS-tree").unwrap(), Algorithm::NvlsTree);
+        assert!(Algorithm::parse("bruck").unwrap_err().message.contains("halving_doubling"));
+    }
+
+    #[test]
+    fn a_large_ring_is_linear_in_ranks() {
+        let ranks: Vec<u32> = (0..16384).collect();
+        let sch = schedule(AllReduce, Algorithm::Ring, &topo(&ranks, 8, false), 1 << 30, 1).unwrap();
+        assert_eq!(sch.transfer_count(), 16384);
+        assert_eq!(sch.phases[0].repeat, 2 * 16383);
+        let sch = schedule(AllReduce, Algorithm::Tree, &topo(&ranks, 8, false), 1 << 30, 2).unwrap();
+        assert!(sch.transfer_count() <= 8 * 16384, "{}", sch.transfer_count());
+        let sch = schedule(AllReduce, Algorithm::Hierarchical, &topo(&ranks, 8, false), 1 << 30, 2).unwrap();
+        assert!(sch.transfer_count() <= 6 * 16384, "{}", sch.transfer_count());
+    }
+
+    #[test]
+    fn send_recv_relays_through_the_destination_rail_with_pxn() {
+        // GPU 1 (server 0, rail 1) sends to GPU 10 (server 1, rail 2); GPU 2 is server 0's rail-2 GPU.
+        let ranks = [1, 2, 10];
+        let g = topo(&ranks, 8, false);
+        let direct = send_recv(&g, 0, 2, 1000, false).unwrap();
+        assert_eq!(direct.phases, vec![Phase { transfers: vec![send(0, 2, 1000.0)], repeat: 1 }]);
+        let relayed = send_recv(&g, 0, 2, 1000, true).unwrap();
+        // Store and forward: one chunk, two pipeline steps.
+        assert_eq!(relayed.phases, vec![Phase { transfers: vec![send(0, 1, 1000.0), send(1, 2, 1000.0)], repeat: 2 }]);
+        assert!(send_recv(&g, 0, 3, 1, false).is_err());
+    }
+
+    #[test]
+    fn nothing_to_do_is_an_empty_schedule() {
+        let sch = schedule(AllReduce, Algorithm::Ring, &topo(&[3], 8, false), 1 << 20, 4).unwrap();
+        assert!(sch.phases.is_empty());
+        let sch = schedule(AllGather, Algorithm::Direct, &topo(&[0, 1], 8, false), 0, 1).unwrap();
+        assert!(sch.phases.is_empty());
+    }
+}

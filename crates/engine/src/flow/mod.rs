@@ -1,0 +1,728 @@
+//! The flow-level network model: links shared max-min fairly among the flows in flight.
+//!
+//! A flow f of S_f bytes on path P_f (directed links) issued at t_f first waits its path latency
+//! α_f = Σ_{l∈P_f} lat_l — SimGrid-style, the latency is paid before the flow starts and loads
+//! no link — then transfers at a rate r_f(t), finishing at T_f with ∫_{t_f+α_f}^{T_f} r_f dt = S_f.
+//! A flow on no link (src = dst) finishes as soon as it starts.
+//!
+//! Rates are the max-min fair allocation over the links, each of capacity C_l (bytes/ns):
+//! Σ_{f∋l} r_f ≤ C_l, and no r_f can grow without shrinking some r_g ≤ r_f. Progressive filling
+//! (water-filling) computes it: with R_l the capacity left on l and n_l its flows not yet fixed,
+//! the bottleneck share s = min_l R_l / n_l goes to every unfixed flow crossing a link whose share
+//! is s; those flows are fixed, R_l −= s and n_l −= 1 on each of their links; repeat until every
+//! flow is fixed. Rates are constant between events, so T_f = t + remaining_f / r_f.
+//!
+//! Rates change only when the set of active flows changes, and only inside the connected
+//! component (flows linked by shared links) of the flows that started or ended; other flows keep
+//! their rates and their scheduled completions.
+//!
+//! Flows come in *batches* that run `repeat` times back to back (one phase of a collective
+//! schedule, such as the 2(n−1) identical steps of a ring). A run is *clean* when every re-solve
+//! that touched its flows held no other flow; the next run, started fresh under the same
+//! conditions, then takes exactly as long. So after a clean run of duration d the batch is
+//! *parked*: its remaining k runs end at t + k·d with no events in between, and its flows stay
+//! on their links so that any newcomer finds them. A newcomer sharing a link with a parked batch
+//! at time t resumes it from its exact state: j = ⌊(t − t_park)/d⌋ runs are done, and at offset
+//! τ = t − t_park − j·d into the current run each flow is waiting (τ < α_f), done (τ ≥ its
+//! finish offset) or active with S_f − ∫_0^τ r_f bytes left, integrated from the rates recorded
+//! during the clean run.
+
+pub mod network;
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use crate::error::{InputError, Result};
+use crate::routing::{links_of_path, Router};
+use crate::topology::Topology;
+
+/// Most rate changes recorded per run; a run with more is not fast-forwarded.
+const MAX_RECORD: usize = 64;
+/// Shares within this relative distance of the bottleneck are fixed together (rounding).
+const SHARE_EPS: f64 = 1e-12;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Free,
+    /// Paying its latency.
+    Waiting,
+    Active,
+    Done,
+    /// Its batch is fast-forwarding; kept on its links so newcomers find it.
+    Parked,
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Activate,
+    Finish,
+    BatchEnd,
+}
+
+struct Event {
+    time: f64,
+    seq: u64,
+    kind: Kind,
+    id: u32,
+    ver: u32,
+}
+impl PartialEq for Event {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == Ordering::Equal
+    }
+}
+impl Eq for Event {}
+impl Ord for Event {
+    fn cmp(&self, o: &Self) -> Ordering {
+        // Min-heap on (time, seq).
+        o.time.total_cmp(&self.time).then(o.seq.cmp(&self.seq))
+    }
+}
+impl PartialOrd for Event {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+struct Batch {
+    flows: Vec<u32>,
+    tag: u64,
+    runs_left: u32,
+    run_start: f64,
+    pending: u32,
+    clean: bool,
+    /// (offset into the run, rate of each flow of the batch) after every re-solve touching it.
+    record: Vec<(f64, Box<[f64]>)>,
+    record_ok: bool,
+    /// Offset into the run at which each flow finished.
+    finish_off: Vec<f64>,
+    /// Parked: (park time, run duration, runs left).
+    park: Option<(f64, f64, u32)>,
+    ver: u32,
+    live: bool,
+}
+
+/// Max-min fair flow simulation over a topology's directed links.
+pub struct FlowSim {
+    cap: Vec<f64>,
+    link_lat: Vec<f64>,
+    link_flows: Vec<Vec<u32>>,
+    carried: Vec<f64>,
+    // Per flow, struct of arrays, indexed by flow slot.
+    path: Vec<Box<[u32]>>,
+    lat: Vec<f64>,
+    bytes: Vec<f64>,
+    rem: Vec<f64>,
+    rate: Vec<f64>,
+    upd: Vec<f64>,
+    state: Vec<State>,
+    ver: Vec<u32>,
+    batch_of: Vec<u32>,
+    /// Index of the flow within its batch.
+    pos: Vec<u32>,
+    free_flows: Vec<u32>,
+    batches: Vec<Batch>,
+    free_batches: Vec<u32>,
+    heap: BinaryHeap<Event>,
+    seq: u64,
+    // Scratch for re-solves, sized once.
+    link_mark: Vec<u32>,
+    flow_mark: Vec<u32>,
+    batch_mark: Vec<u32>,
+    epoch: u32,
+    touched: Vec<u32>,
+    rcap: Vec<f64>,
+    nun: Vec<u32>,
+    solves: u64,
+    fast_forward: bool,
+}
+
+impl FlowSim {
+    pub fn new(topo: &Topology) -> FlowSim {
+        let n = topo.links.len();
+        FlowSim {
+            cap: topo.links.iter().map(|l| l.bandwidth).collect(),
+            link_lat: topo.links.iter().map(|l| l.latency_ns).collect(),
+            link_flows: vec![Vec::new(); n],
+            carried: vec![0.0; n],
+            path: Vec::new(),
+            lat: Vec::new(),
+            bytes: Vec::new(),
+            rem: Vec::new(),
+            rate: Vec::new(),
+            upd: Vec::new(),
+            state: Vec::new(),
+            ver: Vec::new(),
+            batch_of: Vec::new(),
+            pos: Vec::new(),
+            free_flows: Vec::new(),
+            batches: Vec::new(),
+            free_batches: Vec::new(),
+            heap: BinaryHeap::new(),
+            seq: 0,
+            link_mark: vec![0; n],
+            flow_mark: Vec::new(),
+            batch_mark: Vec::new(),
+            epoch: 0,
+            touched: Vec::new(),
+            rcap: vec![0.0; n],
+            nun: vec![0; n],
+            solves: 0,
+            fast_forward: true,
+        }
+    }
+
+    /// Bytes carried so far by each directed link (index = topology link id).
+    pub fn carried_bytes(&self) -> &[f64] {
+        &self.carried
+    }
+
+    /// Max-min re-solves done so far (to check that repeats are fast-forwarded).
+    pub fn solves(&self) -> u64 {
+        self.solves
+    }
+
+    /// Turn fast-forwarding of clean repeated runs on (default) or off (to check it).
+    pub fn set_fast_forward(&mut self, on: bool) {
+        self.fast_forward = on;
+    }
+
+    fn push(&mut self, time: f64, kind: Kind, id: u32, ver: u32) {
+        self.seq += 1;
+        self.heap.push(Event { time, seq: self.seq, kind, id, ver });
+    }
+
+    fn new_flow(&mut self, path: Box<[u32]>, bytes: f64, batch: u32) -> u32 {
+        let lat = path.iter().map(|&l| self.link_lat[l as usize]).sum();
+        let f = match self.free_flows.pop() {
+            Some(f) => f,
+            None => {
+                self.path.push(Box::default());
+                self.lat.push(0.0);
+                self.bytes.push(0.0);
+                self.rem.push(0.0);
+                self.rate.push(0.0);
+                self.upd.push(0.0);
+                self.state.push(State::Free);
+                self.ver.push(0);
+                self.batch_of.push(0);
+                self.pos.push(0);
+                self.flow_mark.push(0);
+                (self.path.len() - 1) as u32
+            }
+        };
+        let i = f as usize;
+        self.path[i] = path;
+        self.lat[i] = lat;
+        self.bytes[i] = bytes;
+        self.batch_of[i] = batch;
+        f
+    }
+
+    /// Start a batch at `now`: flows given as (links, bytes), run `repeat` ≥ 1 times back to
+    /// back. Its `tag` comes back from [`FlowSim::step`] when the last run ends.
+    pub fn add_batch(&mut self, now: f64, flows: Vec<(Vec<u32>, f64)>, repeat: u32, tag: u64) -> u32 {
+        let b = match self.free_batches.pop() {
+            Some(b) => b,
+            None => {
+                self.batches.push(Batch {
+                    flows: Vec::new(),
+                    tag: 0,
+                    runs_left: 0,
+                    run_start: 0.0,
+                    pending: 0,
+                    clean: true,
+                    record: Vec::new(),
+                    record_ok: true,
+                    finish_off: Vec::new(),
+                    park: None,
+                    ver: 0,
+                    live: false,
+                });
+                self.batch_mark.push(0);
+                (self.batches.len() - 1) as u32
+            }
+        };
+        let ids: Vec<u32> =
+            flows.into_iter().map(|(p, bytes)| self.new_flow(p.into_boxed_slice(), bytes.max(0.0), b)).collect();
+        for (k, &f) in ids.iter().enumerate() {
+            self.pos[f as usize] = k as u32;
+        }
+        let bt = &mut self.batches[b as usize];
+        bt.finish_off = vec![0.0; ids.len()];
+        bt.flows = ids;
+        bt.tag = tag;
+        bt.runs_left = repeat.max(1);
+        bt.park = None;
+        bt.live = true;
+        self.arm(b, now);
+        b
+    }
+
+    /// Start a fresh run of batch `b` at `now`.
+    fn arm(&mut self, b: u32, now: f64) {
+        let bt = &mut self.batches[b as usize];
+        bt.run_start = now;
+        bt.clean = true;
+        bt.record.clear();
+        bt.record_ok = true;
+        bt.pending = bt.flows.len() as u32;
+        let flows = std::mem::take(&mut bt.flows);
+        for &f in &flows {
+            let i = f as usize;
+            self.rem[i] = self.bytes[i];
+            self.rate[i] = 0.0;
+            self.state[i] = State::Waiting;
+            self.ver[i] = self.ver[i].wrapping_add(1);
+            let (t, v) = (now + self.lat[i], self.ver[i]);
+            self.push(t, Kind::Activate, f, v);
+        }
+        self.batches[b as usize].flows = flows;
+    }
+
+    /// Time of the next internal event (a flow starting or ending), if any.
+    pub fn next_time(&self) -> Option<f64> {
+        self.heap.peek().map(|e| e.time)
+    }
+
+    fn attach(&mut self, f: u32) {
+        for k in 0..self.path[f as usize].len() {
+            let l = self.path[f as usize][k] as usize;
+            self.link_flows[l].push(f);
+            self.touched.push(l as u32);
+        }
+    }
+
+    fn detach(&mut self, f: u32, touch: bool) {
+        for k in 0..self.path[f as usize].len() {
+            let l = self.path[f as usize][k] as usize;
+            let v = &mut self.link_flows[l];
+            if let Some(p) = v.iter().position(|&g| g == f) {
+                v.swap_remove(p);
+            }
+            if touch {
+                self.touched.push(l as u32);
+            }
+        }
+    }
+
+    fn carry(&mut self, f: u32, times: f64) {
+        let i = f as usize;
+        for &l in self.path[i].iter() {
+            self.carried[l as usize] += self.bytes[i] * times;
+        }
+    }
+
+    fn finish_flow(&mut self, f: u32, now: f64, finished: &mut Vec<(u64, f64)>) {
+        let i = f as usize;
+        self.detach(f, true);
+        self.state[i] = State::Done;
+        self.rate[i] = 0.0;
+        self.rem[i] = 0.0;
+        self.carry(f, 1.0);
+        let b = self.batch_of[i] as usize;
+        let pos = self.pos[i] as usize;
+        self.batches[b].finish_off[pos] = now - self.batches[b].run_start;
+        self.batches[b].pending -= 1;
+        if self.batches[b].pending == 0 {
+            self.run_end(b as u32, now, finished);
+        }
+    }
+
+    fn release(&mut self, b: u32, now: f64, finished: &mut Vec<(u64, f64)>) {
+        let bt = &mut self.batches[b as usize];
+        bt.live = false;
+        bt.ver = bt.ver.wrapping_add(1);
+        finished.push((bt.tag, now));
+        let flows = std::mem::take(&mut bt.flows);
+        bt.record.clear();
+        for &f in &flows {
+            self.state[f as usize] = State::Free;
+            self.path[f as usize] = Box::default();
+            self.ver[f as usize] = self.ver[f as usize].wrapping_add(1);
+        }
+        self.free_flows.extend(flows);
+        self.free_batches.push(b);
+    }
+
+    fn run_end(&mut self, b: u32, now: f64, finished: &mut Vec<(u64, f64)>) {
+        let bt = &mut self.batches[b as usize];
+        bt.runs_left -= 1;
+        if bt.runs_left == 0 {
+            self.release(b, now, finished);
+            return;
+        }
+        let d = now - bt.run_start;
+        let runs = bt.runs_left;
+        // Park only if the next runs would see exactly what this one saw: nobody else on its links.
+        let parkable = self.fast_forward
+            && bt.clean
+            && bt.record_ok
+            && d > 0.0
+            && bt.flows.iter().all(|&f| self.path[f as usize].iter().all(|&l| self.link_flows[l as usize].is_empty()));
+        if !parkable {
+            self.arm(b, now);
+            return;
+        }
+        bt.park = Some((now, d, runs));
+        bt.ver = bt.ver.wrapping_add(1);
+        let v = bt.ver;
+        let flows = std::mem::take(&mut bt.flows);
+        for &f in &flows {
+            self.state[f as usize] = State::Parked;
+            for &l in self.path[f as usize].iter() {
+                self.link_flows[l as usize].push(f);
+            }
+        }
+        self.batches[b as usize].flows = flows;
+        self.push(now + runs as f64 * d, Kind::BatchEnd, b, v);
+    }
+
+    /// A newcomer meets parked batch `b` at `now`: rebuild the state of its current run.
+    fn resume(&mut self, b: u32, now: f64, finished: &mut Vec<(u64, f64)>) {
+        let (t0, d, runs) = self.batches[b as usize].park.take().expect("resume of a parked batch");
+        let j = (((now - t0) / d).floor().max(0.0) as u32).min(runs - 1);
+        let start = t0 + j as f64 * d;
+        let tau = now - start;
+        let flows = std::mem::take(&mut self.batches[b as usize].flows);
+        let bt = &mut self.batches[b as usize];
+        bt.ver = bt.ver.wrapping_add(1);
+        bt.runs_left = runs - j;
+        bt.run_start = start;
+        bt.clean = false;
+        bt.record_ok = false;
+        let record = std::mem::take(&mut bt.record);
+        let finish_off = bt.finish_off.clone();
+        let mut pending = 0;
+        for (k, &f) in flows.iter().enumerate() {
+            let i = f as usize;
+            self.detach(f, false);
+            self.carry(f, j as f64);
+            self.ver[i] = self.ver[i].wrapping_add(1);
+            self.upd[i] = now;
+            if tau >= finish_off[k] {
+                self.state[i] = State::Done;
+                self.carry(f, 1.0);
+                continue;
+            }
+            pending += 1;
+            if tau < self.lat[i] {
+                self.state[i] = State::Waiting;
+                self.rem[i] = self.bytes[i];
+                self.rate[i] = 0.0;
+                let v = self.ver[i];
+                self.push(start + self.lat[i], Kind::Activate, f, v);
+                continue;
+            }
+            // Bytes moved so far: the recorded rates, piecewise constant between records.
+            let mut moved = 0.0;
+            for (r, (off, rates)) in record.iter().enumerate() {
+                let end = record.get(r + 1).map_or(tau, |n| n.0).min(tau);
+                if end > *off {
+                    moved += rates[k] * (end - off);
+                }
+            }
+            self.rem[i] = (self.bytes[i] - moved).max(0.0);
+            self.rate[i] = 0.0;
+            self.state[i] = State::Active;
+            self.attach(f);
+        }
+        let bt = &mut self.batches[b as usize];
+        bt.flows = flows;
+        bt.pending = pending;
+        if pending == 0 {
+            self.run_end(b, now, finished);
+        }
+    }
+
+    /// Process every event at the earliest pending time; append the tags of batches that ended
+    /// then (with that time). Returns the time processed, or None when nothing is pending.
+    pub fn step(&mut self, finished: &mut Vec<(u64, f64)>) -> Option<f64> {
+        let now = self.heap.peek()?.time;
+        self.touched.clear();
+        while self.heap.peek().is_some_and(|e| e.time <= now) {
+            let e = self.heap.pop().expect("peeked");
+            match e.kind {
+                Kind::Activate | Kind::Finish => {
+                    let i = e.id as usize;
+                    if self.ver[i] != e.ver {
+                        continue;
+                    }
+                    if matches!(e.kind, Kind::Activate) && self.state[i] == State::Waiting {
+                        self.state[i] = State::Active;
+                        self.upd[i] = now;
+                        self.rate[i] = 0.0;
+                        if self.path[i].is_empty() || self.rem[i] <= 0.0 {
+                            self.finish_flow(e.id, now, finished);
+                        } else {
+                            self.attach(e.id);
+                        }
+                    } else if matches!(e.kind, Kind::Finish) && self.state[i] == State::Active {
+                        self.finish_flow(e.id, now, finished);
+                    }
+                }
+                Kind::BatchEnd => {
+                    let b = e.id as usize;
+                    if !self.batches[b].live || self.batches[b].ver != e.ver {
+                        continue;
+                    }
+                    let (_, _, runs) = self.batches[b].park.take().expect("parked batch");
+                    let flows = std::mem::take(&mut self.batches[b].flows);
+                    for &f in &flows {
+                        self.detach(f, false);
+                        self.carry(f, runs as f64);
+                    }
+                    self.batches[b].flows = flows;
+                    self.release(e.id, now, finished);
+                }
+            }
+        }
+        self.solve(now, finished);
+        Some(now)
+    }
+
+    fn next_epoch(&mut self) -> u32 {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.link_mark.fill(0);
+            self.flow_mark.fill(0);
+            self.batch_mark.fill(0);
+            self.epoch = 1;
+        }
+        self.epoch
+    }
+
+    /// Components reachable from the touched links: (links, flows, component start offsets
+    /// into flows). Parked batches met on the way are resumed and the search redone.
+    fn components(&mut self, now: f64, finished: &mut Vec<(u64, f64)>) -> (Vec<u32>, Vec<u32>, Vec<usize>) {
+        loop {
+            let ep = self.next_epoch();
+            let mut links = Vec::new();
+            let mut flows = Vec::new();
+            let mut starts = Vec::new();
+            let mut parked = Vec::new();
+            let mut stack = Vec::new();
+            for s in 0..self.touched.len() {
+                let l0 = self.touched[s];
+                if self.link_mark[l0 as usize] == ep {
+                    continue;
+                }
+                self.link_mark[l0 as usize] = ep;
+                starts.push(flows.len());
+                let parked_before = parked.len();
+                stack.push(l0);
+                while let Some(l) = stack.pop() {
+                    links.push(l);
+                    for &f in &self.link_flows[l as usize] {
+                        // Parked flows are not marked: another component may reach them too.
+                        if self.state[f as usize] == State::Parked {
+                            parked.push(self.batch_of[f as usize]);
+                            continue;
+                        }
+                        if self.flow_mark[f as usize] == ep {
+                            continue;
+                        }
+                        self.flow_mark[f as usize] = ep;
+                        flows.push(f);
+                        for &l2 in self.path[f as usize].iter() {
+                            if self.link_mark[l2 as usize] != ep {
+                                self.link_mark[l2 as usize] = ep;
+                                stack.push(l2);
+                            }
+                        }
+                    }
+                }
+                // Parked flows alone (their own links just emptied) need no resume.
+                if flows.len() == *starts.last().expect("pushed") {
+                    parked.truncate(parked_before);
+                }
+            }
+            if parked.is_empty() {
+                starts.push(flows.len());
+                return (links, flows, starts);
+            }
+            parked.sort_unstable();
+            parked.dedup();
+            for b in parked {
+                if self.batches[b as usize].park.is_some() {
+                    self.resume(b, now, finished);
+                }
+            }
+        }
+    }
+
+    fn solve(&mut self, now: f64, finished: &mut Vec<(u64, f64)>) {
+        if self.touched.is_empty() {
+            return;
+        }
+        self.solves += 1;
+        let (links, flows, starts) = self.components(now, finished);
+        // A run sharing a component with another batch is not clean.
+        let bep = self.next_epoch();
+        let mut touched_batches = Vec::new();
+        for c in starts.windows(2) {
+            let comp = &flows[c[0]..c[1]];
+            let first = comp.first().map(|&f| self.batch_of[f as usize]);
+            let mixed = comp.iter().any(|&f| Some(self.batch_of[f as usize]) != first);
+            for &f in comp {
+                let b = self.batch_of[f as usize];
+                if mixed {
+                    self.batches[b as usize].clean = false;
+                }
+                if self.batch_mark[b as usize] != bep {
+                    self.batch_mark[b as usize] = bep;
+                    touched_batches.push(b);
+                }
+            }
+        }
+        // Bytes moved at the old rates up to now.
+        for &f in &flows {
+            let i = f as usize;
+            self.rem[i] = (self.rem[i] - self.rate[i] * (now - self.upd[i])).max(0.0);
+            self.upd[i] = now;
+        }
+        self.max_min(&links, &flows);
+        for &f in &flows {
+            let i = f as usize;
+            self.ver[i] = self.ver[i].wrapping_add(1);
+            let t = if self.rate[i] > 0.0 { now + self.rem[i] / self.rate[i] } else { f64::INFINITY };
+            if t.is_finite() {
+                let v = self.ver[i];
+                self.push(t.max(now), Kind::Finish, f, v);
+            }
+        }
+        // Record the rates of clean runs for fast-forwarding; batches whose flows only ended
+        // this round are covered by the touched links too (their rates became 0).
+        for &l in &self.touched {
+            for &f in &self.link_flows[l as usize] {
+                let b = self.batch_of[f as usize];
+                if self.batch_mark[b as usize] != bep {
+                    self.batch_mark[b as usize] = bep;
+                    touched_batches.push(b);
+                }
+            }
+        }
+        for b in touched_batches {
+            let bt = &self.batches[b as usize];
+            if !(bt.live && bt.clean && bt.record_ok && bt.park.is_none()) {
+                continue;
+            }
+            if bt.record.len() >= MAX_RECORD {
+                self.batches[b as usize].record_ok = false;
+                continue;
+            }
+            let rates: Box<[f64]> = bt
+                .flows
+                .iter()
+                .map(|&f| if self.state[f as usize] == State::Active { self.rate[f as usize] } else { 0.0 })
+                .collect();
+            let off = now - bt.run_start;
+            self.batches[b as usize].record.push((off, rates));
+        }
+    }
+
+    /// Progressive filling over one or more components (they do not interact).
+    fn max_min(&mut self, links: &[u32], flows: &[u32]) {
+        for &l in links {
+            self.rcap[l as usize] = self.cap[l as usize];
+            self.nun[l as usize] = 0;
+        }
+        let ep = self.next_epoch();
+        for &f in flows {
+            for &l in self.path[f as usize].iter() {
+                self.nun[l as usize] += 1;
+            }
+        }
+        let mut open: Vec<u32> = links.iter().copied().filter(|&l| self.nun[l as usize] > 0).collect();
+        while !open.is_empty() {
+            let share =
+                open.iter().map(|&l| self.rcap[l as usize] / self.nun[l as usize] as f64).fold(f64::INFINITY, f64::min);
+            let limit = share * (1.0 + SHARE_EPS);
+            for &l in &open {
+                let l = l as usize;
+                if self.nun[l] == 0 || self.rcap[l] / self.nun[l] as f64 > limit {
+                    continue;
+                }
+                for p in 0..self.link_flows[l].len() {
+                    let f = self.link_flows[l][p] as usize;
+                    if self.flow_mark[f] == ep {
+                        continue;
+                    }
+                    self.flow_mark[f] = ep;
+                    self.rate[f] = share;
+                    for &l2 in self.path[f].iter() {
+                        let l2 = l2 as usize;
+                        self.rcap[l2] = (self.rcap[l2] - share).max(0.0);
+                        self.nun[l2] -= 1;
+                    }
+                }
+            }
+            open.retain(|&l| self.nun[l as usize] > 0);
+        }
+    }
+}
+
+/// One flow for [`completion_times`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FlowSpec {
+    pub src: u32,
+    pub dst: u32,
+    pub bytes: f64,
+    pub start_ns: f64,
+}
+
+/// Completion time (ns) of each flow, routed by shortest path with ECMP seeded by `seed` (flow
+/// id = index), or along `routes[i]` (node paths) where given.
+pub fn completion_times(
+    topo: &Topology,
+    flows: &[FlowSpec],
+    routes: Option<&[Vec<u32>]>,
+    seed: u64,
+) -> Result<Vec<f64>> {
+    if let Some(r) = routes {
+        if r.len() != flows.len() {
+            return Err(InputError::field(
+                "routes",
+                "routes",
+                format!("{} routes for {} flows; give one per flow (an empty one to route it)", r.len(), flows.len()),
+            ));
+        }
+    }
+    let mut router = Router::new(topo, seed);
+    let mut sim = FlowSim::new(topo);
+    for (i, f) in flows.iter().enumerate() {
+        let field = format!("flow {i}");
+        if !(f.bytes.is_finite() && f.bytes >= 0.0) {
+            return Err(InputError::field(
+                "flows",
+                &field,
+                format!("bytes {} must be finite and non-negative", f.bytes),
+            ));
+        }
+        if !(f.start_ns.is_finite() && f.start_ns >= 0.0) {
+            return Err(InputError::field("flows", &field, format!("start {} ns must be finite and >= 0", f.start_ns)));
+        }
+        let mut path = Vec::new();
+        let given = routes.map(|r| &r[i]).filter(|r| !r.is_empty());
+        let res = match given {
+            Some(nodes) => links_of_path(topo, nodes, f.src, f.dst, &mut path),
+            None => router.route(topo, f.src, f.dst, i as u64, &mut path),
+        };
+        res.map_err(|mut e| {
+            e.message = format!("{field}: {}", e.message);
+            e
+        })?;
+        sim.add_batch(f.start_ns, vec![(path, f.bytes)], 1, i as u64);
+    }
+    let mut out = vec![f64::NAN; flows.len()];
+    let mut finished = Vec::new();
+    while sim.step(&mut finished).is_some() {
+        for (tag, t) in finished.drain(..) {
+            out[tag as usize] = t;
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

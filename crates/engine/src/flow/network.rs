@@ -1,0 +1,337 @@
+//! [`FlowNetwork`]: the flow model behind the executor's [`NetworkModel`] interface.
+//!
+//! A collective issued by a rank class covers every instance of its group among that class's
+//! ranks; each instance runs its own schedule (phases of transfers from a collective algorithm)
+//! and all instances share the network. A transfer from rank `src` to `dst` stands for every
+//! rank r of `src`'s class sending to r + (dst − src). Rank r is GPU node r of the topology.
+//! Transfers between GPUs of one server go through the server's NVSwitches, split evenly over
+//! them as NVLink traffic spreads over all switch planes; a `Switch` endpoint is split the same
+//! way.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use super::FlowSim;
+use crate::collective::{Algorithm, Endpoint, GroupTopo, Schedule};
+use crate::error::{InputError, Result};
+use crate::network::{Comm, NetworkModel};
+use crate::routing::{link_between, Router};
+use crate::topology::Topology;
+use crate::workload::{Collective, GroupId, OpKind, Workload};
+
+/// Turns one collective on one group instance into a schedule (an algorithm choice, fixed or
+/// automatic, wrapped around the collective-algorithm module).
+pub type Scheduler = Box<dyn FnMut(Collective, &GroupTopo, u64) -> Result<Schedule>>;
+
+/// A scheduler that always runs `algorithm` over `channels` channels.
+pub fn fixed_algorithm(algorithm: Algorithm, channels: u32) -> Scheduler {
+    Box::new(move |c, g, bytes| crate::collective::schedule(c, algorithm, g, bytes, channels))
+}
+
+/// One phase ready to start: flows as (links, bytes), and how many runs.
+type ReadyPhase = (Vec<(Vec<u32>, f64)>, u32);
+
+/// One group instance (or all pairs of a transfer) working through its phases.
+struct InstanceRun {
+    token: u64,
+    /// Phases not yet started, last first.
+    phases: Vec<ReadyPhase>,
+}
+
+pub struct FlowNetwork {
+    topo: Topology,
+    router: Router,
+    sim: FlowSim,
+    scheduler: Scheduler,
+    nvls: bool,
+    rank_class: Vec<u32>,
+    /// Instances of each (group, class): member ranks in group order.
+    instances: HashMap<(GroupId, u32), Rc<Vec<Vec<u32>>>>,
+    /// Schedules by (collective, bytes, server of each member by first appearance).
+    schedules: HashMap<(Collective, u64, Vec<u32>), Rc<Schedule>>,
+    runs: Vec<Option<InstanceRun>>,
+    free_runs: Vec<u32>,
+    /// Instances still running per communication token.
+    pending: HashMap<u64, u32>,
+    next_flow: u64,
+    finished: Vec<(u64, f64)>,
+    /// Tokens finished at `clock` but not yet handed out.
+    ready: Vec<u64>,
+    clock: f64,
+}
+
+impl FlowNetwork {
+    /// `seed` drives ECMP; `nvls` tells schedules that NVSwitches reduce in-switch.
+    pub fn new(topo: Topology, scheduler: Scheduler, seed: u64, nvls: bool) -> FlowNetwork {
+        let router = Router::new(&topo, seed);
+        let sim = FlowSim::new(&topo);
+        FlowNetwork {
+            topo,
+            router,
+            sim,
+            scheduler,
+            nvls,
+            rank_class: Vec::new(),
+            instances: HashMap::new(),
+            schedules: HashMap::new(),
+            runs: Vec::new(),
+            free_runs: Vec::new(),
+            pending: HashMap::new(),
+            next_flow: 0,
+            finished: Vec::new(),
+            ready: Vec::new(),
+            clock: 0.0,
+        }
+    }
+
+    pub fn topology(&self) -> &Topology {
+        &self.topo
+    }
+
+    /// Bytes carried so far by each directed link (index = topology link id); divide by the
+    /// link bandwidth and the run time for utilisation.
+    pub fn carried_bytes(&self) -> &[f64] {
+        self.sim.carried_bytes()
+    }
+
+    /// Max-min re-solves so far.
+    pub fn solves(&self) -> u64 {
+        self.sim.solves()
+    }
+
+    /// Flows of one transfer between two nodes, appended to `out`.
+    fn flows_between(&mut self, a: u32, b: u32, bytes: f64, out: &mut Vec<(Vec<u32>, f64)>) -> Result<()> {
+        let t = &self.topo;
+        if a < t.gpus && b < t.gpus && a != b && a / t.gpus_per_server == b / t.gpus_per_server {
+            let via: Vec<Vec<u32>> = t
+                .nvswitches(a / t.gpus_per_server)
+                .iter()
+                .filter_map(|&s| Some(vec![link_between(t, a, s)?, link_between(t, s, b)?]))
+                .collect();
+            if !via.is_empty() {
+                let share = bytes / via.len() as f64;
+                out.extend(via.into_iter().map(|p| (p, share)));
+                return Ok(());
+            }
+        }
+        let mut path = Vec::new();
+        self.router.route(&self.topo, a, b, self.next_flow, &mut path)?;
+        self.next_flow += 1;
+        out.push((path, bytes));
+        Ok(())
+    }
+
+    fn endpoint_nodes(&self, e: Endpoint, ranks: &[u32], servers: &[u32]) -> Result<Vec<u32>> {
+        match e {
+            Endpoint::Rank(i) => ranks.get(i as usize).map(|&r| vec![r]).ok_or_else(|| {
+                InputError::new("collective schedule", format!("rank index {i} outside a group of {}", ranks.len()))
+            }),
+            Endpoint::Switch { server } => {
+                let s = *servers.get(server as usize).ok_or_else(|| {
+                    InputError::new(
+                        "collective schedule",
+                        format!("server index {server} outside a group on {} servers", servers.len()),
+                    )
+                })?;
+                let nvs = self.topo.nvswitches(s);
+                if nvs.is_empty() {
+                    return Err(InputError::new(
+                        "topology",
+                        format!("the schedule reduces in the NVSwitch of server {s}, which has none"),
+                    ));
+                }
+                Ok(nvs.to_vec())
+            }
+        }
+    }
+
+    /// Route every phase of `schedule` on `ranks`.
+    fn route_schedule(&mut self, schedule: &Schedule, ranks: &[u32]) -> Result<Vec<ReadyPhase>> {
+        let gps = self.topo.gpus_per_server;
+        let mut servers: Vec<u32> = Vec::new();
+        for r in ranks {
+            if !servers.contains(&(r / gps)) {
+                servers.push(r / gps);
+            }
+        }
+        let mut phases = Vec::with_capacity(schedule.phases.len());
+        for ph in schedule.phases.iter().rev() {
+            if ph.repeat == 0 || ph.transfers.is_empty() {
+                continue;
+            }
+            let mut flows = Vec::new();
+            for tr in &ph.transfers {
+                let srcs = self.endpoint_nodes(tr.src, ranks, &servers)?;
+                let dsts = self.endpoint_nodes(tr.dst, ranks, &servers)?;
+                let share = tr.bytes / (srcs.len() * dsts.len()) as f64;
+                for &a in &srcs {
+                    for &b in &dsts {
+                        self.flows_between(a, b, share, &mut flows)?;
+                    }
+                }
+            }
+            phases.push((flows, ph.repeat));
+        }
+        Ok(phases)
+    }
+
+    fn schedule_for(&mut self, c: Collective, ranks: &[u32], bytes: u64) -> Result<Rc<Schedule>> {
+        let gps = self.topo.gpus_per_server;
+        let mut seen: Vec<u32> = Vec::new();
+        let shape: Vec<u32> = ranks
+            .iter()
+            .map(|r| match seen.iter().position(|&s| s == r / gps) {
+                Some(i) => i as u32,
+                None => {
+                    seen.push(r / gps);
+                    (seen.len() - 1) as u32
+                }
+            })
+            .collect();
+        let key = (c, bytes, shape);
+        if let Some(s) = self.schedules.get(&key) {
+            return Ok(s.clone());
+        }
+        let g = GroupTopo { ranks, gpus_per_server: gps, nvls: self.nvls };
+        let s = Rc::new((self.scheduler)(c, &g, bytes)?);
+        self.schedules.insert(key, s.clone());
+        Ok(s)
+    }
+
+    fn launch(&mut self, now: f64, token: u64, mut phases: Vec<ReadyPhase>) {
+        let Some((flows, repeat)) = phases.pop() else {
+            self.instance_done(token);
+            return;
+        };
+        let id = match self.free_runs.pop() {
+            Some(i) => i,
+            None => {
+                self.runs.push(None);
+                (self.runs.len() - 1) as u32
+            }
+        };
+        self.runs[id as usize] = Some(InstanceRun { token, phases });
+        self.sim.add_batch(now, flows, repeat, id as u64);
+    }
+
+    fn instance_done(&mut self, token: u64) {
+        let left = self.pending.get_mut(&token).expect("pending communication");
+        *left -= 1;
+        if *left == 0 {
+            self.pending.remove(&token);
+            self.ready.push(token);
+        }
+    }
+}
+
+impl NetworkModel for FlowNetwork {
+    fn prepare(&mut self, w: &Workload) -> Result<()> {
+        if w.world_size() > self.topo.gpus {
+            return Err(InputError::new(
+                "topology",
+                format!("the workload has {} ranks but the topology only {} GPUs", w.world_size(), self.topo.gpus),
+            ));
+        }
+        self.rank_class = w.rank_class.clone();
+        let mut needed: Vec<(GroupId, u32)> = Vec::new();
+        for (class, &prog) in w.class_program.iter().enumerate() {
+            for op in &w.programs[prog as usize].ops {
+                if let OpKind::Collective { group, .. } = op.kind {
+                    needed.push((group, class as u32));
+                }
+            }
+        }
+        needed.sort_unstable();
+        needed.dedup();
+        for (group, class) in needed {
+            let mut covered = vec![false; w.rank_class.len()];
+            let mut inst = Vec::new();
+            for r in 0..w.world_size() {
+                if w.rank_class[r as usize] != class || covered[r as usize] {
+                    continue;
+                }
+                let members = w.group_members(group, r);
+                for &m in &members {
+                    covered[m as usize] = true;
+                }
+                inst.push(members);
+            }
+            self.instances.insert((group, class), Rc::new(inst));
+        }
+        Ok(())
+    }
+
+    fn start(&mut self, now_ns: f64, comm: &Comm, token: u64) -> Result<()> {
+        self.clock = now_ns;
+        match *comm {
+            Comm::Collective { collective, group, bytes, class } => {
+                let inst = self.instances.get(&(group, class)).cloned().ok_or_else(|| {
+                    InputError::new(
+                        "workload",
+                        format!("collective on group {group} of class {class} was not prepared"),
+                    )
+                })?;
+                let mut ready = Vec::with_capacity(inst.len());
+                for ranks in inst.iter() {
+                    let s = self.schedule_for(collective, ranks, bytes)?;
+                    ready.push(self.route_schedule(&s, ranks)?);
+                }
+                self.pending.insert(token, ready.len() as u32);
+                for phases in ready {
+                    self.launch(now_ns, token, phases);
+                }
+            }
+            Comm::Transfer { src, dst, bytes } => {
+                let world = self.rank_class.len() as i64;
+                let class = *self.rank_class.get(src as usize).ok_or_else(|| {
+                    InputError::new("workload", format!("transfer from rank {src} outside the world of {world}"))
+                })?;
+                let shift = dst as i64 - src as i64;
+                let mut flows = Vec::new();
+                for r in 0..world {
+                    if self.rank_class[r as usize] != class {
+                        continue;
+                    }
+                    let d = r + shift;
+                    if !(0..world).contains(&d) {
+                        return Err(InputError::new(
+                            "workload",
+                            format!("transfer {src} -> {dst} maps rank {r} to {d}, outside the world of {world}"),
+                        ));
+                    }
+                    self.flows_between(r as u32, d as u32, bytes as f64, &mut flows)?;
+                }
+                self.pending.insert(token, 1);
+                self.launch(now_ns, token, vec![(flows, 1)]);
+            }
+        }
+        Ok(())
+    }
+
+    /// The next internal event (a flow or phase boundary), which may precede the next
+    /// completion; the executor then calls [`NetworkModel::complete_until`] and gets nothing.
+    fn next_completion(&self) -> Option<f64> {
+        if self.ready.is_empty() {
+            self.sim.next_time()
+        } else {
+            // Finished at the last processed instant, not yet collected.
+            Some(self.clock)
+        }
+    }
+
+    fn complete_until(&mut self, now_ns: f64, done: &mut Vec<u64>) {
+        done.append(&mut self.ready);
+        while self.sim.next_time().is_some_and(|t| t <= now_ns) {
+            let mut finished = std::mem::take(&mut self.finished);
+            let Some(t) = self.sim.step(&mut finished) else { break };
+            self.clock = t;
+            for (tag, _) in finished.drain(..) {
+                let run = self.runs[tag as usize].take().expect("running instance");
+                self.free_runs.push(tag as u32);
+                self.launch(t, run.token, run.phases);
+            }
+            self.finished = finished;
+            done.append(&mut self.ready);
+        }
+    }
+}

@@ -1,0 +1,323 @@
+use super::network::{fixed_algorithm, FlowNetwork};
+use super::*;
+use crate::collective::Algorithm;
+use crate::executor::Executor;
+use crate::layout::{Axis, Layout};
+use crate::network::Comm;
+use crate::network::NetworkModel;
+use crate::topology::{Link, NodeKind};
+use crate::workload::{Collective, Group, Membership, Op, OpKind, Phase as OpPhase, Program, Workload};
+
+fn both(links: &mut Vec<Link>, a: u32, b: u32, bandwidth: f64, latency_ns: f64) {
+    for (src, dst) in [(a, b), (b, a)] {
+        links.push(Link { src, dst, bandwidth, latency_ns, error_rate: 0.0 });
+    }
+}
+
+/// `tors` ToRs of `per_tor` single-GPU servers, every ToR on every one of `spines` spines.
+fn leaf_spine(per_tor: u32, tors: u32, spines: u32, nic_bw: f64, up_bw: f64, lat: f64) -> Topology {
+    let g = per_tor * tors;
+    let kinds = [vec![NodeKind::Gpu; g as usize], vec![NodeKind::Switch; (tors + spines) as usize]].concat();
+    let mut links = Vec::new();
+    for i in 0..g {
+        both(&mut links, i, g + i / per_tor, nic_bw, lat);
+    }
+    for t in 0..tors {
+        for s in 0..spines {
+            both(&mut links, g + t, g + tors + s, up_bw, lat);
+        }
+    }
+    Topology::from_parts("test", kinds, links, 1, "H100").unwrap()
+}
+
+fn flow(src: u32, dst: u32, bytes: f64, start_ns: f64) -> FlowSpec {
+    FlowSpec { src, dst, bytes, start_ns }
+}
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * b.abs().max(1e-300)
+}
+
+#[test]
+fn one_flow_pays_latency_then_size_over_bandwidth() {
+    // GPU 0 → switch → GPU 1: 2 links of 50 B/ns (400 Gbps) and 500 ns each.
+    let t = leaf_spine(2, 1, 0, 50.0, 50.0, 500.0);
+    let c = completion_times(&t, &[flow(0, 1, 1e6, 100.0)], None, 0).unwrap();
+    assert_eq!(c, vec![100.0 + 1000.0 + 1e6 / 50.0]);
+}
+
+#[test]
+fn flows_into_one_bottleneck_share_it_equally() {
+    // n senders into GPU 0: its down link carries n flows at B/n each.
+    let n = 5;
+    let t = leaf_spine(n + 1, 1, 0, 10.0, 10.0, 0.0);
+    let flows: Vec<FlowSpec> = (1..=n).map(|s| flow(s, 0, 1000.0, 0.0)).collect();
+    let c = completion_times(&t, &flows, None, 0).unwrap();
+    assert!(c.iter().all(|&x| close(x, n as f64 * 1000.0 / 10.0, 1e-12)), "{c:?}");
+}
+
+#[test]
+fn classic_max_min_gives_the_leftover_to_unconstrained_flows() {
+    // GPUs 0..3 on switches 4..7 (fat access links), switch chain 4 → 5 → 6 → 7 with capacities
+    // 1, 3, 2. A: 0 → 3 crosses all three; B: 0 → 1 on the first; C: 1 → 2 on the second;
+    // D: 2 → 3 on the third. Link 1 bounds A and B to 0.5; C gets 3 − 0.5, D gets 2 − 0.5.
+    let kinds = [vec![NodeKind::Gpu; 4], vec![NodeKind::Switch; 4]].concat();
+    let mut links = Vec::new();
+    for g in 0..4 {
+        both(&mut links, g, 4 + g, 1000.0, 0.0);
+    }
+    for (i, cap) in [1.0, 3.0, 2.0].into_iter().enumerate() {
+        both(&mut links, 4 + i as u32, 5 + i as u32, cap, 0.0);
+    }
+    let t = Topology::from_parts("test", kinds, links, 1, "H100").unwrap();
+    let flows = [flow(0, 3, 1000.0, 0.0), flow(0, 1, 1000.0, 0.0), flow(1, 2, 1e4, 0.0), flow(2, 3, 1e4, 0.0)];
+    let c = completion_times(&t, &flows, None, 0).unwrap();
+    // A, B at 0.5 end at 2000; then C at 3: 5000 + 3(t − 2000) = 1e4; D at 2: 3000 + 2(t − 2000) = 1e4.
+    assert_eq!((c[0], c[1]), (2000.0, 2000.0));
+    assert!(close(c[2], 2000.0 + 5000.0 / 3.0, 1e-12), "{c:?}");
+    assert!(close(c[3], 5500.0, 1e-12), "{c:?}");
+}
+
+#[test]
+fn a_later_flow_slows_an_earlier_one_from_its_start() {
+    // One 1 B/ns bottleneck: flow 1 alone for 200 ns (200 B), then both at 0.5 until flow 1's
+    // last 800 B are done at 1800; flow 2 then has 200 B left at full rate: 2000.
+    let t = leaf_spine(2, 1, 0, 1.0, 1.0, 0.0);
+    let c = completion_times(&t, &[flow(0, 1, 1000.0, 0.0), flow(0, 1, 1000.0, 200.0)], None, 0).unwrap();
+    assert!(close(c[0], 1800.0, 1e-12) && close(c[1], 2000.0, 1e-12), "{c:?}");
+    // Latency loads no link: a flow still paying its latency does not slow the other.
+    let t = leaf_spine(2, 1, 0, 1.0, 1.0, 100.0);
+    let c = completion_times(&t, &[flow(0, 1, 100.0, 0.0), flow(0, 1, 100.0, 150.0)], None, 0).unwrap();
+    assert_eq!(c, vec![300.0, 450.0]);
+}
+
+#[test]
+fn all_to_all_on_an_oversubscribed_fabric_is_bisection_bound() {
+    // 2 ToRs of 4 GPUs, one spine, uplinks as fast as one NIC (4:1). Each direction across the
+    // spine carries 16 flows of s bytes: the last ends at 16 s / B; inside a ToR flows take
+    // the rest of each NIC (B/4 each) and end at 4 s / B.
+    let (b, s) = (10.0, 1000.0);
+    let t = leaf_spine(4, 2, 1, b, b, 0.0);
+    let flows: Vec<FlowSpec> =
+        (0..8).flat_map(|i| (0..8).filter(move |&j| j != i).map(move |j| flow(i, j, s, 0.0))).collect();
+    let c = completion_times(&t, &flows, None, 0).unwrap();
+    for (f, &x) in flows.iter().zip(&c) {
+        let want = if f.src / 4 == f.dst / 4 { 4.0 * s / b } else { 16.0 * s / b };
+        assert!(close(x, want, 1e-9), "{f:?}: {x} vs {want}");
+    }
+}
+
+#[test]
+fn ecmp_is_deterministic_and_seeded() {
+    // Two flows between ToRs over 2 spines either collide on one spine (both slower) or not.
+    let t = leaf_spine(2, 2, 2, 10.0, 10.0, 0.0);
+    let flows = [flow(0, 2, 1000.0, 0.0), flow(1, 3, 1000.0, 0.0)];
+    let mut outcomes = std::collections::BTreeSet::new();
+    for seed in 0..16 {
+        let a = completion_times(&t, &flows, None, seed).unwrap();
+        assert_eq!(a, completion_times(&t, &flows, None, seed).unwrap());
+        outcomes.insert(a.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+    }
+    // 100 ns apart, or 200 ns when they share a spine.
+    assert_eq!(outcomes.len(), 2);
+}
+
+#[test]
+fn user_routes_override_and_bad_ones_are_input_errors() {
+    let t = leaf_spine(2, 2, 2, 10.0, 10.0, 0.0);
+    // Both forced over spine 6: they share it and take twice as long.
+    let routes = vec![vec![0, 4, 6, 5, 2], vec![1, 4, 6, 5, 3]];
+    let flows = [flow(0, 2, 1000.0, 0.0), flow(1, 3, 1000.0, 0.0)];
+    assert_eq!(completion_times(&t, &flows, Some(&routes), 0).unwrap(), vec![200.0, 200.0]);
+    let bad = vec![vec![0, 4, 2], vec![]];
+    let e = completion_times(&t, &flows, Some(&bad), 0).unwrap_err();
+    assert!(e.message.contains("flow 0") && e.message.contains("hop 4 -> 2"), "{e}");
+    let e = completion_times(&t, &[flow(0, 1, -1.0, 0.0)], None, 0).unwrap_err();
+    assert!(e.to_string().contains("flow 0"), "{e}");
+    let e = completion_times(&t, &flows, Some(&routes[..1]), 0).unwrap_err();
+    assert!(e.message.contains("1 routes for 2 flows"), "{e}");
+}
+
+/// A batch for [`run_batches`]: (src, dst, bytes) flows, runs, start time.
+type TestBatch = (Vec<(u32, u32, f64)>, u32, f64);
+
+/// Run `batches` (flow lists with repeats, start times) plus extra single flows; completion
+/// time of each, in the order given.
+fn run_batches(t: &Topology, batches: &[TestBatch], ff: bool) -> (Vec<f64>, u64, Vec<f64>) {
+    let mut router = Router::new(t, 0);
+    let mut sim = FlowSim::new(t);
+    sim.set_fast_forward(ff);
+    for (k, (flows, repeat, start)) in batches.iter().enumerate() {
+        let fl = flows
+            .iter()
+            .map(|&(s, d, bytes)| {
+                let mut p = Vec::new();
+                router.route(t, s, d, 0, &mut p).unwrap();
+                (p, bytes)
+            })
+            .collect();
+        sim.add_batch(*start, fl, *repeat, k as u64);
+    }
+    let mut out = vec![f64::NAN; batches.len()];
+    let mut fin = Vec::new();
+    while sim.step(&mut fin).is_some() {
+        for (tag, time) in fin.drain(..) {
+            out[tag as usize] = time;
+        }
+    }
+    (out, sim.solves(), sim.carried_bytes().to_vec())
+}
+
+#[test]
+fn repeated_runs_fast_forward_and_resume_exactly() {
+    let t = leaf_spine(4, 1, 0, 2.0, 2.0, 30.0);
+    // Batch 0: two flows of unequal size, 50 runs; a stranger joins at an odd time, another
+    // one later on a link of its own.
+    let batches = vec![
+        (vec![(0, 1, 1000.0), (2, 3, 300.0), (2, 1, 700.0)], 50, 0.0),
+        (vec![(3, 1, 250.0)], 1, 12345.6),
+        (vec![(0, 2, 400.0)], 3, 30000.0),
+    ];
+    let (fast, solves_fast, carried_fast) = run_batches(&t, &batches, true);
+    let (slow, solves_slow, carried_slow) = run_batches(&t, &batches, false);
+    for (a, b) in fast.iter().zip(&slow) {
+        assert!(close(*a, *b, 1e-12), "{fast:?} vs {slow:?}");
+    }
+    for (a, b) in carried_fast.iter().zip(&carried_slow) {
+        assert!(close(*a, *b, 1e-12), "{a} vs {b}");
+    }
+    assert!(solves_fast * 4 < solves_slow, "{solves_fast} vs {solves_slow}");
+    // Alone, 50 runs take 50 times one run.
+    let (one, _, _) = run_batches(&t, &batches[..1], true);
+    let single = run_batches(&t, &[(batches[0].0.clone(), 1, 0.0)], false).0[0];
+    assert!(close(one[0], 50.0 * single, 1e-12), "{} vs {}", one[0], 50.0 * single);
+}
+
+/// One all-reduce of `bytes` over all `n` ranks (a DP group), plus a compute before it.
+fn allreduce_workload(n: u32, bytes: u64) -> Workload {
+    let layout = Layout::megatron(1, 1, 1, n, 1);
+    let groups = vec![Group { name: "DP".into(), members: Membership::Dims(layout.mask(&[Axis::DpEp])) }];
+    let ops = vec![
+        Op::new(OpKind::Compute { ns: 10.0 }, vec![], 0, OpPhase::Forward),
+        Op::new(OpKind::Collective { collective: Collective::AllReduce, group: 0, bytes }, vec![0], 0, OpPhase::Other),
+    ];
+    Workload {
+        layout,
+        groups,
+        programs: vec![Program { ops }],
+        class_program: vec![0],
+        rank_class: vec![0; n as usize],
+        rows: vec!["allreduce".into()],
+    }
+}
+
+#[test]
+fn ring_allreduce_on_a_non_blocking_fabric_matches_the_closed_form() {
+    // 4 ToRs of 4 GPUs, 4 spines: non-blocking. Every ring step has a cross-ToR hop (4 links of
+    // 500 ns), so a step takes α + S/(nB) with α = 2000 ns.
+    let (n, bytes, b, lat) = (16u32, 1u64 << 30, 50.0, 500.0);
+    let t = leaf_spine(4, 4, 4, b, b, lat);
+    let w = allreduce_workload(n, bytes);
+    let mut net = FlowNetwork::new(t, fixed_algorithm(Algorithm::Ring, 1), 0, false);
+    let e = Executor::new(&w).unwrap().run(&mut net, &mut |_| true).unwrap();
+    let want = 10.0 + 2.0 * (n as f64 - 1.0) * (4.0 * lat + bytes as f64 / (n as f64 * b));
+    assert!(close(e.end_ns, want, 0.005), "{} vs {want}", e.end_ns);
+    assert!(net.solves() < 10, "repeats were re-solved: {} solves", net.solves());
+    // Each NIC uplink carried 2(n−1) chunks of S/n.
+    let up = net.topology().out_links(0)[0] as usize;
+    assert!(close(net.carried_bytes()[up], 2.0 * (n as f64 - 1.0) * bytes as f64 / n as f64, 1e-12));
+}
+
+#[test]
+fn intra_server_transfers_use_every_nvswitch() {
+    // 2 servers of 2 GPUs, 2 NVSwitches each (100 B/ns per GPU link), ToR at 10 B/ns.
+    let kinds = [vec![NodeKind::Gpu; 4], vec![NodeKind::NvSwitch; 4], vec![NodeKind::Switch]].concat();
+    let mut links = Vec::new();
+    for g in 0..4 {
+        for k in 0..2 {
+            both(&mut links, g, 4 + 2 * (g / 2) + k, 100.0, 0.0);
+        }
+        both(&mut links, g, 8, 10.0, 0.0);
+    }
+    let t = Topology::from_parts("test", kinds, links, 2, "H100").unwrap();
+    // Each rank its own class, so a transfer stands for one pair.
+    let mut w = allreduce_workload(4, 0);
+    w.rank_class = vec![0, 1, 2, 3];
+    w.class_program = vec![0; 4];
+    let mut net = FlowNetwork::new(t, fixed_algorithm(Algorithm::Ring, 1), 0, false);
+    net.prepare(&w).unwrap();
+    // 1 → 0 is inside server 0: 2 × 100 B/ns; 1 → 3 leaves it: 10 B/ns.
+    let mut clock = 0.0;
+    for (dst, took) in [(0u32, 1e4 / 200.0), (3, 1e4 / 10.0)] {
+        net.start(clock, &Comm::Transfer { src: 1, dst, bytes: 10_000 }, 7).unwrap();
+        let mut done = Vec::new();
+        let mut now = clock;
+        while done.is_empty() {
+            now = net.next_completion().unwrap();
+            net.complete_until(now, &mut done);
+        }
+        assert_eq!((done, now), (vec![7], clock + took));
+        clock = now;
+    }
+    // A transfer that maps a rank outside the world is an input error.
+    let e = net.start(clock, &Comm::Transfer { src: 3, dst: 4, bytes: 1 }, 8).unwrap_err();
+    assert!(e.message.contains("outside the world"), "{e}");
+}
+
+/// A Spectrum-X-like fabric (formats.md §3.3): 8 GPUs and one NVSwitch (2880 Gbps, 25 ns) per
+/// server; rail-optimised, GPU k of a server on ASW k of its 64-server segment (400 Gbps,
+/// 500 ns); every ASW on every one of 64 PSWs (400 Gbps).
+fn spectrum_x(gpus: u32) -> Topology {
+    let (gps, per_asw) = (8u32, 64u32);
+    let servers = gpus / gps;
+    let segments = servers.div_ceil(per_asw);
+    let asws = segments * gps;
+    let psws = 64;
+    let nvs0 = gpus;
+    let asw0 = nvs0 + servers;
+    let psw0 = asw0 + asws;
+    let kinds = [
+        vec![NodeKind::Gpu; gpus as usize],
+        vec![NodeKind::NvSwitch; servers as usize],
+        vec![NodeKind::Switch; (asws + psws) as usize],
+    ]
+    .concat();
+    let mut links = Vec::new();
+    for g in 0..gpus {
+        let s = g / gps;
+        both(&mut links, g, nvs0 + s, 360.0, 25.0);
+        both(&mut links, g, asw0 + (s / per_asw) * gps + g % gps, 50.0, 500.0);
+    }
+    for a in 0..asws {
+        for p in 0..psws {
+            both(&mut links, asw0 + a, psw0 + p, 50.0, 500.0);
+        }
+    }
+    Topology::from_parts("spectrum-x", kinds, links, gps, "H100").unwrap()
+}
+
+/// Speed targets: 1 GiB ring all-reduce on 4096 ranks within 2 s, 16384 within 20 s (release
+/// build). `cargo test --release -- --ignored ring_speed --nocapture` prints the times.
+#[test]
+#[ignore]
+fn ring_speed() {
+    for (n, limit) in [(4096u32, 2.0), (16384, 20.0)] {
+        let w = allreduce_workload(n, 1 << 30);
+        let start = std::time::Instant::now();
+        let t = spectrum_x(n);
+        let mut net = FlowNetwork::new(t, fixed_algorithm(Algorithm::Ring, 1), 0, false);
+        let e = Executor::new(&w).unwrap().run(&mut net, &mut |_| true).unwrap();
+        let secs = start.elapsed().as_secs_f64();
+        // Without ECMP collisions a cross-server step takes 4 × 500 ns + S/(nB); flows hashed
+        // onto the same ASW uplink share it, so the flow model can only be slower.
+        let ideal = 10.0 + 2.0 * (n as f64 - 1.0) * (2000.0 + (1u64 << 30) as f64 / (n as f64 * 50.0));
+        println!(
+            "{n}-rank 1 GiB ring all-reduce: {secs:.3} s wall, {:.3} ms simulated ({:.2}x the collision-free time), {} solves",
+            e.end_ns / 1e6,
+            e.end_ns / ideal,
+            net.solves()
+        );
+        assert!(e.end_ns >= ideal * (1.0 - 1e-9), "{} vs {ideal}", e.end_ns);
+        assert!(secs < limit, "{secs} s");
+    }
+}

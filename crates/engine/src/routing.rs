@@ -1,0 +1,295 @@
+//! Routes: shortest paths by hop count with deterministic per-flow ECMP, or user routes.
+//!
+//! Among the equal-cost next hops at a node, a flow takes the one picked by a hash of
+//! (seed, flow id, src, dst, node): the same inputs give the same routes bit for bit, another
+//! seed gives another spread. Dual-ToR and dual-plane fabrics need nothing special: a GPU with
+//! two ToR links has two equal-cost first hops. GPUs of one server talk over their NVSwitches
+//! (NVLink before the NIC, as NCCL does), even where a ToR path is as short.
+//!
+//! Distances are kept only towards switches, one `u16` per switch, computed by a reverse BFS the
+//! first time a route needs them; the distance to a GPU is one more than to the nearest switch
+//! that links to it. A 16k-GPU fabric therefore stores a few thousand small arrays at most.
+
+use std::collections::HashMap;
+
+use crate::error::{InputError, Result};
+use crate::topology::Topology;
+
+const FAR: u16 = u16::MAX;
+
+pub struct Router {
+    seed: u64,
+    /// Dense index of each switch node (u32::MAX for GPUs).
+    sw_index: Vec<u32>,
+    switches: usize,
+    /// Hop counts from every switch to the key switch, through switches only.
+    to_switch: HashMap<u32, Box<[u16]>>,
+}
+
+/// SplitMix64 finaliser: a well-mixed 64-bit hash of one word.
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// Deterministic choice among `n` equal-cost options.
+pub fn ecmp_pick(seed: u64, flow: u64, src: u32, dst: u32, node: u32, n: usize) -> usize {
+    let h = mix(mix(mix(seed ^ mix(flow)) ^ ((src as u64) << 32 | dst as u64)) ^ node as u64);
+    (h % n as u64) as usize
+}
+
+impl Router {
+    pub fn new(topo: &Topology, seed: u64) -> Router {
+        let mut sw_index = vec![u32::MAX; topo.node_count() as usize];
+        let mut switches = 0;
+        for (v, idx) in sw_index.iter_mut().enumerate() {
+            if topo.is_transit(v as u32) {
+                *idx = switches as u32;
+                switches += 1;
+            }
+        }
+        Router { seed, sw_index, switches, to_switch: HashMap::new() }
+    }
+
+    fn ensure(&mut self, topo: &Topology, target: u32) {
+        if self.to_switch.contains_key(&target) {
+            return;
+        }
+        let mut d = vec![FAR; self.switches].into_boxed_slice();
+        d[self.sw_index[target as usize] as usize] = 0;
+        let mut queue = std::collections::VecDeque::from([target]);
+        while let Some(u) = queue.pop_front() {
+            let du = d[self.sw_index[u as usize] as usize];
+            for &l in topo.in_links(u) {
+                let x = topo.links[l as usize].src;
+                let xi = self.sw_index[x as usize];
+                if xi != u32::MAX && d[xi as usize] == FAR {
+                    d[xi as usize] = du.saturating_add(1);
+                    queue.push_back(x);
+                }
+            }
+        }
+        self.to_switch.insert(target, d);
+    }
+
+    /// Append to `out` the directed links of flow `flow`'s path from `src` to `dst`.
+    pub fn route(&mut self, topo: &Topology, src: u32, dst: u32, flow: u64, out: &mut Vec<u32>) -> Result<()> {
+        let n = topo.node_count();
+        for (v, what) in [(src, "src"), (dst, "dst")] {
+            if v >= n {
+                return Err(InputError::field("flows", what, format!("node {v} is not in the topology (0..{n})")));
+            }
+        }
+        if src == dst {
+            return Ok(());
+        }
+        let gps = topo.gpus_per_server;
+        if src < topo.gpus && dst < topo.gpus && src / gps == dst / gps {
+            // Scale-up first: via an NVSwitch linked to both.
+            let via: Vec<(u32, u32)> = topo
+                .nvswitches(src / gps)
+                .iter()
+                .filter_map(|&s| Some((link_between(topo, src, s)?, link_between(topo, s, dst)?)))
+                .collect();
+            if !via.is_empty() {
+                let (a, b) = via[ecmp_pick(self.seed, flow, src, dst, src, via.len())];
+                out.extend([a, b]);
+                return Ok(());
+            }
+        }
+        // Switches that end the path: dst itself, or those linking to the GPU dst.
+        let ends: Vec<u32> = if topo.is_transit(dst) {
+            vec![dst]
+        } else {
+            let mut e: Vec<u32> = topo
+                .in_links(dst)
+                .iter()
+                .map(|&l| topo.links[l as usize].src)
+                .filter(|&w| topo.is_transit(w))
+                .collect();
+            e.sort_unstable();
+            e.dedup();
+            e
+        };
+        for &w in &ends {
+            self.ensure(topo, w);
+        }
+        let tables: Vec<&[u16]> = ends.iter().map(|w| &self.to_switch[w][..]).collect();
+        let extra = u16::from(!topo.is_transit(dst));
+        let dist = |v: u32| -> u16 {
+            if v == dst {
+                return 0;
+            }
+            let i = self.sw_index[v as usize];
+            if i == u32::MAX {
+                return FAR;
+            }
+            tables.iter().map(|t| t[i as usize]).min().unwrap_or(FAR).saturating_add(extra)
+        };
+        let mut u = src;
+        let mut cands: Vec<u32> = Vec::new();
+        for _ in 0..n {
+            let mut best = FAR;
+            cands.clear();
+            for &l in topo.out_links(u) {
+                let d = dist(topo.links[l as usize].dst);
+                if d < best {
+                    best = d;
+                    cands.clear();
+                }
+                if d == best && d != FAR {
+                    cands.push(l);
+                }
+            }
+            if cands.is_empty() {
+                return Err(InputError::field(
+                    "flows",
+                    "route",
+                    format!("no path from node {src} to node {dst} (stuck at node {u}; GPUs do not forward)"),
+                ));
+            }
+            let l = cands[ecmp_pick(self.seed, flow, src, dst, u, cands.len())];
+            out.push(l);
+            u = topo.links[l as usize].dst;
+            if u == dst {
+                return Ok(());
+            }
+        }
+        Err(InputError::field("flows", "route", format!("no loop-free path from node {src} to node {dst}")))
+    }
+}
+
+/// The first directed link from `a` to `b`, if any.
+pub fn link_between(topo: &Topology, a: u32, b: u32) -> Option<u32> {
+    topo.out_links(a).iter().copied().find(|&l| topo.links[l as usize].dst == b)
+}
+
+/// Links of a user-given node path; a hop without a link is an error naming it.
+pub fn links_of_path(topo: &Topology, nodes: &[u32], src: u32, dst: u32, out: &mut Vec<u32>) -> Result<()> {
+    if nodes.first() != Some(&src) || nodes.last() != Some(&dst) {
+        return Err(InputError::field(
+            "routes",
+            "route",
+            format!("route {nodes:?} must start at node {src} and end at node {dst}"),
+        ));
+    }
+    for hop in nodes.windows(2) {
+        let l = if hop[0] < topo.node_count() { link_between(topo, hop[0], hop[1]) } else { None };
+        out.push(l.ok_or_else(|| {
+            InputError::field("routes", "route", format!("hop {} -> {} of route {nodes:?} has no link", hop[0], hop[1]))
+        })?);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::{Link, NodeKind};
+
+    /// `gpus` single-GPU servers, `tors` ToRs, every GPU on every ToR, each ToR on `spines`
+    /// spines (a dual-ToR, multi-spine toy fabric).
+    fn fabric(gpus: u32, tors: u32, spines: u32) -> Topology {
+        let kinds = [vec![NodeKind::Gpu; gpus as usize], vec![NodeKind::Switch; (tors + spines) as usize]].concat();
+        let mut links = Vec::new();
+        let mut both = |a: u32, b: u32| {
+            for (s, d) in [(a, b), (b, a)] {
+                links.push(Link { src: s, dst: d, bandwidth: 1.0, latency_ns: 1.0, error_rate: 0.0 });
+            }
+        };
+        for g in 0..gpus {
+            for t in 0..tors {
+                // GPU g is on ToRs g % tors and (g + 1) % tors only.
+                if t == g % tors || t == (g + 1) % tors {
+                    both(g, gpus + t);
+                }
+            }
+        }
+        for t in 0..tors {
+            for s in 0..spines {
+                both(gpus + t, gpus + tors + s);
+            }
+        }
+        Topology::from_parts("t", kinds, links, 1, "H100").unwrap()
+    }
+
+    fn nodes(t: &Topology, src: u32, links: &[u32]) -> Vec<u32> {
+        std::iter::once(src).chain(links.iter().map(|&l| t.links[l as usize].dst)).collect()
+    }
+
+    #[test]
+    fn shortest_paths_spread_over_equal_costs() {
+        let t = fabric(8, 4, 4);
+        let mut r = Router::new(&t, 7);
+        let mut firsts = std::collections::BTreeSet::new();
+        let mut spines = std::collections::BTreeSet::new();
+        for f in 0..64 {
+            let mut p = Vec::new();
+            r.route(&t, 0, 5, f, &mut p).unwrap();
+            let n = nodes(&t, 0, &p);
+            // GPU 0 on ToRs 8, 9; GPU 5 on ToRs 9, 10: via ToR 9 is 2 hops, the only shortest.
+            assert_eq!(n, vec![0, 9, 5]);
+            let mut q = Vec::new();
+            r.route(&t, 0, 2, f, &mut q).unwrap();
+            let m = nodes(&t, 0, &q);
+            assert_eq!(m.len(), 5, "{m:?}");
+            firsts.insert(m[1]);
+            spines.insert(m[2]);
+        }
+        // 0 → 2: ToRs {8, 9} to {10, 11} via any of 4 spines; ECMP uses both ToRs and all spines.
+        assert_eq!(firsts.into_iter().collect::<Vec<_>>(), vec![8, 9]);
+        assert_eq!(spines.len(), 4);
+    }
+
+    #[test]
+    fn routes_are_deterministic_and_seeded() {
+        let t = fabric(8, 4, 4);
+        let all = |seed: u64| {
+            let mut r = Router::new(&t, seed);
+            let mut p = Vec::new();
+            for f in 0..32 {
+                r.route(&t, (f % 8) as u32, ((f + 2) % 8) as u32, f, &mut p).unwrap();
+            }
+            p
+        };
+        assert_eq!(all(1), all(1));
+        assert_ne!(all(1), all(2));
+    }
+
+    #[test]
+    fn user_routes_and_their_errors() {
+        let t = fabric(4, 2, 1);
+        let mut p = Vec::new();
+        links_of_path(&t, &[0, 4, 6, 5, 1], 0, 1, &mut p).unwrap();
+        assert_eq!(nodes(&t, 0, &p), vec![0, 4, 6, 5, 1]);
+        let e = links_of_path(&t, &[0, 6, 5, 2], 0, 2, &mut p).unwrap_err();
+        assert!(e.message.contains("hop 0 -> 6"), "{e}");
+        let e = links_of_path(&t, &[0, 4, 99], 0, 99, &mut p).unwrap_err();
+        assert!(e.message.contains("hop 4 -> 99"), "{e}");
+        let e = links_of_path(&t, &[1, 4], 0, 4, &mut p).unwrap_err();
+        assert!(e.message.contains("must start at node 0"), "{e}");
+        let e = Router::new(&t, 0).route(&t, 0, 42, 0, &mut p).unwrap_err();
+        assert!(e.message.contains("node 42"), "{e}");
+    }
+
+    #[test]
+    fn gpus_of_a_server_use_nvlink() {
+        // 2 GPUs on one NVSwitch (2) and one ToR (3): both paths have 2 hops; NVLink wins.
+        let kinds = vec![NodeKind::Gpu, NodeKind::Gpu, NodeKind::NvSwitch, NodeKind::Switch];
+        let mut links = Vec::new();
+        for (a, b) in [(0, 2), (1, 2), (0, 3), (1, 3)] {
+            for (s, d) in [(a, b), (b, a)] {
+                links.push(Link { src: s, dst: d, bandwidth: 1.0, latency_ns: 1.0, error_rate: 0.0 });
+            }
+        }
+        let t = Topology::from_parts("t", kinds, links, 2, "H100").unwrap();
+        let mut r = Router::new(&t, 0);
+        for f in 0..16 {
+            let mut p = Vec::new();
+            r.route(&t, 1, 0, f, &mut p).unwrap();
+            assert_eq!(nodes(&t, 1, &p), vec![1, 2, 0]);
+        }
+    }
+}

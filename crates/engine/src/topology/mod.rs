@@ -1,0 +1,268 @@
+//! The network graph: typed nodes and directed links.
+//!
+//! Units: bandwidth in bytes/ns (= GB/s with GB = 1e9 B; SimAI files give bits per second, so
+//! `400Gbps` = 50 B/ns), latency in ns. GPU ids are `0..G` and equal workload ranks; each GPU is
+//! also its own NIC (SimAI's convention), so a GPU's link to a ToR is its NIC link. GPUs are
+//! endpoints only: routes never pass through a GPU they neither start nor end at, as in SimAI's
+//! ns-3 backend where hosts do not forward.
+
+pub mod simai;
+
+use crate::error::{InputError, Result};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NodeKind {
+    Gpu,
+    /// Scale-up switch inside a server (NVLink domain).
+    NvSwitch,
+    /// Scale-out network switch (ToR/ASW, spine/PSW, ...).
+    Switch,
+}
+
+/// One direction of a link.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Link {
+    pub src: u32,
+    pub dst: u32,
+    /// Bytes per ns (GB/s).
+    pub bandwidth: f64,
+    pub latency_ns: f64,
+    /// Per-packet drop probability from the SimAI file (kept for round trips; the flow model
+    /// does not use it).
+    pub error_rate: f64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Topology {
+    pub kinds: Vec<NodeKind>,
+    pub links: Vec<Link>,
+    pub gpus: u32,
+    pub gpus_per_server: u32,
+    /// SimAI's gpu_type field (A100, H100, ...), written back unchanged.
+    pub gpu_type: String,
+    out_start: Vec<u32>,
+    out_links: Vec<u32>,
+    in_start: Vec<u32>,
+    in_links: Vec<u32>,
+    /// NVSwitch nodes of each server (CSR over servers).
+    nvs_start: Vec<u32>,
+    nvs: Vec<u32>,
+}
+
+fn csr(n: usize, keys: impl Iterator<Item = u32> + Clone) -> (Vec<u32>, Vec<u32>) {
+    let mut start = vec![0u32; n + 1];
+    for k in keys.clone() {
+        start[k as usize + 1] += 1;
+    }
+    for i in 0..n {
+        start[i + 1] += start[i];
+    }
+    let mut fill = start.clone();
+    let mut items = vec![0u32; start[n] as usize];
+    for (i, k) in keys.enumerate() {
+        items[fill[k as usize] as usize] = i as u32;
+        fill[k as usize] += 1;
+    }
+    (start, items)
+}
+
+impl Topology {
+    /// Build from arrays (the bulk path for NetworkX graphs). GPUs must be nodes `0..G`, every
+    /// other node a switch; `links` are directed. `source` names the input in errors.
+    pub fn from_parts(
+        source: &str,
+        kinds: Vec<NodeKind>,
+        links: Vec<Link>,
+        gpus_per_server: u32,
+        gpu_type: &str,
+    ) -> Result<Topology> {
+        let n = kinds.len();
+        if n > u32::MAX as usize / 2 {
+            return Err(InputError::field(source, "nodes", format!("{n} nodes is too many")));
+        }
+        let gpus = kinds.iter().take_while(|k| **k == NodeKind::Gpu).count() as u32;
+        if let Some(i) = kinds.iter().skip(gpus as usize).position(|k| *k == NodeKind::Gpu) {
+            return Err(InputError::field(
+                source,
+                "nodes",
+                format!("GPU ids must be 0..{gpus} before all switches, but node {} is a GPU", i + gpus as usize),
+            ));
+        }
+        if gpus == 0 {
+            return Err(InputError::field(source, "nodes", "no GPU nodes"));
+        }
+        if gpus_per_server == 0 {
+            return Err(InputError::field(source, "gpus_per_server", "must be at least 1"));
+        }
+        for (i, l) in links.iter().enumerate() {
+            let what = |m: String| InputError::field(source, &format!("link {i} ({} -> {})", l.src, l.dst), m);
+            if l.src as usize >= n || l.dst as usize >= n {
+                return Err(what(format!("node id out of range 0..{n}")));
+            }
+            if l.src == l.dst {
+                return Err(what("a link from a node to itself".into()));
+            }
+            if !(l.bandwidth.is_finite() && l.bandwidth > 0.0) {
+                return Err(what(format!("bandwidth {} B/ns must be positive", l.bandwidth)));
+            }
+            if !(l.latency_ns.is_finite() && l.latency_ns >= 0.0) {
+                return Err(what(format!("latency {} ns must be finite and non-negative", l.latency_ns)));
+            }
+        }
+        let (out_start, out_links) = csr(n, links.iter().map(|l| l.src));
+        let (in_start, in_links) = csr(n, links.iter().map(|l| l.dst));
+        // An NVSwitch belongs to the server of the first GPU it links to.
+        let servers = gpus.div_ceil(gpus_per_server) as usize;
+        let mut owner: Vec<(u32, u32)> = Vec::new();
+        for (v, k) in kinds.iter().enumerate() {
+            if *k == NodeKind::NvSwitch {
+                let range = out_start[v] as usize..out_start[v + 1] as usize;
+                if let Some(g) = out_links[range].iter().map(|&l| links[l as usize].dst).find(|&d| d < gpus) {
+                    owner.push((g / gpus_per_server, v as u32));
+                }
+            }
+        }
+        let (nvs_start, idx) = csr(servers, owner.iter().map(|o| o.0));
+        let nvs = idx.iter().map(|&i| owner[i as usize].1).collect();
+        let t = Topology {
+            kinds,
+            links,
+            gpus,
+            gpus_per_server,
+            gpu_type: gpu_type.to_string(),
+            out_start,
+            out_links,
+            in_start,
+            in_links,
+            nvs_start,
+            nvs,
+        };
+        t.check_connected(source)?;
+        Ok(t)
+    }
+
+    pub fn node_count(&self) -> u32 {
+        self.kinds.len() as u32
+    }
+
+    /// Directed links leaving `node`.
+    pub fn out_links(&self, node: u32) -> &[u32] {
+        &self.out_links[self.out_start[node as usize] as usize..self.out_start[node as usize + 1] as usize]
+    }
+
+    /// Directed links entering `node`.
+    pub fn in_links(&self, node: u32) -> &[u32] {
+        &self.in_links[self.in_start[node as usize] as usize..self.in_start[node as usize + 1] as usize]
+    }
+
+    pub fn servers(&self) -> u32 {
+        self.gpus.div_ceil(self.gpus_per_server)
+    }
+
+    /// NVSwitch nodes of `server` (empty when it has none or the server does not exist).
+    pub fn nvswitches(&self, server: u32) -> &[u32] {
+        let s = server as usize;
+        if s + 1 >= self.nvs_start.len() {
+            return &[];
+        }
+        &self.nvs[self.nvs_start[s] as usize..self.nvs_start[s + 1] as usize]
+    }
+
+    pub fn is_transit(&self, node: u32) -> bool {
+        self.kinds[node as usize] != NodeKind::Gpu
+    }
+
+    /// Nodes reachable from `from` (forward) or reaching it (`reverse`), passing only through
+    /// switches.
+    fn reach(&self, from: u32, reverse: bool) -> Vec<bool> {
+        let mut seen = vec![false; self.kinds.len()];
+        seen[from as usize] = true;
+        let mut stack = vec![from];
+        while let Some(u) = stack.pop() {
+            if u != from && !self.is_transit(u) {
+                continue;
+            }
+            let ls = if reverse { self.in_links(u) } else { self.out_links(u) };
+            for &l in ls {
+                let l = &self.links[l as usize];
+                let v = if reverse { l.src } else { l.dst };
+                if !seen[v as usize] {
+                    seen[v as usize] = true;
+                    stack.push(v);
+                }
+            }
+        }
+        seen
+    }
+
+    /// Every GPU must reach GPU 0 and be reached from it; a pair that still cannot talk is an
+    /// error from the router when a flow needs it.
+    fn check_connected(&self, source: &str) -> Result<()> {
+        for (reverse, dir) in [(false, "from"), (true, "to")] {
+            let seen = self.reach(0, reverse);
+            if let Some(g) = (0..self.gpus).find(|&g| !seen[g as usize]) {
+                let (a, b) = if reverse { (g, 0) } else { (0, g) };
+                return Err(InputError::field(
+                    source,
+                    "links",
+                    format!(
+                        "disconnected topology: GPU {a} cannot reach GPU {b} (no path {dir} GPU 0 through switches)"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn link(src: u32, dst: u32) -> Link {
+        Link { src, dst, bandwidth: 1.0, latency_ns: 1.0, error_rate: 0.0 }
+    }
+
+    #[test]
+    fn nvswitches_belong_to_their_servers() {
+        // 4 GPUs, 2 per server, one NVSwitch each (4, 5), one switch (6).
+        let kinds = [vec![NodeKind::Gpu; 4], vec![NodeKind::NvSwitch; 2], vec![NodeKind::Switch]].concat();
+        let mut links = Vec::new();
+        for g in 0..4 {
+            for (a, b) in [(g, 4 + g / 2), (g, 6)] {
+                links.push(link(a, b));
+                links.push(link(b, a));
+            }
+        }
+        let t = Topology::from_parts("t", kinds, links, 2, "H100").unwrap();
+        assert_eq!((t.nvswitches(0), t.nvswitches(1), t.nvswitches(2)), (&[4][..], &[5][..], &[][..]));
+    }
+
+    #[test]
+    fn disconnected_gpus_are_named() {
+        // Two servers with NVSwitches only: GPU 0 cannot reach GPU 2.
+        let kinds = [vec![NodeKind::Gpu; 4], vec![NodeKind::NvSwitch; 2]].concat();
+        let links = (0..4).flat_map(|g| [link(g, 4 + g / 2), link(4 + g / 2, g)]).collect();
+        let e = Topology::from_parts("t", kinds, links, 2, "H100").unwrap_err();
+        assert!(e.message.contains("GPU 0 cannot reach GPU 2"), "{e}");
+    }
+
+    #[test]
+    fn a_gpu_does_not_forward() {
+        // 0 - 1 - 2 wired through GPU 1 only: 0 cannot reach 2.
+        let kinds = vec![NodeKind::Gpu; 3];
+        let links = vec![link(0, 1), link(1, 0), link(1, 2), link(2, 1)];
+        let e = Topology::from_parts("t", kinds, links, 1, "H100").unwrap_err();
+        assert!(e.message.contains("GPU 0 cannot reach GPU 2"), "{e}");
+    }
+
+    #[test]
+    fn bad_parts_are_input_errors() {
+        let kinds = vec![NodeKind::Gpu, NodeKind::Switch, NodeKind::Gpu];
+        let e = Topology::from_parts("t", kinds, vec![], 1, "H100").unwrap_err();
+        assert!(e.message.contains("node 2 is a GPU"), "{e}");
+        let kinds = vec![NodeKind::Gpu, NodeKind::Gpu];
+        let e = Topology::from_parts("t", kinds, vec![link(0, 5)], 1, "H100").unwrap_err();
+        assert!(e.to_string().contains("link 0 (0 -> 5)"), "{e}");
+    }
+}
