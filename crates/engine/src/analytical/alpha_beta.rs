@@ -83,7 +83,10 @@ impl AlphaBeta {
             return Ok((direct_all_to_all_ns(nodes, n.div_ceil(nodes), bytes, &links), false));
         }
         let algo = if c == Collective::AllToAll { Algorithm::Direct } else { Algorithm::Ring };
-        let sched = schedule(c, algo, &topo, bytes, g.per_node.max(1))?;
+        // One channel per GPU of a server lets every NIC carry a ring across; inside one server
+        // channels change nothing but the schedule's size.
+        let channels = if nodes > 1 { g.per_node.max(1) } else { 1 };
+        let sched = schedule(c, algo, &topo, bytes, channels)?;
         let t = schedule_ns(&sched, &topo, &links)?;
         let nic_only = schedule_ns(&sched, &topo, &Links { nvlink_gbps: 1e30, ..links })?;
         Ok((t, t > nic_only * (1.0 + 1e-12)))
