@@ -40,8 +40,8 @@ use super::platform::Platform;
 use super::ratio::{RatioTable, RatioTables};
 use super::{CollectiveCost, GroupShape};
 use crate::collective::choose::{Protocol, RING_LATENCY_US};
-use crate::collective::cost::{schedule_ns, Links};
-use crate::collective::{schedule, Algorithm, GroupTopo};
+use crate::collective::cost::{direct_all_to_all_ns, schedule_ns, Links};
+use crate::collective::{schedule, Algorithm, GroupTopo, DIRECT_MAX_RANKS};
 use crate::error::InputError;
 use crate::workload::Collective;
 
@@ -72,14 +72,21 @@ impl AlphaBeta {
         let ranks: Vec<u32> =
             (0..nodes).flat_map(|s| (0..n / nodes + u32::from(s < n % nodes)).map(move |j| s * gps + j)).collect();
         let topo = GroupTopo { ranks: &ranks, gpus_per_server: gps, nvls: false };
-        let algo = if c == Collective::AllToAll { Algorithm::Direct } else { Algorithm::Ring };
-        let sched = schedule(c, algo, &topo, bytes, g.per_node.max(1))?;
         let links = Links {
             nvlink_gbps: p.nvlink() as f64,
             nic_gbps: p.nic_bw() as f64 * p.nics_per_server as f64 / p.gpus_per_server as f64,
             alpha_nvlink_ns: 0.0,
             alpha_net_ns: 0.0,
         };
+        if c == Collective::AllToAll && n > DIRECT_MAX_RANKS {
+            // Too many pairs to hold; the schedule's cost by symmetry (uniform shape assumed).
+            return Ok((direct_all_to_all_ns(nodes, n.div_ceil(nodes), bytes, &links), false));
+        }
+        let algo = if c == Collective::AllToAll { Algorithm::Direct } else { Algorithm::Ring };
+        // One channel per GPU of a server lets every NIC carry a ring across; inside one server
+        // channels change nothing but the schedule's size.
+        let channels = if nodes > 1 { g.per_node.max(1) } else { 1 };
+        let sched = schedule(c, algo, &topo, bytes, channels)?;
         let t = schedule_ns(&sched, &topo, &links)?;
         let nic_only = schedule_ns(&sched, &topo, &Links { nvlink_gbps: 1e30, ..links })?;
         Ok((t, t > nic_only * (1.0 + 1e-12)))
@@ -247,6 +254,16 @@ mod tests {
             Links { nvlink_gbps: 164.8f32 as f64, nic_gbps: 48.5f32 as f64, alpha_nvlink_ns: 0.0, alpha_net_ns: 0.0 };
         let ring = schedule_ns(&schedule(AllReduce, Algorithm::Ring, &g, GIB as u64, 8).unwrap(), &g, &links).unwrap();
         assert!((got - (8.4 + 28.0 * 3.4 + 2.0 * 14.0) * 1e3 - ring).abs() < 1e-9 * ring);
+    }
+
+    #[test]
+    fn all_to_all_beyond_the_direct_limit_is_priced_by_symmetry() {
+        // EP 4096 = 512 servers × 8 (A100, 8 CX7 NICs): a GPU sends 4088/4096 of S over its own
+        // NIC (48.5 GB/s); LL128 wins (4095 steps, 511 across servers, at 0.92 of the link).
+        let m = model(Bandwidths::Builtin(None));
+        let got = m.collective_ns(AllToAll, &shape("EP", 4096, 512, 8), GIB as u64).unwrap();
+        let want = (14.0 + 3584.0 * 1.9 + 511.0 * 4.0) * 1e3 + GIB * 4088.0 / 4096.0 / 48.5f32 as f64 / 0.92;
+        assert!((got - want).abs() < 1e-9 * want, "{got} vs {want}");
     }
 
     #[test]

@@ -97,6 +97,22 @@ pub fn schedule_ns(s: &Schedule, g: &GroupTopo, links: &Links) -> Result<f64, In
     Ok(total)
 }
 
+/// The same equation for a direct all-to-all of S = `bytes` on `nodes` servers of `per_server`
+/// ranks each, written out by symmetry (every rank carries the same load), for groups too large
+/// to hold the schedule's n(n−1) transfers: α_net + max((n−g)/n · S / B_nic, (g−1)/n · S / B_nv),
+/// α_nv and no network term inside one server.
+pub fn direct_all_to_all_ns(nodes: u32, per_server: u32, bytes: u64, links: &Links) -> f64 {
+    let (n, g, s) = ((nodes * per_server) as f64, per_server as f64, bytes as f64);
+    if n <= 1.0 || bytes == 0 {
+        return 0.0;
+    }
+    let nvlink = (g - 1.0) / n * s / links.nvlink_gbps;
+    if nodes <= 1 {
+        return links.alpha_nvlink_ns + nvlink;
+    }
+    links.alpha_net_ns + nvlink.max((n - g) / n * s / links.nic_gbps)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,6 +188,16 @@ mod tests {
         let s = 1u64 << 30;
         let want = 3000.0 + (8.0 * s as f64 / 16.0 / 50.0).max(7.0 * s as f64 / 16.0 / 300.0);
         close(price(AllToAll, Algorithm::Direct, &ranks, 8, s, 1), want);
+    }
+
+    #[test]
+    fn direct_all_to_all_by_symmetry_equals_the_schedule() {
+        for (nodes, per_server) in [(1, 8), (4, 8), (16, 1), (3, 4)] {
+            let ranks: Vec<u32> = (0..nodes * 8).filter(|r| r % 8 < per_server).collect();
+            let s = 3u64 << 28;
+            let got = price(AllToAll, Algorithm::Direct, &ranks, 8, s, 1);
+            close(direct_all_to_all_ns(nodes, per_server, s, &LINKS), got);
+        }
     }
 
     #[test]

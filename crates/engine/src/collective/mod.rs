@@ -15,8 +15,9 @@
 //! (depth − 1)/k of the bytes and vanishes for large messages. Chunks are [`PIPELINE_CHUNK_BYTES`].
 //!
 //! Schedules stay compact: a ring is one phase with `repeat` = its step count, so its size is
-//! O(n · channels) whatever the message size; direct all-pairs is n(n−1) transfers in one phase,
-//! fine up to [`DIRECT_MAX_RANKS`] ranks and refused above (use hierarchical or PXN there).
+//! O(n · channels) whatever the message size; direct all-pairs is n(n−1) transfers in one phase
+//! (two for all-reduce), fine up to [`DIRECT_MAX_RANKS`] ranks and refused above, as is PXN
+//! all-to-all; [`cost::direct_all_to_all_ns`] prices larger all-to-alls by symmetry instead.
 
 pub mod choose;
 pub mod cost;
