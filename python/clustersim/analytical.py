@@ -63,6 +63,8 @@ class AnalyticalResult:
         warnings: list[str],
         simulate_seconds: float,
         events: int,
+        links: Table | None = None,
+        trace: str | None = None,
     ) -> None:
         self.run_name = run_name
         self.mode = mode
@@ -74,6 +76,10 @@ class AnalyticalResult:
         self.warnings = warnings
         self.simulate_seconds = simulate_seconds
         self.events = events
+        #: Flow backend: per directed link, bytes carried and utilisation over the iteration.
+        self.links = links
+        #: Flow backend: Chrome/Perfetto trace (JSON text) of every op of every rank class.
+        self.trace = trace
 
     def __repr__(self) -> str:
         ms = self.iteration_time_us / 1000
@@ -123,6 +129,11 @@ def simulate(
     run_name: str | None = None,
     lenient: bool = False,
     ratio_dir: str | os.PathLike[str] | None = None,
+    topology: str | os.PathLike[str] | None = None,
+    algorithm: str = "ring",
+    channels: int = 2,
+    seed: int = 0,
+    nvls: bool = False,
     progress: Callable[[float], None] | None = None,
 ) -> AnalyticalResult:
     """Simulate one training iteration of a SimAI workload file on the analytical backend.
@@ -130,6 +141,9 @@ def simulate(
     `compat="simai"` reproduces SimAI-Analytical's numbers (quirks included); the default mode
     corrects them (see the README). Bandwidths: `busbw` (a SimAI busbw.yaml) or the built-in
     model from `gpu_type`, `nic_type`, `nvlink_busbw`, `nic_busbw` and the server shape.
+    With `topology` (a SimAI topology file) communication runs on the flow model instead: every
+    collective becomes `algorithm`'s transfers over `channels` channels, routed with seeded ECMP
+    and sharing links max-min fairly; `nvls` lets NVSwitches reduce in-switch.
     Raises `clustersim.InputError` with file, line and field on bad input.
     """
     if compat not in (None, SIMAI):
@@ -168,13 +182,35 @@ def simulate(
         run_name=run_name,
         lenient=lenient,
         progress=progress,
+        topology=(str(topology), read_text(topology, "topology")) if topology is not None else None,
+        algorithm=algorithm,
+        channels=channels,
+        seed=seed,
+        nvls=nvls,
     )
     summary = {SUMMARY_KEYS[k]: v for k, v in zip(raw["summary_columns"], raw["summary"], strict=True)}
     columns = {"layer_name": raw["layer_names"]}
     columns.update(zip(raw["layer_columns"], raw["layers"], strict=True))
+    links = None
+    if topology is not None:
+        seconds = summary["total_us"] * 1e-6
+        src, dst, gbps = zip(*raw["links"], strict=True) if raw["links"] else ((), (), ())
+        carried = raw["link_bytes"]
+        links = Table(
+            {
+                "src": list(src),
+                "dst": list(dst),
+                "bandwidth_gbps": list(gbps),
+                "bytes": carried,
+                "utilisation": [
+                    b / (g * 1e9 * seconds) if seconds > 0 else 0.0
+                    for b, g in zip(carried, gbps, strict=True)
+                ],
+            }
+        )
     return AnalyticalResult(
         run_name=run_name,
-        mode="compat-simai" if compat == SIMAI else "default",
+        mode="flow" if topology is not None else "compat-simai" if compat == SIMAI else "default",
         workload=str(workload),
         plan=raw["plan"],
         summary=summary,
@@ -183,4 +219,6 @@ def simulate(
         warnings=raw["warnings"],
         simulate_seconds=raw["simulate_seconds"],
         events=raw["events"],
+        links=links,
+        trace=raw.get("trace"),
     )

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from clustersim.errors import InputError
+from clustersim.table import Table
 
 EPILOG_ANALYTICAL = """\
 SimAI_analytical's flags are accepted as they are, e.g.
@@ -69,6 +70,34 @@ def add_analytical(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
     )
+    add_workload_run_arguments(p)
+    p.set_defaults(func=run_analytical, topology=None)
+    r = sub.add_parser(
+        "run",
+        help="simulate a SimAI workload file on a fabric (-n topology) with the flow model",
+        description=(
+            "Simulate one training iteration of a SimAI/AICB workload with every collective turned into"
+            " transfers on the fabric of a SimAI topology file (clustersim topo writes them), links shared"
+            " max-min fairly. Writes <prefix>EndToEnd.csv, <prefix>summary.json, <prefix>links.csv"
+            " (per-link utilisation) and <prefix>trace.json (Chrome/Perfetto)."
+        ),
+        epilog="example: clustersim topo -topo Spectrum-X -g 128 -o fabric.txt && "
+        "clustersim run -w examples/workload_analytical.txt -g 128 -n fabric.txt",
+        allow_abbrev=False,
+    )
+    add_workload_run_arguments(r)
+    r.add_argument("-n", "--topology", required=True, help="SimAI topology file (see clustersim topo)")
+    r.add_argument(
+        "--algo", default="ring", help="collective algorithm: ring, tree, halvingdoubling, direct, …"
+    )
+    r.add_argument("--channels", type=count, default=2, help="rings/trees per collective (default 2)")
+    r.add_argument("--seed", type=int, default=0, help="ECMP seed (default 0)")
+    r.add_argument("--nvls", action="store_true", help="NVSwitches reduce in-switch (NVLS)")
+    r.set_defaults(func=run_analytical)
+
+
+def add_workload_run_arguments(p: argparse.ArgumentParser) -> None:
+    """SimAI_analytical's flags and ours, shared by `analytical` and `run`."""
     p.add_argument("-w", "--workload", required=True, help="SimAI workload file (.txt written by AICB)")
     p.add_argument("-g", "--gpus", type=count, help="number of GPUs (default: the header's all_gpus)")
     p.add_argument("-g_p_s", "--gpus-per-server", type=count, default=8, help="GPUs per server (default 8)")
@@ -109,7 +138,27 @@ def add_analytical(sub: argparse._SubParsersAction) -> None:
         "--lenient", action="store_true", help="accept a row count on line 2 that disagrees with the file"
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
-    p.set_defaults(func=run_analytical)
+
+
+def flow_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The flow backend's keyword arguments of `simulate` (none for `analytical`)."""
+    if args.topology is None:
+        return {}
+    return dict(
+        topology=args.topology, algorithm=args.algo, channels=args.channels, seed=args.seed, nvls=args.nvls
+    )
+
+
+def links_csv(links: Table) -> str:
+    """Per-link traffic, busiest first."""
+    order = sorted(range(len(links)), key=lambda i: -links["bytes"][i])
+    lines = ["src,dst,bandwidth_gbps,bytes,utilisation"]
+    for i in order:
+        lines.append(
+            f"{links['src'][i]},{links['dst'][i]},{links['bandwidth_gbps'][i]:.6g},"
+            f"{links['bytes'][i]:.6g},{links['utilisation'][i]:.6g}"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def output_prefix(args: argparse.Namespace) -> str:
@@ -145,18 +194,24 @@ def run_analytical(args: argparse.Namespace) -> int:
             lenient=args.lenient,
             ratio_dir=args.ratio_dir,
             progress=progress,
+            **flow_options(args),
         )
     finally:
         progress.close()
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
     outputs = {"csv": prefix + "EndToEnd.csv", "json": prefix + "summary.json"}
+    if result.links is not None:
+        outputs.update(links=prefix + "links.csv", trace=prefix + "trace.json")
     if args.visual:
         outputs.update(png=prefix + "chart.png", html=prefix + "chart.html")
     doc = result.to_dict() | {"outputs": outputs}
     with atomic_outputs() as stage:
         write_text(stage(outputs["csv"]), result.csv)
         write_text(stage(outputs["json"]), json.dumps(doc, indent=2, allow_nan=False) + "\n")
+        if result.links is not None:
+            write_text(stage(outputs["links"]), links_csv(result.links))
+            write_text(stage(outputs["trace"]), result.trace or "")
         if args.visual:
             from clustersim import charts
 

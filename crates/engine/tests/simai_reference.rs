@@ -7,14 +7,14 @@ use clustersim_engine::analytical::busbw_file::BusbwTable;
 use clustersim_engine::analytical::platform::{GpuType, NicType, Platform};
 use clustersim_engine::analytical::ratio::RatioTables;
 use clustersim_engine::simai::build::Overlap;
-use clustersim_engine::simai::run::{run_analytical, AnalyticalConfig};
+use clustersim_engine::simai::run::{run_analytical, RunConfig};
 
 fn shared(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data").join(rel)
 }
 
-fn config(nv: Option<f32>, nic: Option<f32>, busbw: Option<BusbwTable>, run_name: &str) -> AnalyticalConfig {
-    AnalyticalConfig {
+fn config(nv: Option<f32>, nic: Option<f32>, busbw: Option<BusbwTable>, run_name: &str) -> RunConfig {
+    RunConfig {
         compat: true,
         gpus: Some(9216),
         platform: Platform {
@@ -30,6 +30,7 @@ fn config(nv: Option<f32>, nic: Option<f32>, busbw: Option<BusbwTable>, run_name
         overlap: Overlap { dp: 0.0, tp: 0.0, ep: 0.0, pp: 1.0 },
         run_name: run_name.into(),
         lenient: false,
+        flow: None,
     }
 }
 

@@ -5,10 +5,13 @@ mod flow;
 use clustersim_engine::analytical::busbw_file::BusbwTable;
 use clustersim_engine::analytical::platform::{GpuType, NicType, Platform};
 use clustersim_engine::analytical::ratio::{RatioTable, RatioTables};
+use clustersim_engine::collective::Algorithm;
 use clustersim_engine::simai::build::Overlap;
 use clustersim_engine::simai::file::WorkloadFile;
 use clustersim_engine::simai::report::{LAYER_COLUMNS, SUMMARY_COLUMNS};
-use clustersim_engine::simai::run::{run_analytical as engine_run, AnalyticalConfig};
+use clustersim_engine::simai::run::{run_analytical as engine_run, FlowConfig, RunConfig};
+use clustersim_engine::topology::Topology;
+use clustersim_engine::trace::chrome_trace;
 use clustersim_engine::training::simai_rows::{simai_workload, Flavor};
 use clustersim_engine::training::{
     layer_seconds as engine_layer_seconds, run_training as engine_training, TrainingInput,
@@ -45,7 +48,8 @@ fn report(py: Python<'_>, progress: &Option<Bound<'_, PyAny>>, fraction: f64, fa
 #[pyfunction]
 #[pyo3(signature = (
     path, text, *, compat, gpus, gpus_per_server, nics_per_server, gpu_type, nic_type,
-    nvlink_busbw, nic_busbw, busbw, ratios, dp_o, tp_o, ep_o, pp_o, run_name, lenient, progress
+    nvlink_busbw, nic_busbw, busbw, ratios, dp_o, tp_o, ep_o, pp_o, run_name, lenient, progress,
+    topology = None, algorithm = "ring", channels = 2, seed = 0, nvls = false
 ))]
 #[allow(clippy::too_many_arguments)]
 fn run_analytical<'py>(
@@ -69,7 +73,23 @@ fn run_analytical<'py>(
     run_name: String,
     lenient: bool,
     progress: Option<Bound<'py, PyAny>>,
+    topology: Option<(String, String)>,
+    algorithm: &str,
+    channels: u32,
+    seed: u64,
+    nvls: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
+    // The flow backend: (path, text) of a SimAI topology file.
+    let flow = match topology {
+        None => None,
+        Some((p, t)) => Some(FlowConfig {
+            topology: Topology::parse_simai(&p, &t).map_err(input_err)?,
+            algorithm: Algorithm::parse(algorithm).map_err(input_err)?,
+            channels,
+            seed,
+            nvls,
+        }),
+    };
     let platform = Platform {
         gpus_per_server,
         nics_per_server,
@@ -87,7 +107,7 @@ fn run_analytical<'py>(
             all_to_all: RatioTable::parse(&ap, &at).map_err(input_err)?,
         },
     };
-    let cfg = AnalyticalConfig {
+    let cfg = RunConfig {
         compat,
         gpus,
         platform,
@@ -96,6 +116,7 @@ fn run_analytical<'py>(
         overlap: Overlap { dp: dp_o, tp: tp_o, ep: ep_o, pp: pp_o },
         run_name,
         lenient,
+        flow,
     };
     let mut failure = None;
     let run = engine_run(path, text, &cfg, &mut |f| report(py, &progress, f, &mut failure));
@@ -119,6 +140,13 @@ fn run_analytical<'py>(
     out.set_item("warnings", &run.warnings)?;
     out.set_item("simulate_seconds", run.simulate_seconds)?;
     out.set_item("events", run.execution.events)?;
+    out.set_item("link_bytes", &run.link_bytes)?;
+    if let Some(f) = &cfg.flow {
+        let t = &f.topology;
+        let links: Vec<(u32, u32, f64)> = t.links.iter().map(|l| (l.src, l.dst, l.bandwidth)).collect();
+        out.set_item("links", links)?;
+        out.set_item("trace", chrome_trace(&run.workload.workload, &run.execution))?;
+    }
     let w = &run.workload;
     let h = &w.file.header;
     let plan = PyDict::new(py);

@@ -12,12 +12,15 @@ use crate::analytical::platform::Platform;
 use crate::analytical::ratio::RatioTables;
 use crate::analytical::simai::{SimaiBuiltin, SimaiBusbwFile};
 use crate::analytical::{Analytical, CollectiveCost};
+use crate::collective::Algorithm;
 use crate::error::{InputError, Result};
 use crate::executor::{Execution, Executor};
+use crate::flow::network::{fixed_algorithm, FlowNetwork};
 use crate::layout::Axis;
+use crate::topology::Topology;
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct AnalyticalConfig {
+pub struct RunConfig {
     /// Reproduce SimAI-Analytical's numbers, quirks included.
     pub compat: bool,
     pub gpus: Option<u32>,
@@ -28,18 +31,34 @@ pub struct AnalyticalConfig {
     pub run_name: String,
     /// Accept a row count on line 2 that disagrees with the rows present (with a warning).
     pub lenient: bool,
+    /// Simulate communication on this fabric with the flow model instead of in closed form.
+    pub flow: Option<FlowConfig>,
 }
 
-pub struct AnalyticalRun {
+/// The flow backend: a fabric, and how collectives become transfers on it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlowConfig {
+    pub topology: Topology,
+    pub algorithm: Algorithm,
+    pub channels: u32,
+    /// ECMP seed.
+    pub seed: u64,
+    /// NVSwitches reduce in-switch (NVLS schedules allowed).
+    pub nvls: bool,
+}
+
+pub struct SimaiRun {
     pub workload: SimaiWorkload,
     pub execution: Execution,
     pub report: Report,
     pub warnings: Vec<String>,
     /// Wall time of building, executing and accounting (not reading), in seconds.
     pub simulate_seconds: f64,
+    /// Bytes carried by each directed link of the topology (flow backend only).
+    pub link_bytes: Vec<f64>,
 }
 
-fn cost_model(cfg: &AnalyticalConfig, world: u32) -> Box<dyn CollectiveCost> {
+fn cost_model(cfg: &RunConfig, world: u32) -> Box<dyn CollectiveCost> {
     match (&cfg.busbw, cfg.compat) {
         (Some(t), true) => {
             Box::new(SimaiBusbwFile { gpus_per_server: cfg.platform.gpus_per_server, world, table: t.clone() })
@@ -61,9 +80,9 @@ fn cost_model(cfg: &AnalyticalConfig, world: u32) -> Box<dyn CollectiveCost> {
 pub fn run_analytical(
     path: &str,
     text: &str,
-    cfg: &AnalyticalConfig,
+    cfg: &RunConfig,
     progress: &mut dyn FnMut(f64) -> bool,
-) -> Result<AnalyticalRun> {
+) -> Result<SimaiRun> {
     cfg.platform.validate()?;
     let o = cfg.overlap;
     for (name, v) in [("dp_o", o.dp), ("tp_o", o.tp), ("ep_o", o.ep), ("pp_o", o.pp)] {
@@ -108,8 +127,23 @@ pub fn run_analytical(
     } else {
         0.0
     };
-    let mut model = Analytical::new(cost, cfg.platform.gpus_per_server);
-    let execution = Executor::new(w)?.run(&mut model, progress)?;
+    let executor = Executor::new(w)?;
+    let (execution, link_bytes) = match &cfg.flow {
+        None => (executor.run(&mut Analytical::new(cost, cfg.platform.gpus_per_server), progress)?, Vec::new()),
+        Some(f) => {
+            if cfg.compat {
+                return Err(InputError::field(
+                    "command line",
+                    "backend",
+                    "--compat simai is SimAI's analytical model; the flow backend runs in the default mode",
+                ));
+            }
+            let scheduler = fixed_algorithm(f.algorithm, f.channels);
+            let mut net = FlowNetwork::new(f.topology.clone(), scheduler, f.seed, f.nvls);
+            let execution = executor.run(&mut net, progress)?;
+            (execution, net.carried_bytes().to_vec())
+        }
+    };
     let ropt = ReportOptions {
         run_name: cfg.run_name.clone(),
         compat: cfg.compat,
@@ -131,5 +165,5 @@ pub fn run_analytical(
         ));
     }
     let simulate_seconds = started.elapsed().as_secs_f64();
-    Ok(AnalyticalRun { workload: sw, execution, report, warnings, simulate_seconds })
+    Ok(SimaiRun { workload: sw, execution, report, warnings, simulate_seconds, link_bytes })
 }

@@ -1,0 +1,88 @@
+"""`clustersim run`: a SimAI workload on a fabric with the flow model."""
+
+from __future__ import annotations
+
+import json
+
+import clustersim
+import pytest
+from clustersim.topology import Topology, simai_template
+
+S = 1 << 30
+# One data-parallel all-reduce of S bytes (a SimAI MICRO file).
+MICRO = f"MICRO\n1\nmicro_test\t-1\t1\tNONE\t0\t1\tNONE\t0\t1\tALLREDUCE\t{S}\t1\n"
+
+
+def write_fabric(tmp_path, topo: Topology, name: str = "fabric.txt") -> str:
+    path = tmp_path / name
+    path.write_text(topo.to_simai())
+    return str(path)
+
+
+def test_ring_all_reduce_in_one_server_matches_the_closed_form(tmp_path):
+    """8 GPUs on one NVSwitch (360 GB/s, 25 ns per link): 2(n−1) steps of 2·25 ns + S/(n·B)."""
+    (tmp_path / "w.txt").write_text(MICRO)
+    fabric = write_fabric(tmp_path, simai_template(None, gpu=8, gpu_per_server=8))
+    r = clustersim.simulate(tmp_path / "w.txt", gpus=8, topology=fabric)
+    expected_us = 14 * (0.05 + S / 8 / 360e3)
+    assert r.iteration_time_us == pytest.approx(expected_us, rel=1e-6)
+    # Each GPU's NVLink carries 2(n−1)/n · S in each direction, busy the whole iteration.
+    gpu0_up = next(i for i in range(len(r.links)) if r.links["src"][i] == 0)
+    assert r.links["bytes"][gpu0_up] == pytest.approx(2 * 7 / 8 * S, rel=1e-9)
+    assert r.links["utilisation"][gpu0_up] == pytest.approx(1.0, rel=1e-3)
+
+
+def test_run_writes_results_links_and_trace(run_cli, tmp_path):
+    (tmp_path / "w.txt").write_text(MICRO)
+    write_fabric(tmp_path, simai_template(None, gpu=16, gpu_per_server=8))
+    code, out, err = run_cli("run", "-w", "w.txt", "-g", "16", "-n", "fabric.txt", "-r", "o-")
+    assert code == 0, err
+    assert "o-links.csv" in out
+    assert (tmp_path / "o-links.csv").read_text().startswith("src,dst,bandwidth_gbps,bytes,utilisation\n")
+    trace = json.loads((tmp_path / "o-trace.json").read_text())
+    assert any(e["ph"] == "X" for e in trace["traceEvents"])
+    assert json.loads((tmp_path / "o-summary.json").read_text())["mode"] == "flow"
+
+
+def test_dual_plane_survives_losing_a_plane(tmp_path):
+    """AlibabaHPN dual-ToR dual-plane: without plane 2 (its ToRs and spines) the iteration still
+    runs, through plane 1, and is no faster."""
+    (tmp_path / "w.txt").write_text(MICRO)
+    topo = simai_template("AlibabaHPN", dp=True, gpu=32, gpu_per_server=8)
+    fabric = write_fabric(tmp_path, topo)
+    gpus = range(topo.num_gpus)
+    tors = sorted({lk.dst for lk in topo.links if lk.src in gpus and topo.kinds[lk.dst] == "switch"})
+    plane2 = set(tors[len(tors) // 2 :])
+    spines = {lk.dst for lk in topo.links if lk.src in plane2 and lk.dst not in gpus}
+    plane2 |= spines
+    cut = Topology(
+        topo.kinds,
+        [lk for lk in topo.links if lk.src not in plane2 and lk.dst not in plane2],
+        gpus_per_server=topo.gpus_per_server,
+        gpu_type=topo.gpu_type,
+    )
+    # Plane 2's switches stay as isolated nodes, which the flow model never routes through.
+    one_plane = write_fabric(tmp_path, cut, "one_plane.txt")
+    both = clustersim.simulate(tmp_path / "w.txt", gpus=32, topology=fabric, channels=4)
+    single = clustersim.simulate(tmp_path / "w.txt", gpus=32, topology=one_plane, channels=4)
+    assert single.iteration_time_us >= both.iteration_time_us * (1 - 1e-9)
+    # Intact, ECMP spreads the traffic over both planes.
+    via_plane2 = [b for s, b in zip(both.links["src"], both.links["bytes"], strict=True) if s in plane2]
+    assert sum(via_plane2) > 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-g", "32"], "the workload has 32 ranks but the topology only 16 GPUs"),
+        (["-g", "16", "--algo", "spiral"], "spiral"),
+        (["-g", "16", "--compat", "simai"], "flow backend"),
+    ],
+)
+def test_run_bad_input(run_cli, tmp_path, args, message):
+    (tmp_path / "w.txt").write_text(MICRO)
+    write_fabric(tmp_path, simai_template(None, gpu=16, gpu_per_server=8))
+    code, _, err = run_cli("run", "-w", "w.txt", "-n", "fabric.txt", "-r", "o-", *args)
+    assert code == 2
+    assert message in err and err.count("\n") == 1
+    assert not (tmp_path / "o-summary.json").exists()
