@@ -278,6 +278,12 @@ def add_train(sub: argparse._SubParsersAction) -> None:
         help="write PREFIXsummary.json, PREFIXlayers.csv and PREFIXtrace.json (Chrome/Perfetto)",
     )
     p.add_argument("-v", "--visual", action="store_true", help="with -r: also PREFIXchart.png and .html")
+    p.add_argument(
+        "-n", "--topology", help="run communication on this fabric (SimAI topology file) with the flow model"
+    )
+    p.add_argument("--algo", default="ring", help="with -n: collective algorithm (default ring)")
+    p.add_argument("--channels", type=count, default=2, help="with -n: rings/trees per collective")
+    p.add_argument("--seed", type=int, default=0, help="with -n: ECMP seed")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     p.set_defaults(func=run_train)
 
@@ -368,8 +374,16 @@ def run_train(args: argparse.Namespace) -> int:
     model, accelerator, plan = plan_from_args(args)
     progress = Progress("simulating")
     try:
+        fabric = {}
+        if args.topology:
+            fabric = dict(topology=args.topology, algorithm=args.algo, channels=args.channels, seed=args.seed)
         result = train(
-            model, allow_oom=args.allow_oom, trace=bool(args.result_prefix), progress=progress, **plan
+            model,
+            allow_oom=args.allow_oom,
+            trace=bool(args.result_prefix),
+            progress=progress,
+            **plan,
+            **fabric,
         )
     finally:
         progress.close()

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from typing import Any
 
 from clustersim import _engine
+from clustersim.analytical import read_text
 from clustersim.catalog import lookup
 from clustersim.models import resolve
 from clustersim.table import Table
@@ -56,10 +58,16 @@ def input_document(
     nic_busbw: float | None = None,
     allow_oom: bool = False,
     trace: bool = False,
+    topology: str | os.PathLike[str] | None = None,
+    algorithm: str = "ring",
+    channels: int = 2,
+    seed: int = 0,
+    nvls: bool = False,
     first_stage_layers: int | None = None,
     last_stage_layers: int | None = None,
 ) -> dict[str, Any]:
-    """The engine's input: model, plan (sizes, batch, options), accelerator and network."""
+    """The engine's input: model, plan (sizes, batch, options), accelerator and network (the
+    analytical model on the accelerator's links, or with `topology` the flow model on that fabric)."""
     m = resolve(model) if isinstance(model, str) else dict(model)
     acc = lookup("accelerators", accelerator) if isinstance(accelerator, str) else dict(accelerator)
     m.setdefault("kv_heads", m.get("heads"))
@@ -106,6 +114,16 @@ def input_document(
         "allow_oom": allow_oom,
         "trace": trace,
     }
+    if topology is not None:
+        # The flow backend: communication becomes transfers on this fabric (a SimAI topology file).
+        doc["fabric"] = {
+            "path": str(topology),
+            "topology": read_text(topology, "topology"),
+            "algorithm": algorithm,
+            "channels": channels,
+            "seed": seed,
+            "nvls": nvls,
+        }
     return doc
 
 

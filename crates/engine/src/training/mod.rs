@@ -14,9 +14,12 @@ use serde::{Deserialize, Serialize};
 use crate::analytical::alpha_beta::{AlphaBeta, Bandwidths};
 use crate::analytical::platform::{GpuType, NicType, Platform};
 use crate::analytical::Analytical;
+use crate::collective::Algorithm;
 use crate::error::{InputError, Result};
 use crate::executor::{Execution, Executor};
 use crate::exposure::exposure;
+use crate::flow::network::{fixed_algorithm, FlowNetwork};
+use crate::topology::Topology;
 use crate::workload::{OpKind, Workload};
 use hardware::Accelerator;
 use memory::{memory, Memory};
@@ -49,6 +52,24 @@ pub struct TrainingInput {
     /// Also return the Chrome/Perfetto trace of the simulated iteration.
     #[serde(default)]
     pub trace: bool,
+    /// Run communication on this fabric (SimAI topology file text) with the flow model instead
+    /// of the analytical one.
+    #[serde(default)]
+    pub fabric: Option<Fabric>,
+}
+
+/// A fabric for the flow backend and how collectives run on it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Fabric {
+    /// Where the topology came from (for messages).
+    pub path: String,
+    pub topology: String,
+    pub algorithm: String,
+    pub channels: u32,
+    #[serde(default)]
+    pub seed: u64,
+    #[serde(default)]
+    pub nvls: bool,
 }
 
 /// Time per row label (layer name) of the stage that finishes last, summed over its ops.
@@ -98,8 +119,25 @@ pub fn run_training(input: &TrainingInput, progress: &mut dyn FnMut(f64) -> bool
     }
     let generated = generate::generate(model, plan, acc, input.flash_attention)?;
     let w = &generated.workload;
-    let mut network = Analytical::new(Box::new(network_cost(input)?), plan.gpus_per_server);
-    let exec = Executor::new(w)?.run(&mut network, progress)?;
+    let executor = Executor::new(w)?;
+    let exec = match &input.fabric {
+        None => executor.run(&mut Analytical::new(Box::new(network_cost(input)?), plan.gpus_per_server), progress)?,
+        Some(f) => {
+            let topo = Topology::parse_simai(&f.path, &f.topology)?;
+            if topo.gpus_per_server != plan.gpus_per_server {
+                return Err(InputError::field(
+                    &f.path,
+                    "gpus_per_server",
+                    format!(
+                        "the fabric has {} GPUs per server but the plan {}",
+                        topo.gpus_per_server, plan.gpus_per_server
+                    ),
+                ));
+            }
+            let scheduler = fixed_algorithm(Algorithm::parse(&f.algorithm)?, f.channels);
+            executor.run(&mut FlowNetwork::new(topo, scheduler, f.seed, f.nvls), progress)?
+        }
+    };
     let iteration_ns = exec.end_ns;
     let (parts, layers) = breakdown(w, &exec);
     let (params, active) = model.params();
@@ -232,7 +270,16 @@ mod tests {
         };
         let accelerator = Accelerator::ideal();
         let network = Network { nvlink_busbw: 1e6, nvls_busbw: None, nic_busbw: 1e6, nics_per_server: 8 };
-        TrainingInput { model, plan, accelerator, network, flash_attention: true, allow_oom: false, trace: false }
+        TrainingInput {
+            model,
+            plan,
+            accelerator,
+            network,
+            flash_attention: true,
+            allow_oom: false,
+            trace: false,
+            fabric: None,
+        }
     }
 
     /// Communication that takes no time, so only the schedule shapes the timeline.
