@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
+from clustersim.collective import add_collective
 from clustersim.errors import InputError
 
 EPILOG_ANALYTICAL = """\
@@ -197,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_train(sub)
     add_workload(sub)
     add_topo(sub)
+    add_collective(sub)
     return parser
 
 
