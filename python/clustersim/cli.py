@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
+from clustersim.collective import add_collective
 from clustersim.errors import InputError
 from clustersim.table import Table
 
@@ -252,6 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_train(sub)
     add_workload(sub)
     add_topo(sub)
+    add_collective(sub)
     return parser
 
 

@@ -1,5 +1,8 @@
-//! Bindings of the flow model: flow completion times on a SimAI topology (conversion only).
+//! Bindings of the flow model: flow completion times and collective sweeps on a SimAI topology
+//! (conversion only).
 
+use clustersim_engine::collective::choose::Options;
+use clustersim_engine::flow::sweep::{self, SweepOptions};
 use clustersim_engine::flow::{completion_times, FlowSpec};
 use clustersim_engine::topology::Topology;
 use pyo3::prelude::*;
@@ -23,6 +26,48 @@ pub fn flow_completion_times(
         let specs: Vec<FlowSpec> =
             flows.iter().map(|&(src, dst, bytes, start_ns)| FlowSpec { src, dst, bytes, start_ns }).collect();
         completion_times(&topo, &specs, routes.as_deref(), seed)
+    })
+    .map_err(input_err)
+}
+
+/// nccl-tests on the flow model: time (ns) and algorithm of `collective` for each S in `sizes`
+/// over the first `ranks` GPUs (all by default) of the topology given as SimAI file text, each
+/// size on an idle network. `algorithm` is "auto" (NCCL's tuner) or an algorithm name;
+/// `channels` 0 means the first server's NIC count (at least 2). `send_lat_us`, `nvls`, `pxn`,
+/// `nvlstree` are SimAI's AS_SEND_LAT, AS_NVLS_ENABLE, AS_PXN_ENABLE, AS_NVLSTREE_ENABLE.
+#[pyfunction]
+#[pyo3(signature = (
+    topology, collective, sizes, algorithm = "auto", channels = 0, ranks = None, seed = 0,
+    send_lat_us = None, nvls = false, pxn = false, nvlstree = false
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn collective_sweep(
+    py: Python<'_>,
+    topology: &str,
+    collective: &str,
+    sizes: Vec<u64>,
+    algorithm: &str,
+    channels: u32,
+    ranks: Option<u32>,
+    seed: u64,
+    send_lat_us: Option<f64>,
+    nvls: bool,
+    pxn: bool,
+    nvlstree: bool,
+) -> PyResult<Vec<(f64, String)>> {
+    py.detach(|| {
+        let c = sweep::parse_collective(collective)?;
+        let choose = Options {
+            send_lat_us,
+            nvls_enable: nvls,
+            pxn_enable: pxn,
+            nvlstree_enable: nvlstree,
+            algorithm: sweep::algorithm_option(algorithm)?,
+        };
+        let topo = Topology::parse_simai("topology", topology)?;
+        let opts = SweepOptions { choose, channels, ranks, seed };
+        let points = sweep::sweep(topo, c, &sizes, &opts)?;
+        Ok(points.into_iter().map(|p| (p.ns, p.algorithm.name().to_string())).collect())
     })
     .map_err(input_err)
 }

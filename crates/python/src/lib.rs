@@ -235,6 +235,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InputError", m.py().get_type::<EngineInputError>())?;
     m.add_function(wrap_pyfunction!(run_analytical, m)?)?;
     m.add_function(wrap_pyfunction!(flow::flow_completion_times, m)?)?;
+    m.add_function(wrap_pyfunction!(flow::collective_sweep, m)?)?;
     m.add_function(wrap_pyfunction!(rewrite_workload, m)?)?;
     m.add_function(wrap_pyfunction!(run_training, m)?)?;
     m.add_function(wrap_pyfunction!(layer_seconds, m)?)?;

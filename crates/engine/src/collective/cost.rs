@@ -240,11 +240,13 @@ mod tests {
         let s = 4u64 << 20;
         let want = 5.0 * (3000.0 + (s as f64 / 8.0 / 50.0).max(s as f64 / 8.0 / 300.0));
         close(price(AllToAll, Algorithm::Pxn, &ranks, 2, s, 1), want);
-        // A ring's crossing hop gains an NVLink relay stage: one more step than the plain ring.
-        let ring =
-            schedule(AllGather, Algorithm::Ring, &GroupTopo { ranks: &ranks, gpus_per_server: 2, nvls: false }, s, 1);
-        let pxn =
-            schedule(AllGather, Algorithm::Pxn, &GroupTopo { ranks: &ranks, gpus_per_server: 2, nvls: false }, s, 1);
+        // A ring's rail-changing hop gains an NVLink relay stage: one more step than the plain
+        // ring. Rings keep to one rail between consecutive servers, so take 3 servers of 2, whose
+        // wrap from the last server to the first changes rail.
+        let six: Vec<u32> = (0..6).collect();
+        let g = GroupTopo { ranks: &six, gpus_per_server: 2, nvls: false };
+        let (ring, pxn) =
+            (schedule(AllGather, Algorithm::Ring, &g, s, 1), schedule(AllGather, Algorithm::Pxn, &g, s, 1));
         assert_eq!(pxn.unwrap().phases[0].repeat, ring.unwrap().phases[0].repeat + 1);
     }
 

@@ -1,8 +1,12 @@
 //! Ring algorithms (Patarasuk & Yuan 2009; NCCL's rings), over `channels` parallel rings.
 //!
 //! Every channel's ring visits the servers in order and, inside a server, its group ranks in
-//! group order rotated by the channel number, so channel j leaves each server from a different
-//! GPU (and so a different NIC), as NCCL's rings do. With c channels each carries S/c:
+//! group order rotated, so channel j leaves each server from a different GPU (and so a different
+//! NIC), as NCCL's rings do. Server s of channel j is rotated by j − s: the ring then enters
+//! server s + 1 at the local index it left server s from, i.e. on the same rail, and a
+//! rail-optimised fabric carries the hop inside one rail switch instead of through the spine
+//! (only the wrap from the last server to the first changes rail, unless the server count is a
+//! multiple of the rotation period). With c channels each carries S/c:
 //!
 //! ```text
 //! all-reduce      2(n−1) steps, every rank sends S/(n·c) per channel to its successor
@@ -19,8 +23,10 @@ use crate::workload::Collective;
 pub(super) fn ring_order(s: &Servers, ch: u32) -> Vec<u32> {
     s.members
         .iter()
-        .flat_map(|m| {
-            let r = ch as usize % m.len();
+        .enumerate()
+        .flat_map(|(server, m)| {
+            let len = m.len();
+            let r = (ch as usize % len + len - server % len) % len;
             m[r..].iter().chain(&m[..r]).copied()
         })
         .collect()
@@ -81,8 +87,10 @@ mod tests {
         let ranks: Vec<u32> = (0..8).collect();
         let g = GroupTopo { ranks: &ranks, gpus_per_server: 4, nvls: false };
         let s = g.servers();
-        assert_eq!(ring_order(&s, 0), vec![0, 1, 2, 3, 4, 5, 6, 7]);
-        assert_eq!(ring_order(&s, 1), vec![1, 2, 3, 0, 5, 6, 7, 4]);
+        // Server 1 is entered on the rail (local index) server 0 was left from.
+        assert_eq!(ring_order(&s, 0), vec![0, 1, 2, 3, 7, 4, 5, 6]);
+        assert_eq!(ring_order(&s, 1), vec![1, 2, 3, 0, 4, 5, 6, 7]);
+        assert_eq!(ring_order(&s, 2), vec![2, 3, 0, 1, 5, 6, 7, 4]);
         let sch = schedule(Collective::AllGather, Algorithm::Ring, &g, 8000, 4).unwrap();
         let p = &sch.phases[0];
         assert_eq!((p.repeat, p.transfers.len()), (7, 32));

@@ -28,6 +28,7 @@
 //! during the clean run.
 
 pub mod network;
+pub mod sweep;
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -135,6 +136,8 @@ pub struct FlowSim {
     nun: Vec<u32>,
     solves: u64,
     fast_forward: bool,
+    /// Extra wait before every flow starts (SimAI's AS_SEND_LAT), ns.
+    start_delay: f64,
 }
 
 impl FlowSim {
@@ -169,6 +172,7 @@ impl FlowSim {
             nun: vec![0; n],
             solves: 0,
             fast_forward: true,
+            start_delay: 0.0,
         }
     }
 
@@ -187,13 +191,19 @@ impl FlowSim {
         self.fast_forward = on;
     }
 
+    /// Start every flow added from now on `ns` after it is posted, on top of its path latency:
+    /// SimAI's AS_SEND_LAT, which delays every flow it creates.
+    pub fn set_start_delay(&mut self, ns: f64) {
+        self.start_delay = ns.max(0.0);
+    }
+
     fn push(&mut self, time: f64, kind: Kind, id: u32, ver: u32) {
         self.seq += 1;
         self.heap.push(Event { time, seq: self.seq, kind, id, ver });
     }
 
     fn new_flow(&mut self, path: Box<[u32]>, bytes: f64, batch: u32) -> u32 {
-        let lat = path.iter().map(|&l| self.link_lat[l as usize]).sum();
+        let lat = self.start_delay + path.iter().map(|&l| self.link_lat[l as usize]).sum::<f64>();
         let f = match self.free_flows.pop() {
             Some(f) => f,
             None => {

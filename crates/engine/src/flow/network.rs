@@ -12,6 +12,8 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use super::FlowSim;
+use crate::collective::choose::{self, Options};
+use crate::collective::cost::Links;
 use crate::collective::{Algorithm, Endpoint, GroupTopo, Schedule};
 use crate::error::{InputError, Result};
 use crate::network::{Comm, NetworkModel};
@@ -26,6 +28,13 @@ pub type Scheduler = Box<dyn FnMut(Collective, &GroupTopo, u64) -> Result<Schedu
 /// A scheduler that always runs `algorithm` over `channels` channels.
 pub fn fixed_algorithm(algorithm: Algorithm, channels: u32) -> Scheduler {
     Box::new(move |c, g, bytes| crate::collective::schedule(c, algorithm, g, bytes, channels))
+}
+
+/// A scheduler that picks each collective's algorithm as NCCL's tuner would
+/// ([`choose::choose`] on `links` with `options`; `options.algorithm` forces one) and runs it
+/// over `channels` channels.
+pub fn auto_algorithm(links: Links, options: Options, channels: u32) -> Scheduler {
+    Box::new(move |c, g, bytes| Ok(choose::choose(c, g, bytes, channels, &links, &options)?.schedule))
 }
 
 /// One phase ready to start: flows as (links, bytes), and how many runs.
@@ -82,6 +91,11 @@ impl FlowNetwork {
             ready: Vec::new(),
             clock: 0.0,
         }
+    }
+
+    /// Delay every flow `ns` after it is posted (SimAI's AS_SEND_LAT).
+    pub fn set_send_latency(&mut self, ns: f64) {
+        self.sim.set_start_delay(ns);
     }
 
     pub fn topology(&self) -> &Topology {

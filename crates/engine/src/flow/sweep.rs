@@ -1,0 +1,265 @@
+//! nccl-tests on the flow model: one collective over the first n GPUs of a fabric, once per size.
+//!
+//! Each size S runs as its own op of a one-class workload whose single group spans the n ranks,
+//! through the real executor and [`FlowNetwork`]. The ops sit on one communicator stream, so each
+//! starts when the previous one has finished: every size meets an idle network, as nccl-tests'
+//! timed loop does (shared/reference/hardware.md §3). The time of a size is its op's end − start.
+//!
+//! The algorithm is forced or chosen per size by NCCL's tuning model ([`choose::choose`]) on the
+//! fabric's own link rates ([`links_of`]); the flow model then plays the chosen schedule's bytes
+//! on the links. Protocol efficiency (LL, LL128) is a choice criterion only: the flows carry
+//! payload at link rate.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use super::network::{auto_algorithm, FlowNetwork, Scheduler};
+use crate::collective::choose::{Options, RING_LATENCY_US};
+use crate::collective::cost::Links;
+use crate::collective::Algorithm;
+use crate::error::{InputError, Result};
+use crate::executor::Executor;
+use crate::layout::{Axis, Layout};
+use crate::topology::{NodeKind, Topology};
+use crate::workload::{Collective, Group, Membership, Op, OpKind, Phase, Program, Workload};
+
+/// How to run a sweep.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SweepOptions {
+    /// Algorithm choice and SimAI's AS_* switches; `choose.algorithm = None` is "auto".
+    pub choose: Options,
+    /// Channels per ring or tree; 0 = [`default_channels`].
+    pub channels: u32,
+    /// Ranks: the first n GPUs; None = every GPU.
+    pub ranks: Option<u32>,
+    /// ECMP seed.
+    pub seed: u64,
+}
+
+/// One measured size.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SweepPoint {
+    pub bytes: u64,
+    pub ns: f64,
+    pub algorithm: Algorithm,
+}
+
+/// Per-GPU link rates of the fabric as the tuner sees them, from GPU 0: NVLink = its links to
+/// NVSwitches summed, NIC = its links to network switches summed (GB/s). α is NCCL's Simple-ring
+/// per-hop latency (the tuner takes latency from its own table, not from here).
+pub fn links_of(topo: &Topology) -> Result<Links> {
+    if topo.gpus == 0 {
+        return Err(InputError::new("topology", "the fabric has no GPUs"));
+    }
+    let (mut nvlink, mut nic) = (0.0, 0.0);
+    for &l in topo.out_links(0) {
+        let link = &topo.links[l as usize];
+        match topo.kinds[link.dst as usize] {
+            NodeKind::NvSwitch => nvlink += link.bandwidth,
+            NodeKind::Switch => nic += link.bandwidth,
+            NodeKind::Gpu => {}
+        }
+    }
+    if nic <= 0.0 && nvlink <= 0.0 {
+        return Err(InputError::new("topology", "GPU 0 has no link to a switch"));
+    }
+    // A missing kind of port is priced at the other's rate so the tuner stays defined; a
+    // schedule never uses it (a server without NVSwitch routes through the network).
+    let (nvlink, nic) = (if nvlink > 0.0 { nvlink } else { nic }, if nic > 0.0 { nic } else { nvlink });
+    let (_, nv_hop, net_hop) = RING_LATENCY_US[2];
+    Ok(Links { nvlink_gbps: nvlink, nic_gbps: nic, alpha_nvlink_ns: nv_hop * 1e3, alpha_net_ns: net_hop * 1e3 })
+}
+
+/// Channels when none are given: the NICs of the first server (each GPU link to a network
+/// switch is one NIC), so rings leave each server on every NIC; at least 2.
+pub fn default_channels(topo: &Topology) -> u32 {
+    let gps = topo.gpus_per_server.min(topo.gpus);
+    let nics = (0..gps)
+        .flat_map(|g| topo.out_links(g).iter())
+        .filter(|&&l| topo.kinds[topo.links[l as usize].dst as usize] == NodeKind::Switch)
+        .count() as u32;
+    nics.max(2)
+}
+
+/// A workload of one class whose single group spans `n` ranks, one collective per size in order.
+fn sweep_workload(c: Collective, n: u32, sizes: &[u64]) -> Workload {
+    let layout = Layout::megatron(n, 1, 1, 1, 1);
+    let mask = layout.mask(&[Axis::Tp]);
+    let mut program = Program::default();
+    for &bytes in sizes {
+        program.push(Op::new(OpKind::Collective { collective: c, group: 0, bytes }, Vec::new(), 0, Phase::Other));
+    }
+    Workload {
+        layout,
+        groups: vec![Group { name: "WORLD".into(), members: Membership::Dims(mask) }],
+        programs: vec![program],
+        class_program: vec![0],
+        rank_class: vec![0; n as usize],
+        rows: vec![c.name().into()],
+    }
+}
+
+/// Run collective `c` of each S in `sizes` (bytes, nccl-tests convention) over the fabric.
+pub fn sweep(topo: Topology, c: Collective, sizes: &[u64], opts: &SweepOptions) -> Result<Vec<SweepPoint>> {
+    let n = opts.ranks.unwrap_or(topo.gpus);
+    if n == 0 || n > topo.gpus {
+        return Err(InputError::field(
+            "sweep",
+            "ranks",
+            format!("must be from 1 to the fabric's {} GPUs, got {n}", topo.gpus),
+        ));
+    }
+    if sizes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let channels = if opts.channels == 0 { default_channels(&topo) } else { opts.channels };
+    let links = links_of(&topo)?;
+    // Record what the tuner picked for each size (the schedule names its algorithm).
+    let picked: Rc<RefCell<HashMap<u64, Algorithm>>> = Rc::default();
+    let mut inner = auto_algorithm(links, opts.choose.clone(), channels);
+    let record = picked.clone();
+    let scheduler: Scheduler = Box::new(move |c, g, bytes| {
+        let s = inner(c, g, bytes)?;
+        record.borrow_mut().insert(bytes, s.algorithm);
+        Ok(s)
+    });
+    let nvls = (0..topo.servers()).any(|s| !topo.nvswitches(s).is_empty());
+    let send_lat_ns = opts.choose.send_lat_us.map(|us| us * 1e3);
+    let mut net = FlowNetwork::new(topo, scheduler, opts.seed, nvls);
+    if let Some(ns) = send_lat_ns {
+        net.set_send_latency(ns);
+    }
+    let w = sweep_workload(c, n, sizes);
+    let run = Executor::new(&w)?.run(&mut net, &mut |_| true)?;
+    let tl = &run.timelines[0];
+    let picked = picked.borrow();
+    Ok(sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &bytes)| SweepPoint {
+            bytes,
+            ns: tl.end[i] - tl.start[i],
+            // A one-rank group or S = 0 is never scheduled; nothing ran, call it the forced or ring.
+            algorithm: picked.get(&bytes).copied().unwrap_or(opts.choose.algorithm.unwrap_or(Algorithm::Ring)),
+        })
+        .collect())
+}
+
+/// Parse a collective's name as nccl-tests and clustersim spell it (all_reduce, allreduce, …).
+pub fn parse_collective(name: &str) -> Result<Collective> {
+    let key = name.to_ascii_lowercase().replace(['_', '-'], "");
+    Collective::ALL.into_iter().find(|c| c.name() == key).ok_or_else(|| {
+        let names: Vec<&str> = Collective::ALL.iter().map(|c| c.name()).collect();
+        InputError::field("sweep", "collective", format!("unknown collective '{name}' (valid: {})", names.join(", ")))
+    })
+}
+
+/// The tuner's options for `algorithm` ("auto" or a name for [`Algorithm::parse`]).
+pub fn algorithm_option(algorithm: &str) -> Result<Option<Algorithm>> {
+    if algorithm.eq_ignore_ascii_case("auto") {
+        return Ok(None);
+    }
+    Algorithm::parse(algorithm).map(Some).map_err(|mut e| {
+        e.message = e.message.replace("(valid: ", "(valid: auto, ");
+        e
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::Link;
+
+    fn both(links: &mut Vec<Link>, a: u32, b: u32, bandwidth: f64, latency_ns: f64) {
+        for (src, dst) in [(a, b), (b, a)] {
+            links.push(Link { src, dst, bandwidth, latency_ns, error_rate: 0.0 });
+        }
+    }
+
+    /// `servers` servers of 8 GPUs, one NVSwitch each (NVLink `nv` GB/s per GPU), every GPU's NIC
+    /// (`nic` GB/s) on one non-blocking switch.
+    fn cluster(servers: u32, nv: f64, nic: f64) -> Topology {
+        let g = servers * 8;
+        let kinds =
+            [vec![NodeKind::Gpu; g as usize], vec![NodeKind::NvSwitch; servers as usize], vec![NodeKind::Switch]]
+                .concat();
+        let mut links = Vec::new();
+        for i in 0..g {
+            both(&mut links, i, g + i / 8, nv, 0.0);
+            both(&mut links, i, g + servers, nic, 0.0);
+        }
+        Topology::from_parts("test", kinds, links, 8, "H100").unwrap()
+    }
+
+    fn ring() -> SweepOptions {
+        SweepOptions {
+            choose: Options { algorithm: Some(Algorithm::Ring), ..Options::default() },
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn ring_all_reduce_meets_the_bus_bandwidth_closed_form() {
+        // 4 servers on one non-blocking switch. Each channel's ring crosses every server boundary
+        // once, on the NIC of the GPU it leaves from, so with c channels (c ≤ 8) the server
+        // boundary carries c NICs' worth: busbw = c · B_nic, as long as NVLink keeps up (each GPU
+        // forwards c − 1 channels over NVLink: (c − 1)/360 < 1/50). nccl-tests' 2×8 A100 with
+        // 8×HDR reaching ≈ 8 × 25 GB/s is this shape (hardware.md §3).
+        let n = 32.0;
+        for channels in [1u32, 4, 8] {
+            let opts = SweepOptions { channels, ..ring() };
+            let got = sweep(cluster(4, 360.0, 50.0), Collective::AllReduce, &[1 << 24, 1 << 29], &opts).unwrap();
+            for p in &got {
+                let busbw = p.bytes as f64 / p.ns * Collective::AllReduce.busbw_factor(32);
+                let want = channels as f64 * 50.0;
+                assert!((busbw - want).abs() < 1e-6 * want, "{channels} ch, {} B: {busbw} vs {want}", p.bytes);
+                let t = 2.0 * (n - 1.0) / n * p.bytes as f64 / want;
+                assert!((p.ns - t).abs() < 1e-6 * t);
+                assert_eq!(p.algorithm, Algorithm::Ring);
+            }
+        }
+    }
+
+    #[test]
+    fn each_size_runs_on_an_idle_network() {
+        let one = sweep(cluster(2, 360.0, 50.0), Collective::AllGather, &[1 << 26], &ring()).unwrap();
+        let after = sweep(cluster(2, 360.0, 50.0), Collective::AllGather, &[1 << 30, 1 << 26], &ring()).unwrap();
+        assert!((one[0].ns - after[1].ns).abs() < 1e-9 * one[0].ns);
+    }
+
+    #[test]
+    fn auto_picks_nvls_in_one_server_only_when_enabled_and_it_is_faster() {
+        let topo = cluster(1, 360.0, 50.0);
+        let on = SweepOptions { choose: Options { nvls_enable: true, ..Options::default() }, ..Default::default() };
+        let nvls = sweep(topo.clone(), Collective::AllReduce, &[1 << 30], &on).unwrap()[0];
+        assert_eq!(nvls.algorithm, Algorithm::Nvls);
+        let off = sweep(topo, Collective::AllReduce, &[1 << 30], &SweepOptions::default()).unwrap()[0];
+        assert_ne!(off.algorithm, Algorithm::Nvls);
+        assert!(nvls.ns < off.ns, "NVLS {} ns vs {:?} {} ns", nvls.ns, off.algorithm, off.ns);
+    }
+
+    #[test]
+    fn send_lat_delays_every_step() {
+        // 8-rank ring all-reduce inside a server: 14 sequential steps, each 10 µs later.
+        let topo = cluster(1, 360.0, 50.0);
+        let base = sweep(topo.clone(), Collective::AllReduce, &[1 << 20], &ring()).unwrap()[0].ns;
+        let mut late = ring();
+        late.choose.send_lat_us = Some(10.0);
+        let got = sweep(topo, Collective::AllReduce, &[1 << 20], &late).unwrap()[0].ns;
+        assert!((got - base - 14.0 * 10e3).abs() < 1e-6 * got, "{got} vs {base}");
+    }
+
+    #[test]
+    fn bad_input_says_what_is_valid() {
+        let topo = cluster(1, 360.0, 50.0);
+        let many = SweepOptions { ranks: Some(9), ..ring() };
+        assert!(sweep(topo.clone(), Collective::AllReduce, &[1], &many).unwrap_err().message.contains("8 GPUs"));
+        let a2a = sweep(topo, Collective::AllToAll, &[1 << 20], &ring()).unwrap_err();
+        assert!(a2a.message.contains("valid here: direct"), "{a2a}");
+        assert!(parse_collective("all_gather").is_ok());
+        assert!(parse_collective("gather").unwrap_err().message.contains("allreduce"));
+        assert!(algorithm_option("bruck").unwrap_err().message.contains("auto, ring"));
+        assert_eq!(algorithm_option("AUTO").unwrap(), None);
+    }
+}

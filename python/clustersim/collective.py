@@ -1,0 +1,211 @@
+"""`clustersim collective`: nccl-tests-shaped sweeps of one collective on the flow model.
+
+Sizes follow nccl-tests (shared/reference/hardware.md §3): S bytes, algbw = S/t, busbw = algbw ×
+the collective's factor. SimAI's AS_SEND_LAT, AS_NVLS_ENABLE, AS_PXN_ENABLE and
+AS_NVLSTREE_ENABLE (formats.md §7) are read from the environment as SimAI reads them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from clustersim import _engine
+from clustersim.errors import InputError
+from clustersim.table import Table
+from clustersim.topology import TEMPLATES, Topology, fat_tree, read_simai, simai_template
+
+OPS = ("allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce")
+SUFFIX = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+FLOAT_BYTES = 4
+
+
+def busbw_factor(op: str, n: int) -> float:
+    """nccl-tests' busbw / algbw for `op` on n ranks."""
+    if op == "allreduce":
+        return 2 * (n - 1) / n
+    if op in ("allgather", "reducescatter", "alltoall"):
+        return (n - 1) / n
+    return 1.0
+
+
+def parse_size(text: str) -> int:
+    """Bytes from '16M', '1G', '4096' (K/M/G are powers of two, as in nccl-tests)."""
+    m = re.fullmatch(r"\s*(\d+)\s*([KMGkmg]?)[Bb]?\s*", text)
+    if not m:
+        raise InputError(f"size '{text}': expected a whole number of bytes with an optional K, M or G suffix")
+    return int(m.group(1)) * SUFFIX[m.group(2).upper()]
+
+
+def sizes(begin: int, end: int, factor: int) -> list[int]:
+    """nccl-tests' -b/-e/-f: begin, begin·f, … up to end."""
+    if begin < 1:
+        raise InputError(f"-b: the smallest size must be at least 1 byte, got {begin}")
+    if begin > end:
+        raise InputError(f"-b {begin} is larger than -e {end}")
+    if factor < 2:
+        raise InputError(f"-f: the step factor must be at least 2, got {factor}")
+    out = [begin]
+    while out[-1] * factor <= end:
+        out.append(out[-1] * factor)
+    return out
+
+
+def simai_env(env: Mapping[str, str]) -> dict[str, object]:
+    """SimAI's AS_* switches from `env`, as keyword arguments of the engine's sweep."""
+    out: dict[str, object] = {}
+    lat = env.get("AS_SEND_LAT")
+    if lat is not None:
+        # SimAI reads an integer count of µs (formats.md §7).
+        if not re.fullmatch(r"\s*\d+\s*", lat):
+            raise InputError(f"AS_SEND_LAT: expected a whole number of µs, got '{lat}'")
+        out["send_lat_us"] = float(int(lat))
+    for var, key in (
+        ("AS_NVLS_ENABLE", "nvls"),
+        ("AS_PXN_ENABLE", "pxn"),
+        ("AS_NVLSTREE_ENABLE", "nvlstree"),
+    ):
+        value = env.get(var)
+        if value is not None:
+            if value.strip() not in ("0", "1"):
+                raise InputError(f"{var}: expected 0 or 1, got '{value}'")
+            out[key] = value.strip() == "1"
+    return out
+
+
+def load_topology(spec: str) -> Topology:
+    """A SimAI topology file, or a template: NAME[:GPUS] with NAME one of the SimAI templates,
+    or fat-tree:K (a k-ary fat-tree)."""
+    name, _, count = spec.partition(":")
+    names = {t.lower(): t for t in TEMPLATES}
+    if name.lower() in names or name.lower() in ("fat-tree", "fattree"):
+        if count and not count.isdigit():
+            raise InputError(f"--topology {spec}: the part after ':' must be a whole number")
+        if name.lower() in names:
+            return simai_template(names[name.lower()], **({"gpu": int(count)} if count else {}))
+        return fat_tree(int(count) if count else 4)
+    if not Path(spec).is_file():
+        raise InputError(
+            f"--topology {spec}: no such file"
+            f" (or give a template: {', '.join(TEMPLATES)}, fat-tree, as NAME[:GPUS])"
+        )
+    return read_simai(spec)
+
+
+def sweep(
+    topology: Topology | str,
+    op: str,
+    sizes_bytes: list[int],
+    *,
+    algorithm: str = "auto",
+    channels: int = 0,
+    gpus: int | None = None,
+    seed: int = 0,
+    env: Mapping[str, str] | None = None,
+) -> Table:
+    """Run `op` once per S in `sizes_bytes` on the flow model; nccl-tests' columns as a Table.
+    `topology` is a Topology, a SimAI file or a template spec; `env` (default os.environ)
+    supplies SimAI's AS_* switches."""
+    if op not in OPS:
+        raise InputError(f"unknown collective '{op}' (valid: {', '.join(OPS)})")
+    topo = load_topology(topology) if isinstance(topology, str) else topology
+    n = gpus if gpus is not None else topo.num_gpus
+    switches = simai_env(os.environ if env is None else env)
+    runs = _engine.collective_sweep(
+        topo.to_simai(),
+        op,
+        sizes_bytes,
+        algorithm=algorithm,
+        channels=channels,
+        ranks=gpus,
+        seed=seed,
+        **switches,
+    )
+    factor = busbw_factor(op, n)
+    time_us = [ns / 1e3 for ns, _ in runs]
+    algbw = [s / (ns if ns > 0 else float("nan")) for s, (ns, _) in zip(sizes_bytes, runs, strict=True)]
+    reduces = op in ("allreduce", "reducescatter", "reduce")
+    return Table(
+        {
+            "size": list(sizes_bytes),
+            "count": [s // FLOAT_BYTES for s in sizes_bytes],
+            "type": ["float"] * len(runs),
+            "redop": ["sum" if reduces else "none"] * len(runs),
+            "time_us": time_us,
+            "algbw_GBps": algbw,
+            "busbw_GBps": [b * factor for b in algbw],
+            "algorithm": [a for _, a in runs],
+        }
+    )
+
+
+def add_collective(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "collective",
+        help="nccl-tests-style sweep of one collective on the flow model",
+        description="Time one collective over every GPU of a fabric (or the first -g) for each size, "
+        "each on an idle network, and print nccl-tests' table. AS_SEND_LAT, AS_NVLS_ENABLE, "
+        "AS_PXN_ENABLE and AS_NVLSTREE_ENABLE are honoured as in SimAI.",
+        epilog="example: clustersim collective allreduce -b 16M -e 512M -f 2 --topology Spectrum-X:32",
+        allow_abbrev=False,
+    )
+    p.add_argument("op", help=", ".join(OPS))
+    p.add_argument("-b", "--minbytes", default="32M", help="smallest size (K/M/G suffixes; default 32M)")
+    p.add_argument("-e", "--maxbytes", default="32M", help="largest size (default 32M)")
+    p.add_argument("-f", "--stepfactor", type=int, default=2, help="size multiplier (default 2)")
+    p.add_argument(
+        "--topology", required=True, help="SimAI topology file, or NAME[:GPUS] (Spectrum-X:32, fat-tree:4)"
+    )
+    p.add_argument("--algo", default="auto", help="auto (NCCL's tuner) or ring, tree, nvls, … (default auto)")
+    p.add_argument("--channels", type=int, default=0, help="channels (default: NICs per server, at least 2)")
+    p.add_argument("-g", "--gpus", type=int, help="ranks: the first N GPUs (default all)")
+    p.add_argument("--seed", type=int, default=0, help="ECMP seed (default 0)")
+    p.add_argument("--json", action="store_true", help="print the table as JSON")
+    p.add_argument("--csv", help="also write the table to this CSV file")
+    p.set_defaults(func=run_collective)
+
+
+def run_collective(args: argparse.Namespace) -> int:
+    op = args.op.lower().replace("_", "")
+    if op not in OPS:
+        raise InputError(f"unknown collective '{args.op}' (valid: {', '.join(OPS)})")
+    if args.channels < 0:
+        raise InputError(f"--channels: must be 0 (auto) or more, got {args.channels}")
+    todo = sizes(parse_size(args.minbytes), parse_size(args.maxbytes), args.stepfactor)
+    table = sweep(
+        args.topology, op, todo, algorithm=args.algo, channels=args.channels, gpus=args.gpus, seed=args.seed
+    )
+    if args.csv:
+        write_csv(table, args.csv)
+    if args.json:
+        print(json.dumps(table.to_dict()))
+    else:
+        print_table(table)
+    return 0
+
+
+def write_csv(table: Table, path: str) -> None:
+    from clustersim.output import atomic_outputs, write_text
+
+    lines = [",".join(table.columns)] + [",".join(str(v) for v in row.values()) for row in table.rows()]
+    with atomic_outputs() as stage:
+        write_text(stage(path), "\n".join(lines) + "\n")
+
+
+def print_table(table: Table) -> None:
+    """nccl-tests' layout: one line per size, then the average bus bandwidth."""
+    print(f"#{'size':>13}{'count':>13}{'type':>7}{'redop':>7}{'time':>11}{'algbw':>9}{'busbw':>9}  algorithm")
+    print(f"#{'(B)':>13}{'(elements)':>13}{'':>7}{'':>7}{'(us)':>11}{'(GB/s)':>9}{'(GB/s)':>9}")
+    for r in table.rows():
+        print(
+            f" {r['size']:>13}{r['count']:>13}{r['type']:>7}{r['redop']:>7}{r['time_us']:>11.1f}"
+            f"{r['algbw_GBps']:>9.2f}{r['busbw_GBps']:>9.2f}  {r['algorithm']}"
+        )
+    busbw = table["busbw_GBps"]
+    print(f"# Avg bus bandwidth    : {sum(busbw) / len(busbw):g}")
+    sys.stdout.flush()
