@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -130,10 +131,9 @@ def simulate(
     lenient: bool = False,
     ratio_dir: str | os.PathLike[str] | None = None,
     topology: str | os.PathLike[str] | None = None,
-    algorithm: str = "ring",
-    channels: int = 2,
+    algorithm: str = "auto",
+    channels: int = 0,
     seed: int = 0,
-    nvls: bool = False,
     progress: Callable[[float], None] | None = None,
 ) -> AnalyticalResult:
     """Simulate one training iteration of a SimAI workload file on the analytical backend.
@@ -142,8 +142,9 @@ def simulate(
     corrects them (see the README). Bandwidths: `busbw` (a SimAI busbw.yaml) or the built-in
     model from `gpu_type`, `nic_type`, `nvlink_busbw`, `nic_busbw` and the server shape.
     With `topology` (a SimAI topology file) communication runs on the flow model instead: every
-    collective becomes `algorithm`'s transfers over `channels` channels, routed with seeded ECMP
-    and sharing links max-min fairly; `nvls` lets NVSwitches reduce in-switch.
+    collective becomes the transfers of `algorithm` ("auto": NCCL's tuner, honouring SimAI's AS_*
+    environment variables) over `channels` channels (0: one per NIC), routed with seeded ECMP and
+    sharing links max-min fairly.
     Raises `clustersim.InputError` with file, line and field on bad input.
     """
     if compat not in (None, SIMAI):
@@ -162,6 +163,11 @@ def simulate(
         ratios = [(str(Path(ratio_dir) / n), read_text(Path(ratio_dir) / n, "ratio table")) for n in names]
     if run_name is None:
         run_name = Path(workload).stem + "-"
+    fabric = None
+    if topology is not None:
+        from clustersim.fabric import fabric_document
+
+        fabric = fabric_document(topology, algorithm=algorithm, channels=channels, seed=seed)
     raw = _engine.run_analytical(
         str(workload),
         text,
@@ -182,11 +188,7 @@ def simulate(
         run_name=run_name,
         lenient=lenient,
         progress=progress,
-        topology=(str(topology), read_text(topology, "topology")) if topology is not None else None,
-        algorithm=algorithm,
-        channels=channels,
-        seed=seed,
-        nvls=nvls,
+        fabric=None if topology is None else json.dumps(fabric, allow_nan=False),
     )
     summary = {SUMMARY_KEYS[k]: v for k, v in zip(raw["summary_columns"], raw["summary"], strict=True)}
     columns = {"layer_name": raw["layer_names"]}

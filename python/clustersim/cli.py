@@ -88,13 +88,17 @@ def add_analytical(sub: argparse._SubParsersAction) -> None:
     )
     add_workload_run_arguments(r)
     r.add_argument("-n", "--topology", required=True, help="SimAI topology file (see clustersim topo)")
-    r.add_argument(
-        "--algo", default="ring", help="collective algorithm: ring, tree, halvingdoubling, direct, …"
-    )
-    r.add_argument("--channels", type=count, default=2, help="rings/trees per collective (default 2)")
-    r.add_argument("--seed", type=int, default=0, help="ECMP seed (default 0)")
-    r.add_argument("--nvls", action="store_true", help="NVSwitches reduce in-switch (NVLS)")
+    add_fabric_arguments(r)
     r.set_defaults(func=run_analytical)
+
+
+def add_fabric_arguments(p: argparse.ArgumentParser) -> None:
+    """How collectives run on the fabric (flow backend); SimAI's AS_* variables are honoured."""
+    p.add_argument("--algo", default="auto", help="collective algorithm, or auto (NCCL's tuner; default)")
+    p.add_argument(
+        "--channels", type=int, default=0, help="rings/trees per collective (default: one per NIC)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="ECMP seed (default 0)")
 
 
 def add_workload_run_arguments(p: argparse.ArgumentParser) -> None:
@@ -145,9 +149,7 @@ def flow_options(args: argparse.Namespace) -> dict[str, Any]:
     """The flow backend's keyword arguments of `simulate` (none for `analytical`)."""
     if args.topology is None:
         return {}
-    return dict(
-        topology=args.topology, algorithm=args.algo, channels=args.channels, seed=args.seed, nvls=args.nvls
-    )
+    return dict(topology=args.topology, algorithm=args.algo, channels=args.channels, seed=args.seed)
 
 
 def links_csv(links: Table) -> str:
@@ -283,9 +285,7 @@ def add_train(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "-n", "--topology", help="run communication on this fabric (SimAI topology file) with the flow model"
     )
-    p.add_argument("--algo", default="ring", help="with -n: collective algorithm (default ring)")
-    p.add_argument("--channels", type=count, default=2, help="with -n: rings/trees per collective")
-    p.add_argument("--seed", type=int, default=0, help="with -n: ECMP seed")
+    add_fabric_arguments(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     p.set_defaults(func=run_train)
 
@@ -376,16 +376,13 @@ def run_train(args: argparse.Namespace) -> int:
     model, accelerator, plan = plan_from_args(args)
     progress = Progress("simulating")
     try:
-        fabric = {}
-        if args.topology:
-            fabric = dict(topology=args.topology, algorithm=args.algo, channels=args.channels, seed=args.seed)
         result = train(
             model,
             allow_oom=args.allow_oom,
             trace=bool(args.result_prefix),
             progress=progress,
             **plan,
-            **fabric,
+            **flow_options(args),
         )
     finally:
         progress.close()

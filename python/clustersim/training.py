@@ -8,8 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 from clustersim import _engine
-from clustersim.analytical import read_text
 from clustersim.catalog import lookup
+from clustersim.fabric import fabric_document
 from clustersim.models import resolve
 from clustersim.table import Table
 
@@ -59,10 +59,9 @@ def input_document(
     allow_oom: bool = False,
     trace: bool = False,
     topology: str | os.PathLike[str] | None = None,
-    algorithm: str = "ring",
-    channels: int = 2,
+    algorithm: str = "auto",
+    channels: int = 0,
     seed: int = 0,
-    nvls: bool = False,
     first_stage_layers: int | None = None,
     last_stage_layers: int | None = None,
 ) -> dict[str, Any]:
@@ -116,14 +115,7 @@ def input_document(
     }
     if topology is not None:
         # The flow backend: communication becomes transfers on this fabric (a SimAI topology file).
-        doc["fabric"] = {
-            "path": str(topology),
-            "topology": read_text(topology, "topology"),
-            "algorithm": algorithm,
-            "channels": channels,
-            "seed": seed,
-            "nvls": nvls,
-        }
+        doc["fabric"] = fabric_document(topology, algorithm=algorithm, channels=channels, seed=seed)
     return doc
 
 

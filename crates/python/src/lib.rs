@@ -5,7 +5,6 @@ mod flow;
 use clustersim_engine::analytical::busbw_file::BusbwTable;
 use clustersim_engine::analytical::platform::{GpuType, NicType, Platform};
 use clustersim_engine::analytical::ratio::{RatioTable, RatioTables};
-use clustersim_engine::collective::Algorithm;
 use clustersim_engine::simai::build::Overlap;
 use clustersim_engine::simai::file::WorkloadFile;
 use clustersim_engine::simai::report::{LAYER_COLUMNS, SUMMARY_COLUMNS};
@@ -14,7 +13,7 @@ use clustersim_engine::topology::Topology;
 use clustersim_engine::trace::chrome_trace;
 use clustersim_engine::training::simai_rows::{simai_workload, Flavor};
 use clustersim_engine::training::{
-    layer_seconds as engine_layer_seconds, run_training as engine_training, TrainingInput,
+    layer_seconds as engine_layer_seconds, run_training as engine_training, Fabric, TrainingInput,
 };
 use clustersim_engine::InputError;
 use pyo3::create_exception;
@@ -49,7 +48,7 @@ fn report(py: Python<'_>, progress: &Option<Bound<'_, PyAny>>, fraction: f64, fa
 #[pyo3(signature = (
     path, text, *, compat, gpus, gpus_per_server, nics_per_server, gpu_type, nic_type,
     nvlink_busbw, nic_busbw, busbw, ratios, dp_o, tp_o, ep_o, pp_o, run_name, lenient, progress,
-    topology = None, algorithm = "ring", channels = 2, seed = 0, nvls = false
+    fabric = None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn run_analytical<'py>(
@@ -73,22 +72,18 @@ fn run_analytical<'py>(
     run_name: String,
     lenient: bool,
     progress: Option<Bound<'py, PyAny>>,
-    topology: Option<(String, String)>,
-    algorithm: &str,
-    channels: u32,
-    seed: u64,
-    nvls: bool,
+    fabric: Option<&str>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    // The flow backend: (path, text) of a SimAI topology file.
-    let flow = match topology {
+    // The flow backend: a JSON document as `run_training`'s "fabric".
+    let flow = match fabric {
         None => None,
-        Some((p, t)) => Some(FlowConfig {
-            topology: Topology::parse_simai(&p, &t).map_err(input_err)?,
-            algorithm: Algorithm::parse(algorithm).map_err(input_err)?,
-            channels,
-            seed,
-            nvls,
-        }),
+        Some(doc) => {
+            let f: Fabric = serde_json::from_str(doc).map_err(|e| EngineInputError::new_err(format!("fabric: {e}")))?;
+            Some(FlowConfig {
+                topology: Topology::parse_simai(&f.path, &f.topology).map_err(input_err)?,
+                tuning: f.tuning().map_err(input_err)?,
+            })
+        }
     };
     let platform = Platform {
         gpus_per_server,

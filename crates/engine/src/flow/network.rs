@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use super::sweep::{default_channels, links_of};
 use super::FlowSim;
 use crate::collective::choose::{self, Options};
 use crate::collective::cost::Links;
@@ -35,6 +36,30 @@ pub fn fixed_algorithm(algorithm: Algorithm, channels: u32) -> Scheduler {
 /// over `channels` channels.
 pub fn auto_algorithm(links: Links, options: Options, channels: u32) -> Scheduler {
     Box::new(move |c, g, bytes| Ok(choose::choose(c, g, bytes, channels, &links, &options)?.schedule))
+}
+
+/// How a flow network runs collectives: NCCL's tuner choice (or a forced algorithm) with SimAI's
+/// AS_* switches, over `channels` channels (0: one per NIC of a server, at least 2), ECMP `seed`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tuning {
+    pub options: Options,
+    pub channels: u32,
+    pub seed: u64,
+}
+
+impl FlowNetwork {
+    /// A flow network on `topo` tuned by `t`; `wrap` may observe the scheduler's choices.
+    pub fn tuned(topo: Topology, t: &Tuning, wrap: impl FnOnce(Scheduler) -> Scheduler) -> Result<FlowNetwork> {
+        let channels = if t.channels == 0 { default_channels(&topo) } else { t.channels };
+        let scheduler = wrap(auto_algorithm(links_of(&topo)?, t.options.clone(), channels));
+        // NVLS schedules need in-switch reduction: offered wherever servers have NVSwitches.
+        let nvls = (0..topo.servers()).any(|s| !topo.nvswitches(s).is_empty());
+        let mut net = FlowNetwork::new(topo, scheduler, t.seed, nvls);
+        if let Some(us) = t.options.send_lat_us {
+            net.set_send_latency(us * 1e3);
+        }
+        Ok(net)
+    }
 }
 
 /// One phase ready to start: flows as (links, bytes), and how many runs.

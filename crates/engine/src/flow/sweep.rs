@@ -14,7 +14,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use super::network::{auto_algorithm, FlowNetwork, Scheduler};
+use super::network::{FlowNetwork, Scheduler, Tuning};
 use crate::collective::choose::{Options, RING_LATENCY_US};
 use crate::collective::cost::Links;
 use crate::collective::Algorithm;
@@ -113,23 +113,17 @@ pub fn sweep(topo: Topology, c: Collective, sizes: &[u64], opts: &SweepOptions) 
     if sizes.is_empty() {
         return Ok(Vec::new());
     }
-    let channels = if opts.channels == 0 { default_channels(&topo) } else { opts.channels };
-    let links = links_of(&topo)?;
     // Record what the tuner picked for each size (the schedule names its algorithm).
     let picked: Rc<RefCell<HashMap<u64, Algorithm>>> = Rc::default();
-    let mut inner = auto_algorithm(links, opts.choose.clone(), channels);
     let record = picked.clone();
-    let scheduler: Scheduler = Box::new(move |c, g, bytes| {
-        let s = inner(c, g, bytes)?;
-        record.borrow_mut().insert(bytes, s.algorithm);
-        Ok(s)
-    });
-    let nvls = (0..topo.servers()).any(|s| !topo.nvswitches(s).is_empty());
-    let send_lat_ns = opts.choose.send_lat_us.map(|us| us * 1e3);
-    let mut net = FlowNetwork::new(topo, scheduler, opts.seed, nvls);
-    if let Some(ns) = send_lat_ns {
-        net.set_send_latency(ns);
-    }
+    let tuning = Tuning { options: opts.choose.clone(), channels: opts.channels, seed: opts.seed };
+    let mut net = FlowNetwork::tuned(topo, &tuning, |mut inner| -> Scheduler {
+        Box::new(move |c, g, bytes| {
+            let s = inner(c, g, bytes)?;
+            record.borrow_mut().insert(bytes, s.algorithm);
+            Ok(s)
+        })
+    })?;
     let w = sweep_workload(c, n, sizes);
     let run = Executor::new(&w)?.run(&mut net, &mut |_| true)?;
     let tl = &run.timelines[0];

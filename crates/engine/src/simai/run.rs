@@ -12,10 +12,9 @@ use crate::analytical::platform::Platform;
 use crate::analytical::ratio::RatioTables;
 use crate::analytical::simai::{SimaiBuiltin, SimaiBusbwFile};
 use crate::analytical::{Analytical, CollectiveCost};
-use crate::collective::Algorithm;
 use crate::error::{InputError, Result};
 use crate::executor::{Execution, Executor};
-use crate::flow::network::{fixed_algorithm, FlowNetwork};
+use crate::flow::network::{FlowNetwork, Tuning};
 use crate::layout::Axis;
 use crate::topology::Topology;
 
@@ -39,12 +38,7 @@ pub struct RunConfig {
 #[derive(Debug, Clone, PartialEq)]
 pub struct FlowConfig {
     pub topology: Topology,
-    pub algorithm: Algorithm,
-    pub channels: u32,
-    /// ECMP seed.
-    pub seed: u64,
-    /// NVSwitches reduce in-switch (NVLS schedules allowed).
-    pub nvls: bool,
+    pub tuning: Tuning,
 }
 
 pub struct SimaiRun {
@@ -138,8 +132,7 @@ pub fn run_analytical(
                     "--compat simai is SimAI's analytical model; the flow backend runs in the default mode",
                 ));
             }
-            let scheduler = fixed_algorithm(f.algorithm, f.channels);
-            let mut net = FlowNetwork::new(f.topology.clone(), scheduler, f.seed, f.nvls);
+            let mut net = FlowNetwork::tuned(f.topology.clone(), &f.tuning, |s| s)?;
             let execution = executor.run(&mut net, progress)?;
             (execution, net.carried_bytes().to_vec())
         }

@@ -14,11 +14,12 @@ use serde::{Deserialize, Serialize};
 use crate::analytical::alpha_beta::{AlphaBeta, Bandwidths};
 use crate::analytical::platform::{GpuType, NicType, Platform};
 use crate::analytical::Analytical;
-use crate::collective::Algorithm;
+use crate::collective::choose::Options;
 use crate::error::{InputError, Result};
 use crate::executor::{Execution, Executor};
 use crate::exposure::exposure;
-use crate::flow::network::{fixed_algorithm, FlowNetwork};
+use crate::flow::network::{FlowNetwork, Tuning};
+use crate::flow::sweep::algorithm_option;
 use crate::topology::Topology;
 use crate::workload::{OpKind, Workload};
 use hardware::Accelerator;
@@ -64,12 +65,34 @@ pub struct Fabric {
     /// Where the topology came from (for messages).
     pub path: String,
     pub topology: String,
+    /// "auto" (NCCL's tuner) or an algorithm name.
     pub algorithm: String,
+    /// 0: one per NIC of a server (at least 2).
     pub channels: u32,
     #[serde(default)]
     pub seed: u64,
+    /// SimAI's AS_SEND_LAT, AS_NVLS_ENABLE, AS_PXN_ENABLE, AS_NVLSTREE_ENABLE.
+    #[serde(default)]
+    pub send_lat_us: Option<f64>,
     #[serde(default)]
     pub nvls: bool,
+    #[serde(default)]
+    pub pxn: bool,
+    #[serde(default)]
+    pub nvlstree: bool,
+}
+
+impl Fabric {
+    pub fn tuning(&self) -> Result<Tuning> {
+        let options = Options {
+            send_lat_us: self.send_lat_us,
+            nvls_enable: self.nvls,
+            pxn_enable: self.pxn,
+            nvlstree_enable: self.nvlstree,
+            algorithm: algorithm_option(&self.algorithm)?,
+        };
+        Ok(Tuning { options, channels: self.channels, seed: self.seed })
+    }
 }
 
 /// Time per row label (layer name) of the stage that finishes last, summed over its ops.
@@ -134,8 +157,7 @@ pub fn run_training(input: &TrainingInput, progress: &mut dyn FnMut(f64) -> bool
                     ),
                 ));
             }
-            let scheduler = fixed_algorithm(Algorithm::parse(&f.algorithm)?, f.channels);
-            executor.run(&mut FlowNetwork::new(topo, scheduler, f.seed, f.nvls), progress)?
+            executor.run(&mut FlowNetwork::tuned(topo, &f.tuning()?, |s| s)?, progress)?
         }
     };
     let iteration_ns = exec.end_ns;

@@ -1,0 +1,30 @@
+"""The flow backend's input: a fabric (SimAI topology file) and how collectives run on it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from clustersim.analytical import read_text
+from clustersim.collective import simai_env
+
+
+def fabric_document(
+    topology: str | os.PathLike[str],
+    *,
+    algorithm: str = "auto",
+    channels: int = 0,
+    seed: int = 0,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The engine's "fabric": the topology file's text, the algorithm ("auto": NCCL's tuner),
+    channels (0: one per NIC), the ECMP seed, and SimAI's AS_* switches from `env` (default:
+    the process environment)."""
+    return {
+        "path": str(topology),
+        "topology": read_text(topology, "topology"),
+        "algorithm": algorithm,
+        "channels": channels,
+        "seed": seed,
+    } | simai_env(os.environ if env is None else env)
