@@ -88,9 +88,7 @@ def main() -> None:
     )
     print(table)
     if args.write:
-        write_section(
-            "train", table, title="## `clustersim train`: Llama 3 405B on 16384 GPUs (issue 3, in progress)"
-        )
+        write_section("train", table, title="## `clustersim train`: Llama 3 405B on 16384 GPUs")
 
 
 if __name__ == "__main__":

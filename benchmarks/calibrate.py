@@ -124,9 +124,7 @@ def main() -> None:
     table = "\n".join(lines)
     print(table)
     if args.write:
-        write_section(
-            "calibration", table, title="## Calibration: Megatron-LM on A100 (issue 3, in progress)"
-        )
+        write_section("calibration", table, title="## Calibration: Megatron-LM on A100")
     if not math.isfinite(mae):
         raise SystemExit(1)
 

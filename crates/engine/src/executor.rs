@@ -9,9 +9,9 @@
 //!
 //! Ranks of a class run in lock step, so the cost per event is independent of the rank count.
 
-use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};
 
+use crate::due::Due;
 use crate::error::{InputError, Result};
 use crate::network::{Comm, NetworkModel};
 use crate::workload::{OpKind, Peer, Program, Workload};
@@ -90,25 +90,8 @@ impl Graph {
     }
 }
 
-#[derive(PartialEq)]
-struct Event {
-    time: f64,
-    seq: u64,
-    class: u32,
-    op: u32,
-}
-impl Eq for Event {}
-impl Ord for Event {
-    fn cmp(&self, o: &Self) -> Ordering {
-        // Min-heap on (time, seq): earliest first, ties in issue order (deterministic).
-        o.time.total_cmp(&self.time).then(o.seq.cmp(&self.seq))
-    }
-}
-impl PartialOrd for Event {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
+/// A compute op finishing: (class, op).
+type Event = Due<(u32, u32)>;
 
 /// Where communications are matched: a communicator spanning several classes, or a class pair.
 #[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
@@ -230,7 +213,7 @@ impl<'w> Executor<'w> {
                     OpKind::Compute { ns } => {
                         tl[ci].start[i as usize] = now;
                         seq += 1;
-                        heap.push(Event { time: now + ns.max(0.0), seq, class: c, op: i });
+                        heap.push(Due { time: now + ns.max(0.0), seq, item: (c, i) });
                         continue;
                     }
                     OpKind::Collective { collective, group, bytes } => {
@@ -315,8 +298,8 @@ impl<'w> Executor<'w> {
                     }
                 };
             while heap.peek().is_some_and(|e| e.time <= now) {
-                let e = heap.pop().unwrap();
-                finish(e.class, e.op, &mut tl, &mut remaining, &mut ready);
+                let (class, op) = heap.pop().unwrap().item;
+                finish(class, op, &mut tl, &mut remaining, &mut ready);
                 finished_ops += 1;
             }
             if t_comm.is_some_and(|b| b <= now) {

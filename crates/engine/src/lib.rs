@@ -3,6 +3,7 @@
 
 pub mod analytical;
 pub mod collective;
+pub mod due;
 pub mod error;
 pub mod executor;
 pub mod exposure;

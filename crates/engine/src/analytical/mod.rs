@@ -7,7 +7,7 @@ pub mod platform;
 pub mod ratio;
 pub mod simai;
 
-use std::cmp::Reverse;
+use crate::due::Due;
 use std::collections::{BinaryHeap, HashMap};
 
 use crate::error::{InputError, Result};
@@ -44,22 +44,8 @@ pub struct Analytical {
     gpus_per_server: u32,
     shapes: Vec<GroupShape>,
     prices: HashMap<(Collective, GroupId, u64), f64>,
-    pending: BinaryHeap<Reverse<(OrdF64, u64)>>,
-}
-
-/// An f64 ordered by `total_cmp`, for the completion heap.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct OrdF64(f64);
-impl Eq for OrdF64 {}
-impl Ord for OrdF64 {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        self.0.total_cmp(&o.0)
-    }
-}
-impl PartialOrd for OrdF64 {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
+    /// Completions, ties in token order.
+    pending: BinaryHeap<Due<()>>,
 }
 
 impl Analytical {
@@ -142,21 +128,17 @@ impl NetworkModel for Analytical {
                 format!("{comm:?} priced at {t} ns; check the bandwidth inputs"),
             ));
         }
-        self.pending.push(Reverse((OrdF64(now_ns + t), token)));
+        self.pending.push(Due { time: now_ns + t, seq: token, item: () });
         Ok(())
     }
 
     fn next_completion(&self) -> Option<f64> {
-        self.pending.peek().map(|Reverse((t, _))| t.0)
+        self.pending.peek().map(|d| d.time)
     }
 
     fn complete_until(&mut self, now_ns: f64, done: &mut Vec<u64>) {
-        while let Some(Reverse((t, tok))) = self.pending.peek() {
-            if t.0 > now_ns {
-                break;
-            }
-            done.push(*tok);
-            self.pending.pop();
+        while self.pending.peek().is_some_and(|d| d.time <= now_ns) {
+            done.push(self.pending.pop().expect("peeked").seq);
         }
     }
 }

@@ -30,9 +30,9 @@
 pub mod network;
 pub mod sweep;
 
-use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
+use crate::due::Due;
 use crate::error::{InputError, Result};
 use crate::routing::{links_of_path, Router};
 use crate::topology::Topology;
@@ -60,29 +60,12 @@ enum Kind {
     BatchEnd,
 }
 
+/// What happens to flow or batch `id`; stale when `ver` no longer matches its version.
+#[derive(Clone, Copy)]
 struct Event {
-    time: f64,
-    seq: u64,
     kind: Kind,
     id: u32,
     ver: u32,
-}
-impl PartialEq for Event {
-    fn eq(&self, o: &Self) -> bool {
-        self.cmp(o) == Ordering::Equal
-    }
-}
-impl Eq for Event {}
-impl Ord for Event {
-    fn cmp(&self, o: &Self) -> Ordering {
-        // Min-heap on (time, seq).
-        o.time.total_cmp(&self.time).then(o.seq.cmp(&self.seq))
-    }
-}
-impl PartialOrd for Event {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
 }
 
 struct Batch {
@@ -124,7 +107,7 @@ pub struct FlowSim {
     free_flows: Vec<u32>,
     batches: Vec<Batch>,
     free_batches: Vec<u32>,
-    heap: BinaryHeap<Event>,
+    heap: BinaryHeap<Due<Event>>,
     seq: u64,
     // Scratch for re-solves, sized once.
     link_mark: Vec<u32>,
@@ -199,7 +182,7 @@ impl FlowSim {
 
     fn push(&mut self, time: f64, kind: Kind, id: u32, ver: u32) {
         self.seq += 1;
-        self.heap.push(Event { time, seq: self.seq, kind, id, ver });
+        self.heap.push(Due { time, seq: self.seq, item: Event { kind, id, ver } });
     }
 
     fn new_flow(&mut self, path: Box<[u32]>, bytes: f64, batch: u32) -> u32 {
@@ -451,7 +434,7 @@ impl FlowSim {
         let now = self.heap.peek()?.time;
         self.touched.clear();
         while self.heap.peek().is_some_and(|e| e.time <= now) {
-            let e = self.heap.pop().expect("peeked");
+            let e = self.heap.pop().expect("peeked").item;
             match e.kind {
                 Kind::Activate | Kind::Finish => {
                     let i = e.id as usize;
