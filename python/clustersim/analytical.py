@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,40 +48,24 @@ def check_count(name: str, value: int | None) -> None:
         raise InputError(f"command line: {name}: must be a whole number from 1 to {MAX_COUNT}, got {value!r}")
 
 
+@dataclass(kw_only=True)
 class AnalyticalResult:
     """One simulated iteration: the summary (µs), a per-row table, and SimAI's CSV text."""
 
-    # A plain class, not a dataclass: importing dataclasses costs the CLI ~6 ms of start-up.
-    def __init__(
-        self,
-        *,
-        run_name: str,
-        mode: str,
-        workload: str,
-        plan: dict[str, int],
-        summary: dict[str, float],
-        layers: Table,
-        csv: str,
-        warnings: list[str],
-        simulate_seconds: float,
-        events: int,
-        links: Table | None = None,
-        trace: str | None = None,
-    ) -> None:
-        self.run_name = run_name
-        self.mode = mode
-        self.workload = workload
-        self.plan = plan
-        self.summary = summary
-        self.layers = layers
-        self.csv = csv
-        self.warnings = warnings
-        self.simulate_seconds = simulate_seconds
-        self.events = events
-        #: Flow backend: per directed link, bytes carried and utilisation over the iteration.
-        self.links = links
-        #: Flow backend: Chrome/Perfetto trace (JSON text) of every op of every rank class.
-        self.trace = trace
+    run_name: str
+    mode: str
+    workload: str
+    plan: dict[str, int]
+    summary: dict[str, float]
+    layers: Table
+    csv: str
+    warnings: list[str]
+    simulate_seconds: float
+    events: int
+    #: Flow backend: per directed link, bytes carried and utilisation over the iteration.
+    links: Table | None = None
+    #: Flow backend: Chrome/Perfetto trace (JSON text) of every op of every rank class.
+    trace: str | None = None
 
     def __repr__(self) -> str:
         ms = self.iteration_time_us / 1000

@@ -269,20 +269,13 @@ pub fn simai_workload(
                     };
                     rows.push(row(m.name, m.ns, counts, NONE, NONE));
                     rows.push(row(m.name, zero, ep_comm(a2a_fwd), ep_comm(a2a), NONE));
-                    rows.push(row(
-                        m.name,
-                        zero,
-                        tp_comm(Collective::AllGather, big_t * k),
-                        tp_comm(Collective::ReduceScatter, big_t * k),
-                        NONE,
-                    ));
-                    rows.push(row(
-                        m.name,
-                        zero,
-                        tp_comm(Collective::ReduceScatter, big_t * k),
-                        tp_comm(Collective::AllGather, big_t * k),
-                        NONE,
-                    ));
+                    // Expert-TP gather before the experts and scatter after; mirrored backward.
+                    for (f, b) in [
+                        (Collective::AllGather, Collective::ReduceScatter),
+                        (Collective::ReduceScatter, Collective::AllGather),
+                    ] {
+                        rows.push(row(m.name, zero, tp_comm(f, big_t * k), tp_comm(b, big_t * k), NONE));
+                    }
                     rows.push(row(m.name, zero, ep_comm(a2a), ep_comm(a2a), NONE));
                     continue;
                 }
