@@ -28,9 +28,12 @@
 //! during the clean run.
 
 pub mod network;
+mod solve;
 pub mod sweep;
 
+use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::rc::Rc;
 
 use crate::due::Due;
 use crate::error::{InputError, Result};
@@ -39,8 +42,8 @@ use crate::topology::Topology;
 
 /// Most rate changes recorded per run; a run with more is not fast-forwarded.
 const MAX_RECORD: usize = 64;
-/// Shares within this relative distance of the bottleneck are fixed together (rounding).
-const SHARE_EPS: f64 = 1e-12;
+/// No bottleneck link known yet.
+const NO_LINK: u32 = u32::MAX;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -93,7 +96,7 @@ pub struct FlowSim {
     link_flows: Vec<Vec<u32>>,
     carried: Vec<f64>,
     // Per flow, struct of arrays, indexed by flow slot.
-    path: Vec<Box<[u32]>>,
+    path: Vec<Rc<[u32]>>,
     lat: Vec<f64>,
     bytes: Vec<f64>,
     rem: Vec<f64>,
@@ -109,16 +112,28 @@ pub struct FlowSim {
     free_batches: Vec<u32>,
     heap: BinaryHeap<Due<Event>>,
     seq: u64,
-    // Scratch for re-solves, sized once.
-    link_mark: Vec<u32>,
-    flow_mark: Vec<u32>,
-    batch_mark: Vec<u32>,
-    epoch: u32,
+    /// Per flow: the link it was last found bottlenecked on (a hint), its rate from the last fill.
+    bneck: Vec<u32>,
+    next_rate: Vec<f64>,
+    // Marks stamped with an epoch (never reused, so never cleared), sized once.
+    link_mark: Vec<u64>,
+    dirty_mark: Vec<u64>,
+    flow_mark: Vec<u64>,
+    seen_mark: Vec<u64>,
+    batch_mark: Vec<u64>,
+    epoch: u64,
+    /// Per link, cached for one epoch: (epoch, load Σ r, largest r).
+    link_stat: Vec<(u64, f64, f64)>,
+    /// Links whose flows changed, flows attached, parked batches met, since the last solve.
     touched: Vec<u32>,
+    fresh: Vec<u32>,
+    to_resume: Vec<u32>,
     rcap: Vec<f64>,
     nun: Vec<u32>,
+    share_heap: BinaryHeap<Reverse<(u64, u32)>>,
     solves: u64,
     fast_forward: bool,
+    incremental: bool,
     /// Extra wait before every flow starts (SimAI's AS_SEND_LAT), ns.
     start_delay: f64,
 }
@@ -146,15 +161,24 @@ impl FlowSim {
             free_batches: Vec::new(),
             heap: BinaryHeap::new(),
             seq: 0,
+            bneck: Vec::new(),
+            next_rate: Vec::new(),
             link_mark: vec![0; n],
+            dirty_mark: vec![0; n],
             flow_mark: Vec::new(),
+            seen_mark: Vec::new(),
             batch_mark: Vec::new(),
             epoch: 0,
+            link_stat: vec![(0, 0.0, 0.0); n],
             touched: Vec::new(),
+            fresh: Vec::new(),
+            to_resume: Vec::new(),
             rcap: vec![0.0; n],
             nun: vec![0; n],
+            share_heap: BinaryHeap::new(),
             solves: 0,
             fast_forward: true,
+            incremental: true,
             start_delay: 0.0,
         }
     }
@@ -174,6 +198,11 @@ impl FlowSim {
         self.fast_forward = on;
     }
 
+    /// Re-solve rates locally (default) or whole components every time (to check it).
+    pub fn set_incremental(&mut self, on: bool) {
+        self.incremental = on;
+    }
+
     /// Start every flow added from now on `ns` after it is posted, on top of its path latency:
     /// SimAI's AS_SEND_LAT, which delays every flow it creates.
     pub fn set_start_delay(&mut self, ns: f64) {
@@ -185,12 +214,12 @@ impl FlowSim {
         self.heap.push(Due { time, seq: self.seq, item: Event { kind, id, ver } });
     }
 
-    fn new_flow(&mut self, path: Box<[u32]>, bytes: f64, batch: u32) -> u32 {
+    fn new_flow(&mut self, path: Rc<[u32]>, bytes: f64, batch: u32) -> u32 {
         let lat = self.start_delay + path.iter().map(|&l| self.link_lat[l as usize]).sum::<f64>();
         let f = match self.free_flows.pop() {
             Some(f) => f,
             None => {
-                self.path.push(Box::default());
+                self.path.push(Rc::new([]));
                 self.lat.push(0.0);
                 self.bytes.push(0.0);
                 self.rem.push(0.0);
@@ -201,6 +230,9 @@ impl FlowSim {
                 self.batch_of.push(0);
                 self.pos.push(0);
                 self.flow_mark.push(0);
+                self.seen_mark.push(0);
+                self.bneck.push(0);
+                self.next_rate.push(0.0);
                 (self.path.len() - 1) as u32
             }
         };
@@ -209,12 +241,19 @@ impl FlowSim {
         self.lat[i] = lat;
         self.bytes[i] = bytes;
         self.batch_of[i] = batch;
+        self.bneck[i] = NO_LINK;
         f
     }
 
     /// Start a batch at `now`: flows given as (links, bytes), run `repeat` ≥ 1 times back to
     /// back. Its `tag` comes back from [`FlowSim::step`] when the last run ends.
-    pub fn add_batch(&mut self, now: f64, flows: Vec<(Vec<u32>, f64)>, repeat: u32, tag: u64) -> u32 {
+    pub fn add_batch<P: Into<Rc<[u32]>>>(
+        &mut self,
+        now: f64,
+        flows: impl IntoIterator<Item = (P, f64)>,
+        repeat: u32,
+        tag: u64,
+    ) -> u32 {
         let b = match self.free_batches.pop() {
             Some(b) => b,
             None => {
@@ -236,8 +275,7 @@ impl FlowSim {
                 (self.batches.len() - 1) as u32
             }
         };
-        let ids: Vec<u32> =
-            flows.into_iter().map(|(p, bytes)| self.new_flow(p.into_boxed_slice(), bytes.max(0.0), b)).collect();
+        let ids: Vec<u32> = flows.into_iter().map(|(p, bytes)| self.new_flow(p.into(), bytes.max(0.0), b)).collect();
         for (k, &f) in ids.iter().enumerate() {
             self.pos[f as usize] = k as u32;
         }
@@ -278,12 +316,26 @@ impl FlowSim {
         self.heap.peek().map(|e| e.time)
     }
 
+    /// Put active flow `f` on its links. Batches it meets there are no longer clean; parked
+    /// ones are resumed before the next solve.
     fn attach(&mut self, f: u32) {
+        let b = self.batch_of[f as usize];
         for k in 0..self.path[f as usize].len() {
             let l = self.path[f as usize][k] as usize;
+            for p in 0..self.link_flows[l].len() {
+                let g = self.link_flows[l][p] as usize;
+                let bg = self.batch_of[g];
+                if self.state[g] == State::Parked {
+                    self.to_resume.push(bg);
+                } else if bg != b {
+                    self.batches[bg as usize].clean = false;
+                    self.batches[b as usize].clean = false;
+                }
+            }
             self.link_flows[l].push(f);
             self.touched.push(l as u32);
         }
+        self.fresh.push(f);
     }
 
     fn detach(&mut self, f: u32, touch: bool) {
@@ -331,7 +383,7 @@ impl FlowSim {
         bt.record.clear();
         for &f in &flows {
             self.state[f as usize] = State::Free;
-            self.path[f as usize] = Box::default();
+            self.path[f as usize] = Rc::new([]);
             self.ver[f as usize] = self.ver[f as usize].wrapping_add(1);
         }
         self.free_flows.extend(flows);
@@ -474,184 +526,9 @@ impl FlowSim {
         Some(now)
     }
 
-    fn next_epoch(&mut self) -> u32 {
-        self.epoch = self.epoch.wrapping_add(1);
-        if self.epoch == 0 {
-            self.link_mark.fill(0);
-            self.flow_mark.fill(0);
-            self.batch_mark.fill(0);
-            self.epoch = 1;
-        }
+    fn next_epoch(&mut self) -> u64 {
+        self.epoch += 1;
         self.epoch
-    }
-
-    /// Components reachable from the touched links: (links, flows, component start offsets
-    /// into flows). Parked batches met on the way are resumed and the search redone.
-    fn components(&mut self, now: f64, finished: &mut Vec<(u64, f64)>) -> (Vec<u32>, Vec<u32>, Vec<usize>) {
-        loop {
-            let ep = self.next_epoch();
-            let mut links = Vec::new();
-            let mut flows = Vec::new();
-            let mut starts = Vec::new();
-            let mut parked = Vec::new();
-            let mut stack = Vec::new();
-            for s in 0..self.touched.len() {
-                let l0 = self.touched[s];
-                if self.link_mark[l0 as usize] == ep {
-                    continue;
-                }
-                self.link_mark[l0 as usize] = ep;
-                starts.push(flows.len());
-                let parked_before = parked.len();
-                stack.push(l0);
-                while let Some(l) = stack.pop() {
-                    links.push(l);
-                    for &f in &self.link_flows[l as usize] {
-                        // Parked flows are not marked: another component may reach them too.
-                        if self.state[f as usize] == State::Parked {
-                            parked.push(self.batch_of[f as usize]);
-                            continue;
-                        }
-                        if self.flow_mark[f as usize] == ep {
-                            continue;
-                        }
-                        self.flow_mark[f as usize] = ep;
-                        flows.push(f);
-                        for &l2 in self.path[f as usize].iter() {
-                            if self.link_mark[l2 as usize] != ep {
-                                self.link_mark[l2 as usize] = ep;
-                                stack.push(l2);
-                            }
-                        }
-                    }
-                }
-                // Parked flows alone (their own links just emptied) need no resume.
-                if flows.len() == *starts.last().expect("pushed") {
-                    parked.truncate(parked_before);
-                }
-            }
-            if parked.is_empty() {
-                starts.push(flows.len());
-                return (links, flows, starts);
-            }
-            parked.sort_unstable();
-            parked.dedup();
-            for b in parked {
-                if self.batches[b as usize].park.is_some() {
-                    self.resume(b, now, finished);
-                }
-            }
-        }
-    }
-
-    fn solve(&mut self, now: f64, finished: &mut Vec<(u64, f64)>) {
-        if self.touched.is_empty() {
-            return;
-        }
-        self.solves += 1;
-        let (links, flows, starts) = self.components(now, finished);
-        // A run sharing a component with another batch is not clean.
-        let bep = self.next_epoch();
-        let mut touched_batches = Vec::new();
-        for c in starts.windows(2) {
-            let comp = &flows[c[0]..c[1]];
-            let first = comp.first().map(|&f| self.batch_of[f as usize]);
-            let mixed = comp.iter().any(|&f| Some(self.batch_of[f as usize]) != first);
-            for &f in comp {
-                let b = self.batch_of[f as usize];
-                if mixed {
-                    self.batches[b as usize].clean = false;
-                }
-                if self.batch_mark[b as usize] != bep {
-                    self.batch_mark[b as usize] = bep;
-                    touched_batches.push(b);
-                }
-            }
-        }
-        // Bytes moved at the old rates up to now.
-        for &f in &flows {
-            let i = f as usize;
-            self.rem[i] = (self.rem[i] - self.rate[i] * (now - self.upd[i])).max(0.0);
-            self.upd[i] = now;
-        }
-        self.max_min(&links, &flows);
-        for &f in &flows {
-            let i = f as usize;
-            self.ver[i] = self.ver[i].wrapping_add(1);
-            let t = if self.rate[i] > 0.0 { now + self.rem[i] / self.rate[i] } else { f64::INFINITY };
-            if t.is_finite() {
-                let v = self.ver[i];
-                self.push(t.max(now), Kind::Finish, f, v);
-            }
-        }
-        // Record the rates of clean runs for fast-forwarding; batches whose flows only ended
-        // this round are covered by the touched links too (their rates became 0).
-        for &l in &self.touched {
-            for &f in &self.link_flows[l as usize] {
-                let b = self.batch_of[f as usize];
-                if self.batch_mark[b as usize] != bep {
-                    self.batch_mark[b as usize] = bep;
-                    touched_batches.push(b);
-                }
-            }
-        }
-        for b in touched_batches {
-            let bt = &self.batches[b as usize];
-            if !(bt.live && bt.clean && bt.record_ok && bt.park.is_none()) {
-                continue;
-            }
-            if bt.record.len() >= MAX_RECORD {
-                self.batches[b as usize].record_ok = false;
-                continue;
-            }
-            let rates: Box<[f64]> = bt
-                .flows
-                .iter()
-                .map(|&f| if self.state[f as usize] == State::Active { self.rate[f as usize] } else { 0.0 })
-                .collect();
-            let off = now - bt.run_start;
-            self.batches[b as usize].record.push((off, rates));
-        }
-    }
-
-    /// Progressive filling over one or more components (they do not interact).
-    fn max_min(&mut self, links: &[u32], flows: &[u32]) {
-        for &l in links {
-            self.rcap[l as usize] = self.cap[l as usize];
-            self.nun[l as usize] = 0;
-        }
-        let ep = self.next_epoch();
-        for &f in flows {
-            for &l in self.path[f as usize].iter() {
-                self.nun[l as usize] += 1;
-            }
-        }
-        let mut open: Vec<u32> = links.iter().copied().filter(|&l| self.nun[l as usize] > 0).collect();
-        while !open.is_empty() {
-            let share =
-                open.iter().map(|&l| self.rcap[l as usize] / self.nun[l as usize] as f64).fold(f64::INFINITY, f64::min);
-            let limit = share * (1.0 + SHARE_EPS);
-            for &l in &open {
-                let l = l as usize;
-                if self.nun[l] == 0 || self.rcap[l] / self.nun[l] as f64 > limit {
-                    continue;
-                }
-                for p in 0..self.link_flows[l].len() {
-                    let f = self.link_flows[l][p] as usize;
-                    if self.flow_mark[f] == ep {
-                        continue;
-                    }
-                    self.flow_mark[f] = ep;
-                    self.rate[f] = share;
-                    for &l2 in self.path[f].iter() {
-                        let l2 = l2 as usize;
-                        self.rcap[l2] = (self.rcap[l2] - share).max(0.0);
-                        self.nun[l2] -= 1;
-                    }
-                }
-            }
-            open.retain(|&l| self.nun[l as usize] > 0);
-        }
     }
 }
 

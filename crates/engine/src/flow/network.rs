@@ -63,13 +63,26 @@ impl FlowNetwork {
 }
 
 /// One phase ready to start: flows as (links, bytes), and how many runs.
-type ReadyPhase = (Vec<(Vec<u32>, f64)>, u32);
+type ReadyPhase = (Vec<(Rc<[u32]>, f64)>, u32);
+
+/// What a communication routes to: the phases of each group instance (or of all pairs of a
+/// transfer).
+type Routed = Rc<Vec<Rc<[ReadyPhase]>>>;
+
+/// A communication whose routes are kept: a collective (group, class, collective, bytes) or a
+/// transfer (src, dst, bytes).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum RouteKey {
+    Collective(GroupId, u32, Collective, u64),
+    Transfer(u32, u32, u64),
+}
 
 /// One group instance (or all pairs of a transfer) working through its phases.
 struct InstanceRun {
     token: u64,
-    /// Phases not yet started, last first.
-    phases: Vec<ReadyPhase>,
+    phases: Rc<[ReadyPhase]>,
+    /// The next phase to start.
+    next: usize,
 }
 
 pub struct FlowNetwork {
@@ -83,6 +96,9 @@ pub struct FlowNetwork {
     instances: HashMap<(GroupId, u32), Rc<Vec<Vec<u32>>>>,
     /// Schedules by (collective, bytes, server of each member by first appearance).
     schedules: HashMap<(Collective, u64, Vec<u32>), Rc<Schedule>>,
+    /// Routes by communication: a communicator keeps its connections, and so their ECMP paths,
+    /// from one call to the next (as NCCL does).
+    routes: HashMap<RouteKey, Routed>,
     runs: Vec<Option<InstanceRun>>,
     free_runs: Vec<u32>,
     /// Instances still running per communication token.
@@ -108,6 +124,7 @@ impl FlowNetwork {
             rank_class: Vec::new(),
             instances: HashMap::new(),
             schedules: HashMap::new(),
+            routes: HashMap::new(),
             runs: Vec::new(),
             free_runs: Vec::new(),
             pending: HashMap::new(),
@@ -139,7 +156,7 @@ impl FlowNetwork {
     }
 
     /// Flows of one transfer between two nodes, appended to `out`.
-    fn flows_between(&mut self, a: u32, b: u32, bytes: f64, out: &mut Vec<(Vec<u32>, f64)>) -> Result<()> {
+    fn flows_between(&mut self, a: u32, b: u32, bytes: f64, out: &mut Vec<(Rc<[u32]>, f64)>) -> Result<()> {
         let t = &self.topo;
         if a < t.gpus && b < t.gpus && a != b && a / t.gpus_per_server == b / t.gpus_per_server {
             let via: Vec<Vec<u32>> = t
@@ -149,14 +166,14 @@ impl FlowNetwork {
                 .collect();
             if !via.is_empty() {
                 let share = bytes / via.len() as f64;
-                out.extend(via.into_iter().map(|p| (p, share)));
+                out.extend(via.into_iter().map(|p| (p.into(), share)));
                 return Ok(());
             }
         }
         let mut path = Vec::new();
         self.router.route(&self.topo, a, b, self.next_flow, &mut path)?;
         self.next_flow += 1;
-        out.push((path, bytes));
+        out.push((path.into(), bytes));
         Ok(())
     }
 
@@ -185,7 +202,7 @@ impl FlowNetwork {
     }
 
     /// Route every phase of `schedule` on `ranks`.
-    fn route_schedule(&mut self, schedule: &Schedule, ranks: &[u32]) -> Result<Vec<ReadyPhase>> {
+    fn route_schedule(&mut self, schedule: &Schedule, ranks: &[u32]) -> Result<Rc<[ReadyPhase]>> {
         let gps = self.topo.gpus_per_server;
         let mut servers: Vec<u32> = Vec::new();
         for r in ranks {
@@ -194,7 +211,7 @@ impl FlowNetwork {
             }
         }
         let mut phases = Vec::with_capacity(schedule.phases.len());
-        for ph in schedule.phases.iter().rev() {
+        for ph in &schedule.phases {
             if ph.repeat == 0 || ph.transfers.is_empty() {
                 continue;
             }
@@ -211,7 +228,7 @@ impl FlowNetwork {
             }
             phases.push((flows, ph.repeat));
         }
-        Ok(phases)
+        Ok(phases.into())
     }
 
     fn schedule_for(&mut self, c: Collective, ranks: &[u32], bytes: u64) -> Result<Rc<Schedule>> {
@@ -237,8 +254,9 @@ impl FlowNetwork {
         Ok(s)
     }
 
-    fn launch(&mut self, now: f64, token: u64, mut phases: Vec<ReadyPhase>) {
-        let Some((flows, repeat)) = phases.pop() else {
+    /// Start the next phase of instance run `id` (a fresh one when None), or finish it.
+    fn launch(&mut self, now: f64, token: u64, phases: Rc<[ReadyPhase]>, next: usize) {
+        let Some((flows, repeat)) = phases.get(next) else {
             self.instance_done(token);
             return;
         };
@@ -249,8 +267,56 @@ impl FlowNetwork {
                 (self.runs.len() - 1) as u32
             }
         };
-        self.runs[id as usize] = Some(InstanceRun { token, phases });
-        self.sim.add_batch(now, flows, repeat, id as u64);
+        self.sim.add_batch(now, flows.iter().map(|(p, b)| (p.clone(), *b)), *repeat, id as u64);
+        self.runs[id as usize] = Some(InstanceRun { token, phases: phases.clone(), next: next + 1 });
+    }
+
+    /// The routed phases of a communication, routed the first time.
+    fn routed(&mut self, key: RouteKey, comm: &Comm) -> Result<Routed> {
+        if let Some(r) = self.routes.get(&key) {
+            return Ok(r.clone());
+        }
+        let routed: Vec<Rc<[ReadyPhase]>> = match *comm {
+            Comm::Collective { collective, group, bytes, class } => {
+                let inst = self.instances.get(&(group, class)).cloned().ok_or_else(|| {
+                    InputError::new(
+                        "workload",
+                        format!("collective on group {group} of class {class} was not prepared"),
+                    )
+                })?;
+                let mut all = Vec::with_capacity(inst.len());
+                for ranks in inst.iter() {
+                    let s = self.schedule_for(collective, ranks, bytes)?;
+                    all.push(self.route_schedule(&s, ranks)?);
+                }
+                all
+            }
+            Comm::Transfer { src, dst, bytes } => {
+                let world = self.rank_class.len() as i64;
+                let class = *self.rank_class.get(src as usize).ok_or_else(|| {
+                    InputError::new("workload", format!("transfer from rank {src} outside the world of {world}"))
+                })?;
+                let shift = dst as i64 - src as i64;
+                let mut flows = Vec::new();
+                for r in 0..world {
+                    if self.rank_class[r as usize] != class {
+                        continue;
+                    }
+                    let d = r + shift;
+                    if !(0..world).contains(&d) {
+                        return Err(InputError::new(
+                            "workload",
+                            format!("transfer {src} -> {dst} maps rank {r} to {d}, outside the world of {world}"),
+                        ));
+                    }
+                    self.flows_between(r as u32, d as u32, bytes as f64, &mut flows)?;
+                }
+                vec![Rc::from([(flows, 1)])]
+            }
+        };
+        let routed = Rc::new(routed);
+        self.routes.insert(key, routed.clone());
+        Ok(routed)
     }
 
     fn instance_done(&mut self, token: u64) {
@@ -302,47 +368,20 @@ impl NetworkModel for FlowNetwork {
 
     fn start(&mut self, now_ns: f64, comm: &Comm, token: u64) -> Result<()> {
         self.clock = now_ns;
-        match *comm {
+        let key = match *comm {
             Comm::Collective { collective, group, bytes, class } => {
-                let inst = self.instances.get(&(group, class)).cloned().ok_or_else(|| {
-                    InputError::new(
-                        "workload",
-                        format!("collective on group {group} of class {class} was not prepared"),
-                    )
-                })?;
-                let mut ready = Vec::with_capacity(inst.len());
-                for ranks in inst.iter() {
-                    let s = self.schedule_for(collective, ranks, bytes)?;
-                    ready.push(self.route_schedule(&s, ranks)?);
-                }
-                self.pending.insert(token, ready.len() as u32);
-                for phases in ready {
-                    self.launch(now_ns, token, phases);
-                }
+                RouteKey::Collective(group, class, collective, bytes)
             }
-            Comm::Transfer { src, dst, bytes } => {
-                let world = self.rank_class.len() as i64;
-                let class = *self.rank_class.get(src as usize).ok_or_else(|| {
-                    InputError::new("workload", format!("transfer from rank {src} outside the world of {world}"))
-                })?;
-                let shift = dst as i64 - src as i64;
-                let mut flows = Vec::new();
-                for r in 0..world {
-                    if self.rank_class[r as usize] != class {
-                        continue;
-                    }
-                    let d = r + shift;
-                    if !(0..world).contains(&d) {
-                        return Err(InputError::new(
-                            "workload",
-                            format!("transfer {src} -> {dst} maps rank {r} to {d}, outside the world of {world}"),
-                        ));
-                    }
-                    self.flows_between(r as u32, d as u32, bytes as f64, &mut flows)?;
-                }
-                self.pending.insert(token, 1);
-                self.launch(now_ns, token, vec![(flows, 1)]);
-            }
+            Comm::Transfer { src, dst, bytes } => RouteKey::Transfer(src, dst, bytes),
+        };
+        let routed = self.routed(key, comm)?;
+        if routed.is_empty() {
+            self.ready.push(token);
+            return Ok(());
+        }
+        self.pending.insert(token, routed.len() as u32);
+        for phases in routed.iter() {
+            self.launch(now_ns, token, phases.clone(), 0);
         }
         Ok(())
     }
@@ -367,7 +406,7 @@ impl NetworkModel for FlowNetwork {
             for (tag, _) in finished.drain(..) {
                 let run = self.runs[tag as usize].take().expect("running instance");
                 self.free_runs.push(tag as u32);
-                self.launch(t, run.token, run.phases);
+                self.launch(t, run.token, run.phases, run.next);
             }
             self.finished = finished;
             done.append(&mut self.ready);

@@ -148,7 +148,7 @@ fn run_batches(t: &Topology, batches: &[TestBatch], ff: bool) -> (Vec<f64>, u64,
     let mut sim = FlowSim::new(t);
     sim.set_fast_forward(ff);
     for (k, (flows, repeat, start)) in batches.iter().enumerate() {
-        let fl = flows
+        let fl: Vec<_> = flows
             .iter()
             .map(|&(s, d, bytes)| {
                 let mut p = Vec::new();
@@ -319,5 +319,76 @@ fn ring_speed() {
         );
         assert!(e.end_ns >= ideal * (1.0 - 1e-9), "{} vs {ideal}", e.end_ns);
         assert!(secs < limit, "{secs} s");
+    }
+}
+
+/// A small deterministic generator for randomised cases.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> f64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+    fn below(&mut self, n: u32) -> u32 {
+        (self.next() * n as f64) as u32 % n
+    }
+}
+
+/// Completion time of each batch of `batches` (ECMP-routed), solving rates locally or whole.
+fn run_random(t: &Topology, batches: &[TestBatch], incremental: bool) -> Vec<f64> {
+    let mut router = Router::new(t, 7);
+    let mut sim = FlowSim::new(t);
+    sim.set_incremental(incremental);
+    let mut id = 0;
+    for (k, (flows, repeat, start)) in batches.iter().enumerate() {
+        let fl: Vec<_> = flows
+            .iter()
+            .map(|&(s, d, bytes)| {
+                let mut p = Vec::new();
+                id += 1;
+                router.route(t, s, d, id, &mut p).unwrap();
+                (p, bytes)
+            })
+            .collect();
+        sim.add_batch(*start, fl, *repeat, k as u64);
+    }
+    let mut out = vec![f64::NAN; batches.len()];
+    let mut fin = Vec::new();
+    while sim.step(&mut fin).is_some() {
+        for (tag, time) in fin.drain(..) {
+            out[tag as usize] = time;
+        }
+    }
+    out
+}
+
+#[test]
+fn local_re_solves_give_the_whole_component_answer() {
+    // Random leaf-spine fabrics (uneven uplinks, ECMP collisions) under random batches of
+    // all-to-all-like traffic that start, repeat and overlap at random.
+    let mut rng = Lcg(42);
+    for case in 0..30 {
+        let (per_tor, tors, spines) = (1 + rng.below(4), 2 + rng.below(4), 1 + rng.below(3));
+        let up = [5.0, 10.0, 25.0][rng.below(3) as usize];
+        let t = leaf_spine(per_tor, tors, spines, 10.0, up, 100.0 * rng.next());
+        let g = per_tor * tors;
+        let batches: Vec<TestBatch> = (0..3 + rng.below(20))
+            .map(|_| {
+                let n = 1 + rng.below(2 * g);
+                let flows = (0..n)
+                    .map(|_| {
+                        let s = rng.below(g);
+                        (s, (s + 1 + rng.below(g - 1)) % g, 1e3 + 1e5 * rng.next())
+                    })
+                    .collect();
+                (flows, 1 + rng.below(4), 2e4 * rng.next())
+            })
+            .collect();
+        let local = run_random(&t, &batches, true);
+        let whole = run_random(&t, &batches, false);
+        for (a, b) in local.iter().zip(&whole) {
+            assert!(close(*a, *b, 1e-9), "case {case}: {local:?} vs {whole:?}");
+        }
     }
 }

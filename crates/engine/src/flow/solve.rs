@@ -1,0 +1,321 @@
+//! Re-solving the max-min rates after flows start or end, locally where the change stays local.
+//!
+//! An allocation is max-min fair iff every flow has a bottleneck: a saturated link of its path
+//! (Σ_{g∋l} r_g = C_l) on which no flow gets more than it does (Bertsekas & Gallager, §6.5).
+//! When flows start or end, only flows near them can lose their bottleneck, so the re-solve
+//! keeps every other rate fixed and repeats:
+//!
+//! 1. progressive filling for the free set F on the capacity the fixed flows leave,
+//!    R_l = C_l − Σ_{g∋l, g∉F} r_g;
+//! 2. the bottleneck test for every flow of F and every fixed flow on a link whose flows
+//!    changed; a fixed flow that fails joins F, and so does every fixed flow that out-rates a
+//!    flow of F that fails, on that flow's links.
+//!
+//! When no flow fails, every flow has a bottleneck (the untested ones kept theirs: nothing on
+//! their links changed), so the rates are the max-min allocation of the whole network. F starts
+//! as the flows that just started. After [`MAX_ROUNDS`] rounds, or with incremental solving
+//! off, F is the whole connected component (flows linked by shared links) of the changes.
+
+use std::cmp::Reverse;
+
+use super::{FlowSim, Kind, State, NO_LINK};
+
+/// Relative slack of the bottleneck test: saturated, and no flow larger.
+const FAIR_EPS: f64 = 1e-9;
+/// A re-solved rate this close to the old one keeps the old one and its finish event.
+const RATE_EPS: f64 = 1e-12;
+/// Rounds of local repair before re-solving the whole component.
+const MAX_ROUNDS: u32 = 8;
+
+impl FlowSim {
+    /// New rates after the attaches and detaches since the last solve; finish events for the
+    /// flows whose rate changed; rate records for the clean runs they belong to.
+    pub(super) fn solve(&mut self, now: f64, finished: &mut Vec<(u64, f64)>) {
+        while let Some(b) = self.to_resume.pop() {
+            if self.batches[b as usize].park.is_some() {
+                self.resume(b, now, finished);
+            }
+        }
+        if self.touched.is_empty() && self.fresh.is_empty() {
+            return;
+        }
+        self.solves += 1;
+        let fe = self.next_epoch();
+        let mut free = Vec::new();
+        for k in 0..self.fresh.len() {
+            let f = self.fresh[k] as usize;
+            if self.state[f] == State::Active && self.flow_mark[f] != fe {
+                self.flow_mark[f] = fe;
+                free.push(f as u32);
+            }
+        }
+        self.fresh.clear();
+        let mut changed = std::mem::take(&mut self.touched);
+        let mut moved = Vec::new();
+        let mut round = 0;
+        loop {
+            if !self.incremental || round == MAX_ROUNDS {
+                free = self.component(&changed, &free, fe);
+                self.fill(&free, fe);
+                self.apply(&free, now, &mut changed, &mut moved);
+                break;
+            }
+            if !free.is_empty() {
+                self.fill(&free, fe);
+                self.apply(&free, now, &mut changed, &mut moved);
+            }
+            if self.add_failing(&changed, &mut free, fe) == 0 {
+                break;
+            }
+            changed.clear();
+            round += 1;
+        }
+        changed.clear();
+        self.touched = changed;
+        self.reschedule(now, &moved);
+        self.record(now, &moved);
+    }
+
+    /// Every active flow connected to the links `changed` or to the flows `free`, marked free.
+    fn component(&mut self, changed: &[u32], free: &[u32], fe: u64) -> Vec<u32> {
+        let ve = self.next_epoch();
+        let mut stack = Vec::new();
+        let seeds = changed.iter().chain(free.iter().flat_map(|&f| self.path[f as usize].iter()));
+        for &l in seeds {
+            if self.link_mark[l as usize] != ve {
+                self.link_mark[l as usize] = ve;
+                stack.push(l);
+            }
+        }
+        let mut flows = Vec::new();
+        while let Some(l) = stack.pop() {
+            for p in 0..self.link_flows[l as usize].len() {
+                let g = self.link_flows[l as usize][p] as usize;
+                if self.state[g] != State::Active || self.seen_mark[g] == ve {
+                    continue;
+                }
+                self.seen_mark[g] = ve;
+                self.flow_mark[g] = fe;
+                flows.push(g as u32);
+                for &l2 in self.path[g].iter() {
+                    if self.link_mark[l2 as usize] != ve {
+                        self.link_mark[l2 as usize] = ve;
+                        stack.push(l2);
+                    }
+                }
+            }
+        }
+        flows
+    }
+
+    /// Progressive filling of the free flows (marked `fe`) into `next_rate`, on the capacity the
+    /// other active flows leave. Links wait in a min-heap keyed by their fair share R_l / n_l; an
+    /// entry is stale once that share changed (a newer one follows).
+    fn fill(&mut self, free: &[u32], fe: u64) {
+        let le = self.next_epoch();
+        let mut links = Vec::new();
+        for &f in free {
+            for &l in self.path[f as usize].iter() {
+                let l = l as usize;
+                if self.link_mark[l] != le {
+                    self.link_mark[l] = le;
+                    links.push(l as u32);
+                    self.nun[l] = 0;
+                }
+                self.nun[l] += 1;
+            }
+        }
+        for &l in &links {
+            let l = l as usize;
+            let fixed: f64 = self.link_flows[l]
+                .iter()
+                .map(|&g| g as usize)
+                .filter(|&g| self.flow_mark[g] != fe && self.state[g] == State::Active)
+                .map(|g| self.rate[g])
+                .sum();
+            self.rcap[l] = (self.cap[l] - fixed).max(0.0);
+        }
+        // Shares are finite and non-negative, so their bit patterns sort as the numbers do.
+        let share = |rcap: f64, n: u32| (rcap / n as f64).to_bits();
+        let mut heap = std::mem::take(&mut self.share_heap);
+        heap.clear();
+        heap.extend(links.iter().map(|&l| Reverse((share(self.rcap[l as usize], self.nun[l as usize]), l))));
+        let xe = self.next_epoch();
+        let mut dirty = Vec::new();
+        while let Some(Reverse((bits, l))) = heap.pop() {
+            let l = l as usize;
+            if self.nun[l] == 0 || share(self.rcap[l], self.nun[l]) != bits {
+                continue;
+            }
+            let s = f64::from_bits(bits);
+            let de = self.next_epoch();
+            for p in 0..self.link_flows[l].len() {
+                let g = self.link_flows[l][p] as usize;
+                if self.flow_mark[g] != fe || self.seen_mark[g] == xe || self.state[g] != State::Active {
+                    continue;
+                }
+                self.seen_mark[g] = xe;
+                self.next_rate[g] = s;
+                self.bneck[g] = l as u32;
+                for &l2 in self.path[g].iter() {
+                    let l2 = l2 as usize;
+                    self.rcap[l2] = (self.rcap[l2] - s).max(0.0);
+                    self.nun[l2] -= 1;
+                    if l2 != l && self.dirty_mark[l2] != de {
+                        self.dirty_mark[l2] = de;
+                        dirty.push(l2 as u32);
+                    }
+                }
+            }
+            for l2 in dirty.drain(..) {
+                if self.nun[l2 as usize] > 0 {
+                    heap.push(Reverse((share(self.rcap[l2 as usize], self.nun[l2 as usize]), l2)));
+                }
+            }
+        }
+        self.share_heap = heap;
+    }
+
+    /// Take the filled rates of `free`: a flow whose rate moves has its bytes brought up to
+    /// `now`, its links added to `changed` and itself to `moved`.
+    fn apply(&mut self, free: &[u32], now: f64, changed: &mut Vec<u32>, moved: &mut Vec<u32>) {
+        for &f in free {
+            let i = f as usize;
+            let (old, new) = (self.rate[i], self.next_rate[i]);
+            if old == new || (old > 0.0 && (new - old).abs() <= RATE_EPS * old) {
+                continue;
+            }
+            self.rem[i] = (self.rem[i] - old * (now - self.upd[i])).max(0.0);
+            self.upd[i] = now;
+            self.rate[i] = new;
+            changed.extend_from_slice(&self.path[i]);
+            moved.push(f);
+        }
+    }
+
+    /// Test the flows of `free` and those on the links `changed`; add to `free` the fixed flows
+    /// that must move (see the module comment). Returns how many were added.
+    fn add_failing(&mut self, changed: &[u32], free: &mut Vec<u32>, fe: u64) -> usize {
+        let re = self.next_epoch();
+        let mut check = Vec::new();
+        for &l in changed {
+            let l = l as usize;
+            if self.link_mark[l] == re {
+                continue;
+            }
+            self.link_mark[l] = re;
+            for &g in &self.link_flows[l] {
+                let g = g as usize;
+                if self.state[g] == State::Active && self.seen_mark[g] != re {
+                    self.seen_mark[g] = re;
+                    check.push(g as u32);
+                }
+            }
+        }
+        let n0 = free.len();
+        for &f in free.iter() {
+            if self.seen_mark[f as usize] != re {
+                self.seen_mark[f as usize] = re;
+                check.push(f);
+            }
+        }
+        for h in check {
+            let h = h as usize;
+            if self.has_bottleneck(h, re) {
+                continue;
+            }
+            if self.flow_mark[h] != fe {
+                self.flow_mark[h] = fe;
+                free.push(h as u32);
+                continue;
+            }
+            let bar = self.rate[h] * (1.0 + FAIR_EPS);
+            for k in 0..self.path[h].len() {
+                let l = self.path[h][k] as usize;
+                for p in 0..self.link_flows[l].len() {
+                    let g = self.link_flows[l][p] as usize;
+                    if self.state[g] == State::Active && self.flow_mark[g] != fe && self.rate[g] > bar {
+                        self.flow_mark[g] = fe;
+                        free.push(g as u32);
+                    }
+                }
+            }
+        }
+        free.len() - n0
+    }
+
+    /// Does flow `h` have a bottleneck? Its last one is tried first and the one found is kept.
+    fn has_bottleneck(&mut self, h: usize, re: u64) -> bool {
+        let hint = self.bneck[h];
+        if hint != NO_LINK && self.bottleneck_at(h, hint as usize, re) {
+            return true;
+        }
+        for k in 0..self.path[h].len() {
+            let l = self.path[h][k];
+            if l != hint && self.bottleneck_at(h, l as usize, re) {
+                self.bneck[h] = l;
+                return true;
+            }
+        }
+        false
+    }
+
+    fn bottleneck_at(&mut self, h: usize, l: usize, re: u64) -> bool {
+        if self.link_stat[l].0 != re {
+            let (mut load, mut top) = (0.0_f64, 0.0_f64);
+            for &g in &self.link_flows[l] {
+                if self.state[g as usize] == State::Active {
+                    load += self.rate[g as usize];
+                    top = top.max(self.rate[g as usize]);
+                }
+            }
+            self.link_stat[l] = (re, load, top);
+        }
+        let (_, load, top) = self.link_stat[l];
+        load >= self.cap[l] * (1.0 - FAIR_EPS) && self.rate[h] >= top * (1.0 - FAIR_EPS)
+    }
+
+    /// A fresh finish event for every flow whose rate moved.
+    fn reschedule(&mut self, now: f64, moved: &[u32]) {
+        let me = self.next_epoch();
+        for &f in moved {
+            let i = f as usize;
+            if self.seen_mark[i] == me {
+                continue;
+            }
+            self.seen_mark[i] = me;
+            self.ver[i] = self.ver[i].wrapping_add(1);
+            if self.rate[i] > 0.0 {
+                let (t, v) = (now + self.rem[i] / self.rate[i], self.ver[i]);
+                self.push(t, Kind::Finish, f, v);
+            }
+        }
+    }
+
+    /// Record the rates of the clean runs whose flows moved, for fast-forwarding.
+    fn record(&mut self, now: f64, moved: &[u32]) {
+        let be = self.next_epoch();
+        for &f in moved {
+            let b = self.batch_of[f as usize] as usize;
+            if self.batch_mark[b] == be {
+                continue;
+            }
+            self.batch_mark[b] = be;
+            let bt = &self.batches[b];
+            if !(bt.live && bt.clean && bt.record_ok && bt.park.is_none()) {
+                continue;
+            }
+            if bt.record.len() >= super::MAX_RECORD {
+                self.batches[b].record_ok = false;
+                continue;
+            }
+            let rates: Box<[f64]> = bt
+                .flows
+                .iter()
+                .map(|&g| if self.state[g as usize] == State::Active { self.rate[g as usize] } else { 0.0 })
+                .collect();
+            let off = now - bt.run_start;
+            self.batches[b].record.push((off, rates));
+        }
+    }
+}
