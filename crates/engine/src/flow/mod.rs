@@ -12,9 +12,9 @@
 //! is s; those flows are fixed, R_l −= s and n_l −= 1 on each of their links; repeat until every
 //! flow is fixed. Rates are constant between events, so T_f = t + remaining_f / r_f.
 //!
-//! Rates change only when the set of active flows changes, and only inside the connected
-//! component (flows linked by shared links) of the flows that started or ended; other flows keep
-//! their rates and their scheduled completions.
+//! Rates change only when the set of active flows changes, and only for the flows near the ones
+//! that started or ended: [`solve`] re-solves locally and proves the result max-min fair for the
+//! whole network. Flows whose rate holds keep their scheduled completions.
 //!
 //! Flows come in *batches* that run `repeat` times back to back (one phase of a collective
 //! schedule, such as the 2(n−1) identical steps of a ring). A run is *clean* when every re-solve

@@ -7,6 +7,10 @@
 //! Transfers between GPUs of one server go through the server's NVSwitches, split evenly over
 //! them as NVLink traffic spreads over all switch planes; a `Switch` endpoint is split the same
 //! way.
+//!
+//! Each communication is routed once, the first time it is issued: a communicator keeps its
+//! connections, so the same collective on the same group takes the same ECMP paths every time
+//! (a collision of two flows persists, as it does on a real fabric without adaptive routing).
 
 use std::collections::HashMap;
 use std::rc::Rc;
