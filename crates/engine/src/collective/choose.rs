@@ -8,7 +8,7 @@
 //! lat(a, p) = base(a, p) + hops_intra(a) · hw_nvlink(a, p) + hops_inter(a) · hw_net(a, p)   [µs]
 //! ```
 //!
-//! β(a) is the bandwidth part of the algorithm's own schedule, priced by [`cost::schedule_ns`]
+//! β(a) is the bandwidth part of the algorithm's own schedule, priced by [`super::cost::schedule_ns`]
 //! with zero α: one definition per algorithm. eff(p) = 0.5 (LL: half of each line is flags),
 //! 0.92 (LL128: 120 data bytes per 128) or 1 (Simple). Hop counts, with n ranks, N servers and
 //! m ranks on the fullest server: ring 2(n−1) steps for all-reduce (n−1 otherwise) of which

@@ -13,7 +13,7 @@
 //! flow is fixed. Rates are constant between events, so T_f = t + remaining_f / r_f.
 //!
 //! Rates change only when the set of active flows changes, and only for the flows near the ones
-//! that started or ended: [`solve`] re-solves locally and proves the result max-min fair for the
+//! that started or ended: the solver (`solve.rs`) re-solves locally and proves the result max-min fair for the
 //! whole network. Flows whose rate holds keep their scheduled completions.
 //!
 //! Flows come in *batches* that run `repeat` times back to back (one phase of a collective

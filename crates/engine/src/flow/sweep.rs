@@ -5,7 +5,7 @@
 //! starts when the previous one has finished: every size meets an idle network, as nccl-tests'
 //! timed loop does (shared/reference/hardware.md §3). The time of a size is its op's end − start.
 //!
-//! The algorithm is forced or chosen per size by NCCL's tuning model ([`choose::choose`]) on the
+//! The algorithm is forced or chosen per size by NCCL's tuning model ([`crate::collective::choose::choose`]) on the
 //! fabric's own link rates ([`links_of`]); the flow model then plays the chosen schedule's bytes
 //! on the links. Protocol efficiency (LL, LL128) is a choice criterion only: the flows carry
 //! payload at link rate.
