@@ -228,6 +228,42 @@ fn ring_allreduce_on_a_non_blocking_fabric_matches_the_closed_form() {
     assert!(close(net.carried_bytes()[up], 2.0 * (n as f64 - 1.0) * bytes as f64 / n as f64, 1e-12));
 }
 
+/// Run one all-reduce of `bytes` over `n` GPUs on a crossbar (one switch, `b` B/ns and `lat` ns
+/// per link, one GPU per server: every path is 2 hops, nothing blocks); its end time.
+fn crossbar_allreduce_ns(algorithm: Algorithm, n: u32, bytes: u64, b: f64, lat: f64) -> f64 {
+    let t = leaf_spine(n, 1, 0, b, b, lat);
+    let w = allreduce_workload(n, bytes);
+    let mut net = FlowNetwork::new(t, fixed_algorithm(algorithm, 1), 0, false);
+    Executor::new(&w).unwrap().run(&mut net, &mut |_| true).unwrap().end_ns - 10.0
+}
+
+#[test]
+fn ring_tree_and_halving_doubling_on_a_crossbar_match_their_closed_forms() {
+    // The issue asks for 0.5%; on a crossbar the flow model meets them to rounding.
+    let (b, lat) = (50.0, 500.0);
+    let alpha = 2.0 * lat;
+    let s = 1u64 << 30;
+    let sf = s as f64;
+    // Ring: 2(n−1) steps of α + S/(nB).
+    let n = 16.0;
+    let ring = crossbar_allreduce_ns(Algorithm::Ring, 16, s, b, lat);
+    let want = 2.0 * (n - 1.0) * (alpha + sf / (n * b));
+    assert!(close(ring, want, 1e-9), "ring {ring} vs {want}");
+    // Halving-doubling (Rabenseifner): 2·log2 n steps, 2(n−1)/n · S bytes per rank.
+    let hd = crossbar_allreduce_ns(Algorithm::HalvingDoubling, 16, s, b, lat);
+    let want = 2.0 * 4.0 * alpha + 2.0 * (n - 1.0) / n * sf / b;
+    assert!(close(hd, want, 1e-9), "halving-doubling {hd} vs {want}");
+    // Double binary tree on 4 ranks: A = 0→1←2, 1→3 and its mirror B; depth D = 2; rank 1 (and
+    // 2) carries 4 chunks per step each way. S/2 per tree in k = S/(2·chunk) chunks:
+    // (k + 2D − 1) steps of α + 4·chunk/B.
+    let s = 64u64 << 20;
+    let chunk = crate::collective::PIPELINE_CHUNK_BYTES;
+    let k = s as f64 / 2.0 / chunk;
+    let tree = crossbar_allreduce_ns(Algorithm::Tree, 4, s, b, lat);
+    let want = (k + 3.0) * (alpha + 4.0 * chunk / b);
+    assert!(close(tree, want, 1e-9), "tree {tree} vs {want}");
+}
+
 #[test]
 fn intra_server_transfers_use_every_nvswitch() {
     // 2 servers of 2 GPUs, 2 NVSwitches each (100 B/ns per GPU link), ToR at 10 B/ns.
