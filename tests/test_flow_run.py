@@ -107,3 +107,40 @@ def test_train_fabric_must_match_the_server_shape(tmp_path):
     fabric = write_fabric(tmp_path, simai_template("Spectrum-X", gpu=32, gpu_per_server=4))
     with pytest.raises(clustersim.InputError, match="4 GPUs per server but the plan 8"):
         train("llama3-8b", gpus=32, tp=8, gbs=16, topology=fabric)
+
+
+def test_user_routes_override_the_nvswitch(tmp_path):
+    """A routes file sends GPU 0 → 1 through their ToR: one ring channel in one server then
+    waits on that hop, 2 × 500 ns + S/8 at 400 Gbps, in each of its 14 steps."""
+    (tmp_path / "w.txt").write_text(MICRO)
+    topo = simai_template(None, gpu=8, gpu_per_server=8)
+    fabric = write_fabric(tmp_path, topo)
+    tor = next(lk.dst for lk in topo.links if lk.src == 0 and topo.kinds[lk.dst] == "switch")
+    assert any({lk.src, lk.dst} == {tor, 1} for lk in topo.links)
+    (tmp_path / "routes.txt").write_text(f"# GPU 0 to GPU 1 over the ToR\n0 {tor} 1\n")
+    r = clustersim.simulate(
+        tmp_path / "w.txt", gpus=8, topology=fabric, channels=1, routes=tmp_path / "routes.txt"
+    )
+    assert r.iteration_time_us == pytest.approx(14 * (1.0 + S / 8 / 50e3), rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("routes", "message"),
+    [
+        ("0 1\n", "routes.txt:1: route: hop 0 -> 1 of route [0, 1] has no link"),
+        ("\n0 x 1\n", "routes.txt:2: node 2: 'x' is not a node number"),
+        ("0 99999 1\n", "routes.txt:1: node 2: node 99999 is not in the topology"),
+        ("3\n", "routes.txt:1: route: a route needs two distinct end nodes"),
+        ("0 {tor} 1\n0 {tor} 1\n", "routes.txt:2: route: a second route from 0 to 1 (the first is on line 1"),
+    ],
+)
+def test_bad_routes_are_refused_with_file_and_line(run_cli, tmp_path, routes, message):
+    (tmp_path / "w.txt").write_text(MICRO)
+    topo = simai_template(None, gpu=8, gpu_per_server=8)
+    write_fabric(tmp_path, topo)
+    tor = next(lk.dst for lk in topo.links if lk.src == 0 and topo.kinds[lk.dst] == "switch")
+    (tmp_path / "routes.txt").write_text(routes.format(tor=tor))
+    code, _, err = run_cli("run", "-w", "w.txt", "-n", "fabric.txt", "--routes", "routes.txt", "-r", "o-")
+    assert code == 2
+    assert message in err and err.count("\n") == 1, err
+    assert not (tmp_path / "o-summary.json").exists()

@@ -119,6 +119,7 @@ def simulate(
     algorithm: str = "auto",
     channels: int = 0,
     seed: int = 0,
+    routes: str | os.PathLike[str] | None = None,
     progress: Callable[[float], None] | None = None,
 ) -> AnalyticalResult:
     """Simulate one training iteration of a SimAI workload file on the analytical backend.
@@ -128,8 +129,8 @@ def simulate(
     model from `gpu_type`, `nic_type`, `nvlink_busbw`, `nic_busbw` and the server shape.
     With `topology` (a SimAI topology file) communication runs on the flow model instead: every
     collective becomes the transfers of `algorithm` ("auto": NCCL's tuner, honouring SimAI's AS_*
-    environment variables) over `channels` channels (0: one per NIC), routed with seeded ECMP and
-    sharing links max-min fairly.
+    environment variables) over `channels` channels (0: one per NIC), routed with seeded ECMP (or
+    along the routes of the `routes` file) and sharing links max-min fairly.
     Raises `clustersim.InputError` with file, line and field on bad input.
     """
     if compat not in (None, SIMAI):
@@ -152,7 +153,7 @@ def simulate(
     if topology is not None:
         from clustersim.fabric import fabric_document
 
-        fabric = fabric_document(topology, algorithm=algorithm, channels=channels, seed=seed)
+        fabric = fabric_document(topology, algorithm=algorithm, channels=channels, seed=seed, routes=routes)
     raw = _engine.run_analytical(
         str(workload),
         text,

@@ -99,6 +99,11 @@ def add_fabric_arguments(p: argparse.ArgumentParser) -> None:
         "--channels", type=int, default=0, help="rings/trees per collective (default: one per NIC)"
     )
     p.add_argument("--seed", type=int, default=0, help="ECMP seed (default 0)")
+    p.add_argument(
+        "--routes",
+        help="routes file: one route per line, the nodes of its path from source to destination;"
+        " flows between those end nodes take it instead of ECMP",
+    )
 
 
 def add_workload_run_arguments(p: argparse.ArgumentParser) -> None:
@@ -149,7 +154,13 @@ def flow_options(args: argparse.Namespace) -> dict[str, Any]:
     """The flow backend's keyword arguments of `simulate` (none for `analytical`)."""
     if args.topology is None:
         return {}
-    return dict(topology=args.topology, algorithm=args.algo, channels=args.channels, seed=args.seed)
+    return dict(
+        topology=args.topology,
+        algorithm=args.algo,
+        channels=args.channels,
+        seed=args.seed,
+        routes=args.routes,
+    )
 
 
 def links_csv(links: Table) -> str:

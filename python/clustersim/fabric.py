@@ -16,15 +16,20 @@ def fabric_document(
     algorithm: str = "auto",
     channels: int = 0,
     seed: int = 0,
+    routes: str | os.PathLike[str] | None = None,
     env: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The engine's "fabric": the topology file's text, the algorithm ("auto": NCCL's tuner),
-    channels (0: one per NIC), the ECMP seed, and SimAI's AS_* switches from `env` (default:
-    the process environment)."""
-    return {
+    channels (0: one per NIC), the ECMP seed, a routes file's text (one route per line: the
+    nodes of the path, source first; it overrides ECMP between its end nodes), and SimAI's AS_*
+    switches from `env` (default: the process environment)."""
+    doc = {
         "path": str(topology),
         "topology": read_text(topology, "topology"),
         "algorithm": algorithm,
         "channels": channels,
         "seed": seed,
-    } | simai_env(os.environ if env is None else env)
+    }
+    if routes is not None:
+        doc |= {"routes": read_text(routes, "routes file"), "routes_path": str(routes)}
+    return doc | simai_env(os.environ if env is None else env)

@@ -62,6 +62,7 @@ def input_document(
     algorithm: str = "auto",
     channels: int = 0,
     seed: int = 0,
+    routes: str | os.PathLike[str] | None = None,
     first_stage_layers: int | None = None,
     last_stage_layers: int | None = None,
 ) -> dict[str, Any]:
@@ -115,7 +116,9 @@ def input_document(
     }
     if topology is not None:
         # The flow backend: communication becomes transfers on this fabric (a SimAI topology file).
-        doc["fabric"] = fabric_document(topology, algorithm=algorithm, channels=channels, seed=seed)
+        doc["fabric"] = fabric_document(
+            topology, algorithm=algorithm, channels=channels, seed=seed, routes=routes
+        )
     return doc
 
 

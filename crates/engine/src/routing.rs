@@ -184,6 +184,76 @@ pub fn links_of_path(topo: &Topology, nodes: &[u32], src: u32, dst: u32, out: &m
     Ok(())
 }
 
+/// User routes, read from a routes file: every flow from a route's first node to its last takes
+/// it (over ECMP and over the NVSwitch split inside a server).
+///
+/// ```text
+/// # comment
+/// 0 1152 1160 1153 9      one route per line: its nodes, source first, destination last
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Routes(HashMap<(u32, u32), Vec<u32>>);
+
+impl Routes {
+    /// Parse routes file `text` (named `path` in messages) against `topo`: every hop must be a
+    /// link, every pair routed once.
+    pub fn parse(path: &str, text: &str, topo: &Topology) -> Result<Routes> {
+        let mut routes = HashMap::new();
+        let mut first_line = HashMap::new();
+        for (i, raw) in text.lines().enumerate() {
+            let line = i + 1;
+            let body = raw.split('#').next().unwrap_or("").trim();
+            if body.is_empty() {
+                continue;
+            }
+            let nodes = body
+                .split_whitespace()
+                .enumerate()
+                .map(|(k, w)| {
+                    let v: u32 = w.parse().map_err(|_| {
+                        InputError::at(path, line, &format!("node {}", k + 1), format!("'{w}' is not a node number"))
+                    })?;
+                    if v >= topo.node_count() {
+                        return Err(InputError::at(
+                            path,
+                            line,
+                            &format!("node {}", k + 1),
+                            format!("node {v} is not in the topology (0..{})", topo.node_count()),
+                        ));
+                    }
+                    Ok(v)
+                })
+                .collect::<Result<Vec<u32>>>()?;
+            let (src, dst) = (nodes[0], nodes[nodes.len() - 1]);
+            if nodes.len() < 2 || src == dst {
+                return Err(InputError::at(path, line, "route", "a route needs two distinct end nodes"));
+            }
+            let mut links = Vec::new();
+            links_of_path(topo, &nodes, src, dst, &mut links)
+                .map_err(|e| InputError::at(path, line, "route", e.message))?;
+            if let Some(before) = first_line.insert((src, dst), line) {
+                return Err(InputError::at(
+                    path,
+                    line,
+                    "route",
+                    format!("a second route from {src} to {dst} (the first is on line {before})"),
+                ));
+            }
+            routes.insert((src, dst), links);
+        }
+        Ok(Routes(routes))
+    }
+
+    /// The links of the user route from `src` to `dst`, if one was given.
+    pub fn get(&self, src: u32, dst: u32) -> Option<&[u32]> {
+        self.0.get(&(src, dst)).map(Vec::as_slice)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,8 +8,7 @@ use clustersim_engine::analytical::ratio::{RatioTable, RatioTables};
 use clustersim_engine::simai::build::Overlap;
 use clustersim_engine::simai::file::WorkloadFile;
 use clustersim_engine::simai::report::{LAYER_COLUMNS, SUMMARY_COLUMNS};
-use clustersim_engine::simai::run::{run_analytical as engine_run, FlowConfig, RunConfig};
-use clustersim_engine::topology::Topology;
+use clustersim_engine::simai::run::{run_analytical as engine_run, RunConfig};
 use clustersim_engine::trace::chrome_trace;
 use clustersim_engine::training::simai_rows::{simai_workload, Flavor};
 use clustersim_engine::training::{
@@ -79,10 +78,7 @@ fn run_analytical<'py>(
         None => None,
         Some(doc) => {
             let f: Fabric = serde_json::from_str(doc).map_err(|e| EngineInputError::new_err(format!("fabric: {e}")))?;
-            Some(FlowConfig {
-                topology: Topology::parse_simai(&f.path, &f.topology).map_err(input_err)?,
-                tuning: f.tuning().map_err(input_err)?,
-            })
+            Some(f.config().map_err(input_err)?)
         }
     };
     let platform = Platform {

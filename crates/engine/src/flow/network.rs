@@ -22,7 +22,7 @@ use crate::collective::cost::Links;
 use crate::collective::{Algorithm, Endpoint, GroupTopo, Schedule};
 use crate::error::{InputError, Result};
 use crate::network::{Comm, NetworkModel};
-use crate::routing::{link_between, Router};
+use crate::routing::{link_between, Router, Routes};
 use crate::topology::Topology;
 use crate::workload::{Collective, GroupId, OpKind, Workload};
 
@@ -92,6 +92,7 @@ struct InstanceRun {
 pub struct FlowNetwork {
     topo: Topology,
     router: Router,
+    user_routes: Routes,
     sim: FlowSim,
     scheduler: Scheduler,
     nvls: bool,
@@ -122,6 +123,7 @@ impl FlowNetwork {
         FlowNetwork {
             topo,
             router,
+            user_routes: Routes::default(),
             sim,
             scheduler,
             nvls,
@@ -137,6 +139,11 @@ impl FlowNetwork {
             ready: Vec::new(),
             clock: 0.0,
         }
+    }
+
+    /// Send every flow between the end nodes of a user route along it.
+    pub fn set_routes(&mut self, routes: Routes) {
+        self.user_routes = routes;
     }
 
     /// Delay every flow `ns` after it is posted (SimAI's AS_SEND_LAT).
@@ -161,6 +168,10 @@ impl FlowNetwork {
 
     /// Flows of one transfer between two nodes, appended to `out`.
     fn flows_between(&mut self, a: u32, b: u32, bytes: f64, out: &mut Vec<(Rc<[u32]>, f64)>) -> Result<()> {
+        if let Some(links) = self.user_routes.get(a, b) {
+            out.push((links.into(), bytes));
+            return Ok(());
+        }
         let t = &self.topo;
         if a < t.gpus && b < t.gpus && a != b && a / t.gpus_per_server == b / t.gpus_per_server {
             let via: Vec<Vec<u32>> = t

@@ -16,6 +16,7 @@ use crate::error::{InputError, Result};
 use crate::executor::{Execution, Executor};
 use crate::flow::network::{FlowNetwork, Tuning};
 use crate::layout::Axis;
+use crate::routing::Routes;
 use crate::topology::Topology;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -39,6 +40,16 @@ pub struct RunConfig {
 pub struct FlowConfig {
     pub topology: Topology,
     pub tuning: Tuning,
+    pub routes: Routes,
+}
+
+impl FlowConfig {
+    /// A fresh flow network on this fabric.
+    pub fn network(&self) -> Result<FlowNetwork> {
+        let mut net = FlowNetwork::tuned(self.topology.clone(), &self.tuning, |s| s)?;
+        net.set_routes(self.routes.clone());
+        Ok(net)
+    }
 }
 
 pub struct SimaiRun {
@@ -132,7 +143,7 @@ pub fn run_analytical(
                     "--compat simai is SimAI's analytical model; the flow backend runs in the default mode",
                 ));
             }
-            let mut net = FlowNetwork::tuned(f.topology.clone(), &f.tuning, |s| s)?;
+            let mut net = f.network()?;
             let execution = executor.run(&mut net, progress)?;
             (execution, net.carried_bytes().to_vec())
         }

@@ -18,8 +18,10 @@ use crate::collective::choose::Options;
 use crate::error::{InputError, Result};
 use crate::executor::{Execution, Executor};
 use crate::exposure::exposure;
-use crate::flow::network::{FlowNetwork, Tuning};
+use crate::flow::network::Tuning;
 use crate::flow::sweep::algorithm_option;
+use crate::routing::Routes;
+use crate::simai::run::FlowConfig;
 use crate::topology::Topology;
 use crate::workload::{OpKind, Workload};
 use hardware::Accelerator;
@@ -80,6 +82,11 @@ pub struct Fabric {
     pub pxn: bool,
     #[serde(default)]
     pub nvlstree: bool,
+    /// A routes file's text and where it came from ([`Routes::parse`]).
+    #[serde(default)]
+    pub routes: Option<String>,
+    #[serde(default)]
+    pub routes_path: Option<String>,
 }
 
 impl Fabric {
@@ -92,6 +99,16 @@ impl Fabric {
             algorithm: algorithm_option(&self.algorithm)?,
         };
         Ok(Tuning { options, channels: self.channels, seed: self.seed })
+    }
+
+    /// The topology, tuning and routes, parsed and checked.
+    pub fn config(&self) -> Result<FlowConfig> {
+        let topology = Topology::parse_simai(&self.path, &self.topology)?;
+        let routes = match &self.routes {
+            None => Routes::default(),
+            Some(text) => Routes::parse(self.routes_path.as_deref().unwrap_or("routes"), text, &topology)?,
+        };
+        Ok(FlowConfig { topology, tuning: self.tuning()?, routes })
     }
 }
 
@@ -146,7 +163,8 @@ pub fn run_training(input: &TrainingInput, progress: &mut dyn FnMut(f64) -> bool
     let exec = match &input.fabric {
         None => executor.run(&mut Analytical::new(Box::new(network_cost(input)?), plan.gpus_per_server), progress)?,
         Some(f) => {
-            let topo = Topology::parse_simai(&f.path, &f.topology)?;
+            let cfg = f.config()?;
+            let topo = &cfg.topology;
             if topo.gpus_per_server != plan.gpus_per_server {
                 return Err(InputError::field(
                     &f.path,
@@ -157,7 +175,7 @@ pub fn run_training(input: &TrainingInput, progress: &mut dyn FnMut(f64) -> bool
                     ),
                 ));
             }
-            executor.run(&mut FlowNetwork::tuned(topo, &f.tuning()?, |s| s)?, progress)?
+            executor.run(&mut cfg.network()?, progress)?
         }
     };
     let iteration_ns = exec.end_ns;
