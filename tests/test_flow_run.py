@@ -131,6 +131,9 @@ def test_user_routes_override_the_nvswitch(tmp_path):
         ("\n0 x 1\n", "routes.txt:2: node 2: 'x' is not a node number"),
         ("0 99999 1\n", "routes.txt:1: node 2: node 99999 is not in the topology"),
         ("3\n", "routes.txt:1: route: a route needs two distinct end nodes"),
+        ("0 {tor} 2 {tor} 1\n", "routes.txt:1: route: node 2 is a GPU, which does not forward"),
+        ("0 {tor} 0 {tor} 1\n", "routes.txt:1: route: node 0 is a GPU"),
+        ("0 {tor} {nvs} {tor} 1\n", "routes.txt:1: route: node {tor} comes twice"),
         ("0 {tor} 1\n0 {tor} 1\n", "routes.txt:2: route: a second route from 0 to 1 (the first is on line 1"),
     ],
 )
@@ -139,8 +142,9 @@ def test_bad_routes_are_refused_with_file_and_line(run_cli, tmp_path, routes, me
     topo = simai_template(None, gpu=8, gpu_per_server=8)
     write_fabric(tmp_path, topo)
     tor = next(lk.dst for lk in topo.links if lk.src == 0 and topo.kinds[lk.dst] == "switch")
-    (tmp_path / "routes.txt").write_text(routes.format(tor=tor))
+    nvs = next(lk.dst for lk in topo.links if lk.src == 0 and topo.kinds[lk.dst] == "nvswitch")
+    (tmp_path / "routes.txt").write_text(routes.format(tor=tor, nvs=nvs))
     code, _, err = run_cli("run", "-w", "w.txt", "-n", "fabric.txt", "--routes", "routes.txt", "-r", "o-")
     assert code == 2
-    assert message in err and err.count("\n") == 1, err
+    assert message.format(tor=tor) in err and err.count("\n") == 1, err
     assert not (tmp_path / "o-summary.json").exists()

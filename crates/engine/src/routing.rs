@@ -228,6 +228,13 @@ impl Routes {
             if nodes.len() < 2 || src == dst {
                 return Err(InputError::at(path, line, "route", "a route needs two distinct end nodes"));
             }
+            let inner = &nodes[1..nodes.len() - 1];
+            if let Some(v) = inner.iter().find(|&&v| !topo.is_transit(v)) {
+                return Err(InputError::at(path, line, "route", format!("node {v} is a GPU, which does not forward")));
+            }
+            if let Some(k) = (1..nodes.len()).find(|&k| nodes[..k].contains(&nodes[k])) {
+                return Err(InputError::at(path, line, "route", format!("node {} comes twice", nodes[k])));
+            }
             let mut links = Vec::new();
             links_of_path(topo, &nodes, src, dst, &mut links)
                 .map_err(|e| InputError::at(path, line, "route", e.message))?;

@@ -122,8 +122,8 @@ pub struct FlowSim {
     seen_mark: Vec<u64>,
     batch_mark: Vec<u64>,
     epoch: u64,
-    /// Per link, cached for one epoch: (epoch, load Σ r, largest r).
-    link_stat: Vec<(u64, f64, f64)>,
+    /// Per link, cached for one epoch: (epoch, saturated, largest r).
+    link_stat: Vec<(u64, bool, f64)>,
     /// Links whose flows changed, flows attached, parked batches met, since the last solve.
     touched: Vec<u32>,
     fresh: Vec<u32>,
@@ -169,7 +169,7 @@ impl FlowSim {
             seen_mark: Vec::new(),
             batch_mark: Vec::new(),
             epoch: 0,
-            link_stat: vec![(0, 0.0, 0.0); n],
+            link_stat: vec![(0, false, 0.0); n],
             touched: Vec::new(),
             fresh: Vec::new(),
             to_resume: Vec::new(),

@@ -262,17 +262,21 @@ impl FlowSim {
 
     fn bottleneck_at(&mut self, h: usize, l: usize, re: u64) -> bool {
         if self.link_stat[l].0 != re {
-            let (mut load, mut top) = (0.0_f64, 0.0_f64);
+            let (mut load, mut top, mut n) = (0.0_f64, 0.0_f64, 0.0_f64);
             for &g in &self.link_flows[l] {
                 if self.state[g as usize] == State::Active {
                     load += self.rate[g as usize];
                     top = top.max(self.rate[g as usize]);
+                    n += 1.0;
                 }
             }
-            self.link_stat[l] = (re, load, top);
+            // Saturated: what is left would not grow the largest flow by FAIR_EPS (beyond the
+            // rounding of the sum). Slack relative to C instead would starve many small flows.
+            let saturated = self.cap[l] - load <= FAIR_EPS * top + 4.0 * n * f64::EPSILON * self.cap[l];
+            self.link_stat[l] = (re, saturated, top);
         }
-        let (_, load, top) = self.link_stat[l];
-        load >= self.cap[l] * (1.0 - FAIR_EPS) && self.rate[h] >= top * (1.0 - FAIR_EPS)
+        let (_, saturated, top) = self.link_stat[l];
+        saturated && self.rate[h] >= top * (1.0 - FAIR_EPS)
     }
 
     /// A fresh finish event for every flow whose rate moved.

@@ -428,3 +428,32 @@ fn local_re_solves_give_the_whole_component_answer() {
         }
     }
 }
+
+#[test]
+fn many_small_flows_do_not_hide_a_link_s_spare_capacity() {
+    // L (cap 1) holds X and 1000 flows S that P (0.999) bottlenecks; T joins P and K (5e-10) at
+    // t = 10, so the S lose 5e-10 in all and X must gain it on L: a spare of 5e-10 on L is
+    // within 1e-9 of C but half a millionth of X's rate.
+    let kinds = vec![NodeKind::Gpu, NodeKind::Switch, NodeKind::Switch, NodeKind::Switch];
+    let mut links = Vec::new();
+    for (s, cap) in [(1, 1.0), (2, 0.999), (3, 5e-10)] {
+        both(&mut links, 0, s, cap, 0.0);
+    }
+    let t = Topology::from_parts("star", kinds, links, 1, "H100").unwrap();
+    let end_of_x = |incremental: bool| {
+        let mut sim = FlowSim::new(&t);
+        sim.set_incremental(incremental);
+        sim.add_batch(0.0, vec![(vec![0u32], 1.0)], 1, 0);
+        sim.add_batch(0.0, (0..1000).map(|_| (vec![0u32, 2], 1e6)), 1, 1);
+        sim.add_batch(10.0, vec![(vec![2u32, 4], 1e6)], 1, 2);
+        let mut fin = Vec::new();
+        loop {
+            sim.step(&mut fin).unwrap();
+            if let Some(&(_, t)) = fin.iter().find(|(tag, _)| *tag == 0) {
+                return t;
+            }
+        }
+    };
+    let (local, whole) = (end_of_x(true), end_of_x(false));
+    assert!(close(local, whole, 1e-12), "{local} vs {whole}");
+}
