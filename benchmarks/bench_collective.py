@@ -12,15 +12,9 @@ resource.getrusage. Median of --runs.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import statistics
-import subprocess
-import sys
-import time
 
-from results import write_section
+from results import measure_child, run_header, write_section
 
 CHILD = """
 import json, resource, sys, time
@@ -46,34 +40,19 @@ CASES = [
 ]
 
 
-def measure(spec: list[object]) -> list[float]:
-    out = subprocess.run(
-        [sys.executable, "-c", CHILD, json.dumps(spec)],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=600,
-    )
-    if out.returncode != 0:
-        raise SystemExit(f"{spec} failed: {out.stderr}")
-    return json.loads(out.stdout)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--write", action="store_true", help="record the result in benchmarks/RESULTS.md")
     args = ap.parse_args()
     lines = [
-        f"Run of {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on"
-        f" {platform.processor() or platform.machine()}, {os.cpu_count()} cores,"
-        f" Python {platform.python_version()}; median of {args.runs} runs.",
+        run_header(args.runs),
         "",
         "| case | sweep s | peak RSS MB | busbw at largest S, GB/s | algorithm | target |",
         "|---|---|---|---|---|---|",
     ]
     for label, name, gpus, pods, algo, sizes, t_max, rss_max in CASES:
-        runs = [measure([name, gpus, pods, algo, sizes]) for _ in range(args.runs)]
+        runs = [measure_child(CHILD, [name, gpus, pods, algo, sizes], timeout=600) for _ in range(args.runs)]
         wall, rss = (statistics.median(float(r[i]) for r in runs) for i in range(2))
         ok = wall <= t_max and (rss_max is None or rss <= rss_max)
         target = f"≤ {t_max:g} s" + (f", ≤ {rss_max:g} MB" if rss_max else "")

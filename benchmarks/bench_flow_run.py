@@ -11,17 +11,11 @@ topology file included, building the template excluded), RSS the child's peak. M
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import statistics
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
-from results import write_section
+from results import measure_child, run_header, write_section
 
 WORKLOAD = Path(__file__).resolve().parent.parent / "examples" / "workload_analytical.txt"
 
@@ -43,19 +37,6 @@ CASES = [
 ]
 
 
-def measure(spec: list[object]) -> list[float]:
-    out = subprocess.run(
-        [sys.executable, "-c", CHILD, json.dumps(spec)],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=1800,
-    )
-    if out.returncode != 0:
-        raise SystemExit(f"{spec} failed: {out.stderr}")
-    return json.loads(out.stdout)
-
-
 def main() -> None:
     from clustersim.topology import simai_template
 
@@ -64,9 +45,7 @@ def main() -> None:
     ap.add_argument("--write", action="store_true", help="record the result in benchmarks/RESULTS.md")
     args = ap.parse_args()
     lines = [
-        f"Run of {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on"
-        f" {platform.processor() or platform.machine()}, {os.cpu_count()} cores,"
-        f" Python {platform.python_version()}; median of {args.runs} runs.",
+        run_header(args.runs),
         "",
         "| case | wall s | peak RSS MB | iteration ms | target |",
         "|---|---|---|---|---|",
@@ -75,7 +54,10 @@ def main() -> None:
         for label, name, gpus, t_max in CASES:
             fabric = Path(tmp) / f"{name}-{gpus}.txt"
             simai_template(name, gpu=gpus).write(fabric)
-            runs = [measure([str(WORKLOAD), str(fabric), gpus]) for _ in range(args.runs)]
+            runs = [
+                measure_child(CHILD, [str(WORKLOAD), str(fabric), gpus], timeout=1800)
+                for _ in range(args.runs)
+            ]
             wall, rss, iteration = (statistics.median(float(r[i]) for r in runs) for i in range(3))
             target = "—" if t_max is None else f"≤ {t_max:g} s " + ("✅" if wall <= t_max else "❌")
             lines.append(f"| {label} | {wall:.1f} | {rss:.0f} | {iteration:.1f} | {target} |")

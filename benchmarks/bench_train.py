@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -18,7 +17,7 @@ import sysconfig
 import time
 from pathlib import Path
 
-from results import write_section
+from results import run_header, write_section
 
 ROOT = Path(__file__).resolve().parents[1]
 ARGS = [
@@ -77,9 +76,7 @@ def main() -> None:
     mark = "✅ pass" if cpu <= 2 and rss <= 1000 else "❌ fail"
     table = "\n".join(
         [
-            f"Run of {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on"
-            f" {platform.processor() or platform.machine()}, {os.cpu_count()} cores,"
-            f" Python {platform.python_version()}; median of {args.runs} runs.",
+            run_header(args.runs),
             "",
             "| case | CPU s | peak RSS MB | wall s | target ≤ 2 s, ≤ 1 GB |",
             "|---|---|---|---|---|",
