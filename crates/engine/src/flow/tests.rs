@@ -141,18 +141,22 @@ fn user_routes_override_and_bad_ones_are_input_errors() {
 /// A batch for [`run_batches`]: (src, dst, bytes) flows, runs, start time.
 type TestBatch = (Vec<(u32, u32, f64)>, u32, f64);
 
-/// Run `batches` (flow lists with repeats, start times) plus extra single flows; completion
-/// time of each, in the order given.
-fn run_batches(t: &Topology, batches: &[TestBatch], ff: bool) -> (Vec<f64>, u64, Vec<f64>) {
+/// Run `batches` (flow lists with repeats, start times), each flow ECMP-routed as its own;
+/// completion time of each batch in the order given, solves, bytes per link. `ff`: fast-forward
+/// repeats; `incremental`: re-solve rates locally.
+fn run_batches(t: &Topology, batches: &[TestBatch], ff: bool, incremental: bool) -> (Vec<f64>, u64, Vec<f64>) {
     let mut router = Router::new(t, 0);
     let mut sim = FlowSim::new(t);
     sim.set_fast_forward(ff);
+    sim.set_incremental(incremental);
+    let mut id = 0;
     for (k, (flows, repeat, start)) in batches.iter().enumerate() {
         let fl: Vec<_> = flows
             .iter()
             .map(|&(s, d, bytes)| {
                 let mut p = Vec::new();
-                router.route(t, s, d, 0, &mut p).unwrap();
+                id += 1;
+                router.route(t, s, d, id, &mut p).unwrap();
                 (p, bytes)
             })
             .collect();
@@ -178,8 +182,8 @@ fn repeated_runs_fast_forward_and_resume_exactly() {
         (vec![(3, 1, 250.0)], 1, 12345.6),
         (vec![(0, 2, 400.0)], 3, 30000.0),
     ];
-    let (fast, solves_fast, carried_fast) = run_batches(&t, &batches, true);
-    let (slow, solves_slow, carried_slow) = run_batches(&t, &batches, false);
+    let (fast, solves_fast, carried_fast) = run_batches(&t, &batches, true, true);
+    let (slow, solves_slow, carried_slow) = run_batches(&t, &batches, false, true);
     for (a, b) in fast.iter().zip(&slow) {
         assert!(close(*a, *b, 1e-12), "{fast:?} vs {slow:?}");
     }
@@ -188,8 +192,8 @@ fn repeated_runs_fast_forward_and_resume_exactly() {
     }
     assert!(solves_fast * 4 < solves_slow, "{solves_fast} vs {solves_slow}");
     // Alone, 50 runs take 50 times one run.
-    let (one, _, _) = run_batches(&t, &batches[..1], true);
-    let single = run_batches(&t, &[(batches[0].0.clone(), 1, 0.0)], false).0[0];
+    let (one, _, _) = run_batches(&t, &batches[..1], true, true);
+    let single = run_batches(&t, &[(batches[0].0.clone(), 1, 0.0)], false, true).0[0];
     assert!(close(one[0], 50.0 * single, 1e-12), "{} vs {}", one[0], 50.0 * single);
 }
 
@@ -371,34 +375,6 @@ impl Lcg {
     }
 }
 
-/// Completion time of each batch of `batches` (ECMP-routed), solving rates locally or whole.
-fn run_random(t: &Topology, batches: &[TestBatch], incremental: bool) -> Vec<f64> {
-    let mut router = Router::new(t, 7);
-    let mut sim = FlowSim::new(t);
-    sim.set_incremental(incremental);
-    let mut id = 0;
-    for (k, (flows, repeat, start)) in batches.iter().enumerate() {
-        let fl: Vec<_> = flows
-            .iter()
-            .map(|&(s, d, bytes)| {
-                let mut p = Vec::new();
-                id += 1;
-                router.route(t, s, d, id, &mut p).unwrap();
-                (p, bytes)
-            })
-            .collect();
-        sim.add_batch(*start, fl, *repeat, k as u64);
-    }
-    let mut out = vec![f64::NAN; batches.len()];
-    let mut fin = Vec::new();
-    while sim.step(&mut fin).is_some() {
-        for (tag, time) in fin.drain(..) {
-            out[tag as usize] = time;
-        }
-    }
-    out
-}
-
 #[test]
 fn local_re_solves_give_the_whole_component_answer() {
     // Random leaf-spine fabrics (uneven uplinks, ECMP collisions) under random batches of
@@ -421,8 +397,8 @@ fn local_re_solves_give_the_whole_component_answer() {
                 (flows, 1 + rng.below(4), 2e4 * rng.next())
             })
             .collect();
-        let local = run_random(&t, &batches, true);
-        let whole = run_random(&t, &batches, false);
+        let local = run_batches(&t, &batches, true, true).0;
+        let whole = run_batches(&t, &batches, true, false).0;
         for (a, b) in local.iter().zip(&whole) {
             assert!(close(*a, *b, 1e-9), "case {case}: {local:?} vs {whole:?}");
         }
