@@ -255,10 +255,6 @@ impl Routes {
     pub fn get(&self, src: u32, dst: u32) -> Option<&[u32]> {
         self.0.get(&(src, dst)).map(Vec::as_slice)
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
 }
 
 #[cfg(test)]

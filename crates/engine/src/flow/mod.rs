@@ -484,7 +484,6 @@ impl FlowSim {
     /// then (with that time). Returns the time processed, or None when nothing is pending.
     pub fn step(&mut self, finished: &mut Vec<(u64, f64)>) -> Option<f64> {
         let now = self.heap.peek()?.time;
-        self.touched.clear();
         while self.heap.peek().is_some_and(|e| e.time <= now) {
             let e = self.heap.pop().expect("peeked").item;
             match e.kind {
