@@ -2,6 +2,7 @@
 //! (conversion only).
 
 use clustersim_engine::collective::choose::Options;
+use clustersim_engine::collective::Protocol;
 use clustersim_engine::flow::sweep::{self, SweepOptions};
 use clustersim_engine::flow::{completion_times, FlowSpec};
 use clustersim_engine::topology::Topology;
@@ -38,7 +39,7 @@ pub fn flow_completion_times(
 #[pyfunction]
 #[pyo3(signature = (
     topology, collective, sizes, algorithm = "auto", channels = 0, ranks = None, seed = 0,
-    send_lat_us = None, nvls = false, pxn = false, nvlstree = false
+    send_lat_us = None, nvls = false, pxn = false, nvlstree = false, protocol = None
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn collective_sweep(
@@ -54,6 +55,7 @@ pub fn collective_sweep(
     nvls: bool,
     pxn: bool,
     nvlstree: bool,
+    protocol: Option<&str>,
 ) -> PyResult<Vec<(f64, String)>> {
     py.detach(|| {
         let c = sweep::parse_collective(collective)?;
@@ -63,6 +65,7 @@ pub fn collective_sweep(
             pxn_enable: pxn,
             nvlstree_enable: nvlstree,
             algorithm: sweep::algorithm_option(algorithm)?,
+            protocol: protocol.map(Protocol::parse).transpose()?,
         };
         let topo = Topology::parse_simai("topology", topology)?;
         let opts = SweepOptions { choose, channels, ranks, seed };

@@ -28,6 +28,8 @@ pub struct GroupShape {
     /// TP and EP sizes of the layout (SimAI's formulas are written in them).
     pub tp: u32,
     pub ep: u32,
+    /// Global ranks of the first instance, in group order.
+    pub ranks: Vec<u32>,
 }
 
 /// A closed-form price for communications.
@@ -86,6 +88,7 @@ impl NetworkModel for Analytical {
                     per_node,
                     tp,
                     ep,
+                    ranks: members,
                 }
             })
             .collect();

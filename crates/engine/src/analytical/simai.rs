@@ -219,7 +219,7 @@ mod tests {
 
     fn shape(name: &str, size: u32) -> GroupShape {
         // Layout of the tests: t = 2, e = 4, 64 GPUs in servers of 8 → DP 32, DP_EP 8.
-        GroupShape { name: name.into(), size, nodes: 0, per_node: 0, tp: 2, ep: 4 }
+        GroupShape { name: name.into(), size, nodes: 0, per_node: 0, tp: 2, ep: 4, ranks: (0..size).collect() }
     }
 
     fn builtin() -> SimaiBuiltin {

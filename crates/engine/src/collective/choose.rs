@@ -1,66 +1,29 @@
-//! Which algorithm (and protocol) runs a collective: the shape of NCCL's tuning model.
+//! Which algorithm and protocol run a collective: NCCL's tuning model.
 //!
-//! For every candidate algorithm a and protocol p (shared/reference/hardware.md §4, NCCL 2.30
-//! `src/graph/tuning.cc`):
+//! For every candidate algorithm a and protocol p, the time is the schedule's price with NCCL's
+//! timing ([`super::nccl`]: per-call latency, protocol and algorithm efficiency) by
+//! [`super::cost::schedule_ns`], the same price the analytical model charges and, on a
+//! non-blocking fabric, the time the flow model takes. The smallest wins, as NCCL picks the
+//! (algorithm, protocol) of least predicted time per call.
 //!
-//! ```text
-//! t(a, p) = lat(a, p) + β(a) / eff(p)
-//! lat(a, p) = base(a, p) + hops_intra(a) · hw_nvlink(a, p) + hops_inter(a) · hw_net(a, p)   [µs]
-//! ```
-//!
-//! β(a) is the bandwidth part of the algorithm's own schedule, priced by [`super::cost::schedule_ns`]
-//! with zero α: one definition per algorithm. eff(p) = 0.5 (LL: half of each line is flags),
-//! 0.92 (LL128: 120 data bytes per 128) or 1 (Simple). Hop counts, with n ranks, N servers and
-//! m ranks on the fullest server: ring 2(n−1) steps for all-reduce (n−1 otherwise) of which
-//! 2(N−1) (N−1) cross servers; tree 2(m−1) intra and 2⌈log2 N⌉ inter; NVLS one intra hop;
-//! NVLS tree one intra and 2⌈log2 N⌉ inter; PXN the ring's (direct's) plus one intra relay;
-//! halving-doubling, direct and hierarchical one hop per dependent step of their schedule.
-//! The smallest t wins.
-//!
-//! The options mirror SimAI's environment variables (shared/reference/formats.md §7):
-//! `AS_SEND_LAT` (µs every transfer step waits before it starts, replacing NCCL's latency table:
-//! lat = (hops_intra + hops_inter) · send_lat), `AS_NVLS_ENABLE`, `AS_PXN_ENABLE` and
-//! `AS_NVLSTREE_ENABLE` (each default off, as in SimAI). Candidates are NCCL's own: ring, tree,
-//! direct (all-to-all), NVLS and NVLS tree when enabled (and the group allows), PXN when enabled
-//! and the group spans servers. Halving-doubling and hierarchical run only when forced.
+//! The options mirror NCCL's and SimAI's environment variables (shared/reference/formats.md §7):
+//! `NCCL_ALGO` / `NCCL_PROTO` force an algorithm / protocol; `AS_SEND_LAT` (µs every transfer
+//! step waits before it starts) replaces NCCL's latency model; `AS_NVLS_ENABLE`,
+//! `AS_PXN_ENABLE` and `AS_NVLSTREE_ENABLE` (each default off, as in SimAI). Candidates are
+//! NCCL's own: ring, tree, direct (all-to-all), NVLS and NVLS tree when enabled (and the group
+//! allows), PXN when enabled and the group spans servers. Halving-doubling and hierarchical run
+//! only when forced.
 
-use super::cost::{schedule_ns, Links};
+use super::cost::{timed_ns, Links};
+use super::nccl::{algorithm_efficiency, call_latency_ns, hops, latencies, Protocol, Timing};
 use super::{schedule, valid_algorithms, Algorithm, GroupTopo, Schedule};
 use crate::error::InputError;
 use crate::workload::Collective;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Protocol {
-    LL,
-    LL128,
-    Simple,
-}
-
-impl Protocol {
-    pub const ALL: [Protocol; 3] = [Protocol::LL, Protocol::LL128, Protocol::Simple];
-
-    /// Fraction of the link rate that carries data.
-    pub fn efficiency(self) -> f64 {
-        match self {
-            Protocol::LL => 0.5,
-            Protocol::LL128 => 0.92,
-            Protocol::Simple => 1.0,
-        }
-    }
-}
-
-/// NCCL 2.30's latencies (µs) for Ring, indexed by [`Protocol`]: (base, NVLink hop, network hop).
-pub const RING_LATENCY_US: [(f64, f64, f64); 3] = [(6.6, 0.6, 2.7), (14.0, 1.9, 4.0), (8.4, 3.4, 14.0)];
-/// The same for Tree.
-pub const TREE_LATENCY_US: [(f64, f64, f64); 3] = [(6.8, 0.6, 5.0), (14.0, 1.25, 8.5), (8.4, 4.0, 14.0)];
-/// NVLS and NVLS tree run Simple only: no base, 25 µs per NVLink hop, 18 (NVLS) / 20.9 (NVLS tree) per network hop.
-pub const NVLS_LATENCY_US: (f64, f64, f64) = (0.0, 25.0, 18.0);
-pub const NVLS_TREE_LATENCY_US: (f64, f64, f64) = (0.0, 25.0, 20.9);
-
 /// How to choose; `Default` is SimAI's defaults (NCCL latencies, NVLS / PXN / NVLS tree off).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Options {
-    /// `AS_SEND_LAT`, µs per transfer step; None: NCCL's latency table.
+    /// `AS_SEND_LAT`, µs per transfer step; None: NCCL's latency model.
     pub send_lat_us: Option<f64>,
     /// `AS_NVLS_ENABLE`.
     pub nvls_enable: bool,
@@ -68,11 +31,13 @@ pub struct Options {
     pub pxn_enable: bool,
     /// `AS_NVLSTREE_ENABLE`.
     pub nvlstree_enable: bool,
-    /// Run this algorithm whatever the prediction (it must be able to run the collective).
+    /// `NCCL_ALGO`: run this algorithm whatever the prediction (it must be able to run the collective).
     pub algorithm: Option<Algorithm>,
+    /// `NCCL_PROTO`: run this protocol (the algorithm must support it).
+    pub protocol: Option<Protocol>,
 }
 
-/// The chosen algorithm and protocol, the predicted time, and the schedule to run.
+/// The chosen algorithm and protocol, the predicted time, and the schedule to run (its timing set).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Choice {
     pub algorithm: Algorithm,
@@ -81,75 +46,27 @@ pub struct Choice {
     pub schedule: Schedule,
 }
 
-/// (intra-server, inter-server) latency hops of `algo`, from its shape or its schedule.
-fn hops(c: Collective, algo: Algorithm, g: &GroupTopo, s: &Schedule) -> (u32, u32) {
-    let servers = g.servers();
-    let (n, nodes) = (g.size(), servers.members.len() as u32);
-    let m = servers.members.iter().map(|v| v.len() as u32).max().unwrap_or(1);
-    let log2_nodes = 32 - (nodes - 1).leading_zeros();
-    let ring = || {
-        let (steps, inter) =
-            if c == Collective::AllReduce { (2 * (n - 1), 2 * (nodes - 1)) } else { (n - 1, nodes - 1) };
-        (steps - inter, inter)
-    };
-    match algo {
-        Algorithm::Ring => ring(),
-        Algorithm::Tree => (2 * (m - 1), 2 * log2_nodes),
-        Algorithm::Nvls => (1, 0),
-        Algorithm::NvlsTree => (1, 2 * log2_nodes),
-        Algorithm::Pxn if c == Collective::AllToAll => (1, (nodes > 1) as u32),
-        Algorithm::Pxn => {
-            let (intra, inter) = ring();
-            (intra + (nodes > 1) as u32, inter)
-        }
-        Algorithm::HalvingDoubling | Algorithm::Direct | Algorithm::Hierarchical => {
-            let crosses = |p: &super::Phase| {
-                p.transfers.iter().any(|t| match (t.src, t.dst) {
-                    (super::Endpoint::Rank(a), super::Endpoint::Rank(b)) => {
-                        servers.of_rank[a as usize] != servers.of_rank[b as usize]
-                    }
-                    _ => false,
-                })
-            };
-            s.phases.iter().fold((0, 0), |(i, e), p| if crosses(p) { (i, e + p.repeat) } else { (i + p.repeat, e) })
-        }
+/// The timings `algo` can run `c` on `g` with: one per protocol (NCCL), or AS_SEND_LAT's.
+fn timings(c: Collective, algo: Algorithm, g: &GroupTopo, s: &Schedule, links: &Links, opts: &Options) -> Vec<Timing> {
+    if let Some(x) = opts.send_lat_us {
+        return vec![Timing { step_latency_ns: Some(x * 1e3), ..Timing::RAW }];
     }
-}
-
-/// Predicted ns of `algo` with each protocol it runs, from its schedule `s`.
-fn predict(
-    c: Collective,
-    algo: Algorithm,
-    g: &GroupTopo,
-    s: &Schedule,
-    links: &Links,
-    opts: &Options,
-) -> Result<Vec<(Protocol, f64)>, InputError> {
-    let bandwidth_only = Links { alpha_nvlink_ns: 0.0, alpha_net_ns: 0.0, ..*links };
-    let beta = schedule_ns(s, g, &bandwidth_only)?;
-    let (intra, inter) = hops(c, algo, g, s);
-    let (intra, inter) = (intra as f64, inter as f64);
-    let table: Vec<(Protocol, (f64, f64, f64))> = match algo {
-        Algorithm::Ring => Protocol::ALL.into_iter().zip(RING_LATENCY_US).collect(),
-        Algorithm::Tree => Protocol::ALL.into_iter().zip(TREE_LATENCY_US).collect(),
-        Algorithm::Nvls => vec![(Protocol::Simple, NVLS_LATENCY_US)],
-        Algorithm::NvlsTree => vec![(Protocol::Simple, NVLS_TREE_LATENCY_US)],
-        _ => vec![(Protocol::Simple, RING_LATENCY_US[2])],
-    };
-    Ok(table
+    let nodes = g.servers().members.len() as u32;
+    let h = hops(c, algo, g, s);
+    latencies(algo)
         .into_iter()
-        .map(|(p, (base, nv, net))| {
-            let lat_us = match opts.send_lat_us {
-                Some(x) => (intra + inter) * x,
-                None => base + intra * nv + inter * net,
-            };
-            (p, lat_us * 1e3 + beta / p.efficiency())
+        .filter(|(p, _)| opts.protocol.is_none_or(|want| want == *p))
+        .map(|(p, lat)| Timing {
+            protocol: p,
+            efficiency: p.efficiency() * algorithm_efficiency(algo),
+            call_latency_ns: call_latency_ns(c, algo, p, lat, h, nodes, (links.alpha_nvlink_ns, links.alpha_net_ns)),
+            step_latency_ns: None,
         })
-        .collect())
+        .collect()
 }
 
 /// Choose how to run collective `c` of S = `bytes` on `g` with `channels` channels, on links of
-/// the given bandwidths (their α are not used: latency comes from NCCL's table or AS_SEND_LAT).
+/// the given bandwidths and physical latencies.
 pub fn choose(
     c: Collective,
     g: &GroupTopo,
@@ -180,27 +97,33 @@ pub fn choose(
                 .collect()
         }
     };
-    let mut best: Option<Choice> = None;
+    let mut best: Option<(Algorithm, Timing, f64, Schedule)> = None;
     for algo in candidates {
         let s = schedule(c, algo, g, bytes, channels)?;
-        for (protocol, t) in predict(c, algo, g, &s, links, opts)? {
-            if best.as_ref().is_none_or(|b| t < b.predicted_ns) {
-                best = Some(Choice { algorithm: algo, protocol, predicted_ns: t, schedule: s.clone() });
+        for timing in timings(c, algo, g, &s, links, opts) {
+            let t = timed_ns(&s, &timing, g, links)?;
+            if best.as_ref().is_none_or(|b| t < b.2) {
+                best = Some((algo, timing, t, s.clone()));
             }
         }
     }
-    best.ok_or_else(|| {
+    let Some((algorithm, timing, predicted_ns, schedule)) = best else {
         let valid: Vec<&str> = valid_algorithms(c, g).iter().map(|a| a.name()).collect();
-        super::err(
+        let forced = match (opts.algorithm, opts.protocol) {
+            (Some(a), Some(p)) => format!("; {} does not run {}", a.name(), p.name()),
+            _ => String::new(),
+        };
+        return Err(super::err(
             "algorithm",
             format!(
-                "no enabled algorithm runs {} on {} ranks (valid here: {}; force one or enable NVLS / PXN)",
+                "no enabled algorithm runs {} on {} ranks (valid here: {}; force one or enable NVLS / PXN){forced}",
                 c.name(),
                 g.size(),
                 valid.join(", ")
             ),
-        )
-    })
+        ));
+    };
+    Ok(Choice { algorithm, protocol: timing.protocol, predicted_ns, schedule: Schedule { timing, ..schedule } })
 }
 
 #[cfg(test)]
@@ -224,8 +147,8 @@ mod tests {
         assert_eq!((big.algorithm, big.protocol), (Algorithm::Nvls, Protocol::Simple));
         let off = pick(AllReduce, &server, 1 << 30, &Options::default());
         assert!(matches!(off.algorithm, Algorithm::Ring | Algorithm::Tree), "{:?}", off.algorithm);
-        // NVLS (≈ S/B) is faster than the ring (≈ 1.75 S/B) by more than its latency.
-        assert!(big.predicted_ns < off.predicted_ns / 1.5);
+        // NVLS (≈ S/(0.8·B): NCCL's NVLS efficiency) is faster than the ring (≈ 1.75 S/B).
+        assert!(big.predicted_ns < off.predicted_ns / 1.3);
         // 4 KiB: LL ring, 6.6 + 14 × 0.6 = 15 µs, beats NVLS's 25 µs.
         let small = pick(AllReduce, &server, 4096, &on);
         assert_eq!((small.algorithm, small.protocol), (Algorithm::Ring, Protocol::LL));

@@ -6,16 +6,19 @@
 //! concurrently, so the phase lasts as long as its busiest port:
 //!
 //! ```text
-//! T = Σ_phases repeat · ( α(phase) + max over endpoints e, port kinds k ∈ {nv, nic} of
-//!                          max(out_k(e), in_k(e)) / B_k(e) )
-//! α(phase) = α_net if any transfer crosses servers, else α_nv
+//! T = lat + Σ_phases repeat · ( α(phase) + max over endpoints e, port kinds k ∈ {nv, nic} of
+//!                                max(out_k(e), in_k(e)) / (eff · B_k(e)) )
+//! α(phase) = step latency + (α_net if any transfer crosses servers, else α_nv), or 0
 //! ```
 //!
-//! out_k(e) / in_k(e): bytes leaving / entering e on ports of kind k in one repetition.
-//! GB/s are 10⁹ B/s, so bytes / GB/s is ns. Examples (one server per rank on the NIC, B = B_nic):
-//! a ring all-reduce is 2(n−1)(α + S/(n·B)); its 1/c-sized channels sum back to the same bytes.
+//! out_k(e) / in_k(e): bytes leaving / entering e on ports of kind k in one repetition. lat, eff
+//! and the step latency are the schedule's [`Timing`] (NCCL's per-call latency, protocol and
+//! algorithm efficiency, [`super::nccl`]); a schedule whose latency is all per call has α = 0,
+//! a bare one ([`Timing::RAW`]) pays the physical α of its links every step. GB/s are 10⁹ B/s, so
+//! bytes / GB/s is ns. Example (one server per rank, B = B_nic, bare schedule): a ring all-reduce
+//! is 2(n−1)(α + S/(n·B)); its 1/c-sized channels sum back to the same bytes.
 
-use super::{err, Endpoint, GroupTopo, Schedule};
+use super::{err, Endpoint, GroupTopo, Schedule, Timing};
 use crate::error::InputError;
 
 /// Link speeds and per-step latencies of the platform a schedule is priced on.
@@ -25,14 +28,22 @@ pub struct Links {
     pub nvlink_gbps: f64,
     /// Network bandwidth per GPU and direction (its share of the server's NICs), GB/s.
     pub nic_gbps: f64,
-    /// Latency of a step whose transfers stay inside servers, ns.
+    /// Physical latency of a path between GPUs of one server (NVLink), ns.
     pub alpha_nvlink_ns: f64,
-    /// Latency of a step with a transfer across servers, ns.
+    /// Physical latency of a path between GPUs of two servers (the network), ns.
     pub alpha_net_ns: f64,
 }
 
 /// ns that `s` takes on group `g` over `links`: the equation of the module documentation.
 pub fn schedule_ns(s: &Schedule, g: &GroupTopo, links: &Links) -> Result<f64, InputError> {
+    timed_ns(s, &s.timing, g, links)
+}
+
+/// ns that the phases of `s` take when run with `timing` instead of its own.
+pub fn timed_ns(s: &Schedule, timing: &Timing, g: &GroupTopo, links: &Links) -> Result<f64, InputError> {
+    if !(timing.efficiency > 0.0 && timing.efficiency <= 1.0) {
+        return Err(err("efficiency", format!("must be in (0, 1], got {}", timing.efficiency)));
+    }
     for (name, v) in [("nvlink_gbps", links.nvlink_gbps), ("nic_gbps", links.nic_gbps)] {
         if !(v > 0.0 && v.is_finite()) {
             return Err(err(name, format!("bandwidth must be a positive number of GB/s, got {v}")));
@@ -58,7 +69,7 @@ pub fn schedule_ns(s: &Schedule, g: &GroupTopo, links: &Links) -> Result<f64, In
             _ => Err(err("schedule", format!("{e:?} is not in this group of {n} ranks on {nodes} servers"))),
         }
     };
-    let mut total = 0.0;
+    let mut total = timing.call_latency_ns;
     for phase in &s.phases {
         let mut crosses = false;
         for t in &phase.transfers {
@@ -88,8 +99,10 @@ pub fn schedule_ns(s: &Schedule, g: &GroupTopo, links: &Links) -> Result<f64, In
                 busiest = busiest.max(out_net[e].max(in_net[e]) / links.nic_gbps);
             }
         }
-        let alpha = if crosses { links.alpha_net_ns } else { links.alpha_nvlink_ns };
-        total += phase.repeat as f64 * (alpha + busiest);
+        let alpha = timing
+            .step_latency_ns
+            .map_or(0.0, |x| x + if crosses { links.alpha_net_ns } else { links.alpha_nvlink_ns });
+        total += phase.repeat as f64 * (alpha + busiest / timing.efficiency);
         for v in [&mut out_nv, &mut in_nv, &mut out_net, &mut in_net] {
             v.iter_mut().for_each(|x| *x = 0.0);
         }

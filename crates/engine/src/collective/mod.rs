@@ -24,6 +24,7 @@ pub mod cost;
 mod direct;
 mod halving_doubling;
 mod hierarchical;
+pub mod nccl;
 mod nvls;
 mod pxn;
 mod ring;
@@ -31,6 +32,7 @@ mod tree;
 
 use crate::error::InputError;
 use crate::workload::Collective;
+pub use nccl::{Protocol, Timing};
 
 /// Where a transfer starts or ends: a rank of the group (index into GroupTopo::ranks) or the
 /// NVSwitch (in-switch reduction / multicast unit) of one server of the group (server index = position
@@ -60,6 +62,8 @@ pub struct Phase {
 pub struct Schedule {
     pub algorithm: Algorithm,
     pub phases: Vec<Phase>,
+    /// Protocol, efficiency and latency ([`nccl`]); [`Timing::RAW`] until the tuner sets them.
+    pub timing: Timing,
 }
 
 impl Schedule {
@@ -297,7 +301,7 @@ pub fn schedule(
         ));
     }
     if g.size() <= 1 || bytes == 0 {
-        return Ok(Schedule { algorithm: algo, phases: Vec::new() });
+        return Ok(Schedule { algorithm: algo, phases: Vec::new(), timing: Timing::RAW });
     }
     let b = bytes as f64;
     let mut phases = match algo {
@@ -315,7 +319,7 @@ pub fn schedule(
         }
     };
     phases.retain(|p| p.repeat > 0 && !p.transfers.is_empty());
-    Ok(Schedule { algorithm: algo, phases })
+    Ok(Schedule { algorithm: algo, phases, timing: Timing::RAW })
 }
 
 /// A point-to-point send of `bytes` from group rank `src` to `dst`. With `pxn`, a send to
@@ -331,11 +335,11 @@ pub fn send_recv(g: &GroupTopo, src: u32, dst: u32, bytes: u64, pxn: bool) -> Re
     }
     let algorithm = if pxn { Algorithm::Pxn } else { Algorithm::Direct };
     if src == dst || bytes == 0 {
-        return Ok(Schedule { algorithm, phases: Vec::new() });
+        return Ok(Schedule { algorithm, phases: Vec::new(), timing: Timing::RAW });
     }
     let phase = Phase { transfers: vec![send(src, dst, bytes as f64)], repeat: 1 };
     let phases = if pxn { pxn::relay(vec![phase], g, &g.servers()) } else { vec![phase] };
-    Ok(Schedule { algorithm, phases })
+    Ok(Schedule { algorithm, phases, timing: Timing::RAW })
 }
 
 #[cfg(test)]

@@ -89,6 +89,15 @@ struct Batch {
     live: bool,
 }
 
+/// What a flow waits before it starts moving bytes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Wait {
+    /// Its path latency and `extra_ns` more (SimAI's AS_SEND_LAT).
+    Path { extra_ns: f64 },
+    /// Exactly this long (its latency is accounted elsewhere, e.g. in a collective's call latency).
+    Fixed(f64),
+}
+
 /// Max-min fair flow simulation over a topology's directed links.
 pub struct FlowSim {
     cap: Vec<f64>,
@@ -134,8 +143,6 @@ pub struct FlowSim {
     solves: u64,
     fast_forward: bool,
     incremental: bool,
-    /// Extra wait before every flow starts (SimAI's AS_SEND_LAT), ns.
-    start_delay: f64,
 }
 
 impl FlowSim {
@@ -179,7 +186,6 @@ impl FlowSim {
             solves: 0,
             fast_forward: true,
             incremental: true,
-            start_delay: 0.0,
         }
     }
 
@@ -203,19 +209,16 @@ impl FlowSim {
         self.incremental = on;
     }
 
-    /// Start every flow added from now on `ns` after it is posted, on top of its path latency:
-    /// SimAI's AS_SEND_LAT, which delays every flow it creates.
-    pub fn set_start_delay(&mut self, ns: f64) {
-        self.start_delay = ns.max(0.0);
-    }
-
     fn push(&mut self, time: f64, kind: Kind, id: u32, ver: u32) {
         self.seq += 1;
         self.heap.push(Due { time, seq: self.seq, item: Event { kind, id, ver } });
     }
 
-    fn new_flow(&mut self, path: Rc<[u32]>, bytes: f64, batch: u32) -> u32 {
-        let lat = self.start_delay + path.iter().map(|&l| self.link_lat[l as usize]).sum::<f64>();
+    fn new_flow(&mut self, path: Rc<[u32]>, bytes: f64, batch: u32, wait: Wait) -> u32 {
+        let lat = match wait {
+            Wait::Path { extra_ns } => extra_ns + path.iter().map(|&l| self.link_lat[l as usize]).sum::<f64>(),
+            Wait::Fixed(ns) => ns,
+        };
         let f = match self.free_flows.pop() {
             Some(f) => f,
             None => {
@@ -246,13 +249,26 @@ impl FlowSim {
     }
 
     /// Start a batch at `now`: flows given as (links, bytes), run `repeat` ≥ 1 times back to
-    /// back. Its `tag` comes back from [`FlowSim::step`] when the last run ends.
+    /// back. Its `tag` comes back from [`FlowSim::step`] when the last run ends. Every flow of
+    /// every run first waits its path latency.
     pub fn add_batch<P: Into<Rc<[u32]>>>(
         &mut self,
         now: f64,
         flows: impl IntoIterator<Item = (P, f64)>,
         repeat: u32,
         tag: u64,
+    ) -> u32 {
+        self.add_batch_waiting(now, flows, repeat, tag, Wait::Path { extra_ns: 0.0 })
+    }
+
+    /// [`FlowSim::add_batch`] with every flow of every run first waiting `wait`.
+    pub fn add_batch_waiting<P: Into<Rc<[u32]>>>(
+        &mut self,
+        now: f64,
+        flows: impl IntoIterator<Item = (P, f64)>,
+        repeat: u32,
+        tag: u64,
+        wait: Wait,
     ) -> u32 {
         let b = match self.free_batches.pop() {
             Some(b) => b,
@@ -275,7 +291,8 @@ impl FlowSim {
                 (self.batches.len() - 1) as u32
             }
         };
-        let ids: Vec<u32> = flows.into_iter().map(|(p, bytes)| self.new_flow(p.into(), bytes.max(0.0), b)).collect();
+        let ids: Vec<u32> =
+            flows.into_iter().map(|(p, bytes)| self.new_flow(p.into(), bytes.max(0.0), b, wait)).collect();
         for (k, &f) in ids.iter().enumerate() {
             self.pos[f as usize] = k as u32;
         }

@@ -8,6 +8,12 @@
 //! them as NVLink traffic spreads over all switch planes; a `Switch` endpoint is split the same
 //! way.
 //!
+//! A collective runs with its schedule's timing ([`crate::collective::nccl`]): its wire carries
+//! bytes / efficiency (the protocol's flags, the algorithm's efficiency); NCCL's per-call latency
+//! is waited once before the first phase, and its transfers then pay no latency of their own
+//! (NCCL's per-hop latencies already hold the fabric's path latency); with SimAI's AS_SEND_LAT
+//! every transfer step instead waits the send latency plus its path latency.
+//!
 //! Each communication is routed once, the first time it is issued: a communicator keeps its
 //! connections, so the same collective on the same group takes the same ECMP paths every time
 //! (a collision of two flows persists, as it does on a real fabric without adaptive routing).
@@ -16,7 +22,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use super::sweep::{default_channels, links_of};
-use super::FlowSim;
+use super::{FlowSim, Wait};
 use crate::collective::choose::{self, Options};
 use crate::collective::cost::Links;
 use crate::collective::{Algorithm, Endpoint, GroupTopo, Schedule};
@@ -59,15 +65,13 @@ impl FlowNetwork {
         // NVLS schedules need in-switch reduction: offered wherever servers have NVSwitches.
         let nvls = (0..topo.servers()).any(|s| !topo.nvswitches(s).is_empty());
         let mut net = FlowNetwork::new(topo, scheduler, t.seed, nvls);
-        if let Some(us) = t.options.send_lat_us {
-            net.set_send_latency(us * 1e3);
-        }
+        net.send_latency_ns = t.options.send_lat_us.map_or(0.0, |us| us * 1e3);
         Ok(net)
     }
 }
 
-/// One phase ready to start: flows as (links, bytes), and how many runs.
-type ReadyPhase = (Vec<(Rc<[u32]>, f64)>, u32);
+/// One phase ready to start: flows as (links, bytes), how many runs, and what each flow waits.
+type ReadyPhase = (Vec<(Rc<[u32]>, f64)>, u32, Wait);
 
 /// What a communication routes to: the phases of each group instance (or of all pairs of a
 /// transfer).
@@ -113,6 +117,8 @@ pub struct FlowNetwork {
     /// Tokens finished at `clock` but not yet handed out.
     ready: Vec<u64>,
     clock: f64,
+    /// What every point-to-point transfer waits on top of its path latency (AS_SEND_LAT), ns.
+    send_latency_ns: f64,
 }
 
 impl FlowNetwork {
@@ -138,17 +144,13 @@ impl FlowNetwork {
             finished: Vec::new(),
             ready: Vec::new(),
             clock: 0.0,
+            send_latency_ns: 0.0,
         }
     }
 
     /// Send every flow between the end nodes of a user route along it.
     pub fn set_routes(&mut self, routes: Routes) {
         self.user_routes = routes;
-    }
-
-    /// Delay every flow `ns` after it is posted (SimAI's AS_SEND_LAT).
-    pub fn set_send_latency(&mut self, ns: f64) {
-        self.sim.set_start_delay(ns);
     }
 
     pub fn topology(&self) -> &Topology {
@@ -216,8 +218,14 @@ impl FlowNetwork {
         }
     }
 
-    /// Route every phase of `schedule` on `ranks`.
+    /// Route every phase of `schedule` on `ranks`, with its timing applied.
     fn route_schedule(&mut self, schedule: &Schedule, ranks: &[u32]) -> Result<Rc<[ReadyPhase]>> {
+        let timing = &schedule.timing;
+        let wait = match timing.step_latency_ns {
+            None => Wait::Fixed(0.0),
+            Some(x) => Wait::Path { extra_ns: x },
+        };
+        let wire = 1.0 / timing.efficiency;
         let gps = self.topo.gpus_per_server;
         let mut servers: Vec<u32> = Vec::new();
         for r in ranks {
@@ -225,7 +233,11 @@ impl FlowNetwork {
                 servers.push(r / gps);
             }
         }
-        let mut phases = Vec::with_capacity(schedule.phases.len());
+        let mut phases = Vec::with_capacity(schedule.phases.len() + 1);
+        if timing.call_latency_ns > 0.0 && !schedule.phases.is_empty() {
+            // The call's latency: one flow on no link that starts after it and ends at once.
+            phases.push((vec![(Rc::from([]), 0.0)], 1, Wait::Fixed(timing.call_latency_ns)));
+        }
         for ph in &schedule.phases {
             if ph.repeat == 0 || ph.transfers.is_empty() {
                 continue;
@@ -234,14 +246,14 @@ impl FlowNetwork {
             for tr in &ph.transfers {
                 let srcs = self.endpoint_nodes(tr.src, ranks, &servers)?;
                 let dsts = self.endpoint_nodes(tr.dst, ranks, &servers)?;
-                let share = tr.bytes / (srcs.len() * dsts.len()) as f64;
+                let share = tr.bytes * wire / (srcs.len() * dsts.len()) as f64;
                 for &a in &srcs {
                     for &b in &dsts {
                         self.flows_between(a, b, share, &mut flows)?;
                     }
                 }
             }
-            phases.push((flows, ph.repeat));
+            phases.push((flows, ph.repeat, wait));
         }
         Ok(phases.into())
     }
@@ -271,7 +283,7 @@ impl FlowNetwork {
 
     /// Start the next phase of instance run `id` (a fresh one when None), or finish it.
     fn launch(&mut self, now: f64, token: u64, phases: Rc<[ReadyPhase]>, next: usize) {
-        let Some((flows, repeat)) = phases.get(next) else {
+        let Some((flows, repeat, wait)) = phases.get(next) else {
             self.instance_done(token);
             return;
         };
@@ -282,7 +294,7 @@ impl FlowNetwork {
                 (self.runs.len() - 1) as u32
             }
         };
-        self.sim.add_batch(now, flows.iter().map(|(p, b)| (p.clone(), *b)), *repeat, id as u64);
+        self.sim.add_batch_waiting(now, flows.iter().map(|(p, b)| (p.clone(), *b)), *repeat, id as u64, *wait);
         self.runs[id as usize] = Some(InstanceRun { token, phases: phases.clone(), next: next + 1 });
     }
 
@@ -326,7 +338,7 @@ impl FlowNetwork {
                     }
                     self.flows_between(r as u32, d as u32, bytes as f64, &mut flows)?;
                 }
-                vec![Rc::from([(flows, 1)])]
+                vec![Rc::from([(flows, 1, Wait::Path { extra_ns: self.send_latency_ns })])]
             }
         };
         let routed = Rc::new(routed);

@@ -15,12 +15,13 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use super::network::{FlowNetwork, Scheduler, Tuning};
-use crate::collective::choose::{Options, RING_LATENCY_US};
+use crate::collective::choose::Options;
 use crate::collective::cost::Links;
 use crate::collective::Algorithm;
 use crate::error::{InputError, Result};
 use crate::executor::Executor;
 use crate::layout::{Axis, Layout};
+use crate::routing::Router;
 use crate::topology::{NodeKind, Topology};
 use crate::workload::{Collective, Group, Membership, Op, OpKind, Phase, Program, Workload};
 
@@ -46,8 +47,9 @@ pub struct SweepPoint {
 }
 
 /// Per-GPU link rates of the fabric as the tuner sees them, from GPU 0: NVLink = its links to
-/// NVSwitches summed, NIC = its links to network switches summed (GB/s). α is NCCL's Simple-ring
-/// per-hop latency (the tuner takes latency from its own table, not from here).
+/// NVSwitches summed, NIC = its links to network switches summed (GB/s). α are the physical
+/// path latencies NCCL adds to its per-hop latencies: GPU 0 to a GPU of its server through an
+/// NVSwitch, and to the GPU on its rail in the next server through the network (0 if none).
 pub fn links_of(topo: &Topology) -> Result<Links> {
     if topo.gpus == 0 {
         return Err(InputError::new("topology", "the fabric has no GPUs"));
@@ -67,8 +69,20 @@ pub fn links_of(topo: &Topology) -> Result<Links> {
     // A missing kind of port is priced at the other's rate so the tuner stays defined; a
     // schedule never uses it (a server without NVSwitch routes through the network).
     let (nvlink, nic) = (if nvlink > 0.0 { nvlink } else { nic }, if nic > 0.0 { nic } else { nvlink });
-    let (_, nv_hop, net_hop) = RING_LATENCY_US[2];
-    Ok(Links { nvlink_gbps: nvlink, nic_gbps: nic, alpha_nvlink_ns: nv_hop * 1e3, alpha_net_ns: net_hop * 1e3 })
+    let out_latency = |kind: NodeKind| {
+        topo.out_links(0).iter().map(|&l| &topo.links[l as usize]).find(|l| topo.kinds[l.dst as usize] == kind)
+    };
+    // Up to the switch and down again, assuming symmetric links.
+    let alpha_nvlink_ns = out_latency(NodeKind::NvSwitch).map_or(0.0, |l| 2.0 * l.latency_ns);
+    let peer = topo.gpus_per_server;
+    let alpha_net_ns = if peer < topo.gpus && out_latency(NodeKind::Switch).is_some() {
+        let mut path = Vec::new();
+        Router::new(topo, 0).route(topo, 0, peer, 0, &mut path)?;
+        path.iter().map(|&l| topo.links[l as usize].latency_ns).sum()
+    } else {
+        0.0
+    };
+    Ok(Links { nvlink_gbps: nvlink, nic_gbps: nic, alpha_nvlink_ns, alpha_net_ns })
 }
 
 /// Channels when none are given: the NICs of the first server (each GPU link to a network
@@ -163,6 +177,7 @@ pub fn algorithm_option(algorithm: &str) -> Result<Option<Algorithm>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collective::Protocol;
     use crate::topology::Link;
 
     fn both(links: &mut Vec<Link>, a: u32, b: u32, bandwidth: f64, latency_ns: f64) {
@@ -188,7 +203,11 @@ mod tests {
 
     fn ring() -> SweepOptions {
         SweepOptions {
-            choose: Options { algorithm: Some(Algorithm::Ring), ..Options::default() },
+            choose: Options {
+                algorithm: Some(Algorithm::Ring),
+                protocol: Some(Protocol::Simple),
+                ..Options::default()
+            },
             ..Default::default()
         }
     }
@@ -199,16 +218,18 @@ mod tests {
         // once, on the NIC of the GPU it leaves from, so with c channels (c ≤ 8) the server
         // boundary carries c NICs' worth: busbw = c · B_nic, as long as NVLink keeps up (each GPU
         // forwards c − 1 channels over NVLink: (c − 1)/360 < 1/50). nccl-tests' 2×8 A100 with
-        // 8×HDR reaching ≈ 8 × 25 GB/s is this shape (hardware.md §3).
+        // 8×HDR reaching ≈ 8 × 25 GB/s is this shape (hardware.md §3). NCCL's Simple latency
+        // comes first: 56 NVLink hops (3.4 µs) and 6 network hops (14 µs), × 1.4 across servers.
         let n = 32.0;
+        let lat = 1.4 * (8.4 + 56.0 * 3.4 + 6.0 * 14.0) * 1e3;
         for channels in [1u32, 4, 8] {
             let opts = SweepOptions { channels, ..ring() };
             let got = sweep(cluster(4, 360.0, 50.0), Collective::AllReduce, &[1 << 24, 1 << 29], &opts).unwrap();
             for p in &got {
-                let busbw = p.bytes as f64 / p.ns * Collective::AllReduce.busbw_factor(32);
+                let busbw = p.bytes as f64 / (p.ns - lat) * Collective::AllReduce.busbw_factor(32);
                 let want = channels as f64 * 50.0;
                 assert!((busbw - want).abs() < 1e-6 * want, "{channels} ch, {} B: {busbw} vs {want}", p.bytes);
-                let t = 2.0 * (n - 1.0) / n * p.bytes as f64 / want;
+                let t = lat + 2.0 * (n - 1.0) / n * p.bytes as f64 / want;
                 assert!((p.ns - t).abs() < 1e-6 * t);
                 assert_eq!(p.algorithm, Algorithm::Ring);
             }
@@ -235,13 +256,14 @@ mod tests {
 
     #[test]
     fn send_lat_delays_every_step() {
-        // 8-rank ring all-reduce inside a server: 14 sequential steps, each 10 µs later.
+        // 8-rank ring all-reduce inside a server: 14 sequential steps, each 10 µs later, in place
+        // of NCCL's latency; each step moves S/8 per GPU (8 channels of S/64) over NVLink.
         let topo = cluster(1, 360.0, 50.0);
-        let base = sweep(topo.clone(), Collective::AllReduce, &[1 << 20], &ring()).unwrap()[0].ns;
         let mut late = ring();
         late.choose.send_lat_us = Some(10.0);
         let got = sweep(topo, Collective::AllReduce, &[1 << 20], &late).unwrap()[0].ns;
-        assert!((got - base - 14.0 * 10e3).abs() < 1e-6 * got, "{got} vs {base}");
+        let want = 14.0 * (10e3 + (1 << 20) as f64 / 8.0 / 360.0);
+        assert!((got - want).abs() < 1e-9 * want, "{got} vs {want}");
     }
 
     #[test]

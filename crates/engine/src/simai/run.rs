@@ -69,16 +69,8 @@ fn cost_model(cfg: &RunConfig, world: u32) -> Box<dyn CollectiveCost> {
             Box::new(SimaiBusbwFile { gpus_per_server: cfg.platform.gpus_per_server, world, table: t.clone() })
         }
         (None, true) => Box::new(SimaiBuiltin { platform: cfg.platform.clone(), ratios: cfg.ratios.clone() }),
-        (Some(t), false) => Box::new(AlphaBeta {
-            platform: cfg.platform.clone(),
-            bandwidths: Bandwidths::File(t.clone()),
-            nvls_busbw: cfg.platform.gpu.nvls_busbw(),
-        }),
-        (None, false) => Box::new(AlphaBeta {
-            platform: cfg.platform.clone(),
-            bandwidths: Bandwidths::Builtin(Some(cfg.ratios.clone())),
-            nvls_busbw: cfg.platform.gpu.nvls_busbw(),
-        }),
+        (Some(t), false) => Box::new(AlphaBeta::nccl(cfg.platform.clone(), Bandwidths::File(t.clone()))),
+        (None, false) => Box::new(AlphaBeta::nccl(cfg.platform.clone(), Bandwidths::Builtin(Some(cfg.ratios.clone())))),
     }
 }
 

@@ -34,7 +34,8 @@ use plan::Plan;
 pub struct Network {
     /// NVLink (scale-up) bus bandwidth per GPU, GB/s.
     pub nvlink_busbw: f32,
-    /// NVLS all-reduce bus bandwidth inside a server, GB/s, if the switch reduces in-network.
+    /// Present when the servers' switches reduce in-network (NVLS): NCCL's tuner may then pick
+    /// NVLS, whose bandwidth follows from NVLink × NCCL's NVLS efficiency (collective::nccl).
     #[serde(default)]
     pub nvls_busbw: Option<f32>,
     /// Achievable bus bandwidth per NIC, GB/s.
@@ -97,6 +98,7 @@ impl Fabric {
             pxn_enable: self.pxn,
             nvlstree_enable: self.nvlstree,
             algorithm: algorithm_option(&self.algorithm)?,
+            protocol: None,
         };
         Ok(Tuning { options, channels: self.channels, seed: self.seed })
     }
@@ -225,7 +227,9 @@ fn network_cost(input: &TrainingInput) -> Result<AlphaBeta> {
         nic_busbw: Some(net.nic_busbw),
     };
     platform.validate()?;
-    Ok(AlphaBeta { platform, bandwidths: Bandwidths::Builtin(None), nvls_busbw: net.nvls_busbw })
+    let nvls = net.nvls_busbw.is_some();
+    let options = Options { nvls_enable: nvls, ..Options::default() };
+    Ok(AlphaBeta { platform, bandwidths: Bandwidths::Builtin(None), nvls, options })
 }
 
 /// Where the time of the stage that finishes last goes (its timeline spans the iteration), ns:

@@ -1,0 +1,245 @@
+//! NCCL's timing of a collective, in one table: protocols, latencies and efficiencies.
+//!
+//! Source: NVIDIA/nccl `src/graph/tuning.cc` and `src/graph/topo.h` at 5067397 (NCCL 2.30),
+//! summarised in shared/reference/hardware.md §4. A collective run with algorithm a and
+//! protocol p takes
+//!
+//! ```text
+//! T(a, p) = lat(a, p) + Σ_phases repeat · busiest port load / (eff(a, p) · B)
+//! lat(a, p) = base(a, p) + h_intra · intraLat + h_inter · interLat                   [µs]
+//! intraLat = hw_nvlink(a, p) + α_nv,  interLat = hw_net(a, p) + α_net · (2 if Simple else 1)
+//! eff(a, p) = protocol efficiency (LL 0.5, LL128 0.92, Simple 1) × algorithm efficiency
+//! ```
+//!
+//! The second term is the algorithm's own schedule (its phases of transfers), so the flow model
+//! and the analytical model charge the same bytes; the first is paid once per call, before the
+//! first byte moves. h_intra / h_inter are the latency hops of the algorithm ([`hops`]): NCCL's
+//! counts for ring, tree, NVLS and NVLS tree, one hop per dependent step of the schedule for the
+//! others. α_nv and α_net are the fabric's physical path latencies (NCCL adds the network's own
+//! latency to interLat, twice for Simple because of its flush). NCCL's refinements kept: a
+//! multi-node ring's intra hop costs at least the network post overhead (1 µs, ×3 Simple), and a
+//! multi-node Ring/Simple all-reduce's latency is ×1.4 (SM80 and later). Algorithm efficiencies:
+//! tree 0.92 (tuning.cc caps tree all-reduce at 0.92 of the bus bandwidth); NVLS
+//! nvlsEfficiency 0.85 (Hopper) × (nCh − 1)/nCh with NCCL's 16 NVLS channels.
+//!
+//! SimAI's `AS_SEND_LAT` replaces this latency model: every transfer step waits the given µs on
+//! top of its path latency, with payload at link rate (Simple, efficiency 1), as SimAI's
+//! network backends charge it.
+
+use super::{Algorithm, Endpoint, GroupTopo, Schedule};
+use crate::error::InputError;
+use crate::workload::Collective;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Protocol {
+    LL,
+    LL128,
+    Simple,
+}
+
+impl Protocol {
+    pub const ALL: [Protocol; 3] = [Protocol::LL, Protocol::LL128, Protocol::Simple];
+
+    /// Fraction of the link rate that carries data: LL lines are half flags, LL128 carries 120
+    /// data bytes per 128-byte line.
+    pub fn efficiency(self) -> f64 {
+        match self {
+            Protocol::LL => 0.5,
+            Protocol::LL128 => 0.92,
+            Protocol::Simple => 1.0,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::LL => "LL",
+            Protocol::LL128 => "LL128",
+            Protocol::Simple => "Simple",
+        }
+    }
+
+    /// NCCL_PROTO's spelling (case-insensitive).
+    pub fn parse(name: &str) -> Result<Protocol, InputError> {
+        Protocol::ALL
+            .into_iter()
+            .find(|p| p.name().eq_ignore_ascii_case(name.trim()))
+            .ok_or_else(|| super::err("protocol", format!("unknown protocol '{name}' (valid: LL, LL128, Simple)")))
+    }
+}
+
+/// (base, NVLink hop, network hop) latency in µs, per protocol in [`Protocol::ALL`] order.
+pub type LatencyTable = [(f64, f64, f64); 3];
+
+/// Ring (tuning.cc `baseLat` and `hwLat`).
+pub const RING_LATENCY_US: LatencyTable = [(6.6, 0.6, 2.7), (14.0, 1.9, 4.0), (8.4, 3.4, 14.0)];
+/// Tree.
+pub const TREE_LATENCY_US: LatencyTable = [(6.8, 0.6, 5.0), (14.0, 1.25, 8.5), (8.4, 4.0, 14.0)];
+/// NVLS and NVLS tree run Simple only, with no base latency.
+pub const NVLS_LATENCY_US: (f64, f64, f64) = (0.0, 25.0, 18.0);
+pub const NVLS_TREE_LATENCY_US: (f64, f64, f64) = (0.0, 25.0, 20.9);
+/// A multi-node ring's intra-server hop costs at least the network post overhead (Intel hosts).
+pub const NET_POST_OVERHEAD_US: f64 = 1.0;
+/// Multi-node Ring/Simple all-reduce latency factor on SM80 and later.
+pub const RING_SIMPLE_ALLREDUCE_FACTOR: f64 = 1.4;
+/// Tree all-reduce reaches at most this fraction of the bus bandwidth.
+pub const TREE_EFFICIENCY: f64 = 0.92;
+/// NVLS efficiency on Hopper (0.74 on Blackwell) and NCCL's default NVLS channel count.
+pub const NVLS_EFFICIENCY: f64 = 0.85;
+pub const NVLS_CHANNELS: f64 = 16.0;
+
+/// How a schedule's time is charged beyond the bytes it moves.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Timing {
+    pub protocol: Protocol,
+    /// Fraction of the link rate carrying payload: the wire carries bytes / efficiency.
+    pub efficiency: f64,
+    /// Paid once per call before the first byte moves (NCCL's lat), ns.
+    pub call_latency_ns: f64,
+    /// None: transfers pay no latency of their own (it is all in `call_latency_ns`). Some(x):
+    /// every repetition of every phase waits x plus its path latency (SimAI's AS_SEND_LAT, and
+    /// a bare schedule with x = 0).
+    pub step_latency_ns: Option<f64>,
+}
+
+impl Timing {
+    /// A bare schedule: payload at link rate, each step paying its path latency.
+    pub const RAW: Timing =
+        Timing { protocol: Protocol::Simple, efficiency: 1.0, call_latency_ns: 0.0, step_latency_ns: Some(0.0) };
+}
+
+/// The protocols `algo` runs, with their latency constants.
+pub fn latencies(algo: Algorithm) -> Vec<(Protocol, (f64, f64, f64))> {
+    match algo {
+        Algorithm::Ring => Protocol::ALL.into_iter().zip(RING_LATENCY_US).collect(),
+        Algorithm::Tree => Protocol::ALL.into_iter().zip(TREE_LATENCY_US).collect(),
+        Algorithm::Nvls => vec![(Protocol::Simple, NVLS_LATENCY_US)],
+        Algorithm::NvlsTree => vec![(Protocol::Simple, NVLS_TREE_LATENCY_US)],
+        // Run as NCCL runs point-to-point work: Simple, with the ring's per-hop costs.
+        _ => vec![(Protocol::Simple, RING_LATENCY_US[2])],
+    }
+}
+
+/// The algorithm's share of the bus bandwidth it can use.
+pub fn algorithm_efficiency(algo: Algorithm) -> f64 {
+    match algo {
+        Algorithm::Tree => TREE_EFFICIENCY,
+        Algorithm::Nvls | Algorithm::NvlsTree => NVLS_EFFICIENCY * (NVLS_CHANNELS - 1.0) / NVLS_CHANNELS,
+        _ => 1.0,
+    }
+}
+
+/// (intra-server, inter-server) latency hops of `algo` running `c` on `g`, from its shape
+/// (NCCL's counts) or, for algorithms NCCL does not model, from its schedule `s`: one hop per
+/// dependent step.
+pub fn hops(c: Collective, algo: Algorithm, g: &GroupTopo, s: &Schedule) -> (u32, u32) {
+    let servers = g.servers();
+    let (n, nodes) = (g.size(), servers.members.len() as u32);
+    let m = servers.members.iter().map(|v| v.len() as u32).max().unwrap_or(1);
+    let log2_nodes = 32 - (nodes - 1).leading_zeros();
+    let ring = || ring_hops(c, n, nodes);
+    match algo {
+        Algorithm::Ring => ring(),
+        Algorithm::Tree => (2 * (m - 1), 2 * log2_nodes),
+        Algorithm::Nvls => (1, 0),
+        Algorithm::NvlsTree => (1, 2 * log2_nodes),
+        Algorithm::Pxn if c == Collective::AllToAll => (1, (nodes > 1) as u32),
+        Algorithm::Pxn => {
+            let (intra, inter) = ring();
+            (intra + (nodes > 1) as u32, inter)
+        }
+        Algorithm::HalvingDoubling | Algorithm::Direct | Algorithm::Hierarchical => {
+            let crosses = |p: &super::Phase| {
+                p.transfers.iter().any(|t| match (t.src, t.dst) {
+                    (Endpoint::Rank(a), Endpoint::Rank(b)) => {
+                        servers.of_rank[a as usize] != servers.of_rank[b as usize]
+                    }
+                    _ => false,
+                })
+            };
+            s.phases.iter().fold((0, 0), |(i, e), p| if crosses(p) { (i, e + p.repeat) } else { (i + p.repeat, e) })
+        }
+    }
+}
+
+/// (intra, inter) hops of a ring over n ranks on `nodes` servers: 2(n−1) steps for all-reduce,
+/// n − 1 otherwise (a chain for broadcast and reduce), 2(N−1) or N − 1 of them across servers.
+pub fn ring_hops(c: Collective, n: u32, nodes: u32) -> (u32, u32) {
+    let (steps, inter) = if c == Collective::AllReduce { (2 * (n - 1), 2 * (nodes - 1)) } else { (n - 1, nodes - 1) };
+    (steps - inter, inter)
+}
+
+/// NCCL's per-call latency (ns) of `algo` with protocol `p` and latency constants `lat`, over
+/// `hops` on `nodes` servers, with physical path latencies α_nv / α_net (ns).
+pub fn call_latency_ns(
+    c: Collective,
+    algo: Algorithm,
+    p: Protocol,
+    (base, hw_nv, hw_net): (f64, f64, f64),
+    (intra, inter): (u32, u32),
+    nodes: u32,
+    (alpha_nv_ns, alpha_net_ns): (f64, f64),
+) -> f64 {
+    let simple = p == Protocol::Simple;
+    let ring_like = matches!(algo, Algorithm::Ring | Algorithm::Pxn);
+    let mut intra_us = hw_nv + alpha_nv_ns / 1e3;
+    if ring_like && nodes > 1 {
+        intra_us = intra_us.max(NET_POST_OVERHEAD_US * if simple { 3.0 } else { 1.0 });
+    }
+    let inter_us = hw_net + alpha_net_ns / 1e3 * if simple { 2.0 } else { 1.0 };
+    let mut lat = base + intra as f64 * intra_us + inter as f64 * inter_us;
+    if ring_like && simple && nodes > 1 && c == Collective::AllReduce {
+        lat *= RING_SIMPLE_ALLREDUCE_FACTOR;
+    }
+    lat * 1e3
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ring_latency_is_nccls_composition() {
+        // 8 ranks in one server, LL all-reduce: 6.6 + 14 × 0.6 µs.
+        let t = call_latency_ns(
+            Collective::AllReduce,
+            Algorithm::Ring,
+            Protocol::LL,
+            RING_LATENCY_US[0],
+            (14, 0),
+            1,
+            (0.0, 0.0),
+        );
+        assert!((t - 15.0e3).abs() < 1e-6, "{t}");
+        // 2 servers × 8, Simple all-reduce: 28 intra hops (3.4 µs, above the 3 µs Simple post
+        // floor), 2 inter with a 1 µs network path that the flush doubles; × 1.4.
+        let t = call_latency_ns(
+            Collective::AllReduce,
+            Algorithm::Ring,
+            Protocol::Simple,
+            RING_LATENCY_US[2],
+            (28, 2),
+            2,
+            (0.0, 1000.0),
+        );
+        let want = (8.4 + 28.0 * 3.4 + 2.0 * (14.0 + 2.0)) * 1.4 * 1e3;
+        assert!((t - want).abs() < 1e-6 * want, "{t} vs {want}");
+        // LL on 2 servers: the intra hop is floored at the 1 µs post overhead.
+        let t = call_latency_ns(
+            Collective::AllGather,
+            Algorithm::Ring,
+            Protocol::LL,
+            RING_LATENCY_US[0],
+            (14, 1),
+            2,
+            (0.0, 0.0),
+        );
+        assert!((t - (6.6 + 14.0 * 1.0 + 2.7) * 1e3).abs() < 1e-6, "{t}");
+    }
+
+    #[test]
+    fn protocols_parse_as_nccl_spells_them() {
+        assert_eq!(Protocol::parse("ll128").unwrap(), Protocol::LL128);
+        assert_eq!(Protocol::parse("Simple").unwrap(), Protocol::Simple);
+        assert!(Protocol::parse("fast").unwrap_err().message.contains("LL, LL128, Simple"));
+    }
+}
