@@ -6,6 +6,7 @@ import json
 
 import pytest
 from clustersim.collective import busbw_factor, parse_size, sweep
+from clustersim.errors import InputError
 from clustersim.topology import simai_template
 
 GIB = 1 << 30
@@ -14,12 +15,15 @@ GIB = 1 << 30
 def test_ring_all_reduce_busbw_matches_the_link_closed_form():
     # 4 rail-optimised H100 servers, links without latency. Each of the 8 channels crosses each
     # server boundary once, on its own 50 GB/s NIC: busbw = 8 × 50 GB/s (NVLink, 360 GB/s per GPU
-    # forwarding 7 channels, keeps up: 360/7 > 50).
+    # forwarding 7 channels, keeps up: 360/7 > 50), after NCCL's Simple ring latency: 56 NVLink
+    # hops of 3.4 µs and 6 network hops of 14 µs, × 1.4 for a multi-node all-reduce.
     topo = simai_template("Spectrum-X", gpu=32, latency="0ms", nv_latency="0ms")
+    latency_us = 1.4 * (8.4 + 56 * 3.4 + 6 * 14)
     for channels, want in ((1, 50.0), (8, 400.0)):
-        t = sweep(topo, "allreduce", [GIB], algorithm="ring", channels=channels, env={})
-        assert t["algorithm"] == ["ring"]
-        assert t["busbw_GBps"][0] == pytest.approx(want, rel=0.005)
+        t = sweep(topo, "allreduce", [GIB], algorithm="ring", protocol="Simple", channels=channels, env={})
+        assert (t["algorithm"], t["protocol"]) == (["ring"], ["Simple"])
+        wire_us = t["time_us"][0] - latency_us
+        assert GIB / (wire_us * 1e3) * busbw_factor("allreduce", 32) == pytest.approx(want, rel=1e-6)
 
 
 @pytest.mark.parametrize(
@@ -50,10 +54,23 @@ def test_rail_optimised_spectrum_x_beats_single_tor_dcn_on_256_gpus():
 
 
 def test_send_lat_from_the_environment_slows_every_step():
-    fast = sweep("Spectrum-X:8", "allreduce", [1 << 20], algorithm="ring", env={})
+    # AS_SEND_LAT replaces NCCL's latency: 14 ring steps, each waiting 10 µs and its path (two
+    # 25 ns NVLinks), then moving S/8 per GPU (8 channels of S/64) at 360 GB/s.
     slow = sweep("Spectrum-X:8", "allreduce", [1 << 20], algorithm="ring", env={"AS_SEND_LAT": "10"})
-    # 14 ring steps, each 10 µs later.
-    assert slow["time_us"][0] - fast["time_us"][0] == pytest.approx(140.0, rel=1e-6)
+    assert slow["time_us"][0] == pytest.approx(14 * (10 + 0.05 + (1 << 20) / 8 / 360e3), rel=1e-9)
+    assert slow["protocol"] == ["Simple"]
+
+
+def test_nccl_algo_and_proto_come_from_the_environment():
+    t = sweep("Spectrum-X:16", "allreduce", [1 << 10, GIB], env={"NCCL_ALGO": "tree", "NCCL_PROTO": "LL128"})
+    assert (t["algorithm"], t["protocol"]) == (["tree"] * 2, ["LL128"] * 2)
+    # Explicit arguments win over the environment.
+    t = sweep("Spectrum-X:16", "allreduce", [1 << 10], algorithm="ring", env={"NCCL_ALGO": "tree"})
+    assert t["algorithm"] == ["ring"]
+    with pytest.raises(InputError, match="unknown protocol 'fast'"):
+        sweep("Spectrum-X:16", "allreduce", [1 << 10], env={"NCCL_PROTO": "fast"})
+    with pytest.raises(InputError, match="does not run LL"):
+        sweep("Spectrum-X:8", "allreduce", [1 << 10], algorithm="nvls", protocol="LL", env={})
 
 
 def test_cli_prints_the_nccl_tests_table(run_cli, tmp_path):

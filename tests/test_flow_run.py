@@ -19,17 +19,23 @@ def write_fabric(tmp_path, topo: Topology, name: str = "fabric.txt") -> str:
     return str(path)
 
 
-def test_ring_all_reduce_in_one_server_matches_the_closed_form(tmp_path):
-    """8 GPUs on one NVSwitch (360 GB/s, 25 ns per link): 2(n−1) steps of 2·25 ns + S/(n·B)."""
+def test_ring_all_reduce_in_one_server_matches_the_closed_form(tmp_path, monkeypatch):
+    """8 GPUs on one NVSwitch (360 GB/s, 25 ns per link): NCCL's Simple ring latency, 8.4 µs +
+    14 hops of 3.4 µs plus the 2·25 ns path, then 2(n−1) steps of S/(n·B)."""
     (tmp_path / "w.txt").write_text(MICRO)
     fabric = write_fabric(tmp_path, simai_template(None, gpu=8, gpu_per_server=8))
     r = clustersim.simulate(tmp_path / "w.txt", gpus=8, topology=fabric)
-    expected_us = 14 * (0.05 + S / 8 / 360e3)
+    expected_us = 8.4 + 14 * (3.4 + 0.05) + 14 * S / 8 / 360e3
     assert r.iteration_time_us == pytest.approx(expected_us, rel=1e-6)
-    # Each GPU's NVLink carries 2(n−1)/n · S in each direction, busy the whole iteration.
+    # Each GPU's NVLink carries 2(n−1)/n · S in each direction, busy but for the latency.
     gpu0_up = next(i for i in range(len(r.links)) if r.links["src"][i] == 0)
     assert r.links["bytes"][gpu0_up] == pytest.approx(2 * 7 / 8 * S, rel=1e-9)
-    assert r.links["utilisation"][gpu0_up] == pytest.approx(1.0, rel=1e-3)
+    wire_us = 14 * S / 8 / 360e3
+    assert r.links["utilisation"][gpu0_up] == pytest.approx(wire_us / expected_us, rel=1e-6)
+    # With SimAI's AS_SEND_LAT every step waits it and its path latency instead.
+    monkeypatch.setenv("AS_SEND_LAT", "2")
+    r = clustersim.simulate(tmp_path / "w.txt", gpus=8, topology=fabric)
+    assert r.iteration_time_us == pytest.approx(14 * (2 + 0.05) + wire_us, rel=1e-6)
 
 
 def test_run_writes_results_links_and_trace(run_cli, tmp_path):
@@ -109,9 +115,11 @@ def test_train_fabric_must_match_the_server_shape(tmp_path):
         train("llama3-8b", gpus=32, tp=8, gbs=16, topology=fabric)
 
 
-def test_user_routes_override_the_nvswitch(tmp_path):
+def test_user_routes_override_the_nvswitch(tmp_path, monkeypatch):
     """A routes file sends GPU 0 → 1 through their ToR: one ring channel in one server then
-    waits on that hop, 2 × 500 ns + S/8 at 400 Gbps, in each of its 14 steps."""
+    waits on that hop, 2 × 500 ns + S/8 at 400 Gbps, in each of its 14 steps (AS_SEND_LAT=0:
+    steps pay their path latency)."""
+    monkeypatch.setenv("AS_SEND_LAT", "0")
     (tmp_path / "w.txt").write_text(MICRO)
     topo = simai_template(None, gpu=8, gpu_per_server=8)
     fabric = write_fabric(tmp_path, topo)

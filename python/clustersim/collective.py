@@ -1,8 +1,8 @@
 """`clustersim collective`: nccl-tests-shaped sweeps of one collective on the flow model.
 
 Sizes follow nccl-tests (shared/reference/hardware.md §3): S bytes, algbw = S/t, busbw = algbw ×
-the collective's factor. SimAI's AS_SEND_LAT, AS_NVLS_ENABLE, AS_PXN_ENABLE and
-AS_NVLSTREE_ENABLE (formats.md §7) are read from the environment as SimAI reads them.
+the collective's factor. NCCL_ALGO and NCCL_PROTO, and SimAI's AS_SEND_LAT, AS_NVLS_ENABLE,
+AS_PXN_ENABLE and AS_NVLSTREE_ENABLE (formats.md §7), are read from the environment.
 """
 
 from __future__ import annotations
@@ -56,9 +56,14 @@ def sizes(begin: int, end: int, factor: int) -> list[int]:
     return out
 
 
-def simai_env(env: Mapping[str, str]) -> dict[str, object]:
-    """SimAI's AS_* switches from `env`, as keyword arguments of the engine's sweep."""
+def tuning_env(env: Mapping[str, str]) -> dict[str, object]:
+    """NCCL's NCCL_ALGO / NCCL_PROTO (one name each) and SimAI's AS_* switches from `env`, as
+    keyword arguments of the engine (names are checked there)."""
     out: dict[str, object] = {}
+    for var, key in (("NCCL_ALGO", "algorithm"), ("NCCL_PROTO", "protocol")):
+        value = env.get(var, "").strip()
+        if value:
+            out[key] = value
     lat = env.get("AS_SEND_LAT")
     if lat is not None:
         # SimAI reads an integer count of µs (formats.md §7).
@@ -103,6 +108,7 @@ def sweep(
     sizes_bytes: list[int],
     *,
     algorithm: str = "auto",
+    protocol: str = "auto",
     channels: int = 0,
     gpus: int | None = None,
     seed: int = 0,
@@ -110,25 +116,23 @@ def sweep(
 ) -> Table:
     """Run `op` once per S in `sizes_bytes` on the flow model; nccl-tests' columns as a Table.
     `topology` is a Topology, a SimAI file or a template spec; `env` (default os.environ)
-    supplies SimAI's AS_* switches."""
+    supplies NCCL_ALGO / NCCL_PROTO (where `algorithm` / `protocol` are "auto") and SimAI's AS_*
+    switches."""
     if op not in OPS:
         raise InputError(f"unknown collective '{op}' (valid: {', '.join(OPS)})")
     topo = load_topology(topology) if isinstance(topology, str) else topology
     n = gpus if gpus is not None else topo.num_gpus
-    switches = simai_env(os.environ if env is None else env)
+    switches = tuning_env(os.environ if env is None else env)
+    if algorithm != "auto":
+        switches["algorithm"] = algorithm
+    if protocol != "auto":
+        switches["protocol"] = protocol
     runs = _engine.collective_sweep(
-        topo.to_simai(),
-        op,
-        sizes_bytes,
-        algorithm=algorithm,
-        channels=channels,
-        ranks=gpus,
-        seed=seed,
-        **switches,
+        topo.to_simai(), op, sizes_bytes, channels=channels, ranks=gpus, seed=seed, **switches
     )
     factor = busbw_factor(op, n)
-    time_us = [ns / 1e3 for ns, _ in runs]
-    algbw = [s / (ns if ns > 0 else float("nan")) for s, (ns, _) in zip(sizes_bytes, runs, strict=True)]
+    time_us = [ns / 1e3 for ns, _, _ in runs]
+    algbw = [s / (ns if ns > 0 else float("nan")) for s, (ns, _, _) in zip(sizes_bytes, runs, strict=True)]
     reduces = op in ("allreduce", "reducescatter", "reduce")
     return Table(
         {
@@ -139,7 +143,8 @@ def sweep(
             "time_us": time_us,
             "algbw_GBps": algbw,
             "busbw_GBps": [b * factor for b in algbw],
-            "algorithm": [a for _, a in runs],
+            "algorithm": [a for _, a, _ in runs],
+            "protocol": [p for _, _, p in runs],
         }
     )
 
@@ -149,8 +154,8 @@ def add_collective(sub: argparse._SubParsersAction) -> None:
         "collective",
         help="nccl-tests-style sweep of one collective on the flow model",
         description="Time one collective over every GPU of a fabric (or the first -g) for each size, "
-        "each on an idle network, and print nccl-tests' table. AS_SEND_LAT, AS_NVLS_ENABLE, "
-        "AS_PXN_ENABLE and AS_NVLSTREE_ENABLE are honoured as in SimAI.",
+        "each on an idle network, and print nccl-tests' table. NCCL_ALGO and NCCL_PROTO are honoured "
+        "as by NCCL, AS_SEND_LAT, AS_NVLS_ENABLE, AS_PXN_ENABLE and AS_NVLSTREE_ENABLE as in SimAI.",
         epilog="example: clustersim collective allreduce -b 16M -e 512M -f 2 --topology Spectrum-X:32",
         allow_abbrev=False,
     )
@@ -162,6 +167,7 @@ def add_collective(sub: argparse._SubParsersAction) -> None:
         "--topology", required=True, help="SimAI topology file, or NAME[:GPUS] (Spectrum-X:32, fat-tree:4)"
     )
     p.add_argument("--algo", default="auto", help="auto (NCCL's tuner) or ring, tree, nvls, … (default auto)")
+    p.add_argument("--proto", default="auto", help="auto (NCCL's choice per size) or LL, LL128, Simple")
     p.add_argument("--channels", type=int, default=0, help="channels (default: NICs per server, at least 2)")
     p.add_argument("-g", "--gpus", type=int, help="ranks: the first N GPUs (default all)")
     p.add_argument("--seed", type=int, default=0, help="ECMP seed (default 0)")
@@ -178,7 +184,14 @@ def run_collective(args: argparse.Namespace) -> int:
         raise InputError(f"--channels: must be 0 (auto) or more, got {args.channels}")
     todo = sizes(parse_size(args.minbytes), parse_size(args.maxbytes), args.stepfactor)
     table = sweep(
-        args.topology, op, todo, algorithm=args.algo, channels=args.channels, gpus=args.gpus, seed=args.seed
+        args.topology,
+        op,
+        todo,
+        algorithm=args.algo,
+        protocol=args.proto,
+        channels=args.channels,
+        gpus=args.gpus,
+        seed=args.seed,
     )
     if args.csv:
         write_csv(table, args.csv)
@@ -199,12 +212,14 @@ def write_csv(table: Table, path: str) -> None:
 
 def print_table(table: Table) -> None:
     """nccl-tests' layout: one line per size, then the average bus bandwidth."""
-    print(f"#{'size':>13}{'count':>13}{'type':>7}{'redop':>7}{'time':>11}{'algbw':>9}{'busbw':>9}  algorithm")
+    print(
+        f"#{'size':>13}{'count':>13}{'type':>7}{'redop':>7}{'time':>11}{'algbw':>9}{'busbw':>9}  algorithm  protocol"
+    )
     print(f"#{'(B)':>13}{'(elements)':>13}{'':>7}{'':>7}{'(us)':>11}{'(GB/s)':>9}{'(GB/s)':>9}")
     for r in table.rows():
         print(
             f" {r['size']:>13}{r['count']:>13}{r['type']:>7}{r['redop']:>7}{r['time_us']:>11.1f}"
-            f"{r['algbw_GBps']:>9.2f}{r['busbw_GBps']:>9.2f}  {r['algorithm']}"
+            f"{r['algbw_GBps']:>9.2f}{r['busbw_GBps']:>9.2f}  {r['algorithm']:<9}  {r['protocol']}"
         )
     busbw = table["busbw_GBps"]
     print(f"# Avg bus bandwidth    : {sum(busbw) / len(busbw):g}")

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from clustersim.analytical import read_text
-from clustersim.collective import simai_env
+from clustersim.collective import tuning_env
 
 
 def fabric_document(
@@ -21,8 +21,9 @@ def fabric_document(
 ) -> dict[str, Any]:
     """The engine's "fabric": the topology file's text, the algorithm ("auto": NCCL's tuner),
     channels (0: one per NIC), the ECMP seed, a routes file's text (one route per line: the
-    nodes of the path, source first; it overrides ECMP between its end nodes), and SimAI's AS_*
-    switches from `env` (default: the process environment)."""
+    nodes of the path, source first; it overrides ECMP between its end nodes), and NCCL_ALGO (where
+    `algorithm` is "auto"), NCCL_PROTO and SimAI's AS_* switches from `env` (default: the process
+    environment)."""
     doc = {
         "path": str(topology),
         "topology": read_text(topology, "topology"),
@@ -32,4 +33,7 @@ def fabric_document(
     }
     if routes is not None:
         doc |= {"routes": read_text(routes, "routes file"), "routes_path": str(routes)}
-    return doc | simai_env(os.environ if env is None else env)
+    switches = tuning_env(os.environ if env is None else env)
+    if algorithm != "auto":
+        switches.pop("algorithm", None)
+    return doc | switches

@@ -2,7 +2,6 @@
 //! (conversion only).
 
 use clustersim_engine::collective::choose::Options;
-use clustersim_engine::collective::Protocol;
 use clustersim_engine::flow::sweep::{self, SweepOptions};
 use clustersim_engine::flow::{completion_times, FlowSpec};
 use clustersim_engine::topology::Topology;
@@ -39,7 +38,7 @@ pub fn flow_completion_times(
 #[pyfunction]
 #[pyo3(signature = (
     topology, collective, sizes, algorithm = "auto", channels = 0, ranks = None, seed = 0,
-    send_lat_us = None, nvls = false, pxn = false, nvlstree = false, protocol = None
+    send_lat_us = None, nvls = false, pxn = false, nvlstree = false, protocol = "auto"
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn collective_sweep(
@@ -55,8 +54,8 @@ pub fn collective_sweep(
     nvls: bool,
     pxn: bool,
     nvlstree: bool,
-    protocol: Option<&str>,
-) -> PyResult<Vec<(f64, String)>> {
+    protocol: &str,
+) -> PyResult<Vec<(f64, String, String)>> {
     py.detach(|| {
         let c = sweep::parse_collective(collective)?;
         let choose = Options {
@@ -65,12 +64,12 @@ pub fn collective_sweep(
             pxn_enable: pxn,
             nvlstree_enable: nvlstree,
             algorithm: sweep::algorithm_option(algorithm)?,
-            protocol: protocol.map(Protocol::parse).transpose()?,
+            protocol: sweep::protocol_option(protocol)?,
         };
         let topo = Topology::parse_simai("topology", topology)?;
         let opts = SweepOptions { choose, channels, ranks, seed };
         let points = sweep::sweep(topo, c, &sizes, &opts)?;
-        Ok(points.into_iter().map(|p| (p.ns, p.algorithm.name().to_string())).collect())
+        Ok(points.into_iter().map(|p| (p.ns, p.algorithm.name().to_string(), p.protocol.name().to_string())).collect())
     })
     .map_err(input_err)
 }

@@ -17,7 +17,7 @@ use std::rc::Rc;
 use super::network::{FlowNetwork, Scheduler, Tuning};
 use crate::collective::choose::Options;
 use crate::collective::cost::Links;
-use crate::collective::Algorithm;
+use crate::collective::{Algorithm, Protocol};
 use crate::error::{InputError, Result};
 use crate::executor::Executor;
 use crate::layout::{Axis, Layout};
@@ -44,6 +44,7 @@ pub struct SweepPoint {
     pub bytes: u64,
     pub ns: f64,
     pub algorithm: Algorithm,
+    pub protocol: Protocol,
 }
 
 /// Per-GPU link rates of the fabric as the tuner sees them, from GPU 0: NVLink = its links to
@@ -128,13 +129,13 @@ pub fn sweep(topo: Topology, c: Collective, sizes: &[u64], opts: &SweepOptions) 
         return Ok(Vec::new());
     }
     // Record what the tuner picked for each size (the schedule names its algorithm).
-    let picked: Rc<RefCell<HashMap<u64, Algorithm>>> = Rc::default();
+    let picked: Rc<RefCell<HashMap<u64, (Algorithm, Protocol)>>> = Rc::default();
     let record = picked.clone();
     let tuning = Tuning { options: opts.choose.clone(), channels: opts.channels, seed: opts.seed };
     let mut net = FlowNetwork::tuned(topo, &tuning, |mut inner| -> Scheduler {
         Box::new(move |c, g, bytes| {
             let s = inner(c, g, bytes)?;
-            record.borrow_mut().insert(bytes, s.algorithm);
+            record.borrow_mut().insert(bytes, (s.algorithm, s.timing.protocol));
             Ok(s)
         })
     })?;
@@ -145,11 +146,13 @@ pub fn sweep(topo: Topology, c: Collective, sizes: &[u64], opts: &SweepOptions) 
     Ok(sizes
         .iter()
         .enumerate()
-        .map(|(i, &bytes)| SweepPoint {
-            bytes,
-            ns: tl.end[i] - tl.start[i],
+        .map(|(i, &bytes)| {
             // A one-rank group or S = 0 is never scheduled; nothing ran, call it the forced or ring.
-            algorithm: picked.get(&bytes).copied().unwrap_or(opts.choose.algorithm.unwrap_or(Algorithm::Ring)),
+            let (algorithm, protocol) = picked.get(&bytes).copied().unwrap_or((
+                opts.choose.algorithm.unwrap_or(Algorithm::Ring),
+                opts.choose.protocol.unwrap_or(Protocol::Simple),
+            ));
+            SweepPoint { bytes, ns: tl.end[i] - tl.start[i], algorithm, protocol }
         })
         .collect())
 }
@@ -174,10 +177,20 @@ pub fn algorithm_option(algorithm: &str) -> Result<Option<Algorithm>> {
     })
 }
 
+/// "auto" (NCCL's choice per size) or a protocol name.
+pub fn protocol_option(protocol: &str) -> Result<Option<Protocol>> {
+    if protocol.eq_ignore_ascii_case("auto") {
+        return Ok(None);
+    }
+    Protocol::parse(protocol).map(Some).map_err(|mut e| {
+        e.message = format!("{} (or auto)", e.message);
+        e
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::collective::Protocol;
     use crate::topology::Link;
 
     fn both(links: &mut Vec<Link>, a: u32, b: u32, bandwidth: f64, latency_ns: f64) {

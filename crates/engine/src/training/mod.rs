@@ -19,7 +19,7 @@ use crate::error::{InputError, Result};
 use crate::executor::{Execution, Executor};
 use crate::exposure::exposure;
 use crate::flow::network::Tuning;
-use crate::flow::sweep::algorithm_option;
+use crate::flow::sweep::{algorithm_option, protocol_option};
 use crate::routing::Routes;
 use crate::simai::run::FlowConfig;
 use crate::topology::Topology;
@@ -83,6 +83,9 @@ pub struct Fabric {
     pub pxn: bool,
     #[serde(default)]
     pub nvlstree: bool,
+    /// NCCL_PROTO: "auto" (absent) or a protocol name.
+    #[serde(default)]
+    pub protocol: Option<String>,
     /// A routes file's text and where it came from ([`Routes::parse`]).
     #[serde(default)]
     pub routes: Option<String>,
@@ -98,7 +101,7 @@ impl Fabric {
             pxn_enable: self.pxn,
             nvlstree_enable: self.nvlstree,
             algorithm: algorithm_option(&self.algorithm)?,
-            protocol: None,
+            protocol: protocol_option(self.protocol.as_deref().unwrap_or("auto"))?,
         };
         Ok(Tuning { options, channels: self.channels, seed: self.seed })
     }
