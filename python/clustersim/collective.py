@@ -212,9 +212,8 @@ def write_csv(table: Table, path: str) -> None:
 
 def print_table(table: Table) -> None:
     """nccl-tests' layout: one line per size, then the average bus bandwidth."""
-    print(
-        f"#{'size':>13}{'count':>13}{'type':>7}{'redop':>7}{'time':>11}{'algbw':>9}{'busbw':>9}  algorithm  protocol"
-    )
+    head = f"#{'size':>13}{'count':>13}{'type':>7}{'redop':>7}{'time':>11}{'algbw':>9}{'busbw':>9}"
+    print(f"{head}  algorithm  protocol")
     print(f"#{'(B)':>13}{'(elements)':>13}{'':>7}{'':>7}{'(us)':>11}{'(GB/s)':>9}{'(GB/s)':>9}")
     for r in table.rows():
         print(
