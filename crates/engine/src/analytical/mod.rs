@@ -1,6 +1,8 @@
 //! Analytical network models: every communication takes a closed-form time, independent of
 //! what else is in flight (no link sharing). Which closed form is a [`CollectiveCost`].
 
+#[cfg(test)]
+mod agreement;
 pub mod alpha_beta;
 pub mod busbw_file;
 pub mod platform;

@@ -87,6 +87,23 @@ pub const TREE_EFFICIENCY: f64 = 0.92;
 pub const NVLS_EFFICIENCY: f64 = 0.85;
 pub const NVLS_CHANNELS: f64 = 16.0;
 
+/// NVLink payload rate per GPU that NCCL plans with (GB/s): its per-link speed (`topo.h`: 20 GB/s
+/// on SM70/SM80, 20.6 on SM90, 40.1 on SM100) × the GPU's NVLinks, below the line rate (25 or
+/// 50 GB/s per link): 8×A100 reach ≈ 230 GB/s busbw, not 300 (hardware.md §2–3). None for GPU
+/// types NCCL has no figure for.
+pub fn nvlink_gbps(gpu_type: &str) -> Option<f64> {
+    let (per_link, links) = match gpu_type.to_ascii_uppercase().as_str() {
+        "V100" => (20.0, 6.0),
+        "A100" => (20.0, 12.0),
+        "A800" => (20.0, 8.0),
+        "H100" | "H200" | "H20" => (20.6, 18.0),
+        "H800" => (20.6, 8.0),
+        "B200" | "GB200" => (40.1, 18.0),
+        _ => return None,
+    };
+    Some(per_link * links)
+}
+
 /// How a schedule's time is charged beyond the bytes it moves.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Timing {

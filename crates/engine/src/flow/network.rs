@@ -25,11 +25,12 @@ use super::sweep::{default_channels, links_of};
 use super::{FlowSim, Wait};
 use crate::collective::choose::{self, Options};
 use crate::collective::cost::Links;
+use crate::collective::nccl::nvlink_gbps;
 use crate::collective::{Algorithm, Endpoint, GroupTopo, Schedule};
 use crate::error::{InputError, Result};
 use crate::network::{Comm, NetworkModel};
 use crate::routing::{link_between, Router, Routes};
-use crate::topology::Topology;
+use crate::topology::{NodeKind, Topology};
 use crate::workload::{Collective, GroupId, OpKind, Workload};
 
 /// Turns one collective on one group instance into a schedule (an algorithm choice, fixed or
@@ -59,7 +60,10 @@ pub struct Tuning {
 
 impl FlowNetwork {
     /// A flow network on `topo` tuned by `t`; `wrap` may observe the scheduler's choices.
-    pub fn tuned(topo: Topology, t: &Tuning, wrap: impl FnOnce(Scheduler) -> Scheduler) -> Result<FlowNetwork> {
+    pub fn tuned(mut topo: Topology, t: &Tuning, wrap: impl FnOnce(Scheduler) -> Scheduler) -> Result<FlowNetwork> {
+        if t.options.send_lat_us.is_none() {
+            cap_nvlink(&mut topo);
+        }
         let channels = if t.channels == 0 { default_channels(&topo) } else { t.channels };
         let scheduler = wrap(auto_algorithm(links_of(&topo)?, t.options.clone(), channels));
         // NVLS schedules need in-switch reduction: offered wherever servers have NVSwitches.
@@ -67,6 +71,33 @@ impl FlowNetwork {
         let mut net = FlowNetwork::new(topo, scheduler, t.seed, nvls);
         net.send_latency_ns = t.options.send_lat_us.map_or(0.0, |us| us * 1e3);
         Ok(net)
+    }
+}
+
+/// NVLink at the payload rate NCCL achieves on the fabric's GPU type ([`nvlink_gbps`]): a GPU
+/// whose links to its NVSwitches sum to more have them scaled down, both directions, to that sum
+/// (a SimAI fabric's 360 GB/s H100 NVLink stays; an A100 described at its 300 GB/s line rate
+/// carries 240).
+fn cap_nvlink(topo: &mut Topology) {
+    let Some(cap) = nvlink_gbps(&topo.gpu_type) else { return };
+    for gpu in 0..topo.gpus {
+        let nvlinks = |t: &Topology| -> Vec<u32> {
+            let out = t.out_links(gpu).iter().chain(t.in_links(gpu));
+            out.copied()
+                .filter(|&l| {
+                    let link = &t.links[l as usize];
+                    t.kinds[link.src as usize] == NodeKind::NvSwitch || t.kinds[link.dst as usize] == NodeKind::NvSwitch
+                })
+                .collect()
+        };
+        let ids = nvlinks(topo);
+        let up: f64 =
+            ids.iter().filter(|&&l| topo.links[l as usize].src == gpu).map(|&l| topo.links[l as usize].bandwidth).sum();
+        if up > cap {
+            for l in ids {
+                topo.links[l as usize].bandwidth *= cap / up;
+            }
+        }
     }
 }
 

@@ -98,7 +98,7 @@ pub fn default_channels(topo: &Topology) -> u32 {
 }
 
 /// A workload of one class whose single group spans `n` ranks, one collective per size in order.
-fn sweep_workload(c: Collective, n: u32, sizes: &[u64]) -> Workload {
+pub(crate) fn sweep_workload(c: Collective, n: u32, sizes: &[u64]) -> Workload {
     let layout = Layout::megatron(n, 1, 1, 1, 1);
     let mask = layout.mask(&[Axis::Tp]);
     let mut program = Program::default();
