@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from clustersim.collective import add_collective
+from clustersim.collective import add_collective, add_ecmp_arguments, qps_option, seed_stats
 from clustersim.errors import InputError
 from clustersim.table import Table
 
@@ -89,6 +89,7 @@ def add_analytical(sub: argparse._SubParsersAction) -> None:
     add_workload_run_arguments(r)
     r.add_argument("-n", "--topology", required=True, help="SimAI topology file (see clustersim topo)")
     add_fabric_arguments(r)
+    add_ecmp_arguments(r)
     r.set_defaults(func=run_analytical)
 
 
@@ -160,7 +161,7 @@ def flow_options(args: argparse.Namespace) -> dict[str, Any]:
         channels=args.channels,
         seed=args.seed,
         routes=args.routes,
-    )
+    ) | ({"qps": qps_option(args.qps), "routing": args.routing} if hasattr(args, "qps") else {})
 
 
 def links_csv(links: Table) -> str:
@@ -187,45 +188,60 @@ def run_analytical(args: argparse.Namespace) -> int:
     from clustersim.output import atomic_outputs, write_text
 
     prefix = output_prefix(args)
+    flow = flow_options(args)
+    seeds = [args.seed + i for i in range(getattr(args, "ecmp_seeds", 1))] if flow else [0]
     progress = Progress("simulating")
     try:
-        result = simulate(
-            args.workload,
-            gpus=args.gpus,
-            gpus_per_server=args.gpus_per_server,
-            nics_per_server=args.nics_per_server,
-            gpu_type=args.gpu_type,
-            nic_type=args.nic_type,
-            nvlink_busbw=args.nvlink_busbw,
-            nic_busbw=args.nic_busbw,
-            busbw=args.busbw,
-            compat=args.compat,
-            dp_overlap=args.dp_overlap or 0.0,
-            tp_overlap=args.tp_overlap or 0.0,
-            ep_overlap=args.ep_overlap or 0.0,
-            pp_overlap=args.pp_overlap,
-            run_name=Path(prefix).name,
-            lenient=args.lenient,
-            ratio_dir=args.ratio_dir,
-            progress=progress,
-            **flow_options(args),
-        )
+        results = [
+            simulate(
+                args.workload,
+                gpus=args.gpus,
+                gpus_per_server=args.gpus_per_server,
+                nics_per_server=args.nics_per_server,
+                gpu_type=args.gpu_type,
+                nic_type=args.nic_type,
+                nvlink_busbw=args.nvlink_busbw,
+                nic_busbw=args.nic_busbw,
+                busbw=args.busbw,
+                compat=args.compat,
+                dp_overlap=args.dp_overlap or 0.0,
+                tp_overlap=args.tp_overlap or 0.0,
+                ep_overlap=args.ep_overlap or 0.0,
+                pp_overlap=args.pp_overlap,
+                run_name=Path(prefix).name,
+                lenient=args.lenient,
+                ratio_dir=args.ratio_dir,
+                progress=progress,
+                **(flow | {"seed": seed} if flow else {}),
+            )
+            for seed in seeds
+        ]
     finally:
         progress.close()
+    result = results[0]
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
     outputs = {"csv": prefix + "EndToEnd.csv", "json": prefix + "summary.json"}
     if result.links is not None:
         outputs.update(links=prefix + "links.csv", trace=prefix + "trace.json")
+    if len(seeds) > 1:
+        outputs.update(seeds=prefix + "seeds.csv")
     if args.visual:
         outputs.update(png=prefix + "chart.png", html=prefix + "chart.html")
     doc = result.to_dict() | {"outputs": outputs}
+    stats = None
+    if len(seeds) > 1:
+        rows = [{"seed": seed} | r.summary for seed, r in zip(seeds, results, strict=True)]
+        stats = seed_stats(rows, [k for k in result.summary if k.endswith("_us")])
+        doc["ecmp_seeds"] = stats
     with atomic_outputs() as stage:
         write_text(stage(outputs["csv"]), result.csv)
         write_text(stage(outputs["json"]), json.dumps(doc, indent=2, allow_nan=False) + "\n")
         if result.links is not None:
             write_text(stage(outputs["links"]), links_csv(result.links))
             write_text(stage(outputs["trace"]), result.trace or "")
+        if stats is not None:
+            write_text(stage(outputs["seeds"]), seeds_csv(stats))
         if args.visual:
             from clustersim import charts
 
@@ -236,7 +252,24 @@ def run_analytical(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=2, allow_nan=False))
     else:
         print_summary(result.summary, result.breakdown(), outputs)
+        if stats is not None:
+            t = stats["total_us"]
+            print(
+                f"over {len(seeds)} ECMP seeds: iteration time mean {t['mean'] / 1000:.3f} ms,"
+                f" min {t['min'] / 1000:.3f} ms, max {t['max'] / 1000:.3f} ms (per seed: {outputs['seeds']})"
+            )
     return 0
+
+
+def seeds_csv(stats: dict[str, Any]) -> str:
+    """One row per ECMP seed, then the mean, min and max rows."""
+    keys = list(stats["columns"])
+    lines = [",".join(["seed", *keys])]
+    for row in stats["rows"]:
+        lines.append(",".join([str(row["seed"])] + [f"{row[k]:.6g}" for k in keys]))
+    for what in ("mean", "min", "max"):
+        lines.append(",".join([what] + [f"{stats[k][what]:.6g}" for k in keys]))
+    return "\n".join(lines) + "\n"
 
 
 def print_summary(summary: dict[str, float], pct: dict[str, float], outputs: dict[str, str]) -> None:

@@ -4,7 +4,7 @@
 use clustersim_engine::collective::choose::Options;
 use clustersim_engine::flow::sweep::{self, SweepOptions};
 use clustersim_engine::flow::{completion_times, FlowSpec};
-use clustersim_engine::topology::Topology;
+use clustersim_engine::topology::{Routing, Topology};
 use pyo3::prelude::*;
 
 use crate::input_err;
@@ -34,11 +34,12 @@ pub fn flow_completion_times(
 /// over the first `ranks` GPUs (all by default) of the topology given as SimAI file text, each
 /// size on an idle network. `algorithm` is "auto" (NCCL's tuner) or an algorithm name;
 /// `channels` 0 means the first server's NIC count (at least 2). `send_lat_us`, `nvls`, `pxn`,
-/// `nvlstree` are SimAI's AS_SEND_LAT, AS_NVLS_ENABLE, AS_PXN_ENABLE, AS_NVLSTREE_ENABLE.
+/// `nvlstree` are SimAI's AS_SEND_LAT, AS_NVLS_ENABLE, AS_PXN_ENABLE, AS_NVLSTREE_ENABLE;
+/// `qps` is NCCL_IB_QPS_PER_CONNECTION (0 = 1); `routing` "ecmp" or "spray".
 #[pyfunction]
 #[pyo3(signature = (
     topology, collective, sizes, algorithm = "auto", channels = 0, ranks = None, seed = 0,
-    send_lat_us = None, nvls = false, pxn = false, nvlstree = false
+    send_lat_us = None, nvls = false, pxn = false, nvlstree = false, qps = 0, routing = "ecmp"
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn collective_sweep(
@@ -54,6 +55,8 @@ pub fn collective_sweep(
     nvls: bool,
     pxn: bool,
     nvlstree: bool,
+    qps: u32,
+    routing: &str,
 ) -> PyResult<Vec<(f64, String)>> {
     py.detach(|| {
         let c = sweep::parse_collective(collective)?;
@@ -64,8 +67,9 @@ pub fn collective_sweep(
             nvlstree_enable: nvlstree,
             algorithm: sweep::algorithm_option(algorithm)?,
         };
-        let topo = Topology::parse_simai("topology", topology)?;
-        let opts = SweepOptions { choose, channels, ranks, seed };
+        let mut topo = Topology::parse_simai("topology", topology)?;
+        topo.routing = Routing::parse(routing)?;
+        let opts = SweepOptions { choose, channels, ranks, seed, qps };
         let points = sweep::sweep(topo, c, &sizes, &opts)?;
         Ok(points.into_iter().map(|p| (p.ns, p.algorithm.name().to_string())).collect())
     })

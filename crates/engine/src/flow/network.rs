@@ -23,7 +23,7 @@ use crate::collective::{Algorithm, Endpoint, GroupTopo, Schedule};
 use crate::error::{InputError, Result};
 use crate::network::{Comm, NetworkModel};
 use crate::routing::{link_between, Router, Routes};
-use crate::topology::Topology;
+use crate::topology::{Routing, Topology};
 use crate::workload::{Collective, GroupId, OpKind, Workload};
 
 /// Turns one collective on one group instance into a schedule (an algorithm choice, fixed or
@@ -43,22 +43,41 @@ pub fn auto_algorithm(links: Links, options: Options, channels: u32) -> Schedule
 }
 
 /// How a flow network runs collectives: NCCL's tuner choice (or a forced algorithm) with SimAI's
-/// AS_* switches, over `channels` channels (0: one per NIC of a server, at least 2), ECMP `seed`.
+/// AS_* switches, over `channels` channels (0: per group, one ring per group rank of a server as
+/// SimAI builds them, at most one per NIC of a server), `qps` queue pairs per connection
+/// (NCCL_IB_QPS_PER_CONNECTION; 0 means NCCL's default, 1), ECMP `seed`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Tuning {
     pub options: Options,
     pub channels: u32,
+    pub qps: u32,
     pub seed: u64,
+}
+
+/// Channels of a collective on `g` when none are forced: SimAI's MockNccl builds one ring per
+/// group rank of a server (`gen_local_ring`), so a data-parallel group with one rank per server
+/// gets one ring and each NIC one connection, and a whole-server group one ring per GPU; at most
+/// `nics` (one per NIC of a server, the fabric's default).
+pub fn group_channels(g: &GroupTopo, nics: u32) -> u32 {
+    let per_server = g.servers().members.iter().map(Vec::len).max().unwrap_or(1) as u32;
+    per_server.clamp(1, nics.max(1))
 }
 
 impl FlowNetwork {
     /// A flow network on `topo` tuned by `t`; `wrap` may observe the scheduler's choices.
     pub fn tuned(topo: Topology, t: &Tuning, wrap: impl FnOnce(Scheduler) -> Scheduler) -> Result<FlowNetwork> {
-        let channels = if t.channels == 0 { default_channels(&topo) } else { t.channels };
-        let scheduler = wrap(auto_algorithm(links_of(&topo)?, t.options.clone(), channels));
+        let scheduler = if t.channels == 0 {
+            let (links, options, nics) = (links_of(&topo)?, t.options.clone(), default_channels(&topo));
+            wrap(Box::new(move |c, g, bytes| {
+                Ok(choose::choose(c, g, bytes, group_channels(g, nics), &links, &options)?.schedule)
+            }))
+        } else {
+            wrap(auto_algorithm(links_of(&topo)?, t.options.clone(), t.channels))
+        };
         // NVLS schedules need in-switch reduction: offered wherever servers have NVSwitches.
         let nvls = (0..topo.servers()).any(|s| !topo.nvswitches(s).is_empty());
         let mut net = FlowNetwork::new(topo, scheduler, t.seed, nvls);
+        net.qps = t.qps.max(1);
         if let Some(us) = t.options.send_lat_us {
             net.set_send_latency(us * 1e3);
         }
@@ -96,6 +115,8 @@ pub struct FlowNetwork {
     sim: FlowSim,
     scheduler: Scheduler,
     nvls: bool,
+    /// Queue pairs per connection, each its own ECMP hash.
+    qps: u32,
     rank_class: Vec<u32>,
     /// Instances of each (group, class): member ranks in group order.
     instances: HashMap<(GroupId, u32), Rc<Vec<Vec<u32>>>>,
@@ -127,6 +148,7 @@ impl FlowNetwork {
             sim,
             scheduler,
             nvls,
+            qps: 1,
             rank_class: Vec::new(),
             instances: HashMap::new(),
             schedules: HashMap::new(),
@@ -166,7 +188,10 @@ impl FlowNetwork {
         self.sim.solves()
     }
 
-    /// Flows of one transfer between two nodes, appended to `out`.
+    /// Flows of one transfer (a connection) between two nodes, appended to `out`: over the
+    /// NVSwitches inside a server, else as the fabric routes it: per-flow ECMP hashes each of
+    /// the connection's `qps` queue pairs on its own and splits the bytes evenly over them;
+    /// spraying splits the bytes over every equal-cost path (QPs then change nothing).
     fn flows_between(&mut self, a: u32, b: u32, bytes: f64, out: &mut Vec<(Rc<[u32]>, f64)>) -> Result<()> {
         if let Some(links) = self.user_routes.get(a, b) {
             out.push((links.into(), bytes));
@@ -185,10 +210,22 @@ impl FlowNetwork {
                 return Ok(());
             }
         }
-        let mut path = Vec::new();
-        self.router.route(&self.topo, a, b, self.next_flow, &mut path)?;
-        self.next_flow += 1;
-        out.push((path.into(), bytes));
+        match self.topo.routing {
+            Routing::Spray => {
+                let mut paths = Vec::new();
+                self.router.spray(&self.topo, a, b, &mut paths)?;
+                out.extend(paths.into_iter().map(|(p, share)| (p.into(), bytes * share)));
+            }
+            Routing::Ecmp => {
+                let share = bytes / self.qps as f64;
+                for _ in 0..self.qps {
+                    let mut path = Vec::new();
+                    self.router.route(&self.topo, a, b, self.next_flow, &mut path)?;
+                    self.next_flow += 1;
+                    out.push((path.into(), share));
+                }
+            }
+        }
         Ok(())
     }
 
@@ -428,3 +465,7 @@ impl NetworkModel for FlowNetwork {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "ecmp_tests.rs"]
+mod ecmp_tests;

@@ -22,7 +22,7 @@ use crate::flow::network::Tuning;
 use crate::flow::sweep::algorithm_option;
 use crate::routing::Routes;
 use crate::simai::run::FlowConfig;
-use crate::topology::Topology;
+use crate::topology::{Routing, Topology};
 use crate::workload::{OpKind, Workload};
 use hardware::Accelerator;
 use memory::{memory, Memory};
@@ -73,6 +73,12 @@ pub struct Fabric {
     pub channels: u32,
     #[serde(default)]
     pub seed: u64,
+    /// Queue pairs per connection (NCCL_IB_QPS_PER_CONNECTION; 0 = 1).
+    #[serde(default)]
+    pub qps: u32,
+    /// "ecmp" (per-flow hashing, the default) or "spray" (per-packet spraying).
+    #[serde(default)]
+    pub routing: Option<String>,
     /// SimAI's AS_SEND_LAT, AS_NVLS_ENABLE, AS_PXN_ENABLE, AS_NVLSTREE_ENABLE.
     #[serde(default)]
     pub send_lat_us: Option<f64>,
@@ -98,12 +104,15 @@ impl Fabric {
             nvlstree_enable: self.nvlstree,
             algorithm: algorithm_option(&self.algorithm)?,
         };
-        Ok(Tuning { options, channels: self.channels, seed: self.seed })
+        Ok(Tuning { options, channels: self.channels, qps: self.qps, seed: self.seed })
     }
 
     /// The topology, tuning and routes, parsed and checked.
     pub fn config(&self) -> Result<FlowConfig> {
-        let topology = Topology::parse_simai(&self.path, &self.topology)?;
+        let mut topology = Topology::parse_simai(&self.path, &self.topology)?;
+        if let Some(r) = &self.routing {
+            topology.routing = Routing::parse(r)?;
+        }
         let routes = match &self.routes {
             None => Routes::default(),
             Some(text) => Routes::parse(self.routes_path.as_deref().unwrap_or("routes"), text, &topology)?,
