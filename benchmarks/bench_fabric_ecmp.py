@@ -72,7 +72,8 @@ def run(work: Path, fabric: str, size: int, seeds: int, extra: list[str]) -> dic
     dp = stats["exposed_dp_us"]
     per_seed = [r["exposed_dp_us"] for r in stats["rows"]]
     slow = sum(t > 1.01 * dp["min"] for t in per_seed) / len(per_seed)
-    return {"mean": dp["mean"] / 1e3, "min": dp["min"] / 1e3, "max": dp["max"] / 1e3, "slow": slow, "wall": wall}
+    ms = {k: dp[k] / 1e3 for k in ("mean", "min", "max")}
+    return ms | {"slow": slow, "wall": wall}
 
 
 def main() -> None:
@@ -95,9 +96,9 @@ def main() -> None:
             spx = run(work, "Spectrum-X", size, args.seeds, [])
             dcn = run(work, "DCN+", size, args.seeds, [])
             lines.append(
-                f"| {size >> 20} MiB | {spx['mean']:.3f} (± {spx['max'] - spx['min']:.3f}) | {dcn['mean']:.3f}"
-                f" | {dcn['min']:.3f} | {dcn['max']:.3f} | {dcn['slow']:.0%} | {dcn['mean'] / spx['mean']:.2f}×"
-                f" | {dcn['wall']:.1f} |"
+                f"| {size >> 20} MiB | {spx['mean']:.3f} (± {spx['max'] - spx['min']:.3f})"
+                f" | {dcn['mean']:.3f} | {dcn['min']:.3f} | {dcn['max']:.3f} | {dcn['slow']:.0%}"
+                f" | {dcn['mean'] / spx['mean']:.2f}× | {dcn['wall']:.1f} |"
             )
             print(lines[-1], flush=True)
         base = run(work, "Spectrum-X", 512 << 20, args.seeds, [])
@@ -135,7 +136,8 @@ one uplink: when two of those 8 hash onto the same spine, both rings run at half
 collective, and the all-reduce (which ends with its slowest ring) takes twice as long. The chance
 that none of the 4 crossings has two of its 8 flows on one spine is (∏ᵢ₌₀⁷ (1 − i/64))⁴ = 0.634⁴ ≈
 16 %, so about 84 % of seeds pay the 2× (with NCCL's 2 channels an uplink needs 3 of 16 flows at
-half a NIC each: about 38 % of seeds pay 1.5×). The seeds column checks these numbers. Before, clustersim gave every collective one channel per NIC of a server (8),
+half a NIC each: about 38 % of seeds pay 1.5×). The seeds column checks these numbers.
+Before, clustersim gave every collective one channel per NIC of a server (8),
 so each NIC spread its ring over 8 flows of 1/8 of its rate; an uplink then needs more than 8
 colliding flows to slow anyone, which 64 flows on 64 uplinks almost never do, and the two fabrics
 came out within 0.3 %. The channel count now follows the group as SimAI builds rings (one per group

@@ -131,8 +131,9 @@ def simulate(
     model from `gpu_type`, `nic_type`, `nvlink_busbw`, `nic_busbw` and the server shape.
     With `topology` (a SimAI topology file) communication runs on the flow model instead: every
     collective becomes the transfers of `algorithm` ("auto": NCCL's tuner, honouring SimAI's AS_*
-    environment variables) over `channels` channels (0: one per NIC), routed with seeded ECMP (or
-    along the routes of the `routes` file) and sharing links max-min fairly; `qps` queue pairs per
+    environment variables) over `channels` channels (0: one per group rank of a server, at most one
+    per NIC), routed with seeded ECMP (or along the routes of the `routes` file) and sharing links
+    max-min fairly; `qps` queue pairs per
     connection (0: NCCL's default, 1) are hashed one by one, or `routing="spray"` sprays packets.
     Raises `clustersim.InputError` with file, line and field on bad input.
     """

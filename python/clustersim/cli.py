@@ -97,7 +97,10 @@ def add_fabric_arguments(p: argparse.ArgumentParser) -> None:
     """How collectives run on the fabric (flow backend); SimAI's AS_* variables are honoured."""
     p.add_argument("--algo", default="auto", help="collective algorithm, or auto (NCCL's tuner; default)")
     p.add_argument(
-        "--channels", type=int, default=0, help="rings/trees per collective (default: one per NIC)"
+        "--channels",
+        type=int,
+        default=0,
+        help="rings/trees per collective (default: one per group rank of a server, at most one per NIC)",
     )
     p.add_argument("--seed", type=int, default=0, help="ECMP seed (default 0)")
     p.add_argument(

@@ -220,7 +220,12 @@ def add_collective(sub: argparse._SubParsersAction) -> None:
         "--topology", required=True, help="SimAI topology file, or NAME[:GPUS] (Spectrum-X:32, fat-tree:4)"
     )
     p.add_argument("--algo", default="auto", help="auto (NCCL's tuner) or ring, tree, nvls, … (default auto)")
-    p.add_argument("--channels", type=int, default=0, help="channels (default: NICs per server, at least 2)")
+    p.add_argument(
+        "--channels",
+        type=int,
+        default=0,
+        help="channels (default: group ranks per server, at most NICs per server)",
+    )
     p.add_argument("-g", "--gpus", type=int, help="ranks: the first N GPUs (default all)")
     p.add_argument("--seed", type=int, default=0, help="ECMP seed (default 0)")
     add_ecmp_arguments(p)

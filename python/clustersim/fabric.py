@@ -22,8 +22,9 @@ def fabric_document(
     routing: str = "ecmp",
 ) -> dict[str, Any]:
     """The engine's "fabric": the topology file's text, the algorithm ("auto": NCCL's tuner),
-    channels (0: one per NIC), the ECMP seed, a routes file's text (one route per line: the
-    nodes of the path, source first; it overrides ECMP between its end nodes), and SimAI's AS_*
+    channels (0: one per group rank of a server, at most one per NIC), the ECMP seed, a routes
+    file's text (one route per line: the nodes of the path, source first; it overrides ECMP between
+    its end nodes), and SimAI's AS_*
     switches from `env` (default: the process environment); `qps` queue pairs per connection
     (NCCL_IB_QPS_PER_CONNECTION, 0 = 1), each hashed on its own, and `routing` "ecmp" (per-flow
     hashing) or "spray" (per-packet spraying / adaptive routing, as Spectrum-X does)."""

@@ -69,7 +69,7 @@ pub struct Fabric {
     pub topology: String,
     /// "auto" (NCCL's tuner) or an algorithm name.
     pub algorithm: String,
-    /// 0: one per NIC of a server (at least 2).
+    /// 0: one per group rank of a server, at most one per NIC ([`crate::flow::network::group_channels`]).
     pub channels: u32,
     #[serde(default)]
     pub seed: u64,
