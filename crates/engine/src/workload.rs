@@ -7,9 +7,10 @@
 //! a group), so no per-group member list is stored either.
 //!
 //! [`check`] holds the invariants every workload keeps; [`json`] is its versioned JSON form
-//! (docs/workload-ir.md).
+//! (docs/workload-ir.md); [`columns`] its bulk form for Python.
 
 pub mod check;
+pub mod columns;
 pub mod json;
 
 use serde::{Deserialize, Serialize};

@@ -14,6 +14,7 @@ use clustersim_engine::training::generate::generate;
 use clustersim_engine::training::hardware::Accelerator;
 use clustersim_engine::training::model::Model;
 use clustersim_engine::training::plan::Plan;
+use clustersim_engine::workload::columns::Columns;
 use clustersim_engine::workload::{Collective, Workload};
 use clustersim_engine::{InputError, Result};
 
@@ -22,6 +23,7 @@ fn round_trip(w: &Workload) {
     let back = Workload::from_json("w.json", &text).unwrap();
     assert_eq!(&back, w);
     assert_eq!(back.to_json(), text);
+    assert_eq!(&Columns::from(w).to_workload("columns").unwrap(), w);
 }
 
 #[test]

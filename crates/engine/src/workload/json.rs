@@ -34,7 +34,8 @@ pub const VERSION: u32 = 1;
 const AXES: [(Axis, &str); 5] =
     [(Axis::Tp, "TP"), (Axis::Cp, "CP"), (Axis::Ep, "EP"), (Axis::DpEp, "DP_EP"), (Axis::Pp, "PP")];
 
-fn axis_name(a: Axis) -> &'static str {
+/// An axis's name in files.
+pub fn axis_name(a: Axis) -> &'static str {
     AXES.iter().find(|(b, _)| *b == a).map_or("?", |(_, n)| n)
 }
 
@@ -192,13 +193,16 @@ impl Workload {
 
     fn group_doc(&self, g: &Group) -> GroupDoc {
         let (axes, instances) = match &g.members {
-            Membership::Dims(mask) => {
-                let axes = self.layout.axes.iter().enumerate().filter(|(i, _)| mask & (1 << i) != 0);
-                (Some(axes.map(|(_, &(a, _))| axis_name(a).to_string()).collect()), None)
-            }
+            Membership::Dims(mask) => (Some(self.axes_of(*mask)), None),
             Membership::Explicit(inst) => (None, Some(inst.clone())),
         };
         GroupDoc { name: g.name.clone(), axes, instances }
+    }
+
+    /// Names of the layout axes in a group's bit mask, in layout order.
+    pub fn axes_of(&self, mask: u32) -> Vec<String> {
+        let axes = self.layout.axes.iter().enumerate().filter(|(i, _)| mask & (1 << i) != 0);
+        axes.map(|(_, &(a, _))| axis_name(a).to_string()).collect()
     }
 
     /// Read a workload from JSON text (`file` names it in errors) and check its invariants.
@@ -281,7 +285,8 @@ fn take<T: DeserializeOwned>(file: &str, path: &str, v: &Value) -> Result<T> {
     T::deserialize(v).map_err(|e| InputError::field(file, path, e.to_string()))
 }
 
-fn axis_of(name: &str) -> Option<Axis> {
+/// The axis a name in a file stands for.
+pub fn axis_of(name: &str) -> Option<Axis> {
     AXES.iter().find(|(_, n)| *n == name).map(|(a, _)| *a)
 }
 
