@@ -141,30 +141,31 @@ impl OpDoc {
     }
 }
 
-/// The top level; groups and ops stay JSON values until read one by one, so that errors can
-/// name their path.
+/// The top level, generic in how layout axes, groups and programs are held: typed for the fast
+/// path, JSON values for the path that names where an error is.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Document {
+struct Document<A, G, P> {
     format: String,
     /// Checked before the rest, so a newer document gets a clear message.
-    #[serde(rename = "version")]
-    _version: Value,
-    #[serde(default)]
-    layout: Vec<Value>,
-    #[serde(default)]
-    groups: Vec<Value>,
+    version: Value,
+    #[serde(default = "Vec::new")]
+    layout: Vec<A>,
+    #[serde(default = "Vec::new")]
+    groups: Vec<G>,
     #[serde(default)]
     rows: Vec<String>,
     rank_class: Vec<u32>,
     class_program: Vec<u32>,
-    programs: Vec<Value>,
+    programs: Vec<P>,
 }
+
+type Typed = Document<AxisDoc, GroupDoc, ProgramDoc<OpDoc>>;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ProgramDoc {
-    ops: Vec<Value>,
+struct ProgramDoc<O> {
+    ops: Vec<O>,
 }
 
 impl Workload {
@@ -207,32 +208,26 @@ impl Workload {
 
     /// Read a workload from JSON text (`file` names it in errors) and check its invariants.
     pub fn from_json(file: &str, text: &str) -> Result<Workload> {
-        let root: Value = serde_json::from_str(text).map_err(|e| {
-            let msg = e.to_string();
-            let msg = msg.rsplit_once(" at line ").map_or(msg.as_str(), |(m, _)| m);
-            InputError::at(file, e.line(), "JSON", msg)
-        })?;
-        if let Some(v) = root.get("version").filter(|v| v.as_u64() != Some(u64::from(VERSION))) {
-            return Err(InputError::field(
-                file,
-                "version",
-                format!("{v} is not supported (this clustersim reads {VERSION})"),
-            ));
+        // Fast path: straight into typed structs. Only if that fails is the text read again as
+        // JSON values, piece by piece, to name the path of the error.
+        let doc = match serde_json::from_str::<Typed>(text) {
+            Ok(doc) => doc,
+            Err(e) => return Err(locate(file, text).err().unwrap_or_else(|| json_error(file, &e))),
+        };
+        if doc.version.as_u64() != Some(u64::from(VERSION)) {
+            return Err(unsupported(file, &doc.version));
         }
-        let doc: Document = take(file, "(top level)", &root)?;
         if doc.format != FORMAT {
             return Err(InputError::field(file, "format", format!("'{}' is not '{FORMAT}'", doc.format)));
         }
         let mut axes = Vec::new();
-        for (i, v) in doc.layout.iter().enumerate() {
-            let a: AxisDoc = take(file, &format!("layout[{i}]"), v)?;
+        for (i, a) in doc.layout.iter().enumerate() {
             let axis = axis_of(&a.axis).ok_or_else(|| unknown_axis(file, format!("layout[{i}].axis"), &a.axis))?;
             axes.push((axis, a.size));
         }
         let layout = Layout { axes };
         let mut groups = Vec::new();
-        for (g, v) in doc.groups.iter().enumerate() {
-            let d: GroupDoc = take(file, &format!("groups[{g}]"), v)?;
+        for (g, d) in doc.groups.into_iter().enumerate() {
             let members = match (d.axes, d.instances) {
                 (Some(names), None) => {
                     let mut mask = 0;
@@ -258,15 +253,11 @@ impl Workload {
             };
             groups.push(Group { name: d.name, members });
         }
-        let mut programs = Vec::new();
-        for (p, v) in doc.programs.iter().enumerate() {
-            let d: ProgramDoc = take(file, &format!("programs[{p}]"), v)?;
-            let mut ops = Vec::with_capacity(d.ops.len());
-            for (i, v) in d.ops.iter().enumerate() {
-                ops.push(take::<OpDoc>(file, &format!("programs[{p}].ops[{i}]"), v)?.into_op());
-            }
-            programs.push(Program { ops });
-        }
+        let programs = doc
+            .programs
+            .into_iter()
+            .map(|p| Program { ops: p.ops.into_iter().map(OpDoc::into_op).collect() })
+            .collect();
         let w = Workload {
             layout,
             groups,
@@ -278,6 +269,41 @@ impl Workload {
         w.check(file)?;
         Ok(w)
     }
+}
+
+/// The error of a document that does not deserialize, naming its JSON path: read it as JSON
+/// values and deserialize piece by piece. `Ok` if every piece reads (then the caller reports
+/// serde's own error).
+fn locate(file: &str, text: &str) -> Result<()> {
+    let root: Value = serde_json::from_str(text).map_err(|e| json_error(file, &e))?;
+    if let Some(v) = root.get("version").filter(|v| v.as_u64() != Some(u64::from(VERSION))) {
+        return Err(unsupported(file, v));
+    }
+    let doc: Document<Value, Value, Value> = take(file, "(top level)", &root)?;
+    for (i, v) in doc.layout.iter().enumerate() {
+        take::<AxisDoc>(file, &format!("layout[{i}]"), v)?;
+    }
+    for (g, v) in doc.groups.iter().enumerate() {
+        take::<GroupDoc>(file, &format!("groups[{g}]"), v)?;
+    }
+    for (p, v) in doc.programs.iter().enumerate() {
+        let d: ProgramDoc<Value> = take(file, &format!("programs[{p}]"), v)?;
+        for (i, v) in d.ops.iter().enumerate() {
+            take::<OpDoc>(file, &format!("programs[{p}].ops[{i}]"), v)?;
+        }
+    }
+    Ok(())
+}
+
+/// A JSON syntax (or otherwise unplaced) error, at its line.
+fn json_error(file: &str, e: &serde_json::Error) -> InputError {
+    let msg = e.to_string();
+    let msg = msg.rsplit_once(" at line ").map_or(msg.as_str(), |(m, _)| m);
+    InputError::at(file, e.line(), "JSON", msg)
+}
+
+fn unsupported(file: &str, v: &Value) -> InputError {
+    InputError::field(file, "version", format!("{v} is not supported (this clustersim reads {VERSION})"))
 }
 
 /// Deserialize `v`, naming `path` in the error.
