@@ -14,7 +14,7 @@
 //!                         {"kind": "RECV", "group": 1, "offset": -1, "bytes": 8, …}]}] }
 //! ```
 //!
-//! Node kinds follow Chakra's (COMP, COMM_COLL, COMM_SEND/RECV). Writing then reading gives the
+//! Node kinds follow Chakra's (COMP, COMM_COLL; SEND/RECV for COMM_SEND/RECV). Writing then reading gives the
 //! same [`Workload`] exactly (floats are written shortest-round-trip and read correctly rounded).
 //! Reading checks the document's shape with serde and the workload's invariants with
 //! [`Workload::check`]; every error names the file, the JSON path and the problem.
