@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from clustersim.collective import add_collective, add_ecmp_arguments, qps_option, seed_stats
-from clustersim.errors import InputError
+from clustersim.errors import EnginePanic, InputError, InternalError
 from clustersim.table import Table
+from clustersim.workload import Workload
 
 EPILOG_ANALYTICAL = """\
 SimAI_analytical's flags are accepted as they are, e.g.
@@ -21,6 +22,10 @@ SimAI_analytical's flags are accepted as they are, e.g.
 Outputs: <prefix>EndToEnd.csv (SimAI's layout, times in µs) and <prefix>summary.json;
 with -v also <prefix>chart.png and <prefix>chart.html. --json prints the summary as JSON.
 Without --compat simai, SimAI's known quirks are corrected (see the README)."""
+
+
+# Exit status of an internal error (a bug in clustersim), as sysexits.h's EX_SOFTWARE.
+EX_SOFTWARE = 70
 
 
 class Parser(argparse.ArgumentParser):
@@ -475,9 +480,18 @@ def run_train(args: argparse.Namespace) -> int:
 
 
 def add_workload(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("workload", help="generate, check or rewrite SimAI workload files", allow_abbrev=False)
+    p = sub.add_parser(
+        "workload",
+        help="generate, check, rewrite or export workloads (SimAI files, IR JSON)",
+        allow_abbrev=False,
+    )
     wsub = p.add_subparsers(dest="workload_command", required=True, metavar="ACTION")
-    c = wsub.add_parser("check", help="read a workload file and report its header and row count")
+    c = wsub.add_parser(
+        "check",
+        help="read a workload (SimAI file or IR JSON) and report what it holds",
+        description="A SimAI workload file: its header and row count. Workload IR JSON"
+        " (docs/workload-ir.md): every invariant checked, then its ranks, groups and ops counted.",
+    )
     c.add_argument("file")
     c.add_argument("--lenient", action="store_true", help="accept a wrong row count on line 2")
     c.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
@@ -505,24 +519,66 @@ def add_workload(sub: argparse._SubParsersAction) -> None:
         "--aicb-compat", action="store_true", help="AICB's rows and quirks (to compare with SimAI)"
     )
     g.add_argument("-o", "--output", required=True, help="where to write the workload file")
+    g.add_argument(
+        "--ir",
+        action="store_true",
+        help="write the whole iteration (every stage) as workload IR JSON (docs/workload-ir.md) instead",
+    )
     g.add_argument("--json", action="store_true", help="print what was written as JSON on stdout")
     g.set_defaults(func=run_workload_generate)
+    x = wsub.add_parser(
+        "export",
+        help="write the IR a SimAI workload file becomes as workload IR JSON",
+        description="Build the IR of a SimAI workload file as `clustersim analytical` does in its default"
+        " mode and write it as workload IR JSON (docs/workload-ir.md).",
+        allow_abbrev=False,
+    )
+    x.add_argument("file")
+    x.add_argument("-o", "--output", required=True, help="where to write the IR JSON")
+    x.add_argument("-g", "--gpus", type=count, help="number of GPUs (default: the header's all_gpus)")
+    x.add_argument("-g_p_s", "--gpus-per-server", type=count, default=8, help="GPUs per server (default 8)")
+    x.add_argument("--lenient", action="store_true", help="accept a wrong row count on line 2")
+    x.add_argument("--json", action="store_true", help="print what was written as JSON on stdout")
+    x.set_defaults(func=run_workload_export)
+
+
+def ir_summary(w: Workload) -> dict[str, Any]:
+    """What `workload check` and `export` report of an IR workload."""
+    return {"ranks": w.ranks, "groups": [g["name"] for g in w.groups]} | w.counts()
+
+
+def print_fields(info: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(info, indent=2))
+    else:
+        for k, v in info.items():
+            print(f"{k:>20}: {v}")
 
 
 def run_workload_check(args: argparse.Namespace) -> int:
     from clustersim import _engine
     from clustersim.analytical import read_text
 
-    info = _engine.inspect_workload(args.file, read_text(args.file, "workload"), lenient=args.lenient)
+    text = read_text(args.file, "workload")
+    if text.lstrip().startswith("{"):
+        info = {"format": "workload IR JSON"} | ir_summary(Workload.from_json(text, args.file))
+        print_fields(info, args.json)
+        return 0
+    info = _engine.inspect_workload(args.file, text, lenient=args.lenient)
     for w in info.pop("warnings"):
         print(f"warning: {w}", file=sys.stderr)
     names = info.pop("row_names")
     info["distinct_row_names"] = sorted(set(names))
-    if args.json:
-        print(json.dumps(info, indent=2))
-    else:
-        for k, v in info.items():
-            print(f"{k:>20}: {v}")
+    print_fields(info, args.json)
+    return 0
+
+
+def run_workload_export(args: argparse.Namespace) -> int:
+    w = Workload.from_simai(
+        args.file, gpus=args.gpus, gpus_per_server=args.gpus_per_server, lenient=args.lenient
+    )
+    w.save(args.output)
+    print_fields({"output": args.output} | ir_summary(w), args.json)
     return 0
 
 
@@ -548,6 +604,13 @@ def run_workload_generate(args: argparse.Namespace) -> int:
     from clustersim.training import workload_text
 
     model, _, plan = plan_from_args(args)
+    if args.ir:
+        if args.aicb_compat:
+            raise InputError("command line: --ir: AICB's rows are a SimAI file only; drop --aicb-compat")
+        w = Workload.from_training(model, **plan)
+        w.save(args.output)
+        print_fields({"output": args.output} | ir_summary(w), args.json)
+        return 0
     text = workload_text(model, aicb_compat=args.aicb_compat, **plan)
     with atomic_outputs() as stage:
         write_text(stage(args.output), text)
@@ -646,6 +709,14 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as e:
         print(f"clustersim: error: {e}", file=sys.stderr)
         return 2
+    except (InternalError, EnginePanic) as e:
+        what = str(e) if isinstance(e, InternalError) else f"internal error: the engine panicked: {e}"
+        print(f"clustersim: {what}", file=sys.stderr)
+        print(
+            "clustersim: this is a bug in clustersim; please report it with the command that caused it",
+            file=sys.stderr,
+        )
+        return EX_SOFTWARE
     except KeyboardInterrupt:
         return 130
 

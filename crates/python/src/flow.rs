@@ -7,7 +7,7 @@ use clustersim_engine::flow::{completion_times, FlowSpec};
 use clustersim_engine::topology::{Routing, Topology};
 use pyo3::prelude::*;
 
-use crate::input_err;
+use crate::engine_err;
 
 /// Completion time (ns) of each flow `(src node, dst node, bytes, start_ns)` on the topology
 /// given as SimAI topology file text; `routes` optionally gives a node path per flow (an empty
@@ -27,7 +27,7 @@ pub fn flow_completion_times(
             flows.iter().map(|&(src, dst, bytes, start_ns)| FlowSpec { src, dst, bytes, start_ns }).collect();
         completion_times(&topo, &specs, routes.as_deref(), seed)
     })
-    .map_err(input_err)
+    .map_err(engine_err)
 }
 
 /// nccl-tests on the flow model: time (ns) and algorithm of `collective` for each S in `sizes`
@@ -73,5 +73,5 @@ pub fn collective_sweep(
         let points = sweep::sweep(topo, c, &sizes, &opts)?;
         Ok(points.into_iter().map(|p| (p.ns, p.algorithm.name().to_string())).collect())
     })
-    .map_err(input_err)
+    .map_err(engine_err)
 }

@@ -55,7 +55,10 @@ pub fn schedule_ns(s: &Schedule, g: &GroupTopo, links: &Links) -> Result<f64, In
         match e {
             Endpoint::Rank(r) if (r as usize) < n => Ok((r as usize, servers.of_rank[r as usize] as usize)),
             Endpoint::Switch { server } if (server as usize) < nodes => Ok((n + server as usize, server as usize)),
-            _ => Err(err("schedule", format!("{e:?} is not in this group of {n} ranks on {nodes} servers"))),
+            _ => Err(InputError::internal(
+                "collective schedule",
+                format!("{e:?} is not in this group of {n} ranks on {nodes} servers"),
+            )),
         }
     };
     let mut total = 0.0;
@@ -64,14 +67,14 @@ pub fn schedule_ns(s: &Schedule, g: &GroupTopo, links: &Links) -> Result<f64, In
         for t in &phase.transfers {
             let ((a, sa), (b, sb)) = (locate(t.src)?, locate(t.dst)?);
             if !(t.bytes >= 0.0 && t.bytes.is_finite()) {
-                return Err(err("schedule", format!("transfer of {} bytes", t.bytes)));
+                return Err(InputError::internal("collective schedule", format!("transfer of {} bytes", t.bytes)));
             }
             if sa == sb {
                 out_nv[a] += t.bytes;
                 in_nv[b] += t.bytes;
             } else if a >= n || b >= n {
-                return Err(err(
-                    "schedule",
+                return Err(InputError::internal(
+                    "collective schedule",
                     format!("{:?} → {:?}: a switch reaches only its own server", t.src, t.dst),
                 ));
             } else {
@@ -258,6 +261,7 @@ mod tests {
         assert!(schedule_ns(&s, &g, &Links { nic_gbps: 0.0, ..LINKS }).is_err());
         let two = &ranks[..2];
         let small = GroupTopo { ranks: two, gpus_per_server: 8, nvls: false };
-        assert!(schedule_ns(&s, &small, &LINKS).unwrap_err().message.contains("not in this group"));
+        let e = schedule_ns(&s, &small, &LINKS).unwrap_err();
+        assert!(e.is_internal() && e.message.contains("not in this group"), "{e}");
     }
 }

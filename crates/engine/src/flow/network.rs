@@ -232,11 +232,14 @@ impl FlowNetwork {
     fn endpoint_nodes(&self, e: Endpoint, ranks: &[u32], servers: &[u32]) -> Result<Vec<u32>> {
         match e {
             Endpoint::Rank(i) => ranks.get(i as usize).map(|&r| vec![r]).ok_or_else(|| {
-                InputError::new("collective schedule", format!("rank index {i} outside a group of {}", ranks.len()))
+                InputError::internal(
+                    "collective schedule",
+                    format!("rank index {i} outside a group of {}", ranks.len()),
+                )
             }),
             Endpoint::Switch { server } => {
                 let s = *servers.get(server as usize).ok_or_else(|| {
-                    InputError::new(
+                    InputError::internal(
                         "collective schedule",
                         format!("server index {server} outside a group on {} servers", servers.len()),
                     )
@@ -331,8 +334,8 @@ impl FlowNetwork {
         let routed: Vec<Rc<[ReadyPhase]>> = match *comm {
             Comm::Collective { collective, group, bytes, class } => {
                 let inst = self.instances.get(&(group, class)).cloned().ok_or_else(|| {
-                    InputError::new(
-                        "workload",
+                    InputError::internal(
+                        "flow model",
                         format!("collective on group {group} of class {class} was not prepared"),
                     )
                 })?;
@@ -346,7 +349,7 @@ impl FlowNetwork {
             Comm::Transfer { src, dst, bytes } => {
                 let world = self.rank_class.len() as i64;
                 let class = *self.rank_class.get(src as usize).ok_or_else(|| {
-                    InputError::new("workload", format!("transfer from rank {src} outside the world of {world}"))
+                    InputError::internal("flow model", format!("transfer from rank {src} outside the world of {world}"))
                 })?;
                 let shift = dst as i64 - src as i64;
                 let mut flows = Vec::new();
