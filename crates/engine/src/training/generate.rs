@@ -6,18 +6,25 @@
 //!   attention and the MLP, forward and backward; with SP all-gather before and reduce-scatter
 //!   after each block forward, and in backward an all-gather of the output gradient, a
 //!   reduce-scatter of the input gradient and an all-gather re-gathering the input for the
-//!   weight gradient. Backward TP collectives overlap the weight-gradient GEMMs.
+//!   weight gradient. Backward TP collectives overlap the weight-gradient GEMMs. The embedding
+//!   reduce-scatters (all-reduces without SP) its output, so with SP its backward gathers the
+//!   gradient; the LM head is a column-parallel linear (gather before, reduce-scatter and
+//!   re-gather in backward with SP; all-reduce of its input gradient without), followed by 3
+//!   all-reduces of 4·b·s bytes for the vocabulary-parallel cross-entropy.
 //! - PP: the activation (forward) and its gradient (backward), 2·b·s·h/(t if SP) bytes per
 //!   micro-batch and stage boundary, as send/recv pairs; sends never block compute.
 //! - CP: keys and values of the layer, all-gathered in CP forward; gathered again and their
 //!   gradients reduce-scattered backward.
-//! - EP (MoE layers, all-to-all dispatcher): dispatch and combine all-to-alls of 2·n_tok·k·h
-//!   bytes (n_tok = b·s/(t·cp)), with all-gather / reduce-scatter in expert-TP when t > 1.
+//! - EP (MoE layers, all-to-all dispatcher, which works on the sequence-sharded tokens, so no
+//!   TP gather around it; MoE with TP needs SP, as in Megatron-Core): the token counts per
+//!   expert gathered (2·e·E·t bytes in TP, as AICB writes it), dispatch and combine all-to-alls
+//!   of 2·n_tok·k·h bytes (n_tok = b·s/(t·cp)), with all-gather / reduce-scatter of the received
+//!   tokens in expert-TP when t > 1; mirrored in backward.
 //! - DP: each layer's gradients reduce (all-reduce with DDP, reduce-scatter with the distributed
 //!   optimizer or ZeRO) as soon as the last micro-batch's backward of that layer is done
 //!   (`--overlap-grad-reduce`, one bucket per layer); then the optimizer step; then the
-//!   all-gather of updated parameters (distributed optimizer, ZeRO). ZeRO-3 also all-gathers each
-//!   layer's parameters before its forward and backward.
+//!   all-gather of updated parameters (distributed optimizer, ZeRO-1/2; dense parameters in DP,
+//!   experts' in DP_EP). ZeRO-3's per-layer parameter gathers are not issued yet.
 //! - Tied embeddings with PP > 1: the embedding gradient all-reduced between first and last stage.
 //! - Full recompute replays each layer's forward, collectives included, before its backward.
 
