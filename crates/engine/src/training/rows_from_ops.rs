@@ -33,8 +33,9 @@ use super::generate::{
 use super::hardware::Accelerator;
 use super::model::Model;
 use super::plan::Plan;
-use crate::error::{InputError, Result};
-use crate::simai::file::{Comm, CommType, Header, HeaderVariant, Policy, Row, Scope, WorkloadFile};
+use super::simai_rows::stage_header;
+use crate::error::Result;
+use crate::simai::file::{Comm, CommType, Row, Scope, WorkloadFile};
 use crate::workload::{GroupId, Op, OpKind, Phase, Program};
 
 const NONE: Comm = Comm { kind: CommType::None, bytes: 0 };
@@ -244,16 +245,8 @@ fn place_backward(prog: &Program, m: &mut Module, ops: &[u32]) {
     }
 }
 
-/// The rows of `plan`'s first pipeline stage, derived from the generator's program.
+/// The rows of `plan`'s first pipeline stage, derived from the generator's program (`plan` without CP).
 pub fn megatron_workload(model: &Model, plan: &Plan, acc: &Accelerator, flash: bool) -> Result<WorkloadFile> {
-    plan.validate(model)?;
-    if plan.cp > 1 {
-        return Err(InputError::field(
-            "plan",
-            "cp",
-            "SimAI workload files cannot express context parallelism; simulate it with `clustersim train`",
-        ));
-    }
     let Generated { workload, steps, op_layer, .. } = generate(model, plan, acc, flash)?;
     let (prog, steps, layer) = (&workload.programs[0], &steps[0], &op_layer[0]);
     let m = plan.micro_batches();
@@ -343,20 +336,7 @@ pub fn megatron_workload(model: &Model, plan: &Plan, acc: &Accelerator, flash: b
             _ => None,
         })
         .unwrap_or(0);
-    let header = Header {
-        policy: Policy::HybridTransformerFwdInBckwd,
-        variant: HeaderVariant::Current,
-        tp: plan.tp,
-        ep: plan.ep,
-        pp: plan.pp,
-        vpp: plan.vpp,
-        ga: m,
-        all_gpus: Some(plan.gpus),
-        checkpoints: Vec::new(),
-        checkpoint_initiates: Vec::new(),
-        pp_comm,
-        pp_comm_decimal: false,
-    };
+    let header = stage_header(plan, plan.vpp, m, pp_comm, false);
     Ok(WorkloadFile { path: String::new(), header, rows, warnings: Vec::new() })
 }
 

@@ -182,14 +182,6 @@ pub fn simai_workload(
     flash: bool,
     flavor: Flavor,
 ) -> Result<WorkloadFile> {
-    match flavor {
-        Flavor::Megatron => megatron_workload(model, plan, acc, flash),
-        Flavor::Aicb => aicb_workload(model, plan, acc, flash),
-    }
-}
-
-/// The rows AICB writes for `plan`.
-fn aicb_workload(model: &Model, plan: &Plan, acc: &Accelerator, flash: bool) -> Result<WorkloadFile> {
     plan.validate(model)?;
     if plan.cp > 1 {
         return Err(InputError::field(
@@ -198,6 +190,14 @@ fn aicb_workload(model: &Model, plan: &Plan, acc: &Accelerator, flash: bool) -> 
             "SimAI workload files cannot express context parallelism; simulate it with `clustersim train`",
         ));
     }
+    match flavor {
+        Flavor::Megatron => megatron_workload(model, plan, acc, flash),
+        Flavor::Aicb => aicb_workload(model, plan, acc, flash),
+    }
+}
+
+/// The rows AICB writes for `plan`.
+fn aicb_workload(model: &Model, plan: &Plan, acc: &Accelerator, flash: bool) -> Result<WorkloadFile> {
     let costs = Costs { acc, model, plan, flash_attention: flash };
     let (t, b, s, h) = (plan.tp as u64, plan.mbs as u64, plan.seq, model.hidden);
     let big_t = 2 * b * s * h;
@@ -268,21 +268,9 @@ fn aicb_workload(model: &Model, plan: &Plan, acc: &Accelerator, flash: bool) -> 
         rows.push(row(&format!("optimizer{i}"), zero, comm(Collective::AllReduce, Scope::Plain, 4), NONE, NONE));
     }
     let pp_bytes = if plan.sp { big_t / t } else { big_t };
-    let header = Header {
-        policy: Policy::HybridTransformerFwdInBckwd,
-        variant: HeaderVariant::Current,
-        tp: plan.tp,
-        ep: plan.ep,
-        pp: plan.pp,
-        vpp: model.layers / plan.pp,
-        ga,
-        all_gpus: Some(plan.gpus),
-        checkpoints: Vec::new(),
-        checkpoint_initiates: Vec::new(),
-        pp_comm: if plan.pp > 1 { pp_bytes } else { 0 },
-        // AICB divides by TP in Python (a float) whenever SP is on.
-        pp_comm_decimal: plan.pp > 1 && plan.sp,
-    };
+    // AICB divides pp_comm by TP in Python (a float) whenever SP is on.
+    let pp_comm = if plan.pp > 1 { pp_bytes } else { 0 };
+    let header = stage_header(plan, model.layers / plan.pp, ga, pp_comm, plan.pp > 1 && plan.sp);
     Ok(WorkloadFile { path: String::new(), header, rows, warnings: Vec::new() })
 }
 
@@ -308,4 +296,22 @@ fn aicb_head_rows(mods: &[Module], plan: &Plan, sp: bool, big_t: u64, dp: u32, c
         rows.push(row("moe_grad_norm2", one, NONE, NONE, comm(Collective::ReduceScatter, Scope::DpEp, 4 * moe)));
     }
     rows
+}
+
+/// The header of a file holding one stage of `plan`.
+pub(super) fn stage_header(plan: &Plan, vpp: u32, ga: u32, pp_comm: u64, pp_comm_decimal: bool) -> Header {
+    Header {
+        policy: Policy::HybridTransformerFwdInBckwd,
+        variant: HeaderVariant::Current,
+        tp: plan.tp,
+        ep: plan.ep,
+        pp: plan.pp,
+        vpp,
+        ga,
+        all_gpus: Some(plan.gpus),
+        checkpoints: Vec::new(),
+        checkpoint_initiates: Vec::new(),
+        pp_comm,
+        pp_comm_decimal,
+    }
 }
