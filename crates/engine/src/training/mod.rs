@@ -7,6 +7,7 @@ pub mod hardware;
 pub mod memory;
 pub mod model;
 pub mod plan;
+pub mod rows_from_ops;
 pub mod simai_rows;
 
 use serde::{Deserialize, Serialize};
@@ -222,7 +223,7 @@ pub fn layer_seconds(input: &TrainingInput) -> Result<(f64, f64)> {
 }
 
 /// The analytical network of a training run: NCCL's α–β on the run's NVLink and NICs.
-fn network_cost(input: &TrainingInput) -> Result<AlphaBeta> {
+pub(crate) fn network_cost(input: &TrainingInput) -> Result<AlphaBeta> {
     let net = &input.network;
     let platform = Platform {
         gpus_per_server: input.plan.gpus_per_server,
