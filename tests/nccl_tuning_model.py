@@ -47,7 +47,8 @@ def predict_us(
             elif algo == "tree":
                 lat = BASE[algo][i] + 2 * ((ppn - 1) * intra + math.log2(nodes) * inter)
                 bus = 0.92 * bus_gbps
-                bus = {"LL": bus / 3.8, "LL128": bus * (7 / 9 if nodes == 1 else 120 / 128), "Simple": bus}[proto]
+                ll128 = bus * (7 / 9 if nodes == 1 else 120 / 128)
+                bus = {"LL": bus / 3.8, "LL128": ll128, "Simple": bus}[proto]
                 algbw = bus * 0.5
             else:
                 lat = intra

@@ -29,7 +29,7 @@ ACTIVE = {"mixtral-8x7b": 12.9e9, "deepseek-v3": 37e9}
 
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
 def test_preset_parameter_counts_match_published_sizes(name):
-    r = train(name, gpus=8, tp=8, gbs=8, seq=2048, allow_oom=True)
+    r = train(name, gpus=8, tp=8, gbs=8, seq=2048, sp=True, allow_oom=True)
     assert r["params"] == pytest.approx(PUBLISHED[name], rel=0.01)
     # "Active" figures are published rounded (DeepSeek-V3's 37 B); 2% covers the rounding.
     assert r["active_params"] == pytest.approx(ACTIVE.get(name, PUBLISHED[name]), rel=0.02)
@@ -53,7 +53,7 @@ def test_bad_plans_list_valid_choices(kwargs, field, valid):
 
 def test_expert_parallelism_must_divide_experts():
     with pytest.raises(clustersim.InputError, match="EP 3 must divide the 8 experts"):
-        train("mixtral-8x7b", gpus=48, tp=2, ep=3, gbs=24, allow_oom=True)
+        train("mixtral-8x7b", gpus=48, tp=2, ep=3, gbs=24, sp=True, allow_oom=True)
 
 
 def test_unknown_model_and_accelerator_list_the_catalog():
@@ -136,3 +136,9 @@ def test_train_visual_needs_a_prefix(run_cli, tmp_path):
     code, _, err = run_cli(*"train --model llama3-8b --gpus 8 --tp 8 --gbs 8 -v".split())
     assert code == 2 and "-r PREFIX" in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_moe_with_tensor_parallelism_needs_sequence_parallelism():
+    # Megatron-Core refuses MoE with TP but without SP; so do `train` and `workload generate`.
+    with pytest.raises(clustersim.InputError, match="sequence parallelism"):
+        train("mixtral-8x7b", gpus=16, tp=2, ep=8, gbs=8, allow_oom=True)

@@ -80,15 +80,89 @@ def test_megatron_with_sp_reduce_scatters_and_regathers():
     assert emb[1:5] == ("REDUCESCATTER", str(T), "ALLGATHER", str(T))
 
 
+def wg_bytes(r: list[tuple[str, ...]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for x in r:
+        if x[5] != "NONE":
+            out[x[5]] = out.get(x[5], 0) + int(x[6])
+    return out
+
+
 def test_megatron_data_parallel_rows_follow_the_plan():
-    ddp = {x[0]: x for x in plan_rows()}
-    dist = {x[0]: x for x in plan_rows(dp="distributed_optimizer")}
-    p = int(ddp["dense_grads_all_reduce"][6]) // 4
-    assert ddp["dense_grads_all_reduce"][5] == "ALLREDUCE"
-    assert dist["dense_grads_reduce_scatter"][5:] == ("REDUCESCATTER", str(4 * p))
-    assert dist["dense_params_all_gather"][5:] == ("ALLGATHER", str(2 * p))
+    # Gradients reduced layer by layer in the weight-gradient column, as the generator issues them.
+    ddp, dist = wg_bytes(plan_rows()), wg_bytes(plan_rows(dp="distributed_optimizer"))
+    p = ddp["ALLREDUCE"] // 4
+    assert set(ddp) == {"ALLREDUCE"}
+    assert dist == {"REDUCESCATTER": 4 * p, "ALLGATHER": 2 * p}
     # Parameters per GPU of GPT-175B at TP 8 (PP 1): 175 B / 8 within 1%.
     assert p == pytest.approx(175e9 / 8, rel=0.01)
+
+
+GOLDEN = Path(__file__).parent / "data" / "workload_generate"
+# Rows of the data-parallel reductions and the optimizer step, written once before the derivation.
+DP_ROWS = ("_params_all_gather", "_grads_reduce_scatter", "_grads_all_reduce", "optimizer_step")
+
+
+def comm_rows(r: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """Rows carrying TP/EP communication: name and fwd, ig type and size."""
+    return [x[:5] for x in r if not x[0].endswith(DP_ROWS) and (x[1] != "NONE" or x[3] != "NONE")]
+
+
+def golden(name: str) -> tuple[list[str], str, list[tuple[str, ...]]]:
+    lines = (GOLDEN / name).read_text().splitlines()
+    return lines[0].split("generate ")[1].split(), lines[1], [tuple(x.split("\t")) for x in lines[2:]]
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in GOLDEN.glob("*-aicb.tsv")))
+def test_aicb_rows_unchanged(name):
+    args, header, want = golden(name)
+    got_header, got = rows(workload_text_from(args))
+    assert got_header == header
+    assert [(x[0], x[1], x[2], x[3], x[4], x[5], x[6]) for x in got] == want
+
+
+def workload_text_from(args: list[str]) -> str:
+    import argparse
+
+    from clustersim.cli import add_plan_arguments, plan_from_args
+
+    parser = argparse.ArgumentParser()
+    add_plan_arguments(parser)
+    parser.add_argument("--aicb-compat", action="store_true")
+    ns = parser.parse_args(args)
+    model, _, plan = plan_from_args(ns)
+    return workload_text(model, aicb_compat=ns.aicb_compat, **plan)
+
+
+@pytest.mark.parametrize(
+    "name", sorted(p.name for p in GOLDEN.glob("*.tsv") if not p.name.endswith("-aicb.tsv"))
+)
+def test_rows_derived_from_the_generator_equal_todays(name):
+    """Rows derived from the generator's ops against the rows written before (same plan): the
+    TP/EP rows row for row (names, types, groups, sizes), the DP bytes per collective. Two
+    documented fixes: full recompute now replays each layer's forward collectives in backward,
+    and ZeRO-3 has no parameter all-gather after the optimizer step (it gathers per layer)."""
+    args, header, before = golden(name)
+    got_header, after = rows(workload_text_from(args))
+    assert got_header == header
+    if "recompute" in name:
+        # Each layer's forward collectives once more, in the backward of every micro-batch.
+        def fwd(r: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+            return [x[1:3] for x in comm_rows(r) if x[1] != "NONE"]
+
+        def ig(r: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+            return sorted(x[3:5] for x in comm_rows(r) if x[3] != "NONE")
+
+        assert fwd(after) == fwd(before)
+        layer = ("attention", "mlp")
+        layers = [x[1:3] for x in comm_rows(before) if x[1] != "NONE" and x[0].startswith(layer)]
+        assert ig(after) == sorted(ig(before) + layers)
+    else:
+        assert comm_rows(after) == comm_rows(before)
+    want = wg_bytes(before)
+    if "zero3" in name:
+        want.pop("ALLGATHER")
+    assert wg_bytes(after) == want
 
 
 def test_generated_file_runs_through_the_analytical_model(run_cli, tmp_path):

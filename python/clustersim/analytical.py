@@ -121,6 +121,8 @@ def simulate(
     seed: int = 0,
     routes: str | os.PathLike[str] | None = None,
     progress: Callable[[float], None] | None = None,
+    qps: int = 0,
+    routing: str = "ecmp",
 ) -> AnalyticalResult:
     """Simulate one training iteration of a SimAI workload file on the analytical backend.
 
@@ -129,8 +131,10 @@ def simulate(
     model from `gpu_type`, `nic_type`, `nvlink_busbw`, `nic_busbw` and the server shape.
     With `topology` (a SimAI topology file) communication runs on the flow model instead: every
     collective becomes the transfers of `algorithm` ("auto": NCCL's tuner, honouring SimAI's AS_*
-    environment variables) over `channels` channels (0: one per NIC), routed with seeded ECMP (or
-    along the routes of the `routes` file) and sharing links max-min fairly.
+    environment variables) over `channels` channels (0: one per group rank of a server, at most one
+    per NIC), routed with seeded ECMP (or along the routes of the `routes` file) and sharing links
+    max-min fairly; `qps` queue pairs per
+    connection (0: NCCL's default, 1) are hashed one by one, or `routing="spray"` sprays packets.
     Raises `clustersim.InputError` with file, line and field on bad input.
     """
     if compat not in (None, SIMAI):
@@ -153,7 +157,15 @@ def simulate(
     if topology is not None:
         from clustersim.fabric import fabric_document
 
-        fabric = fabric_document(topology, algorithm=algorithm, channels=channels, seed=seed, routes=routes)
+        fabric = fabric_document(
+            topology,
+            algorithm=algorithm,
+            channels=channels,
+            seed=seed,
+            routes=routes,
+            qps=qps,
+            routing=routing,
+        )
     raw = _engine.run_analytical(
         str(workload),
         text,

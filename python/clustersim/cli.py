@@ -10,9 +10,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from clustersim.collective import add_collective
-from clustersim.errors import InputError
+from clustersim.collective import add_collective, add_ecmp_arguments, qps_option, seed_stats
+from clustersim.errors import EnginePanic, InputError, InternalError
 from clustersim.table import Table
+from clustersim.workload import Workload
 
 EPILOG_ANALYTICAL = """\
 SimAI_analytical's flags are accepted as they are, e.g.
@@ -21,6 +22,10 @@ SimAI_analytical's flags are accepted as they are, e.g.
 Outputs: <prefix>EndToEnd.csv (SimAI's layout, times in µs) and <prefix>summary.json;
 with -v also <prefix>chart.png and <prefix>chart.html. --json prints the summary as JSON.
 Without --compat simai, SimAI's known quirks are corrected (see the README)."""
+
+
+# Exit status of an internal error (a bug in clustersim), as sysexits.h's EX_SOFTWARE.
+EX_SOFTWARE = 70
 
 
 class Parser(argparse.ArgumentParser):
@@ -89,6 +94,7 @@ def add_analytical(sub: argparse._SubParsersAction) -> None:
     add_workload_run_arguments(r)
     r.add_argument("-n", "--topology", required=True, help="SimAI topology file (see clustersim topo)")
     add_fabric_arguments(r)
+    add_ecmp_arguments(r)
     r.set_defaults(func=run_analytical)
 
 
@@ -96,7 +102,10 @@ def add_fabric_arguments(p: argparse.ArgumentParser) -> None:
     """How collectives run on the fabric (flow backend); SimAI's AS_* variables are honoured."""
     p.add_argument("--algo", default="auto", help="collective algorithm, or auto (NCCL's tuner; default)")
     p.add_argument(
-        "--channels", type=int, default=0, help="rings/trees per collective (default: one per NIC)"
+        "--channels",
+        type=int,
+        default=0,
+        help="rings/trees per collective (default: one per group rank of a server, at most one per NIC)",
     )
     p.add_argument("--seed", type=int, default=0, help="ECMP seed (default 0)")
     p.add_argument(
@@ -160,7 +169,7 @@ def flow_options(args: argparse.Namespace) -> dict[str, Any]:
         channels=args.channels,
         seed=args.seed,
         routes=args.routes,
-    )
+    ) | ({"qps": qps_option(args.qps), "routing": args.routing} if hasattr(args, "qps") else {})
 
 
 def links_csv(links: Table) -> str:
@@ -187,45 +196,60 @@ def run_analytical(args: argparse.Namespace) -> int:
     from clustersim.output import atomic_outputs, write_text
 
     prefix = output_prefix(args)
+    flow = flow_options(args)
+    seeds = [args.seed + i for i in range(getattr(args, "ecmp_seeds", 1))] if flow else [0]
     progress = Progress("simulating")
     try:
-        result = simulate(
-            args.workload,
-            gpus=args.gpus,
-            gpus_per_server=args.gpus_per_server,
-            nics_per_server=args.nics_per_server,
-            gpu_type=args.gpu_type,
-            nic_type=args.nic_type,
-            nvlink_busbw=args.nvlink_busbw,
-            nic_busbw=args.nic_busbw,
-            busbw=args.busbw,
-            compat=args.compat,
-            dp_overlap=args.dp_overlap or 0.0,
-            tp_overlap=args.tp_overlap or 0.0,
-            ep_overlap=args.ep_overlap or 0.0,
-            pp_overlap=args.pp_overlap,
-            run_name=Path(prefix).name,
-            lenient=args.lenient,
-            ratio_dir=args.ratio_dir,
-            progress=progress,
-            **flow_options(args),
-        )
+        results = [
+            simulate(
+                args.workload,
+                gpus=args.gpus,
+                gpus_per_server=args.gpus_per_server,
+                nics_per_server=args.nics_per_server,
+                gpu_type=args.gpu_type,
+                nic_type=args.nic_type,
+                nvlink_busbw=args.nvlink_busbw,
+                nic_busbw=args.nic_busbw,
+                busbw=args.busbw,
+                compat=args.compat,
+                dp_overlap=args.dp_overlap or 0.0,
+                tp_overlap=args.tp_overlap or 0.0,
+                ep_overlap=args.ep_overlap or 0.0,
+                pp_overlap=args.pp_overlap,
+                run_name=Path(prefix).name,
+                lenient=args.lenient,
+                ratio_dir=args.ratio_dir,
+                progress=progress,
+                **(flow | {"seed": seed} if flow else {}),
+            )
+            for seed in seeds
+        ]
     finally:
         progress.close()
+    result = results[0]
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
     outputs = {"csv": prefix + "EndToEnd.csv", "json": prefix + "summary.json"}
     if result.links is not None:
         outputs.update(links=prefix + "links.csv", trace=prefix + "trace.json")
+    if len(seeds) > 1:
+        outputs.update(seeds=prefix + "seeds.csv")
     if args.visual:
         outputs.update(png=prefix + "chart.png", html=prefix + "chart.html")
     doc = result.to_dict() | {"outputs": outputs}
+    stats = None
+    if len(seeds) > 1:
+        rows = [{"seed": seed} | r.summary for seed, r in zip(seeds, results, strict=True)]
+        stats = seed_stats(rows, [k for k in result.summary if k.endswith("_us")])
+        doc["ecmp_seeds"] = stats
     with atomic_outputs() as stage:
         write_text(stage(outputs["csv"]), result.csv)
         write_text(stage(outputs["json"]), json.dumps(doc, indent=2, allow_nan=False) + "\n")
         if result.links is not None:
             write_text(stage(outputs["links"]), links_csv(result.links))
             write_text(stage(outputs["trace"]), result.trace or "")
+        if stats is not None:
+            write_text(stage(outputs["seeds"]), seeds_csv(stats))
         if args.visual:
             from clustersim import charts
 
@@ -236,7 +260,24 @@ def run_analytical(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=2, allow_nan=False))
     else:
         print_summary(result.summary, result.breakdown(), outputs)
+        if stats is not None:
+            t = stats["total_us"]
+            print(
+                f"over {len(seeds)} ECMP seeds: iteration time mean {t['mean'] / 1000:.3f} ms,"
+                f" min {t['min'] / 1000:.3f} ms, max {t['max'] / 1000:.3f} ms (per seed: {outputs['seeds']})"
+            )
     return 0
+
+
+def seeds_csv(stats: dict[str, Any]) -> str:
+    """One row per ECMP seed, then the mean, min and max rows."""
+    keys = list(stats["columns"])
+    lines = [",".join(["seed", *keys])]
+    for row in stats["rows"]:
+        lines.append(",".join([str(row["seed"])] + [f"{row[k]:.6g}" for k in keys]))
+    for what in ("mean", "min", "max"):
+        lines.append(",".join([what] + [f"{stats[k][what]:.6g}" for k in keys]))
+    return "\n".join(lines) + "\n"
 
 
 def print_summary(summary: dict[str, float], pct: dict[str, float], outputs: dict[str, str]) -> None:
@@ -439,9 +480,18 @@ def run_train(args: argparse.Namespace) -> int:
 
 
 def add_workload(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("workload", help="generate, check or rewrite SimAI workload files", allow_abbrev=False)
+    p = sub.add_parser(
+        "workload",
+        help="generate, check, rewrite or export workloads (SimAI files, IR JSON)",
+        allow_abbrev=False,
+    )
     wsub = p.add_subparsers(dest="workload_command", required=True, metavar="ACTION")
-    c = wsub.add_parser("check", help="read a workload file and report its header and row count")
+    c = wsub.add_parser(
+        "check",
+        help="read a workload (SimAI file or IR JSON) and report what it holds",
+        description="A SimAI workload file: its header and row count. Workload IR JSON"
+        " (docs/workload-ir.md): every invariant checked, then its ranks, groups and ops counted.",
+    )
     c.add_argument("file")
     c.add_argument("--lenient", action="store_true", help="accept a wrong row count on line 2")
     c.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
@@ -469,24 +519,66 @@ def add_workload(sub: argparse._SubParsersAction) -> None:
         "--aicb-compat", action="store_true", help="AICB's rows and quirks (to compare with SimAI)"
     )
     g.add_argument("-o", "--output", required=True, help="where to write the workload file")
+    g.add_argument(
+        "--ir",
+        action="store_true",
+        help="write the whole iteration (every stage) as workload IR JSON (docs/workload-ir.md) instead",
+    )
     g.add_argument("--json", action="store_true", help="print what was written as JSON on stdout")
     g.set_defaults(func=run_workload_generate)
+    x = wsub.add_parser(
+        "export",
+        help="write the IR a SimAI workload file becomes as workload IR JSON",
+        description="Build the IR of a SimAI workload file as `clustersim analytical` does in its default"
+        " mode and write it as workload IR JSON (docs/workload-ir.md).",
+        allow_abbrev=False,
+    )
+    x.add_argument("file")
+    x.add_argument("-o", "--output", required=True, help="where to write the IR JSON")
+    x.add_argument("-g", "--gpus", type=count, help="number of GPUs (default: the header's all_gpus)")
+    x.add_argument("-g_p_s", "--gpus-per-server", type=count, default=8, help="GPUs per server (default 8)")
+    x.add_argument("--lenient", action="store_true", help="accept a wrong row count on line 2")
+    x.add_argument("--json", action="store_true", help="print what was written as JSON on stdout")
+    x.set_defaults(func=run_workload_export)
+
+
+def ir_summary(w: Workload) -> dict[str, Any]:
+    """What `workload check` and `export` report of an IR workload."""
+    return {"ranks": w.ranks, "groups": [g["name"] for g in w.groups]} | w.counts()
+
+
+def print_fields(info: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(info, indent=2))
+    else:
+        for k, v in info.items():
+            print(f"{k:>20}: {v}")
 
 
 def run_workload_check(args: argparse.Namespace) -> int:
     from clustersim import _engine
     from clustersim.analytical import read_text
 
-    info = _engine.inspect_workload(args.file, read_text(args.file, "workload"), lenient=args.lenient)
+    text = read_text(args.file, "workload")
+    if text.lstrip().startswith("{"):
+        info = {"format": "workload IR JSON"} | ir_summary(Workload.from_json(text, args.file))
+        print_fields(info, args.json)
+        return 0
+    info = _engine.inspect_workload(args.file, text, lenient=args.lenient)
     for w in info.pop("warnings"):
         print(f"warning: {w}", file=sys.stderr)
     names = info.pop("row_names")
     info["distinct_row_names"] = sorted(set(names))
-    if args.json:
-        print(json.dumps(info, indent=2))
-    else:
-        for k, v in info.items():
-            print(f"{k:>20}: {v}")
+    print_fields(info, args.json)
+    return 0
+
+
+def run_workload_export(args: argparse.Namespace) -> int:
+    w = Workload.from_simai(
+        args.file, gpus=args.gpus, gpus_per_server=args.gpus_per_server, lenient=args.lenient
+    )
+    w.save(args.output)
+    print_fields({"output": args.output} | ir_summary(w), args.json)
     return 0
 
 
@@ -512,6 +604,13 @@ def run_workload_generate(args: argparse.Namespace) -> int:
     from clustersim.training import workload_text
 
     model, _, plan = plan_from_args(args)
+    if args.ir:
+        if args.aicb_compat:
+            raise InputError("command line: --ir: AICB's rows are a SimAI file only; drop --aicb-compat")
+        w = Workload.from_training(model, **plan)
+        w.save(args.output)
+        print_fields({"output": args.output} | ir_summary(w), args.json)
+        return 0
     text = workload_text(model, aicb_compat=args.aicb_compat, **plan)
     with atomic_outputs() as stage:
         write_text(stage(args.output), text)
@@ -610,6 +709,14 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as e:
         print(f"clustersim: error: {e}", file=sys.stderr)
         return 2
+    except (InternalError, EnginePanic) as e:
+        what = str(e) if isinstance(e, InternalError) else f"internal error: the engine panicked: {e}"
+        print(f"clustersim: {what}", file=sys.stderr)
+        print(
+            "clustersim: this is a bug in clustersim; please report it with the command that caused it",
+            file=sys.stderr,
+        )
+        return EX_SOFTWARE
     except KeyboardInterrupt:
         return 130
 

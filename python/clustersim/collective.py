@@ -14,6 +14,7 @@ import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from clustersim import _engine
 from clustersim.errors import InputError
@@ -83,6 +84,28 @@ def tuning_env(env: Mapping[str, str]) -> dict[str, object]:
     return out
 
 
+def qps_option(value: int | None, env: Mapping[str, str] | None = None) -> int:
+    """Queue pairs per connection: `value`, else NCCL_IB_QPS_PER_CONNECTION, else NCCL's 1."""
+    if value is not None:
+        return value
+    text = (os.environ if env is None else env).get("NCCL_IB_QPS_PER_CONNECTION")
+    if text is None:
+        return 1
+    if not re.fullmatch(r"\s*[1-9]\d*\s*", text):
+        raise InputError(f"NCCL_IB_QPS_PER_CONNECTION: expected a whole number ≥ 1, got '{text}'")
+    return int(text)
+
+
+def seed_stats(rows: list[dict[str, Any]], columns: list[str]) -> dict[str, Any]:
+    """Runs over ECMP seeds: each row ({"seed": s, column: value, …}) and, per column, its mean,
+    min and max."""
+    out: dict[str, Any] = {"seeds": [r["seed"] for r in rows], "columns": columns, "rows": rows}
+    for c in columns:
+        values = [r[c] for r in rows]
+        out[c] = {"mean": sum(values) / len(values), "min": min(values), "max": max(values)}
+    return out
+
+
 def load_topology(spec: str) -> Topology:
     """A SimAI topology file, or a template: NAME[:GPUS] with NAME one of the SimAI templates,
     or fat-tree:K (a k-ary fat-tree)."""
@@ -113,11 +136,14 @@ def sweep(
     gpus: int | None = None,
     seed: int = 0,
     env: Mapping[str, str] | None = None,
+    qps: int | None = None,
+    routing: str = "ecmp",
 ) -> Table:
     """Run `op` once per S in `sizes_bytes` on the flow model; nccl-tests' columns as a Table.
     `topology` is a Topology, a SimAI file or a template spec; `env` (default os.environ)
-    supplies NCCL_ALGO / NCCL_PROTO (where `algorithm` / `protocol` are "auto") and SimAI's AS_*
-    switches."""
+    supplies NCCL_ALGO / NCCL_PROTO (where `algorithm` / `protocol` are "auto"), SimAI's AS_*
+    switches and NCCL_IB_QPS_PER_CONNECTION (`qps`, queue pairs per connection, each its own ECMP
+    hash, overrides it); `routing` is "ecmp" (per-flow hashing) or "spray" (per-packet spraying)."""
     if op not in OPS:
         raise InputError(f"unknown collective '{op}' (valid: {', '.join(OPS)})")
     topo = load_topology(topology) if isinstance(topology, str) else topology
@@ -127,6 +153,7 @@ def sweep(
         switches["algorithm"] = algorithm
     if protocol != "auto":
         switches["protocol"] = protocol
+    switches |= {"qps": qps_option(qps, env), "routing": routing}
     runs = _engine.collective_sweep(
         topo.to_simai(), op, sizes_bytes, channels=channels, ranks=gpus, seed=seed, **switches
     )
@@ -149,6 +176,36 @@ def sweep(
     )
 
 
+def add_ecmp_arguments(p: argparse.ArgumentParser) -> None:
+    """How the fabric spreads flows (`run` and `collective`)."""
+    p.add_argument(
+        "--qps",
+        type=positive,
+        help="queue pairs per connection, each its own ECMP hash, bytes split evenly"
+        " (default: NCCL_IB_QPS_PER_CONNECTION, else 1)",
+    )
+    p.add_argument(
+        "--routing",
+        choices=["ecmp", "spray"],
+        default="ecmp",
+        help="ecmp: per-flow hashing (default); spray: per-packet spraying / adaptive routing (Spectrum-X)",
+    )
+    p.add_argument(
+        "--ecmp-seeds",
+        type=positive,
+        default=1,
+        metavar="N",
+        help="run ECMP seeds --seed … --seed+N−1 and report mean, min, max and each seed",
+    )
+
+
+def positive(text: str) -> int:
+    """argparse type: a whole number ≥ 1."""
+    if not re.fullmatch(r"\s*[1-9]\d*\s*", text):
+        raise argparse.ArgumentTypeError(f"must be a whole number ≥ 1, got '{text}'")
+    return int(text)
+
+
 def add_collective(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "collective",
@@ -168,9 +225,15 @@ def add_collective(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--algo", default="auto", help="auto (NCCL's tuner) or ring, tree, nvls, … (default auto)")
     p.add_argument("--proto", default="auto", help="auto (NCCL's choice per size) or LL, LL128, Simple")
-    p.add_argument("--channels", type=int, default=0, help="channels (default: NICs per server, at least 2)")
+    p.add_argument(
+        "--channels",
+        type=int,
+        default=0,
+        help="channels (default: group ranks per server, at most NICs per server)",
+    )
     p.add_argument("-g", "--gpus", type=int, help="ranks: the first N GPUs (default all)")
     p.add_argument("--seed", type=int, default=0, help="ECMP seed (default 0)")
+    add_ecmp_arguments(p)
     p.add_argument("--json", action="store_true", help="print the table as JSON")
     p.add_argument("--csv", help="also write the table to this CSV file")
     p.set_defaults(func=run_collective)
@@ -183,16 +246,22 @@ def run_collective(args: argparse.Namespace) -> int:
     if args.channels < 0:
         raise InputError(f"--channels: must be 0 (auto) or more, got {args.channels}")
     todo = sizes(parse_size(args.minbytes), parse_size(args.maxbytes), args.stepfactor)
-    table = sweep(
-        args.topology,
-        op,
-        todo,
-        algorithm=args.algo,
-        protocol=args.proto,
-        channels=args.channels,
-        gpus=args.gpus,
-        seed=args.seed,
-    )
+    seeds = [args.seed + i for i in range(args.ecmp_seeds)]
+    tables = [
+        sweep(
+            args.topology,
+            op,
+            todo,
+            algorithm=args.algo,
+            channels=args.channels,
+            gpus=args.gpus,
+            seed=seed,
+            qps=args.qps,
+            routing=args.routing,
+        )
+        for seed in seeds
+    ]
+    table = tables[0] if len(seeds) == 1 else seed_table(seeds, tables)
     if args.csv:
         write_csv(table, args.csv)
     if args.json:
@@ -200,6 +269,21 @@ def run_collective(args: argparse.Namespace) -> int:
     else:
         print_table(table)
     return 0
+
+
+def seed_table(seeds: list[int], tables: list[Table]) -> Table:
+    """Sweeps over ECMP seeds as one table: each seed's rows (column `seed`), then per size the
+    mean, min and max of its time and bandwidths (`seed` = mean, min, max)."""
+    timed = ("time_us", "algbw_GBps", "busbw_GBps")
+    rows = [{"seed": str(s)} | r for s, t in zip(seeds, tables, strict=True) for r in t.rows()]
+    for what, pick in (("mean", lambda v: sum(v) / len(v)), ("min", min), ("max", max)):
+        for i, r in enumerate(tables[0].rows()):
+            row = {"seed": what} | r
+            for k in timed:
+                row[k] = pick([t[k][i] for t in tables])
+            row["algorithm"] = "/".join(sorted({t["algorithm"][i] for t in tables}))
+            rows.append(row)
+    return Table({k: [r[k] for r in rows] for k in rows[0]})
 
 
 def write_csv(table: Table, path: str) -> None:
@@ -212,14 +296,17 @@ def write_csv(table: Table, path: str) -> None:
 
 def print_table(table: Table) -> None:
     """nccl-tests' layout: one line per size, then the average bus bandwidth."""
-    head = f"#{'size':>13}{'count':>13}{'type':>7}{'redop':>7}{'time':>11}{'algbw':>9}{'busbw':>9}"
-    print(f"{head}  algorithm  protocol")
-    print(f"#{'(B)':>13}{'(elements)':>13}{'':>7}{'':>7}{'(us)':>11}{'(GB/s)':>9}{'(GB/s)':>9}")
+    seeded = "seed" in table.columns
+    head, pad = (f"{'seed':>6}", " " * 6) if seeded else ("", "")
+    cols = f"{'type':>7}{'redop':>7}{'time':>11}{'algbw':>9}{'busbw':>9}"
+    print(f"#{head}{'size':>13}{'count':>13}{cols}  algorithm  protocol")
+    print(f"#{pad}{'(B)':>13}{'(elements)':>13}{'':>7}{'':>7}{'(us)':>11}{'(GB/s)':>9}{'(GB/s)':>9}")
     for r in table.rows():
+        lead = f"{r['seed']:>6}" if seeded else ""
         print(
-            f" {r['size']:>13}{r['count']:>13}{r['type']:>7}{r['redop']:>7}{r['time_us']:>11.1f}"
+            f" {lead}{r['size']:>13}{r['count']:>13}{r['type']:>7}{r['redop']:>7}{r['time_us']:>11.1f}"
             f"{r['algbw_GBps']:>9.2f}{r['busbw_GBps']:>9.2f}  {r['algorithm']:<9}  {r['protocol']}"
         )
-    busbw = table["busbw_GBps"]
+    busbw = [b for i, b in enumerate(table["busbw_GBps"]) if not seeded or table["seed"][i] == "mean"]
     print(f"# Avg bus bandwidth    : {sum(busbw) / len(busbw):g}")
     sys.stdout.flush()

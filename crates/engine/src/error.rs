@@ -1,32 +1,65 @@
-//! Input errors that name the file, line and field, so a user can fix the input at once.
+//! Errors, split by whose fault they are.
+//!
+//! An *input* error is something the user can fix: it names the file, line and field. An
+//! *internal* error is an engine invariant that broke (a schedule naming a rank outside its
+//! group, an executor state that cannot happen): a bug in clustersim, never blamed on the input.
+//! Front ends report them differently (exit 2 vs 70, EX_SOFTWARE).
 
 use std::fmt;
 
-/// A problem with user input. Displays as `file:line: field: message` (parts omitted when unknown).
+/// Whose fault an [`Error`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Bad user input.
+    Input,
+    /// A broken engine invariant: a bug.
+    Internal,
+}
+
+/// An error of the engine. Input errors display as `file:line: field: message` (parts omitted
+/// when unknown); internal ones as `internal error in <where>: message`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct InputError {
+pub struct Error {
+    pub kind: Kind,
+    /// The input file (input errors), or the engine part whose invariant broke (internal).
     pub file: String,
     pub line: Option<usize>,
     pub field: Option<String>,
     pub message: String,
 }
 
-impl InputError {
+/// The name most of the engine uses: every constructor below except [`Error::internal`] makes
+/// an input error.
+pub type InputError = Error;
+
+impl Error {
     pub fn new(file: &str, message: impl Into<String>) -> Self {
-        InputError { file: file.to_string(), line: None, field: None, message: message.into() }
+        Error { kind: Kind::Input, file: file.to_string(), line: None, field: None, message: message.into() }
     }
 
     pub fn at(file: &str, line: usize, field: &str, message: impl Into<String>) -> Self {
-        InputError { file: file.to_string(), line: Some(line), field: Some(field.to_string()), message: message.into() }
+        Error { line: Some(line), field: Some(field.to_string()), ..Error::new(file, message) }
     }
 
     pub fn field(file: &str, field: &str, message: impl Into<String>) -> Self {
-        InputError { file: file.to_string(), line: None, field: Some(field.to_string()), message: message.into() }
+        Error { field: Some(field.to_string()), ..Error::new(file, message) }
+    }
+
+    /// A broken invariant in engine part `place` (e.g. "executor"): a bug, not bad input.
+    pub fn internal(place: &str, message: impl Into<String>) -> Self {
+        Error { kind: Kind::Internal, ..Error::new(place, message) }
+    }
+
+    pub fn is_internal(&self) -> bool {
+        self.kind == Kind::Internal
     }
 }
 
-impl fmt::Display for InputError {
+impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_internal() {
+            return write!(f, "internal error in {}: {}", self.file, self.message);
+        }
         write!(f, "{}", self.file)?;
         if let Some(line) = self.line {
             write!(f, ":{line}")?;
@@ -38,6 +71,19 @@ impl fmt::Display for InputError {
     }
 }
 
-impl std::error::Error for InputError {}
+impl std::error::Error for Error {}
 
-pub type Result<T> = std::result::Result<T, InputError>;
+pub type Result<T> = std::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_and_internal_errors_display_apart() {
+        let e = InputError::at("w.txt", 3, "bytes", "must be a number");
+        assert_eq!((e.to_string(), e.is_internal()), ("w.txt:3: bytes: must be a number".into(), false));
+        let e = Error::internal("executor", "op 3 finished twice");
+        assert_eq!((e.to_string(), e.is_internal()), ("internal error in executor: op 3 finished twice".into(), true));
+    }
+}

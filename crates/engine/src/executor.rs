@@ -14,7 +14,7 @@ use std::collections::{BinaryHeap, HashMap};
 use crate::due::Due;
 use crate::error::{InputError, Result};
 use crate::network::{Comm, NetworkModel};
-use crate::workload::{OpKind, Peer, Program, Workload};
+use crate::workload::{OpKind, Peer, Program, Stream, Workload};
 
 /// Times of every op of one class, in ns from the start of the iteration.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -41,28 +41,14 @@ struct Graph {
     succ: Vec<u32>,
 }
 
-#[derive(Hash, PartialEq, Eq)]
-enum StreamKey {
-    Compute,
-    Group(u16),
-    Send(Peer),
-    Recv(Peer),
-}
-
 impl Graph {
     fn new(p: &Program) -> Graph {
         let n = p.ops.len();
         let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n];
-        let mut last: HashMap<StreamKey, u32> = HashMap::new();
+        let mut last: HashMap<Stream, u32> = HashMap::new();
         for (i, op) in p.ops.iter().enumerate() {
-            let key = match op.kind {
-                OpKind::Compute { .. } => StreamKey::Compute,
-                OpKind::Collective { group, .. } => StreamKey::Group(group),
-                OpKind::Send { peer, .. } => StreamKey::Send(peer),
-                OpKind::Recv { peer, .. } => StreamKey::Recv(peer),
-            };
             let mut pr = op.deps.clone();
-            if let Some(prev) = last.insert(key, i as u32) {
+            if let Some(prev) = last.insert(op.stream(), i as u32) {
                 pr.push(prev);
             }
             pr.sort_unstable();
@@ -131,7 +117,7 @@ impl<'w> Executor<'w> {
     pub fn new(w: &'w Workload) -> Result<Executor<'w>> {
         let reps = w.class_representatives();
         if let Some(c) = reps.iter().position(|&r| r == u32::MAX) {
-            return Err(InputError::new("workload", format!("rank class {c} has no ranks")));
+            return Err(InputError::internal("executor", format!("rank class {c} has no ranks")));
         }
         let graphs = w.programs.iter().map(Graph::new).collect();
         let mut coll_parties = HashMap::new();
@@ -278,7 +264,7 @@ impl<'w> Executor<'w> {
                 (Some(a), Some(b)) => a.min(b),
             };
             if !(t.is_finite() && t >= now) {
-                return Err(InputError::new(
+                return Err(InputError::internal(
                     "network model",
                     format!("a communication finishes at {t} ns, before now ({now} ns)"),
                 ));

@@ -17,4 +17,4 @@ pub mod trace;
 pub mod training;
 pub mod workload;
 
-pub use error::{InputError, Result};
+pub use error::{Error, InputError, Result};

@@ -1,8 +1,12 @@
-//! Routes: shortest paths by hop count with deterministic per-flow ECMP, or user routes.
+//! Routes: shortest paths by hop count with deterministic per-flow ECMP, per-packet spraying,
+//! or user routes.
 //!
-//! Among the equal-cost next hops at a node, a flow takes the one picked by a hash of
-//! (seed, flow id, src, dst, node): the same inputs give the same routes bit for bit, another
-//! seed gives another spread. Dual-ToR and dual-plane fabrics need nothing special: a GPU with
+//! Per-flow ECMP: among the equal-cost next hops at a node, a flow takes the one picked by a
+//! hash of (seed, flow id, src, dst, node): the same inputs give the same routes bit for bit,
+//! another seed gives another spread. A flow is one queue pair (the flow model gives each QP of
+//! a connection its own id, as RoCE gives each QP its own UDP source port). Spraying
+//! ([`Router::spray`]) instead splits the flow evenly at every node over all its equal-cost next
+//! hops. Dual-ToR and dual-plane fabrics need nothing special: a GPU with
 //! two ToR links has two equal-cost first hops. GPUs of one server talk over their NVSwitches
 //! (NVLink before the NIC, as NCCL does), even where a ToR path is as short.
 //!
@@ -74,31 +78,8 @@ impl Router {
         self.to_switch.insert(target, d);
     }
 
-    /// Append to `out` the directed links of flow `flow`'s path from `src` to `dst`.
-    pub fn route(&mut self, topo: &Topology, src: u32, dst: u32, flow: u64, out: &mut Vec<u32>) -> Result<()> {
-        let n = topo.node_count();
-        for (v, what) in [(src, "src"), (dst, "dst")] {
-            if v >= n {
-                return Err(InputError::field("flows", what, format!("node {v} is not in the topology (0..{n})")));
-            }
-        }
-        if src == dst {
-            return Ok(());
-        }
-        let gps = topo.gpus_per_server;
-        if src < topo.gpus && dst < topo.gpus && src / gps == dst / gps {
-            // Scale-up first: via an NVSwitch linked to both.
-            let via: Vec<(u32, u32)> = topo
-                .nvswitches(src / gps)
-                .iter()
-                .filter_map(|&s| Some((link_between(topo, src, s)?, link_between(topo, s, dst)?)))
-                .collect();
-            if !via.is_empty() {
-                let (a, b) = via[ecmp_pick(self.seed, flow, src, dst, src, via.len())];
-                out.extend([a, b]);
-                return Ok(());
-            }
-        }
+    /// Distances toward `dst` (building the tables it needs).
+    fn toward<'a>(&'a mut self, topo: &'a Topology, dst: u32) -> Toward<'a> {
         // Switches that end the path: dst itself, or those linking to the GPU dst.
         let ends: Vec<u32> = if topo.is_transit(dst) {
             vec![dst]
@@ -116,41 +97,51 @@ impl Router {
         for &w in &ends {
             self.ensure(topo, w);
         }
-        let tables: Vec<&[u16]> = ends.iter().map(|w| &self.to_switch[w][..]).collect();
-        let extra = u16::from(!topo.is_transit(dst));
-        let dist = |v: u32| -> u16 {
-            if v == dst {
-                return 0;
+        let tables = ends.iter().map(|w| &self.to_switch[w][..]).collect();
+        Toward { topo, dst, sw_index: &self.sw_index, tables, extra: u16::from(!topo.is_transit(dst)) }
+    }
+
+    /// Check `src` and `dst`; the NVSwitch links of a same-server pair (NVLink before the NIC),
+    /// or None when the pair talks over the network.
+    fn scale_up(topo: &Topology, src: u32, dst: u32) -> Result<Option<Vec<(u32, u32)>>> {
+        let n = topo.node_count();
+        for (v, what) in [(src, "src"), (dst, "dst")] {
+            if v >= n {
+                return Err(InputError::field("flows", what, format!("node {v} is not in the topology (0..{n})")));
             }
-            let i = self.sw_index[v as usize];
-            if i == u32::MAX {
-                return FAR;
+        }
+        let gps = topo.gpus_per_server;
+        if src < topo.gpus && dst < topo.gpus && src / gps == dst / gps {
+            let via: Vec<(u32, u32)> = topo
+                .nvswitches(src / gps)
+                .iter()
+                .filter_map(|&s| Some((link_between(topo, src, s)?, link_between(topo, s, dst)?)))
+                .collect();
+            if !via.is_empty() {
+                return Ok(Some(via));
             }
-            tables.iter().map(|t| t[i as usize]).min().unwrap_or(FAR).saturating_add(extra)
-        };
+        }
+        Ok(None)
+    }
+
+    /// Append to `out` the directed links of flow `flow`'s path from `src` to `dst`.
+    pub fn route(&mut self, topo: &Topology, src: u32, dst: u32, flow: u64, out: &mut Vec<u32>) -> Result<()> {
+        let via = Self::scale_up(topo, src, dst)?;
+        if src == dst {
+            return Ok(());
+        }
+        if let Some(via) = via {
+            let (a, b) = via[ecmp_pick(self.seed, flow, src, dst, src, via.len())];
+            out.extend([a, b]);
+            return Ok(());
+        }
+        let seed = self.seed;
+        let tw = self.toward(topo, dst);
         let mut u = src;
         let mut cands: Vec<u32> = Vec::new();
-        for _ in 0..n {
-            let mut best = FAR;
-            cands.clear();
-            for &l in topo.out_links(u) {
-                let d = dist(topo.links[l as usize].dst);
-                if d < best {
-                    best = d;
-                    cands.clear();
-                }
-                if d == best && d != FAR {
-                    cands.push(l);
-                }
-            }
-            if cands.is_empty() {
-                return Err(InputError::field(
-                    "flows",
-                    "route",
-                    format!("no path from node {src} to node {dst} (stuck at node {u}; GPUs do not forward)"),
-                ));
-            }
-            let l = cands[ecmp_pick(self.seed, flow, src, dst, u, cands.len())];
+        for _ in 0..topo.node_count() {
+            tw.next_links(src, u, &mut cands)?;
+            let l = cands[ecmp_pick(seed, flow, src, dst, u, cands.len())];
             out.push(l);
             u = topo.links[l as usize].dst;
             if u == dst {
@@ -158,6 +149,107 @@ impl Router {
             }
         }
         Err(InputError::field("flows", "route", format!("no loop-free path from node {src} to node {dst}")))
+    }
+
+    /// Per-packet spraying ([`crate::topology::Routing::Spray`]): every shortest path from
+    /// `src` to `dst` with the share of the flow it carries, appended to `out`. Each node splits
+    /// what reaches it evenly over its equal-cost next hops, so the shares sum to 1 and a path's
+    /// share is the product of 1/k over its hops (on a symmetric Clos: 1 / the path count). Two
+    /// GPUs of one server split evenly over their NVSwitches, as NVLink traffic does.
+    pub fn spray(&mut self, topo: &Topology, src: u32, dst: u32, out: &mut Vec<(Vec<u32>, f64)>) -> Result<()> {
+        let via = Self::scale_up(topo, src, dst)?;
+        if src == dst {
+            return Ok(());
+        }
+        if let Some(via) = via {
+            let share = 1.0 / via.len() as f64;
+            out.extend(via.into_iter().map(|(a, b)| (vec![a, b], share)));
+            return Ok(());
+        }
+        let tw = self.toward(topo, dst);
+        // Depth-first over (path so far, share): a path ends when it reaches dst.
+        let mut stack = vec![(Vec::new(), src, 1.0)];
+        let mut cands = Vec::new();
+        while let Some((path, u, share)) = stack.pop() {
+            if path.len() >= topo.node_count() as usize {
+                return Err(InputError::field(
+                    "flows",
+                    "route",
+                    format!("no loop-free path from node {src} to node {dst}"),
+                ));
+            }
+            tw.next_links(src, u, &mut cands)?;
+            let part = share / cands.len() as f64;
+            for &l in cands.iter().rev() {
+                let mut p: Vec<u32> = path.clone();
+                p.push(l);
+                let v = topo.links[l as usize].dst;
+                if v == dst {
+                    out.push((p, part));
+                } else {
+                    stack.push((p, v, part));
+                }
+            }
+            if out.len() + stack.len() > MAX_SPRAY_PATHS {
+                return Err(InputError::field(
+                    "flows",
+                    "route",
+                    format!("spraying node {src} to node {dst} takes more than {MAX_SPRAY_PATHS} paths"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Most paths one sprayed flow may take (a two-tier Clos with 64 spines needs 64; dual ToR 128).
+pub const MAX_SPRAY_PATHS: usize = 4096;
+
+/// Hop counts toward one destination.
+struct Toward<'a> {
+    topo: &'a Topology,
+    dst: u32,
+    sw_index: &'a [u32],
+    /// Hop counts from every switch to each switch that ends a path.
+    tables: Vec<&'a [u16]>,
+    /// One more hop when dst is a GPU.
+    extra: u16,
+}
+
+impl Toward<'_> {
+    fn dist(&self, v: u32) -> u16 {
+        if v == self.dst {
+            return 0;
+        }
+        let i = self.sw_index[v as usize];
+        if i == u32::MAX {
+            return FAR;
+        }
+        self.tables.iter().map(|t| t[i as usize]).min().unwrap_or(FAR).saturating_add(self.extra)
+    }
+
+    /// The links out of `u` that start a shortest path to dst (a flow from `src`), into `out`.
+    fn next_links(&self, src: u32, u: u32, out: &mut Vec<u32>) -> Result<()> {
+        let mut best = FAR;
+        out.clear();
+        for &l in self.topo.out_links(u) {
+            let d = self.dist(self.topo.links[l as usize].dst);
+            if d < best {
+                best = d;
+                out.clear();
+            }
+            if d == best && d != FAR {
+                out.push(l);
+            }
+        }
+        if out.is_empty() {
+            return Err(InputError::field(
+                "flows",
+                "route",
+                format!("no path from node {src} to node {} (stuck at node {u}; GPUs do not forward)", self.dst),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -314,6 +406,24 @@ mod tests {
         // 0 → 2: ToRs {8, 9} to {10, 11} via any of 4 spines; ECMP uses both ToRs and all spines.
         assert_eq!(firsts.into_iter().collect::<Vec<_>>(), vec![8, 9]);
         assert_eq!(spines.len(), 4);
+    }
+
+    #[test]
+    fn spraying_splits_evenly_at_every_hop() {
+        // 0 → 2 on the dual-ToR toy: 2 first ToRs × 4 spines × 2 last ToRs, 1/16 each.
+        let t = fabric(8, 4, 4);
+        let mut paths = Vec::new();
+        Router::new(&t, 0).spray(&t, 0, 2, &mut paths).unwrap();
+        assert_eq!(paths.len(), 16);
+        assert!(paths.iter().all(|(_, share)| *share == 1.0 / 16.0), "{paths:?}");
+        let distinct: std::collections::BTreeSet<Vec<u32>> = paths.iter().map(|(p, _)| nodes(&t, 0, p)).collect();
+        assert_eq!(distinct.len(), 16);
+        assert!(distinct.iter().all(|n| n.len() == 5 && n[0] == 0 && n[4] == 2), "{distinct:?}");
+        // Unequal fan-out: 0 → 5 has one shortest path (via ToR 9), so it carries everything.
+        paths.clear();
+        Router::new(&t, 0).spray(&t, 0, 5, &mut paths).unwrap();
+        assert_eq!(paths.len(), 1);
+        assert_eq!((nodes(&t, 0, &paths[0].0), paths[0].1), (vec![0, 9, 5], 1.0));
     }
 
     #[test]

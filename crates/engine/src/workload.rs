@@ -5,11 +5,21 @@
 //! Memory is therefore O(ranks) for the class map plus O(ops) per distinct program, never
 //! O(ranks × ops). Groups are described by the parallel [`Layout`] (which coordinates vary inside
 //! a group), so no per-group member list is stored either.
+//!
+//! [`check`] holds the invariants every workload keeps; [`json`] is its versioned JSON form
+//! (docs/workload-ir.md); [`columns`] its bulk form for Python.
+
+pub mod check;
+pub mod columns;
+pub mod json;
+
+use serde::{Deserialize, Serialize};
 
 use crate::layout::Layout;
 
 /// Collective operations, with sizes in the nccl-tests convention (the whole buffer S).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Collective {
     AllReduce,
     AllGather,
@@ -71,12 +81,17 @@ pub enum Membership {
 }
 
 /// Training phase an operation belongs to (for reports: SimAI's fwd / ig / wg columns).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Phase {
+    #[serde(rename = "fwd")]
     Forward,
+    #[serde(rename = "ig")]
     InputGrad,
+    #[serde(rename = "wg")]
     WeightGrad,
     /// Anything else (optimizer, pipeline transfers).
+    #[default]
     Other,
 }
 
@@ -126,6 +141,26 @@ impl Op {
     pub fn new(kind: OpKind, deps: Vec<u32>, row: u32, phase: Phase) -> Op {
         Op { kind, deps, row, phase }
     }
+
+    /// The stream this op is ordered on.
+    pub fn stream(&self) -> Stream {
+        match self.kind {
+            OpKind::Compute { .. } => Stream::Compute,
+            OpKind::Collective { group, .. } => Stream::Group(group),
+            OpKind::Send { peer, .. } => Stream::Send(peer),
+            OpKind::Recv { peer, .. } => Stream::Recv(peer),
+        }
+    }
+}
+
+/// An in-order queue of a rank: each op waits for the previous op on its stream (a CUDA stream
+/// for compute, an NCCL communicator per group, one queue per point-to-point peer and direction).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Stream {
+    Compute,
+    Group(GroupId),
+    Send(Peer),
+    Recv(Peer),
 }
 
 /// An operation list shared by every rank of a class, in issue order.

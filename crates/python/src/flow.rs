@@ -4,10 +4,10 @@
 use clustersim_engine::collective::choose::Options;
 use clustersim_engine::flow::sweep::{self, SweepOptions};
 use clustersim_engine::flow::{completion_times, FlowSpec};
-use clustersim_engine::topology::Topology;
+use clustersim_engine::topology::{Routing, Topology};
 use pyo3::prelude::*;
 
-use crate::input_err;
+use crate::engine_err;
 
 /// Completion time (ns) of each flow `(src node, dst node, bytes, start_ns)` on the topology
 /// given as SimAI topology file text; `routes` optionally gives a node path per flow (an empty
@@ -27,18 +27,20 @@ pub fn flow_completion_times(
             flows.iter().map(|&(src, dst, bytes, start_ns)| FlowSpec { src, dst, bytes, start_ns }).collect();
         completion_times(&topo, &specs, routes.as_deref(), seed)
     })
-    .map_err(input_err)
+    .map_err(engine_err)
 }
 
 /// nccl-tests on the flow model: time (ns) and algorithm of `collective` for each S in `sizes`
 /// over the first `ranks` GPUs (all by default) of the topology given as SimAI file text, each
 /// size on an idle network. `algorithm` is "auto" (NCCL's tuner) or an algorithm name;
 /// `channels` 0 means the first server's NIC count (at least 2). `send_lat_us`, `nvls`, `pxn`,
-/// `nvlstree` are SimAI's AS_SEND_LAT, AS_NVLS_ENABLE, AS_PXN_ENABLE, AS_NVLSTREE_ENABLE.
+/// `nvlstree` are SimAI's AS_SEND_LAT, AS_NVLS_ENABLE, AS_PXN_ENABLE, AS_NVLSTREE_ENABLE;
+/// `qps` is NCCL_IB_QPS_PER_CONNECTION (0 = 1); `routing` "ecmp" or "spray".
 #[pyfunction]
 #[pyo3(signature = (
     topology, collective, sizes, algorithm = "auto", channels = 0, ranks = None, seed = 0,
-    send_lat_us = None, nvls = false, pxn = false, nvlstree = false, protocol = "auto"
+    send_lat_us = None, nvls = false, pxn = false, nvlstree = false, protocol = "auto", qps = 0,
+    routing = "ecmp"
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn collective_sweep(
@@ -55,6 +57,8 @@ pub fn collective_sweep(
     pxn: bool,
     nvlstree: bool,
     protocol: &str,
+    qps: u32,
+    routing: &str,
 ) -> PyResult<Vec<(f64, String, String)>> {
     py.detach(|| {
         let c = sweep::parse_collective(collective)?;
@@ -66,10 +70,11 @@ pub fn collective_sweep(
             algorithm: sweep::algorithm_option(algorithm)?,
             protocol: sweep::protocol_option(protocol)?,
         };
-        let topo = Topology::parse_simai("topology", topology)?;
-        let opts = SweepOptions { choose, channels, ranks, seed };
+        let mut topo = Topology::parse_simai("topology", topology)?;
+        topo.routing = Routing::parse(routing)?;
+        let opts = SweepOptions { choose, channels, ranks, seed, qps };
         let points = sweep::sweep(topo, c, &sizes, &opts)?;
         Ok(points.into_iter().map(|p| (p.ns, p.algorithm.name().to_string(), p.protocol.name().to_string())).collect())
     })
-    .map_err(input_err)
+    .map_err(engine_err)
 }

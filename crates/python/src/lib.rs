@@ -1,6 +1,7 @@
 //! Python bindings of clustersim's engine: argument conversion and result packing only.
 
 mod flow;
+mod workload;
 
 use clustersim_engine::analytical::busbw_file::BusbwTable;
 use clustersim_engine::analytical::platform::{GpuType, NicType, Platform};
@@ -14,16 +15,22 @@ use clustersim_engine::training::simai_rows::{simai_workload, Flavor};
 use clustersim_engine::training::{
     layer_seconds as engine_layer_seconds, run_training as engine_training, Fabric, TrainingInput,
 };
-use clustersim_engine::InputError;
+use clustersim_engine::Error;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 create_exception!(_engine, EngineInputError, PyException, "Bad input: the message names the file, line and field.");
+create_exception!(_engine, EngineInternalError, PyException, "A broken invariant of the engine: a bug in clustersim.");
 
-fn input_err(e: InputError) -> PyErr {
-    EngineInputError::new_err(e.to_string())
+/// An engine error as the Python exception of its kind.
+fn engine_err(e: Error) -> PyErr {
+    if e.is_internal() {
+        EngineInternalError::new_err(e.to_string())
+    } else {
+        EngineInputError::new_err(e.to_string())
+    }
 }
 
 /// Pass progress to the Python callback; stop the run (false) on Ctrl-C or a callback error,
@@ -78,24 +85,24 @@ fn run_analytical<'py>(
         None => None,
         Some(doc) => {
             let f: Fabric = serde_json::from_str(doc).map_err(|e| EngineInputError::new_err(format!("fabric: {e}")))?;
-            Some(f.config().map_err(input_err)?)
+            Some(f.config().map_err(engine_err)?)
         }
     };
     let platform = Platform {
         gpus_per_server,
         nics_per_server,
-        gpu: GpuType::parse(gpu_type).map_err(input_err)?,
-        nic: NicType::parse(nic_type).map_err(input_err)?,
+        gpu: GpuType::parse(gpu_type).map_err(engine_err)?,
+        nic: NicType::parse(nic_type).map_err(engine_err)?,
         nvlink_busbw,
         nic_busbw,
     };
-    let busbw = busbw.map(|(p, t)| BusbwTable::parse(&p, &t)).transpose().map_err(input_err)?;
+    let busbw = busbw.map(|(p, t)| BusbwTable::parse(&p, &t)).transpose().map_err(engine_err)?;
     let ratios = match ratios {
         None => RatioTables::builtin(),
         Some([(np, nt), (cp, ct), (ap, at)]) => RatioTables {
-            nvlink: RatioTable::parse(&np, &nt).map_err(input_err)?,
-            nic: RatioTable::parse(&cp, &ct).map_err(input_err)?,
-            all_to_all: RatioTable::parse(&ap, &at).map_err(input_err)?,
+            nvlink: RatioTable::parse(&np, &nt).map_err(engine_err)?,
+            nic: RatioTable::parse(&cp, &ct).map_err(engine_err)?,
+            all_to_all: RatioTable::parse(&ap, &at).map_err(engine_err)?,
         },
     };
     let cfg = RunConfig {
@@ -114,7 +121,7 @@ fn run_analytical<'py>(
     if let Some(e) = failure {
         return Err(e);
     }
-    let run = run.map_err(input_err)?;
+    let run = run.map_err(engine_err)?;
     let r = &run.report;
     let out = PyDict::new(py);
     out.set_item("summary_columns", SUMMARY_COLUMNS.to_vec())?;
@@ -168,8 +175,9 @@ fn run_training(py: Python<'_>, input: &str, progress: Option<Bound<'_, PyAny>>)
     if let Some(e) = failure {
         return Err(e);
     }
-    let report = report.map_err(input_err)?;
-    serde_json::to_string(&report).map_err(|e| EngineInputError::new_err(e.to_string()))
+    let report = report.map_err(engine_err)?;
+    serde_json::to_string(&report)
+        .map_err(|e| EngineInternalError::new_err(format!("internal error in training report: {e}")))
 }
 
 /// Forward and backward seconds of one dense layer for one micro-batch (`input` as for run_training).
@@ -177,7 +185,7 @@ fn run_training(py: Python<'_>, input: &str, progress: Option<Bound<'_, PyAny>>)
 fn layer_seconds(input: &str) -> PyResult<(f64, f64)> {
     let input: TrainingInput =
         serde_json::from_str(input).map_err(|e| EngineInputError::new_err(format!("training input: {e}")))?;
-    engine_layer_seconds(&input).map_err(input_err)
+    engine_layer_seconds(&input).map_err(engine_err)
 }
 
 /// A training iteration as SimAI workload file text (`input` as for run_training): Megatron's
@@ -189,7 +197,7 @@ fn generate_workload(input: &str, aicb_compat: bool) -> PyResult<String> {
         serde_json::from_str(input).map_err(|e| EngineInputError::new_err(format!("training input: {e}")))?;
     let flavor = if aicb_compat { Flavor::Aicb } else { Flavor::Megatron };
     let f = simai_workload(&input.model, &input.plan, &input.accelerator, input.flash_attention, flavor)
-        .map_err(input_err)?;
+        .map_err(engine_err)?;
     Ok(f.to_text())
 }
 
@@ -197,7 +205,7 @@ fn generate_workload(input: &str, aicb_compat: bool) -> PyResult<String> {
 #[pyfunction]
 #[pyo3(signature = (path, text, *, lenient = false))]
 fn rewrite_workload(path: &str, text: &str, lenient: bool) -> PyResult<(String, Vec<String>)> {
-    let f = WorkloadFile::parse(path, text, lenient).map_err(input_err)?;
+    let f = WorkloadFile::parse(path, text, lenient).map_err(engine_err)?;
     Ok((f.to_text(), f.warnings))
 }
 
@@ -205,7 +213,7 @@ fn rewrite_workload(path: &str, text: &str, lenient: bool) -> PyResult<(String, 
 #[pyfunction]
 #[pyo3(signature = (path, text, *, lenient = false))]
 fn inspect_workload<'py>(py: Python<'py>, path: &str, text: &str, lenient: bool) -> PyResult<Bound<'py, PyDict>> {
-    let f = WorkloadFile::parse(path, text, lenient).map_err(input_err)?;
+    let f = WorkloadFile::parse(path, text, lenient).map_err(engine_err)?;
     let h = &f.header;
     let d = PyDict::new(py);
     d.set_item("policy", format!("{:?}", h.policy))?;
@@ -224,6 +232,8 @@ fn inspect_workload<'py>(py: Python<'py>, path: &str, text: &str, lenient: bool)
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InputError", m.py().get_type::<EngineInputError>())?;
+    m.add("InternalError", m.py().get_type::<EngineInternalError>())?;
+    m.add("PanicException", m.py().get_type::<pyo3::panic::PanicException>())?;
     m.add_function(wrap_pyfunction!(run_analytical, m)?)?;
     m.add_function(wrap_pyfunction!(flow::flow_completion_times, m)?)?;
     m.add_function(wrap_pyfunction!(flow::collective_sweep, m)?)?;
@@ -232,5 +242,6 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(layer_seconds, m)?)?;
     m.add_function(wrap_pyfunction!(generate_workload, m)?)?;
     m.add_function(wrap_pyfunction!(inspect_workload, m)?)?;
+    workload::register(m)?;
     Ok(())
 }

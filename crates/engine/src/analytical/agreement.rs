@@ -4,7 +4,7 @@
 //! Fabric: servers of m = min(n, 8) GPUs, one NVSwitch each (NVLink 360 GB/s per GPU), every
 //! GPU's NIC (50 GB/s) on one switch that never congests, links without latency. Both models run
 //! the same one-collective workload through the executor with the algorithm forced, NCCL's
-//! protocol choice and channels (the NICs of a server, at least 2).
+//! protocol choice and their default channels.
 
 use super::alpha_beta::{AlphaBeta, Bandwidths};
 use super::platform::{GpuType, NicType, Platform};
@@ -45,21 +45,21 @@ fn both(c: Collective, algorithm: Algorithm, n: u32, m: u32, bytes: u64) -> (f64
     let cost = AlphaBeta { platform, bandwidths: Bandwidths::Builtin(None), nvls: true, options: options.clone() };
     let mut analytical = Analytical::new(Box::new(cost), m);
     let a = Executor::new(&w).unwrap().run(&mut analytical, &mut |_| true).unwrap().end_ns;
-    let tuning = Tuning { options, channels: m.max(2), seed: 0 };
+    let tuning = Tuning { options, ..Tuning::default() };
     let mut flow = FlowNetwork::tuned(fabric(n, m), &tuning, |s| s).unwrap();
     let f = Executor::new(&w).unwrap().run(&mut flow, &mut |_| true).unwrap().end_ns;
     (a, f)
 }
 
 /// `skip` leaves out (collective, algorithm) pairs too slow for the flow model at this size.
-fn check(sizes: &[u32], skip: &[(Collective, Algorithm)]) {
+fn check(sizes: &[u32], skip: impl Fn(Collective, Algorithm) -> bool) {
     let mut worst: (f64, String) = (0.0, String::new());
     for &n in sizes {
         let m = n.min(8);
         let ranks: Vec<u32> = (0..n).collect();
         let g = GroupTopo { ranks: &ranks, gpus_per_server: m, nvls: true };
         for c in Collective::ALL {
-            for algorithm in valid_algorithms(c, &g).into_iter().filter(|a| !skip.contains(&(c, *a))) {
+            for algorithm in valid_algorithms(c, &g).into_iter().filter(|&a| !skip(c, a)) {
                 for bytes in [4096u64, 64 << 20] {
                     let (a, f) = both(c, algorithm, n, m, bytes);
                     let off = (a - f).abs() / f;
@@ -78,11 +78,12 @@ fn check(sizes: &[u32], skip: &[(Collective, Algorithm)]) {
 
 #[test]
 fn every_algorithm_agrees_on_small_groups() {
-    check(&[2, 8, 64], &[]);
+    check(&[2, 8, 64], |_, _| false);
 }
 
 #[test]
 fn every_algorithm_agrees_on_1024_ranks() {
-    // All-pairs all-to-all is n(n−1) ≈ 1 M flows at 1024 ranks: left to the all-to-all test.
-    check(&[1024], &[(Collective::AllToAll, Algorithm::Direct), (Collective::AllToAll, Algorithm::Pxn)]);
+    // Direct (all pairs) is n(n−1) ≈ 1 M flows at 1024 ranks, 8–130 s each on the flow model
+    // today; PXN all-to-all the same. Every other pair runs here.
+    check(&[1024], |c, a| a == Algorithm::Direct || (a == Algorithm::Pxn && c == Collective::AllToAll));
 }

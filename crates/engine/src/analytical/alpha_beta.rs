@@ -12,8 +12,7 @@
 //!
 //! The group is its real ranks (servers of `gpus_per_server` consecutive ranks); every GPU has
 //! NVLink B_nv and a NIC share B_nic · NICs / GPUs per server; channels are the flow model's
-//! default (the NICs of a server, at least 2), so on a non-blocking fabric the two models give
-//! the same time. ratio(S, N) is a measured size efficiency when tables are given (SimAI's, for
+//! default ([`group_channels`]), so on a non-blocking fabric the two models give the same time. ratio(S, N) is a measured size efficiency when tables are given (SimAI's, for
 //! SimAI workloads), else 1 (training runs: NCCL's model alone); the NVLink table applies where
 //! NVLink is the bottleneck, the all-to-all table to all-to-all. An all-to-all too large for the
 //! direct schedule's n(n−1) transfers is priced by symmetry ([`direct_all_to_all_ns`]) with the
@@ -31,7 +30,7 @@ use super::{CollectiveCost, GroupShape};
 use crate::collective::choose::{choose, Options};
 use crate::collective::cost::{direct_all_to_all_ns, timed_ns, Links};
 use crate::collective::nccl::{call_latency_ns, ring_hops, Protocol, RING_LATENCY_US};
-use crate::collective::{Algorithm, GroupTopo, DIRECT_MAX_RANKS};
+use crate::collective::{group_channels, Algorithm, GroupTopo, DIRECT_MAX_RANKS};
 use crate::error::InputError;
 use crate::workload::Collective;
 
@@ -92,8 +91,7 @@ impl AlphaBeta {
             let nodes = g.nodes.max(1);
             return Ok((lat, direct_all_to_all_ns(nodes, g.size.div_ceil(nodes), bytes, &links), false));
         }
-        let channels = p.nics_per_server.max(2);
-        let choice = choose(c, &topo, bytes, channels, &links, &self.options)?;
+        let choice = choose(c, &topo, bytes, group_channels(&topo, p.nics_per_server.max(2)), &links, &self.options)?;
         let s = &choice.schedule;
         let lat = s.timing.call_latency_ns;
         let nic_only = timed_ns(s, &s.timing, &topo, &Links { nvlink_gbps: 1e30, ..links })?;
@@ -239,7 +237,8 @@ mod tests {
         let g = shape("DP", 2, 8);
         let topo = GroupTopo { ranks: &g.ranks, gpus_per_server: 8, nvls: true };
         for bytes in [4096u64, 1 << 20, 1 << 30] {
-            let want = choose(AllReduce, &topo, bytes, 8, &m.links(), &m.options).unwrap().predicted_ns;
+            let channels = group_channels(&topo, 8);
+            let want = choose(AllReduce, &topo, bytes, channels, &m.links(), &m.options).unwrap().predicted_ns;
             close(m.collective_ns(AllReduce, &g, bytes).unwrap(), want);
         }
     }

@@ -66,7 +66,10 @@ pub fn timed_ns(s: &Schedule, timing: &Timing, g: &GroupTopo, links: &Links) -> 
         match e {
             Endpoint::Rank(r) if (r as usize) < n => Ok((r as usize, servers.of_rank[r as usize] as usize)),
             Endpoint::Switch { server } if (server as usize) < nodes => Ok((n + server as usize, server as usize)),
-            _ => Err(err("schedule", format!("{e:?} is not in this group of {n} ranks on {nodes} servers"))),
+            _ => Err(InputError::internal(
+                "collective schedule",
+                format!("{e:?} is not in this group of {n} ranks on {nodes} servers"),
+            )),
         }
     };
     let mut total = timing.call_latency_ns;
@@ -75,14 +78,14 @@ pub fn timed_ns(s: &Schedule, timing: &Timing, g: &GroupTopo, links: &Links) -> 
         for t in &phase.transfers {
             let ((a, sa), (b, sb)) = (locate(t.src)?, locate(t.dst)?);
             if !(t.bytes >= 0.0 && t.bytes.is_finite()) {
-                return Err(err("schedule", format!("transfer of {} bytes", t.bytes)));
+                return Err(InputError::internal("collective schedule", format!("transfer of {} bytes", t.bytes)));
             }
             if sa == sb {
                 out_nv[a] += t.bytes;
                 in_nv[b] += t.bytes;
             } else if a >= n || b >= n {
-                return Err(err(
-                    "schedule",
+                return Err(InputError::internal(
+                    "collective schedule",
                     format!("{:?} → {:?}: a switch reaches only its own server", t.src, t.dst),
                 ));
             } else {
@@ -271,6 +274,7 @@ mod tests {
         assert!(schedule_ns(&s, &g, &Links { nic_gbps: 0.0, ..LINKS }).is_err());
         let two = &ranks[..2];
         let small = GroupTopo { ranks: two, gpus_per_server: 8, nvls: false };
-        assert!(schedule_ns(&s, &small, &LINKS).unwrap_err().message.contains("not in this group"));
+        let e = schedule_ns(&s, &small, &LINKS).unwrap_err();
+        assert!(e.is_internal() && e.message.contains("not in this group"), "{e}");
     }
 }

@@ -199,6 +199,15 @@ impl Algorithm {
     }
 }
 
+/// Channels of a collective on `g` when none are forced: SimAI's MockNccl builds one ring per
+/// group rank of a server (`gen_local_ring`), so a data-parallel group with one rank per server
+/// gets one ring and each NIC one connection, and a whole-server group one ring per GPU; at most
+/// `nics` (one per NIC of a server, the fabric's default).
+pub fn group_channels(g: &GroupTopo, nics: u32) -> u32 {
+    let per_server = g.servers().members.iter().map(Vec::len).max().unwrap_or(1) as u32;
+    per_server.clamp(1, nics.max(1))
+}
+
 /// Bytes per chunk of a pipelined schedule: NCCL's Simple-protocol step (4 MiB buffer / 8 steps).
 pub const PIPELINE_CHUNK_BYTES: f64 = 512.0 * 1024.0;
 

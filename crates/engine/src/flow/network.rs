@@ -26,11 +26,11 @@ use super::{FlowSim, Wait};
 use crate::collective::choose::{self, Options};
 use crate::collective::cost::Links;
 use crate::collective::nccl::nvlink_gbps;
-use crate::collective::{Algorithm, Endpoint, GroupTopo, Schedule};
+use crate::collective::{group_channels, Algorithm, Endpoint, GroupTopo, Schedule};
 use crate::error::{InputError, Result};
 use crate::network::{Comm, NetworkModel};
 use crate::routing::{link_between, Router, Routes};
-use crate::topology::{NodeKind, Topology};
+use crate::topology::{NodeKind, Routing, Topology};
 use crate::workload::{Collective, GroupId, OpKind, Workload};
 
 /// Turns one collective on one group instance into a schedule (an algorithm choice, fixed or
@@ -50,11 +50,14 @@ pub fn auto_algorithm(links: Links, options: Options, channels: u32) -> Schedule
 }
 
 /// How a flow network runs collectives: NCCL's tuner choice (or a forced algorithm) with SimAI's
-/// AS_* switches, over `channels` channels (0: one per NIC of a server, at least 2), ECMP `seed`.
+/// AS_* switches, over `channels` channels (0: per group, one ring per group rank of a server as
+/// SimAI builds them, at most one per NIC of a server), `qps` queue pairs per connection
+/// (NCCL_IB_QPS_PER_CONNECTION; 0 means NCCL's default, 1), ECMP `seed`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Tuning {
     pub options: Options,
     pub channels: u32,
+    pub qps: u32,
     pub seed: u64,
 }
 
@@ -64,11 +67,18 @@ impl FlowNetwork {
         if t.options.send_lat_us.is_none() {
             cap_nvlink(&mut topo);
         }
-        let channels = if t.channels == 0 { default_channels(&topo) } else { t.channels };
-        let scheduler = wrap(auto_algorithm(links_of(&topo)?, t.options.clone(), channels));
+        let scheduler = if t.channels == 0 {
+            let (links, options, nics) = (links_of(&topo)?, t.options.clone(), default_channels(&topo));
+            wrap(Box::new(move |c, g, bytes| {
+                Ok(choose::choose(c, g, bytes, group_channels(g, nics), &links, &options)?.schedule)
+            }))
+        } else {
+            wrap(auto_algorithm(links_of(&topo)?, t.options.clone(), t.channels))
+        };
         // NVLS schedules need in-switch reduction: offered wherever servers have NVSwitches.
         let nvls = (0..topo.servers()).any(|s| !topo.nvswitches(s).is_empty());
         let mut net = FlowNetwork::new(topo, scheduler, t.seed, nvls);
+        net.qps = t.qps.max(1);
         net.send_latency_ns = t.options.send_lat_us.map_or(0.0, |us| us * 1e3);
         Ok(net)
     }
@@ -131,6 +141,8 @@ pub struct FlowNetwork {
     sim: FlowSim,
     scheduler: Scheduler,
     nvls: bool,
+    /// Queue pairs per connection, each its own ECMP hash.
+    qps: u32,
     rank_class: Vec<u32>,
     /// Instances of each (group, class): member ranks in group order.
     instances: HashMap<(GroupId, u32), Rc<Vec<Vec<u32>>>>,
@@ -164,6 +176,7 @@ impl FlowNetwork {
             sim,
             scheduler,
             nvls,
+            qps: 1,
             rank_class: Vec::new(),
             instances: HashMap::new(),
             schedules: HashMap::new(),
@@ -199,7 +212,10 @@ impl FlowNetwork {
         self.sim.solves()
     }
 
-    /// Flows of one transfer between two nodes, appended to `out`.
+    /// Flows of one transfer (a connection) between two nodes, appended to `out`: over the
+    /// NVSwitches inside a server, else as the fabric routes it: per-flow ECMP hashes each of
+    /// the connection's `qps` queue pairs on its own and splits the bytes evenly over them;
+    /// spraying splits the bytes over every equal-cost path (QPs then change nothing).
     fn flows_between(&mut self, a: u32, b: u32, bytes: f64, out: &mut Vec<(Rc<[u32]>, f64)>) -> Result<()> {
         if let Some(links) = self.user_routes.get(a, b) {
             out.push((links.into(), bytes));
@@ -218,21 +234,36 @@ impl FlowNetwork {
                 return Ok(());
             }
         }
-        let mut path = Vec::new();
-        self.router.route(&self.topo, a, b, self.next_flow, &mut path)?;
-        self.next_flow += 1;
-        out.push((path.into(), bytes));
+        match self.topo.routing {
+            Routing::Spray => {
+                let mut paths = Vec::new();
+                self.router.spray(&self.topo, a, b, &mut paths)?;
+                out.extend(paths.into_iter().map(|(p, share)| (p.into(), bytes * share)));
+            }
+            Routing::Ecmp => {
+                let share = bytes / self.qps as f64;
+                for _ in 0..self.qps {
+                    let mut path = Vec::new();
+                    self.router.route(&self.topo, a, b, self.next_flow, &mut path)?;
+                    self.next_flow += 1;
+                    out.push((path.into(), share));
+                }
+            }
+        }
         Ok(())
     }
 
     fn endpoint_nodes(&self, e: Endpoint, ranks: &[u32], servers: &[u32]) -> Result<Vec<u32>> {
         match e {
             Endpoint::Rank(i) => ranks.get(i as usize).map(|&r| vec![r]).ok_or_else(|| {
-                InputError::new("collective schedule", format!("rank index {i} outside a group of {}", ranks.len()))
+                InputError::internal(
+                    "collective schedule",
+                    format!("rank index {i} outside a group of {}", ranks.len()),
+                )
             }),
             Endpoint::Switch { server } => {
                 let s = *servers.get(server as usize).ok_or_else(|| {
-                    InputError::new(
+                    InputError::internal(
                         "collective schedule",
                         format!("server index {server} outside a group on {} servers", servers.len()),
                     )
@@ -337,8 +368,8 @@ impl FlowNetwork {
         let routed: Vec<Rc<[ReadyPhase]>> = match *comm {
             Comm::Collective { collective, group, bytes, class } => {
                 let inst = self.instances.get(&(group, class)).cloned().ok_or_else(|| {
-                    InputError::new(
-                        "workload",
+                    InputError::internal(
+                        "flow model",
                         format!("collective on group {group} of class {class} was not prepared"),
                     )
                 })?;
@@ -352,7 +383,7 @@ impl FlowNetwork {
             Comm::Transfer { src, dst, bytes } => {
                 let world = self.rank_class.len() as i64;
                 let class = *self.rank_class.get(src as usize).ok_or_else(|| {
-                    InputError::new("workload", format!("transfer from rank {src} outside the world of {world}"))
+                    InputError::internal("flow model", format!("transfer from rank {src} outside the world of {world}"))
                 })?;
                 let shift = dst as i64 - src as i64;
                 let mut flows = Vec::new();
@@ -471,3 +502,7 @@ impl NetworkModel for FlowNetwork {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "ecmp_tests.rs"]
+mod ecmp_tests;

@@ -36,6 +36,8 @@ pub struct SweepOptions {
     pub ranks: Option<u32>,
     /// ECMP seed.
     pub seed: u64,
+    /// Queue pairs per connection (NCCL_IB_QPS_PER_CONNECTION; 0 = 1).
+    pub qps: u32,
 }
 
 /// One measured size.
@@ -131,7 +133,7 @@ pub fn sweep(topo: Topology, c: Collective, sizes: &[u64], opts: &SweepOptions) 
     // Record what the tuner picked for each size (the schedule names its algorithm).
     let picked: Rc<RefCell<HashMap<u64, (Algorithm, Protocol)>>> = Rc::default();
     let record = picked.clone();
-    let tuning = Tuning { options: opts.choose.clone(), channels: opts.channels, seed: opts.seed };
+    let tuning = Tuning { options: opts.choose.clone(), channels: opts.channels, qps: opts.qps, seed: opts.seed };
     let mut net = FlowNetwork::tuned(topo, &tuning, |mut inner| -> Scheduler {
         Box::new(move |c, g, bytes| {
             let s = inner(c, g, bytes)?;

@@ -1,9 +1,12 @@
 //! A SimAI workload file as IR: every rank runs the file's rows (one rank class).
 //!
 //! Per row, as SimAI runs it: forward rows 0…N−1 (compute, then the fwd collective, blocking);
-//! then backward rows N−1…0 (ig compute, ig collective blocking, wg compute, wg collective
-//! non-blocking). Column and suffix pick the group: fwd/ig → TP, wg → DP; `_EP` → EP;
-//! `_DP_EP` → DP_EP.
+//! then backward rows N−1…0 (ig compute, ig collective, wg compute, wg collective
+//! non-blocking). With `--compat simai` the ig collective blocks the wg compute, as in SimAI;
+//! in the default mode it runs under the row's wg compute and the next row waits for both, as
+//! Megatron overlaps the input-gradient reduction with the weight-gradient GEMM (so a row
+//! derived from Megatron's schedule, training/rows_from_ops.rs, runs as `train` runs it).
+//! Column and suffix pick the group: fwd/ig → TP, wg → DP; `_EP` → EP; `_DP_EP` → DP_EP.
 
 use super::file::{CommType, Policy, Scope, WorkloadFile};
 use crate::error::{InputError, Result};
@@ -126,13 +129,13 @@ impl SimaiWorkload {
         for r in &file.rows {
             rows.push(r.name.clone());
         }
-        // The op everything after waits for (the last blocking step).
-        let mut gate: Option<u32> = None;
-        let deps = |g: Option<u32>| g.into_iter().collect::<Vec<u32>>();
+        // The ops everything after waits for (the last blocking steps).
+        let mut gate: Vec<u32> = Vec::new();
+        let deps = |g: &Vec<u32>| g.clone();
         for (i, r) in file.rows.iter().enumerate() {
-            let c = prog.push(Op::new(OpKind::Compute { ns: r.fwd_ns as f64 }, deps(gate), i as u32, Phase::Forward));
+            let c = prog.push(Op::new(OpKind::Compute { ns: r.fwd_ns as f64 }, deps(&gate), i as u32, Phase::Forward));
             row_ops[i][0].compute = c;
-            gate = Some(c);
+            gate = vec![c];
             let mut bytes = r.fwd.bytes;
             if opt.compat && bytes > 0 && bytes < 4096 {
                 bytes = 4096;
@@ -140,12 +143,14 @@ impl SimaiWorkload {
             let (ops, block) =
                 collective(&mut prog, &path, r.line, "fwd_comm", r.fwd.kind, bytes, TP, c, i, Phase::Forward, opt)?;
             row_ops[i][0].comms = ops;
-            gate = block.or(gate);
+            if let Some(b) = block {
+                gate = vec![b];
+            }
         }
         for (i, r) in file.rows.iter().enumerate().rev() {
-            let c = prog.push(Op::new(OpKind::Compute { ns: r.ig_ns as f64 }, deps(gate), i as u32, Phase::InputGrad));
+            let c = prog.push(Op::new(OpKind::Compute { ns: r.ig_ns as f64 }, deps(&gate), i as u32, Phase::InputGrad));
             row_ops[i][1].compute = c;
-            gate = Some(c);
+            gate = vec![c];
             let (ops, block) = collective(
                 &mut prog,
                 &path,
@@ -160,10 +165,19 @@ impl SimaiWorkload {
                 opt,
             )?;
             row_ops[i][1].comms = ops;
-            gate = block.or(gate);
-            let c = prog.push(Op::new(OpKind::Compute { ns: r.wg_ns as f64 }, deps(gate), i as u32, Phase::WeightGrad));
+            // Default mode: the ig collective runs under the wg compute; the next row waits for both.
+            let ig_block = if opt.compat {
+                if let Some(b) = block {
+                    gate = vec![b];
+                }
+                None
+            } else {
+                block
+            };
+            let c =
+                prog.push(Op::new(OpKind::Compute { ns: r.wg_ns as f64 }, deps(&gate), i as u32, Phase::WeightGrad));
             row_ops[i][2].compute = c;
-            gate = Some(c);
+            gate = std::iter::once(c).chain(ig_block).collect();
             // wg collectives never block: nothing waits for them but the end of the iteration.
             let (ops, _) = collective(
                 &mut prog,

@@ -63,7 +63,8 @@ pub struct SimaiRun {
     pub link_bytes: Vec<f64>,
 }
 
-fn cost_model(cfg: &RunConfig, world: u32) -> Box<dyn CollectiveCost> {
+/// The closed-form cost model a run's configuration asks for.
+pub fn cost_model(cfg: &RunConfig, world: u32) -> Box<dyn CollectiveCost> {
     match (&cfg.busbw, cfg.compat) {
         (Some(t), true) => {
             Box::new(SimaiBusbwFile { gpus_per_server: cfg.platform.gpus_per_server, world, table: t.clone() })

@@ -32,6 +32,39 @@ pub struct Link {
     pub error_rate: f64,
 }
 
+/// How the fabric's switches spread a flow over equal-cost next hops (a property of the fabric;
+/// a SimAI file does not say, so a parsed topology uses per-flow ECMP until told otherwise).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Routing {
+    /// Per-flow ECMP: each switch hashes a flow's header (RoCE: one UDP source port per queue
+    /// pair) onto one of its equal-cost next hops, and the flow stays there; two flows hashed
+    /// onto one link share it, whatever the other links carry.
+    #[default]
+    Ecmp,
+    /// Per-packet spraying / adaptive routing (NVIDIA Spectrum-X): each switch spreads a flow's
+    /// packets evenly over all its equal-cost next hops. As a fluid, a flow becomes one sub-flow
+    /// per path carrying the product of the 1/k splits along it, which is exact for ideal
+    /// spraying (equal packet shares per port, reordering absorbed at the receiver).
+    Spray,
+}
+
+impl Routing {
+    pub fn parse(text: &str) -> Result<Routing> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "ecmp" => Ok(Routing::Ecmp),
+            "spray" => Ok(Routing::Spray),
+            _ => Err(InputError::field("fabric", "routing", format!("'{text}' is not ecmp or spray"))),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Routing::Ecmp => "ecmp",
+            Routing::Spray => "spray",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Topology {
     pub kinds: Vec<NodeKind>,
@@ -40,6 +73,8 @@ pub struct Topology {
     pub gpus_per_server: u32,
     /// SimAI's gpu_type field (A100, H100, ...), written back unchanged.
     pub gpu_type: String,
+    /// Per-flow ECMP or per-packet spraying ([`Routing`]); not part of the SimAI file.
+    pub routing: Routing,
     out_start: Vec<u32>,
     out_links: Vec<u32>,
     in_start: Vec<u32>,
@@ -130,6 +165,7 @@ impl Topology {
             gpus,
             gpus_per_server,
             gpu_type: gpu_type.to_string(),
+            routing: Routing::Ecmp,
             out_start,
             out_links,
             in_start,

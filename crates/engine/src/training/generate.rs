@@ -6,18 +6,25 @@
 //!   attention and the MLP, forward and backward; with SP all-gather before and reduce-scatter
 //!   after each block forward, and in backward an all-gather of the output gradient, a
 //!   reduce-scatter of the input gradient and an all-gather re-gathering the input for the
-//!   weight gradient. Backward TP collectives overlap the weight-gradient GEMMs.
+//!   weight gradient. Backward TP collectives overlap the weight-gradient GEMMs. The embedding
+//!   reduce-scatters (all-reduces without SP) its output, so with SP its backward gathers the
+//!   gradient; the LM head is a column-parallel linear (gather before, reduce-scatter and
+//!   re-gather in backward with SP; all-reduce of its input gradient without), followed by 3
+//!   all-reduces of 4·b·s bytes for the vocabulary-parallel cross-entropy.
 //! - PP: the activation (forward) and its gradient (backward), 2·b·s·h/(t if SP) bytes per
 //!   micro-batch and stage boundary, as send/recv pairs; sends never block compute.
 //! - CP: keys and values of the layer, all-gathered in CP forward; gathered again and their
 //!   gradients reduce-scattered backward.
-//! - EP (MoE layers, all-to-all dispatcher): dispatch and combine all-to-alls of 2·n_tok·k·h
-//!   bytes (n_tok = b·s/(t·cp)), with all-gather / reduce-scatter in expert-TP when t > 1.
+//! - EP (MoE layers, all-to-all dispatcher, which works on the sequence-sharded tokens, so no
+//!   TP gather around it; MoE with TP needs SP, as in Megatron-Core): the token counts per
+//!   expert gathered (2·e·E·t bytes in TP, as AICB writes it), dispatch and combine all-to-alls
+//!   of 2·n_tok·k·h bytes (n_tok = b·s/(t·cp)), with all-gather / reduce-scatter of the received
+//!   tokens in expert-TP when t > 1; mirrored in backward.
 //! - DP: each layer's gradients reduce (all-reduce with DDP, reduce-scatter with the distributed
 //!   optimizer or ZeRO) as soon as the last micro-batch's backward of that layer is done
 //!   (`--overlap-grad-reduce`, one bucket per layer); then the optimizer step; then the
-//!   all-gather of updated parameters (distributed optimizer, ZeRO). ZeRO-3 also all-gathers each
-//!   layer's parameters before its forward and backward.
+//!   all-gather of updated parameters (distributed optimizer, ZeRO-1/2; dense parameters in DP,
+//!   experts' in DP_EP). ZeRO-3's per-layer parameter gathers are not issued yet.
 //! - Tied embeddings with PP > 1: the embedding gradient all-reduced between first and last stage.
 //! - Full recompute replays each layer's forward, collectives included, before its backward.
 
@@ -38,17 +45,30 @@ pub const PP: GroupId = 5;
 pub const EMB: GroupId = 6;
 
 /// Row labels the ops report under.
-pub const ROWS: [&str; 9] =
-    ["embedding", "attention", "mlp", "moe", "lm_head", "pipeline", "gradient_reduce", "optimizer", "param_gather"];
-const R_EMB: u32 = 0;
-const R_ATTN: u32 = 1;
-const R_MLP: u32 = 2;
-const R_MOE: u32 = 3;
-const R_HEAD: u32 = 4;
-const R_PIPE: u32 = 5;
-const R_GRAD: u32 = 6;
-const R_OPT: u32 = 7;
-const R_GATHER: u32 = 8;
+pub const ROWS: [&str; 10] = [
+    "embedding",
+    "attention",
+    "mlp",
+    "moe",
+    "lm_head",
+    "pipeline",
+    "gradient_reduce",
+    "optimizer",
+    "param_gather",
+    "cross_entropy",
+];
+pub(super) const R_EMB: u32 = 0;
+pub(super) const R_ATTN: u32 = 1;
+pub(super) const R_MLP: u32 = 2;
+pub(super) const R_MOE: u32 = 3;
+pub(super) const R_HEAD: u32 = 4;
+pub(super) const R_PIPE: u32 = 5;
+pub(super) const R_GRAD: u32 = 6;
+pub(super) const R_OPT: u32 = 7;
+pub(super) const R_GATHER: u32 = 8;
+pub(super) const R_CE: u32 = 9;
+/// `Generated::op_layer` of ops outside the transformer layers.
+pub const NO_LAYER: u32 = u32::MAX;
 
 /// One step of a stage's schedule: forward or backward of a micro-batch through a model chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,10 +100,19 @@ struct Builder {
     prog: Program,
     /// Ops the next compute waits for.
     gate: Vec<u32>,
+    /// The transformer layer the ops now issued belong to ([`NO_LAYER`] outside layers).
+    layer: u32,
+    /// The layer of each op.
+    op_layer: Vec<u32>,
 }
 
 impl Builder {
+    fn new() -> Builder {
+        Builder { prog: Program::default(), gate: Vec::new(), layer: NO_LAYER, op_layer: Vec::new() }
+    }
+
     fn push(&mut self, kind: OpKind, deps: Vec<u32>, row: u32, phase: Phase) -> u32 {
+        self.op_layer.push(self.layer);
         self.prog.push(Op::new(kind, deps, row, phase))
     }
 
@@ -125,6 +154,11 @@ pub struct Generated {
     pub workload: Workload,
     /// Model FLOPs of one iteration (Megatron's MFU convention), all GPUs together.
     pub model_flops: f64,
+    /// Per stage: each schedule step and the range of op ids it issued (the ops after the last
+    /// step are the gradient reductions of the embedding, the optimizer step and the gather).
+    pub steps: Vec<Vec<(Step, std::ops::Range<u32>)>>,
+    /// Per stage: the transformer layer of each op ([`NO_LAYER`] outside the layers).
+    pub op_layer: Vec<Vec<u32>>,
 }
 
 pub fn generate(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: bool) -> Result<Generated> {
@@ -160,8 +194,11 @@ pub fn generate(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: 
     let tied = model.family == Family::Gpt && p > 1;
 
     let mut programs = Vec::with_capacity(p as usize);
+    let mut all_steps = Vec::with_capacity(p as usize);
+    let mut op_layer = Vec::with_capacity(p as usize);
     for stage in 0..p {
-        let mut bld = Builder { prog: Program::default(), gate: Vec::new() };
+        let mut bld = Builder::new();
+        let mut spans = Vec::new();
         let chunk_layers = |c: u32| plan.chunk_layers(model.layers, stage, c);
         let first = |c: u32| stage == 0 && c == 0;
         let last = |c: u32| stage == p - 1 && c == v - 1;
@@ -171,6 +208,7 @@ pub fn generate(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: 
         let mut grad_reduces: Vec<u32> = Vec::new();
         for st in steps {
             let c = st.chunk;
+            let begin = bld.prog.ops.len() as u32;
             if st.forward {
                 if !first(c) {
                     bld.recv(-1, p2p);
@@ -183,16 +221,19 @@ pub fn generate(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: 
                 }
                 for l in chunk_layers(c) {
                     let bt = if model.is_moe_layer(l) { moe_times.unwrap_or(dense) } else { dense };
+                    bld.layer = l;
                     forward_layer(&mut bld, model, plan, &bt, model.is_moe_layer(l), act);
+                    bld.layer = NO_LAYER;
                 }
                 if last(c) {
-                    if plan.sp {
+                    if t > 1 && plan.sp {
                         bld.coll(Collective::AllGather, TP, act, R_HEAD, Phase::Forward, true);
                     }
                     bld.compute(head_f, R_HEAD, Phase::Forward);
                     if t > 1 {
+                        // Cross-entropy over the vocabulary shards: max, sum of exponentials, target logit.
                         for _ in 0..3 {
-                            bld.coll(Collective::AllReduce, TP, 4 * b * s, R_HEAD, Phase::Forward, true);
+                            bld.coll(Collective::AllReduce, TP, 4 * b * s, R_CE, Phase::Forward, true);
                         }
                     }
                 } else {
@@ -202,17 +243,16 @@ pub fn generate(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: 
                 if !last(c) {
                     bld.recv(1, p2p);
                 } else {
-                    bld.compute(head_b, R_HEAD, Phase::InputGrad);
-                    if t > 1 {
-                        let c = if plan.sp { Collective::ReduceScatter } else { Collective::AllReduce };
-                        bld.coll(c, TP, act, R_HEAD, Phase::InputGrad, true);
-                    }
+                    // The LM head is a column-parallel linear: its input gradient is reduced (and
+                    // its input re-gathered with SP) like the first linear of a block.
+                    backward_linear(&mut bld, plan, head_b / 2.0, head_b / 2.0, act, R_HEAD, false);
                 }
                 bwd_left[c as usize] -= 1;
                 let last_mb = bwd_left[c as usize] == 0;
                 for l in chunk_layers(c).rev() {
                     let moe = model.is_moe_layer(l);
                     let bt = if moe { moe_times.unwrap_or(dense) } else { dense };
+                    bld.layer = l;
                     if plan.recompute == Recompute::Full {
                         forward_layer(&mut bld, model, plan, &bt, moe, act);
                     }
@@ -220,13 +260,19 @@ pub fn generate(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: 
                     if last_mb {
                         grad_reduces.extend(reduce_layer_grads(&mut bld, model, plan, l));
                     }
+                    bld.layer = NO_LAYER;
                 }
                 if !first(c) {
                     bld.send(-1, p2p);
                 } else {
-                    bld.compute(emb_b, R_EMB, Phase::InputGrad);
+                    if t > 1 && plan.sp {
+                        // The backward of the forward reduce-scatter: gather the output gradient.
+                        bld.coll(Collective::AllGather, TP, act, R_EMB, Phase::InputGrad, true);
+                    }
+                    bld.compute(emb_b, R_EMB, Phase::WeightGrad);
                 }
             }
+            spans.push((st, begin..bld.prog.ops.len() as u32));
         }
         // Embedding gradients: tied embeddings meet between first and last stage, then reduce in DP.
         let has_emb = stage == 0 || stage == p - 1;
@@ -255,10 +301,19 @@ pub fn generate(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: 
         };
         bld.gate.extend(grad_reduces);
         bld.compute(costs.optimizer(shard), R_OPT, Phase::Other);
-        if plan.dp != DataParallel::Ddp && plan.dp != DataParallel::Zero3 && dp * cp > 1 {
-            bld.coll(Collective::AllGather, DP, 2 * params, R_GATHER, Phase::Other, true);
+        if plan.dp != DataParallel::Ddp && plan.dp != DataParallel::Zero3 {
+            // Updated parameters: dense ones from all of DP, experts' from their expert-DP group.
+            let expert = stage_params(model, plan, stage).1;
+            if dp * cp > 1 {
+                bld.coll(Collective::AllGather, DP, 2 * (params - expert), R_GATHER, Phase::Other, true);
+            }
+            if expert > 0 && dp * cp / e > 1 {
+                bld.coll(Collective::AllGather, DP_EP, 2 * expert, R_GATHER, Phase::Other, true);
+            }
         }
         programs.push(bld.prog);
+        all_steps.push(spans);
+        op_layer.push(bld.op_layer);
     }
     let rank_class = (0..world).map(|r| layout.coord(r, Axis::Pp)).collect();
     let model_flops = model_flops(model, plan);
@@ -270,7 +325,7 @@ pub fn generate(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: 
         rank_class,
         rows: ROWS.iter().map(|s| s.to_string()).collect(),
     };
-    Ok(Generated { workload, model_flops })
+    Ok(Generated { workload, model_flops, steps: all_steps, op_layer })
 }
 
 /// One dense layer's forward then backward (with its recompute) for one micro-batch on one TP
@@ -282,7 +337,7 @@ pub fn single_layer(model: &Model, plan: &Plan, acc: &Accelerator, flash_attenti
     let costs = Costs { acc, model, plan, flash_attention };
     let bt = costs.layer(false);
     let act = 2 * plan.mbs as u64 * plan.seq * model.hidden;
-    let mut bld = Builder { prog: Program::default(), gate: Vec::new() };
+    let mut bld = Builder::new();
     forward_layer(&mut bld, model, plan, &bt, false, act);
     let fwd_end = bld.prog.ops.len() as u32 - 1;
     if plan.recompute == Recompute::Full {
@@ -364,36 +419,53 @@ fn forward_layer(bld: &mut Builder, model: &Model, plan: &Plan, bt: &BlockTimes,
         let c = if sp { Collective::ReduceScatter } else { Collective::AllReduce };
         bld.coll(c, TP, act, R_ATTN, Phase::Forward, true);
     }
+    if moe {
+        // The all-to-all dispatcher works on the sequence-sharded tokens: no gather around it.
+        let (a2a, etp, counts) = moe_bytes(model, plan);
+        if tp || plan.ep > 1 {
+            bld.coll(Collective::AllGather, TP, counts, R_MOE, Phase::Forward, true);
+        }
+        if plan.ep > 1 {
+            bld.coll(Collective::AllToAll, EP, a2a, R_MOE, Phase::Forward, true);
+        }
+        if tp {
+            bld.coll(Collective::AllGather, TP, etp, R_MOE, Phase::Forward, true);
+        }
+        bld.compute(bt.mlp_fwd, R_MOE, Phase::Forward);
+        if tp {
+            bld.coll(Collective::ReduceScatter, TP, etp, R_MOE, Phase::Forward, true);
+        }
+        if plan.ep > 1 {
+            bld.coll(Collective::AllToAll, EP, a2a, R_MOE, Phase::Forward, true);
+        }
+        return;
+    }
     // MLP block.
     if tp && sp {
         bld.coll(Collective::AllGather, TP, act, R_MLP, Phase::Forward, true);
     }
-    let row = if moe { R_MOE } else { R_MLP };
-    if moe && plan.ep > 1 {
-        let (a2a, etp) = moe_bytes(model, plan);
-        bld.coll(Collective::AllToAll, EP, a2a, row, Phase::Forward, true);
-        if tp {
-            bld.coll(Collective::AllGather, TP, etp, row, Phase::Forward, true);
-        }
-        bld.compute(bt.mlp_fwd, row, Phase::Forward);
-        if tp {
-            bld.coll(Collective::ReduceScatter, TP, etp, row, Phase::Forward, true);
-        }
-        bld.coll(Collective::AllToAll, EP, a2a, row, Phase::Forward, true);
-    } else {
-        bld.compute(bt.mlp_fwd, row, Phase::Forward);
-    }
+    bld.compute(bt.mlp_fwd, R_MLP, Phase::Forward);
     if tp {
         let c = if sp { Collective::ReduceScatter } else { Collective::AllReduce };
-        bld.coll(c, TP, act, row, Phase::Forward, true);
+        bld.coll(c, TP, act, R_MLP, Phase::Forward, true);
     }
 }
 
-/// Backward of one block: data-gradient compute, its TP collective overlapping the
-/// weight-gradient compute; the next block waits for both.
-fn backward_block(bld: &mut Builder, plan: &Plan, data_ns: f64, weight_ns: f64, act: u64, row: u32) {
+/// Backward of one block (from its row-parallel output back to its column-parallel input):
+/// data-gradient compute, its TP collective overlapping the weight-gradient compute; the next
+/// block waits for both. `gather_output_grad`: with SP, the block ends in a reduce-scatter whose
+/// backward gathers the output gradient first.
+fn backward_linear(
+    bld: &mut Builder,
+    plan: &Plan,
+    data_ns: f64,
+    weight_ns: f64,
+    act: u64,
+    row: u32,
+    gather_output_grad: bool,
+) {
     let tp = plan.tp > 1;
-    if tp && plan.sp {
+    if tp && plan.sp && gather_output_grad {
         // Output gradient of the row-parallel linear, gathered before the data gradient.
         bld.coll(Collective::AllGather, TP, act, row, Phase::InputGrad, true);
     }
@@ -413,28 +485,33 @@ fn backward_block(bld: &mut Builder, plan: &Plan, data_ns: f64, weight_ns: f64, 
 }
 
 fn backward_layer(bld: &mut Builder, model: &Model, plan: &Plan, bt: &BlockTimes, moe: bool, act: u64) {
-    let row = if moe { R_MOE } else { R_MLP };
-    if moe && plan.ep > 1 {
-        let (a2a, etp) = moe_bytes(model, plan);
-        bld.coll(Collective::AllToAll, EP, a2a, row, Phase::InputGrad, true);
-        if plan.tp > 1 {
-            bld.coll(Collective::AllGather, TP, etp, row, Phase::InputGrad, true);
+    if moe {
+        // The dispatcher's collectives mirrored: combine, expert-TP scatter, experts, gather, dispatch.
+        let (a2a, etp, _) = moe_bytes(model, plan);
+        if plan.ep > 1 {
+            bld.coll(Collective::AllToAll, EP, a2a, R_MOE, Phase::InputGrad, true);
         }
-        backward_block(bld, plan, bt.mlp_bwd_data, bt.mlp_bwd_weight, act, row);
         if plan.tp > 1 {
-            bld.coll(Collective::ReduceScatter, TP, etp, row, Phase::InputGrad, true);
+            bld.coll(Collective::AllGather, TP, etp, R_MOE, Phase::InputGrad, true);
         }
-        bld.coll(Collective::AllToAll, EP, a2a, row, Phase::InputGrad, true);
+        bld.compute(bt.mlp_bwd_data, R_MOE, Phase::InputGrad);
+        bld.compute(bt.mlp_bwd_weight, R_MOE, Phase::WeightGrad);
+        if plan.tp > 1 {
+            bld.coll(Collective::ReduceScatter, TP, etp, R_MOE, Phase::InputGrad, true);
+        }
+        if plan.ep > 1 {
+            bld.coll(Collective::AllToAll, EP, a2a, R_MOE, Phase::InputGrad, true);
+        }
     } else {
-        backward_block(bld, plan, bt.mlp_bwd_data, bt.mlp_bwd_weight, act, row);
+        backward_linear(bld, plan, bt.mlp_bwd_data, bt.mlp_bwd_weight, act, R_MLP, true);
     }
     if plan.cp > 1 {
         let kv = kv_bytes(model, plan);
         bld.coll(Collective::AllGather, CP, kv, R_ATTN, Phase::InputGrad, true);
-        backward_block(bld, plan, bt.attn_bwd_data, bt.attn_bwd_weight, act, R_ATTN);
+        backward_linear(bld, plan, bt.attn_bwd_data, bt.attn_bwd_weight, act, R_ATTN, true);
         bld.coll(Collective::ReduceScatter, CP, kv, R_ATTN, Phase::InputGrad, false);
     } else {
-        backward_block(bld, plan, bt.attn_bwd_data, bt.attn_bwd_weight, act, R_ATTN);
+        backward_linear(bld, plan, bt.attn_bwd_data, bt.attn_bwd_weight, act, R_ATTN, true);
     }
 }
 
@@ -461,12 +538,14 @@ fn kv_bytes(model: &Model, plan: &Plan) -> u64 {
     2 * plan.mbs as u64 * plan.seq * kv_width
 }
 
-/// (dispatch/combine all-to-all bytes, expert-TP gather bytes) of one MoE layer.
-fn moe_bytes(model: &Model, plan: &Plan) -> (u64, u64) {
-    let k = model.moe.as_ref().map_or(1, |m| m.topk) as u64;
+/// (dispatch/combine all-to-all bytes, expert-TP gather bytes, token-count gather bytes) of one
+/// MoE layer. The token counts per expert are gathered across TP×EP; a SimAI file can only say
+/// TP, so (as AICB) they are 2·e·E·t bytes gathered in TP.
+fn moe_bytes(model: &Model, plan: &Plan) -> (u64, u64, u64) {
+    let (k, experts) = model.moe.as_ref().map_or((1, 1), |m| (m.topk as u64, m.experts as u64));
     let tokens = plan.mbs as u64 * plan.seq / (plan.tp * plan.cp) as u64;
     let a2a = 2 * tokens * k * model.hidden;
-    (a2a, a2a * plan.tp as u64)
+    (a2a, a2a * plan.tp as u64, 2 * plan.ep as u64 * experts * plan.tp as u64)
 }
 
 #[cfg(test)]

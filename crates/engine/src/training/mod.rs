@@ -7,6 +7,7 @@ pub mod hardware;
 pub mod memory;
 pub mod model;
 pub mod plan;
+pub mod rows_from_ops;
 pub mod simai_rows;
 
 use serde::{Deserialize, Serialize};
@@ -22,7 +23,7 @@ use crate::flow::network::Tuning;
 use crate::flow::sweep::{algorithm_option, protocol_option};
 use crate::routing::Routes;
 use crate::simai::run::FlowConfig;
-use crate::topology::Topology;
+use crate::topology::{Routing, Topology};
 use crate::workload::{OpKind, Workload};
 use hardware::Accelerator;
 use memory::{memory, Memory};
@@ -70,10 +71,16 @@ pub struct Fabric {
     pub topology: String,
     /// "auto" (NCCL's tuner) or an algorithm name.
     pub algorithm: String,
-    /// 0: one per NIC of a server (at least 2).
+    /// 0: one per group rank of a server, at most one per NIC ([`crate::collective::group_channels`]).
     pub channels: u32,
     #[serde(default)]
     pub seed: u64,
+    /// Queue pairs per connection (NCCL_IB_QPS_PER_CONNECTION; 0 = 1).
+    #[serde(default)]
+    pub qps: u32,
+    /// "ecmp" (per-flow hashing, the default) or "spray" (per-packet spraying).
+    #[serde(default)]
+    pub routing: Option<String>,
     /// SimAI's AS_SEND_LAT, AS_NVLS_ENABLE, AS_PXN_ENABLE, AS_NVLSTREE_ENABLE.
     #[serde(default)]
     pub send_lat_us: Option<f64>,
@@ -103,12 +110,15 @@ impl Fabric {
             algorithm: algorithm_option(&self.algorithm)?,
             protocol: protocol_option(self.protocol.as_deref().unwrap_or("auto"))?,
         };
-        Ok(Tuning { options, channels: self.channels, seed: self.seed })
+        Ok(Tuning { options, channels: self.channels, qps: self.qps, seed: self.seed })
     }
 
     /// The topology, tuning and routes, parsed and checked.
     pub fn config(&self) -> Result<FlowConfig> {
-        let topology = Topology::parse_simai(&self.path, &self.topology)?;
+        let mut topology = Topology::parse_simai(&self.path, &self.topology)?;
+        if let Some(r) = &self.routing {
+            topology.routing = Routing::parse(r)?;
+        }
         let routes = match &self.routes {
             None => Routes::default(),
             Some(text) => Routes::parse(self.routes_path.as_deref().unwrap_or("routes"), text, &topology)?,
@@ -218,7 +228,7 @@ pub fn layer_seconds(input: &TrainingInput) -> Result<(f64, f64)> {
 }
 
 /// The analytical network of a training run: NCCL's α–β on the run's NVLink and NICs.
-fn network_cost(input: &TrainingInput) -> Result<AlphaBeta> {
+pub(crate) fn network_cost(input: &TrainingInput) -> Result<AlphaBeta> {
     let net = &input.network;
     let platform = Platform {
         gpus_per_server: input.plan.gpus_per_server,

@@ -166,6 +166,9 @@ impl Plan {
                 );
             }
         }
+        if m.moe.is_some() && self.tp > 1 && !self.sp {
+            return bad("sp", "Megatron runs MoE with TP only with sequence parallelism (--sp)".into());
+        }
         let dp = self.dp_size();
         if !self.gbs.is_multiple_of(self.mbs * dp) {
             let unit = self.mbs * dp;

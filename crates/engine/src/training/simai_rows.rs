@@ -1,22 +1,18 @@
 //! A training iteration as a SimAI workload file: one pipeline stage, in AICB's row layout.
 //!
-//! The rows follow the model's modules in AICB's order (embedding, per layer the attention and
-//! MLP linears or the MoE block, the LM head), repeated for every micro-batch, after the
-//! data-parallel rows that SimAI runs last. Two flavours:
+//! Two flavours:
 //!
-//! - [`Flavor::Megatron`]: the collectives Megatron-Core issues (shared/reference/megatron.md
-//!   §4–§8): with T = 2·b·s·h, AR(T) forward and backward per block without SP; AG(T) / RS(T)
-//!   forward, RS(T) + a re-gather AG(T) backward with SP; the LM head and cross-entropy (3 ×
-//!   AR of 4·b·s) every micro-batch; gradients reduced as the plan's data parallelism does
-//!   (DDP: AR of 4 B per parameter; distributed optimizer / ZeRO: RS 4 B + AG 2 B), experts in
-//!   DP_EP; `vpp` is the number of model chunks. A file holds one stage: the first (embedding
-//!   and its layers); the head rows belong to the last stage and are written when p = 1.
-//! - [`Flavor::Aicb`]: exactly the rows AICB writes (§9), quirks included — so results can be
-//!   compared with SimAI runs on AICB's files: AICB's parameter counting (word embedding ×4,
-//!   no SwiGLU gate, no GQA, position embedding always, LM head only with SP), ig NONE without
-//!   SP, RS of 0 B for column rows, a `layernorm` AR of 2·P, cross-entropy once per iteration,
-//!   one FFN width for dense and MoE layers, `vpp` = layers per stage, FP8 dispatch in the
-//!   DeepSeek frame (models with MLA).
+//! - [`Flavor::Megatron`]: the collectives Megatron-Core issues, derived from the generator's
+//!   ops (rows_from_ops.rs): they are defined once, in generate.rs.
+//! - [`Flavor::Aicb`]: exactly the rows AICB writes (shared/reference/megatron.md §9), quirks
+//!   included, so results can be compared with SimAI runs on AICB's files. AICB differs from
+//!   Megatron's collectives nearly everywhere (its parameter counting: word embedding ×4, no
+//!   SwiGLU gate, no GQA, position embedding always, LM head only with SP; ig NONE without SP;
+//!   RS of 0 B for column rows; a `layernorm` AR of 2·P; cross-entropy once per iteration; one
+//!   FFN width for dense and MoE layers; `vpp` = layers per stage; FP8 dispatch in the
+//!   DeepSeek frame; the data-parallel reductions as one collective each, run last), so its
+//!   rows are written here from AICB's own module list rather than as a transformation of the
+//!   derived rows. The 5 AICB reference files hold it row for row.
 //!
 //! Compute times come from this project's roofline ([`Costs`]), not from AICB's measurements:
 //! each block's time is split evenly over the rows that stand for it.
@@ -24,10 +20,10 @@
 use serde::Deserialize;
 
 use super::costs::{BlockTimes, Costs};
-use super::generate::stage_params;
 use super::hardware::Accelerator;
 use super::model::Model;
-use super::plan::{DataParallel, Plan};
+use super::plan::Plan;
+use super::rows_from_ops::megatron_workload;
 use crate::error::{InputError, Result};
 use crate::simai::file::{Comm, CommType, Header, HeaderVariant, Policy, Row, Scope, WorkloadFile};
 use crate::workload::Collective;
@@ -101,7 +97,7 @@ fn padded_vocab(vocab: u64, tp: u64) -> u64 {
 }
 
 /// The modules of one stage in AICB's traversal order, with AICB's parameter counts.
-fn modules(model: &Model, plan: &Plan, sp: bool, layers: &[u32], costs: &Costs, flavor: Flavor) -> Result<Vec<Module>> {
+fn modules(model: &Model, plan: &Plan, sp: bool, layers: &[u32], costs: &Costs) -> Result<Vec<Module>> {
     let t = plan.tp as u64;
     let h = model.hidden;
     // AICB has one FFN width; for MoE models it is the experts'.
@@ -119,11 +115,7 @@ fn modules(model: &Model, plan: &Plan, sp: bool, layers: &[u32], costs: &Costs, 
     for &l in layers {
         // AICB's DeepSeek frame makes the first dense_layers layers of every stage dense; the
         // Megatron frame makes every layer an MoE layer when the model has experts.
-        let moe_layer = match (&model.moe, flavor) {
-            (None, _) => false,
-            (Some(m), Flavor::Aicb) => model.mla.is_none() || l >= m.dense_layers,
-            (Some(_), Flavor::Megatron) => model.is_moe_layer(l),
-        };
+        let moe_layer = model.moe.as_ref().is_some_and(|m| model.mla.is_none() || l >= m.dense_layers);
         let bt: BlockTimes = costs.layer(moe_layer);
         let attn = (bt.attn_fwd, bt.attn_bwd_data, bt.attn_bwd_weight);
         let mlp = (bt.mlp_fwd, bt.mlp_bwd_data, bt.mlp_bwd_weight);
@@ -152,10 +144,8 @@ fn modules(model: &Model, plan: &Plan, sp: bool, layers: &[u32], costs: &Costs, 
         let mut push = |name, kind, params, ns| out.push(Module { name, kind, params, ns });
         if moe_layer {
             let m = model.moe.as_ref().expect("moe layer");
-            if !sp && (plan.tp > 1 || flavor == Flavor::Aicb) {
-                let why =
-                    if flavor == Flavor::Aicb { "AICB models MoE only" } else { "Megatron runs MoE with TP only" };
-                return Err(InputError::field("plan", "sp", format!("{why} with sequence parallelism (--sp)")));
+            if !sp {
+                return Err(InputError::field("plan", "sp", "AICB models MoE only with sequence parallelism (--sp)"));
             }
             let local = (m.experts / plan.ep) as u64;
             let deepseek = model.mla.is_some();
@@ -200,28 +190,27 @@ pub fn simai_workload(
             "SimAI workload files cannot express context parallelism; simulate it with `clustersim train`",
         ));
     }
+    match flavor {
+        Flavor::Megatron => megatron_workload(model, plan, acc, flash),
+        Flavor::Aicb => aicb_workload(model, plan, acc, flash),
+    }
+}
+
+/// The rows AICB writes for `plan`.
+fn aicb_workload(model: &Model, plan: &Plan, acc: &Accelerator, flash: bool) -> Result<WorkloadFile> {
     let costs = Costs { acc, model, plan, flash_attention: flash };
     let (t, b, s, h) = (plan.tp as u64, plan.mbs as u64, plan.seq, model.hidden);
     let big_t = 2 * b * s * h;
-    let layers: Vec<u32> = match flavor {
-        // AICB replaces the layer count by L/p and builds layers 0..L/p.
-        Flavor::Aicb => (0..model.layers / plan.pp).collect(),
-        Flavor::Megatron => (0..plan.vpp).flat_map(|c| plan.chunk_layers(model.layers, 0, c)).collect(),
-    };
+    // AICB replaces the layer count by L/p and builds layers 0..L/p.
+    let layers: Vec<u32> = (0..model.layers / plan.pp).collect();
     // AICB lays MoE models out as with SP (it requires SP for MoE; with TP 1 that changes no size).
-    let sp = plan.sp || (flavor == Flavor::Aicb && plan.tp == 1 && model.moe.is_some());
-    let mods = modules(model, plan, sp, &layers, &costs, flavor)?;
+    let sp = plan.sp || (plan.tp == 1 && model.moe.is_some());
+    let mods = modules(model, plan, sp, &layers, &costs)?;
     let dp = plan.gpus / (plan.tp * plan.pp);
-    let ga = match flavor {
-        // AICB's data-parallel size ignores CP (which it does not model).
-        Flavor::Aicb => plan.gbs / (plan.mbs * dp),
-        Flavor::Megatron => plan.micro_batches(),
-    };
+    // AICB's data-parallel size ignores CP (which it does not model).
+    let ga = plan.gbs / (plan.mbs * dp);
     let tp_comm = |c: Collective, bytes: u64| if t > 1 { comm(c, Scope::Plain, bytes) } else { NONE };
-    let mut rows = match flavor {
-        Flavor::Aicb => aicb_head_rows(&mods, plan, sp, big_t, dp, &costs),
-        Flavor::Megatron => megatron_head_rows(model, plan, &costs),
-    };
+    let mut rows = aicb_head_rows(&mods, plan, sp, big_t, dp, &costs);
     let zero = (0.0, 0.0, 0.0);
     let k = model.moe.as_ref().map_or(1, |m| m.topk as u64);
     let experts = model.moe.as_ref().map_or(1, |m| m.experts as u64);
@@ -229,37 +218,16 @@ pub fn simai_workload(
         for m in &mods {
             let (fwd, ig) = match (m.kind, sp) {
                 (Kind::Linear, _) => (NONE, NONE),
-                (Kind::Embedding, false) | (Kind::Block, false) => match flavor {
-                    Flavor::Aicb => (tp_comm(Collective::AllReduce, big_t), NONE),
-                    Flavor::Megatron if m.kind == Kind::Embedding => (tp_comm(Collective::AllReduce, big_t), NONE),
-                    Flavor::Megatron => (tp_comm(Collective::AllReduce, big_t), tp_comm(Collective::AllReduce, big_t)),
-                },
-                (Kind::Embedding, true) => match flavor {
-                    Flavor::Aicb => (tp_comm(Collective::AllReduce, big_t), NONE),
-                    Flavor::Megatron => {
-                        (tp_comm(Collective::ReduceScatter, big_t), tp_comm(Collective::AllGather, big_t))
-                    }
-                },
+                (Kind::Embedding, _) | (Kind::Block, false) => (tp_comm(Collective::AllReduce, big_t), NONE),
                 (Kind::Column, _) | (Kind::Head, true) => {
-                    let ig_bytes = if flavor == Flavor::Aicb { 0 } else { big_t };
-                    (tp_comm(Collective::AllGather, big_t), tp_comm(Collective::ReduceScatter, ig_bytes))
+                    (tp_comm(Collective::AllGather, big_t), tp_comm(Collective::ReduceScatter, 0))
                 }
                 (Kind::Row, _) => (tp_comm(Collective::ReduceScatter, big_t), tp_comm(Collective::AllGather, big_t)),
-                (Kind::Head, false) => match flavor {
-                    Flavor::Aicb => continue,
-                    Flavor::Megatron => (NONE, tp_comm(Collective::AllReduce, big_t)),
-                },
+                (Kind::Head, false) => continue,
                 (Kind::Moe, _) => {
                     let ep = plan.ep as u64;
-                    let (a2a_fwd, a2a) = {
-                        let x = big_t * k / t;
-                        let fwd = if flavor == Flavor::Aicb && model.mla.is_some() {
-                            (x as f64 * FP8_FACTOR) as u64
-                        } else {
-                            x
-                        };
-                        (fwd, x)
-                    };
+                    let a2a = big_t * k / t;
+                    let a2a_fwd = if model.mla.is_some() { (a2a as f64 * FP8_FACTOR) as u64 } else { a2a };
                     let ep_comm = |bytes| if ep > 1 { comm(Collective::AllToAll, Scope::Ep, bytes) } else { NONE };
                     // Token counts per expert gathered across TP×EP (AICB: 2·e·E·t bytes in TP).
                     let counts = if t > 1 || ep > 1 {
@@ -281,61 +249,28 @@ pub fn simai_workload(
                 }
                 (Kind::Block, true) => unreachable!("blocks are emitted only without SP"),
             };
-            if flavor == Flavor::Megatron && (m.kind == Kind::Head) && plan.pp > 1 {
-                continue;
-            }
             rows.push(row(m.name, m.ns, fwd, ig, NONE));
-            if flavor == Flavor::Megatron && sp && t > 1 && matches!(m.kind, Kind::Column | Kind::Head) {
-                // The sequence-sharded input is gathered again for the weight gradient; SimAI
-                // runs ig in reverse row order, so this row's AG precedes the RS above.
-                rows.push(row(m.name, zero, NONE, tp_comm(Collective::AllGather, big_t), NONE));
-            }
-            if flavor == Flavor::Megatron && m.kind == Kind::Head && plan.pp == 1 {
-                for i in 1..=3 {
-                    rows.push(row(
-                        &format!("cross_entropy{i}"),
-                        zero,
-                        tp_comm(Collective::AllReduce, 4 * b * s),
-                        NONE,
-                        NONE,
-                    ));
-                }
-            }
         }
     }
-    if flavor == Flavor::Aicb {
-        let head = mods.last().expect("head module");
-        let head_ns = if sp { zero } else { (head.ns.0 * ga as f64, head.ns.1 * ga as f64, 0.0) };
-        for i in 1..=3 {
-            let ns = if i == 1 { head_ns } else { zero };
-            rows.push(row(
-                &format!("cross_entropy{i}"),
-                ns,
-                comm(Collective::AllReduce, Scope::Plain, 4 * b * s),
-                NONE,
-                NONE,
-            ));
-        }
-        for i in 1..=4 {
-            rows.push(row(&format!("optimizer{i}"), zero, comm(Collective::AllReduce, Scope::Plain, 4), NONE, NONE));
-        }
+    let head = mods.last().expect("head module");
+    let head_ns = if sp { zero } else { (head.ns.0 * ga as f64, head.ns.1 * ga as f64, 0.0) };
+    for i in 1..=3 {
+        let ns = if i == 1 { head_ns } else { zero };
+        rows.push(row(
+            &format!("cross_entropy{i}"),
+            ns,
+            comm(Collective::AllReduce, Scope::Plain, 4 * b * s),
+            NONE,
+            NONE,
+        ));
+    }
+    for i in 1..=4 {
+        rows.push(row(&format!("optimizer{i}"), zero, comm(Collective::AllReduce, Scope::Plain, 4), NONE, NONE));
     }
     let pp_bytes = if plan.sp { big_t / t } else { big_t };
-    let header = Header {
-        policy: Policy::HybridTransformerFwdInBckwd,
-        variant: HeaderVariant::Current,
-        tp: plan.tp,
-        ep: plan.ep,
-        pp: plan.pp,
-        vpp: if flavor == Flavor::Aicb { model.layers / plan.pp } else { plan.vpp },
-        ga,
-        all_gpus: Some(plan.gpus),
-        checkpoints: Vec::new(),
-        checkpoint_initiates: Vec::new(),
-        pp_comm: if plan.pp > 1 { pp_bytes } else { 0 },
-        // AICB divides by TP in Python (a float) whenever SP is on.
-        pp_comm_decimal: flavor == Flavor::Aicb && plan.pp > 1 && plan.sp,
-    };
+    // AICB divides pp_comm by TP in Python (a float) whenever SP is on.
+    let pp_comm = if plan.pp > 1 { pp_bytes } else { 0 };
+    let header = stage_header(plan, model.layers / plan.pp, ga, pp_comm, plan.pp > 1 && plan.sp);
     Ok(WorkloadFile { path: String::new(), header, rows, warnings: Vec::new() })
 }
 
@@ -363,45 +298,20 @@ fn aicb_head_rows(mods: &[Module], plan: &Plan, sp: bool, big_t: u64, dp: u32, c
     rows
 }
 
-/// Gradient reduction and optimizer step of the first stage as the plan's data parallelism runs them.
-fn megatron_head_rows(model: &Model, plan: &Plan, costs: &Costs) -> Vec<Row> {
-    let (all, expert) = stage_params(model, plan, 0);
-    let dense = all - expert;
-    let zero = (0.0, 0.0, 0.0);
-    let mut rows = Vec::new();
-    let mut reduce = |name: &str, scope: Scope, params: u64| {
-        if params == 0 {
-            return;
-        }
-        match plan.dp {
-            DataParallel::Ddp => rows.push(row(
-                &format!("{name}_grads_all_reduce"),
-                zero,
-                NONE,
-                NONE,
-                comm(Collective::AllReduce, scope, 4 * params),
-            )),
-            _ => {
-                rows.push(row(
-                    &format!("{name}_params_all_gather"),
-                    zero,
-                    NONE,
-                    NONE,
-                    comm(Collective::AllGather, scope, 2 * params),
-                ));
-                rows.push(row(
-                    &format!("{name}_grads_reduce_scatter"),
-                    zero,
-                    NONE,
-                    NONE,
-                    comm(Collective::ReduceScatter, scope, 4 * params),
-                ));
-            }
-        }
-    };
-    reduce("dense", Scope::Plain, dense);
-    reduce("expert", Scope::DpEp, expert);
-    let shard = if plan.dp == DataParallel::Ddp { 1.0 } else { plan.dp_size() as f64 };
-    rows.push(row("optimizer_step", (0.0, costs.optimizer(all as f64 / shard), 0.0), NONE, NONE, NONE));
-    rows
+/// The header of a file holding one stage of `plan`.
+pub(super) fn stage_header(plan: &Plan, vpp: u32, ga: u32, pp_comm: u64, pp_comm_decimal: bool) -> Header {
+    Header {
+        policy: Policy::HybridTransformerFwdInBckwd,
+        variant: HeaderVariant::Current,
+        tp: plan.tp,
+        ep: plan.ep,
+        pp: plan.pp,
+        vpp,
+        ga,
+        all_gpus: Some(plan.gpus),
+        checkpoints: Vec::new(),
+        checkpoint_initiates: Vec::new(),
+        pp_comm,
+        pp_comm_decimal,
+    }
 }

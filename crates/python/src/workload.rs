@@ -1,0 +1,187 @@
+//! Bindings of the workload IR: JSON text and columns (one list per op field, see the engine's
+//! `workload::columns`) in and out, and a run of a workload on the analytical model.
+//! Conversion only.
+
+use clustersim_engine::analytical::busbw_file::BusbwTable;
+use clustersim_engine::analytical::platform::{GpuType, NicType, Platform};
+use clustersim_engine::analytical::ratio::RatioTables;
+use clustersim_engine::analytical::Analytical;
+use clustersim_engine::executor::Executor;
+use clustersim_engine::simai::build::{BuildOptions, Overlap, SimaiWorkload};
+use clustersim_engine::simai::file::WorkloadFile;
+use clustersim_engine::simai::run::{cost_model, RunConfig};
+use clustersim_engine::training::generate::generate;
+use clustersim_engine::training::TrainingInput;
+use clustersim_engine::workload::columns::{Columns, KINDS, PHASE_NAMES};
+use clustersim_engine::workload::{Collective, Workload};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::{engine_err, EngineInputError};
+
+fn pack<'py>(py: Python<'py>, w: &Workload) -> PyResult<Bound<'py, PyDict>> {
+    let c = Columns::from(w);
+    let d = PyDict::new(py);
+    d.set_item("layout", c.layout)?;
+    d.set_item("group_names", c.group_names)?;
+    d.set_item("group_axes", c.group_axes)?;
+    d.set_item("group_instances", c.group_instances)?;
+    d.set_item("rows", c.rows)?;
+    d.set_item("rank_class", c.rank_class)?;
+    d.set_item("class_program", c.class_program)?;
+    d.set_item("program_start", c.program_start)?;
+    d.set_item("kind", c.kind)?;
+    d.set_item("ns", c.ns)?;
+    d.set_item("collective", c.collective)?;
+    d.set_item("group", c.group)?;
+    d.set_item("offset", c.offset)?;
+    d.set_item("bytes", c.bytes)?;
+    d.set_item("row", c.row)?;
+    d.set_item("phase", c.phase)?;
+    d.set_item("dep_start", c.dep_start)?;
+    d.set_item("deps", c.deps)?;
+    Ok(d)
+}
+
+fn unpack(d: &Bound<'_, PyDict>, file: &str) -> PyResult<Workload> {
+    fn get<'py, T>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<T>
+    where
+        T: for<'a> FromPyObject<'a, 'py>,
+        for<'a> <T as FromPyObject<'a, 'py>>::Error: Into<PyErr>,
+    {
+        let v = d.get_item(key)?.ok_or_else(|| EngineInputError::new_err(format!("columns: missing '{key}'")))?;
+        v.extract::<T>().map_err(|e| EngineInputError::new_err(format!("columns: {key}: {}", e.into())))
+    }
+    let c = Columns {
+        layout: get(d, "layout")?,
+        group_names: get(d, "group_names")?,
+        group_axes: get(d, "group_axes")?,
+        group_instances: get(d, "group_instances")?,
+        rows: get(d, "rows")?,
+        rank_class: get(d, "rank_class")?,
+        class_program: get(d, "class_program")?,
+        program_start: get(d, "program_start")?,
+        kind: get(d, "kind")?,
+        ns: get(d, "ns")?,
+        collective: get(d, "collective")?,
+        group: get(d, "group")?,
+        offset: get(d, "offset")?,
+        bytes: get(d, "bytes")?,
+        row: get(d, "row")?,
+        phase: get(d, "phase")?,
+        dep_start: get(d, "dep_start")?,
+        deps: get(d, "deps")?,
+    };
+    c.to_workload(file).map_err(engine_err)
+}
+
+/// Read workload IR JSON (checked) as columns.
+#[pyfunction]
+fn workload_from_json<'py>(py: Python<'py>, path: &str, text: &str) -> PyResult<Bound<'py, PyDict>> {
+    pack(py, &Workload::from_json(path, text).map_err(engine_err)?)
+}
+
+/// Columns (checked) as workload IR JSON; `path` names them in errors.
+#[pyfunction]
+#[pyo3(signature = (columns, path = "workload"))]
+fn workload_to_json(columns: &Bound<'_, PyDict>, path: &str) -> PyResult<String> {
+    Ok(unpack(columns, path)?.to_json())
+}
+
+/// The IR a SimAI workload file becomes (as `clustersim analytical` builds it in its default
+/// mode), as columns.
+#[pyfunction]
+#[pyo3(signature = (path, text, *, gpus = None, gpus_per_server = 8, overlap = (0.0, 0.0, 0.0, 0.0), lenient = false))]
+fn workload_from_simai<'py>(
+    py: Python<'py>,
+    path: &str,
+    text: &str,
+    gpus: Option<u32>,
+    gpus_per_server: u32,
+    overlap: (f64, f64, f64, f64),
+    lenient: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let file = WorkloadFile::parse(path, text, lenient).map_err(engine_err)?;
+    let (dp, tp, ep, pp) = overlap;
+    let opts = BuildOptions { gpus, gpus_per_server, compat: false, overlap: Overlap { dp, tp, ep, pp } };
+    pack(py, &SimaiWorkload::build(file, &opts).map_err(engine_err)?.workload)
+}
+
+/// The IR of one Megatron-Core iteration as `clustersim train` generates it (`input` as for
+/// run_training), as columns.
+#[pyfunction]
+fn workload_from_training<'py>(py: Python<'py>, input: &str) -> PyResult<Bound<'py, PyDict>> {
+    let input: TrainingInput =
+        serde_json::from_str(input).map_err(|e| EngineInputError::new_err(format!("training input: {e}")))?;
+    let g = generate(&input.model, &input.plan, &input.accelerator, input.flash_attention).map_err(engine_err)?;
+    pack(py, &g.workload)
+}
+
+/// Run a workload given as columns through the executor on the analytical model (the platform
+/// arguments as for run_analytical); returns the iteration time and each class's op start and
+/// end times (ns).
+#[pyfunction]
+#[pyo3(signature = (
+    columns, *, gpus_per_server = 8, nics_per_server = 8, gpu_type = "H100", nic_type = "cx7",
+    nvlink_busbw = None, nic_busbw = None, busbw = None, compat = false
+))]
+#[allow(clippy::too_many_arguments)]
+fn simulate_workload<'py>(
+    py: Python<'py>,
+    columns: &Bound<'py, PyDict>,
+    gpus_per_server: u32,
+    nics_per_server: u32,
+    gpu_type: &str,
+    nic_type: &str,
+    nvlink_busbw: Option<f32>,
+    nic_busbw: Option<f32>,
+    busbw: Option<(String, String)>,
+    compat: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let w = unpack(columns, "workload")?;
+    let platform = Platform {
+        gpus_per_server,
+        nics_per_server,
+        gpu: GpuType::parse(gpu_type).map_err(engine_err)?,
+        nic: NicType::parse(nic_type).map_err(engine_err)?,
+        nvlink_busbw,
+        nic_busbw,
+    };
+    platform.validate().map_err(engine_err)?;
+    let busbw = busbw.map(|(p, t)| BusbwTable::parse(&p, &t)).transpose().map_err(engine_err)?;
+    let cfg = RunConfig {
+        compat,
+        gpus: None,
+        platform,
+        busbw,
+        ratios: RatioTables::builtin(),
+        overlap: Overlap { dp: 0.0, tp: 0.0, ep: 0.0, pp: 0.0 },
+        run_name: String::new(),
+        lenient: false,
+        flow: None,
+    };
+    let exec = py
+        .detach(|| {
+            let mut model = Analytical::new(cost_model(&cfg, w.world_size()), gpus_per_server);
+            Executor::new(&w).and_then(|e| e.run(&mut model, &mut |_| true))
+        })
+        .map_err(engine_err)?;
+    let d = PyDict::new(py);
+    d.set_item("end_ns", exec.end_ns)?;
+    d.set_item("events", exec.events)?;
+    d.set_item("start", exec.timelines.iter().map(|t| t.start.clone()).collect::<Vec<_>>())?;
+    d.set_item("end", exec.timelines.iter().map(|t| t.end.clone()).collect::<Vec<_>>())?;
+    Ok(d)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("OP_KINDS", KINDS.to_vec())?;
+    m.add("COLLECTIVES", Collective::ALL.iter().map(|c| c.name()).collect::<Vec<_>>())?;
+    m.add("PHASES", PHASE_NAMES.to_vec())?;
+    m.add_function(wrap_pyfunction!(workload_from_json, m)?)?;
+    m.add_function(wrap_pyfunction!(workload_to_json, m)?)?;
+    m.add_function(wrap_pyfunction!(workload_from_simai, m)?)?;
+    m.add_function(wrap_pyfunction!(workload_from_training, m)?)?;
+    m.add_function(wrap_pyfunction!(simulate_workload, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,440 @@
+"""The workload IR from Python: ranks, communicator groups, programs of ops and dependencies.
+
+A `Workload` is built in bulk (ops are columns, never one Python object per op), inspected,
+saved and loaded as the versioned JSON of docs/workload-ir.md, obtained from the existing front
+ends (a SimAI workload file, a Megatron plan as `clustersim train` generates it), and run
+through the engine's executor. Ranks that run the same ops share a *program*; a *rank class*
+is the set of ranks running one program in lock step.
+
+    w = Workload(ranks=4)
+    tp = w.group("TP", [[0, 1], [2, 3]])
+    p = w.program()
+    w.assign(p, range(4))
+    a = w.comp(p, ns=100.0)
+    w.coll(p, "allreduce", tp, 1 << 20, deps=[a])
+    w.save("w.json")
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from clustersim import _engine
+from clustersim.errors import InputError
+from clustersim.table import Table
+
+KINDS: tuple[str, ...] = tuple(_engine.OP_KINDS)
+COLLECTIVES: tuple[str, ...] = tuple(_engine.COLLECTIVES)
+PHASES: tuple[str, ...] = tuple(_engine.PHASES)
+# The JSON Schema of the IR's JSON form.
+SCHEMA = Path(__file__).parent / "schema" / "workload-ir.schema.json"
+# Per-op columns of a program besides the dependencies.
+OP_COLUMNS = ("kind", "ns", "collective", "group", "offset", "bytes", "row", "phase")
+
+
+def _code(names: tuple[str, ...], value: str | int, what: str) -> int:
+    if isinstance(value, int) and 0 <= value < len(names):
+        return value
+    if isinstance(value, str) and value in names:
+        return names.index(value)
+    raise InputError(f"workload: {what}: unknown {what} {value!r} (valid: {', '.join(names)})")
+
+
+class _Program:
+    """One program's ops as columns; op i's dependencies are deps[dep_start[i]:dep_start[i+1]]."""
+
+    def __init__(self) -> None:
+        self.cols: dict[str, list[Any]] = {name: [] for name in OP_COLUMNS}
+        self.dep_start: list[int] = [0]
+        self.deps: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self.cols["kind"])
+
+
+class Workload:
+    """A workload of `ranks` ranks. Ops are checked when the workload is saved, converted or run
+    (`InputError` naming the op's path, e.g. `programs[0].ops[7].deps[1]`)."""
+
+    def __init__(self, ranks: int) -> None:
+        if not isinstance(ranks, int) or ranks < 1:
+            raise InputError(f"workload: ranks: must be a whole number of at least 1, got {ranks!r}")
+        self.layout: list[tuple[str, int]] = []
+        self._groups: list[tuple[str, list[str] | None, list[list[int]] | None]] = []
+        self._rows: list[str] = []
+        self._rank_class: list[int | None] = [None] * ranks
+        self._class_program: list[int] = []
+        self._programs: list[_Program] = []
+
+    # Building.
+
+    def group(
+        self,
+        name: str,
+        instances: Iterable[Iterable[int]] | None = None,
+        *,
+        axes: Sequence[str] | None = None,
+    ) -> int:
+        """Add a communicator group: its instances as member lists (each rank in at most one; a
+        rank in none is a group of its own), or the layout `axes` its members vary along.
+        Returns the group's index."""
+        if (instances is None) == (axes is None):
+            raise InputError(f"workload: group '{name}': give exactly one of instances and axes")
+        members = None if instances is None else [[int(r) for r in inst] for inst in instances]
+        self._groups.append((name, None if axes is None else list(axes), members))
+        return len(self._groups) - 1
+
+    def program(self) -> int:
+        """Add an empty program; returns its index."""
+        self._programs.append(_Program())
+        return len(self._programs) - 1
+
+    def assign(self, program: int, ranks: Iterable[int]) -> int:
+        """Make `ranks` a rank class running `program`; returns the class's index."""
+        if not 0 <= program < len(self._programs):
+            raise InputError(f"workload: assign: program {program} does not exist ({len(self._programs)})")
+        cls = len(self._class_program)
+        self._class_program.append(program)
+        for r in ranks:
+            if not 0 <= r < len(self._rank_class):
+                raise InputError(f"workload: assign: rank {r} is outside 0..{len(self._rank_class)}")
+            if self._rank_class[r] is not None:
+                raise InputError(f"workload: assign: rank {r} is already in class {self._rank_class[r]}")
+            self._rank_class[r] = cls
+        return cls
+
+    def _row(self, label: str | None) -> int:
+        if label is None:
+            return 0
+        if label not in self._rows:
+            self._rows.append(label)
+        return self._rows.index(label)
+
+    def _group_index(self, group: int | str) -> int:
+        if isinstance(group, str):
+            names = [g[0] for g in self._groups]
+            if group not in names:
+                raise InputError(f"workload: group: no group named '{group}' (have: {', '.join(names)})")
+            return names.index(group)
+        return group
+
+    def add_ops(
+        self,
+        program: int,
+        kind: Sequence[str | int],
+        *,
+        ns: Sequence[float] | None = None,
+        collective: Sequence[str | int] | None = None,
+        group: Sequence[int | str] | None = None,
+        offset: Sequence[int] | None = None,
+        bytes: Sequence[int] | None = None,
+        deps: Sequence[Sequence[int]] | None = None,
+        row: Sequence[str | None] | None = None,
+        phase: Sequence[str | int] | None = None,
+    ) -> range:
+        """Append ops in bulk, one entry per op in each given column (COMP uses ns; COMM_COLL
+        collective, group, bytes; SEND/RECV group, offset, bytes). Returns the ops' indices."""
+        p = self._programs[program]
+        n = len(kind)
+        given = {"ns": ns, "collective": collective, "group": group, "offset": offset, "bytes": bytes}
+        given |= {"deps": deps, "row": row, "phase": phase}
+        for name, col in given.items():
+            if col is not None and len(col) != n:
+                raise InputError(f"workload: add_ops: {name} has {len(col)} entries for {n} ops")
+        zeros = [0] * n
+        start = len(p)
+        p.cols["kind"] += [_code(KINDS, k, "op kind") for k in kind]
+        p.cols["ns"] += [float(x) for x in ns] if ns is not None else [0.0] * n
+        p.cols["collective"] += (
+            [_code(COLLECTIVES, c, "collective") for c in collective] if collective else zeros
+        )
+        p.cols["group"] += [self._group_index(g) for g in group] if group is not None else zeros
+        p.cols["offset"] += list(offset) if offset is not None else zeros
+        p.cols["bytes"] += list(bytes) if bytes is not None else zeros
+        p.cols["row"] += [self._row(r) for r in row] if row is not None else zeros
+        p.cols["phase"] += [_code(PHASES, x, "phase") for x in phase] if phase is not None else [3] * n
+        for d in deps if deps is not None else [()] * n:
+            p.deps += d
+            p.dep_start.append(len(p.deps))
+        return range(start, start + n)
+
+    def comp(
+        self,
+        program: int,
+        ns: float | None = None,
+        *,
+        flops: float = 0.0,
+        flops_per_s: float | None = None,
+        bytes: float = 0.0,
+        bytes_per_s: float | None = None,
+        deps: Sequence[int] = (),
+        row: str | None = None,
+        phase: str = "other",
+    ) -> int:
+        """A compute op of `ns`, or of `flops` at `flops_per_s` and `bytes` of memory traffic at
+        `bytes_per_s` (roofline: the slower of the two). Returns its index."""
+        if ns is None:
+            if flops_per_s is None and bytes_per_s is None:
+                raise InputError(
+                    "workload: comp: give ns, or flops with flops_per_s and/or bytes with bytes_per_s"
+                )
+            ns = 1e9 * max(
+                flops / flops_per_s if flops_per_s else 0.0, bytes / bytes_per_s if bytes_per_s else 0.0
+            )
+        return self.add_ops(program, ["COMP"], ns=[ns], deps=[deps], row=[row], phase=[phase])[0]
+
+    def coll(
+        self,
+        program: int,
+        collective: str,
+        group: int | str,
+        bytes: int,
+        *,
+        deps: Sequence[int] = (),
+        row: str | None = None,
+        phase: str = "other",
+    ) -> int:
+        """A collective of `bytes` (nccl-tests S) on `group`. Returns its index."""
+        return self.add_ops(
+            program, ["COMM_COLL"], collective=[collective], group=[group], bytes=[bytes], deps=[deps],
+            row=[row], phase=[phase],
+        )[0]  # fmt: skip
+
+    def send(self, program: int, group: int | str, offset: int, bytes: int, **op: Any) -> int:
+        """Send `bytes` to the rank `offset` places on in this rank's instance of `group`."""
+        return self._p2p(program, "SEND", group, offset, bytes, **op)
+
+    def recv(self, program: int, group: int | str, offset: int, bytes: int, **op: Any) -> int:
+        """Receive `bytes` from the rank `offset` places on (negative: before) in `group`."""
+        return self._p2p(program, "RECV", group, offset, bytes, **op)
+
+    def _p2p(
+        self,
+        program: int,
+        kind: str,
+        group: int | str,
+        offset: int,
+        nbytes: int,
+        deps: Sequence[int] = (),
+        row: str | None = None,
+        phase: str = "other",
+    ) -> int:
+        return self.add_ops(
+            program,
+            [kind],
+            group=[group],
+            offset=[offset],
+            bytes=[nbytes],
+            deps=[deps],
+            row=[row],
+            phase=[phase],
+        )[0]
+
+    # Inspecting.
+
+    @property
+    def ranks(self) -> int:
+        return len(self._rank_class)
+
+    @property
+    def num_programs(self) -> int:
+        return len(self._programs)
+
+    @property
+    def rank_class(self) -> list[int | None]:
+        return list(self._rank_class)
+
+    @property
+    def class_program(self) -> list[int]:
+        return list(self._class_program)
+
+    @property
+    def rows(self) -> list[str]:
+        return list(self._rows)
+
+    @property
+    def groups(self) -> list[dict[str, Any]]:
+        """Each group's name and its layout axes or member lists."""
+        return [
+            {"name": n} | ({"axes": a} if a is not None else {"instances": i}) for n, a, i in self._groups
+        ]
+
+    def counts(self) -> dict[str, int]:
+        """Ops of each kind over all programs, and totals."""
+        out = dict.fromkeys(KINDS, 0)
+        for p in self._programs:
+            for k in p.cols["kind"]:
+                out[KINDS[k]] += 1
+        total = sum(len(p) for p in self._programs)
+        return out | {"ops": total, "programs": len(self._programs), "classes": len(self._class_program)}
+
+    def ops(self, program: int) -> Table:
+        """A program's ops as a table: names for enumerations, deps as lists."""
+        p = self._programs[program]
+        c = p.cols
+        names = [g[0] for g in self._groups]
+        kinds = [KINDS[k] for k in c["kind"]]
+        return Table(
+            {
+                "kind": kinds,
+                "ns": c["ns"],
+                "collective": [
+                    COLLECTIVES[x] if k == "COMM_COLL" else ""
+                    for x, k in zip(c["collective"], kinds, strict=True)
+                ],
+                "group": [
+                    names[g] if k != "COMP" and g < len(names) else ""
+                    for g, k in zip(c["group"], kinds, strict=True)
+                ],
+                "offset": c["offset"],
+                "bytes": c["bytes"],
+                "deps": [p.deps[a:b] for a, b in zip(p.dep_start, p.dep_start[1:], strict=False)],
+                "row": [self._rows[r] if r < len(self._rows) else "" for r in c["row"]],
+                "phase": [PHASES[x] for x in c["phase"]],
+            }
+        )
+
+    def __repr__(self) -> str:
+        n = self.counts()
+        return (
+            f"Workload({self.ranks} ranks, {len(self._groups)} groups, {n['programs']} programs, "
+            f"{n['classes']} classes, {n['ops']} ops)"
+        )
+
+    # Converting.
+
+    def columns(self) -> dict[str, Any]:
+        """The engine's columnar form: every program's ops concatenated."""
+        if None in self._rank_class:
+            raise InputError(f"workload: rank {self._rank_class.index(None)} is in no class (use assign)")
+        out: dict[str, Any] = {
+            "layout": list(self.layout),
+            "group_names": [g[0] for g in self._groups],
+            "group_axes": [g[1] for g in self._groups],
+            "group_instances": [g[2] for g in self._groups],
+            "rows": list(self._rows),
+            "rank_class": list(self._rank_class),
+            "class_program": list(self._class_program),
+            "program_start": [0],
+            "dep_start": [0],
+            "deps": [],
+        } | {name: [] for name in OP_COLUMNS}
+        for p in self._programs:
+            for name in OP_COLUMNS:
+                out[name] += p.cols[name]
+            base = len(out["deps"])
+            out["dep_start"] += [base + s for s in p.dep_start[1:]]
+            out["deps"] += p.deps
+            out["program_start"].append(len(out["kind"]))
+        return out
+
+    @classmethod
+    def from_columns(cls, columns: dict[str, Any]) -> Workload:
+        """A workload from the engine's columnar form."""
+        w = cls(len(columns["rank_class"]))
+        w.layout = [tuple(a) for a in columns["layout"]]  # type: ignore[misc]
+        w._groups = list(
+            zip(columns["group_names"], columns["group_axes"], columns["group_instances"], strict=True)
+        )
+        w._rows = list(columns["rows"])
+        w._rank_class = list(columns["rank_class"])
+        w._class_program = list(columns["class_program"])
+        starts, dep_start, deps = columns["program_start"], columns["dep_start"], columns["deps"]
+        for a, b in zip(starts, starts[1:], strict=False):
+            p = _Program()
+            for name in OP_COLUMNS:
+                p.cols[name] = columns[name][a:b]
+            first = dep_start[a]
+            p.dep_start = [s - first for s in dep_start[a : b + 1]]
+            p.deps = deps[first : dep_start[b]]
+            w._programs.append(p)
+        return w
+
+    def to_json(self) -> str:
+        """The workload as IR JSON (docs/workload-ir.md), after checking it."""
+        return _engine.workload_to_json(self.columns())
+
+    @classmethod
+    def from_json(cls, text: str, path: str = "workload") -> Workload:
+        """A workload from IR JSON text; `path` names it in errors."""
+        return cls.from_columns(_engine.workload_from_json(path, text))
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the IR JSON to `path` (all or nothing)."""
+        from clustersim.output import atomic_outputs, write_text
+
+        text = self.to_json()
+        with atomic_outputs() as stage:
+            write_text(stage(path), text)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Workload:
+        """Read IR JSON from `path`."""
+        from clustersim.analytical import read_text
+
+        return cls.from_json(read_text(path, "workload"), str(path))
+
+    @classmethod
+    def from_simai(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        gpus: int | None = None,
+        gpus_per_server: int = 8,
+        overlap: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0),
+        lenient: bool = False,
+    ) -> Workload:
+        """The IR a SimAI workload file becomes in `clustersim analytical`'s default mode
+        (`overlap`: its dp_o, tp_o, ep_o, pp_o)."""
+        from clustersim.analytical import read_text
+
+        text = read_text(path, "workload")
+        return cls.from_columns(
+            _engine.workload_from_simai(
+                str(path), text, gpus=gpus, gpus_per_server=gpus_per_server, overlap=overlap, lenient=lenient
+            )
+        )
+
+    @classmethod
+    def from_training(cls, model: str | dict[str, Any], **plan: Any) -> Workload:
+        """One Megatron-Core iteration as `clustersim train` generates it (arguments as for
+        `clustersim.training.train`)."""
+        from clustersim.training import input_document
+
+        return cls.from_columns(_engine.workload_from_training(json.dumps(input_document(model, **plan))))
+
+    # Running.
+
+    def simulate(
+        self,
+        *,
+        gpus_per_server: int = 8,
+        nics_per_server: int = 8,
+        gpu_type: str = "H100",
+        nic_type: str = "cx7",
+        nvlink_busbw: float | None = None,
+        nic_busbw: float | None = None,
+        busbw: str | os.PathLike[str] | None = None,
+        compat: bool = False,
+    ) -> dict[str, Any]:
+        """Run the workload through the executor on the analytical model (the platform as in
+        `clustersim.simulate`; `compat` prices as SimAI-Analytical does). Returns `end_ns` (the
+        iteration time), `events`, and `start` / `end` (ns) of every op of each class."""
+        from clustersim.analytical import read_text
+
+        table = None if busbw is None else (str(busbw), read_text(busbw, "busbw"))
+        return _engine.simulate_workload(
+            self.columns(),
+            gpus_per_server=gpus_per_server,
+            nics_per_server=nics_per_server,
+            gpu_type=gpu_type,
+            nic_type=nic_type,
+            nvlink_busbw=nvlink_busbw,
+            nic_busbw=nic_busbw,
+            busbw=table,
+            compat=compat,
+        )
