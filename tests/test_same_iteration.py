@@ -56,6 +56,8 @@ def test_train_and_generated_workload_agree(name, run_cli, tmp_path):
         "370.8",
         "-nic",
         "48.5",
+        "-g_type",
+        "H100",
     ]
     ratio = ones(tmp_path / "ones")
     code, out, err = run_cli("analytical", "-w", "w.txt", *flags, "--ratio-dir", ratio, "--json")
