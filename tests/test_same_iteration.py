@@ -64,7 +64,9 @@ def test_train_and_generated_workload_agree(name, run_cli, tmp_path):
     assert code == 0, err
     file = {k: v / 1e6 for k, v in json.loads(out)["summary_us"].items()}
     assert file["compute_us"] == pytest.approx(train["compute"], rel=1e-4)
-    assert file["exposed_tp_us"] == pytest.approx(train["exposed TP comm"], rel=0.02)
+    # Idle time while TP and DP collectives are both in flight is shared between them, and the DP
+    # side differs by the optimizer wait (below): TP within 3 %.
+    assert file["exposed_tp_us"] == pytest.approx(train["exposed TP comm"], rel=0.03)
     assert file["exposed_ep_us"] == pytest.approx(train["exposed EP comm"], rel=0.02, abs=1e-4)
     # The optimizer step waits for the gradient reductions in `train`; a file cannot say so (wg
     # collectives block nothing), so there the step runs under them and hides up to its own time.
