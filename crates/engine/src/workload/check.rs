@@ -118,11 +118,21 @@ impl Workload {
                 i => instances[i as usize].as_slice().into(),
             }
         };
-        let classes = |r: u32| -> Vec<u32> {
-            let mut c: Vec<u32> = members(r).iter().map(|&m| self.rank_class[m as usize]).collect();
-            c.sort_unstable();
-            c.dedup();
-            c
+        // The classes each instance spans, sorted, found once per instance.
+        let spans: Vec<Vec<u32>> = instances
+            .iter()
+            .map(|m| {
+                let mut c: Vec<u32> = m.iter().map(|&r| self.rank_class[r as usize]).collect();
+                c.sort_unstable();
+                c.dedup();
+                c
+            })
+            .collect();
+        let classes = |r: u32| -> std::borrow::Cow<'_, [u32]> {
+            match instance[r as usize] {
+                u32::MAX => vec![self.rank_class[r as usize]].into(),
+                i => spans[i as usize].as_slice().into(),
+            }
         };
         let peer_class = |r: u32, offset: i32| -> u32 {
             let m = members(r);
@@ -130,7 +140,7 @@ impl Workload {
             self.rank_class[m[at as usize] as usize]
         };
         let reps = self.class_representatives();
-        let rep_classes: Vec<Vec<u32>> = reps.iter().map(|&rep| classes(rep)).collect();
+        let rep_classes: Vec<std::borrow::Cow<'_, [u32]>> = reps.iter().map(|&rep| classes(rep)).collect();
         // The offsets each class's program uses on this group.
         let offsets: Vec<Vec<i32>> = self
             .class_program
