@@ -21,6 +21,7 @@ import json
 import operator
 import os
 from collections.abc import Iterable, Sequence
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -50,16 +51,22 @@ def _code(names: tuple[str, ...], value: str | int, what: str) -> int:
 
 def _whole(values: Iterable[Any], lo: int, hi: int, what: str) -> list[int]:
     """`values` as whole numbers (ints, NumPy's too) from `lo` to `hi`, or an error naming `what`."""
-    out = []
-    for v in values:
-        try:
-            n = operator.index(v)
-        except TypeError:
-            n = None
-        if n is None or isinstance(v, bool) or not lo <= n <= hi:
-            raise InputError(f"workload: {what}: must be whole numbers from {lo} to {hi}, got {v!r}")
-        out.append(n)
+    out = list(values)
+    if not all(type(v) is int for v in out):
+        out = [_index(v, what) for v in out]
+    if out and not lo <= min(out) <= max(out) <= hi:
+        bad = min(out) if min(out) < lo else max(out)
+        raise InputError(f"workload: {what}: must be whole numbers from {lo} to {hi}, got {bad}")
     return out
+
+
+def _index(v: Any, what: str) -> int:
+    try:
+        if not isinstance(v, bool):
+            return operator.index(v)
+    except TypeError:
+        pass
+    raise InputError(f"workload: {what}: must be whole numbers, got {v!r}")
 
 
 def _floats(values: Iterable[Any], what: str) -> list[float]:
@@ -148,15 +155,21 @@ class Workload:
             self._rows.append(label)
         return self._rows.index(label)
 
+    def _group_indices(self, groups: Iterable[int | str]) -> list[int]:
+        out = list(groups)
+        if all(type(g) is int for g in out) and (not out or 0 <= min(out) <= max(out) < len(self._groups)):
+            return out
+        return [self._group_index(g) for g in out]
+
     def _group_index(self, group: int | str) -> int:
+        if type(group) is int and 0 <= group < len(self._groups):
+            return group
         names = [g[0] for g in self._groups]
-        if isinstance(group, str):
-            if group not in names:
-                raise InputError(f"workload: group: no group named '{group}' (have: {', '.join(names)})")
-            return names.index(group)
-        if not isinstance(group, int) or not 0 <= group < len(names):
+        if not isinstance(group, str):
             raise InputError(f"workload: group: {group!r} does not exist ({len(names)} groups)")
-        return group
+        if group not in names:
+            raise InputError(f"workload: group: no group named '{group}' (have: {', '.join(names)})")
+        return names.index(group)
 
     def add_ops(
         self,
@@ -186,20 +199,21 @@ class Workload:
             "kind": [_code(KINDS, k, "op kind") for k in kind],
             "ns": _floats(ns, "ns") if ns is not None else [0.0] * n,
             "collective": [_code(COLLECTIVES, c, "collective") for c in collective] if collective else zeros,
-            "group": [self._group_index(g) for g in group] if group is not None else zeros,
+            "group": self._group_indices(group) if group is not None else zeros,
             "offset": _whole(offset, 1 - (1 << 31), (1 << 31) - 1, "offset") if offset is not None else zeros,
             "bytes": _whole(bytes, 0, (1 << 64) - 1, "bytes") if bytes is not None else zeros,
             "phase": [_code(PHASES, x, "phase") for x in phase] if phase is not None else [3] * n,
         }
-        op_deps = [_whole(d, 0, (1 << 32) - 1, "deps") for d in (deps if deps is not None else [()] * n)]
+        op_deps = deps if deps is not None else [()] * n
+        flat = _whole([d for ds in op_deps for d in ds], 0, (1 << 32) - 1, "deps")
         # Everything is checked before anything is added: a refused call leaves the program as it was.
         new["row"] = [self._row(r) for r in row] if row is not None else zeros
         start = len(p)
         for name in OP_COLUMNS:
             p.cols[name] += new[name]
-        for d in op_deps:
-            p.deps += d
-            p.dep_start.append(len(p.deps))
+        base = len(p.deps)
+        p.dep_start += [base + end for end in accumulate(len(ds) for ds in op_deps)]
+        p.deps += flat
         return range(start, start + n)
 
     def comp(
