@@ -218,6 +218,17 @@ fn ranks_of_one_class_must_meet_the_same_classes() {
     );
     // Alike groups pass: each class's ranks pair with the other class's, in the same places.
     Workload::from_json("w.json", &doc("[[0, 2], [1, 3]]", p2p)).unwrap();
+    // A ring inside one class: rank 0's receive (from 1) and send (to 1) are different transfers
+    // from its class's point of view, and the executor refused it as mismatched communication.
+    let ring = doc("[[0, 1], [2, 3]]", p2p).replacen("[0, 0, 1, 1]", "[0, 0, 0, 0]", 1).replacen("[0, 0]", "[0]", 1);
+    let e = Workload::from_json("w.json", &ring).unwrap_err().to_string();
+    assert!(e.starts_with("w.json: groups[0]: rank 0's peer at offset -1 in G is rank 1, not the first rank 0"), "{e}");
+    // With a class per rank (one program for all) it runs: send and receive overlap, 20 ns each.
+    let ring =
+        doc("[[0, 1], [2, 3]]", p2p).replacen("[0, 0, 1, 1]", "[0, 1, 2, 3]", 1).replacen("[0, 0]", "[0, 0, 0, 0]", 1);
+    let w = Workload::from_json("w.json", &ring).unwrap();
+    let e = Executor::new(&w).unwrap().run(&mut Analytical::new(Box::new(Fixed), 8), &mut |_| true).unwrap();
+    assert_eq!(e.end_ns, 20.0);
 }
 
 #[test]

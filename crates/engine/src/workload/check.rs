@@ -3,11 +3,11 @@
 //!
 //! Every rank is in one class, every class has ranks and a program; groups name layout axes (of
 //! a layout of every rank) or list disjoint, equal-sized instances of ranks in range; ranks of
-//! one class meet the same classes in every group (the class runs in lock step); ops refer to
-//! existing groups, rows and ops, with peer offsets that negate; computes take a non-negative
-//! time of at most [`MAX_NS`] (so no sum of them overflows to infinity); and the dependencies
-//! together with the stream order (each op waits for the previous op on its [`Stream`]) form no
-//! cycle.
+//! one class meet the same classes in every group (the class runs in lock step, its first rank
+//! pairing with the first ranks of its peers' classes); ops refer to existing groups, rows and
+//! ops, with peer offsets that negate; computes take a non-negative time of at most [`MAX_NS`]
+//! (so no sum of them overflows to infinity); and the dependencies together with the stream
+//! order (each op waits for the previous op on its [`Stream`]) form no cycle.
 //! Errors name the place as a JSON path, e.g. `programs[0].ops[7].deps[1]`.
 
 use std::collections::HashMap;
@@ -89,7 +89,8 @@ impl Workload {
 
     /// The executor and the network models act for a class through its first rank, so every
     /// rank of a class must meet the same classes in group `g`: its instance spans the same
-    /// classes, and each point-to-point peer the class's program names is of the same class.
+    /// classes, and each point-to-point peer the class's program names is of the same class;
+    /// and a class's first rank must pair with the first rank of its peer's class.
     fn check_lock_step(&self, g: usize) -> std::result::Result<(), (String, String)> {
         let ranks = self.rank_class.len();
         // Each rank's instance (index into `instances`) and place in it.
@@ -134,11 +135,11 @@ impl Workload {
                 i => spans[i as usize].as_slice().into(),
             }
         };
-        let peer_class = |r: u32, offset: i32| -> u32 {
+        let peer = |r: u32, offset: i32| -> u32 {
             let m = members(r);
-            let at = (i64::from(place[r as usize]) + i64::from(offset)).rem_euclid(m.len() as i64);
-            self.rank_class[m[at as usize] as usize]
+            m[(i64::from(place[r as usize]) + i64::from(offset)).rem_euclid(m.len() as i64) as usize]
         };
+        let peer_class = |r: u32, offset: i32| self.rank_class[peer(r, offset) as usize];
         let reps = self.class_representatives();
         let rep_classes: Vec<std::borrow::Cow<'_, [u32]>> = reps.iter().map(|&rep| classes(rep)).collect();
         // The offsets each class's program uses on this group.
@@ -187,6 +188,24 @@ impl Workload {
                             "rank {r}'s peer at offset {o} in {name} is of class {mine} but rank {rep}'s is of \
                              class {theirs}; ranks of one class (here {c}) run in lock step, so their peers \
                              must be of one class"
+                        ),
+                    ));
+                }
+            }
+        }
+        // A send meets its receive through the classes' first ranks: they must be each other's peers.
+        for (c, &rep) in reps.iter().enumerate() {
+            for &o in &offsets[c] {
+                let q = peer(rep, o);
+                let first = reps[self.rank_class[q as usize] as usize];
+                if q != first {
+                    return Err((
+                        format!("groups[{g}]"),
+                        format!(
+                            "rank {rep}'s peer at offset {o} in {name} is rank {q}, not the first rank {first} of \
+                             its class {}; a class's sends and receives are matched through its first rank, so \
+                             give peers classes of their own (several classes may run one program)",
+                            self.rank_class[q as usize]
                         ),
                     ));
                 }
