@@ -9,6 +9,7 @@ import pytest
 from clustersim.collective import qps_option, sweep
 from clustersim.errors import InputError
 from clustersim.topology import simai_template
+from test_bad_input import assert_clean_error, assert_no_outputs
 
 MIB = 1 << 20
 # Seed 000's workload: TP 8 on 256 GPUs, one all-reduce in the wg column (a DP group per rail).
@@ -91,6 +92,40 @@ def test_qps_option_and_its_errors():
     assert qps_option(2, {"NCCL_IB_QPS_PER_CONNECTION": "4"}) == 2
     with pytest.raises(InputError, match="NCCL_IB_QPS_PER_CONNECTION"):
         qps_option(None, {"NCCL_IB_QPS_PER_CONNECTION": "0"})
+    # Each QP is a flow of its own: more than NCCL's 128 would only exhaust memory.
+    for bad in (0, -1, 129, 2.5, True):
+        with pytest.raises(InputError, match="qps: expected a whole number from 1 to 128"):
+            qps_option(bad, {})
+
+
+SEED_MAX = str((1 << 64) - 1)
+
+
+@pytest.mark.parametrize(
+    "args, env, message",
+    [
+        (["--qps", "0"], {}, "argument --qps: must be a whole number from 1 to 128, got '0'"),
+        (["--qps", "-1"], {}, "argument --qps: must be a whole number from 1 to 128, got '-1'"),
+        (["--qps", "100000000"], {}, "argument --qps: must be a whole number from 1 to 128"),
+        (["--ecmp-seeds", "1000000000"], {}, "argument --ecmp-seeds: must be a whole number from 1 to 1024"),
+        (["--routing", "spry"], {}, "argument --routing: invalid choice: 'spry'"),
+        (["--seed", "-1"], {}, f"argument --seed: must be a whole number from 0 to {SEED_MAX}, got '-1'"),
+        (["--seed", SEED_MAX, "--ecmp-seeds", "2"], {}, f"--ecmp-seeds 2: seeds go past {SEED_MAX}"),
+        ([], {"NCCL_IB_QPS_PER_CONNECTION": "abc"}, "NCCL_IB_QPS_PER_CONNECTION: expected a whole number"),
+        ([], {"NCCL_IB_QPS_PER_CONNECTION": "4096"}, "from 1 to 128, got '4096'"),
+    ],
+)
+@pytest.mark.parametrize("command", ["collective", "run"])
+def test_bad_ecmp_options_are_one_line_errors(run_cli, tmp_path, monkeypatch, command, args, env, message):
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    where = {
+        "collective": ["collective", "allreduce", "-b", "1M", "-e", "1M", "--topology", "DCN+:16"],
+        "run": ["run", "-w", "w.txt", "-n", "f.txt", "-r", "o-"],
+    }
+    rc, out, err = run_cli(*where[command], *args)
+    assert_clean_error(rc, out, err, message)
+    assert_no_outputs(tmp_path)
 
 
 def test_collective_reports_each_seed_then_mean_min_max(run_cli):
@@ -106,6 +141,13 @@ def test_collective_reports_each_seed_then_mean_min_max(run_cli):
     assert t["time_us"][6:] == pytest.approx(
         [sum(small) / 3, sum(large) / 3, min(small), min(large), max(small), max(large)]
     )
+    # Every row reads as nccl-tests' do: its bandwidths are those of its time, so the min row
+    # (the fastest seed) has the highest bus bandwidth, not the lowest.
+    columns = (t["size"], t["time_us"], t["algbw_GBps"], t["busbw_GBps"])
+    for size, time_us, algbw, busbw in zip(*columns, strict=True):
+        assert algbw == pytest.approx(size / (time_us * 1e3), rel=1e-12)
+        assert busbw == pytest.approx(algbw * 2 * 127 / 128, rel=1e-12)
+    assert t["busbw_GBps"][8:10] == [max(t["busbw_GBps"][0:6:2]), max(t["busbw_GBps"][1:6:2])]
     # The Python API gives the same rows seed by seed.
     for seed in range(3):
         one = sweep("DCN+:128", "allreduce", [MIB, 4 * MIB], channels=1, seed=seed, env={})

@@ -164,6 +164,11 @@ BAD = {
         lambda d: op(d, 1, 0).update(group=4),
         "programs[1].ops[0].group: group 4 does not exist",
     ),
+    # Two such computes end at infinity: an internal error in the executor, not an input error.
+    "endless compute": (
+        lambda d: op(d, 1, 1).update(ns=1e308),
+        "programs[1].ops[1].ns: must be from 0 to 1e18 ns, got 1e308",
+    ),
 }
 
 
@@ -229,3 +234,45 @@ def test_the_documented_example_is_what_its_python_builds(tmp_path, monkeypatch)
     assert (tmp_path / "two_stages.json").read_text() == scope["w"].to_json()
     # Same hand computation as above: 1000 + 1e7 + 500 ns.
     assert scope["w"].simulate(busbw="busbw.yaml", compat=True)["end_ns"] == 10_001_500.0
+
+
+def test_odd_python_input_is_refused_by_name_and_leaves_the_workload_as_it_was():
+    for ranks in (0, True, 4_000_000_000, 2.0):
+        with pytest.raises(InputError, match="ranks: must be a whole number from 1 to"):
+            Workload(ranks=ranks)
+    w = two_stages()
+    before = w.columns()
+    refused = [
+        (lambda: w.add_ops(0, ["COMP", "COMM_COLL"], collective=[0, "allreduse"]), "unknown collective"),
+        (lambda: w.add_ops(0, ["SEND"], group=[-1], offset=[1], bytes=[8]), "group: -1 does not exist"),
+        (lambda: w.add_ops(0, ["SEND"], group=[1], offset=[1], bytes=[-8]), "bytes: must be whole numbers"),
+        (lambda: w.add_ops(0, ["SEND"], group=[1], offset=[-(1 << 31)], bytes=[8]), "offset: must be whole"),
+        (lambda: w.add_ops(0, ["COMP", "COMP"], ns=[1.0, "x"]), "ns: must be numbers"),
+        (lambda: w.add_ops(0, ["COMP"], deps=[[-1]]), "deps: must be whole numbers"),
+        (lambda: w.add_ops(-1, ["COMP"], ns=[1.0]), "add_ops: program -1 does not exist"),
+        (lambda: w.ops(2), "ops: program 2 does not exist"),
+    ]
+    for call, message in refused:
+        with pytest.raises(InputError, match=re.escape(message)):
+            call()
+        assert w.columns() == before
+    fresh = Workload(ranks=3)
+    p = fresh.program()
+    with pytest.raises(InputError, match="rank 1 is listed twice"):
+        fresh.assign(p, [0, 1, 1])
+    assert fresh.class_program == [] and fresh.rank_class == [None, None, None]
+
+
+def test_one_rank_and_empty_programs_run():
+    w = Workload(ranks=1)
+    alone = w.group("DP", [[0]])
+    p = w.program()
+    w.assign(p, [0])
+    a = w.comp(p, 250.0)
+    w.coll(p, "allreduce", alone, GIB, deps=[a])
+    # A collective of one rank moves nothing: only the compute takes time.
+    assert w.simulate()["end_ns"] == 250.0
+    empty = Workload(ranks=2)
+    empty.assign(empty.program(), [0, 1])
+    assert empty.simulate()["end_ns"] == 0.0
+    assert Workload.from_json(empty.to_json()).columns() == empty.columns()

@@ -10,7 +10,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from clustersim.collective import add_collective, add_ecmp_arguments, qps_option, seed_stats
+from clustersim.collective import (
+    add_collective,
+    add_ecmp_arguments,
+    add_seed_argument,
+    ecmp_seeds,
+    qps_option,
+    seed_stats,
+)
 from clustersim.errors import EnginePanic, InputError, InternalError
 from clustersim.table import Table
 from clustersim.workload import Workload
@@ -107,7 +114,7 @@ def add_fabric_arguments(p: argparse.ArgumentParser) -> None:
         default=0,
         help="rings/trees per collective (default: one per group rank of a server, at most one per NIC)",
     )
-    p.add_argument("--seed", type=int, default=0, help="ECMP seed (default 0)")
+    add_seed_argument(p)
     p.add_argument(
         "--routes",
         help="routes file: one route per line, the nodes of its path from source to destination;"
@@ -197,7 +204,7 @@ def run_analytical(args: argparse.Namespace) -> int:
 
     prefix = output_prefix(args)
     flow = flow_options(args)
-    seeds = [args.seed + i for i in range(getattr(args, "ecmp_seeds", 1))] if flow else [0]
+    seeds = ecmp_seeds(args.seed, getattr(args, "ecmp_seeds", 1)) if flow else [0]
     progress = Progress("simulating")
     try:
         results = [

@@ -12,7 +12,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -84,16 +84,35 @@ def tuning_env(env: Mapping[str, str]) -> dict[str, object]:
     return out
 
 
+# NCCL's most queue pairs per connection (NCCL_IB_MAX_QPS); each QP becomes a flow of its own.
+MAX_QPS = 128
+# Most ECMP seeds one run may go over: each is a whole simulation.
+MAX_ECMP_SEEDS = 1024
+# ECMP seeds are the engine's unsigned 64-bit numbers.
+SEED_MAX = (1 << 64) - 1
+
+
 def qps_option(value: int | None, env: Mapping[str, str] | None = None) -> int:
     """Queue pairs per connection: `value`, else NCCL_IB_QPS_PER_CONNECTION, else NCCL's 1."""
     if value is not None:
+        if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_QPS:
+            raise InputError(f"qps: expected a whole number from 1 to {MAX_QPS}, got {value!r}")
         return value
     text = (os.environ if env is None else env).get("NCCL_IB_QPS_PER_CONNECTION")
     if text is None:
         return 1
-    if not re.fullmatch(r"\s*[1-9]\d*\s*", text):
-        raise InputError(f"NCCL_IB_QPS_PER_CONNECTION: expected a whole number ≥ 1, got '{text}'")
+    if not re.fullmatch(r"\s*[1-9]\d*\s*", text) or int(text) > MAX_QPS:
+        raise InputError(
+            f"NCCL_IB_QPS_PER_CONNECTION: expected a whole number from 1 to {MAX_QPS}, got '{text}'"
+        )
     return int(text)
+
+
+def ecmp_seeds(seed: int, n: int) -> list[int]:
+    """The `n` ECMP seeds `seed` … `seed` + n − 1, all within the engine's 64 bits."""
+    if seed + n - 1 > SEED_MAX:
+        raise InputError(f"--seed {seed} with --ecmp-seeds {n}: seeds go past {SEED_MAX}")
+    return [seed + i for i in range(n)]
 
 
 def seed_stats(rows: list[dict[str, Any]], columns: list[str]) -> dict[str, Any]:
@@ -176,11 +195,16 @@ def sweep(
     )
 
 
+def add_seed_argument(p: argparse.ArgumentParser) -> None:
+    """--seed, the first (or only) ECMP seed."""
+    p.add_argument("--seed", type=whole(0, SEED_MAX), default=0, help="ECMP seed (default 0)")
+
+
 def add_ecmp_arguments(p: argparse.ArgumentParser) -> None:
     """How the fabric spreads flows (`run` and `collective`)."""
     p.add_argument(
         "--qps",
-        type=positive,
+        type=whole(1, MAX_QPS),
         help="queue pairs per connection, each its own ECMP hash, bytes split evenly"
         " (default: NCCL_IB_QPS_PER_CONNECTION, else 1)",
     )
@@ -192,18 +216,22 @@ def add_ecmp_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--ecmp-seeds",
-        type=positive,
+        type=whole(1, MAX_ECMP_SEEDS),
         default=1,
         metavar="N",
         help="run ECMP seeds --seed … --seed+N−1 and report mean, min, max and each seed",
     )
 
 
-def positive(text: str) -> int:
-    """argparse type: a whole number ≥ 1."""
-    if not re.fullmatch(r"\s*[1-9]\d*\s*", text):
-        raise argparse.ArgumentTypeError(f"must be a whole number ≥ 1, got '{text}'")
-    return int(text)
+def whole(lo: int, hi: int) -> Callable[[str], int]:
+    """argparse type: a whole number from `lo` to `hi`."""
+
+    def parse(text: str) -> int:
+        if not re.fullmatch(r"\s*(0|[1-9]\d*)\s*", text) or not lo <= int(text) <= hi:
+            raise argparse.ArgumentTypeError(f"must be a whole number from {lo} to {hi}, got '{text}'")
+        return int(text)
+
+    return parse
 
 
 def add_collective(sub: argparse._SubParsersAction) -> None:
@@ -232,7 +260,7 @@ def add_collective(sub: argparse._SubParsersAction) -> None:
         help="channels (default: group ranks per server, at most NICs per server)",
     )
     p.add_argument("-g", "--gpus", type=int, help="ranks: the first N GPUs (default all)")
-    p.add_argument("--seed", type=int, default=0, help="ECMP seed (default 0)")
+    add_seed_argument(p)
     add_ecmp_arguments(p)
     p.add_argument("--json", action="store_true", help="print the table as JSON")
     p.add_argument("--csv", help="also write the table to this CSV file")
@@ -246,7 +274,7 @@ def run_collective(args: argparse.Namespace) -> int:
     if args.channels < 0:
         raise InputError(f"--channels: must be 0 (auto) or more, got {args.channels}")
     todo = sizes(parse_size(args.minbytes), parse_size(args.maxbytes), args.stepfactor)
-    seeds = [args.seed + i for i in range(args.ecmp_seeds)]
+    seeds = ecmp_seeds(args.seed, args.ecmp_seeds)
     tables = [
         sweep(
             args.topology,
@@ -273,14 +301,16 @@ def run_collective(args: argparse.Namespace) -> int:
 
 def seed_table(seeds: list[int], tables: list[Table]) -> Table:
     """Sweeps over ECMP seeds as one table: each seed's rows (column `seed`), then per size the
-    mean, min and max of its time and bandwidths (`seed` = mean, min, max)."""
-    timed = ("time_us", "algbw_GBps", "busbw_GBps")
+    mean, min and max of its time (`seed` = mean, min, max), each with the bandwidths of that
+    time, so that every row reads as nccl-tests' do (busbw = S / time · factor; the min row is
+    the fastest)."""
     rows = [{"seed": str(s)} | r for s, t in zip(seeds, tables, strict=True) for r in t.rows()]
     for what, pick in (("mean", lambda v: sum(v) / len(v)), ("min", min), ("max", max)):
         for i, r in enumerate(tables[0].rows()):
             row = {"seed": what} | r
-            for k in timed:
-                row[k] = pick([t[k][i] for t in tables])
+            row["time_us"] = pick([t["time_us"][i] for t in tables])
+            row["algbw_GBps"] = r["size"] / (row["time_us"] * 1e3) if row["time_us"] > 0 else float("nan")
+            row["busbw_GBps"] = row["algbw_GBps"] * (r["busbw_GBps"] / r["algbw_GBps"])
             row["algorithm"] = "/".join(sorted({t["algorithm"][i] for t in tables}))
             rows.append(row)
     return Table({k: [r[k] for r in rows] for k in rows[0]})

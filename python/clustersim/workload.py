@@ -18,8 +18,10 @@ is the set of ranks running one program in lock step.
 from __future__ import annotations
 
 import json
+import operator
 import os
 from collections.abc import Iterable, Sequence
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,9 @@ PHASES: tuple[str, ...] = tuple(_engine.PHASES)
 SCHEMA = Path(__file__).parent / "schema" / "workload-ir.schema.json"
 # Per-op columns of a program besides the dependencies.
 OP_COLUMNS = ("kind", "ns", "collective", "group", "offset", "bytes", "row", "phase")
+# Most ranks a workload may have: past the largest clusters built, and a list of it still fits
+# in memory (a typo of 4e9 ranks would otherwise allocate 32 GB before any check).
+MAX_RANKS = 1 << 24
 
 
 def _code(names: tuple[str, ...], value: str | int, what: str) -> int:
@@ -42,6 +47,33 @@ def _code(names: tuple[str, ...], value: str | int, what: str) -> int:
     if isinstance(value, str) and value in names:
         return names.index(value)
     raise InputError(f"workload: {what}: unknown {what} {value!r} (valid: {', '.join(names)})")
+
+
+def _whole(values: Iterable[Any], lo: int, hi: int, what: str) -> list[int]:
+    """`values` as whole numbers (ints, NumPy's too) from `lo` to `hi`, or an error naming `what`."""
+    out = list(values)
+    if not all(type(v) is int for v in out):
+        out = [_index(v, what) for v in out]
+    if out and not lo <= min(out) <= max(out) <= hi:
+        bad = min(out) if min(out) < lo else max(out)
+        raise InputError(f"workload: {what}: must be whole numbers from {lo} to {hi}, got {bad}")
+    return out
+
+
+def _index(v: Any, what: str) -> int:
+    try:
+        if not isinstance(v, bool):
+            return operator.index(v)
+    except TypeError:
+        pass
+    raise InputError(f"workload: {what}: must be whole numbers, got {v!r}")
+
+
+def _floats(values: Iterable[Any], what: str) -> list[float]:
+    try:
+        return [float(v) for v in values]
+    except (TypeError, ValueError):
+        raise InputError(f"workload: {what}: must be numbers, got {list(values)!r}") from None
 
 
 class _Program:
@@ -61,8 +93,8 @@ class Workload:
     (`InputError` naming the op's path, e.g. `programs[0].ops[7].deps[1]`)."""
 
     def __init__(self, ranks: int) -> None:
-        if not isinstance(ranks, int) or ranks < 1:
-            raise InputError(f"workload: ranks: must be a whole number of at least 1, got {ranks!r}")
+        if not isinstance(ranks, int) or isinstance(ranks, bool) or not 1 <= ranks <= MAX_RANKS:
+            raise InputError(f"workload: ranks: must be a whole number from 1 to {MAX_RANKS}, got {ranks!r}")
         self.layout: list[tuple[str, int]] = []
         self._groups: list[tuple[str, list[str] | None, list[list[int]] | None]] = []
         self._rows: list[str] = []
@@ -95,17 +127,26 @@ class Workload:
 
     def assign(self, program: int, ranks: Iterable[int]) -> int:
         """Make `ranks` a rank class running `program`; returns the class's index."""
-        if not 0 <= program < len(self._programs):
-            raise InputError(f"workload: assign: program {program} does not exist ({len(self._programs)})")
+        self._program_index(program, "assign")
         cls = len(self._class_program)
-        self._class_program.append(program)
-        for r in ranks:
-            if not 0 <= r < len(self._rank_class):
-                raise InputError(f"workload: assign: rank {r} is outside 0..{len(self._rank_class)}")
+        members = _whole(ranks, 0, len(self._rank_class) - 1, "assign: ranks")
+        seen: set[int] = set()
+        for r in members:
             if self._rank_class[r] is not None:
                 raise InputError(f"workload: assign: rank {r} is already in class {self._rank_class[r]}")
+            if r in seen:
+                raise InputError(f"workload: assign: rank {r} is listed twice")
+            seen.add(r)
+        # Checked first: a refused class leaves the workload as it was.
+        self._class_program.append(program)
+        for r in members:
             self._rank_class[r] = cls
         return cls
+
+    def _program_index(self, program: int, what: str) -> int:
+        if not isinstance(program, int) or not 0 <= program < len(self._programs):
+            raise InputError(f"workload: {what}: program {program!r} does not exist ({len(self._programs)})")
+        return program
 
     def _row(self, label: str | None) -> int:
         if label is None:
@@ -114,13 +155,21 @@ class Workload:
             self._rows.append(label)
         return self._rows.index(label)
 
+    def _group_indices(self, groups: Iterable[int | str]) -> list[int]:
+        out = list(groups)
+        if all(type(g) is int for g in out) and (not out or 0 <= min(out) <= max(out) < len(self._groups)):
+            return out
+        return [self._group_index(g) for g in out]
+
     def _group_index(self, group: int | str) -> int:
-        if isinstance(group, str):
-            names = [g[0] for g in self._groups]
-            if group not in names:
-                raise InputError(f"workload: group: no group named '{group}' (have: {', '.join(names)})")
-            return names.index(group)
-        return group
+        if type(group) is int and 0 <= group < len(self._groups):
+            return group
+        names = [g[0] for g in self._groups]
+        if not isinstance(group, str):
+            raise InputError(f"workload: group: {group!r} does not exist ({len(names)} groups)")
+        if group not in names:
+            raise InputError(f"workload: group: no group named '{group}' (have: {', '.join(names)})")
+        return names.index(group)
 
     def add_ops(
         self,
@@ -138,7 +187,7 @@ class Workload:
     ) -> range:
         """Append ops in bulk, one entry per op in each given column (COMP uses ns; COMM_COLL
         collective, group, bytes; SEND/RECV group, offset, bytes). Returns the ops' indices."""
-        p = self._programs[program]
+        p = self._programs[self._program_index(program, "add_ops")]
         n = len(kind)
         given = {"ns": ns, "collective": collective, "group": group, "offset": offset, "bytes": bytes}
         given |= {"deps": deps, "row": row, "phase": phase}
@@ -146,20 +195,25 @@ class Workload:
             if col is not None and len(col) != n:
                 raise InputError(f"workload: add_ops: {name} has {len(col)} entries for {n} ops")
         zeros = [0] * n
+        new = {
+            "kind": [_code(KINDS, k, "op kind") for k in kind],
+            "ns": _floats(ns, "ns") if ns is not None else [0.0] * n,
+            "collective": [_code(COLLECTIVES, c, "collective") for c in collective] if collective else zeros,
+            "group": self._group_indices(group) if group is not None else zeros,
+            "offset": _whole(offset, 1 - (1 << 31), (1 << 31) - 1, "offset") if offset is not None else zeros,
+            "bytes": _whole(bytes, 0, (1 << 64) - 1, "bytes") if bytes is not None else zeros,
+            "phase": [_code(PHASES, x, "phase") for x in phase] if phase is not None else [3] * n,
+        }
+        op_deps = deps if deps is not None else [()] * n
+        flat = _whole([d for ds in op_deps for d in ds], 0, (1 << 32) - 1, "deps")
+        # Everything is checked before anything is added: a refused call leaves the program as it was.
+        new["row"] = [self._row(r) for r in row] if row is not None else zeros
         start = len(p)
-        p.cols["kind"] += [_code(KINDS, k, "op kind") for k in kind]
-        p.cols["ns"] += [float(x) for x in ns] if ns is not None else [0.0] * n
-        p.cols["collective"] += (
-            [_code(COLLECTIVES, c, "collective") for c in collective] if collective else zeros
-        )
-        p.cols["group"] += [self._group_index(g) for g in group] if group is not None else zeros
-        p.cols["offset"] += list(offset) if offset is not None else zeros
-        p.cols["bytes"] += list(bytes) if bytes is not None else zeros
-        p.cols["row"] += [self._row(r) for r in row] if row is not None else zeros
-        p.cols["phase"] += [_code(PHASES, x, "phase") for x in phase] if phase is not None else [3] * n
-        for d in deps if deps is not None else [()] * n:
-            p.deps += d
-            p.dep_start.append(len(p.deps))
+        for name in OP_COLUMNS:
+            p.cols[name] += new[name]
+        base = len(p.deps)
+        p.dep_start += [base + end for end in accumulate(len(ds) for ds in op_deps)]
+        p.deps += flat
         return range(start, start + n)
 
     def comp(
@@ -274,7 +328,7 @@ class Workload:
 
     def ops(self, program: int) -> Table:
         """A program's ops as a table: names for enumerations, deps as lists."""
-        p = self._programs[program]
+        p = self._programs[self._program_index(program, "ops")]
         c = p.cols
         names = [g[0] for g in self._groups]
         kinds = [KINDS[k] for k in c["kind"]]

@@ -426,6 +426,101 @@ mod tests {
         assert_eq!((nodes(&t, 0, &paths[0].0), paths[0].1), (vec![0, 9, 5], 1.0));
     }
 
+    /// A random fabric with uneven fan-out: one-GPU servers on one to three random switches,
+    /// random (sometimes parallel) switch links.
+    fn random_fabric(seed: u64, gpus: u32, switches: u32) -> Topology {
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut next = |n: u32| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % u64::from(n)) as u32
+        };
+        let kinds = [vec![NodeKind::Gpu; gpus as usize], vec![NodeKind::Switch; switches as usize]].concat();
+        let mut links = Vec::new();
+        let mut both = |a: u32, b: u32| {
+            for (s, d) in [(a, b), (b, a)] {
+                links.push(Link { src: s, dst: d, bandwidth: 1.0, latency_ns: 1.0, error_rate: 0.0 });
+            }
+        };
+        for g in 0..gpus {
+            for _ in 0..1 + next(3) {
+                both(g, gpus + next(switches));
+            }
+        }
+        for a in 0..switches {
+            both(gpus + a, gpus + (a + 1) % switches);
+            for _ in 0..next(3) {
+                both(gpus + a, gpus + next(switches));
+            }
+        }
+        links.retain(|l| l.src != l.dst);
+        Topology::from_parts("t", kinds, links, 1, "H100").unwrap()
+    }
+
+    /// Each link's share of a sprayed flow, computed without the router: hop counts to `dst` by
+    /// breadth-first search backwards over switches, then each node's share split evenly over
+    /// the links one hop closer.
+    fn spray_loads(t: &Topology, src: u32, dst: u32) -> Vec<f64> {
+        let n = t.node_count() as usize;
+        let mut dist = vec![usize::MAX; n];
+        dist[dst as usize] = 0;
+        let mut queue = std::collections::VecDeque::from([dst]);
+        while let Some(v) = queue.pop_front() {
+            for l in &t.links {
+                let u = l.src as usize;
+                if l.dst == v && dist[u] == usize::MAX && (t.is_transit(l.src) || l.src == src) {
+                    dist[u] = dist[v as usize] + 1;
+                    if t.is_transit(l.src) {
+                        queue.push_back(l.src);
+                    }
+                }
+            }
+        }
+        let mut share = vec![0.0; n];
+        share[src as usize] = 1.0;
+        let mut load = vec![0.0; t.links.len()];
+        for d in (1..=dist[src as usize]).rev() {
+            for v in (0..n).filter(|&v| dist[v] == d) {
+                let next: Vec<usize> = (0..t.links.len())
+                    .filter(|&l| t.links[l].src as usize == v && dist[t.links[l].dst as usize] == d - 1)
+                    .collect();
+                for &l in &next {
+                    load[l] += share[v] / next.len() as f64;
+                    share[t.links[l].dst as usize] += share[v] / next.len() as f64;
+                }
+            }
+        }
+        load
+    }
+
+    #[test]
+    fn spraying_matches_an_independent_per_hop_split_on_uneven_fabrics() {
+        // Switch-local spraying: a share is the product of 1/k over its hops, not 1 / the path
+        // count, where fan-outs differ; count the cases that tell the two apart.
+        let mut uneven = 0;
+        for seed in 0..40 {
+            let t = random_fabric(seed, 6, 7);
+            for (src, dst) in [(0, 5), (1, 4), (2, 3), (5, 0)] {
+                let mut paths = Vec::new();
+                Router::new(&t, 0).spray(&t, src, dst, &mut paths).unwrap();
+                let mut load = vec![0.0; t.links.len()];
+                for (p, s) in &paths {
+                    assert_eq!(nodes(&t, src, p).last(), Some(&dst));
+                    p.iter().for_each(|&l| load[l as usize] += s);
+                }
+                let want = spray_loads(&t, src, dst);
+                for (l, (a, b)) in load.iter().zip(&want).enumerate() {
+                    assert!((a - b).abs() < 1e-12, "seed {seed} {src}→{dst} link {l}: {a} vs {b}");
+                }
+                let total: f64 = paths.iter().map(|(_, s)| s).sum();
+                assert!((total - 1.0).abs() < 1e-12);
+                uneven += usize::from(paths.iter().any(|(_, s)| *s != paths[0].1));
+            }
+        }
+        assert!(uneven >= 10, "{uneven}");
+    }
+
     #[test]
     fn routes_are_deterministic_and_seeded() {
         let t = fabric(8, 4, 4);

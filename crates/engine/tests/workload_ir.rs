@@ -147,7 +147,20 @@ fn bad_documents_name_file_path_and_problem() {
         (r#""version": 1"#, r#""version": 2"#, "bad.json: version: 2 is not supported (this clustersim reads 1)"),
         ("[0, 0, 1, 1]", "[0, 0, 1, 2]", "bad.json: rank_class[3]: class 2 does not exist (2 classes)"),
         ("[0, 0, 1, 1]", "[0, 0, 0, 0]", "bad.json: class_program[1]: class 1 has no ranks"),
-        (r#""ns": 30.0"#, r#""ns": -1"#, "programs[1].ops[1].ns: must be finite and non-negative, got -1"),
+        (r#""ns": 30.0"#, r#""ns": -1"#, "programs[1].ops[1].ns: must be from 0 to 1e18 ns, got -1.0"),
+        // Two computes of 1e308 ns would end at infinity: the executor's clock must stay finite.
+        (r#""ns": 30.0"#, r#""ns": 1e308"#, "programs[1].ops[1].ns: must be from 0 to 1e18 ns, got 1e308"),
+        (
+            r#""offset": 1, "bytes": 8"#,
+            r#""offset": -2147483648, "bytes": 8"#,
+            "programs[0].ops[2].offset: must be from -2147483647 to 2147483647, got -2147483648",
+        ),
+        // 65537 × 65537 wraps to 131073 in 32 bits; the layout must not pass for 131073 ranks.
+        (
+            r#""layout": [{"axis": "TP", "size": 2}, {"axis": "PP", "size": 2}]"#,
+            r#""layout": [{"axis": "TP", "size": 65537}, {"axis": "PP", "size": 65537}]"#,
+            "bad.json: layout: spans 4295098369 ranks but the workload has 131073",
+        ),
         (
             r#""bytes": 8, "deps": [1]"#,
             r#""bytes": 8, "deps": [1], "tag": 3"#,
@@ -155,12 +168,67 @@ fn bad_documents_name_file_path_and_problem() {
         ),
         ("\"rows\": [\"layer\"],", "\"rows\": [\"layer\"]", "bad.json:6: JSON: expected `,` or `}`"),
     ];
+    let ranks = format!("[{}]", ["0"; 131073].join(", "));
     for (from, to, want) in cases {
         let got = error(from, to);
+        // The wrapped layout needs as many ranks as the wrapped product.
+        let got = if want.contains("131073") {
+            let doc = TWO_STAGES.replacen(from, to, 1).replacen("[0, 0, 1, 1]", &ranks, 1);
+            let doc = doc.replacen("\"class_program\": [0, 1]", "\"class_program\": [0]", 1);
+            Workload::from_json("bad.json", &doc).unwrap_err().to_string()
+        } else {
+            got
+        };
         assert!(got.contains(want), "{got}\n  does not contain\n{want}");
         assert!(got.starts_with("bad.json"), "{got}");
         assert!(!got.contains('\n'), "{got}");
     }
+}
+
+#[test]
+fn a_group_of_no_axes_needs_a_layout_of_every_rank() {
+    // Its ranks are found by layout coordinates: with no layout, every rank would be rank 0.
+    let doc = TWO_STAGES.replacen(r#"[{"axis": "TP", "size": 2}, {"axis": "PP", "size": 2}]"#, "[]", 1).replacen(
+        r#""axes": ["TP"]"#,
+        r#""axes": []"#,
+        1,
+    );
+    let e = Workload::from_json("bad.json", &doc).unwrap_err().to_string();
+    assert_eq!(e, "bad.json: layout: spans 1 ranks but the workload has 4 (groups[0] is defined by it)");
+}
+
+#[test]
+fn ranks_of_one_class_must_meet_the_same_classes() {
+    // The executor runs a class through its first rank: a class whose ranks sit in unlike groups
+    // would be timed as if all were like that rank (rank 1 as if it all-reduced with class 1).
+    let doc = |instances: &str, ops: &str| {
+        format!(
+            r#"{{"format": "clustersim-workload", "version": 1, "groups": [{{"name": "G", "instances": {instances}}}],
+                "rank_class": [0, 0, 1, 1], "class_program": [0, 0], "programs": [{{"ops": [{ops}]}}]}}"#
+        )
+    };
+    let coll = r#"{"kind": "COMM_COLL", "collective": "allreduce", "group": 0, "bytes": 8}"#;
+    let e = Workload::from_json("w.json", &doc("[[0, 2]]", coll)).unwrap_err().to_string();
+    assert!(e.starts_with("w.json: groups[0]: rank 1's G group spans classes [0] but rank 0's spans [0, 1]"), "{e}");
+    let p2p = r#"{"kind": "SEND", "group": 0, "offset": 1, "bytes": 8}, {"kind": "RECV", "group": 0, "offset": -1, "bytes": 8}"#;
+    let e = Workload::from_json("w.json", &doc("[[0, 1, 2, 3]]", p2p)).unwrap_err().to_string();
+    assert!(
+        e.starts_with("w.json: groups[0]: rank 1's peer at offset -1 in G is of class 0 but rank 0's is of class 1"),
+        "{e}"
+    );
+    // Alike groups pass: each class's ranks pair with the other class's, in the same places.
+    Workload::from_json("w.json", &doc("[[0, 2], [1, 3]]", p2p)).unwrap();
+    // A ring inside one class: rank 0's receive (from 1) and send (to 1) are different transfers
+    // from its class's point of view, and the executor refused it as mismatched communication.
+    let ring = doc("[[0, 1], [2, 3]]", p2p).replacen("[0, 0, 1, 1]", "[0, 0, 0, 0]", 1).replacen("[0, 0]", "[0]", 1);
+    let e = Workload::from_json("w.json", &ring).unwrap_err().to_string();
+    assert!(e.starts_with("w.json: groups[0]: rank 0's peer at offset -1 in G is rank 1, not the first rank 0"), "{e}");
+    // With a class per rank (one program for all) it runs: send and receive overlap, 20 ns each.
+    let ring =
+        doc("[[0, 1], [2, 3]]", p2p).replacen("[0, 0, 1, 1]", "[0, 1, 2, 3]", 1).replacen("[0, 0]", "[0, 0, 0, 0]", 1);
+    let w = Workload::from_json("w.json", &ring).unwrap();
+    let e = Executor::new(&w).unwrap().run(&mut Analytical::new(Box::new(Fixed), 8), &mut |_| true).unwrap();
+    assert_eq!(e.end_ns, 20.0);
 }
 
 #[test]

@@ -33,6 +33,30 @@ fn engine_err(e: Error) -> PyErr {
     }
 }
 
+/// The analytical model's platform from the arguments every run binding takes.
+fn platform(
+    gpus_per_server: u32,
+    nics_per_server: u32,
+    gpu_type: &str,
+    nic_type: &str,
+    nvlink_busbw: Option<f32>,
+    nic_busbw: Option<f32>,
+) -> PyResult<Platform> {
+    Ok(Platform {
+        gpus_per_server,
+        nics_per_server,
+        gpu: GpuType::parse(gpu_type).map_err(engine_err)?,
+        nic: NicType::parse(nic_type).map_err(engine_err)?,
+        nvlink_busbw,
+        nic_busbw,
+    })
+}
+
+/// A busbw table given as (path, text).
+fn busbw_table(busbw: Option<(String, String)>) -> PyResult<Option<BusbwTable>> {
+    busbw.map(|(p, t)| BusbwTable::parse(&p, &t)).transpose().map_err(engine_err)
+}
+
 /// Pass progress to the Python callback; stop the run (false) on Ctrl-C or a callback error,
 /// keeping the error to raise once the engine has returned.
 fn report(py: Python<'_>, progress: &Option<Bound<'_, PyAny>>, fraction: f64, failure: &mut Option<PyErr>) -> bool {
@@ -88,15 +112,8 @@ fn run_analytical<'py>(
             Some(f.config().map_err(engine_err)?)
         }
     };
-    let platform = Platform {
-        gpus_per_server,
-        nics_per_server,
-        gpu: GpuType::parse(gpu_type).map_err(engine_err)?,
-        nic: NicType::parse(nic_type).map_err(engine_err)?,
-        nvlink_busbw,
-        nic_busbw,
-    };
-    let busbw = busbw.map(|(p, t)| BusbwTable::parse(&p, &t)).transpose().map_err(engine_err)?;
+    let platform = platform(gpus_per_server, nics_per_server, gpu_type, nic_type, nvlink_busbw, nic_busbw)?;
+    let busbw = busbw_table(busbw)?;
     let ratios = match ratios {
         None => RatioTables::builtin(),
         Some([(np, nt), (cp, ct), (ap, at)]) => RatioTables {

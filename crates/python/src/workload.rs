@@ -2,8 +2,6 @@
 //! `workload::columns`) in and out, and a run of a workload on the analytical model.
 //! Conversion only.
 
-use clustersim_engine::analytical::busbw_file::BusbwTable;
-use clustersim_engine::analytical::platform::{GpuType, NicType, Platform};
 use clustersim_engine::analytical::ratio::RatioTables;
 use clustersim_engine::analytical::Analytical;
 use clustersim_engine::executor::Executor;
@@ -17,7 +15,7 @@ use clustersim_engine::workload::{Collective, Workload};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::{engine_err, EngineInputError};
+use crate::{busbw_table, engine_err, platform, EngineInputError};
 
 fn pack<'py>(py: Python<'py>, w: &Workload) -> PyResult<Bound<'py, PyDict>> {
     let c = Columns::from(w);
@@ -139,16 +137,9 @@ fn simulate_workload<'py>(
     compat: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let w = unpack(columns, "workload")?;
-    let platform = Platform {
-        gpus_per_server,
-        nics_per_server,
-        gpu: GpuType::parse(gpu_type).map_err(engine_err)?,
-        nic: NicType::parse(nic_type).map_err(engine_err)?,
-        nvlink_busbw,
-        nic_busbw,
-    };
+    let platform = platform(gpus_per_server, nics_per_server, gpu_type, nic_type, nvlink_busbw, nic_busbw)?;
     platform.validate().map_err(engine_err)?;
-    let busbw = busbw.map(|(p, t)| BusbwTable::parse(&p, &t)).transpose().map_err(engine_err)?;
+    let busbw = busbw_table(busbw)?;
     let cfg = RunConfig {
         compat,
         gpus: None,

@@ -1,9 +1,12 @@
 //! The invariants of a [`Workload`], checked where one comes from outside the engine (a JSON
 //! file, Python's columns), so the executor can rely on them.
 //!
-//! Every rank is in one class, every class has ranks and a program; groups name layout axes or
-//! list disjoint, equal-sized instances of ranks in range; ops refer to existing groups, rows and
-//! ops; computes take a finite, non-negative time; and the dependencies together with the stream
+//! Every rank is in one class, every class has ranks and a program; groups name layout axes (of
+//! a layout of every rank) or list disjoint, equal-sized instances of ranks in range; ranks of
+//! one class meet the same classes in every group (the class runs in lock step, its first rank
+//! pairing with the first ranks of its peers' classes); ops refer to existing groups, rows and
+//! ops, with peer offsets that negate; computes take a non-negative time of at most [`MAX_NS`]
+//! (so no sum of them overflows to infinity); and the dependencies together with the stream
 //! order (each op waits for the previous op on its [`Stream`]) form no cycle.
 //! Errors name the place as a JSON path, e.g. `programs[0].ops[7].deps[1]`.
 
@@ -11,6 +14,10 @@ use std::collections::HashMap;
 
 use super::{Membership, OpKind, Program, Stream, Workload};
 use crate::error::{InputError, Result};
+
+/// The longest a compute may take: 10^18 ns, about 32 years. Any bound keeps the executor's
+/// clock finite (a program's computes add up); this one is far beyond any real kernel.
+pub const MAX_NS: f64 = 1e18;
 
 impl Workload {
     /// Check every invariant; `file` names the source in errors.
@@ -48,6 +55,7 @@ impl Workload {
                 return bad(format!("layout[{a}].axis"), "the axis comes twice".into());
             }
         }
+        let world = self.layout.axes.iter().try_fold(1u32, |w, &(_, size)| w.checked_mul(size));
         let mut names = HashMap::new();
         for (g, group) in self.groups.iter().enumerate() {
             if let Some(first) = names.insert(group.name.as_str(), g) {
@@ -58,13 +66,12 @@ impl Workload {
                     if *mask >> self.layout.axes.len() != 0 {
                         return bad(format!("groups[{g}].axes"), "names an axis the layout lacks".into());
                     }
-                    if *mask != 0 && self.layout.world_size() as usize != ranks {
+                    // Even a group of no axes (each rank alone) finds its rank by layout coordinates.
+                    if world.map(|w| w as usize) != Some(ranks) {
+                        let spans: f64 = self.layout.axes.iter().map(|&(_, size)| f64::from(size)).product();
                         return bad(
                             "layout".into(),
-                            format!(
-                                "spans {} ranks but the workload has {ranks} (groups[{g}] is defined by it)",
-                                self.layout.world_size()
-                            ),
+                            format!("spans {spans} ranks but the workload has {ranks} (groups[{g}] is defined by it)"),
                         );
                     }
                 }
@@ -73,6 +80,136 @@ impl Workload {
         }
         for (p, program) in self.programs.iter().enumerate() {
             self.check_program(program, p).or_else(|(path, m)| bad(path, m))?;
+        }
+        for g in 0..self.groups.len() {
+            self.check_lock_step(g).or_else(|(path, m)| bad(path, m))?;
+        }
+        Ok(())
+    }
+
+    /// The executor and the network models act for a class through its first rank, so every
+    /// rank of a class must meet the same classes in group `g`: its instance spans the same
+    /// classes, and each point-to-point peer the class's program names is of the same class;
+    /// and a class's first rank must pair with the first rank of its peer's class.
+    fn check_lock_step(&self, g: usize) -> std::result::Result<(), (String, String)> {
+        let ranks = self.rank_class.len();
+        // Each rank's instance (index into `instances`) and place in it.
+        let (mut instance, mut place) = (vec![u32::MAX; ranks], vec![0u32; ranks]);
+        let mut instances: Vec<Vec<u32>> = Vec::new();
+        let mut add = |members: Vec<u32>, instance: &mut Vec<u32>| {
+            for (k, &r) in members.iter().enumerate() {
+                instance[r as usize] = instances.len() as u32;
+                place[r as usize] = k as u32;
+            }
+            instances.push(members);
+        };
+        match &self.groups[g].members {
+            Membership::Explicit(list) => list.iter().for_each(|m| add(m.clone(), &mut instance)),
+            Membership::Dims(mask) => {
+                for r in 0..ranks as u32 {
+                    if instance[r as usize] == u32::MAX {
+                        add(self.layout.group_of(r, *mask), &mut instance);
+                    }
+                }
+            }
+        }
+        let members = |r: u32| -> std::borrow::Cow<'_, [u32]> {
+            match instance[r as usize] {
+                u32::MAX => vec![r].into(),
+                i => instances[i as usize].as_slice().into(),
+            }
+        };
+        // The classes each instance spans, sorted, found once per instance.
+        let spans: Vec<Vec<u32>> = instances
+            .iter()
+            .map(|m| {
+                let mut c: Vec<u32> = m.iter().map(|&r| self.rank_class[r as usize]).collect();
+                c.sort_unstable();
+                c.dedup();
+                c
+            })
+            .collect();
+        let classes = |r: u32| -> std::borrow::Cow<'_, [u32]> {
+            match instance[r as usize] {
+                u32::MAX => vec![self.rank_class[r as usize]].into(),
+                i => spans[i as usize].as_slice().into(),
+            }
+        };
+        let peer = |r: u32, offset: i32| -> u32 {
+            let m = members(r);
+            m[(i64::from(place[r as usize]) + i64::from(offset)).rem_euclid(m.len() as i64) as usize]
+        };
+        let peer_class = |r: u32, offset: i32| self.rank_class[peer(r, offset) as usize];
+        let reps = self.class_representatives();
+        let rep_classes: Vec<std::borrow::Cow<'_, [u32]>> = reps.iter().map(|&rep| classes(rep)).collect();
+        // The offsets each class's program uses on this group.
+        let offsets: Vec<Vec<i32>> = self
+            .class_program
+            .iter()
+            .map(|&p| {
+                let mut o: Vec<i32> = self.programs[p as usize]
+                    .ops
+                    .iter()
+                    .filter_map(|op| match op.kind {
+                        OpKind::Send { peer, .. } | OpKind::Recv { peer, .. } if peer.group as usize == g => {
+                            Some(peer.offset)
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                o.sort_unstable();
+                o.dedup();
+                o
+            })
+            .collect();
+        let name = &self.groups[g].name;
+        for (r, &c) in self.rank_class.iter().enumerate() {
+            let (r, rep) = (r as u32, reps[c as usize]);
+            if r == rep {
+                continue;
+            }
+            let mine = classes(r);
+            if mine != rep_classes[c as usize] {
+                return Err((
+                    format!("groups[{g}]"),
+                    format!(
+                        "rank {r}'s {name} group spans classes {mine:?} but rank {rep}'s spans {:?}; ranks of \
+                         one class (here {c}) run in lock step, so their groups must span the same classes",
+                        rep_classes[c as usize]
+                    ),
+                ));
+            }
+            for &o in &offsets[c as usize] {
+                let (mine, theirs) = (peer_class(r, o), peer_class(rep, o));
+                if mine != theirs {
+                    return Err((
+                        format!("groups[{g}]"),
+                        format!(
+                            "rank {r}'s peer at offset {o} in {name} is of class {mine} but rank {rep}'s is of \
+                             class {theirs}; ranks of one class (here {c}) run in lock step, so their peers \
+                             must be of one class"
+                        ),
+                    ));
+                }
+            }
+        }
+        // A send meets its receive through the classes' first ranks: they must be each other's peers.
+        for (c, &rep) in reps.iter().enumerate() {
+            for &o in &offsets[c] {
+                let q = peer(rep, o);
+                let first = reps[self.rank_class[q as usize] as usize];
+                if q != first {
+                    return Err((
+                        format!("groups[{g}]"),
+                        format!(
+                            "rank {rep}'s peer at offset {o} in {name} is rank {q}, not the first rank {first} of \
+                             its class {}; a class's sends and receives are matched through its first rank, so \
+                             give peers classes of their own (several classes may run one program)",
+                            self.rank_class[q as usize]
+                        ),
+                    ));
+                }
+            }
         }
         Ok(())
     }
@@ -84,11 +221,18 @@ impl Workload {
         for (i, op) in program.ops.iter().enumerate() {
             let at = |field: &str| format!("programs[{p}].ops[{i}].{field}");
             let group = match op.kind {
-                OpKind::Compute { ns } if !(ns.is_finite() && ns >= 0.0) => {
-                    return Err((at("ns"), format!("must be finite and non-negative, got {ns}")));
+                OpKind::Compute { ns } if !(0.0..=MAX_NS).contains(&ns) => {
+                    return Err((at("ns"), format!("must be from 0 to {MAX_NS:e} ns, got {ns:?}")));
                 }
                 OpKind::Compute { .. } => None,
                 OpKind::Collective { group, .. } => Some(group),
+                // A receive matches the send of the opposite offset, so the offset must negate.
+                OpKind::Send { peer, .. } | OpKind::Recv { peer, .. } if peer.offset == i32::MIN => {
+                    return Err((
+                        at("offset"),
+                        format!("must be from {} to {}, got {}", -i32::MAX, i32::MAX, peer.offset),
+                    ));
+                }
                 OpKind::Send { peer, .. } | OpKind::Recv { peer, .. } => Some(peer.group),
             };
             if let Some(g) = group.filter(|&g| g as usize >= groups) {
