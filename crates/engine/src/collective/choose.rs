@@ -16,7 +16,7 @@
 
 use super::cost::{timed_ns, Links};
 use super::nccl::{algorithm_efficiency, call_latency_ns, hops, latencies, Protocol, Timing};
-use super::{schedule, valid_algorithms, Algorithm, GroupTopo, Schedule};
+use super::{schedule, schedule_grained, valid_algorithms, Algorithm, Grain, GroupTopo, Schedule};
 use crate::error::InputError;
 use crate::workload::Collective;
 
@@ -99,9 +99,13 @@ pub fn choose(
     };
     let mut best: Option<(Algorithm, Timing, f64, Schedule)> = None;
     for algo in candidates {
-        let s = schedule(c, algo, g, bytes, channels)?;
-        for timing in timings(c, algo, g, &s, links, opts) {
-            let t = timed_ns(&s, &timing, g, links)?;
+        let steps = schedule(c, algo, g, bytes, channels)?;
+        // LL and LL128 pipeline at the grain of their lines (only NCCL's timing has protocols).
+        let lines = schedule_grained(c, algo, g, bytes, channels, Grain::Lines)?;
+        for timing in timings(c, algo, g, &steps, links, opts) {
+            let s =
+                if timing.step_latency_ns.is_none() && timing.protocol != Protocol::Simple { &lines } else { &steps };
+            let t = timed_ns(s, &timing, g, links)?;
             if best.as_ref().is_none_or(|b| t < b.2) {
                 best = Some((algo, timing, t, s.clone()));
             }

@@ -214,9 +214,25 @@ pub const PIPELINE_CHUNK_BYTES: f64 = 512.0 * 1024.0;
 /// Largest group for direct all-pairs: n(n−1) ≈ 4.2 M transfers (about 100 MB) at 2048 ranks.
 pub const DIRECT_MAX_RANKS: u32 = 2048;
 
+/// How finely a pipelined schedule cuts its message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Grain {
+    /// NCCL's Simple protocol: steps of [`PIPELINE_CHUNK_BYTES`].
+    Steps,
+    /// LL and LL128 forward each line as it arrives: at least [`LINE_PIPELINE_CHUNKS`] chunks, so
+    /// filling and draining the pipeline (a steady-state phase run k + depth − 1 times) adds
+    /// (depth − 1)/k of the message, not a whole chunk per hop; the hops' latency is NCCL's.
+    Lines,
+}
+
+/// Fewest chunks of a line-grained pipeline.
+pub const LINE_PIPELINE_CHUNKS: f64 = 64.0;
+
 /// Chunks a pipeline cuts `bytes` (per channel and pipeline) into.
-pub(crate) fn chunks(bytes: f64) -> u32 {
-    (bytes / PIPELINE_CHUNK_BYTES).ceil().clamp(1.0, u32::MAX as f64 / 4.0) as u32
+pub(crate) fn chunks(bytes: f64, grain: Grain) -> u32 {
+    let k = (bytes / PIPELINE_CHUNK_BYTES).ceil();
+    let k = if grain == Grain::Lines { k.max(LINE_PIPELINE_CHUNKS) } else { k };
+    k.clamp(1.0, u32::MAX as f64 / 4.0) as u32
 }
 
 pub(crate) fn err(field: &str, message: String) -> InputError {
@@ -290,6 +306,18 @@ pub fn schedule(
     bytes: u64,
     channels: u32,
 ) -> Result<Schedule, crate::error::InputError> {
+    schedule_grained(c, algo, g, bytes, channels, Grain::Steps)
+}
+
+/// [`schedule`] with pipelines cut at `grain`.
+pub fn schedule_grained(
+    c: Collective,
+    algo: Algorithm,
+    g: &GroupTopo,
+    bytes: u64,
+    channels: u32,
+    grain: Grain,
+) -> Result<Schedule, crate::error::InputError> {
     g.validate()?;
     if channels == 0 {
         return Err(err("channels", "at least one channel is needed".into()));
@@ -314,17 +342,20 @@ pub fn schedule(
     }
     let b = bytes as f64;
     let mut phases = match algo {
-        Algorithm::Ring => ring::ring(c, &s, b, channels),
-        Algorithm::Tree => tree::tree(c, &s, b, channels),
+        Algorithm::Ring => ring::ring(c, &s, b, channels, grain),
+        Algorithm::Tree => tree::tree(c, &s, b, channels, grain),
         Algorithm::HalvingDoubling => halving_doubling::halving_doubling(c, g.size(), b),
         Algorithm::Direct => direct::direct(c, g.size(), b),
-        Algorithm::Nvls => nvls::nvls(c, &s, b, channels),
-        Algorithm::NvlsTree => nvls::nvls_tree(&s, b, channels),
+        Algorithm::Nvls => nvls::nvls(c, &s, b, channels, grain),
+        Algorithm::NvlsTree => nvls::nvls_tree(&s, b, channels, grain),
         Algorithm::Hierarchical => hierarchical::hierarchical(c, &s, b, channels),
         Algorithm::Pxn => {
-            let base =
-                if c == Collective::AllToAll { direct::direct(c, g.size(), b) } else { ring::ring(c, &s, b, channels) };
-            pxn::relay(base, g, &s)
+            let base = if c == Collective::AllToAll {
+                direct::direct(c, g.size(), b)
+            } else {
+                ring::ring(c, &s, b, channels, grain)
+            };
+            pxn::relay(base, g, &s, grain)
         }
     };
     phases.retain(|p| p.repeat > 0 && !p.transfers.is_empty());
@@ -347,7 +378,7 @@ pub fn send_recv(g: &GroupTopo, src: u32, dst: u32, bytes: u64, pxn: bool) -> Re
         return Ok(Schedule { algorithm, phases: Vec::new(), timing: Timing::RAW });
     }
     let phase = Phase { transfers: vec![send(src, dst, bytes as f64)], repeat: 1 };
-    let phases = if pxn { pxn::relay(vec![phase], g, &g.servers()) } else { vec![phase] };
+    let phases = if pxn { pxn::relay(vec![phase], g, &g.servers(), Grain::Steps) } else { vec![phase] };
     Ok(Schedule { algorithm, phases, timing: Timing::RAW })
 }
 

@@ -23,7 +23,7 @@
 //! GPU. Pipelined as one phase of depth 4 + 2·D (D = server-tree depth): repeat k + 3 + 2·D.
 
 use super::tree::double_btree_parent;
-use super::{chunks, send, Endpoint, Phase, Servers, Transfer};
+use super::{chunks, send, Endpoint, Grain, Phase, Servers, Transfer};
 use crate::workload::Collective;
 
 fn up(r: u32, server: u32, bytes: f64) -> Transfer {
@@ -34,10 +34,10 @@ fn down(r: u32, server: u32, bytes: f64) -> Transfer {
     Transfer { src: Endpoint::Switch { server }, dst: Endpoint::Rank(r), bytes }
 }
 
-pub(super) fn nvls(c: Collective, s: &Servers, bytes: f64, channels: u32) -> Vec<Phase> {
+pub(super) fn nvls(c: Collective, s: &Servers, bytes: f64, channels: u32, grain: Grain) -> Vec<Phase> {
     let m = s.of_rank.len() as f64;
     let per_channel = bytes / channels as f64;
-    let k = chunks(per_channel);
+    let k = chunks(per_channel, grain);
     let unit = per_channel / k as f64;
     // (GPU → switch, switch → GPU) bytes of rank r per chunk step.
     let share = |r: u32| -> (f64, f64) {
@@ -64,14 +64,14 @@ pub(super) fn nvls(c: Collective, s: &Servers, bytes: f64, channels: u32) -> Vec
     vec![Phase { transfers, repeat: k + 1 }]
 }
 
-pub(super) fn nvls_tree(s: &Servers, bytes: f64, channels: u32) -> Vec<Phase> {
+pub(super) fn nvls_tree(s: &Servers, bytes: f64, channels: u32, grain: Grain) -> Vec<Phase> {
     let nodes = s.members.len() as u32;
     if nodes == 1 {
-        return nvls(Collective::AllReduce, s, bytes, channels);
+        return nvls(Collective::AllReduce, s, bytes, channels, grain);
     }
     let m = s.members[0].len() as f64;
     let per_channel = bytes / channels as f64;
-    let k = chunks(per_channel);
+    let k = chunks(per_channel, grain);
     let unit = per_channel / k as f64;
     let mut depth: u32 = 0;
     let mut transfers = Vec::new();

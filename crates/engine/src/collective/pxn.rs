@@ -11,9 +11,9 @@
 
 use std::collections::HashMap;
 
-use super::{chunks, Endpoint, GroupTopo, Phase, Servers, Transfer};
+use super::{chunks, Endpoint, Grain, GroupTopo, Phase, Servers, Transfer};
 
-pub(super) fn relay(phases: Vec<Phase>, g: &GroupTopo, s: &Servers) -> Vec<Phase> {
+pub(super) fn relay(phases: Vec<Phase>, g: &GroupTopo, s: &Servers, grain: Grain) -> Vec<Phase> {
     let proxy: HashMap<(u32, u32), u32> =
         (0..g.size()).map(|r| ((s.of_rank[r as usize], g.local_index(r)), r)).collect();
     phases
@@ -51,7 +51,7 @@ pub(super) fn relay(phases: Vec<Phase>, g: &GroupTopo, s: &Servers) -> Vec<Phase
             if phase.repeat > 1 {
                 return Phase { transfers: out, repeat: phase.repeat + 1 };
             }
-            let k = chunks(out.iter().map(|t| t.bytes).fold(0.0, f64::max));
+            let k = chunks(out.iter().map(|t| t.bytes).fold(0.0, f64::max), grain);
             out.iter_mut().for_each(|t| t.bytes /= k as f64);
             Phase { transfers: out, repeat: k + 1 }
         })

@@ -16,7 +16,7 @@
 //!                 k + n − 2 pipelined steps; reduce is the same chain reversed toward the root
 //! ```
 
-use super::{chunks, send, Phase, Servers, Transfer};
+use super::{chunks, send, Grain, Phase, Servers, Transfer};
 use crate::workload::Collective;
 
 /// The order of ranks around channel `ch`'s ring.
@@ -58,7 +58,7 @@ fn chain_hops(s: &Servers, channels: u32, bytes: f64, up: bool) -> Vec<Transfer>
     hops
 }
 
-pub(super) fn ring(c: Collective, s: &Servers, bytes: f64, channels: u32) -> Vec<Phase> {
+pub(super) fn ring(c: Collective, s: &Servers, bytes: f64, channels: u32, grain: Grain) -> Vec<Phase> {
     let n = s.of_rank.len() as u32;
     let per_step = bytes / (n as f64 * channels as f64);
     match c {
@@ -68,7 +68,7 @@ pub(super) fn ring(c: Collective, s: &Servers, bytes: f64, channels: u32) -> Vec
         }
         Collective::Broadcast | Collective::Reduce => {
             let per_channel = bytes / channels as f64;
-            let k = chunks(per_channel);
+            let k = chunks(per_channel, grain);
             let hops = chain_hops(s, channels, per_channel / k as f64, c == Collective::Reduce);
             vec![Phase { transfers: hops, repeat: k + n - 2 }]
         }

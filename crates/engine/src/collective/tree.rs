@@ -14,7 +14,7 @@
 //!
 //! with D the deepest rank's distance (edges) to its tree's root over both trees.
 
-use super::{chunks, send, Phase, Servers, Transfer};
+use super::{chunks, send, Grain, Phase, Servers, Transfer};
 use crate::workload::Collective;
 
 /// Parent of in-order position `p` (0-based) in the binary tree over n positions whose
@@ -85,12 +85,12 @@ fn tree_edges(s: &Servers, t: u32, ch: u32) -> (Vec<(u32, u32)>, u32) {
     (edges, depth)
 }
 
-pub(super) fn tree(c: Collective, s: &Servers, bytes: f64, channels: u32) -> Vec<Phase> {
+pub(super) fn tree(c: Collective, s: &Servers, bytes: f64, channels: u32, grain: Grain) -> Vec<Phase> {
     if c != Collective::AllReduce {
         return Vec::new(); // refused before dispatch
     }
     let per_tree = bytes / (2.0 * channels as f64);
-    let k = chunks(per_tree);
+    let k = chunks(per_tree, grain);
     let chunk = per_tree / k as f64;
     let mut transfers: Vec<Transfer> = Vec::new();
     let mut depth: u32 = 0;
