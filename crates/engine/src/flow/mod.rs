@@ -42,6 +42,8 @@ use crate::topology::Topology;
 
 /// Most rate changes recorded per run; a run with more is not fast-forwarded.
 const MAX_RECORD: usize = 64;
+/// Events due within this fraction of the current time of the earliest are processed with it.
+const COALESCE: f64 = 1e-9;
 /// No bottleneck link known yet.
 const NO_LINK: u32 = u32::MAX;
 
@@ -94,9 +96,13 @@ pub struct FlowSim {
     cap: Vec<f64>,
     link_lat: Vec<f64>,
     link_flows: Vec<Vec<u32>>,
+    /// Per link: the batches of its flows, with how many flows each.
+    link_batches: Vec<Vec<(u32, u32)>>,
     carried: Vec<f64>,
     // Per flow, struct of arrays, indexed by flow slot.
     path: Vec<Rc<[u32]>>,
+    /// Where the flow sits in `link_flows` of each link of its path, while on them.
+    slot: Vec<Vec<u32>>,
     lat: Vec<f64>,
     bytes: Vec<f64>,
     rem: Vec<f64>,
@@ -122,8 +128,10 @@ pub struct FlowSim {
     seen_mark: Vec<u64>,
     batch_mark: Vec<u64>,
     epoch: u64,
-    /// Per link, cached for one epoch: (epoch, saturated, largest r).
-    link_stat: Vec<(u64, bool, f64)>,
+    /// Per link, kept until its flows or their rates change: (valid, saturated, largest r).
+    link_stat: Vec<(bool, bool, f64)>,
+    /// Per link, for one bottleneck test: (epoch, lowest bar it was scanned with).
+    scan_bar: Vec<(u64, f64)>,
     /// Links whose flows changed, flows attached, parked batches met, since the last solve.
     touched: Vec<u32>,
     fresh: Vec<u32>,
@@ -134,6 +142,8 @@ pub struct FlowSim {
     solves: u64,
     fast_forward: bool,
     incremental: bool,
+    /// Relative window of one processed instant (see the module doc); 0 = every distinct time alone.
+    coalesce: f64,
     /// Extra wait before every flow starts (SimAI's AS_SEND_LAT), ns.
     start_delay: f64,
 }
@@ -145,8 +155,10 @@ impl FlowSim {
             cap: topo.links.iter().map(|l| l.bandwidth).collect(),
             link_lat: topo.links.iter().map(|l| l.latency_ns).collect(),
             link_flows: vec![Vec::new(); n],
+            link_batches: vec![Vec::new(); n],
             carried: vec![0.0; n],
             path: Vec::new(),
+            slot: Vec::new(),
             lat: Vec::new(),
             bytes: Vec::new(),
             rem: Vec::new(),
@@ -169,7 +181,8 @@ impl FlowSim {
             seen_mark: Vec::new(),
             batch_mark: Vec::new(),
             epoch: 0,
-            link_stat: vec![(0, false, 0.0); n],
+            link_stat: vec![(false, false, 0.0); n],
+            scan_bar: vec![(0, 0.0); n],
             touched: Vec::new(),
             fresh: Vec::new(),
             to_resume: Vec::new(),
@@ -179,6 +192,7 @@ impl FlowSim {
             solves: 0,
             fast_forward: true,
             incremental: true,
+            coalesce: COALESCE,
             start_delay: 0.0,
         }
     }
@@ -203,6 +217,12 @@ impl FlowSim {
         self.incremental = on;
     }
 
+    /// Process events due within a relative 1e-9 of each other as one instant (default) or each
+    /// distinct time alone (the per-event reference, to check it).
+    pub fn set_coalesce(&mut self, on: bool) {
+        self.coalesce = if on { COALESCE } else { 0.0 };
+    }
+
     /// Start every flow added from now on `ns` after it is posted, on top of its path latency:
     /// SimAI's AS_SEND_LAT, which delays every flow it creates.
     pub fn set_start_delay(&mut self, ns: f64) {
@@ -212,6 +232,23 @@ impl FlowSim {
     fn push(&mut self, time: f64, kind: Kind, id: u32, ver: u32) {
         self.seq += 1;
         self.heap.push(Due { time, seq: self.seq, item: Event { kind, id, ver } });
+        // Every rate change leaves the flow's old finish event behind: drop the stale ones
+        // once they outnumber what can be live (one event per flow and per batch).
+        if self.heap.len() > 2 * (self.path.len() + self.batches.len()) + 4096 {
+            self.drop_stale_events();
+        }
+    }
+
+    fn drop_stale_events(&mut self) {
+        let mut heap = std::mem::take(&mut self.heap).into_vec();
+        heap.retain(|e| {
+            let e = e.item;
+            match e.kind {
+                Kind::Activate | Kind::Finish => self.ver[e.id as usize] == e.ver,
+                Kind::BatchEnd => self.batches[e.id as usize].live && self.batches[e.id as usize].ver == e.ver,
+            }
+        });
+        self.heap = heap.into();
     }
 
     fn new_flow(&mut self, path: Rc<[u32]>, bytes: f64, batch: u32) -> u32 {
@@ -220,6 +257,7 @@ impl FlowSim {
             Some(f) => f,
             None => {
                 self.path.push(Rc::new([]));
+                self.slot.push(Vec::new());
                 self.lat.push(0.0);
                 self.bytes.push(0.0);
                 self.rem.push(0.0);
@@ -322,31 +360,69 @@ impl FlowSim {
         let b = self.batch_of[f as usize];
         for k in 0..self.path[f as usize].len() {
             let l = self.path[f as usize][k] as usize;
-            for p in 0..self.link_flows[l].len() {
-                let g = self.link_flows[l][p] as usize;
-                let bg = self.batch_of[g];
-                if self.state[g] == State::Parked {
+            for p in 0..self.link_batches[l].len() {
+                let bg = self.link_batches[l][p].0;
+                if self.batches[bg as usize].park.is_some() {
                     self.to_resume.push(bg);
                 } else if bg != b {
                     self.batches[bg as usize].clean = false;
                     self.batches[b as usize].clean = false;
                 }
             }
-            self.link_flows[l].push(f);
             self.touched.push(l as u32);
         }
+        self.link_on(f);
         self.fresh.push(f);
     }
 
     fn detach(&mut self, f: u32, touch: bool) {
-        for k in 0..self.path[f as usize].len() {
-            let l = self.path[f as usize][k] as usize;
-            let v = &mut self.link_flows[l];
-            if let Some(p) = v.iter().position(|&g| g == f) {
-                v.swap_remove(p);
+        self.link_off(f);
+        if touch {
+            self.touched.extend_from_slice(&self.path[f as usize]);
+        }
+    }
+
+    /// Put flow `f` on the flow lists of its links (O(1) per link).
+    fn link_on(&mut self, f: u32) {
+        let i = f as usize;
+        let b = self.batch_of[i];
+        let mut slot = std::mem::take(&mut self.slot[i]);
+        slot.clear();
+        for &l in self.path[i].iter() {
+            let l = l as usize;
+            slot.push(self.link_flows[l].len() as u32);
+            self.link_flows[l].push(f);
+            self.link_stat[l].0 = false;
+            let tally = &mut self.link_batches[l];
+            match tally.iter_mut().find(|e| e.0 == b) {
+                Some(e) => e.1 += 1,
+                None => tally.push((b, 1)),
             }
-            if touch {
-                self.touched.push(l as u32);
+        }
+        self.slot[i] = slot;
+    }
+
+    /// Take flow `f` off the flow lists of its links (O(1) per link: the last flow of a list
+    /// moves into its place).
+    fn link_off(&mut self, f: u32) {
+        let i = f as usize;
+        let b = self.batch_of[i];
+        for k in 0..self.path[i].len() {
+            let l = self.path[i][k] as usize;
+            let p = self.slot[i][k] as usize;
+            debug_assert_eq!(self.link_flows[l][p], f);
+            self.link_flows[l].swap_remove(p);
+            if let Some(&g) = self.link_flows[l].get(p) {
+                let g = g as usize;
+                let kg = self.path[g].iter().position(|&x| x as usize == l).expect("a flow on one of its links");
+                self.slot[g][kg] = p as u32;
+            }
+            self.link_stat[l].0 = false;
+            let tally = &mut self.link_batches[l];
+            let e = tally.iter().position(|e| e.0 == b).expect("a batch on the link it uses");
+            tally[e].1 -= 1;
+            if tally[e].1 == 0 {
+                tally.swap_remove(e);
             }
         }
     }
@@ -415,9 +491,7 @@ impl FlowSim {
         let flows = std::mem::take(&mut bt.flows);
         for &f in &flows {
             self.state[f as usize] = State::Parked;
-            for &l in self.path[f as usize].iter() {
-                self.link_flows[l as usize].push(f);
-            }
+            self.link_on(f);
         }
         self.batches[b as usize].flows = flows;
         self.push(now + runs as f64 * d, Kind::BatchEnd, b, v);
@@ -484,7 +558,8 @@ impl FlowSim {
     /// then (with that time). Returns the time processed, or None when nothing is pending.
     pub fn step(&mut self, finished: &mut Vec<(u64, f64)>) -> Option<f64> {
         let now = self.heap.peek()?.time;
-        while self.heap.peek().is_some_and(|e| e.time <= now) {
+        let horizon = now + self.coalesce * now;
+        while self.heap.peek().is_some_and(|e| e.time <= horizon) {
             let e = self.heap.pop().expect("peeked").item;
             match e.kind {
                 Kind::Activate | Kind::Finish => {

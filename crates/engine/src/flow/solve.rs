@@ -188,6 +188,9 @@ impl FlowSim {
             self.rem[i] = (self.rem[i] - old * (now - self.upd[i])).max(0.0);
             self.upd[i] = now;
             self.rate[i] = new;
+            for &l in self.path[i].iter() {
+                self.link_stat[l as usize].0 = false;
+            }
             changed.extend_from_slice(&self.path[i]);
             moved.push(f);
         }
@@ -221,7 +224,7 @@ impl FlowSim {
         }
         for h in check {
             let h = h as usize;
-            if self.has_bottleneck(h, re) {
+            if self.has_bottleneck(h) {
                 continue;
             }
             if self.flow_mark[h] != fe {
@@ -232,6 +235,11 @@ impl FlowSim {
             let bar = self.rate[h] * (1.0 + FAIR_EPS);
             for k in 0..self.path[h].len() {
                 let l = self.path[h][k] as usize;
+                // A link scanned with a bar no higher has already given up every such flow.
+                if self.scan_bar[l].0 == re && self.scan_bar[l].1 <= bar {
+                    continue;
+                }
+                self.scan_bar[l] = (re, bar);
                 for p in 0..self.link_flows[l].len() {
                     let g = self.link_flows[l][p] as usize;
                     if self.state[g] == State::Active && self.flow_mark[g] != fe && self.rate[g] > bar {
@@ -245,14 +253,14 @@ impl FlowSim {
     }
 
     /// Does flow `h` have a bottleneck? Its last one is tried first and the one found is kept.
-    fn has_bottleneck(&mut self, h: usize, re: u64) -> bool {
+    fn has_bottleneck(&mut self, h: usize) -> bool {
         let hint = self.bneck[h];
-        if hint != NO_LINK && self.bottleneck_at(h, hint as usize, re) {
+        if hint != NO_LINK && self.bottleneck_at(h, hint as usize) {
             return true;
         }
         for k in 0..self.path[h].len() {
             let l = self.path[h][k];
-            if l != hint && self.bottleneck_at(h, l as usize, re) {
+            if l != hint && self.bottleneck_at(h, l as usize) {
                 self.bneck[h] = l;
                 return true;
             }
@@ -260,8 +268,9 @@ impl FlowSim {
         false
     }
 
-    fn bottleneck_at(&mut self, h: usize, l: usize, re: u64) -> bool {
-        if self.link_stat[l].0 != re {
+    /// The link's statistics are cached until a flow joins or leaves it or changes rate.
+    fn bottleneck_at(&mut self, h: usize, l: usize) -> bool {
+        if !self.link_stat[l].0 {
             let (mut load, mut top, mut n) = (0.0_f64, 0.0_f64, 0.0_f64);
             for &g in &self.link_flows[l] {
                 if self.state[g as usize] == State::Active {
@@ -273,7 +282,7 @@ impl FlowSim {
             // Saturated: what is left would not grow the largest flow by FAIR_EPS (beyond the
             // rounding of the sum). Slack relative to C instead would starve many small flows.
             let saturated = self.cap[l] - load <= FAIR_EPS * top + 4.0 * n * f64::EPSILON * self.cap[l];
-            self.link_stat[l] = (re, saturated, top);
+            self.link_stat[l] = (true, saturated, top);
         }
         let (_, saturated, top) = self.link_stat[l];
         saturated && self.rate[h] >= top * (1.0 - FAIR_EPS)
@@ -306,7 +315,8 @@ impl FlowSim {
             }
             self.batch_mark[b] = be;
             let bt = &self.batches[b];
-            if !(bt.live && bt.clean && bt.record_ok && bt.park.is_none()) {
+            // The last run is never fast-forwarded: nothing to record.
+            if !(self.fast_forward && bt.live && bt.clean && bt.record_ok && bt.park.is_none() && bt.runs_left > 1) {
                 continue;
             }
             if bt.record.len() >= super::MAX_RECORD {
