@@ -140,6 +140,8 @@ pub struct FlowSim {
     nun: Vec<u32>,
     share_heap: BinaryHeap<Reverse<(u64, u32)>>,
     solves: u64,
+    /// Flows on their links and transferring.
+    active: usize,
     fast_forward: bool,
     incremental: bool,
     /// Relative window of one processed instant (see the module doc); 0 = every distinct time alone.
@@ -190,6 +192,7 @@ impl FlowSim {
             nun: vec![0; n],
             share_heap: BinaryHeap::new(),
             solves: 0,
+            active: 0,
             fast_forward: true,
             incremental: true,
             coalesce: COALESCE,
@@ -372,6 +375,7 @@ impl FlowSim {
             self.touched.push(l as u32);
         }
         self.link_on(f);
+        self.active += 1;
         self.fresh.push(f);
     }
 
@@ -437,6 +441,7 @@ impl FlowSim {
     fn finish_flow(&mut self, f: u32, now: f64, finished: &mut Vec<(u64, f64)>) {
         let i = f as usize;
         self.detach(f, true);
+        self.active -= 1;
         self.state[i] = State::Done;
         self.rate[i] = 0.0;
         self.rem[i] = 0.0;

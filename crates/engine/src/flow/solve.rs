@@ -13,8 +13,9 @@
 //!
 //! When no flow fails, every flow has a bottleneck (the untested ones kept theirs: nothing on
 //! their links changed), so the rates are the max-min allocation of the whole network. F starts
-//! as the flows that just started. After [`MAX_ROUNDS`] rounds, or with incremental solving
-//! off, F is the whole connected component (flows linked by shared links) of the changes.
+//! as the flows that just started. After [`MAX_ROUNDS`] rounds, with incremental solving off, or
+//! when the flows that just started are half of those in flight (a large collective starting),
+//! F is the whole connected component (flows linked by shared links) of the changes.
 
 use std::cmp::Reverse;
 
@@ -53,8 +54,10 @@ impl FlowSim {
         let mut changed = std::mem::take(&mut self.touched);
         let mut moved = Vec::new();
         let mut round = 0;
+        // When the new flows are half of all, repair rounds would re-solve most of it anyway.
+        let whole = !self.incremental || 2 * free.len() >= self.active;
         loop {
-            if !self.incremental || round == MAX_ROUNDS {
+            if whole || round == MAX_ROUNDS {
                 free = self.component(&changed, &free, fe);
                 self.fill(&free, fe);
                 self.apply(&free, now, &mut changed, &mut moved);
