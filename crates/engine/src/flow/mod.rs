@@ -120,6 +120,8 @@ pub struct FlowSim {
     seq: u64,
     /// Per flow: the link it was last found bottlenecked on (a hint), its rate from the last fill.
     bneck: Vec<u32>,
+    /// Per link: how many flows have it as their `bneck`.
+    bneck_count: Vec<u32>,
     next_rate: Vec<f64>,
     // Marks stamped with an epoch (never reused, so never cleared), sized once.
     link_mark: Vec<u64>,
@@ -176,6 +178,7 @@ impl FlowSim {
             heap: BinaryHeap::new(),
             seq: 0,
             bneck: Vec::new(),
+            bneck_count: vec![0; n],
             next_rate: Vec::new(),
             link_mark: vec![0; n],
             dirty_mark: vec![0; n],
@@ -272,7 +275,7 @@ impl FlowSim {
                 self.pos.push(0);
                 self.flow_mark.push(0);
                 self.seen_mark.push(0);
-                self.bneck.push(0);
+                self.bneck.push(NO_LINK);
                 self.next_rate.push(0.0);
                 (self.path.len() - 1) as u32
             }
@@ -282,7 +285,7 @@ impl FlowSim {
         self.lat[i] = lat;
         self.bytes[i] = bytes;
         self.batch_of[i] = batch;
-        self.bneck[i] = NO_LINK;
+        self.set_bneck(i, NO_LINK);
         f
     }
 
@@ -441,6 +444,7 @@ impl FlowSim {
     fn finish_flow(&mut self, f: u32, now: f64, finished: &mut Vec<(u64, f64)>) {
         let i = f as usize;
         self.detach(f, true);
+        self.set_bneck(i, NO_LINK);
         self.active -= 1;
         self.state[i] = State::Done;
         self.rate[i] = 0.0;
@@ -603,6 +607,18 @@ impl FlowSim {
         }
         self.solve(now, finished);
         Some(now)
+    }
+
+    /// Record link `l` (or NO_LINK) as flow `g`'s bottleneck, keeping the per-link counts.
+    fn set_bneck(&mut self, g: usize, l: u32) {
+        let old = self.bneck[g];
+        if old != NO_LINK {
+            self.bneck_count[old as usize] -= 1;
+        }
+        if l != NO_LINK {
+            self.bneck_count[l as usize] += 1;
+        }
+        self.bneck[g] = l;
     }
 
     fn next_epoch(&mut self) -> u64 {

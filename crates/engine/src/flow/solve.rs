@@ -7,12 +7,14 @@
 //!
 //! 1. progressive filling for the free set F on the capacity the fixed flows leave,
 //!    R_l = C_l − Σ_{g∋l, g∉F} r_g;
-//! 2. the bottleneck test for every flow of F and every fixed flow on a link whose flows
-//!    changed; a fixed flow that fails joins F, and so does every fixed flow that out-rates a
-//!    flow of F that fails, on that flow's links.
+//! 2. the bottleneck test for every flow of F and every fixed flow whose bottleneck (the link
+//!    it last passed the test on) changed flows or rates — a fixed flow keeps its rate, so a
+//!    change elsewhere on its path cannot take that bottleneck away; a fixed flow that fails
+//!    joins F, and so does every fixed flow that out-rates a flow of F that fails, on that
+//!    flow's links.
 //!
 //! When no flow fails, every flow has a bottleneck (the untested ones kept theirs: nothing on
-//! their links changed), so the rates are the max-min allocation of the whole network. F starts
+//! it changed), so the rates are the max-min allocation of the whole network. F starts
 //! as the flows that just started. After [`MAX_ROUNDS`] rounds, with incremental solving off, or
 //! when the flows that just started are half of those in flight (a large collective starting),
 //! F is the whole connected component (flows linked by shared links) of the changes.
@@ -159,7 +161,7 @@ impl FlowSim {
                 }
                 self.seen_mark[g] = xe;
                 self.next_rate[g] = s;
-                self.bneck[g] = l as u32;
+                self.set_bneck(g, l as u32);
                 for &l2 in self.path[g].iter() {
                     let l2 = l2 as usize;
                     self.rcap[l2] = (self.rcap[l2] - s).max(0.0);
@@ -206,7 +208,9 @@ impl FlowSim {
         let mut check = Vec::new();
         for &l in changed {
             let l = l as usize;
-            if self.link_mark[l] == re {
+            // A fixed flow keeps its rate: only a change on the link it was last found
+            // bottlenecked on can take its bottleneck away. No flow relies on this one.
+            if self.link_mark[l] == re || self.bneck_count[l] == 0 {
                 continue;
             }
             self.link_mark[l] = re;
@@ -264,7 +268,7 @@ impl FlowSim {
         for k in 0..self.path[h].len() {
             let l = self.path[h][k];
             if l != hint && self.bottleneck_at(h, l as usize) {
-                self.bneck[h] = l;
+                self.set_bneck(h, l);
                 return true;
             }
         }
