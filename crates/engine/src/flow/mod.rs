@@ -46,6 +46,8 @@
 //! flows) and its bottleneck statistics until its flows or their rates change; and the local
 //! re-solve tests only flows whose own bottleneck link changed (see `solve.rs`). These keep the
 //! answer exact: the same rates, found with less work.
+
+pub mod network;
 mod solve;
 pub mod sweep;
 
