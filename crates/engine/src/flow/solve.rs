@@ -7,14 +7,17 @@
 //!
 //! 1. progressive filling for the free set F on the capacity the fixed flows leave,
 //!    R_l = C_l − Σ_{g∋l, g∉F} r_g;
-//! 2. the bottleneck test for every flow of F and every fixed flow on a link whose flows
-//!    changed; a fixed flow that fails joins F, and so does every fixed flow that out-rates a
-//!    flow of F that fails, on that flow's links.
+//! 2. the bottleneck test for every flow of F and every fixed flow whose bottleneck (the link
+//!    it last passed the test on) changed flows or rates — a fixed flow keeps its rate, so a
+//!    change elsewhere on its path cannot take that bottleneck away; a fixed flow that fails
+//!    joins F, and so does every fixed flow that out-rates a flow of F that fails, on that
+//!    flow's links.
 //!
 //! When no flow fails, every flow has a bottleneck (the untested ones kept theirs: nothing on
-//! their links changed), so the rates are the max-min allocation of the whole network. F starts
-//! as the flows that just started. After [`MAX_ROUNDS`] rounds, or with incremental solving
-//! off, F is the whole connected component (flows linked by shared links) of the changes.
+//! it changed), so the rates are the max-min allocation of the whole network. F starts
+//! as the flows that just started. After [`MAX_ROUNDS`] rounds, with incremental solving off, or
+//! when the flows that just started are half of those in flight (a large collective starting),
+//! F is the whole connected component (flows linked by shared links) of the changes.
 
 use std::cmp::Reverse;
 
@@ -53,8 +56,10 @@ impl FlowSim {
         let mut changed = std::mem::take(&mut self.touched);
         let mut moved = Vec::new();
         let mut round = 0;
+        // When the new flows are half of all, repair rounds would re-solve most of it anyway.
+        let whole = !self.incremental || 2 * free.len() >= self.active;
         loop {
-            if !self.incremental || round == MAX_ROUNDS {
+            if whole || round == MAX_ROUNDS {
                 free = self.component(&changed, &free, fe);
                 self.fill(&free, fe);
                 self.apply(&free, now, &mut changed, &mut moved);
@@ -156,7 +161,7 @@ impl FlowSim {
                 }
                 self.seen_mark[g] = xe;
                 self.next_rate[g] = s;
-                self.bneck[g] = l as u32;
+                self.set_bneck(g, l as u32);
                 for &l2 in self.path[g].iter() {
                     let l2 = l2 as usize;
                     self.rcap[l2] = (self.rcap[l2] - s).max(0.0);
@@ -188,6 +193,9 @@ impl FlowSim {
             self.rem[i] = (self.rem[i] - old * (now - self.upd[i])).max(0.0);
             self.upd[i] = now;
             self.rate[i] = new;
+            for &l in self.path[i].iter() {
+                self.link_stat[l as usize].0 = false;
+            }
             changed.extend_from_slice(&self.path[i]);
             moved.push(f);
         }
@@ -200,7 +208,9 @@ impl FlowSim {
         let mut check = Vec::new();
         for &l in changed {
             let l = l as usize;
-            if self.link_mark[l] == re {
+            // A fixed flow keeps its rate: only a change on the link it was last found
+            // bottlenecked on can take its bottleneck away. No flow relies on this one.
+            if self.link_mark[l] == re || self.bneck_count[l] == 0 {
                 continue;
             }
             self.link_mark[l] = re;
@@ -221,7 +231,7 @@ impl FlowSim {
         }
         for h in check {
             let h = h as usize;
-            if self.has_bottleneck(h, re) {
+            if self.has_bottleneck(h) {
                 continue;
             }
             if self.flow_mark[h] != fe {
@@ -232,6 +242,11 @@ impl FlowSim {
             let bar = self.rate[h] * (1.0 + FAIR_EPS);
             for k in 0..self.path[h].len() {
                 let l = self.path[h][k] as usize;
+                // A link scanned with a bar no higher has already given up every such flow.
+                if self.scan_bar[l].0 == re && self.scan_bar[l].1 <= bar {
+                    continue;
+                }
+                self.scan_bar[l] = (re, bar);
                 for p in 0..self.link_flows[l].len() {
                     let g = self.link_flows[l][p] as usize;
                     if self.state[g] == State::Active && self.flow_mark[g] != fe && self.rate[g] > bar {
@@ -245,23 +260,24 @@ impl FlowSim {
     }
 
     /// Does flow `h` have a bottleneck? Its last one is tried first and the one found is kept.
-    fn has_bottleneck(&mut self, h: usize, re: u64) -> bool {
+    fn has_bottleneck(&mut self, h: usize) -> bool {
         let hint = self.bneck[h];
-        if hint != NO_LINK && self.bottleneck_at(h, hint as usize, re) {
+        if hint != NO_LINK && self.bottleneck_at(h, hint as usize) {
             return true;
         }
         for k in 0..self.path[h].len() {
             let l = self.path[h][k];
-            if l != hint && self.bottleneck_at(h, l as usize, re) {
-                self.bneck[h] = l;
+            if l != hint && self.bottleneck_at(h, l as usize) {
+                self.set_bneck(h, l);
                 return true;
             }
         }
         false
     }
 
-    fn bottleneck_at(&mut self, h: usize, l: usize, re: u64) -> bool {
-        if self.link_stat[l].0 != re {
+    /// The link's statistics are cached until a flow joins or leaves it or changes rate.
+    fn bottleneck_at(&mut self, h: usize, l: usize) -> bool {
+        if !self.link_stat[l].0 {
             let (mut load, mut top, mut n) = (0.0_f64, 0.0_f64, 0.0_f64);
             for &g in &self.link_flows[l] {
                 if self.state[g as usize] == State::Active {
@@ -273,7 +289,7 @@ impl FlowSim {
             // Saturated: what is left would not grow the largest flow by FAIR_EPS (beyond the
             // rounding of the sum). Slack relative to C instead would starve many small flows.
             let saturated = self.cap[l] - load <= FAIR_EPS * top + 4.0 * n * f64::EPSILON * self.cap[l];
-            self.link_stat[l] = (re, saturated, top);
+            self.link_stat[l] = (true, saturated, top);
         }
         let (_, saturated, top) = self.link_stat[l];
         saturated && self.rate[h] >= top * (1.0 - FAIR_EPS)
@@ -306,7 +322,8 @@ impl FlowSim {
             }
             self.batch_mark[b] = be;
             let bt = &self.batches[b];
-            if !(bt.live && bt.clean && bt.record_ok && bt.park.is_none()) {
+            // The last run is never fast-forwarded: nothing to record.
+            if !(self.fast_forward && bt.live && bt.clean && bt.record_ok && bt.park.is_none() && bt.runs_left > 1) {
                 continue;
             }
             if bt.record.len() >= super::MAX_RECORD {

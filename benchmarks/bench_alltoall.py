@@ -1,0 +1,103 @@
+"""Time all-to-all-heavy runs on the flow model (issue 9, item 7).
+
+Cases: `clustersim collective alltoall -b 64M -e 64M --topology Spectrum-X:N` for N = 256, 512
+and 1024 (target at 1024: ≤ 5 s), and a DeepSeek-V3 iteration with EP 64 on 2048 H100 (PP 16,
+first/last stages of 3 and 2 layers, full recompute) through `clustersim train -n` on a 2048-GPU
+Spectrum-X fabric (target ≤ 60 s). Each run is a fresh subprocess: time is the sweep call
+(template building excluded) or the `train` CLI call (reading the fabric file included), RSS the
+child's peak. A run past --timeout is recorded as such. Median of --runs.
+
+Exactness (the coalesced event instants against solving each distinct event time alone) is held
+by the Rust test `flow::tests::coalesced_instants_match_the_per_event_solve`.
+
+    python3 benchmarks/bench_alltoall.py [--runs 3] [--timeout 600] [--write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import tempfile
+from pathlib import Path
+
+from results import measure_child, run_header, write_section
+
+SWEEP_CHILD = """
+import json, resource, sys, time
+from clustersim.collective import sweep
+from clustersim.topology import simai_template
+name, gpus = json.loads(sys.argv[1])
+topo = simai_template(name, gpu=gpus)
+start = time.perf_counter()
+t = sweep(topo, "alltoall", [64 << 20], env={})
+wall = time.perf_counter() - start
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1000
+print(json.dumps([wall, rss, t["time_us"][-1], t["algorithm"][-1]]))
+"""
+
+TRAIN_CHILD = """
+import contextlib, io, json, resource, sys, time
+from clustersim.cli import main
+args = json.loads(sys.argv[1])
+out = io.StringIO()
+start = time.perf_counter()
+with contextlib.redirect_stdout(out):
+    rc = main(args)
+wall = time.perf_counter() - start
+if rc != 0:
+    raise SystemExit(f"train exited {rc}")
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1000
+print(json.dumps([wall, rss, json.loads(out.getvalue())["iteration_s"], "auto"]))
+"""
+
+DEEPSEEK = (
+    "--model deepseek-v3 --gpus 2048 --gpu h100 --tp 1 --pp 16 --ep 64 --first-stage-layers 3"
+    " --last-stage-layers 2 --gbs 2048 --seq 4096 --recompute full --dist-opt --json"
+).split()
+
+
+def main() -> None:
+    from clustersim.topology import simai_template
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--timeout", type=float, default=600.0, help="seconds before a run counts as too slow")
+    ap.add_argument("--write", action="store_true", help="record the result in benchmarks/RESULTS.md")
+    args = ap.parse_args()
+    lines = [
+        run_header(args.runs),
+        "",
+        "| case | wall s | peak RSS MB | simulated | algorithm | target |",
+        "|---|---|---|---|---|---|",
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        fabric = Path(tmp) / "Spectrum-X-2048.txt"
+        simai_template("Spectrum-X", gpu=2048).write(fabric)
+        cases: list[tuple[str, str, object, float | None, str]] = [
+            (f"all-to-all 64 MiB, Spectrum-X {n} GPUs", SWEEP_CHILD, ["Spectrum-X", n], t, "µs")
+            for n, t in [(256, None), (512, None), (1024, 5.0)]
+        ]
+        cmd = ["train", *DEEPSEEK, "-n", str(fabric)]
+        cases.append(("DeepSeek-V3 EP 64, 2048 GPUs, `train -n` Spectrum-X", TRAIN_CHILD, cmd, 60.0, "s"))
+        for label, child, spec, t_max, unit in cases:
+            try:
+                runs = [measure_child(child, spec, timeout=args.timeout) for _ in range(args.runs)]
+            except subprocess.TimeoutExpired:
+                target = "—" if t_max is None else f"≤ {t_max:g} s ❌"
+                lines.append(f"| {label} | > {args.timeout:g} | — | — | — | {target} |")
+                print(lines[-1], flush=True)
+                continue
+            wall, rss = (statistics.median(float(r[i]) for r in runs) for i in range(2))
+            target = "—" if t_max is None else f"≤ {t_max:g} s " + ("✅" if wall <= t_max else "❌")
+            sim = f"{float(runs[0][2]):.1f} {unit}"
+            lines.append(f"| {label} | {wall:.2f} | {rss:.0f} | {sim} | {runs[0][3]} | {target} |")
+            print(lines[-1], flush=True)
+    table = "\n".join(lines)
+    print(table)
+    if args.write:
+        write_section("alltoall", table, title="## All-to-all at scale on the flow model")
+
+
+if __name__ == "__main__":
+    main()
