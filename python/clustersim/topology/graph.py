@@ -11,15 +11,18 @@ Links come in the graph's edge order, each written from its lower to its higher 
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from clustersim.errors import InputError
 from clustersim.topology.model import GPU, KINDS, NVSWITCH, SWITCH, Link, Topology
 
+if TYPE_CHECKING:
+    import networkx as nx
+
 
 def to_networkx(topo: Topology) -> nx.Graph:
+    import networkx as nx  # only here: start-up stays lean
+
     pairs = {(min(lk.src, lk.dst), max(lk.src, lk.dst)) for lk in topo.links}
     graph: nx.Graph = nx.Graph() if len(pairs) == len(topo.links) else nx.MultiGraph()
     graph.graph.update(gpus_per_server=topo.gpus_per_server, gpu_type=topo.gpu_type, name=topo.name)

@@ -8,8 +8,6 @@ templates it is the classic bisection (e.g. G/2 × NIC rate when the fabric is n
 
 from __future__ import annotations
 
-import networkx as nx
-
 from clustersim.topology.model import Topology
 
 
@@ -18,6 +16,8 @@ def bisection_bandwidth(topo: Topology) -> float:
     if len(gpus) < 2:
         return 0.0
     half = len(gpus) // 2
+    import networkx as nx  # only here: start-up stays lean
+
     graph = nx.DiGraph()
     for link in topo.links:
         for a, b in ((link.src, link.dst), (link.dst, link.src)):
