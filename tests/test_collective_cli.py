@@ -127,3 +127,17 @@ def test_bad_input_is_one_line_and_exit_2(run_cli, monkeypatch, args, env, says)
     assert rc == 2, err
     assert out == "" and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1 and says in err, err
+
+
+def test_cli_forces_the_protocol_and_refuses_what_cannot_run(run_cli):
+    rc, out, err = run_cli(
+        "collective", "allreduce", "-b", "1M", "-e", "1M", "--topology", "Spectrum-X:8", "--proto", "LL128"
+    )
+    assert rc == 0, err
+    assert out.splitlines()[2].split()[-1] == "LL128"
+    rc, _, err = run_cli(
+        "collective", "allreduce", "--topology", "Spectrum-X:8", "--algo", "nvls", "--proto", "LL"
+    )
+    assert rc == 2 and "nvls does not run LL" in err
+    rc, _, err = run_cli("collective", "allreduce", "--topology", "Spectrum-X:8", "--proto", "ll64")
+    assert rc == 2 and "unknown protocol 'll64'" in err

@@ -281,6 +281,7 @@ def run_collective(args: argparse.Namespace) -> int:
             op,
             todo,
             algorithm=args.algo,
+            protocol=args.proto,
             channels=args.channels,
             gpus=args.gpus,
             seed=seed,
