@@ -22,7 +22,7 @@ H100 = {"gpu_type": "H100", "nvlink_bw": "3600Gbps", "bandwidth": "400Gbps"}
         (dict(gpu=8, gpu_per_server=8, **A100), "allgather", "auto", {}, 230),
         (dict(gpu=8, gpu_per_server=8, **H100), "allreduce", "ring", {}, 370),
         (dict(gpu=8, gpu_per_server=8, **H100), "allreduce", "nvls", {"AS_NVLS_ENABLE": "1"}, 480),
-        (dict(gpu=16, gpu_per_server=8, **A100), "allreduce", "ring", {}, 192),
+        (dict(gpu=16, gpu_per_server=8, **A100), "allreduce", "auto", {}, 192),
         (dict(gpu=2, gpu_per_server=1, **H100), "allreduce", "auto", {}, 47),
     ],
 )

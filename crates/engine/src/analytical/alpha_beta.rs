@@ -67,6 +67,7 @@ impl AlphaBeta {
             nic_gbps: p.nic_bw() as f64 * p.nics_per_server as f64 / p.gpus_per_server as f64,
             alpha_nvlink_ns: 0.0,
             alpha_net_ns: 0.0,
+            arch: Some(p.gpu.arch()),
         }
     }
 

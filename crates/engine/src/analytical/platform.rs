@@ -4,6 +4,7 @@
 //! `astra-sim/system/calbusbw.h`), which took them from NCCL's `src/graph/topo.h`
 //! (NVLink per-link 20 GB/s on SM80, 20.6 on SM90) and from achievable ConnectX rates.
 
+use crate::collective::nccl::Arch;
 use crate::error::{InputError, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +41,14 @@ impl GpuType {
             GpuType::H800 => 20.6 * 8.0,
             GpuType::A100 => 20.0 * 12.0,
             GpuType::A800 => 20.0 * 8.0,
+        }
+    }
+
+    /// Its generation.
+    pub fn arch(self) -> Arch {
+        match self {
+            GpuType::A100 | GpuType::A800 => Arch::Ampere,
+            GpuType::H100 | GpuType::H800 | GpuType::H20 => Arch::Hopper,
         }
     }
 

@@ -15,7 +15,7 @@
 //! only when forced.
 
 use super::cost::{timed_ns, Links};
-use super::nccl::{algorithm_efficiency, call_latency_ns, hops, latencies, Protocol, Timing};
+use super::nccl::{algorithm_efficiency, call_latency_ns, hops, latencies, tree_efficiency, Protocol, Timing};
 use super::{schedule, schedule_grained, valid_algorithms, Algorithm, Grain, GroupTopo, Schedule};
 use crate::error::InputError;
 use crate::workload::Collective;
@@ -46,23 +46,38 @@ pub struct Choice {
     pub schedule: Schedule,
 }
 
-/// The timings `algo` can run `c` on `g` with: one per protocol (NCCL), or AS_SEND_LAT's.
-fn timings(c: Collective, algo: Algorithm, g: &GroupTopo, s: &Schedule, links: &Links, opts: &Options) -> Vec<Timing> {
+/// The timings `algo` can run `c` of `bytes` on `g` over `channels` with: one per protocol
+/// (NCCL), or AS_SEND_LAT's.
+fn timings(
+    c: Collective,
+    algo: Algorithm,
+    (g, bytes, channels): (&GroupTopo, u64, u32),
+    s: &Schedule,
+    links: &Links,
+    opts: &Options,
+) -> Result<Vec<Timing>, InputError> {
     if let Some(x) = opts.send_lat_us {
-        return vec![Timing { step_latency_ns: Some(x * 1e3), ..Timing::RAW }];
+        return Ok(vec![Timing { step_latency_ns: Some(x * 1e3), ..Timing::RAW }]);
     }
     let nodes = g.servers().members.len() as u32;
     let h = hops(c, algo, g, s);
-    latencies(algo)
+    let efficiency = if algo == Algorithm::Tree {
+        let full = Timing { step_latency_ns: None, ..Timing::RAW };
+        let raw_busbw = bytes as f64 * c.busbw_factor(g.size()) / timed_ns(s, &full, g, links)?;
+        tree_efficiency(raw_busbw, channels, nodes, links.arch)
+    } else {
+        algorithm_efficiency(algo)
+    };
+    Ok(latencies(algo)
         .into_iter()
         .filter(|(p, _)| opts.protocol.is_none_or(|want| want == *p))
         .map(|(p, lat)| Timing {
             protocol: p,
-            efficiency: p.efficiency() * algorithm_efficiency(algo),
+            efficiency: p.efficiency() * efficiency,
             call_latency_ns: call_latency_ns(c, algo, p, lat, h, nodes, (links.alpha_nvlink_ns, links.alpha_net_ns)),
             step_latency_ns: None,
         })
-        .collect()
+        .collect())
 }
 
 /// Choose how to run collective `c` of S = `bytes` on `g` with `channels` channels, on links of
@@ -102,7 +117,7 @@ pub fn choose(
         let steps = schedule(c, algo, g, bytes, channels)?;
         // LL and LL128 pipeline at the grain of their lines (only NCCL's timing has protocols).
         let lines = schedule_grained(c, algo, g, bytes, channels, Grain::Lines)?;
-        for timing in timings(c, algo, g, &steps, links, opts) {
+        for timing in timings(c, algo, (g, bytes, channels), &steps, links, opts)? {
             let s =
                 if timing.step_latency_ns.is_none() && timing.protocol != Protocol::Simple { &lines } else { &steps };
             let t = timed_ns(s, &timing, g, links)?;
@@ -136,7 +151,8 @@ mod tests {
     use Collective::*;
 
     /// H100-like: NVLink 370.8 GB/s, one 400 Gb/s NIC per GPU at 48.5 GB/s.
-    const LINKS: Links = Links { nvlink_gbps: 370.8, nic_gbps: 48.5, alpha_nvlink_ns: 0.0, alpha_net_ns: 0.0 };
+    const LINKS: Links =
+        Links { nvlink_gbps: 370.8, nic_gbps: 48.5, alpha_nvlink_ns: 0.0, alpha_net_ns: 0.0, arch: None };
 
     fn pick(c: Collective, ranks: &[u32], bytes: u64, opts: &Options) -> Choice {
         let g = GroupTopo { ranks, gpus_per_server: 8, nvls: true };

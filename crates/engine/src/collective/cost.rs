@@ -18,6 +18,7 @@
 //! bytes / GB/s is ns. Example (one server per rank, B = B_nic, bare schedule): a ring all-reduce
 //! is 2(n−1)(α + S/(n·B)); its 1/c-sized channels sum back to the same bytes.
 
+use super::nccl::Arch;
 use super::{err, Endpoint, GroupTopo, Schedule, Timing};
 use crate::error::InputError;
 
@@ -32,6 +33,8 @@ pub struct Links {
     pub alpha_nvlink_ns: f64,
     /// Physical latency of a path between GPUs of two servers (the network), ns.
     pub alpha_net_ns: f64,
+    /// The GPUs' generation, for NCCL's per-generation limits; None: none apply.
+    pub arch: Option<Arch>,
 }
 
 /// ns that `s` takes on group `g` over `links`: the equation of the module documentation.
@@ -135,7 +138,8 @@ mod tests {
     use crate::collective::{schedule, Algorithm, PIPELINE_CHUNK_BYTES};
     use crate::workload::Collective::{self, *};
 
-    const LINKS: Links = Links { nvlink_gbps: 300.0, nic_gbps: 50.0, alpha_nvlink_ns: 700.0, alpha_net_ns: 3000.0 };
+    const LINKS: Links =
+        Links { nvlink_gbps: 300.0, nic_gbps: 50.0, alpha_nvlink_ns: 700.0, alpha_net_ns: 3000.0, arch: None };
 
     fn price(c: Collective, a: Algorithm, ranks: &[u32], gps: u32, bytes: u64, channels: u32) -> f64 {
         let g = GroupTopo { ranks, gpus_per_server: gps, nvls: true };

@@ -87,6 +87,44 @@ pub const TREE_EFFICIENCY: f64 = 0.92;
 pub const NVLS_EFFICIENCY: f64 = 0.85;
 pub const NVLS_CHANNELS: f64 = 16.0;
 
+/// GPU generations, for NCCL's per-generation limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Arch {
+    Volta,
+    Ampere,
+    Hopper,
+    Blackwell,
+}
+
+impl Arch {
+    /// The generation of a GPU type, None for types NCCL has no figures for.
+    pub fn of(gpu_type: &str) -> Option<Arch> {
+        match gpu_type.to_ascii_uppercase().as_str() {
+            "V100" => Some(Arch::Volta),
+            "A100" | "A800" => Some(Arch::Ampere),
+            "H100" | "H200" | "H20" | "H800" => Some(Arch::Hopper),
+            "B200" | "GB200" => Some(Arch::Blackwell),
+            _ => None,
+        }
+    }
+
+    /// Most tree all-reduce bus bandwidth per channel NCCL expects (GB/s) on one node, two, and
+    /// more (`perChMaxTreeBws` in tuning.cc): a tree's pipelining falls short of its links.
+    pub fn tree_gbps_per_channel(self, nodes: u32) -> f64 {
+        let [one, two, more] = match self {
+            Arch::Volta => [26.5, 18.5, 10.0],
+            Arch::Ampere => [24.0, 23.6, 17.8],
+            Arch::Hopper => [38.7, 41.4, 36.0],
+            Arch::Blackwell => [2.0 * 38.7, 2.0 * 41.4, 2.0 * 36.0],
+        };
+        match nodes {
+            0 | 1 => one,
+            2 => two,
+            _ => more,
+        }
+    }
+}
+
 /// NVLink payload rate per GPU that NCCL plans with (GB/s): its per-link speed (`topo.h`: 20 GB/s
 /// on SM70/SM80, 20.6 on SM90, 40.1 on SM100) × the GPU's NVLinks, below the line rate (25 or
 /// 50 GB/s per link): 8×A100 reach ≈ 230 GB/s busbw, not 300 (hardware.md §2–3). None for GPU
@@ -136,12 +174,24 @@ pub fn latencies(algo: Algorithm) -> Vec<(Protocol, (f64, f64, f64))> {
     }
 }
 
-/// The algorithm's share of the bus bandwidth it can use.
+/// The algorithm's share of the bus bandwidth it can use (see [`tree_efficiency`] for the tree).
 pub fn algorithm_efficiency(algo: Algorithm) -> f64 {
     match algo {
         Algorithm::Tree => TREE_EFFICIENCY,
         Algorithm::Nvls | Algorithm::NvlsTree => NVLS_EFFICIENCY * (NVLS_CHANNELS - 1.0) / NVLS_CHANNELS,
         _ => 1.0,
+    }
+}
+
+/// The tree's efficiency: NCCL takes min(0.92 · busBw, nCh · perChMaxTreeBw), so a tree whose
+/// schedule would reach `raw_busbw` (GB/s, at full link rate) over `channels` channels on
+/// `nodes` servers of generation `arch` runs at this fraction of it.
+pub fn tree_efficiency(raw_busbw: f64, channels: u32, nodes: u32, arch: Option<Arch>) -> f64 {
+    let cap = arch.map_or(f64::INFINITY, |a| channels as f64 * a.tree_gbps_per_channel(nodes));
+    if raw_busbw > 0.0 {
+        TREE_EFFICIENCY.min(cap / raw_busbw)
+    } else {
+        TREE_EFFICIENCY
     }
 }
 
@@ -251,6 +301,17 @@ mod tests {
             (0.0, 0.0),
         );
         assert!((t - (6.6 + 14.0 * 1.0 + 2.7) * 1e3).abs() < 1e-6, "{t}");
+    }
+
+    #[test]
+    fn the_tree_is_capped_per_channel_by_generation() {
+        // 2×8 A100 over 8 channels: NCCL allows 8 × 23.6 GB/s, below 0.92 of a 240 GB/s tree.
+        assert!((tree_efficiency(240.0, 8, 2, Some(Arch::Ampere)) - 8.0 * 23.6 / 240.0).abs() < 1e-12);
+        // A slow tree is held to 0.92 only; an unknown generation has no cap.
+        assert_eq!(tree_efficiency(50.0, 8, 2, Some(Arch::Ampere)), TREE_EFFICIENCY);
+        assert_eq!(tree_efficiency(1e6, 1, 9, None), TREE_EFFICIENCY);
+        assert_eq!(Arch::of("h800"), Some(Arch::Hopper));
+        assert_eq!(Arch::Hopper.tree_gbps_per_channel(16), 36.0);
     }
 
     #[test]

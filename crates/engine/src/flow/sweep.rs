@@ -17,6 +17,7 @@ use std::rc::Rc;
 use super::network::{FlowNetwork, Scheduler, Tuning};
 use crate::collective::choose::Options;
 use crate::collective::cost::Links;
+use crate::collective::nccl::Arch;
 use crate::collective::{Algorithm, Protocol};
 use crate::error::{InputError, Result};
 use crate::executor::Executor;
@@ -85,7 +86,7 @@ pub fn links_of(topo: &Topology) -> Result<Links> {
     } else {
         0.0
     };
-    Ok(Links { nvlink_gbps: nvlink, nic_gbps: nic, alpha_nvlink_ns, alpha_net_ns })
+    Ok(Links { nvlink_gbps: nvlink, nic_gbps: nic, alpha_nvlink_ns, alpha_net_ns, arch: Arch::of(&topo.gpu_type) })
 }
 
 /// Channels when none are given: the NICs of the first server (each GPU link to a network
