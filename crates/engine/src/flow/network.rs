@@ -111,6 +111,27 @@ fn cap_nvlink(topo: &mut Topology) {
     }
 }
 
+/// A schedule's cache key: collective, bytes, [`schedule_shape`].
+type ScheduleKey = (Collective, u64, Vec<(u32, u32)>);
+
+/// What a group's schedule depends on besides the collective and its size: for each member in
+/// group order, its server (numbered by first appearance) and its local index there (its rail,
+/// which PXN relays through). Groups of one shape share a schedule.
+fn schedule_shape(ranks: &[u32], gpus_per_server: u32) -> Vec<(u32, u32)> {
+    let mut seen: Vec<u32> = Vec::new();
+    ranks
+        .iter()
+        .map(|r| {
+            let server = r / gpus_per_server;
+            let index = seen.iter().position(|&s| s == server).unwrap_or_else(|| {
+                seen.push(server);
+                seen.len() - 1
+            });
+            (index as u32, r % gpus_per_server)
+        })
+        .collect()
+}
+
 /// One phase ready to start: flows as (links, bytes), how many runs, and what each flow waits.
 type ReadyPhase = (Vec<(Rc<[u32]>, f64)>, u32, Wait);
 
@@ -146,8 +167,8 @@ pub struct FlowNetwork {
     rank_class: Vec<u32>,
     /// Instances of each (group, class): member ranks in group order.
     instances: HashMap<(GroupId, u32), Rc<Vec<Vec<u32>>>>,
-    /// Schedules by (collective, bytes, server of each member by first appearance).
-    schedules: HashMap<(Collective, u64, Vec<u32>), Rc<Schedule>>,
+    /// Schedules by (collective, bytes, [`schedule_shape`] of the members).
+    schedules: HashMap<ScheduleKey, Rc<Schedule>>,
     /// Routes by communication: a communicator keeps its connections, and so their ECMP paths,
     /// from one call to the next (as NCCL does).
     routes: HashMap<RouteKey, Routed>,
@@ -322,18 +343,7 @@ impl FlowNetwork {
 
     fn schedule_for(&mut self, c: Collective, ranks: &[u32], bytes: u64) -> Result<Rc<Schedule>> {
         let gps = self.topo.gpus_per_server;
-        let mut seen: Vec<u32> = Vec::new();
-        let shape: Vec<u32> = ranks
-            .iter()
-            .map(|r| match seen.iter().position(|&s| s == r / gps) {
-                Some(i) => i as u32,
-                None => {
-                    seen.push(r / gps);
-                    (seen.len() - 1) as u32
-                }
-            })
-            .collect();
-        let key = (c, bytes, shape);
+        let key = (c, bytes, schedule_shape(ranks, gps));
         if let Some(s) = self.schedules.get(&key) {
             return Ok(s.clone());
         }
@@ -506,3 +516,17 @@ impl NetworkModel for FlowNetwork {
 #[cfg(test)]
 #[path = "ecmp_tests.rs"]
 mod ecmp_tests;
+
+#[cfg(test)]
+mod shape_tests {
+    use super::schedule_shape;
+
+    #[test]
+    fn groups_share_a_schedule_only_on_the_same_servers_and_rails() {
+        // Same servers in the same order, same rails: one schedule.
+        assert_eq!(schedule_shape(&[0, 8], 8), schedule_shape(&[16, 24], 8));
+        // Same servers, other rails: PXN relays through other GPUs, so another schedule.
+        assert_ne!(schedule_shape(&[0, 9], 8), schedule_shape(&[1, 8], 8));
+        assert_eq!(schedule_shape(&[9, 1, 8], 8), vec![(0, 1), (1, 1), (0, 0)]);
+    }
+}
