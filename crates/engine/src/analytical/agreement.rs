@@ -14,8 +14,9 @@ use crate::collective::{valid_algorithms, Algorithm, GroupTopo};
 use crate::executor::Executor;
 use crate::flow::network::{FlowNetwork, Tuning};
 use crate::flow::sweep::sweep_workload;
+use crate::layout::{Axis, Layout};
 use crate::topology::{Link, NodeKind, Topology};
-use crate::workload::Collective;
+use crate::workload::{Collective, Group, Membership, Op, OpKind, Peer, Phase, Program, Workload};
 
 const NVLINK: f64 = 360.0;
 const NIC: f64 = 50.0;
@@ -38,16 +39,20 @@ fn fabric(n: u32, m: u32) -> Topology {
 /// (analytical, flow) ns of `c` of `bytes` on n ranks with `algorithm`.
 fn both(c: Collective, algorithm: Algorithm, n: u32, m: u32, bytes: u64) -> (f64, f64) {
     let options = Options { algorithm: Some(algorithm), nvls_enable: true, ..Options::default() };
-    let w = sweep_workload(c, n, &[bytes]);
+    run_both(&sweep_workload(c, n, &[bytes]), n, m, options)
+}
+
+/// (analytical, flow) ns of `w` on n ranks in servers of m.
+fn run_both(w: &Workload, n: u32, m: u32, options: Options) -> (f64, f64) {
     let mut platform = Platform::new(m, m, GpuType::H100, NicType::Cx7);
     platform.nvlink_busbw = Some(NVLINK as f32);
     platform.nic_busbw = Some(NIC as f32);
     let cost = AlphaBeta { platform, bandwidths: Bandwidths::Builtin(None), nvls: true, options: options.clone() };
     let mut analytical = Analytical::new(Box::new(cost), m);
-    let a = Executor::new(&w).unwrap().run(&mut analytical, &mut |_| true).unwrap().end_ns;
+    let a = Executor::new(w).unwrap().run(&mut analytical, &mut |_| true).unwrap().end_ns;
     let tuning = Tuning { options, ..Tuning::default() };
     let mut flow = FlowNetwork::tuned(fabric(n, m), &tuning, |s| s).unwrap();
-    let f = Executor::new(&w).unwrap().run(&mut flow, &mut |_| true).unwrap().end_ns;
+    let f = Executor::new(w).unwrap().run(&mut flow, &mut |_| true).unwrap().end_ns;
     (a, f)
 }
 
@@ -84,4 +89,31 @@ fn every_algorithm_agrees_on_small_groups() {
 fn every_algorithm_agrees_on_1024_ranks() {
     // Direct and PXN all-to-all are n(n−1) ≈ 1 M flows here: about half a minute in all.
     check(&[1024]);
+}
+
+/// Two pipeline stages of `n / 2` ranks each; every rank of the first sends `bytes` to its peer.
+fn pipeline_send(n: u32, bytes: u64) -> Workload {
+    let layout = Layout::megatron(n / 2, 1, 1, 1, 2);
+    let mask = layout.mask(&[Axis::Pp]);
+    let op = |kind| Program { ops: vec![Op::new(kind, Vec::new(), 0, Phase::Other)] };
+    let peer = |offset| Peer { group: 0, offset };
+    Workload {
+        layout,
+        groups: vec![Group { name: "PP".into(), members: Membership::Dims(mask) }],
+        programs: vec![op(OpKind::Send { peer: peer(1), bytes }), op(OpKind::Recv { peer: peer(-1), bytes })],
+        class_program: vec![0, 1],
+        rank_class: (0..n).map(|r| u32::from(r >= n / 2)).collect(),
+        rows: vec!["pp".into()],
+    }
+}
+
+#[test]
+fn point_to_point_sends_agree() {
+    // Inside one server of 8 (NVLink) and across two servers of 8 (the NIC).
+    for (n, m) in [(8, 8), (16, 8)] {
+        for bytes in [4096u64, 64 << 20] {
+            let (a, f) = run_both(&pipeline_send(n, bytes), n, m, Options::default());
+            assert!((a - f).abs() <= 1e-9 * f, "n={n} S={bytes}: analytical {a} ns, flow {f} ns");
+        }
+    }
 }

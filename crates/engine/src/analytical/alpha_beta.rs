@@ -29,7 +29,7 @@ use super::ratio::{RatioTable, RatioTables};
 use super::{CollectiveCost, GroupShape};
 use crate::collective::choose::{choose, Options};
 use crate::collective::cost::{direct_all_to_all_ns, timed_ns, Links};
-use crate::collective::nccl::{call_latency_ns, ring_hops, Protocol, RING_LATENCY_US};
+use crate::collective::nccl::{call_latency_ns, p2p_latency_ns, ring_hops, Protocol, RING_LATENCY_US};
 use crate::collective::{group_channels, Algorithm, GroupTopo, DIRECT_MAX_RANKS};
 use crate::error::InputError;
 use crate::workload::Collective;
@@ -144,14 +144,12 @@ impl CollectiveCost for AlphaBeta {
     /// Point-to-point (pipeline) transfer: Simple protocol latency plus size over the link:
     /// NVLink inside a server, the NIC share of one GPU across servers (or the file's PP busbw).
     fn transfer_ns(&self, same_server: bool, bytes: u64) -> Result<f64, InputError> {
-        let (base, hop_nv, hop_net) = RING_LATENCY_US[2];
         let bw = match &self.bandwidths {
             Bandwidths::File(t) => t.get("PP", "busbw")? as f64,
             Bandwidths::Builtin(_) if same_server => self.links().nvlink_gbps,
             Bandwidths::Builtin(_) => self.links().nic_gbps,
         };
-        let alpha_us = base + if same_server { hop_nv } else { hop_net };
-        Ok(alpha_us * 1e3 + bytes as f64 / bw)
+        Ok(p2p_latency_ns(same_server, (0.0, 0.0)) + bytes as f64 / bw)
     }
 }
 

@@ -260,6 +260,17 @@ pub fn call_latency_ns(
     lat * 1e3
 }
 
+/// NCCL's latency of a point-to-point send (ns): Simple's base and one hop, NVLink inside a
+/// server, the network across servers, plus the physical path latency α of that hop.
+pub fn p2p_latency_ns(same_server: bool, (alpha_nv_ns, alpha_net_ns): (f64, f64)) -> f64 {
+    let (base, hw_nv, hw_net) = RING_LATENCY_US[2];
+    if same_server {
+        (base + hw_nv) * 1e3 + alpha_nv_ns
+    } else {
+        (base + hw_net) * 1e3 + alpha_net_ns
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -25,7 +25,7 @@ use super::sweep::{default_channels, links_of};
 use super::{FlowSim, Wait};
 use crate::collective::choose::{self, Options};
 use crate::collective::cost::Links;
-use crate::collective::nccl::nvlink_gbps;
+use crate::collective::nccl::{nvlink_gbps, p2p_latency_ns};
 use crate::collective::{group_channels, Algorithm, Endpoint, GroupTopo, Schedule};
 use crate::error::{InputError, Result};
 use crate::network::{Comm, NetworkModel};
@@ -67,19 +67,27 @@ impl FlowNetwork {
         if t.options.send_lat_us.is_none() {
             cap_nvlink(&mut topo);
         }
+        let links = links_of(&topo)?;
         let scheduler = if t.channels == 0 {
-            let (links, options, nics) = (links_of(&topo)?, t.options.clone(), default_channels(&topo));
+            let (options, nics) = (t.options.clone(), default_channels(&topo));
             wrap(Box::new(move |c, g, bytes| {
                 Ok(choose::choose(c, g, bytes, group_channels(g, nics), &links, &options)?.schedule)
             }))
         } else {
-            wrap(auto_algorithm(links_of(&topo)?, t.options.clone(), t.channels))
+            wrap(auto_algorithm(links, t.options.clone(), t.channels))
         };
         // NVLS schedules need in-switch reduction: offered wherever servers have NVSwitches.
         let nvls = (0..topo.servers()).any(|s| !topo.nvswitches(s).is_empty());
         let mut net = FlowNetwork::new(topo, scheduler, t.seed, nvls);
         net.qps = t.qps.max(1);
-        net.send_latency_ns = t.options.send_lat_us.map_or(0.0, |us| us * 1e3);
+        // Point-to-point sends wait NCCL's p2p latency, or AS_SEND_LAT and their path latency.
+        net.p2p_wait = match t.options.send_lat_us {
+            Some(us) => [Wait::Path { extra_ns: us * 1e3 }; 2],
+            None => {
+                let alpha = (links.alpha_nvlink_ns, links.alpha_net_ns);
+                [Wait::Fixed(p2p_latency_ns(false, alpha)), Wait::Fixed(p2p_latency_ns(true, alpha))]
+            }
+        };
         Ok(net)
     }
 }
@@ -181,8 +189,8 @@ pub struct FlowNetwork {
     /// Tokens finished at `clock` but not yet handed out.
     ready: Vec<u64>,
     clock: f64,
-    /// What every point-to-point transfer waits on top of its path latency (AS_SEND_LAT), ns.
-    send_latency_ns: f64,
+    /// What a point-to-point transfer waits before it moves: across servers, inside one.
+    p2p_wait: [Wait; 2],
 }
 
 impl FlowNetwork {
@@ -209,7 +217,7 @@ impl FlowNetwork {
             finished: Vec::new(),
             ready: Vec::new(),
             clock: 0.0,
-            send_latency_ns: 0.0,
+            p2p_wait: [Wait::Path { extra_ns: 0.0 }; 2],
         }
     }
 
@@ -410,7 +418,9 @@ impl FlowNetwork {
                     }
                     self.flows_between(r as u32, d as u32, bytes as f64, &mut flows)?;
                 }
-                vec![Rc::from([(flows, 1, Wait::Path { extra_ns: self.send_latency_ns })])]
+                let gps = self.topo.gpus_per_server;
+                let wait = self.p2p_wait[usize::from(src / gps == dst / gps)];
+                vec![Rc::from([(flows, 1, wait)])]
             }
         };
         let routed = Rc::new(routed);
