@@ -22,8 +22,12 @@ pub trait NetworkModel {
     fn prepare(&mut self, workload: &Workload) -> Result<()>;
     /// A communication starts at `now_ns`; `token` identifies it in completions.
     fn start(&mut self, now_ns: f64, comm: &Comm, token: u64) -> Result<()>;
-    /// Earliest time at which a started communication finishes, if any is in flight.
+    /// None when nothing is in flight; else a time t ≥ the last `now` given, no later than the
+    /// earliest completion. The executor advances to t and calls [`NetworkModel::complete_until`],
+    /// which may return nothing when t was only an internal event of the model (a flow model's
+    /// phase boundary); it then asks again. The analytical model returns the completion itself.
     fn next_completion(&self) -> Option<f64>;
-    /// Append the tokens of communications finished at or before `now_ns`, in finishing order.
+    /// Append the tokens of communications finished at or before `now_ns`, in finishing order;
+    /// `now_ns` never precedes a time the model has already been advanced to.
     fn complete_until(&mut self, now_ns: f64, done: &mut Vec<u64>);
 }
