@@ -174,10 +174,10 @@ pub fn latencies(algo: Algorithm) -> Vec<(Protocol, (f64, f64, f64))> {
     }
 }
 
-/// The algorithm's share of the bus bandwidth it can use (see [`tree_efficiency`] for the tree).
+/// The share of the bus bandwidth an algorithm other than the tree can use; the tree's depends
+/// on how fast its schedule runs ([`tree_efficiency`]).
 pub fn algorithm_efficiency(algo: Algorithm) -> f64 {
     match algo {
-        Algorithm::Tree => TREE_EFFICIENCY,
         Algorithm::Nvls | Algorithm::NvlsTree => NVLS_EFFICIENCY * (NVLS_CHANNELS - 1.0) / NVLS_CHANNELS,
         _ => 1.0,
     }
