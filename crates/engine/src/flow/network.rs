@@ -99,16 +99,12 @@ impl FlowNetwork {
 fn cap_nvlink(topo: &mut Topology) {
     let Some(cap) = nvlink_gbps(&topo.gpu_type) else { return };
     for gpu in 0..topo.gpus {
-        let nvlinks = |t: &Topology| -> Vec<u32> {
-            let out = t.out_links(gpu).iter().chain(t.in_links(gpu));
-            out.copied()
-                .filter(|&l| {
-                    let link = &t.links[l as usize];
-                    t.kinds[link.src as usize] == NodeKind::NvSwitch || t.kinds[link.dst as usize] == NodeKind::NvSwitch
-                })
-                .collect()
+        let t = &*topo;
+        let is_nvlink = |l: u32| {
+            let link = &t.links[l as usize];
+            t.kinds[link.src as usize] == NodeKind::NvSwitch || t.kinds[link.dst as usize] == NodeKind::NvSwitch
         };
-        let ids = nvlinks(topo);
+        let ids: Vec<u32> = t.out_links(gpu).iter().chain(t.in_links(gpu)).copied().filter(|&l| is_nvlink(l)).collect();
         let up: f64 =
             ids.iter().filter(|&&l| topo.links[l as usize].src == gpu).map(|&l| topo.links[l as usize].bandwidth).sum();
         if up > cap {
