@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use clustersim_engine::analytical::busbw_file::BusbwTable;
-use clustersim_engine::analytical::platform::{GpuType, NicType, Platform};
 use clustersim_engine::analytical::ratio::RatioTables;
+use clustersim_engine::analytical::server_spec::{GpuType, NicType, ServerSpec};
 use clustersim_engine::simai::build::Overlap;
 use clustersim_engine::simai::run::{run_analytical, RunConfig};
 
@@ -17,7 +17,7 @@ fn config(nv: Option<f32>, nic: Option<f32>, busbw: Option<BusbwTable>, run_name
     RunConfig {
         compat: true,
         gpus: Some(9216),
-        platform: Platform {
+        platform: ServerSpec {
             gpus_per_server: 8,
             nics_per_server: 8,
             gpu: GpuType::H100,

@@ -4,7 +4,7 @@
 use clustersim_engine::collective::choose::Options;
 use clustersim_engine::flow::sweep::{self, SweepOptions};
 use clustersim_engine::flow::{completion_times, FlowSpec};
-use clustersim_engine::topology::{Routing, Topology};
+use clustersim_engine::platform::{Platform, Routing};
 use pyo3::prelude::*;
 
 use crate::engine_err;
@@ -22,7 +22,7 @@ pub fn flow_completion_times(
     seed: u64,
 ) -> PyResult<Vec<f64>> {
     py.detach(|| {
-        let topo = Topology::parse_simai("topology", topology)?;
+        let topo = Platform::parse_simai("topology", topology)?;
         let specs: Vec<FlowSpec> =
             flows.iter().map(|&(src, dst, bytes, start_ns)| FlowSpec { src, dst, bytes, start_ns }).collect();
         completion_times(&topo, &specs, routes.as_deref(), seed)
@@ -70,7 +70,7 @@ pub fn collective_sweep(
             algorithm: sweep::algorithm_option(algorithm)?,
             protocol: sweep::protocol_option(protocol)?,
         };
-        let mut topo = Topology::parse_simai("topology", topology)?;
+        let mut topo = Platform::parse_simai("topology", topology)?;
         topo.routing = Routing::parse(routing)?;
         let opts = SweepOptions { choose, channels, ranks, seed, qps };
         let points = sweep::sweep(topo, c, &sizes, &opts)?;

@@ -4,8 +4,8 @@ mod flow;
 mod workload;
 
 use clustersim_engine::analytical::busbw_file::BusbwTable;
-use clustersim_engine::analytical::platform::{GpuType, NicType, Platform};
 use clustersim_engine::analytical::ratio::{RatioTable, RatioTables};
+use clustersim_engine::analytical::server_spec::{GpuType, NicType, ServerSpec};
 use clustersim_engine::simai::build::Overlap;
 use clustersim_engine::simai::file::WorkloadFile;
 use clustersim_engine::simai::report::{LAYER_COLUMNS, SUMMARY_COLUMNS};
@@ -41,8 +41,8 @@ fn platform(
     nic_type: &str,
     nvlink_busbw: Option<f32>,
     nic_busbw: Option<f32>,
-) -> PyResult<Platform> {
-    Ok(Platform {
+) -> PyResult<ServerSpec> {
+    Ok(ServerSpec {
         gpus_per_server,
         nics_per_server,
         gpu: GpuType::parse(gpu_type).map_err(engine_err)?,

@@ -7,7 +7,7 @@
 //! protocol choice and their default channels.
 
 use super::alpha_beta::{AlphaBeta, Bandwidths};
-use super::platform::{GpuType, NicType, Platform};
+use super::server_spec::{GpuType, NicType, ServerSpec};
 use super::Analytical;
 use crate::collective::choose::Options;
 use crate::collective::{valid_algorithms, Algorithm, GroupTopo};
@@ -15,13 +15,13 @@ use crate::executor::Executor;
 use crate::flow::network::{FlowNetwork, Tuning};
 use crate::flow::sweep::sweep_workload;
 use crate::layout::{Axis, Layout};
-use crate::topology::{Link, NodeKind, Topology};
+use crate::platform::{Link, NodeKind, Platform};
 use crate::workload::{Collective, Group, Membership, Op, OpKind, Peer, Phase, Program, Workload};
 
 const NVLINK: f64 = 360.0;
 const NIC: f64 = 50.0;
 
-fn fabric(n: u32, m: u32) -> Topology {
+fn fabric(n: u32, m: u32) -> Platform {
     let servers = n / m;
     let kinds =
         [vec![NodeKind::Gpu; n as usize], vec![NodeKind::NvSwitch; servers as usize], vec![NodeKind::Switch]].concat();
@@ -33,7 +33,7 @@ fn fabric(n: u32, m: u32) -> Topology {
             }
         }
     }
-    Topology::from_parts("agreement", kinds, links, m, "H100").unwrap()
+    Platform::from_parts("agreement", kinds, links, m, "H100").unwrap()
 }
 
 /// (analytical, flow) ns of `c` of `bytes` on n ranks with `algorithm`.
@@ -44,7 +44,7 @@ fn both(c: Collective, algorithm: Algorithm, n: u32, m: u32, bytes: u64) -> (f64
 
 /// (analytical, flow) ns of `w` on n ranks in servers of m.
 fn run_both(w: &Workload, n: u32, m: u32, options: Options) -> (f64, f64) {
-    let mut platform = Platform::new(m, m, GpuType::H100, NicType::Cx7);
+    let mut platform = ServerSpec::new(m, m, GpuType::H100, NicType::Cx7);
     platform.nvlink_busbw = Some(NVLINK as f32);
     platform.nic_busbw = Some(NIC as f32);
     let cost = AlphaBeta { platform, bandwidths: Bandwidths::Builtin(None), nvls: true, options: options.clone() };

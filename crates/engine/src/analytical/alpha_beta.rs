@@ -24,8 +24,8 @@
 //! gets its size efficiency, and sizes beyond the tables are clamped.
 
 use super::busbw_file::BusbwTable;
-use super::platform::Platform;
 use super::ratio::{RatioTable, RatioTables};
+use super::server_spec::ServerSpec;
 use super::{CollectiveCost, GroupShape};
 use crate::collective::choose::{choose, Options};
 use crate::collective::cost::{direct_all_to_all_ns, timed_ns, Links};
@@ -44,7 +44,7 @@ pub enum Bandwidths {
 }
 
 pub struct AlphaBeta {
-    pub platform: Platform,
+    pub platform: ServerSpec,
     pub bandwidths: Bandwidths,
     /// The servers' NVSwitches reduce in-network (NVLS), so the tuner may pick NVLS.
     pub nvls: bool,
@@ -54,7 +54,7 @@ pub struct AlphaBeta {
 
 impl AlphaBeta {
     /// NCCL's tuner on `platform`, NVLS offered where its GPUs' NVSwitches reduce (Hopper).
-    pub fn nccl(platform: Platform, bandwidths: Bandwidths) -> AlphaBeta {
+    pub fn nccl(platform: ServerSpec, bandwidths: Bandwidths) -> AlphaBeta {
         let nvls = platform.gpu.nvls_busbw().is_some();
         AlphaBeta { platform, bandwidths, nvls, options: Options { nvls_enable: nvls, ..Options::default() } }
     }
@@ -156,13 +156,13 @@ impl CollectiveCost for AlphaBeta {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analytical::platform::{GpuType, NicType};
+    use crate::analytical::server_spec::{GpuType, NicType};
     use Collective::*;
 
     const GIB: f64 = 1073741824.0;
 
     fn model(bandwidths: Bandwidths) -> AlphaBeta {
-        AlphaBeta::nccl(Platform::new(8, 8, GpuType::A100, NicType::Cx7), bandwidths)
+        AlphaBeta::nccl(ServerSpec::new(8, 8, GpuType::A100, NicType::Cx7), bandwidths)
     }
 
     /// `per_node` ranks on each of `nodes` servers of 8 GPUs.
@@ -225,7 +225,7 @@ mod tests {
         // H800: NVLink 8 × 20.6 = 164.8 GB/s < 8 NICs × 48.5. DP 16 = 2 servers × 8, ring forced,
         // 1 GiB, no ratio tables: 8 channels each leave a server through a different NIC, so 7 of 8
         // stay on NVLink: B = min(8 × 48.5, 164.8 × 8/7); Simple: (8.4 + 28 × 3.4 + 2 × 14) × 1.4 µs.
-        let platform = Platform::new(8, 8, GpuType::H800, NicType::Cx7);
+        let platform = ServerSpec::new(8, 8, GpuType::H800, NicType::Cx7);
         let mut m = AlphaBeta::nccl(platform, Bandwidths::Builtin(None));
         m.options.algorithm = Some(Algorithm::Ring);
         let got = m.collective_ns(AllReduce, &shape("DP", 2, 8), GIB as u64).unwrap();
@@ -245,7 +245,7 @@ mod tests {
     #[test]
     fn nvls_is_offered_on_hopper_only() {
         let s = shape("TP", 1, 8);
-        let hopper = AlphaBeta::nccl(Platform::new(8, 8, GpuType::H100, NicType::Cx7), Bandwidths::Builtin(None));
+        let hopper = AlphaBeta::nccl(ServerSpec::new(8, 8, GpuType::H100, NicType::Cx7), Bandwidths::Builtin(None));
         let ampere = model(Bandwidths::Builtin(None));
         // 1 GiB all-reduce in one H100 server: NVLS after 25 µs; 8 channels of k = 256 chunks of
         // 512 KiB pipelined up and down in k + 1 steps, each moving 8 chunks per GPU port, at

@@ -5,8 +5,8 @@
 mod agreement;
 pub mod alpha_beta;
 pub mod busbw_file;
-pub mod platform;
 pub mod ratio;
+pub mod server_spec;
 pub mod simai;
 
 use crate::due::Due;

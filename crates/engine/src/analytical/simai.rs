@@ -9,8 +9,8 @@
 //! and all-to-all; all-reduce always priced as ring; sizes above the ratio table are an error.
 
 use super::busbw_file::BusbwTable;
-use super::platform::Platform;
 use super::ratio::RatioTables;
+use super::server_spec::ServerSpec;
 use super::{CollectiveCost, GroupShape};
 use crate::error::InputError;
 use crate::workload::Collective;
@@ -38,7 +38,7 @@ fn small_message_ns(n: u32) -> f64 {
 }
 
 pub struct SimaiBuiltin {
-    pub platform: Platform,
+    pub platform: ServerSpec,
     pub ratios: RatioTables,
 }
 
@@ -212,7 +212,7 @@ impl CollectiveCost for SimaiBusbwFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analytical::platform::{GpuType, NicType};
+    use crate::analytical::server_spec::{GpuType, NicType};
     use Collective::*;
 
     const GIB: u64 = 1 << 30;
@@ -223,7 +223,7 @@ mod tests {
     }
 
     fn builtin() -> SimaiBuiltin {
-        let platform = Platform::new(8, 8, GpuType::A100, NicType::Cx7);
+        let platform = ServerSpec::new(8, 8, GpuType::A100, NicType::Cx7);
         SimaiBuiltin { platform, ratios: RatioTables::builtin() }
     }
 

@@ -2,11 +2,11 @@
 
 use super::*;
 use crate::collective::GroupTopo;
-use crate::topology::{Link, NodeKind};
+use crate::platform::{Link, NodeKind};
 
 /// `gpus` one-GPU servers, GPU g on ToR g % `tors`, every ToR on every one of `spines` spines;
 /// every link 1 B/ns with no delay.
-fn clos(gpus: u32, tors: u32, spines: u32, routing: Routing) -> Topology {
+fn clos(gpus: u32, tors: u32, spines: u32, routing: Routing) -> Platform {
     let kinds = [vec![NodeKind::Gpu; gpus as usize], vec![NodeKind::Switch; (tors + spines) as usize]].concat();
     let mut links = Vec::new();
     let mut both = |a: u32, b: u32| {
@@ -22,12 +22,12 @@ fn clos(gpus: u32, tors: u32, spines: u32, routing: Routing) -> Topology {
             both(gpus + t, gpus + tors + s);
         }
     }
-    let mut t = Topology::from_parts("t", kinds, links, 1, "H100").unwrap();
+    let mut t = Platform::from_parts("t", kinds, links, 1, "H100").unwrap();
     t.routing = routing;
     t
 }
 
-fn network(t: Topology, qps: u32, seed: u64) -> FlowNetwork {
+fn network(t: Platform, qps: u32, seed: u64) -> FlowNetwork {
     FlowNetwork::tuned(t, &Tuning { channels: 1, qps, seed, ..Tuning::default() }, |s| s).unwrap()
 }
 
@@ -39,7 +39,7 @@ fn connection(net: &mut FlowNetwork, a: u32, b: u32, bytes: f64) -> Vec<(Rc<[u32
 }
 
 /// The spine (third node) of a GPU → ToR → spine → ToR → GPU path.
-fn spine(t: &Topology, path: &[u32]) -> u32 {
+fn spine(t: &Platform, path: &[u32]) -> u32 {
     assert_eq!(path.len(), 4, "{path:?}");
     t.links[path[1] as usize].dst
 }

@@ -57,8 +57,8 @@ use std::rc::Rc;
 
 use crate::due::Due;
 use crate::error::{InputError, Result};
-use crate::routing::{links_of_path, Router};
-use crate::topology::Topology;
+use crate::platform::routing::{links_of_path, Router};
+use crate::platform::Platform;
 
 /// Most rate changes recorded per run; a run with more is not fast-forwarded.
 const MAX_RECORD: usize = 64;
@@ -180,7 +180,7 @@ pub struct FlowSim {
 }
 
 impl FlowSim {
-    pub fn new(topo: &Topology) -> FlowSim {
+    pub fn new(topo: &Platform) -> FlowSim {
         let n = topo.links.len();
         FlowSim {
             cap: topo.links.iter().map(|l| l.bandwidth).collect(),
@@ -676,7 +676,7 @@ pub struct FlowSpec {
 /// Completion time (ns) of each flow, routed by shortest path with ECMP seeded by `seed` (flow
 /// id = index), or along `routes[i]` (node paths) where given.
 pub fn completion_times(
-    topo: &Topology,
+    topo: &Platform,
     flows: &[FlowSpec],
     routes: Option<&[Vec<u32>]>,
     seed: u64,

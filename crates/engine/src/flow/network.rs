@@ -29,8 +29,8 @@ use crate::collective::nccl::{nvlink_gbps, p2p_latency_ns};
 use crate::collective::{group_channels, Algorithm, Endpoint, GroupTopo, Schedule};
 use crate::error::{InputError, Result};
 use crate::network::{Comm, NetworkModel};
-use crate::routing::{link_between, Router, Routes};
-use crate::topology::{NodeKind, Routing, Topology};
+use crate::platform::routing::{link_between, Router, Routes};
+use crate::platform::{NodeKind, Platform, Routing};
 use crate::workload::{Collective, GroupId, OpKind, Workload};
 
 /// Turns one collective on one group instance into a schedule (an algorithm choice, fixed or
@@ -63,7 +63,7 @@ pub struct Tuning {
 
 impl FlowNetwork {
     /// A flow network on `topo` tuned by `t`; `wrap` may observe the scheduler's choices.
-    pub fn tuned(mut topo: Topology, t: &Tuning, wrap: impl FnOnce(Scheduler) -> Scheduler) -> Result<FlowNetwork> {
+    pub fn tuned(mut topo: Platform, t: &Tuning, wrap: impl FnOnce(Scheduler) -> Scheduler) -> Result<FlowNetwork> {
         if t.options.send_lat_us.is_none() {
             cap_nvlink(&mut topo);
         }
@@ -96,7 +96,7 @@ impl FlowNetwork {
 /// whose links to its NVSwitches sum to more have them scaled down, both directions, to that sum
 /// (a SimAI fabric's 360 GB/s H100 NVLink stays; an A100 described at its 300 GB/s line rate
 /// carries 240).
-fn cap_nvlink(topo: &mut Topology) {
+fn cap_nvlink(topo: &mut Platform) {
     let Some(cap) = nvlink_gbps(&topo.gpu_type) else { return };
     for gpu in 0..topo.gpus {
         let t = &*topo;
@@ -160,7 +160,7 @@ struct InstanceRun {
 }
 
 pub struct FlowNetwork {
-    topo: Topology,
+    topo: Platform,
     router: Router,
     user_routes: Routes,
     sim: FlowSim,
@@ -191,7 +191,7 @@ pub struct FlowNetwork {
 
 impl FlowNetwork {
     /// `seed` drives ECMP; `nvls` tells schedules that NVSwitches reduce in-switch.
-    pub fn new(topo: Topology, scheduler: Scheduler, seed: u64, nvls: bool) -> FlowNetwork {
+    pub fn new(topo: Platform, scheduler: Scheduler, seed: u64, nvls: bool) -> FlowNetwork {
         let router = Router::new(&topo, seed);
         let sim = FlowSim::new(&topo);
         FlowNetwork {
@@ -222,7 +222,7 @@ impl FlowNetwork {
         self.user_routes = routes;
     }
 
-    pub fn topology(&self) -> &Topology {
+    pub fn topology(&self) -> &Platform {
         &self.topo
     }
 

@@ -22,8 +22,8 @@ use crate::collective::{Algorithm, Protocol};
 use crate::error::{InputError, Result};
 use crate::executor::Executor;
 use crate::layout::{Axis, Layout};
-use crate::routing::Router;
-use crate::topology::{NodeKind, Topology};
+use crate::platform::routing::Router;
+use crate::platform::{NodeKind, Platform};
 use crate::workload::{Collective, Group, Membership, Op, OpKind, Phase, Program, Workload};
 
 /// How to run a sweep.
@@ -54,7 +54,7 @@ pub struct SweepPoint {
 /// NVSwitches summed, NIC = its links to network switches summed (GB/s). α are the physical
 /// path latencies NCCL adds to its per-hop latencies: GPU 0 to a GPU of its server through an
 /// NVSwitch, and to the GPU on its rail in the next server through the network (0 if none).
-pub fn links_of(topo: &Topology) -> Result<Links> {
+pub fn links_of(topo: &Platform) -> Result<Links> {
     if topo.gpus == 0 {
         return Err(InputError::new("topology", "the fabric has no GPUs"));
     }
@@ -91,7 +91,7 @@ pub fn links_of(topo: &Topology) -> Result<Links> {
 
 /// Channels when none are given: the NICs of the first server (each GPU link to a network
 /// switch is one NIC), so rings leave each server on every NIC; at least 2.
-pub fn default_channels(topo: &Topology) -> u32 {
+pub fn default_channels(topo: &Platform) -> u32 {
     let gps = topo.gpus_per_server.min(topo.gpus);
     let nics = (0..gps)
         .flat_map(|g| topo.out_links(g).iter())
@@ -119,7 +119,7 @@ pub(crate) fn sweep_workload(c: Collective, n: u32, sizes: &[u64]) -> Workload {
 }
 
 /// Run collective `c` of each S in `sizes` (bytes, nccl-tests convention) over the fabric.
-pub fn sweep(topo: Topology, c: Collective, sizes: &[u64], opts: &SweepOptions) -> Result<Vec<SweepPoint>> {
+pub fn sweep(topo: Platform, c: Collective, sizes: &[u64], opts: &SweepOptions) -> Result<Vec<SweepPoint>> {
     let n = opts.ranks.unwrap_or(topo.gpus);
     if n == 0 || n > topo.gpus {
         return Err(InputError::field(
@@ -194,7 +194,7 @@ pub fn protocol_option(protocol: &str) -> Result<Option<Protocol>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::Link;
+    use crate::platform::Link;
 
     fn both(links: &mut Vec<Link>, a: u32, b: u32, bandwidth: f64, latency_ns: f64) {
         for (src, dst) in [(a, b), (b, a)] {
@@ -204,7 +204,7 @@ mod tests {
 
     /// `servers` servers of 8 GPUs, one NVSwitch each (NVLink `nv` GB/s per GPU), every GPU's NIC
     /// (`nic` GB/s) on one non-blocking switch.
-    fn cluster(servers: u32, nv: f64, nic: f64) -> Topology {
+    fn cluster(servers: u32, nv: f64, nic: f64) -> Platform {
         let g = servers * 8;
         let kinds =
             [vec![NodeKind::Gpu; g as usize], vec![NodeKind::NvSwitch; servers as usize], vec![NodeKind::Switch]]
@@ -214,7 +214,7 @@ mod tests {
             both(&mut links, i, g + i / 8, nv, 0.0);
             both(&mut links, i, g + servers, nic, 0.0);
         }
-        Topology::from_parts("test", kinds, links, 8, "H100").unwrap()
+        Platform::from_parts("test", kinds, links, 8, "H100").unwrap()
     }
 
     fn ring() -> SweepOptions {

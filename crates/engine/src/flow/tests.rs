@@ -5,7 +5,7 @@ use crate::executor::Executor;
 use crate::layout::{Axis, Layout};
 use crate::network::Comm;
 use crate::network::NetworkModel;
-use crate::topology::{Link, NodeKind};
+use crate::platform::{Link, NodeKind};
 use crate::workload::{Collective, Group, Membership, Op, OpKind, Phase as OpPhase, Program, Workload};
 
 fn both(links: &mut Vec<Link>, a: u32, b: u32, bandwidth: f64, latency_ns: f64) {
@@ -15,7 +15,7 @@ fn both(links: &mut Vec<Link>, a: u32, b: u32, bandwidth: f64, latency_ns: f64) 
 }
 
 /// `tors` ToRs of `per_tor` single-GPU servers, every ToR on every one of `spines` spines.
-fn leaf_spine(per_tor: u32, tors: u32, spines: u32, nic_bw: f64, up_bw: f64, lat: f64) -> Topology {
+fn leaf_spine(per_tor: u32, tors: u32, spines: u32, nic_bw: f64, up_bw: f64, lat: f64) -> Platform {
     let g = per_tor * tors;
     let kinds = [vec![NodeKind::Gpu; g as usize], vec![NodeKind::Switch; (tors + spines) as usize]].concat();
     let mut links = Vec::new();
@@ -27,7 +27,7 @@ fn leaf_spine(per_tor: u32, tors: u32, spines: u32, nic_bw: f64, up_bw: f64, lat
             both(&mut links, g + t, g + tors + s, up_bw, lat);
         }
     }
-    Topology::from_parts("test", kinds, links, 1, "H100").unwrap()
+    Platform::from_parts("test", kinds, links, 1, "H100").unwrap()
 }
 
 fn flow(src: u32, dst: u32, bytes: f64, start_ns: f64) -> FlowSpec {
@@ -69,7 +69,7 @@ fn classic_max_min_gives_the_leftover_to_unconstrained_flows() {
     for (i, cap) in [1.0, 3.0, 2.0].into_iter().enumerate() {
         both(&mut links, 4 + i as u32, 5 + i as u32, cap, 0.0);
     }
-    let t = Topology::from_parts("test", kinds, links, 1, "H100").unwrap();
+    let t = Platform::from_parts("test", kinds, links, 1, "H100").unwrap();
     let flows = [flow(0, 3, 1000.0, 0.0), flow(0, 1, 1000.0, 0.0), flow(1, 2, 1e4, 0.0), flow(2, 3, 1e4, 0.0)];
     let c = completion_times(&t, &flows, None, 0).unwrap();
     // A, B at 0.5 end at 2000; then C at 3: 5000 + 3(t − 2000) = 1e4; D at 2: 3000 + 2(t − 2000) = 1e4.
@@ -144,7 +144,7 @@ type TestBatch = (Vec<(u32, u32, f64)>, u32, f64);
 /// Run `batches` (flow lists with repeats, start times), each flow ECMP-routed as its own;
 /// completion time of each batch in the order given, solves, bytes per link. `ff`: fast-forward
 /// repeats; `incremental`: re-solve rates locally.
-fn run_batches(t: &Topology, batches: &[TestBatch], ff: bool, incremental: bool) -> (Vec<f64>, u64, Vec<f64>) {
+fn run_batches(t: &Platform, batches: &[TestBatch], ff: bool, incremental: bool) -> (Vec<f64>, u64, Vec<f64>) {
     let mut router = Router::new(t, 0);
     let mut sim = FlowSim::new(t);
     sim.set_fast_forward(ff);
@@ -279,7 +279,7 @@ fn intra_server_transfers_use_every_nvswitch() {
         }
         both(&mut links, g, 8, 10.0, 0.0);
     }
-    let t = Topology::from_parts("test", kinds, links, 2, "H100").unwrap();
+    let t = Platform::from_parts("test", kinds, links, 2, "H100").unwrap();
     // Each rank its own class, so a transfer stands for one pair.
     let mut w = allreduce_workload(4, 0);
     w.rank_class = vec![0, 1, 2, 3];
@@ -307,7 +307,7 @@ fn intra_server_transfers_use_every_nvswitch() {
 /// A Spectrum-X-like fabric (formats.md §3.3): 8 GPUs and one NVSwitch (2880 Gbps, 25 ns) per
 /// server; rail-optimised, GPU k of a server on ASW k of its 64-server segment (400 Gbps,
 /// 500 ns); every ASW on every one of 64 PSWs (400 Gbps).
-fn spectrum_x(gpus: u32) -> Topology {
+fn spectrum_x(gpus: u32) -> Platform {
     let (gps, per_asw) = (8u32, 64u32);
     let servers = gpus / gps;
     let segments = servers.div_ceil(per_asw);
@@ -333,7 +333,7 @@ fn spectrum_x(gpus: u32) -> Topology {
             both(&mut links, asw0 + a, psw0 + p, 50.0, 500.0);
         }
     }
-    Topology::from_parts("spectrum-x", kinds, links, gps, "H100").unwrap()
+    Platform::from_parts("spectrum-x", kinds, links, gps, "H100").unwrap()
 }
 
 /// Speed targets: 1 GiB ring all-reduce on 4096 ranks within 2 s, 16384 within 20 s (release
@@ -415,7 +415,7 @@ fn many_small_flows_do_not_hide_a_link_s_spare_capacity() {
     for (s, cap) in [(1, 1.0), (2, 0.999), (3, 5e-10)] {
         both(&mut links, 0, s, cap, 0.0);
     }
-    let t = Topology::from_parts("star", kinds, links, 1, "H100").unwrap();
+    let t = Platform::from_parts("star", kinds, links, 1, "H100").unwrap();
     let end_of_x = |incremental: bool| {
         let mut sim = FlowSim::new(&t);
         sim.set_incremental(incremental);
@@ -436,7 +436,7 @@ fn many_small_flows_do_not_hide_a_link_s_spare_capacity() {
 
 /// Every flow of `flows` (src, dst, bytes, start) as its own batch, ECMP-routed with seed 0;
 /// completion times and solves, with instants coalesced or each distinct time alone.
-fn per_flow_run(t: &Topology, flows: &[(u32, u32, f64, f64)], coalesce: bool) -> (Vec<f64>, u64) {
+fn per_flow_run(t: &Platform, flows: &[(u32, u32, f64, f64)], coalesce: bool) -> (Vec<f64>, u64) {
     let mut router = Router::new(t, 0);
     let mut sim = FlowSim::new(t);
     sim.set_coalesce(coalesce);

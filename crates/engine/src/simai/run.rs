@@ -8,23 +8,23 @@ use super::file::WorkloadFile;
 use super::report::{Report, ReportOptions};
 use crate::analytical::alpha_beta::{AlphaBeta, Bandwidths};
 use crate::analytical::busbw_file::BusbwTable;
-use crate::analytical::platform::Platform;
 use crate::analytical::ratio::RatioTables;
+use crate::analytical::server_spec::ServerSpec;
 use crate::analytical::simai::{SimaiBuiltin, SimaiBusbwFile};
 use crate::analytical::{Analytical, CollectiveCost};
 use crate::error::{InputError, Result};
 use crate::executor::{Execution, Executor};
 use crate::flow::network::{FlowNetwork, Tuning};
 use crate::layout::Axis;
-use crate::routing::Routes;
-use crate::topology::Topology;
+use crate::platform::routing::Routes;
+use crate::platform::Platform;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunConfig {
     /// Reproduce SimAI-Analytical's numbers, quirks included.
     pub compat: bool,
     pub gpus: Option<u32>,
-    pub platform: Platform,
+    pub platform: ServerSpec,
     pub busbw: Option<BusbwTable>,
     pub ratios: RatioTables,
     pub overlap: Overlap,
@@ -38,7 +38,7 @@ pub struct RunConfig {
 /// The flow backend: a fabric, and how collectives become transfers on it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FlowConfig {
-    pub topology: Topology,
+    pub topology: Platform,
     pub tuning: Tuning,
     pub routes: Routes,
 }

@@ -13,7 +13,7 @@ pub mod simai_rows;
 use serde::{Deserialize, Serialize};
 
 use crate::analytical::alpha_beta::{AlphaBeta, Bandwidths};
-use crate::analytical::platform::{GpuType, NicType, Platform};
+use crate::analytical::server_spec::{GpuType, NicType, ServerSpec};
 use crate::analytical::Analytical;
 use crate::collective::choose::Options;
 use crate::error::{InputError, Result};
@@ -21,9 +21,9 @@ use crate::executor::{Execution, Executor};
 use crate::exposure::exposure;
 use crate::flow::network::Tuning;
 use crate::flow::sweep::{algorithm_option, protocol_option};
-use crate::routing::Routes;
+use crate::platform::routing::Routes;
+use crate::platform::{Platform, Routing};
 use crate::simai::run::FlowConfig;
-use crate::topology::{Routing, Topology};
 use crate::workload::{OpKind, Workload};
 use hardware::Accelerator;
 use memory::{memory, Memory};
@@ -115,7 +115,7 @@ impl Fabric {
 
     /// The topology, tuning and routes, parsed and checked.
     pub fn config(&self) -> Result<FlowConfig> {
-        let mut topology = Topology::parse_simai(&self.path, &self.topology)?;
+        let mut topology = Platform::parse_simai(&self.path, &self.topology)?;
         if let Some(r) = &self.routing {
             topology.routing = Routing::parse(r)?;
         }
@@ -230,7 +230,7 @@ pub fn layer_seconds(input: &TrainingInput) -> Result<(f64, f64)> {
 /// The analytical network of a training run: NCCL's α–β on the run's NVLink and NICs.
 pub(crate) fn network_cost(input: &TrainingInput) -> Result<AlphaBeta> {
     let net = &input.network;
-    let platform = Platform {
+    let platform = ServerSpec {
         gpus_per_server: input.plan.gpus_per_server,
         nics_per_server: net.nics_per_server,
         // SimAI's GPU type only supplies defaults; both bandwidths are given explicitly.

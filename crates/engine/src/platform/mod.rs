@@ -6,6 +6,7 @@
 //! endpoints only: routes never pass through a GPU they neither start nor end at, as in SimAI's
 //! ns-3 backend where hosts do not forward.
 
+pub mod routing;
 pub mod simai;
 
 use crate::error::{InputError, Result};
@@ -66,7 +67,7 @@ impl Routing {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Topology {
+pub struct Platform {
     pub kinds: Vec<NodeKind>,
     pub links: Vec<Link>,
     pub gpus: u32,
@@ -101,7 +102,7 @@ fn csr(n: usize, keys: impl Iterator<Item = u32> + Clone) -> (Vec<u32>, Vec<u32>
     (start, items)
 }
 
-impl Topology {
+impl Platform {
     /// Build from arrays (the bulk path for NetworkX graphs). GPUs must be nodes `0..G`, every
     /// other node a switch; `links` are directed. `source` names the input in errors.
     pub fn from_parts(
@@ -110,7 +111,7 @@ impl Topology {
         links: Vec<Link>,
         gpus_per_server: u32,
         gpu_type: &str,
-    ) -> Result<Topology> {
+    ) -> Result<Platform> {
         let n = kinds.len();
         if n > u32::MAX as usize / 2 {
             return Err(InputError::field(source, "nodes", format!("{n} nodes is too many")));
@@ -159,7 +160,7 @@ impl Topology {
         }
         let (nvs_start, idx) = csr(servers, owner.iter().map(|o| o.0));
         let nvs = idx.iter().map(|&i| owner[i as usize].1).collect();
-        let t = Topology {
+        let t = Platform {
             kinds,
             links,
             gpus,
@@ -270,7 +271,7 @@ mod tests {
                 links.push(link(b, a));
             }
         }
-        let t = Topology::from_parts("t", kinds, links, 2, "H100").unwrap();
+        let t = Platform::from_parts("t", kinds, links, 2, "H100").unwrap();
         assert_eq!((t.nvswitches(0), t.nvswitches(1), t.nvswitches(2)), (&[4][..], &[5][..], &[][..]));
     }
 
@@ -279,7 +280,7 @@ mod tests {
         // Two servers with NVSwitches only: GPU 0 cannot reach GPU 2.
         let kinds = [vec![NodeKind::Gpu; 4], vec![NodeKind::NvSwitch; 2]].concat();
         let links = (0..4).flat_map(|g| [link(g, 4 + g / 2), link(4 + g / 2, g)]).collect();
-        let e = Topology::from_parts("t", kinds, links, 2, "H100").unwrap_err();
+        let e = Platform::from_parts("t", kinds, links, 2, "H100").unwrap_err();
         assert!(e.message.contains("GPU 0 cannot reach GPU 2"), "{e}");
     }
 
@@ -288,17 +289,17 @@ mod tests {
         // 0 - 1 - 2 wired through GPU 1 only: 0 cannot reach 2.
         let kinds = vec![NodeKind::Gpu; 3];
         let links = vec![link(0, 1), link(1, 0), link(1, 2), link(2, 1)];
-        let e = Topology::from_parts("t", kinds, links, 1, "H100").unwrap_err();
+        let e = Platform::from_parts("t", kinds, links, 1, "H100").unwrap_err();
         assert!(e.message.contains("GPU 0 cannot reach GPU 2"), "{e}");
     }
 
     #[test]
     fn bad_parts_are_input_errors() {
         let kinds = vec![NodeKind::Gpu, NodeKind::Switch, NodeKind::Gpu];
-        let e = Topology::from_parts("t", kinds, vec![], 1, "H100").unwrap_err();
+        let e = Platform::from_parts("t", kinds, vec![], 1, "H100").unwrap_err();
         assert!(e.message.contains("node 2 is a GPU"), "{e}");
         let kinds = vec![NodeKind::Gpu, NodeKind::Gpu];
-        let e = Topology::from_parts("t", kinds, vec![link(0, 5)], 1, "H100").unwrap_err();
+        let e = Platform::from_parts("t", kinds, vec![link(0, 5)], 1, "H100").unwrap_err();
         assert!(e.to_string().contains("link 0 (0 -> 5)"), "{e}");
     }
 }

@@ -94,7 +94,7 @@ impl NicType {
 
 /// What the analytical models need to know about the servers.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Platform {
+pub struct ServerSpec {
     pub gpus_per_server: u32,
     pub nics_per_server: u32,
     pub gpu: GpuType,
@@ -105,10 +105,10 @@ pub struct Platform {
     pub nic_busbw: Option<f32>,
 }
 
-impl Platform {
+impl ServerSpec {
     /// Servers of `gpus` GPUs of type `gpu` and `nics` NICs of type `nic`, no bandwidth overrides.
-    pub fn new(gpus: u32, nics: u32, gpu: GpuType, nic: NicType) -> Platform {
-        Platform { gpus_per_server: gpus, nics_per_server: nics, gpu, nic, nvlink_busbw: None, nic_busbw: None }
+    pub fn new(gpus: u32, nics: u32, gpu: GpuType, nic: NicType) -> ServerSpec {
+        ServerSpec { gpus_per_server: gpus, nics_per_server: nics, gpu, nic, nvlink_busbw: None, nic_busbw: None }
     }
 
     pub fn nvlink(&self) -> f32 {

@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 
 use crate::error::{InputError, Result};
-use crate::topology::Topology;
+use crate::platform::Platform;
 
 const FAR: u16 = u16::MAX;
 
@@ -45,7 +45,7 @@ pub fn ecmp_pick(seed: u64, flow: u64, src: u32, dst: u32, node: u32, n: usize) 
 }
 
 impl Router {
-    pub fn new(topo: &Topology, seed: u64) -> Router {
+    pub fn new(topo: &Platform, seed: u64) -> Router {
         let mut sw_index = vec![u32::MAX; topo.node_count() as usize];
         let mut switches = 0;
         for (v, idx) in sw_index.iter_mut().enumerate() {
@@ -57,7 +57,7 @@ impl Router {
         Router { seed, sw_index, switches, to_switch: HashMap::new() }
     }
 
-    fn ensure(&mut self, topo: &Topology, target: u32) {
+    fn ensure(&mut self, topo: &Platform, target: u32) {
         if self.to_switch.contains_key(&target) {
             return;
         }
@@ -79,7 +79,7 @@ impl Router {
     }
 
     /// Distances toward `dst` (building the tables it needs).
-    fn toward<'a>(&'a mut self, topo: &'a Topology, dst: u32) -> Toward<'a> {
+    fn toward<'a>(&'a mut self, topo: &'a Platform, dst: u32) -> Toward<'a> {
         // Switches that end the path: dst itself, or those linking to the GPU dst.
         let ends: Vec<u32> = if topo.is_transit(dst) {
             vec![dst]
@@ -103,7 +103,7 @@ impl Router {
 
     /// Check `src` and `dst`; the NVSwitch links of a same-server pair (NVLink before the NIC),
     /// or None when the pair talks over the network.
-    fn scale_up(topo: &Topology, src: u32, dst: u32) -> Result<Option<Vec<(u32, u32)>>> {
+    fn scale_up(topo: &Platform, src: u32, dst: u32) -> Result<Option<Vec<(u32, u32)>>> {
         let n = topo.node_count();
         for (v, what) in [(src, "src"), (dst, "dst")] {
             if v >= n {
@@ -125,7 +125,7 @@ impl Router {
     }
 
     /// Append to `out` the directed links of flow `flow`'s path from `src` to `dst`.
-    pub fn route(&mut self, topo: &Topology, src: u32, dst: u32, flow: u64, out: &mut Vec<u32>) -> Result<()> {
+    pub fn route(&mut self, topo: &Platform, src: u32, dst: u32, flow: u64, out: &mut Vec<u32>) -> Result<()> {
         let via = Self::scale_up(topo, src, dst)?;
         if src == dst {
             return Ok(());
@@ -151,12 +151,12 @@ impl Router {
         Err(InputError::field("flows", "route", format!("no loop-free path from node {src} to node {dst}")))
     }
 
-    /// Per-packet spraying ([`crate::topology::Routing::Spray`]): every shortest path from
+    /// Per-packet spraying ([`crate::platform::Routing::Spray`]): every shortest path from
     /// `src` to `dst` with the share of the flow it carries, appended to `out`. Each node splits
     /// what reaches it evenly over its equal-cost next hops, so the shares sum to 1 and a path's
     /// share is the product of 1/k over its hops (on a symmetric Clos: 1 / the path count). Two
     /// GPUs of one server split evenly over their NVSwitches, as NVLink traffic does.
-    pub fn spray(&mut self, topo: &Topology, src: u32, dst: u32, out: &mut Vec<(Vec<u32>, f64)>) -> Result<()> {
+    pub fn spray(&mut self, topo: &Platform, src: u32, dst: u32, out: &mut Vec<(Vec<u32>, f64)>) -> Result<()> {
         let via = Self::scale_up(topo, src, dst)?;
         if src == dst {
             return Ok(());
@@ -207,7 +207,7 @@ pub const MAX_SPRAY_PATHS: usize = 4096;
 
 /// Hop counts toward one destination.
 struct Toward<'a> {
-    topo: &'a Topology,
+    topo: &'a Platform,
     dst: u32,
     sw_index: &'a [u32],
     /// Hop counts from every switch to each switch that ends a path.
@@ -254,12 +254,12 @@ impl Toward<'_> {
 }
 
 /// The first directed link from `a` to `b`, if any.
-pub fn link_between(topo: &Topology, a: u32, b: u32) -> Option<u32> {
+pub fn link_between(topo: &Platform, a: u32, b: u32) -> Option<u32> {
     topo.out_links(a).iter().copied().find(|&l| topo.links[l as usize].dst == b)
 }
 
 /// Links of a user-given node path; a hop without a link is an error naming it.
-pub fn links_of_path(topo: &Topology, nodes: &[u32], src: u32, dst: u32, out: &mut Vec<u32>) -> Result<()> {
+pub fn links_of_path(topo: &Platform, nodes: &[u32], src: u32, dst: u32, out: &mut Vec<u32>) -> Result<()> {
     if nodes.first() != Some(&src) || nodes.last() != Some(&dst) {
         return Err(InputError::field(
             "routes",
@@ -289,7 +289,7 @@ pub struct Routes(HashMap<(u32, u32), Vec<u32>>);
 impl Routes {
     /// Parse routes file `text` (named `path` in messages) against `topo`: every hop must be a
     /// link, every pair routed once.
-    pub fn parse(path: &str, text: &str, topo: &Topology) -> Result<Routes> {
+    pub fn parse(path: &str, text: &str, topo: &Platform) -> Result<Routes> {
         let mut routes = HashMap::new();
         let mut first_line = HashMap::new();
         for (i, raw) in text.lines().enumerate() {
@@ -352,11 +352,11 @@ impl Routes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::{Link, NodeKind};
+    use crate::platform::{Link, NodeKind};
 
     /// `gpus` single-GPU servers, `tors` ToRs, every GPU on every ToR, each ToR on `spines`
     /// spines (a dual-ToR, multi-spine toy fabric).
-    fn fabric(gpus: u32, tors: u32, spines: u32) -> Topology {
+    fn fabric(gpus: u32, tors: u32, spines: u32) -> Platform {
         let kinds = [vec![NodeKind::Gpu; gpus as usize], vec![NodeKind::Switch; (tors + spines) as usize]].concat();
         let mut links = Vec::new();
         let mut both = |a: u32, b: u32| {
@@ -377,10 +377,10 @@ mod tests {
                 both(gpus + t, gpus + tors + s);
             }
         }
-        Topology::from_parts("t", kinds, links, 1, "H100").unwrap()
+        Platform::from_parts("t", kinds, links, 1, "H100").unwrap()
     }
 
-    fn nodes(t: &Topology, src: u32, links: &[u32]) -> Vec<u32> {
+    fn nodes(t: &Platform, src: u32, links: &[u32]) -> Vec<u32> {
         std::iter::once(src).chain(links.iter().map(|&l| t.links[l as usize].dst)).collect()
     }
 
@@ -428,7 +428,7 @@ mod tests {
 
     /// A random fabric with uneven fan-out: one-GPU servers on one to three random switches,
     /// random (sometimes parallel) switch links.
-    fn random_fabric(seed: u64, gpus: u32, switches: u32) -> Topology {
+    fn random_fabric(seed: u64, gpus: u32, switches: u32) -> Platform {
         let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
         let mut next = |n: u32| {
             x ^= x << 13;
@@ -455,13 +455,13 @@ mod tests {
             }
         }
         links.retain(|l| l.src != l.dst);
-        Topology::from_parts("t", kinds, links, 1, "H100").unwrap()
+        Platform::from_parts("t", kinds, links, 1, "H100").unwrap()
     }
 
     /// Each link's share of a sprayed flow, computed without the router: hop counts to `dst` by
     /// breadth-first search backwards over switches, then each node's share split evenly over
     /// the links one hop closer.
-    fn spray_loads(t: &Topology, src: u32, dst: u32) -> Vec<f64> {
+    fn spray_loads(t: &Platform, src: u32, dst: u32) -> Vec<f64> {
         let n = t.node_count() as usize;
         let mut dist = vec![usize::MAX; n];
         dist[dst as usize] = 0;
@@ -562,7 +562,7 @@ mod tests {
                 links.push(Link { src: s, dst: d, bandwidth: 1.0, latency_ns: 1.0, error_rate: 0.0 });
             }
         }
-        let t = Topology::from_parts("t", kinds, links, 2, "H100").unwrap();
+        let t = Platform::from_parts("t", kinds, links, 2, "H100").unwrap();
         let mut r = Router::new(&t, 0);
         for f in 0..16 {
             let mut p = Vec::new();

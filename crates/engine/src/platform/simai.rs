@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use super::{Link, NodeKind, Topology};
+use super::{Link, NodeKind, Platform};
 use crate::error::{InputError, Result};
 
 /// Bits per second → bytes per ns.
@@ -115,9 +115,9 @@ impl<'a> Tokens<'a> {
     }
 }
 
-impl Topology {
+impl Platform {
     /// Parse SimAI topology text; `file` names it in errors.
-    pub fn parse_simai(file: &str, text: &str) -> Result<Topology> {
+    pub fn parse_simai(file: &str, text: &str) -> Result<Platform> {
         let header: Vec<&str> = text.lines().next().unwrap_or("").split_whitespace().collect();
         const NAMES: [&str; 5] = ["nodes", "gpus_per_server", "nvswitch_count", "switch_count", "link_count"];
         if header.len() < 5 || header.len() > 6 {
@@ -206,7 +206,7 @@ impl Topology {
                 format!("'{t}' after the {link_count} links the header announces"),
             ));
         }
-        Topology::from_parts(file, kinds, links, gps, gpu_type)
+        Platform::from_parts(file, kinds, links, gps, gpu_type)
     }
 
     /// The SimAI text of this topology. Directed links are paired into full-duplex lines, so
@@ -296,7 +296,7 @@ mod tests {
 
     #[test]
     fn parses_the_generator_layout() {
-        let t = Topology::parse_simai("t.txt", SMALL).unwrap();
+        let t = Platform::parse_simai("t.txt", SMALL).unwrap();
         assert_eq!((t.gpus, t.gpus_per_server, t.node_count(), t.links.len()), (4, 2, 7, 16));
         assert_eq!(t.kinds[4..], [NodeKind::NvSwitch, NodeKind::NvSwitch, NodeKind::Switch]);
         assert_eq!(t.nvswitches(1), &[5]);
@@ -304,21 +304,21 @@ mod tests {
         assert_eq!((l.src, l.dst, l.bandwidth, l.latency_ns), (6, 0, 50.0, 500.0));
         // Ids may wrap lines, and gpu_type may be missing.
         let wrapped = SMALL.replace("7 2 2 1 8 H100\n4 5 6 \n", "7 2 2 1 8\n4\n5 6\n");
-        let w = Topology::parse_simai("t.txt", &wrapped).unwrap();
+        let w = Platform::parse_simai("t.txt", &wrapped).unwrap();
         assert_eq!((w.links, w.gpu_type.as_str()), (t.links, ""));
     }
 
     #[test]
     fn write_then_parse_is_the_same_topology() {
-        let t = Topology::parse_simai("t.txt", SMALL).unwrap();
+        let t = Platform::parse_simai("t.txt", SMALL).unwrap();
         let text = t.to_simai().unwrap();
         assert!(text.starts_with("7 2 2 1 8 H100\n4 5 6 \n0 4 2880Gbps 25ns 0\n"), "{text}");
-        assert_eq!(Topology::parse_simai("t2.txt", &text).unwrap(), t);
+        assert_eq!(Platform::parse_simai("t2.txt", &text).unwrap(), t);
     }
 
     #[test]
     fn a_one_way_link_cannot_be_written() {
-        let mut t = Topology::parse_simai("t.txt", SMALL).unwrap();
+        let mut t = Platform::parse_simai("t.txt", SMALL).unwrap();
         t.links[1].bandwidth = 1.0;
         let e = t.to_simai().unwrap_err();
         assert!(e.to_string().contains("no reverse link"), "{e}");
@@ -340,7 +340,7 @@ mod tests {
             (SMALL.replace("7 2 2 1 8", "7 2 5 3 8"), 1, "switch_count"),
         ];
         for (text, line, field) in cases {
-            let e = Topology::parse_simai("t.txt", &text).unwrap_err();
+            let e = Platform::parse_simai("t.txt", &text).unwrap_err();
             assert_eq!((e.line, e.field.as_deref()), (Some(line), Some(field)), "{e}");
             assert!(e.to_string().starts_with("t.txt:"), "{e}");
         }
