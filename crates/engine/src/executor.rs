@@ -360,6 +360,7 @@ mod tests {
     use crate::analytical::{Analytical, CollectiveCost, GroupShape};
     use crate::exposure::exposure;
     use crate::layout::{Axis, Layout};
+    use crate::platform::Placement;
     use crate::workload::{Collective, Group, Membership, Op, Phase};
 
     /// Every collective takes 50 ns, every transfer 20 ns.
@@ -403,7 +404,8 @@ mod tests {
     }
 
     fn run(w: &Workload) -> Result<Execution> {
-        Executor::new(w)?.run(&mut Analytical::new(Box::new(Fixed), 8), &mut |_| true)
+        Executor::new(w)?
+            .run(&mut Analytical::new(Box::new(Fixed), Placement::servers(w.world_size(), 8)), &mut |_| true)
     }
 
     #[test]

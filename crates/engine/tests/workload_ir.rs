@@ -8,6 +8,7 @@ use clustersim_engine::analytical::{Analytical, CollectiveCost, GroupShape};
 use clustersim_engine::error::Kind;
 use clustersim_engine::executor::Executor;
 use clustersim_engine::network::{Comm, NetworkModel};
+use clustersim_engine::platform::Placement;
 use clustersim_engine::simai::build::{BuildOptions, Overlap, SimaiWorkload};
 use clustersim_engine::simai::file::WorkloadFile;
 use clustersim_engine::training::generate::generate;
@@ -99,7 +100,10 @@ impl CollectiveCost for Fixed {
 #[test]
 fn a_hand_written_workload_runs_to_its_hand_computed_time() {
     let w = Workload::from_json("two.json", TWO_STAGES).unwrap();
-    let e = Executor::new(&w).unwrap().run(&mut Analytical::new(Box::new(Fixed), 8), &mut |_| true).unwrap();
+    let e = Executor::new(&w)
+        .unwrap()
+        .run(&mut Analytical::new(Box::new(Fixed), Placement::servers(w.world_size(), 8)), &mut |_| true)
+        .unwrap();
     // Stage 0: compute 0–100, all-reduce 100–150, send 150–170; stage 1: recv 150–170, compute 170–200.
     assert_eq!(e.timelines[0].end, vec![100.0, 150.0, 170.0]);
     assert_eq!(e.timelines[1].start, vec![150.0, 170.0]);
@@ -227,7 +231,10 @@ fn ranks_of_one_class_must_meet_the_same_classes() {
     let ring =
         doc("[[0, 1], [2, 3]]", p2p).replacen("[0, 0, 1, 1]", "[0, 1, 2, 3]", 1).replacen("[0, 0]", "[0, 0, 0, 0]", 1);
     let w = Workload::from_json("w.json", &ring).unwrap();
-    let e = Executor::new(&w).unwrap().run(&mut Analytical::new(Box::new(Fixed), 8), &mut |_| true).unwrap();
+    let e = Executor::new(&w)
+        .unwrap()
+        .run(&mut Analytical::new(Box::new(Fixed), Placement::servers(w.world_size(), 8)), &mut |_| true)
+        .unwrap();
     assert_eq!(e.end_ns, 20.0);
 }
 
@@ -273,7 +280,10 @@ fn an_engine_fault_is_an_internal_error() {
         1,
     );
     let w = Workload::from_json("two.json", &recv_only).unwrap();
-    let err = Executor::new(&w).unwrap().run(&mut Analytical::new(Box::new(Fixed), 8), &mut |_| true).unwrap_err();
+    let err = Executor::new(&w)
+        .unwrap()
+        .run(&mut Analytical::new(Box::new(Fixed), Placement::servers(w.world_size(), 8)), &mut |_| true)
+        .unwrap_err();
     assert_eq!(err.kind, Kind::Input);
     assert!(err.message.contains("deadlock"), "{err}");
 }

@@ -5,6 +5,7 @@
 use clustersim_engine::analytical::ratio::RatioTables;
 use clustersim_engine::analytical::Analytical;
 use clustersim_engine::executor::Executor;
+use clustersim_engine::platform::Placement;
 use clustersim_engine::simai::build::{BuildOptions, Overlap, SimaiWorkload};
 use clustersim_engine::simai::file::WorkloadFile;
 use clustersim_engine::simai::run::{cost_model, RunConfig};
@@ -153,7 +154,8 @@ fn simulate_workload<'py>(
     };
     let exec = py
         .detach(|| {
-            let mut model = Analytical::new(cost_model(&cfg, w.world_size()), gpus_per_server);
+            let mut model =
+                Analytical::new(cost_model(&cfg, w.world_size()), Placement::servers(w.world_size(), gpus_per_server));
             Executor::new(&w).and_then(|e| e.run(&mut model, &mut |_| true))
         })
         .map_err(engine_err)?;

@@ -15,6 +15,7 @@ use crate::executor::Executor;
 use crate::flow::network::{FlowNetwork, Tuning};
 use crate::flow::sweep::sweep_workload;
 use crate::layout::{Axis, Layout};
+use crate::platform::Placement;
 use crate::platform::{Link, NodeKind, Platform};
 use crate::workload::{Collective, Group, Membership, Op, OpKind, Peer, Phase, Program, Workload};
 
@@ -48,7 +49,7 @@ fn run_both(w: &Workload, n: u32, m: u32, options: Options) -> (f64, f64) {
     platform.nvlink_busbw = Some(NVLINK as f32);
     platform.nic_busbw = Some(NIC as f32);
     let cost = AlphaBeta { platform, bandwidths: Bandwidths::Builtin(None), nvls: true, options: options.clone() };
-    let mut analytical = Analytical::new(Box::new(cost), m);
+    let mut analytical = Analytical::new(Box::new(cost), Placement::servers(n, m));
     let a = Executor::new(w).unwrap().run(&mut analytical, &mut |_| true).unwrap().end_ns;
     let tuning = Tuning { options, ..Tuning::default() };
     let mut flow = FlowNetwork::tuned(fabric(n, m), &tuning, |s| s).unwrap();
@@ -61,7 +62,7 @@ fn check(sizes: &[u32]) {
     for &n in sizes {
         let m = n.min(8);
         let ranks: Vec<u32> = (0..n).collect();
-        let g = GroupTopo { ranks: &ranks, gpus_per_server: m, nvls: true };
+        let g = GroupTopo::on_servers(&ranks, m, true);
         for c in Collective::ALL {
             for algorithm in valid_algorithms(c, &g) {
                 for bytes in [4096u64, 64 << 20] {

@@ -10,7 +10,7 @@
 //! t = lat(a, p) + Σ_phases repeat · busiest port load / (eff(a, p) · ratio(S, N) · B)
 //! ```
 //!
-//! The group is its real ranks (servers of `gpus_per_server` consecutive ranks); every GPU has
+//! The group is its real ranks on the platform's scale-up domains ([`crate::platform::Placement`]); every GPU has
 //! NVLink B_nv and a NIC share B_nic · NICs / GPUs per server; channels are the flow model's
 //! default ([`group_channels`]), so on a non-blocking fabric the two models give the same time. ratio(S, N) is a measured size efficiency when tables are given (SimAI's, for
 //! SimAI workloads), else 1 (training runs: NCCL's model alone); the NVLink table applies where
@@ -75,8 +75,7 @@ impl AlphaBeta {
     fn tuned(&self, c: Collective, g: &GroupShape, bytes: u64) -> Result<(f64, f64, bool), InputError> {
         let links = self.links();
         let p = &self.platform;
-        let gps = p.gpus_per_server;
-        let topo = GroupTopo { ranks: &g.ranks, gpus_per_server: gps, nvls: self.nvls };
+        let topo = GroupTopo { ranks: &g.ranks, placement: &g.placement, nvls: self.nvls };
         if c == Collective::AllToAll && g.size > DIRECT_MAX_RANKS && self.options.algorithm.is_none() {
             // Too many pairs to hold: the direct schedule's cost by symmetry (uniform shape assumed).
             let inter = u32::from(g.nodes > 1);
@@ -157,6 +156,8 @@ impl CollectiveCost for AlphaBeta {
 mod tests {
     use super::*;
     use crate::analytical::server_spec::{GpuType, NicType};
+    use crate::platform::Placement;
+    use std::rc::Rc;
     use Collective::*;
 
     const GIB: f64 = 1073741824.0;
@@ -168,7 +169,8 @@ mod tests {
     /// `per_node` ranks on each of `nodes` servers of 8 GPUs.
     fn shape(name: &str, nodes: u32, per_node: u32) -> GroupShape {
         let ranks: Vec<u32> = (0..nodes).flat_map(|s| (0..per_node).map(move |j| s * 8 + j)).collect();
-        GroupShape { name: name.into(), size: ranks.len() as u32, nodes, per_node, tp: 8, ep: 1, ranks }
+        let placement = Rc::new(Placement::servers(ranks.iter().max().map_or(0, |r| r + 1), 8));
+        GroupShape { name: name.into(), size: ranks.len() as u32, nodes, per_node, tp: 8, ep: 1, ranks, placement }
     }
 
     fn close(got: f64, want: f64) {
@@ -234,7 +236,7 @@ mod tests {
         // Unforced, the price is whatever the tuner predicts for the same group.
         m.options.algorithm = None;
         let g = shape("DP", 2, 8);
-        let topo = GroupTopo { ranks: &g.ranks, gpus_per_server: 8, nvls: true };
+        let topo = GroupTopo::on_servers(&g.ranks, 8, true);
         for bytes in [4096u64, 1 << 20, 1 << 30] {
             let channels = group_channels(&topo, 8);
             let want = choose(AllReduce, &topo, bytes, channels, &m.links(), &m.options).unwrap().predicted_ns;

@@ -11,10 +11,12 @@ pub mod simai;
 
 use crate::due::Due;
 use std::collections::{BinaryHeap, HashMap};
+use std::rc::Rc;
 
 use crate::error::{InputError, Result};
 use crate::layout::Axis;
 use crate::network::{Comm, NetworkModel};
+use crate::platform::Placement;
 use crate::workload::{Collective, GroupId, OpKind, Workload};
 
 /// What a cost model knows of a communicator group (from its first instance).
@@ -23,15 +25,17 @@ pub struct GroupShape {
     /// TP, DP, EP, DP_EP, PP, or a custom name.
     pub name: String,
     pub size: u32,
-    /// Servers the group spans.
+    /// Scale-up domains (servers) the group spans.
     pub nodes: u32,
-    /// Most group ranks on one server.
+    /// Most group ranks in one domain.
     pub per_node: u32,
     /// TP and EP sizes of the layout (SimAI's formulas are written in them).
     pub tp: u32,
     pub ep: u32,
     /// Global ranks of the first instance, in group order.
     pub ranks: Vec<u32>,
+    /// Where the world's ranks run (shared by every group).
+    pub placement: Rc<Placement>,
 }
 
 /// A closed-form price for communications.
@@ -45,7 +49,7 @@ pub trait CollectiveCost {
 /// A [`NetworkModel`] that prices each communication with a [`CollectiveCost`].
 pub struct Analytical {
     cost: Box<dyn CollectiveCost>,
-    gpus_per_server: u32,
+    placement: Rc<Placement>,
     shapes: Vec<GroupShape>,
     prices: HashMap<(Collective, GroupId, u64), f64>,
     /// Completions, ties in token order.
@@ -53,8 +57,14 @@ pub struct Analytical {
 }
 
 impl Analytical {
-    pub fn new(cost: Box<dyn CollectiveCost>, gpus_per_server: u32) -> Analytical {
-        Analytical { cost, gpus_per_server, shapes: Vec::new(), prices: HashMap::new(), pending: BinaryHeap::new() }
+    pub fn new(cost: Box<dyn CollectiveCost>, placement: Placement) -> Analytical {
+        Analytical {
+            cost,
+            placement: Rc::new(placement),
+            shapes: Vec::new(),
+            prices: HashMap::new(),
+            pending: BinaryHeap::new(),
+        }
     }
 
     fn price(&mut self, c: Collective, g: GroupId, bytes: u64) -> std::result::Result<f64, InputError> {
@@ -69,12 +79,18 @@ impl Analytical {
 
 impl NetworkModel for Analytical {
     fn prepare(&mut self, w: &Workload) -> Result<()> {
-        let gps = self.gpus_per_server;
+        if w.world_size() > self.placement.ranks() {
+            return Err(InputError::new(
+                "platform",
+                format!("the workload has {} ranks but the platform places {}", w.world_size(), self.placement.ranks()),
+            ));
+        }
+        let placement = &self.placement;
         let (tp, ep) = (w.layout.axis_size(Axis::Tp), w.layout.axis_size(Axis::Ep));
         self.shapes = (0..w.groups.len() as GroupId)
             .map(|g| {
                 let members = w.group_members(g, 0);
-                let mut servers: Vec<u32> = members.iter().map(|r| r / gps).collect();
+                let mut servers: Vec<u32> = members.iter().map(|&r| placement.domain(r)).collect();
                 servers.sort_unstable();
                 let mut per_node = 0;
                 let mut run = 0;
@@ -91,6 +107,7 @@ impl NetworkModel for Analytical {
                     tp,
                     ep,
                     ranks: members,
+                    placement: placement.clone(),
                 }
             })
             .collect();
@@ -123,9 +140,7 @@ impl NetworkModel for Analytical {
     fn start(&mut self, now_ns: f64, comm: &Comm, token: u64) -> Result<()> {
         let t = match *comm {
             Comm::Collective { collective, group, bytes, .. } => self.price(collective, group, bytes)?,
-            Comm::Transfer { src, dst, bytes } => {
-                self.cost.transfer_ns(src / self.gpus_per_server == dst / self.gpus_per_server, bytes)?
-            }
+            Comm::Transfer { src, dst, bytes } => self.cost.transfer_ns(self.placement.same_domain(src, dst), bytes)?,
         };
         if !(t.is_finite() && t >= 0.0) {
             return Err(InputError::new(

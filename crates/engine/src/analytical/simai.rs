@@ -213,13 +213,25 @@ impl CollectiveCost for SimaiBusbwFile {
 mod tests {
     use super::*;
     use crate::analytical::server_spec::{GpuType, NicType};
+    use crate::platform::Placement;
+    use std::rc::Rc;
     use Collective::*;
 
     const GIB: u64 = 1 << 30;
 
     fn shape(name: &str, size: u32) -> GroupShape {
         // Layout of the tests: t = 2, e = 4, 64 GPUs in servers of 8 → DP 32, DP_EP 8.
-        GroupShape { name: name.into(), size, nodes: 0, per_node: 0, tp: 2, ep: 4, ranks: (0..size).collect() }
+        let placement = Rc::new(Placement::servers(size, 8));
+        GroupShape {
+            name: name.into(),
+            size,
+            nodes: 0,
+            per_node: 0,
+            tp: 2,
+            ep: 4,
+            ranks: (0..size).collect(),
+            placement,
+        }
     }
 
     fn builtin() -> SimaiBuiltin {

@@ -155,7 +155,7 @@ mod tests {
         Links { nvlink_gbps: 370.8, nic_gbps: 48.5, alpha_nvlink_ns: 0.0, alpha_net_ns: 0.0, arch: None };
 
     fn pick(c: Collective, ranks: &[u32], bytes: u64, opts: &Options) -> Choice {
-        let g = GroupTopo { ranks, gpus_per_server: 8, nvls: true };
+        let g = GroupTopo::on_servers(ranks, 8, true);
         choose(c, &g, bytes, 8, &LINKS, opts).unwrap()
     }
 
@@ -197,7 +197,7 @@ mod tests {
         let two: Vec<u32> = (0..16).collect();
         let forced = Options { algorithm: Some(Algorithm::Hierarchical), ..Options::default() };
         assert_eq!(pick(AllReduce, &two, 1 << 20, &forced).algorithm, Algorithm::Hierarchical);
-        let g = GroupTopo { ranks: &two, gpus_per_server: 8, nvls: true };
+        let g = GroupTopo::on_servers(&two, 8, true);
         let nvls = Options { algorithm: Some(Algorithm::Nvls), ..Options::default() };
         let e = choose(AllReduce, &g, 1 << 20, 8, &LINKS, &nvls).unwrap_err();
         assert!(e.message.contains("inside one server"), "{e}");
@@ -211,7 +211,7 @@ mod tests {
         let got = pick(AllReduce, &server, 1 << 30, &opts);
         let want = 14.0 * 10.0e3 + 2.0 * 7.0 / 8.0 * (1u64 << 30) as f64 / 370.8;
         assert!((got.predicted_ns - want).abs() < 1e-9 * want, "{} vs {want}", got.predicted_ns);
-        let g = GroupTopo { ranks: &server, gpus_per_server: 8, nvls: false };
+        let g = GroupTopo::on_servers(&server, 8, false);
         let bad = Options { send_lat_us: Some(-1.0), ..Options::default() };
         assert!(choose(AllReduce, &g, 1, 1, &LINKS, &bad).is_err());
     }

@@ -142,7 +142,7 @@ mod tests {
         Links { nvlink_gbps: 300.0, nic_gbps: 50.0, alpha_nvlink_ns: 700.0, alpha_net_ns: 3000.0, arch: None };
 
     fn price(c: Collective, a: Algorithm, ranks: &[u32], gps: u32, bytes: u64, channels: u32) -> f64 {
-        let g = GroupTopo { ranks, gpus_per_server: gps, nvls: true };
+        let g = GroupTopo::on_servers(ranks, gps, true);
         schedule_ns(&schedule(c, a, &g, bytes, channels).unwrap(), &g, &LINKS).unwrap()
     }
 
@@ -264,7 +264,7 @@ mod tests {
         // ring. Rings keep to one rail between consecutive servers, so take 3 servers of 2, whose
         // wrap from the last server to the first changes rail.
         let six: Vec<u32> = (0..6).collect();
-        let g = GroupTopo { ranks: &six, gpus_per_server: 2, nvls: false };
+        let g = GroupTopo::on_servers(&six, 2, false);
         let (ring, pxn) =
             (schedule(AllGather, Algorithm::Ring, &g, s, 1), schedule(AllGather, Algorithm::Pxn, &g, s, 1));
         assert_eq!(pxn.unwrap().phases[0].repeat, ring.unwrap().phases[0].repeat + 1);
@@ -273,11 +273,11 @@ mod tests {
     #[test]
     fn bad_links_and_foreign_endpoints_are_input_errors() {
         let ranks: Vec<u32> = (0..4).collect();
-        let g = GroupTopo { ranks: &ranks, gpus_per_server: 8, nvls: false };
+        let g = GroupTopo::on_servers(&ranks, 8, false);
         let s = schedule(AllReduce, Algorithm::Ring, &g, 1 << 20, 1).unwrap();
         assert!(schedule_ns(&s, &g, &Links { nic_gbps: 0.0, ..LINKS }).is_err());
         let two = &ranks[..2];
-        let small = GroupTopo { ranks: two, gpus_per_server: 8, nvls: false };
+        let small = GroupTopo::on_servers(two, 8, false);
         let e = schedule_ns(&s, &small, &LINKS).unwrap_err();
         assert!(e.is_internal() && e.message.contains("not in this group"), "{e}");
     }

@@ -31,6 +31,7 @@ mod ring;
 mod tree;
 
 use crate::error::InputError;
+use crate::platform::Placement;
 use crate::workload::Collective;
 pub use nccl::{Protocol, Timing};
 
@@ -78,10 +79,11 @@ impl Schedule {
     }
 }
 
-/// The group as the algorithms see it: global GPU ids of its ranks in group order, servers of gpus_per_server consecutive GPU ids.
+/// The group as the algorithms see it: the global ranks of its members in group order, placed
+/// on the platform's scale-up domains ("servers" below) and rails.
 pub struct GroupTopo<'a> {
     pub ranks: &'a [u32],
-    pub gpus_per_server: u32,
+    pub placement: &'a Placement,
     pub nvls: bool,
 }
 
@@ -101,14 +103,14 @@ impl Servers {
     }
 }
 
-impl GroupTopo<'_> {
+impl<'a> GroupTopo<'a> {
     pub fn size(&self) -> u32 {
         self.ranks.len() as u32
     }
 
-    /// Local index of a rank's GPU in its server (its rail: the NIC it uses).
-    pub fn local_index(&self, rank: u32) -> u32 {
-        self.ranks[rank as usize] % self.gpus_per_server
+    /// Rail of a group rank (the NIC it uses).
+    pub fn rail(&self, rank: u32) -> u32 {
+        self.placement.rail(self.ranks[rank as usize])
     }
 
     pub fn servers(&self) -> Servers {
@@ -118,7 +120,7 @@ impl GroupTopo<'_> {
         // Groups list a server's GPUs contiguously in practice; the map only serves the other case.
         let mut index = std::collections::HashMap::new();
         for (r, &gpu) in self.ranks.iter().enumerate() {
-            let server = gpu / self.gpus_per_server;
+            let server = self.placement.domain(gpu);
             let s = *index.entry(server).or_insert_with(|| {
                 ids.push(server);
                 members.push(Vec::new());
@@ -130,10 +132,14 @@ impl GroupTopo<'_> {
         Servers { of_rank, members }
     }
 
+    /// A group on servers of `per_server` consecutive ranks (tests; the placement is leaked).
+    #[cfg(test)]
+    pub(crate) fn on_servers(ranks: &'a [u32], per_server: u32, nvls: bool) -> GroupTopo<'a> {
+        let n = ranks.iter().max().map_or(0, |&r| r + 1);
+        GroupTopo { ranks, placement: Box::leak(Box::new(Placement::servers(n, per_server))), nvls }
+    }
+
     fn validate(&self) -> Result<(), InputError> {
-        if self.gpus_per_server == 0 {
-            return Err(err("gpus_per_server", "GPUs per server must be at least 1".into()));
-        }
         if self.ranks.is_empty() {
             return Err(err("ranks", "a group needs at least one rank".into()));
         }
@@ -144,6 +150,9 @@ impl GroupTopo<'_> {
         sorted.sort_unstable();
         if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
             return Err(err("ranks", format!("GPU {} appears twice in the group", w[0])));
+        }
+        if let Some(&r) = sorted.last().filter(|&&r| r >= self.placement.ranks()) {
+            return Err(err("ranks", format!("rank {r} is not on the platform (ranks 0..{})", self.placement.ranks())));
         }
         Ok(())
     }
@@ -388,7 +397,7 @@ mod tests {
     use Collective::*;
 
     fn topo(ranks: &[u32], gps: u32, nvls: bool) -> GroupTopo<'_> {
-        GroupTopo { ranks, gpus_per_server: gps, nvls }
+        GroupTopo::on_servers(ranks, gps, nvls)
     }
 
     #[test]
@@ -435,7 +444,8 @@ mod tests {
         assert!(e.message.contains("not a power of two"), "{e}");
         assert!(schedule(AllReduce, Algorithm::Ring, &topo(&[1, 1], 8, false), 64, 1).is_err());
         assert!(schedule(AllGather, Algorithm::HalvingDoubling, &topo(&[], 8, false), 64, 1).is_err());
-        assert!(schedule(AllReduce, Algorithm::Ring, &topo(&ranks, 0, false), 64, 1).is_err());
+        let off = GroupTopo { ranks: &ranks, placement: &Placement::servers(8, 8), nvls: false };
+        assert!(schedule(AllReduce, Algorithm::Ring, &off, 64, 1).unwrap_err().message.contains("rank 15 is not on"));
         assert!(schedule(AllReduce, Algorithm::Ring, &topo(&ranks, 8, false), 64, 0).is_err());
         assert_eq!(Algorithm::parse("NVLS-tree").unwrap(), Algorithm::NvlsTree);
         assert!(Algorithm::parse("bruck").unwrap_err().message.contains("halving_doubling"));

@@ -14,8 +14,7 @@ use std::collections::HashMap;
 use super::{chunks, Endpoint, Grain, GroupTopo, Phase, Servers, Transfer};
 
 pub(super) fn relay(phases: Vec<Phase>, g: &GroupTopo, s: &Servers, grain: Grain) -> Vec<Phase> {
-    let proxy: HashMap<(u32, u32), u32> =
-        (0..g.size()).map(|r| ((s.of_rank[r as usize], g.local_index(r)), r)).collect();
+    let proxy: HashMap<(u32, u32), u32> = (0..g.size()).map(|r| ((s.of_rank[r as usize], g.rail(r)), r)).collect();
     phases
         .into_iter()
         .map(|phase| {
@@ -32,7 +31,7 @@ pub(super) fn relay(phases: Vec<Phase>, g: &GroupTopo, s: &Servers, grain: Grain
             for t in phase.transfers {
                 let hop = match (t.src, t.dst) {
                     (Endpoint::Rank(a), Endpoint::Rank(b)) if s.of_rank[a as usize] != s.of_rank[b as usize] => {
-                        proxy.get(&(s.of_rank[a as usize], g.local_index(b))).copied().filter(|&p| p != a)
+                        proxy.get(&(s.of_rank[a as usize], g.rail(b))).copied().filter(|&p| p != a)
                     }
                     _ => None,
                 };

@@ -85,7 +85,7 @@ mod tests {
     #[test]
     fn channels_leave_each_server_from_a_different_gpu() {
         let ranks: Vec<u32> = (0..8).collect();
-        let g = GroupTopo { ranks: &ranks, gpus_per_server: 4, nvls: false };
+        let g = GroupTopo::on_servers(&ranks, 4, false);
         let s = g.servers();
         // Server 1 is entered on the rail (local index) server 0 was left from.
         assert_eq!(ring_order(&s, 0), vec![0, 1, 2, 3, 7, 4, 5, 6]);
@@ -112,7 +112,7 @@ mod tests {
     #[test]
     fn broadcast_is_a_pipelined_chain_from_the_root() {
         let ranks: Vec<u32> = (0..4).collect();
-        let g = GroupTopo { ranks: &ranks, gpus_per_server: 8, nvls: false };
+        let g = GroupTopo::on_servers(&ranks, 8, false);
         // 2 MiB in one channel: 4 chunks of 512 KiB through 3 hops: 4 + 3 − 1 steps.
         let sch = schedule(Collective::Broadcast, Algorithm::Ring, &g, 2 << 20, 1).unwrap();
         let p = &sch.phases[0];

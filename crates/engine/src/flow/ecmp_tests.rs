@@ -120,7 +120,7 @@ fn channels_follow_the_group_ranks_per_server() {
     // per NIC), never more than the NICs.
     let dp: Vec<u32> = (0..4).map(|s| 8 * s + 3).collect();
     let whole: Vec<u32> = (0..16).collect();
-    let g = |ranks: &[u32]| group_channels(&GroupTopo { ranks, gpus_per_server: 8, nvls: false }, 8);
+    let g = |ranks: &[u32]| group_channels(&GroupTopo::on_servers(ranks, 8, false), 8);
     assert_eq!((g(&dp), g(&whole)), (1, 8));
-    assert_eq!(group_channels(&GroupTopo { ranks: &whole, gpus_per_server: 8, nvls: false }, 2), 2);
+    assert_eq!(group_channels(&GroupTopo::on_servers(&whole, 8, false), 2), 2);
 }

@@ -30,7 +30,7 @@ use crate::collective::{group_channels, Algorithm, Endpoint, GroupTopo, Schedule
 use crate::error::{InputError, Result};
 use crate::network::{Comm, NetworkModel};
 use crate::platform::routing::{link_between, Router, Routes};
-use crate::platform::{NodeKind, Platform, Routing};
+use crate::platform::{NodeKind, Placement, Platform, Routing};
 use crate::workload::{Collective, GroupId, OpKind, Workload};
 
 /// Turns one collective on one group instance into a schedule (an algorithm choice, fixed or
@@ -77,7 +77,7 @@ impl FlowNetwork {
             wrap(auto_algorithm(links, t.options.clone(), t.channels))
         };
         // NVLS schedules need in-switch reduction: offered wherever servers have NVSwitches.
-        let nvls = (0..topo.servers()).any(|s| !topo.nvswitches(s).is_empty());
+        let nvls = (0..topo.placement.domains()).any(|s| !topo.nvswitches(s).is_empty());
         let mut net = FlowNetwork::new(topo, scheduler, t.seed, nvls);
         net.qps = t.qps.max(1);
         // Point-to-point sends wait NCCL's p2p latency, or AS_SEND_LAT and their path latency.
@@ -98,7 +98,8 @@ impl FlowNetwork {
 /// carries 240).
 fn cap_nvlink(topo: &mut Platform) {
     let Some(cap) = nvlink_gbps(&topo.gpu_type) else { return };
-    for gpu in 0..topo.gpus {
+    for rank in 0..topo.placement.ranks() {
+        let gpu = topo.placement.device(rank);
         let t = &*topo;
         let is_nvlink = |l: u32| {
             let link = &t.links[l as usize];
@@ -119,19 +120,19 @@ fn cap_nvlink(topo: &mut Platform) {
 type ScheduleKey = (Collective, u64, Vec<(u32, u32)>);
 
 /// What a group's schedule depends on besides the collective and its size: for each member in
-/// group order, its server (numbered by first appearance) and its local index there (its rail,
-/// which PXN relays through). Groups of one shape share a schedule.
-fn schedule_shape(ranks: &[u32], gpus_per_server: u32) -> Vec<(u32, u32)> {
+/// group order, its scale-up domain (numbered by first appearance) and its rail there (which PXN
+/// relays through). Groups of one shape share a schedule.
+fn schedule_shape(ranks: &[u32], placement: &Placement) -> Vec<(u32, u32)> {
     let mut seen: Vec<u32> = Vec::new();
     ranks
         .iter()
-        .map(|r| {
-            let server = r / gpus_per_server;
+        .map(|&r| {
+            let server = placement.domain(r);
             let index = seen.iter().position(|&s| s == server).unwrap_or_else(|| {
                 seen.push(server);
                 seen.len() - 1
             });
-            (index as u32, r % gpus_per_server)
+            (index as u32, placement.rail(r))
         })
         .collect()
 }
@@ -247,9 +248,9 @@ impl FlowNetwork {
             return Ok(());
         }
         let t = &self.topo;
-        if a < t.gpus && b < t.gpus && a != b && a / t.gpus_per_server == b / t.gpus_per_server {
+        if let Some(domain) = t.domain_of(a).filter(|&d| a != b && t.domain_of(b) == Some(d)) {
             let via: Vec<Vec<u32>> = t
-                .nvswitches(a / t.gpus_per_server)
+                .nvswitches(domain)
                 .iter()
                 .filter_map(|&s| Some(vec![link_between(t, a, s)?, link_between(t, s, b)?]))
                 .collect();
@@ -280,7 +281,7 @@ impl FlowNetwork {
 
     fn endpoint_nodes(&self, e: Endpoint, ranks: &[u32], servers: &[u32]) -> Result<Vec<u32>> {
         match e {
-            Endpoint::Rank(i) => ranks.get(i as usize).map(|&r| vec![r]).ok_or_else(|| {
+            Endpoint::Rank(i) => ranks.get(i as usize).map(|&r| vec![self.topo.placement.device(r)]).ok_or_else(|| {
                 InputError::internal(
                     "collective schedule",
                     format!("rank index {i} outside a group of {}", ranks.len()),
@@ -313,11 +314,11 @@ impl FlowNetwork {
             Some(x) => Wait::Path { extra_ns: x },
         };
         let wire = 1.0 / timing.efficiency;
-        let gps = self.topo.gpus_per_server;
         let mut servers: Vec<u32> = Vec::new();
-        for r in ranks {
-            if !servers.contains(&(r / gps)) {
-                servers.push(r / gps);
+        for &r in ranks {
+            let domain = self.topo.placement.domain(r);
+            if !servers.contains(&domain) {
+                servers.push(domain);
             }
         }
         let mut phases = Vec::with_capacity(schedule.phases.len() + 1);
@@ -346,12 +347,11 @@ impl FlowNetwork {
     }
 
     fn schedule_for(&mut self, c: Collective, ranks: &[u32], bytes: u64) -> Result<Rc<Schedule>> {
-        let gps = self.topo.gpus_per_server;
-        let key = (c, bytes, schedule_shape(ranks, gps));
+        let key = (c, bytes, schedule_shape(ranks, &self.topo.placement));
         if let Some(s) = self.schedules.get(&key) {
             return Ok(s.clone());
         }
-        let g = GroupTopo { ranks, gpus_per_server: gps, nvls: self.nvls };
+        let g = GroupTopo { ranks, placement: &self.topo.placement, nvls: self.nvls };
         let s = Rc::new((self.scheduler)(c, &g, bytes)?);
         self.schedules.insert(key, s.clone());
         Ok(s)
@@ -412,10 +412,10 @@ impl FlowNetwork {
                             format!("transfer {src} -> {dst} maps rank {r} to {d}, outside the world of {world}"),
                         ));
                     }
-                    self.flows_between(r as u32, d as u32, bytes as f64, &mut flows)?;
+                    let p = &self.topo.placement;
+                    self.flows_between(p.device(r as u32), p.device(d as u32), bytes as f64, &mut flows)?;
                 }
-                let gps = self.topo.gpus_per_server;
-                let wait = self.p2p_wait[usize::from(src / gps == dst / gps)];
+                let wait = self.p2p_wait[usize::from(self.topo.placement.same_domain(src, dst))];
                 vec![Rc::from([(flows, 1, wait)])]
             }
         };
@@ -436,10 +436,14 @@ impl FlowNetwork {
 
 impl NetworkModel for FlowNetwork {
     fn prepare(&mut self, w: &Workload) -> Result<()> {
-        if w.world_size() > self.topo.gpus {
+        if w.world_size() > self.topo.placement.ranks() {
             return Err(InputError::new(
                 "topology",
-                format!("the workload has {} ranks but the topology only {} GPUs", w.world_size(), self.topo.gpus),
+                format!(
+                    "the workload has {} ranks but the topology only {} GPUs",
+                    w.world_size(),
+                    self.topo.placement.ranks()
+                ),
             ));
         }
         self.rank_class = w.rank_class.clone();
@@ -526,13 +530,15 @@ mod ecmp_tests;
 #[cfg(test)]
 mod shape_tests {
     use super::schedule_shape;
+    use crate::platform::Placement;
 
     #[test]
     fn groups_share_a_schedule_only_on_the_same_servers_and_rails() {
+        let p = &Placement::servers(32, 8);
         // Same servers in the same order, same rails: one schedule.
-        assert_eq!(schedule_shape(&[0, 8], 8), schedule_shape(&[16, 24], 8));
+        assert_eq!(schedule_shape(&[0, 8], p), schedule_shape(&[16, 24], p));
         // Same servers, other rails: PXN relays through other GPUs, so another schedule.
-        assert_ne!(schedule_shape(&[0, 9], 8), schedule_shape(&[1, 8], 8));
-        assert_eq!(schedule_shape(&[9, 1, 8], 8), vec![(0, 1), (1, 1), (0, 0)]);
+        assert_ne!(schedule_shape(&[0, 9], p), schedule_shape(&[1, 8], p));
+        assert_eq!(schedule_shape(&[9, 1, 8], p), vec![(0, 1), (1, 1), (0, 0)]);
     }
 }

@@ -58,8 +58,9 @@ pub fn links_of(topo: &Platform) -> Result<Links> {
     if topo.gpus == 0 {
         return Err(InputError::new("topology", "the fabric has no GPUs"));
     }
+    let gpu0 = topo.placement.device(0);
     let (mut nvlink, mut nic) = (0.0, 0.0);
-    for &l in topo.out_links(0) {
+    for &l in topo.out_links(gpu0) {
         let link = &topo.links[l as usize];
         match topo.kinds[link.dst as usize] {
             NodeKind::NvSwitch => nvlink += link.bandwidth,
@@ -74,14 +75,15 @@ pub fn links_of(topo: &Platform) -> Result<Links> {
     // schedule never uses it (a server without NVSwitch routes through the network).
     let (nvlink, nic) = (if nvlink > 0.0 { nvlink } else { nic }, if nic > 0.0 { nic } else { nvlink });
     let out_latency = |kind: NodeKind| {
-        topo.out_links(0).iter().map(|&l| &topo.links[l as usize]).find(|l| topo.kinds[l.dst as usize] == kind)
+        topo.out_links(gpu0).iter().map(|&l| &topo.links[l as usize]).find(|l| topo.kinds[l.dst as usize] == kind)
     };
     // Up to the switch and down again, assuming symmetric links.
     let alpha_nvlink_ns = out_latency(NodeKind::NvSwitch).map_or(0.0, |l| 2.0 * l.latency_ns);
-    let peer = topo.gpus_per_server;
-    let alpha_net_ns = if peer < topo.gpus && out_latency(NodeKind::Switch).is_some() {
+    let p = &topo.placement;
+    let peer = (0..p.ranks()).find(|&r| !p.same_domain(0, r));
+    let alpha_net_ns = if let Some(peer) = peer.filter(|_| out_latency(NodeKind::Switch).is_some()) {
         let mut path = Vec::new();
-        Router::new(topo, 0).route(topo, 0, peer, 0, &mut path)?;
+        Router::new(topo, 0).route(topo, p.device(0), p.device(peer), 0, &mut path)?;
         path.iter().map(|&l| topo.links[l as usize].latency_ns).sum()
     } else {
         0.0
@@ -92,9 +94,10 @@ pub fn links_of(topo: &Platform) -> Result<Links> {
 /// Channels when none are given: the NICs of the first server (each GPU link to a network
 /// switch is one NIC), so rings leave each server on every NIC; at least 2.
 pub fn default_channels(topo: &Platform) -> u32 {
-    let gps = topo.gpus_per_server.min(topo.gpus);
-    let nics = (0..gps)
-        .flat_map(|g| topo.out_links(g).iter())
+    let p = &topo.placement;
+    let nics = (0..p.ranks())
+        .filter(|&r| p.same_domain(0, r))
+        .flat_map(|r| topo.out_links(p.device(r)).iter())
         .filter(|&&l| topo.kinds[topo.links[l as usize].dst as usize] == NodeKind::Switch)
         .count() as u32;
     nics.max(2)

@@ -6,8 +6,11 @@
 //! endpoints only: routes never pass through a GPU they neither start nor end at, as in SimAI's
 //! ns-3 backend where hosts do not forward.
 
+mod placement;
 pub mod routing;
 pub mod simai;
+
+pub use placement::Placement;
 
 use crate::error::{InputError, Result};
 
@@ -71,7 +74,8 @@ pub struct Platform {
     pub kinds: Vec<NodeKind>,
     pub links: Vec<Link>,
     pub gpus: u32,
-    pub gpus_per_server: u32,
+    /// Rank → device, scale-up domain and rail.
+    pub placement: Placement,
     /// SimAI's gpu_type field (A100, H100, ...), written back unchanged.
     pub gpu_type: String,
     /// Per-flow ECMP or per-packet spraying ([`Routing`]); not part of the SimAI file.
@@ -80,7 +84,9 @@ pub struct Platform {
     out_links: Vec<u32>,
     in_start: Vec<u32>,
     in_links: Vec<u32>,
-    /// NVSwitch nodes of each server (CSR over servers).
+    /// Rank on each node (u32::MAX where none).
+    rank_on: Vec<u32>,
+    /// NVSwitch nodes of each scale-up domain (CSR over domains).
     nvs_start: Vec<u32>,
     nvs: Vec<u32>,
 }
@@ -147,24 +153,26 @@ impl Platform {
         }
         let (out_start, out_links) = csr(n, links.iter().map(|l| l.src));
         let (in_start, in_links) = csr(n, links.iter().map(|l| l.dst));
-        // An NVSwitch belongs to the server of the first GPU it links to.
-        let servers = gpus.div_ceil(gpus_per_server) as usize;
+        let placement = Placement::servers(gpus, gpus_per_server);
+        // An NVSwitch belongs to the domain of the first GPU it links to.
+        let domains = placement.domains() as usize;
         let mut owner: Vec<(u32, u32)> = Vec::new();
         for (v, k) in kinds.iter().enumerate() {
             if *k == NodeKind::NvSwitch {
                 let range = out_start[v] as usize..out_start[v + 1] as usize;
                 if let Some(g) = out_links[range].iter().map(|&l| links[l as usize].dst).find(|&d| d < gpus) {
-                    owner.push((g / gpus_per_server, v as u32));
+                    owner.push((placement.domain(g), v as u32));
                 }
             }
         }
-        let (nvs_start, idx) = csr(servers, owner.iter().map(|o| o.0));
+        let (nvs_start, idx) = csr(domains, owner.iter().map(|o| o.0));
         let nvs = idx.iter().map(|&i| owner[i as usize].1).collect();
         let t = Platform {
             kinds,
             links,
             gpus,
-            gpus_per_server,
+            rank_on: placement.rank_on(n),
+            placement,
             gpu_type: gpu_type.to_string(),
             routing: Routing::Ecmp,
             out_start,
@@ -192,13 +200,19 @@ impl Platform {
         &self.in_links[self.in_start[node as usize] as usize..self.in_start[node as usize + 1] as usize]
     }
 
-    pub fn servers(&self) -> u32 {
-        self.gpus.div_ceil(self.gpus_per_server)
+    /// Rank running on `node`, if it is an accelerator that runs one.
+    pub fn rank_on(&self, node: u32) -> Option<u32> {
+        self.rank_on.get(node as usize).copied().filter(|&r| r != u32::MAX)
     }
 
-    /// NVSwitch nodes of `server` (empty when it has none or the server does not exist).
-    pub fn nvswitches(&self, server: u32) -> &[u32] {
-        let s = server as usize;
+    /// Scale-up domain of the accelerator `node` (None for other nodes).
+    pub fn domain_of(&self, node: u32) -> Option<u32> {
+        self.rank_on(node).map(|r| self.placement.domain(r))
+    }
+
+    /// NVSwitch nodes of scale-up `domain` (empty when it has none or does not exist).
+    pub fn nvswitches(&self, domain: u32) -> &[u32] {
+        let s = domain as usize;
         if s + 1 >= self.nvs_start.len() {
             return &[];
         }

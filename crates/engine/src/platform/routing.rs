@@ -110,10 +110,9 @@ impl Router {
                 return Err(InputError::field("flows", what, format!("node {v} is not in the topology (0..{n})")));
             }
         }
-        let gps = topo.gpus_per_server;
-        if src < topo.gpus && dst < topo.gpus && src / gps == dst / gps {
+        if let Some(domain) = topo.domain_of(src).filter(|&d| topo.domain_of(dst) == Some(d)) {
             let via: Vec<(u32, u32)> = topo
-                .nvswitches(src / gps)
+                .nvswitches(domain)
                 .iter()
                 .filter_map(|&s| Some((link_between(topo, src, s)?, link_between(topo, s, dst)?)))
                 .collect();

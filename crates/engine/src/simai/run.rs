@@ -17,6 +17,7 @@ use crate::executor::{Execution, Executor};
 use crate::flow::network::{FlowNetwork, Tuning};
 use crate::layout::Axis;
 use crate::platform::routing::Routes;
+use crate::platform::Placement;
 use crate::platform::Platform;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -115,10 +116,10 @@ pub fn run_analytical(
         warnings.push("-dp_o is ignored without --compat simai: weight-gradient collectives already overlap compute in the simulated schedule".into());
     }
     let cost = cost_model(cfg, w.world_size());
+    let placement = Placement::servers(w.world_size(), cfg.platform.gpus_per_server);
     let pp_transfer_ns = if !cfg.compat && sw.pp > 1 {
-        let gps = cfg.platform.gpus_per_server;
         let next = w.layout.group_of(0, w.layout.mask(&[Axis::Pp]))[1];
-        cost.transfer_ns(next / gps == 0, h.pp_comm).map_err(|mut e| {
+        cost.transfer_ns(placement.same_domain(0, next), h.pp_comm).map_err(|mut e| {
             e.message = format!("{} (needed by the pipeline transfers of pp_comm)", e.message);
             e
         })?
@@ -127,7 +128,7 @@ pub fn run_analytical(
     };
     let executor = Executor::new(w)?;
     let (execution, link_bytes) = match &cfg.flow {
-        None => (executor.run(&mut Analytical::new(cost, cfg.platform.gpus_per_server), progress)?, Vec::new()),
+        None => (executor.run(&mut Analytical::new(cost, placement), progress)?, Vec::new()),
         Some(f) => {
             if cfg.compat {
                 return Err(InputError::field(

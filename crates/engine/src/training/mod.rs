@@ -176,17 +176,20 @@ pub fn run_training(input: &TrainingInput, progress: &mut dyn FnMut(f64) -> bool
     let w = &generated.workload;
     let executor = Executor::new(w)?;
     let exec = match &input.fabric {
-        None => executor.run(&mut Analytical::new(Box::new(network_cost(input)?), plan.gpus_per_server), progress)?,
+        None => executor.run(&mut Analytical::new(Box::new(network_cost(input)?), plan.placement()), progress)?,
         Some(f) => {
             let cfg = f.config()?;
             let topo = &cfg.topology;
-            if topo.gpus_per_server != plan.gpus_per_server {
+            let want = plan.placement();
+            let ranks = want.ranks().min(topo.placement.ranks());
+            if (0..ranks).any(|r| topo.placement.domain(r) != want.domain(r)) {
                 return Err(InputError::field(
                     &f.path,
                     "gpus_per_server",
                     format!(
                         "the fabric has {} GPUs per server but the plan {}",
-                        topo.gpus_per_server, plan.gpus_per_server
+                        topo.placement.largest_domain(),
+                        plan.gpus_per_server
                     ),
                 ));
             }
@@ -221,7 +224,7 @@ pub fn run_training(input: &TrainingInput, progress: &mut dyn FnMut(f64) -> bool
 pub fn layer_seconds(input: &TrainingInput) -> Result<(f64, f64)> {
     let (model, plan) = (&input.model, &input.plan);
     let (w, fwd_end) = generate::single_layer(model, plan, &input.accelerator, input.flash_attention);
-    let mut network = Analytical::new(Box::new(network_cost(input)?), plan.gpus_per_server);
+    let mut network = Analytical::new(Box::new(network_cost(input)?), plan.placement());
     let exec = Executor::new(&w)?.run(&mut network, &mut |_| true)?;
     let fwd = exec.timelines[0].end[fwd_end as usize];
     Ok((fwd / 1e9, (exec.end_ns - fwd) / 1e9))
@@ -291,6 +294,7 @@ mod tests {
     use super::plan::{DataParallel, Recompute};
     use super::*;
     use crate::analytical::{CollectiveCost, GroupShape};
+    use crate::platform::Placement;
     use crate::workload::Collective;
 
     fn input(pp: u32, vpp: u32, gbs: u32) -> TrainingInput {
@@ -353,8 +357,10 @@ mod tests {
     fn bubble_fraction(pp: u32, vpp: u32, m: u32) -> f64 {
         let i = input(pp, vpp, m);
         let g = generate::generate(&i.model, &i.plan, &i.accelerator, true).unwrap();
-        let exec =
-            Executor::new(&g.workload).unwrap().run(&mut Analytical::new(Box::new(Free), 8), &mut |_| true).unwrap();
+        let exec = Executor::new(&g.workload)
+            .unwrap()
+            .run(&mut Analytical::new(Box::new(Free), Placement::servers(g.workload.world_size(), 8)), &mut |_| true)
+            .unwrap();
         let (parts, _) = breakdown(&g.workload, &exec);
         let total: f64 = parts.iter().map(|(_, v)| v).sum();
         assert!((total - exec.end_ns).abs() < 1e-9 * exec.end_ns, "breakdown sums to the iteration");

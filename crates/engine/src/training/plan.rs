@@ -5,6 +5,7 @@ use serde::Deserialize;
 use super::model::Model;
 use crate::error::{InputError, Result};
 use crate::layout::divisors_text;
+use crate::platform::Placement;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -57,6 +58,11 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// Ranks on servers of `gpus_per_server` consecutive ranks.
+    pub fn placement(&self) -> Placement {
+        Placement::servers(self.gpus, self.gpus_per_server)
+    }
+
     /// Data-parallel size.
     pub fn dp_size(&self) -> u32 {
         self.gpus / (self.tp * self.pp * self.cp)

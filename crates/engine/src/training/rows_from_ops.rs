@@ -349,6 +349,7 @@ mod tests {
     use crate::analytical::Analytical;
     use crate::executor::Executor;
     use crate::exposure::exposure;
+    use crate::platform::Placement;
     use crate::simai::build::{BuildOptions, Overlap, SimaiWorkload};
     use crate::training::model::{Family, Moe};
     use crate::training::plan::{DataParallel, Recompute};
@@ -438,7 +439,10 @@ mod tests {
         // train: the generator's program on the analytical network, stage 0.
         let g = generate(m, p, acc, true).unwrap();
         let cost = || Box::new(network_cost(&input).unwrap());
-        let exec = Executor::new(&g.workload).unwrap().run(&mut Analytical::new(cost(), 8), &mut |_| true).unwrap();
+        let exec = Executor::new(&g.workload)
+            .unwrap()
+            .run(&mut Analytical::new(cost(), Placement::servers(g.workload.world_size(), 8)), &mut |_| true)
+            .unwrap();
         let prog = &g.workload.programs[0];
         let ex = exposure(prog, &exec.timelines[0], exec.timelines[0].end.iter().copied().fold(0.0, f64::max));
         let train = [ex.compute_ns, sum(prog, &ex, &[TP]), sum(prog, &ex, &[EP]), sum(prog, &ex, &[DP, DP_EP])];
@@ -452,7 +456,10 @@ mod tests {
             overlap: Overlap { dp: 0.0, tp: 0.0, ep: 0.0, pp: 0.0 },
         };
         let sw = SimaiWorkload::build(file, &opt).unwrap();
-        let exec = Executor::new(&sw.workload).unwrap().run(&mut Analytical::new(cost(), 8), &mut |_| true).unwrap();
+        let exec = Executor::new(&sw.workload)
+            .unwrap()
+            .run(&mut Analytical::new(cost(), Placement::servers(g.workload.world_size(), 8)), &mut |_| true)
+            .unwrap();
         let prog = &sw.workload.programs[0];
         let ex = exposure(prog, &exec.timelines[0], exec.end_ns);
         use crate::simai::build as b;
