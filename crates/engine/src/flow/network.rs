@@ -76,8 +76,8 @@ impl FlowNetwork {
         } else {
             wrap(auto_algorithm(links, t.options.clone(), t.channels))
         };
-        // NVLS schedules need in-switch reduction: offered wherever servers have NVSwitches.
-        let nvls = (0..topo.placement.domains()).any(|s| !topo.nvswitches(s).is_empty());
+        // NVLS schedules need in-switch reduction: offered wherever a domain's switch reduces.
+        let nvls = (0..topo.placement.domains()).any(|d| topo.reduces_in_switch(d));
         let mut net = FlowNetwork::new(topo, scheduler, t.seed, nvls);
         net.qps = t.qps.max(1);
         // Point-to-point sends wait NCCL's p2p latency, or AS_SEND_LAT and their path latency.
@@ -97,9 +97,9 @@ impl FlowNetwork {
 /// (a SimAI fabric's 360 GB/s H100 NVLink stays; an A100 described at its 300 GB/s line rate
 /// carries 240).
 fn cap_nvlink(topo: &mut Platform) {
-    let Some(cap) = nvlink_gbps(&topo.gpu_type) else { return };
     for rank in 0..topo.placement.ranks() {
         let gpu = topo.placement.device(rank);
+        let Some(cap) = nvlink_gbps(topo.accelerator_type(gpu)) else { continue };
         let t = &*topo;
         let is_nvlink = |l: u32| {
             let link = &t.links[l as usize];

@@ -64,8 +64,8 @@ pub fn links_of(topo: &Platform) -> Result<Links> {
         let link = &topo.links[l as usize];
         match topo.kinds[link.dst as usize] {
             NodeKind::NvSwitch => nvlink += link.bandwidth,
-            NodeKind::Switch => nic += link.bandwidth,
-            NodeKind::Gpu => {}
+            NodeKind::Switch | NodeKind::Nic => nic += link.bandwidth,
+            _ => {}
         }
     }
     if nic <= 0.0 && nvlink <= 0.0 {
@@ -88,7 +88,13 @@ pub fn links_of(topo: &Platform) -> Result<Links> {
     } else {
         0.0
     };
-    Ok(Links { nvlink_gbps: nvlink, nic_gbps: nic, alpha_nvlink_ns, alpha_net_ns, arch: Arch::of(&topo.gpu_type) })
+    Ok(Links {
+        nvlink_gbps: nvlink,
+        nic_gbps: nic,
+        alpha_nvlink_ns,
+        alpha_net_ns,
+        arch: Arch::of(topo.accelerator_type(gpu0)),
+    })
 }
 
 /// Channels when none are given: the NICs of the first server (each GPU link to a network
@@ -98,7 +104,7 @@ pub fn default_channels(topo: &Platform) -> u32 {
     let nics = (0..p.ranks())
         .filter(|&r| p.same_domain(0, r))
         .flat_map(|r| topo.out_links(p.device(r)).iter())
-        .filter(|&&l| topo.kinds[topo.links[l as usize].dst as usize] == NodeKind::Switch)
+        .filter(|&&l| matches!(topo.kinds[topo.links[l as usize].dst as usize], NodeKind::Switch | NodeKind::Nic))
         .count() as u32;
     nics.max(2)
 }

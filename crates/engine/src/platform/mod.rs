@@ -1,11 +1,17 @@
-//! The network graph: typed nodes and directed links.
+//! The platform: typed nodes (accelerators, CPUs, NICs, memory devices, switches), directed
+//! links between them, and where each rank runs ([`Placement`]).
 //!
 //! Units: bandwidth in bytes/ns (= GB/s with GB = 1e9 B; SimAI files give bits per second, so
-//! `400Gbps` = 50 B/ns), latency in ns. GPU ids are `0..G` and equal workload ranks; each GPU is
-//! also its own NIC (SimAI's convention), so a GPU's link to a ToR is its NIC link. GPUs are
-//! endpoints only: routes never pass through a GPU they neither start nor end at, as in SimAI's
-//! ns-3 backend where hosts do not forward.
+//! `400Gbps` = 50 B/ns), latency in ns. Readers: SimAI's topology file ([`simai`]), the platform
+//! file of typed devices ([`file`]), and arrays from NetworkX ([`Platform::from_parts`]).
+//!
+//! One reachability rule: routes pass through switches and NICs (a NIC bridges its host side
+//! and the network) and through other nodes only when declared to forward. An accelerator is an
+//! endpoint: a route never passes through a GPU it neither starts nor ends at, as in SimAI's
+//! ns-3 backend where hosts do not forward. In a SimAI file each GPU is also its own NIC, so a
+//! GPU's link to a ToR is its NIC link.
 
+pub mod file;
 mod placement;
 pub mod routing;
 pub mod simai;
@@ -16,11 +22,118 @@ use crate::error::{InputError, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum NodeKind {
+    /// A GPU or other accelerator (XPU): runs ranks; its type names a catalog entry.
     Gpu,
-    /// Scale-up switch inside a server (NVLink domain).
+    /// Scale-up switch (NVSwitch, XPU switch): its GPUs form a scale-up domain; it may reduce
+    /// in-network (NVLS).
     NvSwitch,
-    /// Scale-out network switch (ToR/ASW, spine/PSW, ...).
+    /// Scale-out network switch (ToR/ASW, spine/PSW, core/DSW: see [`Tier`]).
     Switch,
+    Cpu,
+    /// Network interface: forwards between its host side and the network.
+    Nic,
+    /// Host DRAM or a CXL Type-3 memory expander ([`MemorySpec`]).
+    Memory,
+    PcieSwitch,
+    CxlSwitch,
+}
+
+impl NodeKind {
+    pub const NAMES: &'static str = "gpu, nvswitch, switch, cpu, nic, memory, pcie_switch, cxl_switch";
+
+    pub fn name(self) -> &'static str {
+        match self {
+            NodeKind::Gpu => "gpu",
+            NodeKind::NvSwitch => "nvswitch",
+            NodeKind::Switch => "switch",
+            NodeKind::Cpu => "cpu",
+            NodeKind::Nic => "nic",
+            NodeKind::Memory => "memory",
+            NodeKind::PcieSwitch => "pcie_switch",
+            NodeKind::CxlSwitch => "cxl_switch",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<NodeKind> {
+        let key = text.to_ascii_lowercase().replace('-', "_");
+        let key = match key.as_str() {
+            "accelerator" | "xpu" => "gpu",
+            "xpu_switch" => "nvswitch",
+            k => k,
+        };
+        [
+            NodeKind::Gpu,
+            NodeKind::NvSwitch,
+            NodeKind::Switch,
+            NodeKind::Cpu,
+            NodeKind::Nic,
+            NodeKind::Memory,
+            NodeKind::PcieSwitch,
+            NodeKind::CxlSwitch,
+        ]
+        .into_iter()
+        .find(|k| k.name() == key)
+    }
+
+    /// Whether routes pass through nodes of this kind without a declaration.
+    pub fn forwards(self) -> bool {
+        matches!(
+            self,
+            NodeKind::NvSwitch | NodeKind::Switch | NodeKind::Nic | NodeKind::PcieSwitch | NodeKind::CxlSwitch
+        )
+    }
+}
+
+/// Tier of a scale-out switch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Tier {
+    Tor,
+    Spine,
+    Core,
+}
+
+impl Tier {
+    pub fn parse(text: &str) -> Option<Tier> {
+        match text.to_ascii_lowercase().as_str() {
+            "tor" | "leaf" | "asw" => Some(Tier::Tor),
+            "spine" | "psw" => Some(Tier::Spine),
+            "core" | "dsw" => Some(Tier::Core),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MemoryKind {
+    /// Host DRAM behind a CPU.
+    Dram,
+    /// CXL Type-3 memory expander.
+    Cxl,
+}
+
+/// A memory device's capacity and how fast it serves requests.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MemorySpec {
+    pub kind: MemoryKind,
+    pub capacity_bytes: f64,
+    /// Bytes per ns.
+    pub bandwidth: f64,
+    pub latency_ns: f64,
+}
+
+/// What a node is beyond its kind (defaults for nodes of a SimAI file).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct NodeAttrs {
+    /// The name the input gave it (errors and reports).
+    pub name: Option<String>,
+    /// Accelerator type, a catalog name (A100, H100, MI300X, ...); None: the platform's `gpu_type`.
+    pub accelerator: Option<String>,
+    pub memory: Option<MemorySpec>,
+    /// A scale-up switch that reduces in-network (NVLS).
+    pub reduction: bool,
+    pub tier: Option<Tier>,
+    /// Declared to forward though its kind does not.
+    pub forwards: bool,
 }
 
 /// One direction of a link.
@@ -76,8 +189,10 @@ pub struct Platform {
     pub gpus: u32,
     /// Rank → device, scale-up domain and rail.
     pub placement: Placement,
-    /// SimAI's gpu_type field (A100, H100, ...), written back unchanged.
+    /// Type of the accelerators that name none (SimAI's gpu_type field, written back unchanged).
     pub gpu_type: String,
+    /// Per-node attributes; empty when no node has any (a SimAI file).
+    pub attrs: Vec<NodeAttrs>,
     /// Per-flow ECMP or per-packet spraying ([`Routing`]); not part of the SimAI file.
     pub routing: Routing,
     out_start: Vec<u32>,
@@ -109,8 +224,9 @@ fn csr(n: usize, keys: impl Iterator<Item = u32> + Clone) -> (Vec<u32>, Vec<u32>
 }
 
 impl Platform {
-    /// Build from arrays (the bulk path for NetworkX graphs). GPUs must be nodes `0..G`, every
-    /// other node a switch; `links` are directed. `source` names the input in errors.
+    /// Build from arrays in SimAI's convention (the bulk path for NetworkX graphs): GPUs are
+    /// nodes `0..G` and run ranks `0..G` on servers of `gpus_per_server`; every other node is a
+    /// switch; `links` are directed. `source` names the input in errors.
     pub fn from_parts(
         source: &str,
         kinds: Vec<NodeKind>,
@@ -118,10 +234,6 @@ impl Platform {
         gpus_per_server: u32,
         gpu_type: &str,
     ) -> Result<Platform> {
-        let n = kinds.len();
-        if n > u32::MAX as usize / 2 {
-            return Err(InputError::field(source, "nodes", format!("{n} nodes is too many")));
-        }
         let gpus = kinds.iter().take_while(|k| **k == NodeKind::Gpu).count() as u32;
         if let Some(i) = kinds.iter().skip(gpus as usize).position(|k| *k == NodeKind::Gpu) {
             return Err(InputError::field(
@@ -130,11 +242,57 @@ impl Platform {
                 format!("GPU ids must be 0..{gpus} before all switches, but node {} is a GPU", i + gpus as usize),
             ));
         }
-        if gpus == 0 {
-            return Err(InputError::field(source, "nodes", "no GPU nodes"));
-        }
         if gpus_per_server == 0 {
             return Err(InputError::field(source, "gpus_per_server", "must be at least 1"));
+        }
+        let placement = Placement::servers(gpus, gpus_per_server);
+        Platform::new(source, kinds, links, Vec::new(), placement, gpu_type)
+    }
+
+    /// A platform of any typed nodes: `attrs` empty or one per node, ranks placed on GPU nodes
+    /// by `placement`. NVSwitches belong to the scale-up domain of the first ranked GPU they
+    /// link to. Every ranked GPU must reach every other.
+    pub fn new(
+        source: &str,
+        kinds: Vec<NodeKind>,
+        links: Vec<Link>,
+        attrs: Vec<NodeAttrs>,
+        placement: Placement,
+        gpu_type: &str,
+    ) -> Result<Platform> {
+        let n = kinds.len();
+        if n > u32::MAX as usize / 2 {
+            return Err(InputError::field(source, "nodes", format!("{n} nodes is too many")));
+        }
+        if !attrs.is_empty() && attrs.len() != n {
+            return Err(InputError::internal(source, format!("{} node attributes for {n} nodes", attrs.len())));
+        }
+        if placement.ranks() == 0 {
+            return Err(InputError::field(source, "nodes", "no GPU nodes"));
+        }
+        let name = |v: u32| attrs.get(v as usize).and_then(|a| a.name.clone()).unwrap_or_else(|| v.to_string());
+        for r in 0..placement.ranks() {
+            let d = placement.device(r);
+            let kind = kinds.get(d as usize).copied();
+            if kind != Some(NodeKind::Gpu) {
+                let what =
+                    kind.map_or(format!("node {d}, which does not exist"), |k| format!("{} '{}'", k.name(), name(d)));
+                return Err(InputError::field(
+                    source,
+                    &format!("rank {r}"),
+                    format!("runs on {what}, not an accelerator"),
+                ));
+            }
+        }
+        let mut names = std::collections::HashMap::new();
+        for (v, a) in attrs.iter().enumerate() {
+            if let Some(first) = a.name.as_ref().and_then(|nm| names.insert(nm.as_str(), v)) {
+                return Err(InputError::field(
+                    source,
+                    "nodes",
+                    format!("nodes {first} and {v} are both named '{}'", a.name.as_deref().unwrap_or("")),
+                ));
+            }
         }
         for (i, l) in links.iter().enumerate() {
             let what = |m: String| InputError::field(source, &format!("link {i} ({} -> {})", l.src, l.dst), m);
@@ -153,27 +311,27 @@ impl Platform {
         }
         let (out_start, out_links) = csr(n, links.iter().map(|l| l.src));
         let (in_start, in_links) = csr(n, links.iter().map(|l| l.dst));
-        let placement = Placement::servers(gpus, gpus_per_server);
-        // An NVSwitch belongs to the domain of the first GPU it links to.
-        let domains = placement.domains() as usize;
+        let rank_on = placement.rank_on(n);
         let mut owner: Vec<(u32, u32)> = Vec::new();
         for (v, k) in kinds.iter().enumerate() {
             if *k == NodeKind::NvSwitch {
                 let range = out_start[v] as usize..out_start[v + 1] as usize;
-                if let Some(g) = out_links[range].iter().map(|&l| links[l as usize].dst).find(|&d| d < gpus) {
-                    owner.push((placement.domain(g), v as u32));
+                let ranked = out_links[range].iter().map(|&l| rank_on[links[l as usize].dst as usize]);
+                if let Some(r) = ranked.into_iter().find(|&r| r != u32::MAX) {
+                    owner.push((placement.domain(r), v as u32));
                 }
             }
         }
-        let (nvs_start, idx) = csr(domains, owner.iter().map(|o| o.0));
+        let (nvs_start, idx) = csr(placement.domains() as usize, owner.iter().map(|o| o.0));
         let nvs = idx.iter().map(|&i| owner[i as usize].1).collect();
         let t = Platform {
             kinds,
             links,
-            gpus,
-            rank_on: placement.rank_on(n),
+            gpus: placement.ranks(),
+            rank_on,
             placement,
             gpu_type: gpu_type.to_string(),
+            attrs,
             routing: Routing::Ecmp,
             out_start,
             out_links,
@@ -184,6 +342,22 @@ impl Platform {
         };
         t.check_connected(source)?;
         Ok(t)
+    }
+
+    /// The name of `node`: the one its input gave, else its id.
+    pub fn node_name(&self, node: u32) -> String {
+        self.attrs.get(node as usize).and_then(|a| a.name.clone()).unwrap_or_else(|| node.to_string())
+    }
+
+    /// Catalog type of the accelerator `node`.
+    pub fn accelerator_type(&self, node: u32) -> &str {
+        self.attrs.get(node as usize).and_then(|a| a.accelerator.as_deref()).unwrap_or(&self.gpu_type)
+    }
+
+    /// Whether scale-up `domain` has a switch that reduces in-network: a declared one, or, in a
+    /// SimAI file (no attributes), any NVSwitch (NVLS is then the GPU type's to offer).
+    pub fn reduces_in_switch(&self, domain: u32) -> bool {
+        self.nvswitches(domain).iter().any(|&s| self.attrs.get(s as usize).is_none_or(|a| a.reduction))
     }
 
     pub fn node_count(&self) -> u32 {
@@ -219,8 +393,9 @@ impl Platform {
         &self.nvs[self.nvs_start[s] as usize..self.nvs_start[s + 1] as usize]
     }
 
+    /// Whether routes may pass through `node` (the reachability rule of the module doc).
     pub fn is_transit(&self, node: u32) -> bool {
-        self.kinds[node as usize] != NodeKind::Gpu
+        self.kinds[node as usize].forwards() || self.attrs.get(node as usize).is_some_and(|a| a.forwards)
     }
 
     /// Nodes reachable from `from` (forward) or reaching it (`reverse`), passing only through
@@ -246,18 +421,20 @@ impl Platform {
         seen
     }
 
-    /// Every GPU must reach GPU 0 and be reached from it; a pair that still cannot talk is an
-    /// error from the router when a flow needs it.
+    /// Every rank's GPU must reach rank 0's and be reached from it; a pair that still cannot
+    /// talk is an error from the router when a flow needs it.
     fn check_connected(&self, source: &str) -> Result<()> {
+        let p = &self.placement;
         for (reverse, dir) in [(false, "from"), (true, "to")] {
-            let seen = self.reach(0, reverse);
-            if let Some(g) = (0..self.gpus).find(|&g| !seen[g as usize]) {
-                let (a, b) = if reverse { (g, 0) } else { (0, g) };
+            let seen = self.reach(p.device(0), reverse);
+            if let Some(r) = (0..p.ranks()).find(|&r| !seen[p.device(r) as usize]) {
+                let (a, b) = (self.node_name(p.device(r)), self.node_name(p.device(0)));
+                let (a, b) = if reverse { (a, b) } else { (b, a) };
                 return Err(InputError::field(
                     source,
                     "links",
                     format!(
-                        "disconnected topology: GPU {a} cannot reach GPU {b} (no path {dir} GPU 0 through switches)"
+                        "disconnected topology: GPU {a} cannot reach GPU {b} (no path {dir} rank 0's GPU through switches)"
                     ),
                 ));
             }

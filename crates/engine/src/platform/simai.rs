@@ -212,6 +212,28 @@ impl Platform {
     /// The SimAI text of this topology. Directed links are paired into full-duplex lines, so
     /// every link needs a reverse twin with the same rate, delay and error rate.
     pub fn to_simai(&self) -> Result<String> {
+        let simai_kind = |k: NodeKind| matches!(k, NodeKind::Gpu | NodeKind::NvSwitch | NodeKind::Switch);
+        if let Some(v) = (0..self.node_count()).find(|&v| !simai_kind(self.kinds[v as usize])) {
+            return Err(InputError::field(
+                "topology",
+                "nodes",
+                format!(
+                    "node '{}' is a {}; a SimAI file holds GPUs, NVSwitches and switches only",
+                    self.node_name(v),
+                    self.kinds[v as usize].name()
+                ),
+            ));
+        }
+        let p = &self.placement;
+        if let Some(r) = (0..p.ranks())
+            .find(|&r| p.device(r) != r || p.domain(r) != r / p.largest_domain() || p.rail(r) != r % p.largest_domain())
+        {
+            return Err(InputError::field(
+                "topology",
+                &format!("rank {r}"),
+                "a SimAI file runs rank r on GPU r in servers of equally many GPUs; this platform places ranks otherwise",
+            ));
+        }
         let nvs: Vec<usize> = (0..self.kinds.len()).filter(|&i| self.kinds[i] == NodeKind::NvSwitch).collect();
         let sw: Vec<usize> = (0..self.kinds.len()).filter(|&i| self.kinds[i] == NodeKind::Switch).collect();
         let key = |l: &Link| (l.src, l.dst, l.bandwidth.to_bits(), l.latency_ns.to_bits(), l.error_rate.to_bits());

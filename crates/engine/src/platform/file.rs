@@ -1,0 +1,396 @@
+//! The platform file: typed devices, links and the rank mapping, one statement per line.
+//!
+//! ```text
+//! # Two H100 and two A100 on one NVSwitch each, a ToR, a CXL expander behind a CXL switch.
+//! node gpu0 gpu type=H100
+//! node nvs0 nvswitch reduction=yes
+//! node tor0 switch tier=tor
+//! node cxl0 memory kind=cxl capacity=512GiB bandwidth=64GB/s latency=250ns
+//! node csw0 cxl_switch
+//! link gpu0 nvs0 3600Gbps 25ns          # full duplex: one link each way
+//! link gpu0 tor0 400Gbps 500ns
+//! link cxl0 csw0 64GB/s 100ns simplex   # one direction only
+//! rank 0 gpu0                           # optional: GPUs in file order otherwise
+//! ```
+//!
+//! Kinds: `gpu` (also `accelerator`, `xpu`; `type=` names a catalog entry), `nvswitch` (also
+//! `xpu_switch`; `reduction=yes` reduces in-network), `switch` (`tier=tor|spine|core`), `cpu`,
+//! `nic`, `memory` (`kind=dram|cxl`, `capacity`, `bandwidth`, `latency`), `pcie_switch`,
+//! `cxl_switch`; any node may be declared `forward=yes`. Rates are ns-3 data rates
+//! (`400Gbps`, `64GB/s`), times ns-3 times (`25ns`, `1us`), capacities bytes with an SI or IEC
+//! prefix (`80GB`, `512GiB`). Scale-up domains are the GPUs joined through NVSwitches (each
+//! other GPU alone); a rank's rail is its order among its domain's ranks. Errors name the file,
+//! the line and the field.
+
+use std::collections::HashMap;
+
+use super::simai::{parse_rate, parse_time};
+use super::{Link, MemoryKind, MemorySpec, NodeAttrs, NodeKind, Placement, Platform, Tier};
+use crate::error::{InputError, Result};
+
+/// Bytes of a capacity like `80GB`, `512GiB` or `4096` (bytes).
+fn parse_bytes(s: &str) -> Option<f64> {
+    let split = s.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let value: f64 = num.parse().ok()?;
+    let scale = match unit {
+        "" | "B" => 1.0,
+        "kB" | "KB" => 1e3,
+        "MB" => 1e6,
+        "GB" => 1e9,
+        "TB" => 1e12,
+        "KiB" => 1024.0,
+        "MiB" => 1024f64.powi(2),
+        "GiB" => 1024f64.powi(3),
+        "TiB" => 1024f64.powi(4),
+        _ => return None,
+    };
+    let b = value * scale;
+    (b.is_finite() && b > 0.0).then_some(b)
+}
+
+struct Reader<'a> {
+    file: &'a str,
+    kinds: Vec<NodeKind>,
+    attrs: Vec<NodeAttrs>,
+    ids: HashMap<&'a str, (u32, usize)>,
+    links: Vec<Link>,
+    /// (rank, device, line)
+    ranks: Vec<(u32, u32, usize)>,
+}
+
+impl<'a> Reader<'a> {
+    fn node(&self, line: usize, field: &str, name: &str) -> Result<u32> {
+        self.ids.get(name).map(|&(id, _)| id).ok_or_else(|| {
+            InputError::at(self.file, line, field, format!("no node named '{name}' (nodes are declared before use)"))
+        })
+    }
+
+    fn add_node(&mut self, line: usize, words: &[&'a str], accelerators: &[String]) -> Result<()> {
+        let (file, at) = (self.file, |field: &str, m: String| InputError::at(self.file, line, field, m));
+        let [name, kind, options @ ..] = words else {
+            return Err(at("node", "expected 'node <name> <kind> [key=value ...]'".into()));
+        };
+        if let Some(&(_, first)) = self.ids.get(name) {
+            return Err(at("node name", format!("'{name}' is already the name of the node on line {first}")));
+        }
+        let kind = NodeKind::parse(kind)
+            .ok_or_else(|| at("node kind", format!("unknown kind '{kind}' (valid: {})", NodeKind::NAMES)))?;
+        let mut a = NodeAttrs { name: Some(name.to_string()), ..NodeAttrs::default() };
+        let mut memory: HashMap<&str, &str> = HashMap::new();
+        for opt in options {
+            let (key, value) =
+                opt.split_once('=').ok_or_else(|| at("node option", format!("'{opt}' is not key=value")))?;
+            let yes_no = |v: &str| match v.to_ascii_lowercase().as_str() {
+                "yes" | "true" | "1" => Ok(true),
+                "no" | "false" | "0" => Ok(false),
+                _ => Err(InputError::at(file, line, key, format!("'{v}' is not yes or no"))),
+            };
+            match (kind, key) {
+                (_, "forward") => a.forwards = yes_no(value)?,
+                (NodeKind::Gpu, "type") => {
+                    let known = accelerators.iter().find(|t| t.eq_ignore_ascii_case(value));
+                    let t = known.ok_or_else(|| {
+                        at("type", format!("unknown accelerator type '{value}' (valid: {})", accelerators.join(", ")))
+                    })?;
+                    a.accelerator = Some(t.clone());
+                }
+                (NodeKind::NvSwitch, "reduction") => a.reduction = yes_no(value)?,
+                (NodeKind::Switch, "tier") => {
+                    a.tier = Some(
+                        Tier::parse(value)
+                            .ok_or_else(|| at("tier", format!("unknown tier '{value}' (valid: tor, spine, core)")))?,
+                    )
+                }
+                (NodeKind::Memory, "kind" | "capacity" | "bandwidth" | "latency") => {
+                    memory.insert(key, value);
+                }
+                _ => return Err(at(key, format!("a {} node has no option '{key}'", kind.name()))),
+            }
+        }
+        if kind == NodeKind::Gpu && a.accelerator.is_none() {
+            return Err(at("type", format!("a gpu needs type=<name> (valid: {})", accelerators.join(", "))));
+        }
+        if kind == NodeKind::Memory {
+            let get =
+                |key: &str| memory.get(key).copied().ok_or_else(|| at(key, format!("a memory node needs {key}=")));
+            let mem_kind = match get("kind")?.to_ascii_lowercase().as_str() {
+                "dram" => MemoryKind::Dram,
+                "cxl" => MemoryKind::Cxl,
+                other => return Err(at("kind", format!("unknown memory kind '{other}' (valid: dram, cxl)"))),
+            };
+            let (c, b, l) = (get("capacity")?, get("bandwidth")?, get("latency")?);
+            a.memory = Some(MemorySpec {
+                kind: mem_kind,
+                capacity_bytes: parse_bytes(c)
+                    .ok_or_else(|| at("capacity", format!("'{c}' is not a capacity like 512GiB")))?,
+                bandwidth: parse_rate(b).ok_or_else(|| at("bandwidth", format!("'{b}' is not a rate like 64GB/s")))?,
+                latency_ns: parse_time(l).ok_or_else(|| at("latency", format!("'{l}' is not a time like 250ns")))?,
+            });
+        }
+        self.ids.insert(name, (self.kinds.len() as u32, line));
+        self.kinds.push(kind);
+        self.attrs.push(a);
+        Ok(())
+    }
+
+    fn add_link(&mut self, line: usize, words: &[&'a str]) -> Result<()> {
+        let at = |field: &str, m: String| InputError::at(self.file, line, field, m);
+        let (src, dst, rate, delay, simplex) = match words {
+            [s, d, r, l] => (s, d, r, l, false),
+            [s, d, r, l, "simplex"] => (s, d, r, l, true),
+            [_, _, _, _, x] => return Err(at("link", format!("'{x}' after the latency: only 'simplex' may follow"))),
+            _ => return Err(at("link", "expected 'link <node> <node> <bandwidth> <latency> [simplex]'".into())),
+        };
+        let (a, b) = (self.node(line, "link src", src)?, self.node(line, "link dst", dst)?);
+        if a == b {
+            return Err(at("link dst", format!("a link from '{src}' to itself")));
+        }
+        let bandwidth =
+            parse_rate(rate).ok_or_else(|| at("link bandwidth", format!("'{rate}' is not a rate like 400Gbps")))?;
+        let latency_ns =
+            parse_time(delay).ok_or_else(|| at("link latency", format!("'{delay}' is not a time like 500ns")))?;
+        self.links.push(Link { src: a, dst: b, bandwidth, latency_ns, error_rate: 0.0 });
+        if !simplex {
+            self.links.push(Link { src: b, dst: a, bandwidth, latency_ns, error_rate: 0.0 });
+        }
+        Ok(())
+    }
+
+    fn add_rank(&mut self, line: usize, words: &[&'a str]) -> Result<()> {
+        let at = |field: &str, m: String| InputError::at(self.file, line, field, m);
+        let [rank, device] = words else {
+            return Err(at("rank", "expected 'rank <number> <node>'".into()));
+        };
+        let r: u32 = rank.parse().map_err(|_| at("rank", format!("'{rank}' is not a rank number")))?;
+        let d = self.node(line, "rank device", device)?;
+        let kind = self.kinds[d as usize];
+        if kind != NodeKind::Gpu {
+            return Err(at("rank device", format!("'{device}' is a {}, not an accelerator", kind.name())));
+        }
+        if let Some(&(_, _, first)) = self.ranks.iter().find(|x| x.0 == r) {
+            return Err(at("rank", format!("rank {r} is already mapped on line {first}")));
+        }
+        if let Some(&(other, _, first)) = self.ranks.iter().find(|x| x.1 == d) {
+            return Err(at("rank device", format!("'{device}' already runs rank {other} (line {first})")));
+        }
+        self.ranks.push((r, d, line));
+        Ok(())
+    }
+
+    /// Rank → device: the `rank` lines, which must number 0..R, else the GPUs in file order.
+    fn placement(&self) -> Result<Placement> {
+        let device: Vec<u32> = if self.ranks.is_empty() {
+            (0..self.kinds.len() as u32).filter(|&v| self.kinds[v as usize] == NodeKind::Gpu).collect()
+        } else {
+            let mut by_rank = self.ranks.clone();
+            by_rank.sort_unstable();
+            if let Some((i, &(r, _, line))) = by_rank.iter().enumerate().find(|(i, x)| x.0 != *i as u32) {
+                return Err(InputError::at(
+                    self.file,
+                    line,
+                    "rank",
+                    format!("ranks must be numbered 0..{} without gaps; rank {i} is missing before {r}", by_rank.len()),
+                ));
+            }
+            by_rank.iter().map(|x| x.1).collect()
+        };
+        if device.is_empty() {
+            return Err(InputError::field(self.file, "nodes", "no gpu nodes: a platform needs accelerators"));
+        }
+        // Scale-up domains: GPUs joined through NVSwitches (union-find over those links).
+        let mut parent: Vec<u32> = (0..self.kinds.len() as u32).collect();
+        fn root(parent: &mut [u32], mut v: u32) -> u32 {
+            while parent[v as usize] != v {
+                parent[v as usize] = parent[parent[v as usize] as usize];
+                v = parent[v as usize];
+            }
+            v
+        }
+        for l in &self.links {
+            let (ka, kb) = (self.kinds[l.src as usize], self.kinds[l.dst as usize]);
+            let scale_up = |k: NodeKind| matches!(k, NodeKind::Gpu | NodeKind::NvSwitch);
+            if scale_up(ka) && scale_up(kb) && (ka == NodeKind::NvSwitch || kb == NodeKind::NvSwitch) {
+                let (a, b) = (root(&mut parent, l.src), root(&mut parent, l.dst));
+                parent[a as usize] = b;
+            }
+        }
+        let domain: Vec<u32> = device.iter().map(|&d| root(&mut parent, d)).collect();
+        Placement::new(self.file, device, &domain)
+    }
+}
+
+impl Platform {
+    /// Read a platform file (module doc). `accelerators` are the catalog's type names.
+    pub fn parse_platform(file: &str, text: &str, accelerators: &[String]) -> Result<Platform> {
+        let mut r = Reader {
+            file,
+            kinds: Vec::new(),
+            attrs: Vec::new(),
+            ids: HashMap::new(),
+            links: Vec::new(),
+            ranks: Vec::new(),
+        };
+        for (i, raw) in text.lines().enumerate() {
+            let line = i + 1;
+            let words: Vec<&str> = raw.split('#').next().unwrap_or("").split_whitespace().collect();
+            match words.split_first() {
+                None => {}
+                Some((&"node", rest)) => r.add_node(line, rest, accelerators)?,
+                Some((&"link", rest)) => r.add_link(line, rest)?,
+                Some((&"rank", rest)) => r.add_rank(line, rest)?,
+                Some((other, _)) => {
+                    return Err(InputError::at(
+                        file,
+                        line,
+                        "statement",
+                        format!("unknown statement '{other}' (valid: node, link, rank)"),
+                    ))
+                }
+            }
+        }
+        let placement = r.placement()?;
+        let gpu_type = r.attrs[placement.device(0) as usize].accelerator.clone().unwrap_or_default();
+        Platform::new(file, r.kinds, r.links, r.attrs, placement, &gpu_type)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn catalog() -> Vec<String> {
+        ["A100", "H100", "MI300X"].map(String::from).to_vec()
+    }
+
+    fn parse(text: &str) -> Result<Platform> {
+        Platform::parse_platform("p.platform", text, &catalog())
+    }
+
+    const MIXED: &str = "\
+# two servers of different GPU generations and a CXL expander
+node h0 gpu type=H100
+node h1 gpu type=h100
+node nvs0 nvswitch reduction=yes
+node a0 gpu type=A100
+node a1 gpu type=A100
+node nvs1 nvswitch
+node tor switch tier=tor
+node cxl memory kind=cxl capacity=512GiB bandwidth=64GB/s latency=250ns
+node csw cxl_switch
+link h0 nvs0 3600Gbps 25ns
+link h1 nvs0 3600Gbps 25ns
+link a0 nvs1 2400Gbps 25ns
+link a1 nvs1 2400Gbps 25ns
+link h0 tor 400Gbps 500ns
+link h1 tor 400Gbps 500ns
+link a0 tor 200Gbps 500ns
+link a1 tor 200Gbps 500ns
+link cxl csw 64GB/s 100ns
+link csw tor 64GB/s 100ns simplex
+rank 0 a1
+rank 1 h0
+rank 2 a0
+rank 3 h1
+";
+
+    #[test]
+    fn a_mixed_platform_keeps_types_domains_and_ranks() {
+        let p = parse(MIXED).unwrap();
+        assert_eq!(p.node_count(), 9);
+        // 13 duplex links and one simplex.
+        assert_eq!(p.links.len(), 19);
+        let pl = &p.placement;
+        assert_eq!((0..4).map(|r| p.node_name(pl.device(r))).collect::<Vec<_>>(), ["a1", "h0", "a0", "h1"]);
+        // Domains by NVSwitch, numbered by first rank; rails in rank order within a domain.
+        assert_eq!((0..4).map(|r| pl.domain(r)).collect::<Vec<_>>(), [0, 1, 0, 1]);
+        assert_eq!((0..4).map(|r| pl.rail(r)).collect::<Vec<_>>(), [0, 0, 1, 1]);
+        assert_eq!((p.accelerator_type(pl.device(1)), p.accelerator_type(pl.device(0))), ("H100", "A100"));
+        assert_eq!(p.gpu_type, "A100");
+        assert!(p.reduces_in_switch(1) && !p.reduces_in_switch(0));
+        let mem = p.attrs[7].memory.unwrap();
+        assert_eq!(
+            (mem.kind, mem.capacity_bytes, mem.bandwidth, mem.latency_ns),
+            (MemoryKind::Cxl, 512.0 * (1u64 << 30) as f64, 64.0, 250.0)
+        );
+        assert_eq!(p.attrs[6].tier, Some(Tier::Tor));
+        // Switches forward, GPUs and memory do not.
+        assert!(p.is_transit(8) && p.is_transit(6) && !p.is_transit(0) && !p.is_transit(7));
+    }
+
+    #[test]
+    fn without_rank_lines_gpus_run_ranks_in_file_order() {
+        let text = MIXED.lines().filter(|l| !l.starts_with("rank")).collect::<Vec<_>>().join("\n");
+        let p = parse(&text).unwrap();
+        assert_eq!((0..4).map(|r| p.node_name(p.placement.device(r))).collect::<Vec<_>>(), ["h0", "h1", "a0", "a1"]);
+    }
+
+    /// (replace this line of MIXED with that, expected line, expected field, text in the message)
+    fn bad(from: &str, to: &str, line: usize, field: &str, says: &str) {
+        assert!(MIXED.contains(from), "{from}");
+        let e = parse(&MIXED.replacen(from, to, 1)).unwrap_err();
+        assert_eq!((e.line, e.field.as_deref()), (Some(line), Some(field)), "{e}");
+        assert!(e.message.contains(says), "{e}");
+        assert_eq!(e.to_string().lines().count(), 1, "{e}");
+    }
+
+    #[test]
+    fn bad_input_names_the_line_and_field() {
+        bad("rank 2 a0", "rank 2 tor", 23, "rank device", "'tor' is a switch, not an accelerator");
+        bad("node a0 gpu", "node h1 gpu", 5, "node name", "already the name of the node on line 3");
+        bad("link a1 nvs1", "link a1 nvs9", 14, "link dst", "no node named 'nvs9'");
+        bad("node tor switch", "node tor router", 8, "node kind", "unknown kind 'router'");
+        bad("type=A100\nnode a1", "type=V100\nnode a1", 5, "type", "unknown accelerator type 'V100'");
+        bad("capacity=512GiB", "capacity=lots", 9, "capacity", "not a capacity");
+        bad("kind=cxl ", "", 9, "kind", "needs kind=");
+        bad("link h0 tor 400Gbps 500ns", "link h0 tor 400Gbps", 15, "link", "expected 'link");
+        bad("link h0 tor 400Gbps 500ns", "link h0 tor fast 500ns", 15, "link bandwidth", "'fast'");
+        bad("rank 3 h1", "rank 3 h0", 24, "rank device", "already runs rank 1");
+        bad("rank 3 h1", "rank 5 h1", 24, "rank", "rank 3 is missing");
+        bad("node tor switch tier=tor", "node tor switch tier=tor reduction=yes", 8, "reduction", "no option");
+        bad("rank 0 a1", "bogus 0 a1", 21, "statement", "unknown statement 'bogus'");
+        // A GPU with no path to the others.
+        let e = parse(&MIXED.replace("link a0 tor 200Gbps 500ns\n", "").replace("link a1 tor 200Gbps 500ns\n", ""))
+            .unwrap_err();
+        assert!(e.message.contains("cannot reach"), "{e}");
+        let e = parse("node s switch\n").unwrap_err();
+        assert!(e.message.contains("no gpu nodes"), "{e}");
+    }
+
+    /// Two servers of 4 H100 on an NVSwitch each and a ToR, as a SimAI file (GPUs 0..8 first)
+    /// and as a platform file listing switches first, GPUs in reverse and ranks mapped back.
+    fn twins() -> (Platform, Platform) {
+        let mut simai = String::from("11 4 2 1 16 H100\n8 9 10\n");
+        let mut typed = String::from("node tor switch\nnode nvs1 nvswitch\nnode nvs0 nvswitch\n");
+        for g in (0..8).rev() {
+            typed += &format!("node g{g} gpu type=H100\n");
+        }
+        for g in 0..8 {
+            simai += &format!("{g} {} 2880Gbps 0.000025ms 0\n{g} 10 400Gbps 0.0005ms 0\n", 8 + g / 4);
+            typed += &format!("link g{g} nvs{} 2880Gbps 25ns\nlink tor g{g} 400Gbps 500ns\n", g / 4);
+            typed += &format!("rank {g} g{g}\n");
+        }
+        (Platform::parse_simai("t.txt", &simai).unwrap(), parse(&typed).unwrap())
+    }
+
+    #[test]
+    fn a_platform_file_runs_as_its_simai_twin() {
+        use crate::flow::sweep::{sweep, SweepOptions};
+        use crate::workload::Collective;
+        let (simai, typed) = twins();
+        assert_eq!((typed.placement.domain(6), typed.placement.rail(6)), (1, 2));
+        assert_eq!(typed.node_name(typed.placement.device(6)), "g6");
+        assert_ne!(typed.placement.device(6), 6);
+        for c in [Collective::AllReduce, Collective::AllToAll, Collective::AllGather] {
+            let sizes = [4096, 1 << 20, 256 << 20];
+            let a = sweep(simai.clone(), c, &sizes, &SweepOptions::default()).unwrap();
+            let b = sweep(typed.clone(), c, &sizes, &SweepOptions::default()).unwrap();
+            for (x, y) in a.iter().zip(&b) {
+                assert!((x.ns - y.ns).abs() <= 1e-9 * x.ns, "{c:?} {}: {} vs {}", x.bytes, x.ns, y.ns);
+                assert_eq!(x.algorithm, y.algorithm);
+            }
+        }
+        // The typed platform cannot be written as SimAI (ranks are not on GPUs 0..8).
+        assert!(typed.to_simai().unwrap_err().message.contains("places ranks otherwise"));
+    }
+}
