@@ -4,25 +4,26 @@
 use clustersim_engine::collective::choose::Options;
 use clustersim_engine::flow::sweep::{self, SweepOptions};
 use clustersim_engine::flow::{completion_times, FlowSpec};
-use clustersim_engine::platform::{Platform, Routing};
+use clustersim_engine::platform::Routing;
 use pyo3::prelude::*;
 
 use crate::engine_err;
+use crate::platform::FabricArg;
 
 /// Completion time (ns) of each flow `(src node, dst node, bytes, start_ns)` on the topology
-/// given as SimAI topology file text; `routes` optionally gives a node path per flow (an empty
+/// given as a Platform or SimAI topology file text; `routes` optionally gives a node path per flow (an empty
 /// one means "route it"); `seed` drives ECMP.
 #[pyfunction]
 #[pyo3(signature = (topology, flows, routes = None, seed = 0))]
 pub fn flow_completion_times(
     py: Python<'_>,
-    topology: &str,
+    topology: FabricArg<'_>,
     flows: Vec<(u32, u32, f64, f64)>,
     routes: Option<Vec<Vec<u32>>>,
     seed: u64,
 ) -> PyResult<Vec<f64>> {
+    let topo = topology.platform().map_err(engine_err)?;
     py.detach(|| {
-        let topo = Platform::parse_simai("topology", topology)?;
         let specs: Vec<FlowSpec> =
             flows.iter().map(|&(src, dst, bytes, start_ns)| FlowSpec { src, dst, bytes, start_ns }).collect();
         completion_times(&topo, &specs, routes.as_deref(), seed)
@@ -31,7 +32,7 @@ pub fn flow_completion_times(
 }
 
 /// nccl-tests on the flow model: time (ns) and algorithm of `collective` for each S in `sizes`
-/// over the first `ranks` GPUs (all by default) of the topology given as SimAI file text, each
+/// over the first `ranks` GPUs (all by default) of the fabric (a Platform or SimAI file text), each
 /// size on an idle network. `algorithm` is "auto" (NCCL's tuner) or an algorithm name;
 /// `channels` 0 means the first server's NIC count (at least 2). `send_lat_us`, `nvls`, `pxn`,
 /// `nvlstree` are SimAI's AS_SEND_LAT, AS_NVLS_ENABLE, AS_PXN_ENABLE, AS_NVLSTREE_ENABLE;
@@ -45,7 +46,7 @@ pub fn flow_completion_times(
 #[allow(clippy::too_many_arguments)]
 pub fn collective_sweep(
     py: Python<'_>,
-    topology: &str,
+    topology: FabricArg<'_>,
     collective: &str,
     sizes: Vec<u64>,
     algorithm: &str,
@@ -60,6 +61,7 @@ pub fn collective_sweep(
     qps: u32,
     routing: &str,
 ) -> PyResult<Vec<(f64, String, String)>> {
+    let topo = topology.platform().map_err(engine_err)?;
     py.detach(|| {
         let c = sweep::parse_collective(collective)?;
         let choose = Options {
@@ -70,7 +72,7 @@ pub fn collective_sweep(
             algorithm: sweep::algorithm_option(algorithm)?,
             protocol: sweep::protocol_option(protocol)?,
         };
-        let mut topo = Platform::parse_simai("topology", topology)?;
+        let mut topo = topo;
         topo.routing = Routing::parse(routing)?;
         let opts = SweepOptions { choose, channels, ranks, seed, qps };
         let points = sweep::sweep(topo, c, &sizes, &opts)?;

@@ -1,6 +1,7 @@
 //! Python bindings of clustersim's engine: argument conversion and result packing only.
 
 mod flow;
+mod platform;
 mod workload;
 
 use clustersim_engine::analytical::busbw_file::BusbwTable;
@@ -252,6 +253,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InternalError", m.py().get_type::<EngineInternalError>())?;
     m.add("PanicException", m.py().get_type::<pyo3::panic::PanicException>())?;
     m.add_function(wrap_pyfunction!(run_analytical, m)?)?;
+    m.add_class::<platform::PyPlatform>()?;
     m.add_function(wrap_pyfunction!(flow::flow_completion_times, m)?)?;
     m.add_function(wrap_pyfunction!(flow::collective_sweep, m)?)?;
     m.add_function(wrap_pyfunction!(rewrite_workload, m)?)?;

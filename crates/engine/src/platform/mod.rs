@@ -18,6 +18,7 @@ pub mod simai;
 
 pub use placement::Placement;
 
+use crate::collective::nccl::Arch;
 use crate::error::{InputError, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -344,6 +345,17 @@ impl Platform {
         Ok(t)
     }
 
+    /// Read either format: a platform file (its first statement is `node`) or a SimAI topology
+    /// file. `accelerators` are the catalog's type names (platform files only).
+    pub fn parse_text(file: &str, text: &str, accelerators: &[String]) -> Result<Platform> {
+        let first = text.lines().map(|l| l.split('#').next().unwrap_or("").trim()).find(|l| !l.is_empty());
+        if first.is_some_and(|l| l.split_whitespace().next() == Some("node")) {
+            Platform::parse_platform(file, text, accelerators)
+        } else {
+            Platform::parse_simai(file, text)
+        }
+    }
+
     /// The name of `node`: the one its input gave, else its id.
     pub fn node_name(&self, node: u32) -> String {
         self.attrs.get(node as usize).and_then(|a| a.name.clone()).unwrap_or_else(|| node.to_string())
@@ -355,9 +367,14 @@ impl Platform {
     }
 
     /// Whether scale-up `domain` has a switch that reduces in-network: a declared one, or, in a
-    /// SimAI file (no attributes), any NVSwitch (NVLS is then the GPU type's to offer).
+    /// SimAI file (no attributes), any NVSwitch of GPUs newer than Ampere (NVLS came with the
+    /// third-generation NVSwitch of Hopper systems) or of a type NCCL has no figures for.
     pub fn reduces_in_switch(&self, domain: u32) -> bool {
-        self.nvswitches(domain).iter().any(|&s| self.attrs.get(s as usize).is_none_or(|a| a.reduction))
+        let nvs = self.nvswitches(domain);
+        if self.attrs.is_empty() {
+            return !nvs.is_empty() && !matches!(Arch::of(&self.gpu_type), Some(Arch::Volta | Arch::Ampere));
+        }
+        nvs.iter().any(|&s| self.attrs[s as usize].reduction)
     }
 
     pub fn node_count(&self) -> u32 {

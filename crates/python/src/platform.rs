@@ -1,0 +1,105 @@
+//! The platform as Python sees it: a handle on the engine's [`Platform`] with bulk array views,
+//! never a second model.
+
+use clustersim_engine::platform::Platform;
+use pyo3::prelude::*;
+
+use crate::engine_err;
+
+#[pyclass(name = "Platform", module = "clustersim._engine", frozen)]
+pub struct PyPlatform {
+    pub inner: Platform,
+}
+
+#[pymethods]
+impl PyPlatform {
+    /// Parse a platform file or a SimAI topology file (`path` names it in errors);
+    /// `accelerators` are the catalog's type names.
+    #[staticmethod]
+    fn parse(py: Python<'_>, path: &str, text: &str, accelerators: Vec<String>) -> PyResult<PyPlatform> {
+        py.detach(|| Platform::parse_text(path, text, &accelerators))
+            .map(|inner| PyPlatform { inner })
+            .map_err(engine_err)
+    }
+
+    /// Ranks (GPUs that run one).
+    #[getter]
+    fn ranks(&self) -> u32 {
+        self.inner.placement.ranks()
+    }
+
+    /// Node kinds by node id ("gpu", "nvswitch", "switch", "cpu", "nic", "memory", ...).
+    #[getter]
+    fn kinds(&self) -> Vec<&'static str> {
+        self.inner.kinds.iter().map(|k| k.name()).collect()
+    }
+
+    /// Node names by node id (the id itself where the input gave none).
+    #[getter]
+    fn names(&self) -> Vec<String> {
+        (0..self.inner.node_count()).map(|v| self.inner.node_name(v)).collect()
+    }
+
+    /// Directed links as (src, dst, bandwidth GB/s, latency ns) arrays.
+    #[getter]
+    fn links(&self) -> (Vec<u32>, Vec<u32>, Vec<f64>, Vec<f64>) {
+        let l = &self.inner.links;
+        (
+            l.iter().map(|x| x.src).collect(),
+            l.iter().map(|x| x.dst).collect(),
+            l.iter().map(|x| x.bandwidth).collect(),
+            l.iter().map(|x| x.latency_ns).collect(),
+        )
+    }
+
+    /// Per rank: (device node, scale-up domain, rail) arrays.
+    #[getter]
+    fn placement(&self) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
+        let p = &self.inner.placement;
+        let r = 0..p.ranks();
+        (
+            r.clone().map(|r| p.device(r)).collect(),
+            r.clone().map(|r| p.domain(r)).collect(),
+            r.map(|r| p.rail(r)).collect(),
+        )
+    }
+
+    /// Accelerator type of each rank's device.
+    #[getter]
+    fn accelerator_types(&self) -> Vec<String> {
+        let p = &self.inner.placement;
+        (0..p.ranks()).map(|r| self.inner.accelerator_type(p.device(r)).to_string()).collect()
+    }
+
+    /// The SimAI topology text (only for platforms that format can hold).
+    fn to_simai(&self) -> PyResult<String> {
+        self.inner.to_simai().map_err(engine_err)
+    }
+
+    fn __repr__(&self) -> String {
+        let p = &self.inner.placement;
+        format!(
+            "Platform({} nodes, {} links, {} ranks in {} scale-up domains)",
+            self.inner.node_count(),
+            self.inner.links.len(),
+            p.ranks(),
+            p.domains()
+        )
+    }
+}
+
+/// What the flow bindings take as a fabric: a parsed platform or SimAI topology text.
+#[derive(FromPyObject)]
+pub enum FabricArg<'py> {
+    Platform(PyRef<'py, PyPlatform>),
+    Text(String),
+}
+
+impl FabricArg<'_> {
+    pub fn platform(&self) -> clustersim_engine::Result<Platform> {
+        match self {
+            FabricArg::Platform(p) => Ok(p.inner.clone()),
+            FabricArg::Text(t) => Platform::parse_simai("topology", t),
+        }
+    }
+}
