@@ -87,8 +87,8 @@ pub const TREE_EFFICIENCY: f64 = 0.92;
 pub const NVLS_EFFICIENCY: f64 = 0.85;
 pub const NVLS_CHANNELS: f64 = 16.0;
 
-/// GPU generations, for NCCL's per-generation limits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// GPU generations, oldest first, for NCCL's per-generation limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Arch {
     Volta,
     Ampere,

@@ -21,10 +21,9 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use super::sweep::{default_channels, links_of};
+use super::sweep::{default_channels, TunerLinks};
 use super::{FlowSim, Wait};
 use crate::collective::choose::{self, Options};
-use crate::collective::cost::Links;
 use crate::collective::nccl::{nvlink_gbps, p2p_latency_ns};
 use crate::collective::{group_channels, Algorithm, Endpoint, GroupTopo, Schedule};
 use crate::error::{InputError, Result};
@@ -43,10 +42,13 @@ pub fn fixed_algorithm(algorithm: Algorithm, channels: u32) -> Scheduler {
 }
 
 /// A scheduler that picks each collective's algorithm as NCCL's tuner would
-/// ([`choose::choose`] on `links` with `options`; `options.algorithm` forces one) and runs it
-/// over `channels` channels.
-pub fn auto_algorithm(links: Links, options: Options, channels: u32) -> Scheduler {
-    Box::new(move |c, g, bytes| Ok(choose::choose(c, g, bytes, channels, &links, &options)?.schedule))
+/// ([`choose::choose`] on the group's `links` with `options`; `options.algorithm` forces one)
+/// and runs it over `channels` channels (0: [`group_channels`] of at most `nics`).
+pub fn auto_algorithm(links: Rc<TunerLinks>, options: Options, channels: u32, nics: u32) -> Scheduler {
+    Box::new(move |c, g, bytes| {
+        let channels = if channels == 0 { group_channels(g, nics) } else { channels };
+        Ok(choose::choose(c, g, bytes, channels, &links.group(g), &options)?.schedule)
+    })
 }
 
 /// How a flow network runs collectives: NCCL's tuner choice (or a forced algorithm) with SimAI's
@@ -67,19 +69,13 @@ impl FlowNetwork {
         if t.options.send_lat_us.is_none() {
             cap_nvlink(&mut topo);
         }
-        let links = links_of(&topo)?;
-        let scheduler = if t.channels == 0 {
-            let (options, nics) = (t.options.clone(), default_channels(&topo));
-            wrap(Box::new(move |c, g, bytes| {
-                Ok(choose::choose(c, g, bytes, group_channels(g, nics), &links, &options)?.schedule)
-            }))
-        } else {
-            wrap(auto_algorithm(links, t.options.clone(), t.channels))
-        };
+        let links = Rc::new(TunerLinks::of(&topo)?);
+        let scheduler = wrap(auto_algorithm(links.clone(), t.options.clone(), t.channels, default_channels(&topo)));
         // NVLS schedules need in-switch reduction: offered wherever a domain's switch reduces.
         let nvls = (0..topo.placement.domains()).any(|d| topo.reduces_in_switch(d));
         let mut net = FlowNetwork::new(topo, scheduler, t.seed, nvls);
         net.qps = t.qps.max(1);
+        net.rate_class = links.class.clone();
         // Point-to-point sends wait NCCL's p2p latency, or AS_SEND_LAT and their path latency.
         net.p2p_wait = match t.options.send_lat_us {
             Some(us) => [Wait::Path { extra_ns: us * 1e3 }; 2],
@@ -117,12 +113,13 @@ fn cap_nvlink(topo: &mut Platform) {
 }
 
 /// A schedule's cache key: collective, bytes, [`schedule_shape`].
-type ScheduleKey = (Collective, u64, Vec<(u32, u32)>);
+type ScheduleKey = (Collective, u64, Vec<(u32, u32, u32)>);
 
 /// What a group's schedule depends on besides the collective and its size: for each member in
-/// group order, its scale-up domain (numbered by first appearance) and its rail there (which PXN
-/// relays through). Groups of one shape share a schedule.
-fn schedule_shape(ranks: &[u32], placement: &Placement) -> Vec<(u32, u32)> {
+/// group order, its scale-up domain (numbered by first appearance), its rail there (which PXN
+/// relays through) and its rate class (which the tuner prices with). Groups of one shape share
+/// a schedule.
+fn schedule_shape(ranks: &[u32], placement: &Placement, rate_class: &[u32]) -> Vec<(u32, u32, u32)> {
     let mut seen: Vec<u32> = Vec::new();
     ranks
         .iter()
@@ -132,7 +129,7 @@ fn schedule_shape(ranks: &[u32], placement: &Placement) -> Vec<(u32, u32)> {
                 seen.push(server);
                 seen.len() - 1
             });
-            (index as u32, placement.rail(r))
+            (index as u32, placement.rail(r), rate_class.get(r as usize).copied().unwrap_or(0))
         })
         .collect()
 }
@@ -170,6 +167,9 @@ pub struct FlowNetwork {
     /// Queue pairs per connection, each its own ECMP hash.
     qps: u32,
     rank_class: Vec<u32>,
+    /// Each rank's class of port rates and generation ([`TunerLinks`]): the tuner's choice
+    /// depends on it, so schedules are shared only within one (empty: one class).
+    rate_class: Vec<u32>,
     /// Instances of each (group, class): member ranks in group order.
     instances: HashMap<(GroupId, u32), Rc<Vec<Vec<u32>>>>,
     /// Schedules by (collective, bytes, [`schedule_shape`] of the members).
@@ -204,6 +204,7 @@ impl FlowNetwork {
             nvls,
             qps: 1,
             rank_class: Vec::new(),
+            rate_class: Vec::new(),
             instances: HashMap::new(),
             schedules: HashMap::new(),
             routes: HashMap::new(),
@@ -347,7 +348,7 @@ impl FlowNetwork {
     }
 
     fn schedule_for(&mut self, c: Collective, ranks: &[u32], bytes: u64) -> Result<Rc<Schedule>> {
-        let key = (c, bytes, schedule_shape(ranks, &self.topo.placement));
+        let key = (c, bytes, schedule_shape(ranks, &self.topo.placement, &self.rate_class));
         if let Some(s) = self.schedules.get(&key) {
             return Ok(s.clone());
         }
@@ -536,9 +537,12 @@ mod shape_tests {
     fn groups_share_a_schedule_only_on_the_same_servers_and_rails() {
         let p = &Placement::servers(32, 8);
         // Same servers in the same order, same rails: one schedule.
-        assert_eq!(schedule_shape(&[0, 8], p), schedule_shape(&[16, 24], p));
+        assert_eq!(schedule_shape(&[0, 8], p, &[]), schedule_shape(&[16, 24], p, &[]));
         // Same servers, other rails: PXN relays through other GPUs, so another schedule.
-        assert_ne!(schedule_shape(&[0, 9], p), schedule_shape(&[1, 8], p));
-        assert_eq!(schedule_shape(&[9, 1, 8], p), vec![(0, 1), (1, 1), (0, 0)]);
+        assert_ne!(schedule_shape(&[0, 9], p, &[]), schedule_shape(&[1, 8], p, &[]));
+        assert_eq!(schedule_shape(&[9, 1, 8], p, &[]), vec![(0, 1, 0), (1, 1, 0), (0, 0, 0)]);
+        // Same shape on GPUs of another generation: the tuner may choose otherwise.
+        let class: Vec<u32> = (0..32).map(|r| u32::from(r >= 16)).collect();
+        assert_ne!(schedule_shape(&[0, 8], p, &class), schedule_shape(&[16, 24], p, &class));
     }
 }

@@ -6,7 +6,7 @@
 //! timed loop does (shared/reference/hardware.md §3). The time of a size is its op's end − start.
 //!
 //! The algorithm is forced or chosen per size by NCCL's tuning model ([`crate::collective::choose::choose`]) on the
-//! fabric's own link rates ([`links_of`]); the flow model then plays the chosen schedule's bytes
+//! fabric's own link rates ([`TunerLinks`]); the flow model then plays the chosen schedule's bytes
 //! on the links. Protocol efficiency (LL, LL128) is a choice criterion only: the flows carry
 //! payload at link rate.
 
@@ -18,6 +18,7 @@ use super::network::{FlowNetwork, Scheduler, Tuning};
 use crate::collective::choose::Options;
 use crate::collective::cost::Links;
 use crate::collective::nccl::Arch;
+use crate::collective::GroupTopo;
 use crate::collective::{Algorithm, Protocol};
 use crate::error::{InputError, Result};
 use crate::executor::Executor;
@@ -50,17 +51,13 @@ pub struct SweepPoint {
     pub protocol: Protocol,
 }
 
-/// Per-GPU link rates of the fabric as the tuner sees them, from GPU 0: NVLink = its links to
-/// NVSwitches summed, NIC = its links to network switches summed (GB/s). α are the physical
-/// path latencies NCCL adds to its per-hop latencies: GPU 0 to a GPU of its server through an
-/// NVSwitch, and to the GPU on its rail in the next server through the network (0 if none).
-pub fn links_of(topo: &Platform) -> Result<Links> {
-    if topo.gpus == 0 {
-        return Err(InputError::new("topology", "the fabric has no GPUs"));
-    }
-    let gpu0 = topo.placement.device(0);
+/// A GPU's port rates (GB/s): NVLink = its links to NVSwitches summed, NIC = its links to
+/// network switches or NICs summed; a missing kind is priced at the other's rate so the tuner
+/// stays defined (a schedule never uses it: a server without NVSwitch routes through the network).
+fn port_rates(topo: &Platform, rank: u32) -> Result<(f64, f64)> {
+    let gpu = topo.placement.device(rank);
     let (mut nvlink, mut nic) = (0.0, 0.0);
-    for &l in topo.out_links(gpu0) {
+    for &l in topo.out_links(gpu) {
         let link = &topo.links[l as usize];
         match topo.kinds[link.dst as usize] {
             NodeKind::NvSwitch => nvlink += link.bandwidth,
@@ -69,32 +66,73 @@ pub fn links_of(topo: &Platform) -> Result<Links> {
         }
     }
     if nic <= 0.0 && nvlink <= 0.0 {
-        return Err(InputError::new("topology", "GPU 0 has no link to a switch"));
+        let name = topo.node_name(gpu);
+        return Err(InputError::new("topology", format!("GPU {name} (rank {rank}) has no link to a switch")));
     }
-    // A missing kind of port is priced at the other's rate so the tuner stays defined; a
-    // schedule never uses it (a server without NVSwitch routes through the network).
-    let (nvlink, nic) = (if nvlink > 0.0 { nvlink } else { nic }, if nic > 0.0 { nic } else { nvlink });
-    let out_latency = |kind: NodeKind| {
-        topo.out_links(gpu0).iter().map(|&l| &topo.links[l as usize]).find(|l| topo.kinds[l.dst as usize] == kind)
-    };
-    // Up to the switch and down again, assuming symmetric links.
-    let alpha_nvlink_ns = out_latency(NodeKind::NvSwitch).map_or(0.0, |l| 2.0 * l.latency_ns);
-    let p = &topo.placement;
-    let peer = (0..p.ranks()).find(|&r| !p.same_domain(0, r));
-    let alpha_net_ns = if let Some(peer) = peer.filter(|_| out_latency(NodeKind::Switch).is_some()) {
-        let mut path = Vec::new();
-        Router::new(topo, 0).route(topo, p.device(0), p.device(peer), 0, &mut path)?;
-        path.iter().map(|&l| topo.links[l as usize].latency_ns).sum()
-    } else {
-        0.0
-    };
-    Ok(Links {
-        nvlink_gbps: nvlink,
-        nic_gbps: nic,
-        alpha_nvlink_ns,
-        alpha_net_ns,
-        arch: Arch::of(topo.accelerator_type(gpu0)),
-    })
+    Ok((if nvlink > 0.0 { nvlink } else { nic }, if nic > 0.0 { nic } else { nvlink }))
+}
+
+/// Link rates the tuner prices each group with. Per rank: its port rates and generation; a group
+/// gets its slowest member's rates and oldest generation (one communicator runs at the pace of
+/// its slowest GPU). α are the physical path latencies NCCL adds to its per-hop latencies, from
+/// rank 0: to a GPU of its domain through an NVSwitch, and to the next domain's GPU through the
+/// network (0 if none).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TunerLinks {
+    pub alpha_nvlink_ns: f64,
+    pub alpha_net_ns: f64,
+    /// (NVLink GB/s, NIC GB/s, generation) per rate class; `class[r]` is rank r's.
+    classes: Vec<(f64, f64, Option<Arch>)>,
+    pub class: Vec<u32>,
+}
+
+impl TunerLinks {
+    pub fn of(topo: &Platform) -> Result<TunerLinks> {
+        let p = &topo.placement;
+        if p.ranks() == 0 {
+            return Err(InputError::new("topology", "the fabric has no GPUs"));
+        }
+        let mut classes: Vec<(f64, f64, Option<Arch>)> = Vec::new();
+        let mut class = Vec::with_capacity(p.ranks() as usize);
+        for r in 0..p.ranks() {
+            let (nvlink, nic) = port_rates(topo, r)?;
+            let rates = (nvlink, nic, Arch::of(topo.accelerator_type(p.device(r))));
+            let i = classes.iter().position(|c| *c == rates).unwrap_or_else(|| {
+                classes.push(rates);
+                classes.len() - 1
+            });
+            class.push(i as u32);
+        }
+        let gpu0 = p.device(0);
+        let out_latency = |kind: NodeKind| {
+            topo.out_links(gpu0).iter().map(|&l| &topo.links[l as usize]).find(|l| topo.kinds[l.dst as usize] == kind)
+        };
+        // Up to the switch and down again, assuming symmetric links.
+        let alpha_nvlink_ns = out_latency(NodeKind::NvSwitch).map_or(0.0, |l| 2.0 * l.latency_ns);
+        let peer = (0..p.ranks()).find(|&r| !p.same_domain(0, r));
+        let alpha_net_ns = if let Some(peer) = peer.filter(|_| out_latency(NodeKind::Switch).is_some()) {
+            let mut path = Vec::new();
+            Router::new(topo, 0).route(topo, gpu0, p.device(peer), 0, &mut path)?;
+            path.iter().map(|&l| topo.links[l as usize].latency_ns).sum()
+        } else {
+            0.0
+        };
+        Ok(TunerLinks { alpha_nvlink_ns, alpha_net_ns, classes, class })
+    }
+
+    /// The rates of group `g`: its slowest member's.
+    pub fn group(&self, g: &GroupTopo) -> Links {
+        let mut members = g.ranks.iter().map(|&r| self.classes[self.class[r as usize] as usize]);
+        let first = members.next().unwrap_or(self.classes[0]);
+        let (nvlink_gbps, nic_gbps, arch) = members.fold(first, |(v, n, a), (v2, n2, a2)| {
+            let oldest = match (a, a2) {
+                (Some(x), Some(y)) => Some(x.min(y)),
+                _ => a.or(a2),
+            };
+            (v.min(v2), n.min(n2), oldest)
+        });
+        Links { nvlink_gbps, nic_gbps, alpha_nvlink_ns: self.alpha_nvlink_ns, alpha_net_ns: self.alpha_net_ns, arch }
+    }
 }
 
 /// Channels when none are given: the NICs of the first server (each GPU link to a network
