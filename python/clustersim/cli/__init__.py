@@ -1,0 +1,54 @@
+"""The `clustersim` command: one module per subcommand (`add(sub)` builds its parser, `main(args)`
+runs it through the API in `clustersim.api`), the options they share in `common`.
+
+Exit status: 0 success; 2 bad input or usage (one line naming file, line and field); 70 a fault
+of clustersim itself (sysexits.h's EX_SOFTWARE), reported as a bug; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+from clustersim.cli import analytical, collective, run, topo, train, workload
+from clustersim.cli.common import Parser
+from clustersim.errors import EnginePanic, InputError, InternalError
+
+EX_SOFTWARE = 70
+COMMANDS = (analytical, run, train, workload, topo, collective)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from clustersim import __version__
+
+    parser = Parser(
+        prog="clustersim",
+        description="Simulate AI training clusters: how long one iteration takes, and where the time goes.",
+        allow_abbrev=False,
+    )
+    parser.add_argument("--version", action="version", version=f"clustersim {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in COMMANDS:
+        command.add(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return func(args)
+    except InputError as e:
+        print(f"clustersim: error: {e}", file=sys.stderr)
+        return 2
+    except (InternalError, EnginePanic) as e:
+        what = str(e) if isinstance(e, InternalError) else f"internal error: the engine panicked: {e}"
+        print(f"clustersim: {what}", file=sys.stderr)
+        print(
+            "clustersim: this is a bug in clustersim; please report it with the command that caused it",
+            file=sys.stderr,
+        )
+        return EX_SOFTWARE
+    except KeyboardInterrupt:
+        return 130
