@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from clustersim.analytical import AnalyticalResult, simulate
 from clustersim.errors import InputError
@@ -61,7 +60,8 @@ def run(
     result = results[0]
     if len(seeds) > 1:
         rows = [{"seed": s} | r.summary for s, r in zip(seeds, results, strict=True)]
-        result.ecmp_seeds = seed_stats(rows, [k for k in result.summary if k.endswith("_us")])
+        columns = [k for k in result.summary if k.endswith("_us")]
+        result = result._replace(ecmp_seeds=seed_stats(rows, columns))
     return result
 
 
@@ -70,8 +70,7 @@ def _part(progress: Progress, k: int, n: int) -> Progress:
     return lambda fraction: progress((k + fraction) / n)
 
 
-@dataclass(kw_only=True)
-class TrainResult:
+class TrainResult(NamedTuple):
     """One simulated Megatron-Core iteration: time, throughput, MFU, where the time goes, memory
     per GPU and per-layer times (`layers`)."""
 
@@ -87,9 +86,6 @@ class TrainResult:
 
     def __repr__(self) -> str:
         return f"TrainResult({self.model!r} on {self.gpus} × {self.accelerator}, {self.iteration_s:.3f} s)"
-
-    def __getitem__(self, key: str) -> Any:
-        return self.data[key]
 
     @property
     def iteration_s(self) -> float:

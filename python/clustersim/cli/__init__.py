@@ -19,7 +19,9 @@ EX_SOFTWARE = 70
 COMMANDS = (analytical, run, train, workload, topo, collective)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with `only`, the other subcommands get just their one-line help (their
+    options, and what building them imports, are not needed to run `only`)."""
     from clustersim import __version__
 
     parser = Parser(
@@ -30,12 +32,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"clustersim {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
-        command.add(sub)
+        name = command.__name__.rsplit(".", 1)[1]
+        if only in (None, name):
+            command.add(sub)
+        else:
+            sub.add_parser(name, help=command.HELP)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv[0] if argv else None).parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
         return func(args)

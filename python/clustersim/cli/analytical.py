@@ -30,11 +30,14 @@ with -v also <prefix>chart.png, .svg and .html. --json prints the summary as JSO
 Without --compat simai, SimAI's known quirks are corrected (see the README)."""  # noqa: E501
 
 
+HELP = "simulate a SimAI workload file with the analytical network model (SimAI_analytical's flags)"
+
+
 def add(sub: argparse._SubParsersAction) -> None:
     p = subcommand(
         sub,
         "analytical",
-        help="simulate a SimAI workload file with the analytical network model (SimAI_analytical's flags)",
+        help=HELP,
         description="Simulate one training iteration of a SimAI/AICB workload on the analytical backend.",
         epilog=EPILOG,
     )

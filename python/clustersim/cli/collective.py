@@ -24,13 +24,16 @@ examples:
   clustersim collective alltoall -b 1M -e 4M -f 4 -n DCN+:64 --ecmp-seeds 3 --csv results/alltoall.csv"""
 
 
+HELP = "nccl-tests-style sweep of one collective on the flow model"
+
+
 def add(sub: argparse._SubParsersAction) -> None:
     from clustersim.sweep import OPS
 
     p = subcommand(
         sub,
         "collective",
-        help="nccl-tests-style sweep of one collective on the flow model",
+        help=HELP,
         description="Time one collective over every GPU of a fabric (or the first -g) for each size, "
         "each on an idle network, and print nccl-tests' table. NCCL_ALGO and NCCL_PROTO are honoured "
         "as by NCCL, AS_SEND_LAT, AS_NVLS_ENABLE, AS_PXN_ENABLE and AS_NVLSTREE_ENABLE as in SimAI.",

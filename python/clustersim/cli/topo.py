@@ -26,13 +26,16 @@ examples:
 DESTS = {"gpu": "gpus", "gpu_per_server": "gpus_per_server"}
 
 
+HELP = "write a fabric as a SimAI topology file (gen_Topo_Template.py's flags, fat-trees, pods)"
+
+
 def add(sub: argparse._SubParsersAction) -> None:
     from clustersim.topology import TEMPLATES
 
     p = subcommand(
         sub,
         "topo",
-        help="write a fabric as a SimAI topology file (gen_Topo_Template.py's flags, fat-trees, pods)",
+        help=HELP,
         description=(
             "Build a fabric from a template and write it as a SimAI topology file, line for line what"
             " SimAI's gen_Topo_Template.py writes for the same flags. Beyond SimAI: --fat-tree K builds a"

@@ -32,11 +32,14 @@ examples:
   clustersim train --model llama3-8b --gpus 16 --tp 8 --gbs 16 --seq 2048 -n Spectrum-X:16 -r results/llama3-8b- -v"""  # noqa: E501
 
 
+HELP = "simulate one training iteration of a model with a parallel plan (Megatron-Core)"
+
+
 def add(sub: argparse._SubParsersAction) -> None:
     p = subcommand(
         sub,
         "train",
-        help="simulate one training iteration of a model with a parallel plan (Megatron-Core)",
+        help=HELP,
         description=(
             "Generate one Megatron-Core training iteration (TP, SP, PP with simulated 1F1B or interleaved"
             " schedules, DP/ZeRO, EP, CP, recompute) and simulate it on the analytical network model, or"

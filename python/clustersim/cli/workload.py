@@ -22,11 +22,14 @@ examples:
   clustersim workload export examples/workload_analytical.txt -o results/example-ir.json"""  # noqa: E501
 
 
+HELP = "generate, check, rewrite or export workloads (SimAI files, IR JSON)"
+
+
 def add(sub: argparse._SubParsersAction) -> None:
     p = subcommand(
         sub,
         "workload",
-        help="generate, check, rewrite or export workloads (SimAI files, IR JSON)",
+        help=HELP,
         description="Generate, check, rewrite or export workloads (SimAI files, IR JSON).",
         epilog=EPILOG,
     )
