@@ -1,4 +1,4 @@
-"""Time `clustersim.collective.sweep` (nccl-tests sweeps on the flow model).
+"""Time `clustersim.sweep.sweep` (nccl-tests sweeps on the flow model).
 
 Cases (targets from the issue): all-reduce 16M..512M ×2 on 32-GPU Spectrum-X (≤ 1 s); the same on
 256 GPUs, Spectrum-X and DCN+ (≤ 5 s each); 1 GiB ring all-reduce on 4096 ranks (≤ 2 s, ≤ 500 MB
