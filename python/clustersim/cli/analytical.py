@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from clustersim.analytical import AnalyticalResult
 from clustersim.cli.common import (
@@ -20,6 +21,7 @@ from clustersim.cli.common import (
     subcommand,
     wrote,
 )
+from clustersim.table import Table
 
 EPILOG = """\
 SimAI_analytical's flags are accepted as they are, e.g.
@@ -144,7 +146,7 @@ def report(args: argparse.Namespace, result: AnalyticalResult, prefix: str) -> N
         write_text(stage(outputs["csv"]), result.csv)
         write_text(stage(outputs["json"]), json.dumps(doc, indent=2, allow_nan=False) + "\n")
         if result.links is not None:
-            write_csv(stage(outputs["links"]), links_rows(result))
+            write_csv(stage(outputs["links"]), links_rows(result.links))
             write_text(stage(outputs["trace"]), result.trace or "")
         if stats is not None:
             write_csv(stage(outputs["seeds"]), seeds_rows(stats))
@@ -192,10 +194,8 @@ def print_summary(result: AnalyticalResult) -> None:
         print(f"  {label:<20}{summary[key] / 1000:12.3f} ms {pct[key]:6.2f}%")
 
 
-def links_rows(result: AnalyticalResult) -> list[list[object]]:
+def links_rows(links: Table) -> list[list[object]]:
     """Per-link traffic, busiest first, header first."""
-    links = result.links
-    assert links is not None
     order = sorted(range(len(links)), key=lambda i: -links["bytes"][i])
     rows: list[list[object]] = [["src", "dst", "bandwidth_gbps", "bytes", "utilisation"]]
     for i in order:
@@ -206,12 +206,12 @@ def links_rows(result: AnalyticalResult) -> list[list[object]]:
     return rows
 
 
-def seeds_rows(stats: dict[str, object]) -> list[list[object]]:
+def seeds_rows(stats: dict[str, Any]) -> list[list[object]]:
     """One row per ECMP seed, then the mean, min and max rows."""
-    keys: list[str] = list(stats["columns"])  # type: ignore[call-overload]
+    keys: list[str] = stats["columns"]
     rows: list[list[object]] = [["seed", *keys]]
-    for row in stats["rows"]:  # type: ignore[attr-defined]
+    for row in stats["rows"]:
         rows.append([row["seed"]] + [f"{row[k]:.6g}" for k in keys])
     for what in ("mean", "min", "max"):
-        rows.append([what] + [f"{stats[k][what]:.6g}" for k in keys])  # type: ignore[index]
+        rows.append([what] + [f"{stats[k][what]:.6g}" for k in keys])
     return rows

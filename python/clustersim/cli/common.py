@@ -41,7 +41,7 @@ count = whole(1, MAX_COUNT)
 
 
 def subcommand(sub: argparse._SubParsersAction, name: str, **kw: Any) -> argparse.ArgumentParser:
-    """A subcommand's parser: examples verbatim, no abbreviated options, and --progress if asked."""
+    """A subcommand's parser: help epilogs (examples) kept verbatim, no abbreviated options."""
     return sub.add_parser(
         name, formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False, **kw
     )
