@@ -4,6 +4,7 @@ one thing in all of them, `--version`, progress bars only when asked for off a t
 from __future__ import annotations
 
 import argparse
+import io
 import re
 import shlex
 import subprocess
@@ -123,3 +124,25 @@ def test_an_input_error_exits_2_and_an_engine_fault_70():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 70, proc.stderr
     assert "the engine panicked" in proc.stderr and "this is a bug in clustersim" in proc.stderr
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_on_a_terminal_the_bar_waits_a_second(monkeypatch):
+    from clustersim.cli.common import Progress
+
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    bar = Progress("simulating", None)
+    bar(0.5)  # a quick run: nothing shown, tqdm not even imported for it
+    assert sys.stderr.getvalue() == "" and bar.bar is None
+    bar.start -= 1.0
+    bar(0.75)
+    bar.close()
+    assert "simulating:  75%" in sys.stderr.getvalue()
+    off = Progress("simulating", False)
+    off.start -= 1.0
+    off(0.9)
+    assert off.bar is None
