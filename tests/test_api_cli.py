@@ -108,3 +108,12 @@ def test_bad_keyword_values_are_input_errors():
         clustersim.run(MICRO, "Spectrum-X:8", ecmp_seeds=0)
     with pytest.raises(clustersim.InputError, match="unknown collective"):
         clustersim.collective("allsum", "Spectrum-X:8")
+
+
+def test_train_takes_every_plan_option_the_cli_has():
+    import inspect
+
+    from clustersim.api import PLAN_OPTIONS, plan_options
+
+    assert set(PLAN_OPTIONS) == set(inspect.signature(plan_options).parameters)
+    assert set(PLAN_OPTIONS) <= set(inspect.signature(clustersim.train).parameters)
