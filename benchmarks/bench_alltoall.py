@@ -25,7 +25,7 @@ from results import measure_child, run_header, write_section
 
 SWEEP_CHILD = """
 import json, resource, sys, time
-from clustersim.collective import sweep
+from clustersim.sweep import sweep
 from clustersim.topology import simai_template
 name, gpus = json.loads(sys.argv[1])
 topo = simai_template(name, gpu=gpus)

@@ -8,34 +8,25 @@ from pathlib import Path
 
 import pytest
 
-# The `shared` folder stands beside the repository root (…/main/tests/conftest.py → …/shared).
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+# Everything the tests read is in the repository (tests/data/README.md says where each file is from).
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data"
 SIMAI = DATA / "simai"
 AICB = DATA / "aicb"
 REFERENCE = SIMAI / "reference"
-EXAMPLE_WORKLOAD = SIMAI / "workload_analytical.txt"
-EXAMPLE_BUSBW = SIMAI / "busbw.yaml"
+EXAMPLE_WORKLOAD = ROOT / "examples" / "workload_analytical.txt"
+EXAMPLE_BUSBW = ROOT / "examples" / "busbw.yaml"
+# SimAI's size-efficiency tables, as shipped with the engine.
+RATIO_DIR = ROOT / "crates" / "engine" / "data" / "ratio"
 
-# SimAI_analytical's flags for the two reference runs (see shared/data/simai/reference/README.md).
+# SimAI_analytical's flags for the two reference runs (see tests/data/simai/reference/README.md).
 AUTO_FLAGS = ["-g", "9216", "-nv", "360", "-nic", "48.5", "-n_p_s", "8", "-g_p_s", "8"]
 BUSBW_FLAGS = ["-g", "9216", "-g_p_s", "8", "-busbw", str(EXAMPLE_BUSBW)]
 
 
 @pytest.fixture(scope="session")
-def data_dir() -> Path:
-    if not DATA.is_dir():
-        pytest.fail(f"example data not found at {DATA}")
-    return DATA
-
-
-@pytest.fixture(scope="session")
-def example_workload(data_dir) -> Path:
+def example_workload() -> Path:
     return EXAMPLE_WORKLOAD
-
-
-@pytest.fixture(scope="session")
-def example_busbw(data_dir) -> Path:
-    return EXAMPLE_BUSBW
 
 
 def run_clustersim(*args, cwd, timeout=60):

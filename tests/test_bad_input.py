@@ -4,7 +4,7 @@ no traceback, and no result files left behind."""
 from __future__ import annotations
 
 import pytest
-from conftest import EXAMPLE_BUSBW
+from conftest import EXAMPLE_BUSBW, RATIO_DIR
 
 HEADER = (
     "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 2 ep: 1 pp: 1 vpp: 2 ga: 1 all_gpus: 16 "
@@ -337,11 +337,11 @@ def test_tp_group_may_not_straddle_servers(run_cli, tmp_path):
     assert_clean_error(*simulate(run_cli, path, "-g", "12", "-g_p_s", "6"), "model_parallel_NPU_group")
 
 
-def test_ratio_table_with_a_non_finite_cell(run_cli, tmp_path, data_dir):
+def test_ratio_table_with_a_non_finite_cell(run_cli, tmp_path):
     folder = tmp_path / "ratios"
     folder.mkdir()
     for name in ("nvlink_ratio.csv", "nic_ratio.csv", "ata_ratio.csv"):
-        (folder / name).write_text((data_dir / "simai" / "ratio" / name).read_text())
+        (folder / name).write_text((RATIO_DIR / name).read_text())
     nic = folder / "nic_ratio.csv"
     lines = nic.read_text().splitlines()
     lines[1] = lines[1].replace("16777216,0.45", "16777216,inf")

@@ -1,12 +1,12 @@
-"""`clustersim collective` and `clustersim.collective.sweep`: nccl-tests reports on the flow model."""
+"""`clustersim collective` and `clustersim.sweep.sweep`: nccl-tests reports on the flow model."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from clustersim.collective import busbw_factor, parse_size, sweep
 from clustersim.errors import InputError
+from clustersim.sweep import busbw_factor, parse_size, sweep
 from clustersim.topology import simai_template
 
 GIB = 1 << 30

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from clustersim.collective import qps_option, sweep
 from clustersim.errors import InputError
+from clustersim.fabric import qps_option
+from clustersim.sweep import sweep
 from clustersim.topology import simai_template
 from test_bad_input import assert_clean_error, assert_no_outputs
 

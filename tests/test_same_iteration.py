@@ -14,9 +14,10 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import RATIO_DIR
 
 RATIO_FILES = ("nvlink_ratio.csv", "nic_ratio.csv", "ata_ratio.csv")
-SHIPPED = Path(__file__).resolve().parents[1] / "crates" / "engine" / "data" / "ratio"
+SHIPPED = RATIO_DIR
 
 PLANS = {
     "llama3-70b TP8 PP4 dist-opt": "--model llama3-70b --gpus 1024 --tp 8 --pp 4 --gbs 128 --sp --dist-opt",

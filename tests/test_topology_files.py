@@ -238,7 +238,7 @@ def test_cli_default_name_output_and_json(tmp_path):
     assert rc == 0, err
     name = "DCN+SingleToR_128g_8gps_400Gbps_H100"
     assert out == (
-        f"{name}: 128 GPUs, 16 NVSwitches, 10 switches, 272 links, bisection 3.2 Tbps; wrote {name}\n"
+        f"{name}: 128 GPUs, 16 NVSwitches, 10 switches, 272 links, bisection 3.2 Tbps\nwrote {name}\n"
     )
     assert err == "warning: asw_switch_num (-asn) 8 does not fit 128 GPUs: using 2\n"
     assert read_simai(tmp_path / name).num_gpus == 128

@@ -1,4 +1,4 @@
-"""Every SimAI/AICB workload file in shared/data loads, round-trips through the writer, and is
+"""Every SimAI/AICB workload file in tests/data and examples/ loads, round-trips through the writer, and is
 recognised as the right header variant."""
 
 from __future__ import annotations
@@ -6,16 +6,16 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import AICB, DATA, SIMAI
+from conftest import AICB, DATA, EXAMPLE_WORKLOAD, ROOT
 
-WORKLOADS = sorted(p for root in (SIMAI, AICB) for p in root.rglob("*.txt"))
+WORKLOADS = sorted(p for root in (ROOT / "examples", AICB) for p in root.rglob("*.txt"))
 # Declares 839 rows on line 2 but holds 33.
 SHORT = AICB / "simai-workloads" / "model_workload" / "L65B-M1-C05_Llama65B_megatron_tp8_pp1_mbs1_A100.txt"
 HEADER_KEYS = ("policy", "variant", "tp", "ep", "pp", "vpp", "ga", "all_gpus", "pp_comm")
 
 
 def ids(paths):
-    return [str(p.relative_to(DATA)) for p in paths]
+    return [str(p.relative_to(DATA if p.is_relative_to(DATA) else ROOT)) for p in paths]
 
 
 def check_json(run_cli, path, *extra):
@@ -96,10 +96,10 @@ MICRO = sorted((AICB / "simai-workloads" / "micro_test").glob("all_*.txt"))
 @pytest.mark.parametrize(
     ("path", "variant"),
     [(p, "Current") for p in GENERATED]
-    + [(SIMAI / "workload_analytical.txt", "PpCommNoColon")]
+    + [(EXAMPLE_WORKLOAD, "PpCommNoColon")]
     + [(p, "V1") for p in MODEL_WORKLOAD]
     + [(p, "Micro") for p in MICRO],
-    ids=ids(GENERATED + [SIMAI / "workload_analytical.txt"] + MODEL_WORKLOAD + MICRO),
+    ids=ids(GENERATED + [EXAMPLE_WORKLOAD] + MODEL_WORKLOAD + MICRO),
 )
 def test_header_variant(run_cli, path, variant):
     info, _ = check_json(run_cli, path, "--lenient")
@@ -111,7 +111,7 @@ def test_variant_groups_are_not_empty():
 
 
 def test_example_header_values(run_cli):
-    info, _ = check_json(run_cli, SIMAI / "workload_analytical.txt")
+    info, _ = check_json(run_cli, EXAMPLE_WORKLOAD)
     assert {k: info[k] for k in ("tp", "ep", "pp", "vpp", "ga", "all_gpus", "pp_comm", "rows")} == {
         "tp": 2,
         "ep": 16,

@@ -124,13 +124,15 @@ def test_aicb_rows_unchanged(name):
 def workload_text_from(args: list[str]) -> str:
     import argparse
 
-    from clustersim.cli import add_plan_arguments, plan_from_args
+    from clustersim.api import plan_options
+    from clustersim.cli.train import add_plan_options
+    from clustersim.cli.train import plan_options as options_of
 
     parser = argparse.ArgumentParser()
-    add_plan_arguments(parser)
+    add_plan_options(parser)
     parser.add_argument("--aicb-compat", action="store_true")
     ns = parser.parse_args(args)
-    model, _, plan = plan_from_args(ns)
+    model, _, plan = plan_options(**options_of(ns))
     return workload_text(model, aicb_compat=ns.aicb_compat, **plan)
 
 

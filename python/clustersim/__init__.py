@@ -1,9 +1,26 @@
-"""clustersim: how long does one training iteration take on that cluster, and where does the time go?"""
+"""clustersim: how long does one training iteration take on that cluster, and where does the time go?
+
+One function per simulating command, with the command's long option names as keyword arguments:
+`simulate` (clustersim analytical), `run`, `train`, `collective`; see `clustersim.api`.
+"""
 
 from clustersim.analytical import AnalyticalResult, simulate
+from clustersim.api import CollectiveResult, TrainResult, collective, run, train
 from clustersim.errors import InputError, InternalError
 from clustersim.table import Table
 from clustersim.workload import Workload
 
-__all__ = ["AnalyticalResult", "InputError", "InternalError", "Table", "Workload", "simulate"]
+__all__ = [
+    "AnalyticalResult",
+    "CollectiveResult",
+    "InputError",
+    "InternalError",
+    "Table",
+    "TrainResult",
+    "Workload",
+    "collective",
+    "run",
+    "simulate",
+    "train",
+]
 __version__ = "0.1.0"

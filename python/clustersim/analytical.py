@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from clustersim import _engine
 from clustersim.errors import InputError
@@ -48,8 +47,8 @@ def check_count(name: str, value: int | None) -> None:
         raise InputError(f"command line: {name}: must be a whole number from 1 to {MAX_COUNT}, got {value!r}")
 
 
-@dataclass(kw_only=True)
-class AnalyticalResult:
+# A NamedTuple rather than a dataclass: `dataclasses` costs every command ~8 ms of start-up.
+class AnalyticalResult(NamedTuple):
     """One simulated iteration: the summary (µs), a per-row table, and SimAI's CSV text."""
 
     run_name: str
@@ -66,6 +65,8 @@ class AnalyticalResult:
     links: Table | None = None
     #: Flow backend: Chrome/Perfetto trace (JSON text) of every op of every rank class.
     trace: str | None = None
+    #: `run` over several ECMP seeds: each seed's summary, and per column its mean, min and max.
+    ecmp_seeds: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
         ms = self.iteration_time_us / 1000
@@ -82,7 +83,13 @@ class AnalyticalResult:
         parts = {k: v for k, v in self.summary.items() if k not in ("total_us", "exposed_comm_us")}
         return {k: (v / total * 100.0 if total else 0.0) for k, v in parts.items()}
 
+    def to_pandas(self) -> Any:
+        """The per-row table (`layers`) as a pandas DataFrame (needs pandas)."""
+        return self.layers.to_pandas()
+
     def to_dict(self) -> dict[str, Any]:
+        """What `clustersim analytical --json` prints (less the list of files written)."""
+        seeds = {} if self.ecmp_seeds is None else {"ecmp_seeds": self.ecmp_seeds}
         return {
             "run_name": self.run_name,
             "mode": self.mode,
@@ -93,7 +100,7 @@ class AnalyticalResult:
             "breakdown_pct": self.breakdown(),
             "warnings": self.warnings,
             "simulate_seconds": self.simulate_seconds,
-        }
+        } | seeds
 
 
 def simulate(

@@ -1,8 +1,9 @@
-"""Where the time of one simulated training iteration goes: a PNG (matplotlib) and a self-contained HTML page.
+"""Where the time of one simulated training iteration goes: one matplotlib figure, written as PNG and
+SVG, and a self-contained HTML page with that SVG inline and the numbers in tables.
 
-The CLI writes these under ``-v``. matplotlib is imported inside :func:`write_png` only: importing it costs
-a noticeable fraction of a second and most CLI runs never draw a chart. The HTML page draws its own SVG so
-that it needs neither matplotlib nor the network (it must open on an air-gapped cluster login node).
+The CLI writes these under ``-v``. matplotlib is imported inside :func:`write_all` only: importing it
+costs a noticeable fraction of a second and most CLI runs never draw a chart. The HTML page needs no
+network (it must open on an air-gapped cluster login node): the SVG is embedded, text drawn as paths.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING:
     # Only for annotations: keeps this module importable without the compiled engine or matplotlib.
     from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
     from clustersim.table import Table
 
-__all__ = ["write_html", "write_png"]
+__all__ = ["figure", "write_all"]
 
 # More names than this turn the per-layer chart into an unreadable comb; the HTML table lists them all.
 _MAX_LAYER_NAMES = 15
@@ -162,8 +164,8 @@ def _mpl_text(s: str) -> str:
     return s.replace("$", r"\$")
 
 
-def write_png(summary: dict[str, float], layers: Table, title: str, path: str | os.PathLike[str]) -> None:
-    """The iteration breakdown and the per-layer chart, one above the other, as a PNG at `path`."""
+def figure(summary: dict[str, float], layers: Table, title: str) -> Figure:
+    """The iteration breakdown and the per-layer chart, one above the other."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -225,8 +227,7 @@ def write_png(summary: dict[str, float], layers: Table, title: str, path: str | 
     else:
         _empty(ax2, "no per-layer data")
 
-    # format= explicitly: the caller writes to a temporary name whose suffix is not ".png".
-    fig.savefig(path, dpi=110, format="png")
+    return fig
 
 
 def _tidy(ax: Axes) -> None:
@@ -246,117 +247,6 @@ def _empty(ax: Axes, message: str) -> None:
 
 def _e(s: object) -> str:
     return html.escape(str(s), quote=True)
-
-
-def _nice_step(span: float, ticks: int = 5) -> float:
-    """A 1/2/5×10^k step giving about `ticks` grid lines over `span`."""
-    if span <= 0:
-        return 1.0
-    raw = span / ticks
-    mag = 10 ** math.floor(math.log10(raw))
-    for m in (1, 2, 5, 10):
-        if raw <= m * mag:
-            return m * mag
-    return 10 * mag
-
-
-def _svg_breakdown(shown: list[_Part], total: float) -> str:
-    """One stacked bar of the whole iteration, with a legend carrying the values."""
-    if not shown or total <= 0:
-        return '<p class="empty">No time recorded.</p>'
-    width, bar_y, bar_h = 900, 8, 40
-    unit, scale = _unit(total)
-    whole = sum(p.us for p in shown)  # scale to the drawn parts so the bar is always full width
-    out: list[str] = []
-    x = 0.0
-    for p in shown:
-        w = width * p.us / whole
-        pct = _fmt_pct(_pct(p.us, total))
-        tip = f"{p.label}: {_fmt(p.us / scale)} {unit} ({pct})"
-        out.append(
-            f'<rect x="{x:.2f}" y="{bar_y}" width="{w:.2f}" height="{bar_h}" fill="{p.color}">'
-            f"<title>{_e(tip)}</title></rect>"
-        )
-        if w >= 52:  # only label segments wide enough to hold the text
-            out.append(
-                f'<text x="{x + w / 2:.2f}" y="{bar_y + bar_h / 2 + 4}" text-anchor="middle" '
-                f'fill="#fff" font-size="12">{_e(pct)}</text>'
-            )
-        x += w
-    cols, col_w, row_h = 3, width // 3, 20
-    top = bar_y + bar_h + 16
-    for i, p in enumerate(shown):
-        lx, ly = (i % cols) * col_w, top + (i // cols) * row_h
-        text = f"{p.label} {_fmt(p.us / scale)} {unit} ({_fmt_pct(_pct(p.us, total))})"
-        out.append(f'<rect x="{lx}" y="{ly}" width="12" height="12" fill="{p.color}"/>')
-        out.append(f'<text x="{lx + 18}" y="{ly + 11}" font-size="12">{_e(text)}</text>')
-    height = top + math.ceil(len(shown) / cols) * row_h
-    return _svg(width, height, "Iteration time breakdown", out)
-
-
-def _svg_layers(rows: list[_Layer]) -> str:
-    """Horizontal stacked bars per layer name, with a light grid and an x axis."""
-    if not any(r.total > 0 for r in rows):
-        return '<p class="empty">No per-layer data.</p>'
-    width, label_w, right_pad, row_h, bar_h = 900, 250, 70, 24, 16
-    legend_h, axis_h = 26, 34
-    plot_w = width - label_w - right_pad
-    unit, scale = _unit(max(r.total for r in rows))
-    vmax = max(r.total for r in rows) / scale
-    step = _nice_step(vmax)
-    xmax = max(math.ceil(vmax / step) * step, step)
-    plot_h = len(rows) * row_h
-    out: list[str] = []
-
-    for k, (label, color) in enumerate(_LAYER_KINDS):
-        lx = label_w + k * 190
-        out.append(f'<rect x="{lx}" y="4" width="12" height="12" fill="{color}"/>')
-        out.append(f'<text x="{lx + 18}" y="15" font-size="12">{_e(label)}</text>')
-
-    top = legend_h
-    decimals = max(0, -math.floor(math.log10(step)))  # as many as the step needs: 0, 50, 100 or 0, 0.5, 1
-    for i in range(round(xmax / step) + 1):  # integer count: repeated += step drifts
-        tick = i * step
-        tx = label_w + plot_w * tick / xmax
-        out.append(
-            f'<line x1="{tx:.2f}" y1="{top}" x2="{tx:.2f}" y2="{top + plot_h}" stroke="#e3e3e3"/>'
-            f'<text x="{tx:.2f}" y="{top + plot_h + 16}" font-size="11" text-anchor="middle" '
-            f'fill="#555">{tick:,.{decimals}f}</text>'
-        )
-    out.append(
-        f'<text x="{label_w + plot_w / 2:.2f}" y="{top + plot_h + 31}" font-size="12" '
-        f'text-anchor="middle" fill="#333">time ({unit})</text>'
-    )
-
-    for i, r in enumerate(rows):
-        y = top + i * row_h + (row_h - bar_h) / 2
-        out.append(
-            f'<text x="{label_w - 8}" y="{y + bar_h - 4}" font-size="12" text-anchor="end">'
-            f"<title>{_e(r.name)}</title>{_e(_short(r.name))}</text>"
-        )
-        x = float(label_w)
-        for k, (label, color) in enumerate(_LAYER_KINDS):
-            v = r[1 + k] / scale
-            w = plot_w * v / xmax
-            if w > 0:
-                out.append(
-                    f'<rect x="{x:.2f}" y="{y:.2f}" width="{w:.2f}" height="{bar_h}" fill="{color}">'
-                    f"<title>{_e(f'{r.name}: {label} {_fmt(v)} {unit}')}</title></rect>"
-                )
-            x += w
-        out.append(
-            f'<text x="{x + 4:.2f}" y="{y + bar_h - 4}" font-size="11" fill="#333">'
-            f"{_e(_fmt(r.total / scale))}</text>"
-        )
-    return _svg(width, top + plot_h + axis_h, "Time per layer name", out)
-
-
-def _svg(width: int, height: float, label: str, body: list[str]) -> str:
-    # viewBox + width 100%: the chart scales with the window instead of overflowing it.
-    return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height:.0f}" width="100%" '
-        f'role="img" aria-label="{_e(label)}" font-family=\'{_FONT}\'>\n' + "\n".join(body) + "\n</svg>"
-    )
 
 
 def _summary_table(parts: list[_Part], total: float) -> str:
@@ -401,24 +291,57 @@ tr.total td {{ font-weight: bold; border-top: 2px solid #999; }}
 .sw {{ display: inline-block; width: 0.8em; height: 0.8em; margin-right: 0.5em; vertical-align: baseline; }}
 .note, .empty {{ color: #666; }}
 details {{ margin-top: 1em; }}
+.chart svg {{ width: 100%; height: auto; }}
 """
 
 
-def write_html(summary: dict[str, float], layers: Table, title: str, path: str | os.PathLike[str]) -> None:
-    """The charts of :func:`write_png` as one offline HTML page: inline SVG, plus the numbers in tables."""
+def write_all(
+    summary: dict[str, float],
+    layers: Table,
+    title: str,
+    *,
+    png: str | os.PathLike[str] | None = None,
+    svg: str | os.PathLike[str] | None = None,
+    html: str | os.PathLike[str] | None = None,
+) -> None:
+    """Draw :func:`figure` once and write it as PNG, SVG and an offline HTML page (those given)."""
+    import io
+
+    import matplotlib
+
+    fig = figure(summary, layers, title)
+    # Fixed ids and no date or creator: the same run writes the same bytes.
+    with matplotlib.rc_context({"svg.hashsalt": "clustersim", "svg.fonttype": "path"}):
+        # format= explicitly: the caller writes to temporary names whose suffix is not the format's.
+        if png is not None:
+            fig.savefig(png, dpi=110, format="png", metadata={"Software": None})
+        text = io.StringIO()
+        fig.savefig(
+            text, format="svg", metadata={"Creator": None, "Date": None, "Format": None, "Type": None}
+        )
+    if svg is not None:
+        with open(svg, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text.getvalue())
+    if html is not None:
+        inline = text.getvalue()
+        _write_html(summary, layers, title, inline[inline.index("<svg") :], html)
+
+
+def _write_html(
+    summary: dict[str, float], layers: Table, title: str, svg: str, path: str | os.PathLike[str]
+) -> None:
+    """The figure's SVG inline in one offline HTML page, plus the numbers in tables."""
     parts, total = _breakdown(summary)
-    shown = [p for p in parts if p.us > 0]
     rows = _layer_rows(layers)
 
     sections = [
         f"<h2>Iteration time: {_e(_duration(total))}</h2>",
-        _svg_breakdown(shown, total),
+        f'<div class="chart">{svg}</div>',
         _summary_table(parts, total),
         f"<h2>{_e(_layers_title(rows))}</h2>",
         '<p class="note">Summed over every row with that layer name. Compute is fwd + wg + ig compute; '
         "exposed comm is communication the iteration waits for; hidden comm is the rest of the "
         "communication, overlapped with compute.</p>",
-        _svg_layers(rows[:_MAX_LAYER_NAMES]),
     ]
     if rows:
         sections.append(_layers_table(rows))

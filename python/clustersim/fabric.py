@@ -1,17 +1,139 @@
-"""The flow backend's input: a fabric (SimAI topology file) and how collectives run on it."""
+"""The flow backend's input: a fabric (a SimAI topology file or a template) and how collectives
+run on it (NCCL's and SimAI's switches, queue pairs, ECMP seeds).
+
+A fabric is given the same way everywhere (`run -n`, `train -n`, `collective -n`, the API's
+`topology=`): a SimAI topology file, a template `NAME[:GPUS]` (`Spectrum-X:64`, `DCN+`,
+`fat-tree:8`) or a `Topology` object. The topology package is imported only when a template or a
+`Topology` is used: reading a file needs only its text.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from clustersim.analytical import read_text
-from clustersim.collective import tuning_env
+from clustersim.errors import InputError
+
+if TYPE_CHECKING:
+    from clustersim.topology import Topology
+
+# NCCL's most queue pairs per connection (NCCL_IB_MAX_QPS); each QP becomes a flow of its own.
+MAX_QPS = 128
+# Most ECMP seeds one run may go over: each is a whole simulation.
+MAX_ECMP_SEEDS = 1024
+# ECMP seeds are the engine's unsigned 64-bit numbers.
+SEED_MAX = (1 << 64) - 1
+
+
+def template(spec: str) -> tuple[str, int | None] | None:
+    """(template name, GPUs or None) if `spec` names a template (`NAME[:GPUS]`), else None."""
+    from clustersim.topology import TEMPLATES
+
+    name, _, count = spec.partition(":")
+    names = {t.lower(): t for t in TEMPLATES} | {"fat-tree": "fat-tree", "fattree": "fat-tree"}
+    if name.lower() not in names:
+        return None
+    if count and not count.isdigit():
+        raise InputError(f"--topology {spec}: the part after ':' must be a whole number")
+    return names[name.lower()], int(count) if count else None
+
+
+def load_topology(spec: str | os.PathLike[str] | Topology) -> Topology:
+    """A `Topology` from a fabric spec: a Topology, a template `NAME[:GPUS]` (a SimAI template or
+    fat-tree:K, a k-ary fat-tree) or a SimAI topology file."""
+    from clustersim.topology import TEMPLATES, Topology, fat_tree, read_simai, simai_template
+
+    if isinstance(spec, Topology):
+        return spec
+    named = template(str(spec))
+    if named is not None:
+        name, count = named
+        if name == "fat-tree":
+            return fat_tree(count if count else 4)
+        return simai_template(name, **({"gpu": count} if count else {}))
+    if not Path(spec).is_file():
+        raise InputError(
+            f"--topology {spec}: no such file"
+            f" (or give a template: {', '.join(TEMPLATES)}, fat-tree, as NAME[:GPUS])"
+        )
+    return read_simai(spec)
+
+
+def fabric_text(spec: str | os.PathLike[str] | Topology) -> str:
+    """The SimAI topology file text of a fabric spec (a file is read as it is, not re-written)."""
+    if isinstance(spec, (str, os.PathLike)) and Path(spec).is_file() and template(str(spec)) is None:
+        return read_text(spec, "topology")
+    return load_topology(spec).to_simai()
+
+
+def tuning_env(env: Mapping[str, str]) -> dict[str, object]:
+    """NCCL's NCCL_ALGO / NCCL_PROTO (one name each) and SimAI's AS_* switches from `env`, as
+    keyword arguments of the engine (names are checked there)."""
+    out: dict[str, object] = {}
+    for var, key in (("NCCL_ALGO", "algorithm"), ("NCCL_PROTO", "protocol")):
+        value = env.get(var, "").strip()
+        if value:
+            out[key] = value
+    lat = env.get("AS_SEND_LAT")
+    if lat is not None:
+        # SimAI reads an integer count of µs (formats.md §7).
+        if not re.fullmatch(r"\s*\d+\s*", lat):
+            raise InputError(f"AS_SEND_LAT: expected a whole number of µs, got '{lat}'")
+        out["send_lat_us"] = float(int(lat))
+    for var, key in (
+        ("AS_NVLS_ENABLE", "nvls"),
+        ("AS_PXN_ENABLE", "pxn"),
+        ("AS_NVLSTREE_ENABLE", "nvlstree"),
+    ):
+        value = env.get(var)
+        if value is not None:
+            if value.strip() not in ("0", "1"):
+                raise InputError(f"{var}: expected 0 or 1, got '{value}'")
+            out[key] = value.strip() == "1"
+    return out
+
+
+def qps_option(value: int | None, env: Mapping[str, str] | None = None) -> int:
+    """Queue pairs per connection: `value`, else NCCL_IB_QPS_PER_CONNECTION, else NCCL's 1."""
+    if value is not None:
+        if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_QPS:
+            raise InputError(f"qps: expected a whole number from 1 to {MAX_QPS}, got {value!r}")
+        return value
+    text = (os.environ if env is None else env).get("NCCL_IB_QPS_PER_CONNECTION")
+    if text is None:
+        return 1
+    if not re.fullmatch(r"\s*[1-9]\d*\s*", text) or int(text) > MAX_QPS:
+        raise InputError(
+            f"NCCL_IB_QPS_PER_CONNECTION: expected a whole number from 1 to {MAX_QPS}, got '{text}'"
+        )
+    return int(text)
+
+
+def ecmp_seeds(seed: int, n: int) -> list[int]:
+    """The `n` ECMP seeds `seed` … `seed` + n − 1, all within the engine's 64 bits."""
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_ECMP_SEEDS:
+        raise InputError(f"ecmp_seeds: expected a whole number from 1 to {MAX_ECMP_SEEDS}, got {n!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0 or seed + n - 1 > SEED_MAX:
+        raise InputError(f"--seed {seed} with --ecmp-seeds {n}: seeds go past {SEED_MAX}")
+    return [seed + i for i in range(n)]
+
+
+def seed_stats(rows: list[dict[str, Any]], columns: list[str]) -> dict[str, Any]:
+    """Runs over ECMP seeds: each row ({"seed": s, column: value, …}) and, per column, its mean,
+    min and max."""
+    out: dict[str, Any] = {"seeds": [r["seed"] for r in rows], "columns": columns, "rows": rows}
+    for c in columns:
+        values = [r[c] for r in rows]
+        out[c] = {"mean": sum(values) / len(values), "min": min(values), "max": max(values)}
+    return out
 
 
 def fabric_document(
-    topology: str | os.PathLike[str],
+    topology: str | os.PathLike[str] | Topology,
     *,
     algorithm: str = "auto",
     channels: int = 0,
@@ -21,7 +143,7 @@ def fabric_document(
     qps: int = 0,
     routing: str = "ecmp",
 ) -> dict[str, Any]:
-    """The engine's "fabric": the topology file's text, the algorithm ("auto": NCCL's tuner),
+    """The engine's "fabric": the topology's SimAI text, the algorithm ("auto": NCCL's tuner),
     channels (0: one per group rank of a server, at most one per NIC), the ECMP seed, a routes
     file's text (one route per line: the nodes of the path, source first; it overrides ECMP between
     its end nodes), NCCL_ALGO (where `algorithm` is "auto"), NCCL_PROTO and SimAI's AS_* switches
@@ -29,8 +151,8 @@ def fabric_document(
     (NCCL_IB_QPS_PER_CONNECTION, 0 = 1), each hashed on its own, and `routing` "ecmp" (per-flow
     hashing) or "spray" (per-packet spraying / adaptive routing, as Spectrum-X does)."""
     doc = {
-        "path": str(topology),
-        "topology": read_text(topology, "topology"),
+        "path": str(topology) if isinstance(topology, (str, os.PathLike)) else "topology",
+        "topology": fabric_text(topology),
         "algorithm": algorithm,
         "channels": channels,
         "seed": seed,

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import csv
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from clustersim.errors import InputError
@@ -47,5 +48,14 @@ def atomic_outputs() -> Iterator[Callable[[str | os.PathLike[str]], Path]]:
 def write_text(path: Path, text: str) -> None:
     try:
         path.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"{path}: cannot write: {e.strerror}") from None
+
+
+def write_csv(path: Path, rows: Iterable[Sequence[object]]) -> None:
+    """Rows (header first) as CSV through the `csv` module: fields quoted where they need it."""
+    try:
+        with path.open("w", newline="", encoding="utf-8") as f:
+            csv.writer(f, lineterminator="\n").writerows(rows)
     except OSError as e:
         raise InputError(f"{path}: cannot write: {e.strerror}") from None

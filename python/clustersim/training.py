@@ -63,11 +63,14 @@ def input_document(
     channels: int = 0,
     seed: int = 0,
     routes: str | os.PathLike[str] | None = None,
+    qps: int = 0,
+    routing: str = "ecmp",
     first_stage_layers: int | None = None,
     last_stage_layers: int | None = None,
 ) -> dict[str, Any]:
     """The engine's input: model, plan (sizes, batch, options), accelerator and network (the
-    analytical model on the accelerator's links, or with `topology` the flow model on that fabric)."""
+    analytical model on the accelerator's links, or with `topology` the flow model on that fabric:
+    a SimAI topology file, a template NAME[:GPUS] or a Topology)."""
     m = resolve(model) if isinstance(model, str) else dict(model)
     acc = lookup("accelerators", accelerator) if isinstance(accelerator, str) else dict(accelerator)
     m.setdefault("kv_heads", m.get("heads"))
@@ -117,7 +120,13 @@ def input_document(
     if topology is not None:
         # The flow backend: communication becomes transfers on this fabric (a SimAI topology file).
         doc["fabric"] = fabric_document(
-            topology, algorithm=algorithm, channels=channels, seed=seed, routes=routes
+            topology,
+            algorithm=algorithm,
+            channels=channels,
+            seed=seed,
+            routes=routes,
+            qps=qps,
+            routing=routing,
         )
     return doc
 
@@ -141,10 +150,9 @@ def chart_inputs(result: dict[str, Any]) -> tuple[dict[str, float], Table]:
     return summary, table
 
 
-def layers_csv(result: dict[str, Any]) -> str:
-    """Per-layer times of the stage that finishes last, as CSV (seconds)."""
-    lines = ["layer,compute_s,exposed_comm_s,comm_s"]
+def layers_rows(result: dict[str, Any]) -> list[list[object]]:
+    """Per-layer times of the stage that finishes last (seconds), header first, for a CSV file."""
+    rows: list[list[object]] = [["layer", "compute_s", "exposed_comm_s", "comm_s"]]
     for x in result["layers"]:
-        name = x["name"].replace('"', '""')
-        lines.append(f'"{name}",{x["compute_s"]:.9g},{x["exposed_comm_s"]:.9g},{x["comm_s"]:.9g}')
-    return "\n".join(lines) + "\n"
+        rows.append([x["name"]] + [f"{x[k]:.9g}" for k in ("compute_s", "exposed_comm_s", "comm_s")])
+    return rows

@@ -1,4 +1,4 @@
-//! SimAI's own outputs for the bundled example (shared/data/simai/reference) are reproduced
+//! SimAI's own outputs for the bundled example (tests/data/simai/reference) are reproduced
 //! with `--compat simai`: every number of the summary and per-layer rows within 0.5%.
 
 use std::path::PathBuf;
@@ -9,8 +9,8 @@ use clustersim_engine::analytical::server_spec::{GpuType, NicType, ServerSpec};
 use clustersim_engine::simai::build::Overlap;
 use clustersim_engine::simai::run::{run_analytical, RunConfig};
 
-fn shared(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data").join(rel)
+fn in_repo(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(rel)
 }
 
 fn config(nv: Option<f32>, nic: Option<f32>, busbw: Option<BusbwTable>, run_name: &str) -> RunConfig {
@@ -61,22 +61,22 @@ fn assert_close(ours: &str, theirs: &str, rel: f64) {
 
 #[test]
 fn builtin_bandwidths_match_simai() {
-    let path = shared("simai/workload_analytical.txt");
+    let path = in_repo("examples/workload_analytical.txt");
     let text = std::fs::read_to_string(&path).unwrap();
     let cfg = config(Some(360.0), Some(48.5), None, "example-");
     let run = run_analytical(path.to_str().unwrap(), &text, &cfg, &mut |_| true).unwrap();
-    let reference = std::fs::read_to_string(shared("simai/reference/auto-9216-EndToEnd.csv")).unwrap();
+    let reference = std::fs::read_to_string(in_repo("tests/data/simai/reference/auto-9216-EndToEnd.csv")).unwrap();
     assert_close(&run.report.to_csv(), &reference, 0.005);
 }
 
 #[test]
 fn busbw_file_matches_simai() {
-    let path = shared("simai/workload_analytical.txt");
+    let path = in_repo("examples/workload_analytical.txt");
     let text = std::fs::read_to_string(&path).unwrap();
-    let yaml = std::fs::read_to_string(shared("simai/busbw.yaml")).unwrap();
+    let yaml = std::fs::read_to_string(in_repo("examples/busbw.yaml")).unwrap();
     let table = BusbwTable::parse("busbw.yaml", &yaml).unwrap();
     let cfg = config(None, None, Some(table), "test-");
     let run = run_analytical(path.to_str().unwrap(), &text, &cfg, &mut |_| true).unwrap();
-    let reference = std::fs::read_to_string(shared("simai/reference/busbw-9216-EndToEnd.csv")).unwrap();
+    let reference = std::fs::read_to_string(in_repo("tests/data/simai/reference/busbw-9216-EndToEnd.csv")).unwrap();
     assert_close(&run.report.to_csv(), &reference, 0.005);
 }

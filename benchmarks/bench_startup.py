@@ -1,0 +1,105 @@
+"""Start-up cost of the `clustersim` command: whole-process CPU (user + sys, from os.wait4) of each
+case below, runs interleaved with `python -c pass` (the interpreter's own start-up) so that load
+from other processes hits every case alike; median and quartiles of --runs. With --baseline PATH
+(another install's `clustersim` console script) the same cases run through it too, interleaved.
+Each case also reports which heavy libraries the command imports (none is the target).
+
+    python3 benchmarks/bench_startup.py [--runs 31] [--baseline /path/to/old/bin/clustersim] [--write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+from results import run_header, write_section
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "workload_analytical.txt"
+HEAVY = ("networkx", "matplotlib", "pandas", "tqdm", "yaml")
+CASES = {
+    "`clustersim --version`": ["--version"],
+    "`clustersim analytical` (9216-GPU example, CSV + JSON written)": [
+        "analytical", "-w", str(EXAMPLE), "-g", "9216", "-nv", "360", "-nic", "48.5", "-n_p_s", "8",
+        "-g_p_s", "8", "-r", "{out}/example-",
+    ],
+    "`clustersim topo --help`": ["topo", "--help"],
+    "`clustersim collective --help`": ["collective", "--help"],
+}  # fmt: skip
+# Runs the CLI in-process, then names the heavy libraries it left in sys.modules.
+LOADED = """import sys
+from clustersim.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print(",".join(m for m in HEAVY if m in sys.modules), file=sys.stderr)
+"""
+
+
+def cpu_seconds(cmd: list[str]) -> float | None:
+    """CPU of one run of `cmd` (output discarded), or None if it failed (a baseline without the option)."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        actions = [(os.POSIX_SPAWN_DUP2, null, 1), (os.POSIX_SPAWN_DUP2, null, 2)]
+        pid = os.posix_spawn(cmd[0], cmd, os.environ, file_actions=actions)
+        _, status, usage = os.wait4(pid, 0)
+    finally:
+        os.close(null)
+    return usage.ru_utime + usage.ru_stime if status == 0 else None
+
+
+def heavy_loaded(args: list[str]) -> str:
+    code = f"HEAVY = {HEAVY!r}\n{LOADED}"
+    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=False)
+    return out.stderr.strip().splitlines()[-1].replace(",", ", ") if out.stderr.strip() else "none"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=31)
+    ap.add_argument("--baseline", help="another install's clustersim console script to compare with")
+    ap.add_argument("--write", action="store_true", help="update the start-up section of RESULTS.md")
+    args = ap.parse_args()
+    script = str(Path(sysconfig.get_path("scripts")) / "clustersim")
+    runners = {"this install": script} | ({"baseline": args.baseline} if args.baseline else {})
+    with tempfile.TemporaryDirectory() as out:
+        todo = {("python -c pass", ""): [sys.executable, "-c", "pass"]}
+        for label, case in CASES.items():
+            for who, exe in runners.items():
+                todo[(label, who)] = [exe, *(a.format(out=out) for a in case)]
+        cpu: dict[tuple[str, str], list[float]] = {k: [] for k in todo}
+        for i in range(args.runs + 1):
+            for key, cmd in todo.items():
+                t = cpu_seconds(cmd)
+                if i and t is not None:  # the first round warms the file cache
+                    cpu[key].append(t)
+        lines = [
+            run_header(args.runs),
+            "",
+            "| command | install | CPU s, median (quartiles) | heavy libraries imported |",
+            "|---|---|---|---|",
+        ]
+        for (label, who), values in cpu.items():
+            case = CASES.get(label)
+            heavy = heavy_loaded([a.format(out=out) for a in case]) if case and who == "this install" else "–"
+            if len(values) < 2:
+                lines.append(f"| {label} | {who} | fails (option missing) | – |")
+                continue
+            q = statistics.quantiles(values, n=4)
+            cpu_s = f"{statistics.median(values):.3f} ({q[0]:.3f}–{q[2]:.3f})"
+            lines.append(f"| {label} | {who or '–'} | {cpu_s} | {heavy or 'none'} |")
+    body = "\n".join(lines)
+    print(body)
+    if args.write:
+        write_section("startup", body, title="## Start-up of the `clustersim` command (issue 10)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""Type stubs of clustersim's compiled engine (crates/python): conversion only, every function
+raises `InputError` on bad input and `InternalError` (or a PanicException) on a bug.
+tests/test_engine_stub.py checks that these names and parameters are the module's."""
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+class InputError(Exception):
+    """Bad input: the message names the file, line and field."""
+
+class InternalError(Exception):
+    """A broken invariant of the engine: a bug in clustersim."""
+
+class PanicException(BaseException):
+    """A Rust panic in the engine: a bug in clustersim."""
+
+#: Op kinds of the workload IR (COMP, COMM_COLL, SEND, RECV).
+OP_KINDS: list[str]
+#: Collective names of the workload IR.
+COLLECTIVES: list[str]
+#: Phases of an op (fwd, ig, wg, other).
+PHASES: list[str]
+
+Progress = Callable[[float], object] | None
+Columns = dict[str, Any]
+
+def run_analytical(
+    path: str,
+    text: str,
+    *,
+    compat: bool,
+    gpus: int | None,
+    gpus_per_server: int,
+    nics_per_server: int,
+    gpu_type: str,
+    nic_type: str,
+    nvlink_busbw: float | None,
+    nic_busbw: float | None,
+    busbw: tuple[str, str] | None,
+    ratios: Sequence[tuple[str, str]] | None,
+    dp_o: float,
+    tp_o: float,
+    ep_o: float,
+    pp_o: float,
+    run_name: str,
+    lenient: bool,
+    progress: Progress,
+    fabric: str | None = None,
+) -> dict[str, Any]:
+    """A SimAI workload file (`text`, named `path` in errors) through the executor: summary,
+    per-row columns, SimAI's CSV text, warnings, plan; with `fabric` (JSON) the flow model, and
+    per-link bytes and a Chrome trace."""
+
+def run_training(input: str, *, progress: Progress = None) -> str:
+    """One training iteration; `input` and the result are JSON documents."""
+
+def layer_seconds(input: str) -> tuple[float, float]:
+    """Forward and backward seconds of one dense layer for one micro-batch."""
+
+def generate_workload(input: str, *, aicb_compat: bool = False) -> str:
+    """A training iteration as SimAI workload file text."""
+
+def rewrite_workload(path: str, text: str, *, lenient: bool = False) -> tuple[str, list[str]]:
+    """A SimAI workload file written back in its header variant, and the warnings."""
+
+def inspect_workload(path: str, text: str, *, lenient: bool = False) -> dict[str, Any]:
+    """Header fields, row count, row names and warnings of a SimAI workload file."""
+
+def flow_completion_times(
+    topology: str,
+    flows: Sequence[tuple[int, int, float, float]],
+    routes: Sequence[Sequence[int]] | None = None,
+    seed: int = 0,
+) -> list[float]:
+    """Completion time (ns) of each flow (src node, dst node, bytes, start ns) on a SimAI topology."""
+
+def collective_sweep(
+    topology: str,
+    collective: str,
+    sizes: Sequence[int],
+    algorithm: str = "auto",
+    channels: int = 0,
+    ranks: int | None = None,
+    seed: int = 0,
+    send_lat_us: float | None = None,
+    nvls: bool = False,
+    pxn: bool = False,
+    nvlstree: bool = False,
+    protocol: str = "auto",
+    qps: int = 0,
+    routing: str = "ecmp",
+) -> list[tuple[float, str, str]]:
+    """(time ns, algorithm, protocol) of `collective` for each size, each on an idle network."""
+
+def workload_from_json(path: str, text: str) -> Columns:
+    """Workload IR JSON (checked) as columns."""
+
+def workload_to_json(columns: Columns, path: str = "workload") -> str:
+    """Columns (checked) as workload IR JSON."""
+
+def workload_from_simai(
+    path: str,
+    text: str,
+    *,
+    gpus: int | None = None,
+    gpus_per_server: int = 8,
+    overlap: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0),
+    lenient: bool = False,
+) -> Columns:
+    """The IR a SimAI workload file becomes, as columns."""
+
+def workload_from_training(input: str) -> Columns:
+    """The IR of one Megatron-Core iteration, as columns."""
+
+def simulate_workload(
+    columns: Columns,
+    *,
+    gpus_per_server: int = 8,
+    nics_per_server: int = 8,
+    gpu_type: str = "H100",
+    nic_type: str = "cx7",
+    nvlink_busbw: float | None = None,
+    nic_busbw: float | None = None,
+    busbw: tuple[str, str] | None = None,
+    compat: bool = False,
+) -> dict[str, Any]:
+    """Columns through the executor on the analytical model: end time and op start/end times."""

@@ -1,0 +1,353 @@
+"""The Python API: one function per simulating command, with the command's long option names as
+keyword arguments (`--dist-opt` → `dist_opt`, `-n/--topology` → `topology`) and typed results.
+
+    simulate(workload, …)              clustersim analytical -w workload …
+    run(workload, topology, …)         clustersim run -w workload -n topology …
+    train(model, gpus=, gbs=, …)       clustersim train --model model --gpus … --gbs …
+    collective(op, topology, …)        clustersim collective op -n topology …
+
+The CLI calls these functions, so both give the same numbers for the same inputs
+(tests/test_api_cli.py). Results have `to_dict()` (what `--json` prints) and `to_pandas()`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from clustersim.analytical import AnalyticalResult, simulate
+from clustersim.errors import InputError
+from clustersim.table import Table
+
+if TYPE_CHECKING:
+    from clustersim.topology import Topology
+
+__all__ = ["AnalyticalResult", "CollectiveResult", "TrainResult", "collective", "run", "simulate", "train"]
+
+Progress = Callable[[float], None]
+
+
+def run(
+    workload: str | os.PathLike[str],
+    topology: str | os.PathLike[str] | Topology,
+    *,
+    algo: str = "auto",
+    channels: int = 0,
+    seed: int = 0,
+    qps: int | None = None,
+    routing: str = "ecmp",
+    routes: str | os.PathLike[str] | None = None,
+    ecmp_seeds: int = 1,
+    progress: Progress | None = None,
+    **options: Any,
+) -> AnalyticalResult:
+    """A SimAI workload on a fabric with the flow model (`clustersim run`): every collective
+    becomes the transfers of `algo` on `topology` (a SimAI topology file, a template
+    `NAME[:GPUS]` or a Topology). `options` are `simulate`'s (gpus, gpus_per_server, …). With
+    `ecmp_seeds` N > 1 the run is repeated for seeds `seed` … `seed` + N − 1: the result is the
+    first seed's, and its `ecmp_seeds` holds every seed's summary with mean, min and max."""
+    from clustersim.fabric import ecmp_seeds as seed_range
+    from clustersim.fabric import qps_option, seed_stats
+
+    seeds = seed_range(seed, ecmp_seeds)
+    flow = dict(topology=topology, algorithm=algo, channels=channels, routes=routes, routing=routing)
+    flow["qps"] = qps_option(qps)
+    results = []
+    for k, s in enumerate(seeds):
+        step = None if progress is None else _part(progress, k, len(seeds))
+        results.append(simulate(workload, seed=s, progress=step, **flow, **options))
+    result = results[0]
+    if len(seeds) > 1:
+        rows = [{"seed": s} | r.summary for s, r in zip(seeds, results, strict=True)]
+        columns = [k for k in result.summary if k.endswith("_us")]
+        result = result._replace(ecmp_seeds=seed_stats(rows, columns))
+    return result
+
+
+def _part(progress: Progress, k: int, n: int) -> Progress:
+    """Progress of run k of n as a fraction of all n."""
+    return lambda fraction: progress((k + fraction) / n)
+
+
+class TrainResult(NamedTuple):
+    """One simulated Megatron-Core iteration: time, throughput, MFU, where the time goes, memory
+    per GPU and per-layer times (`layers`)."""
+
+    model: str
+    accelerator: str
+    gpus: int
+    #: The engine's result: iteration_s, tokens_per_s, mfu, breakdown_s, memory, layers, …
+    data: dict[str, Any]
+    #: Chrome/Perfetto trace (JSON text) when asked for with `trace=True`.
+    trace: str | None = None
+    #: The accelerator's description from the catalog (HBM size, FLOPS, …).
+    accelerator_spec: dict[str, Any] | None = None
+
+    def __repr__(self) -> str:
+        return f"TrainResult({self.model!r} on {self.gpus} × {self.accelerator}, {self.iteration_s:.3f} s)"
+
+    @property
+    def iteration_s(self) -> float:
+        return self.data["iteration_s"]
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.data["tokens_per_s"]
+
+    @property
+    def mfu(self) -> float:
+        return self.data["mfu"]
+
+    @property
+    def breakdown_s(self) -> dict[str, float]:
+        """Seconds of the iteration per part (compute, exposed TP/DP/… comm, bubble, …)."""
+        return dict(self.data["breakdown_s"])
+
+    @property
+    def memory(self) -> dict[str, Any]:
+        return self.data["memory"]
+
+    @property
+    def layers(self) -> Table:
+        """Per-layer times (s) of the stage that finishes last."""
+        rows = self.data["layers"]
+        keys = ("compute_s", "exposed_comm_s", "comm_s")
+        return Table({"layer": [x["name"] for x in rows]} | {k: [x[k] for x in rows] for k in keys})
+
+    def to_dict(self) -> dict[str, Any]:
+        """What `clustersim train --json` prints."""
+        return {"model": self.model, "accelerator": self.accelerator, "gpus": self.gpus} | self.data
+
+    def to_pandas(self) -> Any:
+        """Per-layer times as a pandas DataFrame (needs pandas)."""
+        return self.layers.to_pandas()
+
+
+def train(
+    model: str | os.PathLike[str] | dict[str, Any],
+    *,
+    gpus: int,
+    gbs: int,
+    gpu: str = "h100",
+    accelerators: str | os.PathLike[str] | None = None,
+    tp: int = 1,
+    pp: int = 1,
+    ep: int = 1,
+    cp: int = 1,
+    vpp: int = 1,
+    mbs: int = 1,
+    seq: int | None = None,
+    sp: bool = False,
+    first_stage_layers: int | None = None,
+    last_stage_layers: int | None = None,
+    dist_opt: bool = False,
+    zero: int | None = None,
+    recompute: str = "none",
+    no_flash_attn: bool = False,
+    gpus_per_server: int = 8,
+    nics_per_server: int | None = None,
+    nic_busbw: float | None = None,
+    layers: int | None = None,
+    hidden: int | None = None,
+    heads: int | None = None,
+    kv_heads: int | None = None,
+    ffn: int | None = None,
+    vocab: int | None = None,
+    experts: int | None = None,
+    topk: int | None = None,
+    allow_oom: bool = False,
+    topology: str | os.PathLike[str] | Topology | None = None,
+    algo: str = "auto",
+    channels: int = 0,
+    seed: int = 0,
+    qps: int | None = None,
+    routing: str = "ecmp",
+    routes: str | os.PathLike[str] | None = None,
+    trace: bool = False,
+    progress: Progress | None = None,
+) -> TrainResult:
+    """One Megatron-Core training iteration of `model` (catalog name, YAML/JSON file, Hugging Face
+    config.json, or a dict) with a parallel plan (`clustersim train`). With `topology` the
+    communication runs on that fabric with the flow model. Raises InputError on bad input and,
+    unless `allow_oom`, on a plan that does not fit in memory."""
+    from clustersim.training import train as run_training
+
+    spec, acc, plan = plan_options(
+        model, **{k: v for k, v in locals().items() if k in PLAN_OPTIONS and k != "model"}
+    )
+    flow = {}
+    if topology is not None:
+        from clustersim.fabric import qps_option
+
+        flow = dict(
+            topology=topology,
+            algorithm=algo,
+            channels=channels,
+            seed=seed,
+            routes=routes,
+            qps=qps_option(qps),
+            routing=routing,
+        )
+    data = run_training(spec, allow_oom=allow_oom, trace=trace, progress=progress, **plan, **flow)
+    text = data.pop("trace", None)
+    return TrainResult(
+        model=spec["name"], accelerator=acc["name"], gpus=gpus, data=data, trace=text, accelerator_spec=acc
+    )
+
+
+PLAN_OPTIONS = (
+    "model gpus gbs gpu accelerators tp pp ep cp vpp mbs seq sp first_stage_layers last_stage_layers"
+    " dist_opt zero recompute no_flash_attn gpus_per_server nics_per_server nic_busbw layers hidden"
+    " heads kv_heads ffn vocab experts topk"
+).split()
+
+
+def plan_options(
+    model: str | os.PathLike[str] | dict[str, Any],
+    *,
+    gpus: int,
+    gbs: int,
+    gpu: str = "h100",
+    accelerators: str | os.PathLike[str] | None = None,
+    tp: int = 1,
+    pp: int = 1,
+    ep: int = 1,
+    cp: int = 1,
+    vpp: int = 1,
+    mbs: int = 1,
+    seq: int | None = None,
+    sp: bool = False,
+    first_stage_layers: int | None = None,
+    last_stage_layers: int | None = None,
+    dist_opt: bool = False,
+    zero: int | None = None,
+    recompute: str = "none",
+    no_flash_attn: bool = False,
+    gpus_per_server: int = 8,
+    nics_per_server: int | None = None,
+    nic_busbw: float | None = None,
+    layers: int | None = None,
+    hidden: int | None = None,
+    heads: int | None = None,
+    kv_heads: int | None = None,
+    ffn: int | None = None,
+    vocab: int | None = None,
+    experts: int | None = None,
+    topk: int | None = None,
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """(model, accelerator, plan keyword arguments of `clustersim.training`) from the options of
+    `clustersim train` and `workload generate`."""
+    from clustersim.catalog import lookup
+    from clustersim.models import resolve
+
+    if dist_opt and zero:
+        raise InputError("command line: --dist-opt: cannot be combined with --zero")
+    shape = {"layers": layers, "hidden": hidden, "heads": heads, "kv_heads": kv_heads, "ffn": ffn}
+    shape["vocab"] = vocab
+    spec = dict(model) if isinstance(model, dict) else resolve(os.fspath(model), shape)
+    if isinstance(model, dict):
+        spec.update({k: v for k, v in shape.items() if v is not None})
+        spec.setdefault("name", "model")
+    if experts or topk:
+        moe = dict(spec.get("moe") or {"expert_ffn": spec["ffn"], "topk": 1, "experts": 1})
+        moe.update({k: v for k, v in (("experts", experts), ("topk", topk)) if v})
+        spec["moe"] = moe
+    acc = lookup("accelerators", gpu, None if accelerators is None else os.fspath(accelerators))
+    plan = dict(
+        gpus=gpus,
+        accelerator=acc,
+        tp=tp,
+        pp=pp,
+        vpp=vpp,
+        ep=ep,
+        cp=cp,
+        mbs=mbs,
+        gbs=gbs,
+        seq=seq,
+        sp=sp,
+        dp="distributed_optimizer" if dist_opt else f"zero{zero}" if zero else "ddp",
+        recompute=recompute,
+        flash_attention=not no_flash_attn,
+        gpus_per_server=gpus_per_server,
+        nics_per_server=nics_per_server,
+        nic_busbw=nic_busbw,
+        first_stage_layers=first_stage_layers,
+        last_stage_layers=last_stage_layers,
+    )
+    return spec, acc, plan
+
+
+class CollectiveResult(Table):
+    """nccl-tests' table for one collective: size, count, type, redop, time_us, algbw_GBps,
+    busbw_GBps, algorithm, protocol (and `seed` rows over ECMP seeds)."""
+
+    def __init__(self, op: str, ranks: int, columns: dict[str, list[Any]]) -> None:
+        super().__init__(columns)
+        self.op = op
+        self.ranks = ranks
+
+    def __repr__(self) -> str:
+        return f"CollectiveResult({self.op} on {self.ranks} ranks, {len(self)} rows)"
+
+
+def collective(
+    op: str,
+    topology: str | os.PathLike[str] | Topology,
+    *,
+    minbytes: int | str = "32M",
+    maxbytes: int | str = "32M",
+    stepfactor: int = 2,
+    algo: str = "auto",
+    proto: str = "auto",
+    channels: int = 0,
+    gpus: int | None = None,
+    seed: int = 0,
+    qps: int | None = None,
+    routing: str = "ecmp",
+    ecmp_seeds: int = 1,
+    env: Mapping[str, str] | None = None,
+    progress: Progress | None = None,
+) -> CollectiveResult:
+    """nccl-tests on the flow model (`clustersim collective`): `op` (allreduce, allgather,
+    reducescatter, alltoall, broadcast, reduce) over the first `gpus` GPUs (default all) of
+    `topology`, for sizes `minbytes`, ·`stepfactor`, … up to `maxbytes` (bytes, or text with a
+    K/M/G suffix as nccl-tests takes them), each on an idle network. `env` (default the process
+    environment) supplies NCCL_ALGO, NCCL_PROTO, NCCL_IB_QPS_PER_CONNECTION and SimAI's AS_*."""
+    from clustersim.fabric import ecmp_seeds as seed_range
+    from clustersim.fabric import load_topology
+    from clustersim.sweep import OPS, seed_table, sizes, sweep
+
+    name = op.lower().replace("_", "")
+    if name not in OPS:
+        raise InputError(f"unknown collective '{op}' (valid: {', '.join(OPS)})")
+    if isinstance(channels, bool) or not isinstance(channels, int) or channels < 0:
+        raise InputError(f"--channels: must be 0 (auto) or more, got {channels!r}")
+    todo = sizes(_bytes(minbytes), _bytes(maxbytes), stepfactor)
+    seeds = seed_range(seed, ecmp_seeds)
+    topo = load_topology(topology)
+    options = dict(
+        algorithm=algo, protocol=proto, channels=channels, gpus=gpus, env=env, qps=qps, routing=routing
+    )
+    tables = [
+        sweep(
+            topo,
+            name,
+            todo,
+            seed=s,
+            progress=None if progress is None else _part(progress, k, len(seeds)),
+            **options,
+        )
+        for k, s in enumerate(seeds)
+    ]
+    table = tables[0] if len(seeds) == 1 else seed_table(seeds, tables)
+    ranks = gpus if gpus is not None else topo.num_gpus
+    return CollectiveResult(name, ranks, {c: table[c] for c in table.columns})
+
+
+def _bytes(size: int | str) -> int:
+    from clustersim.sweep import parse_size
+
+    if isinstance(size, int) and not isinstance(size, bool):
+        return size
+    return parse_size(str(size))

@@ -1,0 +1,61 @@
+"""The `clustersim` command: one module per subcommand (`add(sub)` builds its parser, `main(args)`
+runs it through the API in `clustersim.api`), the options they share in `common`.
+
+Exit status: 0 success; 2 bad input or usage (one line naming file, line and field); 70 a fault
+of clustersim itself (sysexits.h's EX_SOFTWARE), reported as a bug; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+from clustersim.cli import analytical, collective, run, topo, train, workload
+from clustersim.cli.common import Parser
+from clustersim.errors import EnginePanic, InputError, InternalError
+
+EX_SOFTWARE = 70
+COMMANDS = (analytical, run, train, workload, topo, collective)
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with `only`, the other subcommands get just their one-line help (their
+    options, and what building them imports, are not needed to run `only`)."""
+    from clustersim import __version__
+
+    parser = Parser(
+        prog="clustersim",
+        description="Simulate AI training clusters: how long one iteration takes, and where the time goes.",
+        allow_abbrev=False,
+    )
+    parser.add_argument("--version", action="version", version=f"clustersim {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in COMMANDS:
+        name = command.__name__.rsplit(".", 1)[1]
+        if only in (None, name):
+            command.add(sub)
+        else:
+            sub.add_parser(name, help=command.HELP)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv[0] if argv else None).parse_args(argv)
+    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return func(args)
+    except InputError as e:
+        print(f"clustersim: error: {e}", file=sys.stderr)
+        return 2
+    except (InternalError, EnginePanic) as e:
+        what = str(e) if isinstance(e, InternalError) else f"internal error: the engine panicked: {e}"
+        print(f"clustersim: {what}", file=sys.stderr)
+        print(
+            "clustersim: this is a bug in clustersim; please report it with the command that caused it",
+            file=sys.stderr,
+        )
+        return EX_SOFTWARE
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,200 @@
+"""What the subcommands share: the parser, argument types, the options that several commands take
+(each defined once here, so a flag means the same thing everywhere), progress bars and the list
+of files written."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+from clustersim.errors import InputError
+
+MAX_COUNT = 2**32 - 1
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with usage errors on one line like every other clustersim error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"clustersim: error: {message} (see {self.prog} --help)\n")
+
+
+def whole(lo: int, hi: int) -> Callable[[str], int]:
+    """argparse type: a whole number from `lo` to `hi`."""
+
+    def parse(text: str) -> int:
+        if not re.fullmatch(r"\s*(0|[1-9]\d*)\s*", text) or not lo <= int(text) <= hi:
+            raise argparse.ArgumentTypeError(f"must be a whole number from {lo} to {hi}, got '{text}'")
+        return int(text)
+
+    parse.__name__ = "whole number"
+    return parse
+
+
+# A GPU, NIC or size count.
+count = whole(1, MAX_COUNT)
+
+
+def subcommand(sub: argparse._SubParsersAction, name: str, **kw: Any) -> argparse.ArgumentParser:
+    """A subcommand's parser: help epilogs (examples) kept verbatim, no abbreviated options."""
+    return sub.add_parser(
+        name, formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False, **kw
+    )
+
+
+def add_json(p: argparse.ArgumentParser, what: str = "the result") -> None:
+    p.add_argument("--json", action="store_true", help=f"print {what} as JSON on stdout")
+
+
+def add_progress(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar on stderr (default: on a terminal only, for runs longer than a second)",
+    )
+
+
+def add_result(p: argparse.ArgumentParser, default: str) -> None:
+    """-r PREFIX, -r_f FOLDER, -v: where results go and whether charts are drawn (SimAI's flags)."""
+    p.add_argument(
+        "-r",
+        "--result",
+        "--result-prefix",
+        dest="result",
+        metavar="PREFIX",
+        help=f"output prefix ({default})",
+    )
+    p.add_argument("-r_f", "--result-folder", metavar="FOLDER", help="folder to put the output prefix in")
+    p.add_argument(
+        "-v",
+        "--visual",
+        nargs="?",
+        type=whole(0, 1),
+        const=1,
+        default=0,
+        help="also write charts: <prefix>chart.png, .svg and .html (-v or -v 1; -v 0: none)",
+    )
+
+
+def add_platform(p: argparse.ArgumentParser, *, nics: bool = True) -> None:
+    """Server shape: GPUs and NICs per server."""
+    p.add_argument("-g_p_s", "--gpus-per-server", type=count, default=8, help="GPUs per server (default 8)")
+    if nics:
+        p.add_argument(
+            "-n_p_s", "--nics-per-server", type=count, help="NICs per server (default: one per GPU)"
+        )
+
+
+def add_fabric(p: argparse.ArgumentParser, *, required: bool, what: str) -> None:
+    """-n/--topology and how collectives run on it (flow backend; SimAI's AS_* variables honoured)."""
+    p.add_argument(
+        "-n",
+        "--topology",
+        required=required,
+        metavar="FABRIC",
+        help=f"{what}: a SimAI topology file (clustersim topo writes them) or a template NAME[:GPUS]"
+        " (Spectrum-X:64, AlibabaHPN, DCN+, fat-tree:8)",
+    )
+    p.add_argument("--algo", default="auto", help="collective algorithm, or auto (NCCL's tuner; default)")
+    p.add_argument(
+        "--channels",
+        type=whole(0, 1024),
+        default=0,
+        help="rings/trees per collective (default 0: one per group rank of a server, at most one per NIC)",
+    )
+    p.add_argument("--seed", type=whole(0, 2**64 - 1), default=0, help="ECMP seed (default 0)")
+    p.add_argument(
+        "--qps",
+        type=whole(1, 128),
+        help="queue pairs per connection, each its own ECMP hash, bytes split evenly"
+        " (default: NCCL_IB_QPS_PER_CONNECTION, else 1)",
+    )
+    p.add_argument(
+        "--routing",
+        choices=["ecmp", "spray"],
+        default="ecmp",
+        help="ecmp: per-flow hashing (default); spray: per-packet spraying / adaptive routing (Spectrum-X)",
+    )
+
+
+def add_routes(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--routes",
+        metavar="FILE",
+        help="routes file: one route per line, the nodes of its path from source to destination;"
+        " flows between those end nodes take it instead of ECMP",
+    )
+
+
+def add_ecmp_seeds(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--ecmp-seeds",
+        type=whole(1, 1024),
+        default=1,
+        metavar="N",
+        help="run ECMP seeds --seed … --seed+N−1 and report mean, min, max and each seed",
+    )
+
+
+def fabric_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The API's keyword arguments for the fabric options of `add_fabric`."""
+    return dict(
+        topology=args.topology,
+        algo=args.algo,
+        channels=args.channels,
+        seed=args.seed,
+        qps=args.qps,
+        routing=args.routing,
+    )
+
+
+class Progress:
+    """A tqdm progress bar on stderr, fed fractions 0 … 1. `enabled` None: on a terminal, and only
+    once a run has taken a second (tqdm is imported then, never for quick runs); True: always."""
+
+    def __init__(self, label: str, enabled: bool | None) -> None:
+        self.label = label
+        self.forced = bool(enabled)
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.start = time.monotonic()
+        self.bar: Any = None
+
+    def __call__(self, fraction: float) -> None:
+        if not self.enabled or (not self.forced and time.monotonic() - self.start < 1.0):
+            return
+        if self.bar is None:
+            from tqdm import tqdm
+
+            self.bar = tqdm(
+                total=100, desc=self.label, unit="%", file=sys.stderr, bar_format="{l_bar}{bar}| {elapsed}"
+            )
+        self.bar.update(round(fraction * 100, 1) - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def progress_for(args: argparse.Namespace, label: str = "simulating") -> Progress:
+    return Progress(label, getattr(args, "progress", None))
+
+
+def wrote(paths: list[str]) -> None:
+    """The files a command wrote, listed last."""
+    if paths:
+        print("wrote " + ", ".join(paths))
+
+
+def print_json(doc: Any) -> None:
+    print(json.dumps(doc, indent=2, allow_nan=False))
+
+
+def no_charts_without_prefix(args: argparse.Namespace) -> None:
+    if args.visual and args.result is None:
+        raise InputError("command line: -v/--visual: charts go next to the other results; give -r PREFIX too")

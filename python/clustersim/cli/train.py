@@ -1,0 +1,168 @@
+"""`clustersim train`: one Megatron-Core training iteration from a model and a parallel plan."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from clustersim.cli.common import (
+    add_fabric,
+    add_json,
+    add_platform,
+    add_progress,
+    add_result,
+    add_routes,
+    count,
+    fabric_options,
+    no_charts_without_prefix,
+    print_json,
+    progress_for,
+    subcommand,
+    wrote,
+)
+
+if TYPE_CHECKING:
+    from clustersim.api import TrainResult
+
+EPILOG = """\
+examples:
+  clustersim train --model llama3-70b --gpus 1024 --gpu h100 --tp 8 --pp 4 --vpp 2 --gbs 1024 --seq 8192 --sp --dist-opt
+  clustersim train --model llama3-8b --gpus 16 --tp 8 --gbs 16 --seq 2048 -n Spectrum-X:16 -r results/llama3-8b- -v"""  # noqa: E501
+
+
+HELP = "simulate one training iteration of a model with a parallel plan (Megatron-Core)"
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    p = subcommand(
+        sub,
+        "train",
+        help=HELP,
+        description=(
+            "Generate one Megatron-Core training iteration (TP, SP, PP with simulated 1F1B or interleaved"
+            " schedules, DP/ZeRO, EP, CP, recompute) and simulate it on the analytical network model, or"
+            " with -n on a fabric with the flow model. -r PREFIX writes PREFIXsummary.json,"
+            " PREFIXlayers.csv and PREFIXtrace.json (Chrome/Perfetto)."
+        ),
+        epilog=EPILOG,
+    )
+    add_plan_options(p)
+    p.add_argument(
+        "--allow-oom", action="store_true", help="simulate even if the plan does not fit in memory"
+    )
+    p.add_argument("-o", "--output", help="also write the result as JSON to OUTPUT")
+    add_result(p, "none by default")
+    add_fabric(p, required=False, what="run communication on this fabric with the flow model")
+    add_routes(p)
+    add_json(p)
+    add_progress(p)
+    p.set_defaults(func=main)
+
+
+def add_plan_options(p: argparse.ArgumentParser) -> None:
+    """Model, accelerator and parallel plan: shared by `train` and `workload generate`."""
+    p.add_argument("--model", required=True, help="catalog name, a YAML/JSON model file, or a HF config.json")
+    p.add_argument("-g", "--gpus", type=count, required=True, help="number of GPUs")
+    p.add_argument("--gpu", default="h100", help="accelerator name from the catalog (default h100)")
+    p.add_argument("--accelerators", help="YAML file of extra accelerator descriptions")
+    for name, what in (("tp", "tensor"), ("pp", "pipeline"), ("ep", "expert"), ("cp", "context")):
+        p.add_argument(f"--{name}", type=count, default=1, help=f"{what}-parallel size (default 1)")
+    p.add_argument("--vpp", type=count, default=1, help="virtual pipeline stages per GPU (interleaving)")
+    p.add_argument("--mbs", type=count, default=1, help="micro-batch size in sequences (default 1)")
+    p.add_argument("--gbs", type=count, required=True, help="global batch size in sequences")
+    p.add_argument("--seq", type=count, help="sequence length (default: the model's)")
+    p.add_argument("--sp", action="store_true", help="sequence parallelism")
+    p.add_argument(
+        "--first-stage-layers", type=count, help="layers of the first pipeline stage (uneven pipelines)"
+    )
+    p.add_argument(
+        "--last-stage-layers", type=count, help="layers of the last pipeline stage (uneven pipelines)"
+    )
+    dp = p.add_mutually_exclusive_group()
+    dp.add_argument("--dist-opt", action="store_true", help="Megatron's distributed optimizer")
+    dp.add_argument("--zero", type=int, choices=[1, 2, 3], help="DeepSpeed ZeRO stage")
+    p.add_argument("--recompute", choices=["none", "selective", "full"], default="none")
+    p.add_argument("--no-flash-attn", action="store_true", help="unfused attention (s×s scores in HBM)")
+    add_platform(p)
+    p.add_argument(
+        "-nic", "--nic-busbw", type=float, help="bus bandwidth per NIC, GB/s (default: the accelerator's)"
+    )
+    for flag in ("layers", "hidden", "heads", "kv-heads", "ffn", "vocab", "experts", "topk"):
+        p.add_argument(f"--{flag}", type=count, help=f"override the model's {flag.replace('-', ' ')}")
+
+
+def plan_options(args: argparse.Namespace) -> dict[str, object]:
+    """The API's keyword arguments for the options of `add_plan_options`."""
+    from clustersim.api import PLAN_OPTIONS
+
+    return {k: getattr(args, k) for k in PLAN_OPTIONS}
+
+
+def main(args: argparse.Namespace) -> int:
+    from clustersim.api import train
+    from clustersim.output import atomic_outputs, write_csv, write_text
+    from clustersim.training import chart_inputs, layers_rows
+
+    no_charts_without_prefix(args)
+    flow = fabric_options(args) | {"routes": args.routes} if args.topology is not None else {}
+    progress = progress_for(args)
+    try:
+        result = train(
+            allow_oom=args.allow_oom,
+            trace=args.result is not None,
+            progress=progress,
+            **plan_options(args),
+            **flow,
+        )
+    finally:
+        progress.close()
+    doc = result.to_dict()
+    text = json.dumps(doc, indent=2, allow_nan=False) + "\n"
+    written = []
+    with atomic_outputs() as stage:
+        if args.output:
+            write_text(stage(args.output), text)
+            written.append(args.output)
+        if args.result is not None:
+            prefix = str(Path(args.result_folder) / args.result) if args.result_folder else args.result
+            names = [prefix + n for n in ("summary.json", "layers.csv", "trace.json")]
+            write_text(stage(names[0]), text)
+            write_csv(stage(names[1]), layers_rows(result.data))
+            write_text(stage(names[2]), result.trace or "")
+            if args.visual:
+                from clustersim import charts
+
+                summary, layers = chart_inputs(result.data)
+                title = f"{result.model} on {args.gpus} × {result.accelerator}"
+                charts_at = {k: prefix + f"chart.{k}" for k in ("png", "svg", "html")}
+                charts.write_all(summary, layers, title, **{k: stage(v) for k, v in charts_at.items()})
+                names += list(charts_at.values())
+            written += names
+    if args.json:
+        print_json(doc)
+        return 0
+    print_result(result)
+    wrote(written)
+    return 0
+
+
+def print_result(result: TrainResult) -> None:
+    r = result.data
+    acc = result.accelerator_spec or {}
+    print(f"{result.model} on {result.gpus} × {result.accelerator}: {r['params'] / 1e9:.2f} B parameters")
+    shape = f"{r['micro_batches']} micro-batches, DP {r['dp']}"
+    print(f"iteration time  {r['iteration_s']:10.3f} s   ({shape})")
+    print(f"throughput      {r['tokens_per_s']:10.0f} tokens/s")
+    print(f"MFU             {r['mfu'] * 100:10.1f} %")
+    for part, seconds in r["breakdown_s"]:
+        if seconds > 0:
+            print(f"  {part:<22}{seconds:10.3f} s {seconds / r['iteration_s'] * 100:6.1f}%")
+    mem = r["memory"]
+    fits = "fits" if r["memory_fits"] else "DOES NOT FIT"
+    print(
+        f"memory per GPU  {mem['total_gb']:10.1f} GB ({fits} in {acc.get('hbm_gb')} GB): weights "
+        f"{mem['params_gb']:.1f}, gradients + optimizer {mem['grads_and_optimizer_gb']:.1f}, "
+        f"activations {mem['activations_gb']:.1f}"
+    )
