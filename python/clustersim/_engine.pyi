@@ -21,6 +21,28 @@ COLLECTIVES: list[str]
 #: Phases of an op (fwd, ig, wg, other).
 PHASES: list[str]
 
+class Platform:
+    """The engine's platform: typed nodes, directed links, ranks placed on GPUs. Arrays in bulk."""
+
+    @staticmethod
+    def parse(path: str, text: str, accelerators: Sequence[str]) -> Platform:
+        """A platform file or a SimAI topology file; `accelerators` are the catalog's names."""
+    @property
+    def ranks(self) -> int: ...
+    @property
+    def kinds(self) -> list[str]: ...
+    @property
+    def names(self) -> list[str]: ...
+    @property
+    def links(self) -> tuple[list[int], list[int], list[float], list[float]]:
+        """(src, dst, bandwidth GB/s, latency ns) of every directed link."""
+    @property
+    def placement(self) -> tuple[list[int], list[int], list[int]]:
+        """(device node, scale-up domain, rail) of every rank."""
+    @property
+    def accelerator_types(self) -> list[str]: ...
+    def to_simai(self) -> str: ...
+
 Progress = Callable[[float], object] | None
 Columns = dict[str, Any]
 
@@ -67,7 +89,7 @@ def inspect_workload(path: str, text: str, *, lenient: bool = False) -> dict[str
     """Header fields, row count, row names and warnings of a SimAI workload file."""
 
 def flow_completion_times(
-    topology: str,
+    topology: Platform | str,
     flows: Sequence[tuple[int, int, float, float]],
     routes: Sequence[Sequence[int]] | None = None,
     seed: int = 0,
@@ -75,7 +97,7 @@ def flow_completion_times(
     """Completion time (ns) of each flow (src node, dst node, bytes, start ns) on a SimAI topology."""
 
 def collective_sweep(
-    topology: str,
+    topology: Platform | str,
     collective: str,
     sizes: Sequence[int],
     algorithm: str = "auto",
