@@ -315,7 +315,7 @@ def collective(
     K/M/G suffix as nccl-tests takes them), each on an idle network. `env` (default the process
     environment) supplies NCCL_ALGO, NCCL_PROTO, NCCL_IB_QPS_PER_CONNECTION and SimAI's AS_*."""
     from clustersim.fabric import ecmp_seeds as seed_range
-    from clustersim.fabric import load_topology
+    from clustersim.fabric import gpu_count, load_topology
     from clustersim.sweep import OPS, seed_table, sizes, sweep
 
     name = op.lower().replace("_", "")
@@ -341,7 +341,7 @@ def collective(
         for k, s in enumerate(seeds)
     ]
     table = tables[0] if len(seeds) == 1 else seed_table(seeds, tables)
-    ranks = gpus if gpus is not None else topo.num_gpus
+    ranks = gpus if gpus is not None else gpu_count(topo)
     return CollectiveResult(name, ranks, {c: table[c] for c in table.columns})
 
 

@@ -2,7 +2,8 @@
 run on it (NCCL's and SimAI's switches, queue pairs, ECMP seeds).
 
 A fabric is given the same way everywhere (`run -n`, `train -n`, `collective -n`, the API's
-`topology=`): a SimAI topology file, a template `NAME[:GPUS]` (`Spectrum-X:64`, `DCN+`,
+`topology=`): a SimAI topology file, a platform file of typed devices (docs/platform-format.md,
+read by the engine into a `Platform`), a template `NAME[:GPUS]` (`Spectrum-X:64`, `DCN+`,
 `fat-tree:8`) or a `Topology` object. The topology package is imported only when a template or a
 `Topology` is used: reading a file needs only its text.
 """
@@ -19,6 +20,7 @@ from clustersim.analytical import read_text
 from clustersim.errors import InputError
 
 if TYPE_CHECKING:
+    from clustersim.platform import Platform
     from clustersim.topology import Topology
 
 # NCCL's most queue pairs per connection (NCCL_IB_MAX_QPS); each QP becomes a flow of its own.
@@ -42,12 +44,23 @@ def template(spec: str) -> tuple[str, int | None] | None:
     return names[name.lower()], int(count) if count else None
 
 
-def load_topology(spec: str | os.PathLike[str] | Topology) -> Topology:
+def is_platform_file(path: str | os.PathLike[str]) -> bool:
+    """Whether a file is a platform file (its first statement is `node`), not a SimAI file."""
+    for line in read_text(path, "topology").splitlines():
+        words = line.split("#", 1)[0].split()
+        if words:
+            return words[0] == "node"
+    return False
+
+
+def load_topology(spec: str | os.PathLike[str] | Topology | Platform) -> Topology | Platform:
     """A `Topology` from a fabric spec: a Topology, a template `NAME[:GPUS]` (a SimAI template or
-    fat-tree:K, a k-ary fat-tree) or a SimAI topology file."""
+    fat-tree:K, a k-ary fat-tree) or a SimAI topology file; the engine's `Platform` from a
+    platform file."""
+    from clustersim import _engine
     from clustersim.topology import TEMPLATES, Topology, fat_tree, read_simai, simai_template
 
-    if isinstance(spec, Topology):
+    if isinstance(spec, (Topology, _engine.Platform)):
         return spec
     named = template(str(spec))
     if named is not None:
@@ -60,11 +73,21 @@ def load_topology(spec: str | os.PathLike[str] | Topology) -> Topology:
             f"--topology {spec}: no such file"
             f" (or give a template: {', '.join(TEMPLATES)}, fat-tree, as NAME[:GPUS])"
         )
+    if is_platform_file(spec):
+        from clustersim.platform import read_platform
+
+        return read_platform(spec)
     return read_simai(spec)
 
 
+def gpu_count(topology: Topology | Platform) -> int:
+    """GPUs (ranks) of a loaded fabric."""
+    ranks = getattr(topology, "ranks", None)
+    return ranks if isinstance(ranks, int) else topology.num_gpus
+
+
 def fabric_text(spec: str | os.PathLike[str] | Topology) -> str:
-    """The SimAI topology file text of a fabric spec (a file is read as it is, not re-written)."""
+    """The topology file text of a fabric spec (a file is read as it is, not re-written)."""
     if isinstance(spec, (str, os.PathLike)) and Path(spec).is_file() and template(str(spec)) is None:
         return read_text(spec, "topology")
     return load_topology(spec).to_simai()
@@ -143,7 +166,8 @@ def fabric_document(
     qps: int = 0,
     routing: str = "ecmp",
 ) -> dict[str, Any]:
-    """The engine's "fabric": the topology's SimAI text, the algorithm ("auto": NCCL's tuner),
+    """The engine's "fabric": the topology's text (SimAI or platform file; a platform file's
+    accelerator types are checked against the catalog), the algorithm ("auto": NCCL's tuner),
     channels (0: one per group rank of a server, at most one per NIC), the ECMP seed, a routes
     file's text (one route per line: the nodes of the path, source first; it overrides ECMP between
     its end nodes), NCCL_ALGO (where `algorithm` is "auto"), NCCL_PROTO and SimAI's AS_* switches
@@ -161,6 +185,14 @@ def fabric_document(
     }
     if routes is not None:
         doc |= {"routes": read_text(routes, "routes file"), "routes_path": str(routes)}
+    if (
+        isinstance(topology, (str, os.PathLike))
+        and template(str(topology)) is None
+        and is_platform_file(topology)
+    ):
+        from clustersim.platform import accelerator_names
+
+        doc["accelerators"] = accelerator_names()
     switches = tuning_env(os.environ if env is None else env)
     if algorithm != "auto":
         switches.pop("algorithm", None)

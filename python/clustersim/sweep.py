@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from clustersim import _engine
 from clustersim.errors import InputError
-from clustersim.fabric import load_topology, qps_option, tuning_env
+from clustersim.fabric import gpu_count, load_topology, qps_option, tuning_env
 from clustersim.table import Table
 
 if TYPE_CHECKING:
@@ -80,18 +80,19 @@ def sweep(
     if op not in OPS:
         raise InputError(f"unknown collective '{op}' (valid: {', '.join(OPS)})")
     topo = load_topology(topology)
-    n = gpus if gpus is not None else topo.num_gpus
+    n = gpus if gpus is not None else gpu_count(topo)
     switches = tuning_env(os.environ if env is None else env)
     if algorithm != "auto":
         switches["algorithm"] = algorithm
     if protocol != "auto":
         switches["protocol"] = protocol
     switches |= {"qps": qps_option(qps, env), "routing": routing}
-    text = topo.to_simai()
+    # The engine takes its own Platform as it is; a Python Topology as SimAI text.
+    fabric = topo if isinstance(topo, _engine.Platform) else topo.to_simai()
     runs = []
     for i, size in enumerate(sizes_bytes):
         runs += _engine.collective_sweep(
-            text, op, [size], channels=channels, ranks=gpus, seed=seed, **switches
+            fabric, op, [size], channels=channels, ranks=gpus, seed=seed, **switches
         )
         if progress is not None:
             progress((i + 1) / len(sizes_bytes))

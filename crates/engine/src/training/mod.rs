@@ -68,7 +68,11 @@ pub struct TrainingInput {
 pub struct Fabric {
     /// Where the topology came from (for messages).
     pub path: String,
+    /// A SimAI topology file's or a platform file's text.
     pub topology: String,
+    /// The catalog's accelerator names, which a platform file's GPUs may name.
+    #[serde(default)]
+    pub accelerators: Vec<String>,
     /// "auto" (NCCL's tuner) or an algorithm name.
     pub algorithm: String,
     /// 0: one per group rank of a server, at most one per NIC ([`crate::collective::group_channels`]).
@@ -115,7 +119,7 @@ impl Fabric {
 
     /// The topology, tuning and routes, parsed and checked.
     pub fn config(&self) -> Result<FlowConfig> {
-        let mut topology = Platform::parse_simai(&self.path, &self.topology)?;
+        let mut topology = Platform::parse_text(&self.path, &self.topology, &self.accelerators)?;
         if let Some(r) = &self.routing {
             topology.routing = Routing::parse(r)?;
         }
