@@ -158,7 +158,7 @@ def replace_line(number, text):
         ),
         (
             replace_line(3, "4 3 2880Gbps 0.000025ms 0"),
-            "bad.txt: the topology is disconnected: GPU 1 cannot reach GPU 0",
+            "bad.txt: links: the topology is disconnected: GPU 1 cannot reach GPU 0",
         ),
         ("", "bad.txt:1: header: expected 6 fields"),
     ],
@@ -180,7 +180,7 @@ def test_disconnected_topology_names_the_unreachable_gpu():
     with pytest.raises(InputError, match="disconnected: GPU 2 cannot reach GPU 0"):
         topo.check()
     g = topo.to_networkx()
-    with pytest.raises(InputError, match="networkx graph: the topology is disconnected: GPU 2"):
+    with pytest.raises(InputError, match="networkx graph: links: the topology is disconnected: GPU 2"):
         from_networkx(g)
 
 
@@ -271,3 +271,10 @@ def test_cli_bad_input(tmp_path, args, parts):
     rc, out, err = run_clustersim("topo", *args, cwd=tmp_path)
     assert_clean_error(rc, out, err, *parts)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_one_reachability_rule_gpus_do_not_forward():
+    # 0 – 1 – 2 wired through GPU 1 only: Python refuses it as the engine does.
+    topo = Topology(["gpu", "gpu", "gpu"], [Link(0, 1, 1e9, 0.0), Link(1, 2, 1e9, 0.0)], gpus_per_server=1)
+    with pytest.raises(InputError, match="GPU 2 cannot reach GPU 0"):
+        topo.check()

@@ -27,6 +27,18 @@ class Platform:
     @staticmethod
     def parse(path: str, text: str, accelerators: Sequence[str]) -> Platform:
         """A platform file or a SimAI topology file; `accelerators` are the catalog's names."""
+    @staticmethod
+    def from_arrays(
+        source: str,
+        kinds: Sequence[int],
+        src: Sequence[int],
+        dst: Sequence[int],
+        bandwidth: Sequence[float],
+        latency: Sequence[float],
+        gpus_per_server: int,
+        gpu_type: str,
+    ) -> Platform:
+        """SimAI-convention platform from full-duplex links (bytes/s, s); kinds 0 GPU, 1 NVSwitch, 2 switch."""
     @property
     def ranks(self) -> int: ...
     @property

@@ -1,7 +1,7 @@
 //! The platform as Python sees it: a handle on the engine's [`Platform`] with bulk array views,
 //! never a second model.
 
-use clustersim_engine::platform::Platform;
+use clustersim_engine::platform::{Link, NodeKind, Platform};
 use pyo3::prelude::*;
 
 use crate::engine_err;
@@ -18,6 +18,46 @@ impl PyPlatform {
     #[staticmethod]
     fn parse(py: Python<'_>, path: &str, text: &str, accelerators: Vec<String>) -> PyResult<PyPlatform> {
         py.detach(|| Platform::parse_text(path, text, &accelerators))
+            .map(|inner| PyPlatform { inner })
+            .map_err(engine_err)
+    }
+
+    /// A SimAI-convention platform from full-duplex link arrays (the bulk path of Python's
+    /// `Topology`): `kinds` 0 GPU, 1 NVSwitch, 2 switch, GPUs first; bandwidth in bytes/s,
+    /// latency in s. `source` names the input in errors.
+    #[staticmethod]
+    #[allow(clippy::too_many_arguments)]
+    fn from_arrays(
+        source: &str,
+        kinds: Vec<u8>,
+        src: Vec<u32>,
+        dst: Vec<u32>,
+        bandwidth: Vec<f64>,
+        latency: Vec<f64>,
+        gpus_per_server: u32,
+        gpu_type: &str,
+    ) -> PyResult<PyPlatform> {
+        let bad = |m: String| engine_err(clustersim_engine::Error::field(source, "arrays", m));
+        let kinds = kinds
+            .iter()
+            .map(|&k| match k {
+                0 => Ok(NodeKind::Gpu),
+                1 => Ok(NodeKind::NvSwitch),
+                2 => Ok(NodeKind::Switch),
+                _ => Err(bad(format!("node kind code {k} (valid: 0 gpu, 1 nvswitch, 2 switch)"))),
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let n = src.len();
+        if [dst.len(), bandwidth.len(), latency.len()].iter().any(|&m| m != n) {
+            return Err(bad("link arrays of different lengths".into()));
+        }
+        let mut links = Vec::with_capacity(2 * n);
+        for i in 0..n {
+            let (bandwidth, latency_ns) = (bandwidth[i] * 1e-9, latency[i] * 1e9);
+            links.push(Link { src: src[i], dst: dst[i], bandwidth, latency_ns, error_rate: 0.0 });
+            links.push(Link { src: dst[i], dst: src[i], bandwidth, latency_ns, error_rate: 0.0 });
+        }
+        Platform::from_parts(source, kinds, links, gpus_per_server, gpu_type)
             .map(|inner| PyPlatform { inner })
             .map_err(engine_err)
     }

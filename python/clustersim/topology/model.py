@@ -9,7 +9,6 @@ two directions. SimAI topology files, NetworkX graphs and flat arrays convert in
 from __future__ import annotations
 
 import os
-from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -17,6 +16,8 @@ from clustersim.errors import InputError
 
 if TYPE_CHECKING:
     import networkx as nx
+
+    from clustersim.platform import Platform
 
 GPU = "gpu"
 NVSWITCH = "nvswitch"
@@ -88,52 +89,22 @@ class Topology:
 
     # --- checks -------------------------------------------------------------------------------
     def check(self, where: str = "topology") -> None:
-        """Raise InputError if a kind is unknown, a link is malformed, or a GPU cannot reach another."""
+        """Raise InputError if a kind is unknown, a link is malformed, or a GPU cannot reach another.
+        The engine checks it (`Platform.from_arrays`): one set of rules, one reachability rule
+        (routes pass through switches only, never through a GPU)."""
+        self.to_platform(where)
+
+    def to_platform(self, where: str = "topology") -> Platform:
+        """The engine's `Platform` of this topology (GPUs run ranks 0 … G−1 in node order)."""
+        from clustersim import _engine
+
         for i, kind in enumerate(self.kinds):
             if kind not in KINDS:
                 raise InputError(f"{where}: node {i}: kind: unknown '{kind}' (valid: {', '.join(KINDS)})")
-        n = len(self.kinds)
-        for j, link in enumerate(self.links):
-            what = f"{where}: link {j} ({link.src}–{link.dst})"
-            for end in (link.src, link.dst):
-                if not 0 <= end < n:
-                    raise InputError(f"{what}: node {end} does not exist (nodes are 0 … {n - 1})")
-            if link.src == link.dst:
-                raise InputError(f"{what}: a link must join two different nodes")
-            if not link.bandwidth > 0 or link.bandwidth == float("inf"):
-                raise InputError(f"{what}: bandwidth: must be positive and finite, got {link.bandwidth}")
-            if not 0 <= link.latency < float("inf"):
-                raise InputError(f"{what}: latency: must be zero or positive, got {link.latency}")
-        if self.gpus_per_server < 1:
-            raise InputError(f"{where}: gpus_per_server: must be at least 1, got {self.gpus_per_server}")
-        self.check_connected(where)
-
-    def check_connected(self, where: str = "topology") -> None:
-        """Raise InputError naming two GPUs that cannot reach each other, if there are such."""
-        gpus = self.gpus
-        if not gpus:
-            raise InputError(f"{where}: the topology has no GPU (every node is listed as a switch)")
-        seen = self._reachable(gpus[0])
-        lost = [g for g in gpus if g not in seen]
-        if lost:
-            more = f" (and {len(lost) - 1} more GPUs)" if len(lost) > 1 else ""
-            raise InputError(
-                f"{where}: the topology is disconnected: GPU {lost[0]} cannot reach GPU {gpus[0]}{more}"
-            )
-
-    def _reachable(self, start: int) -> set[int]:
-        adjacent: list[list[int]] = [[] for _ in self.kinds]
-        for link in self.links:
-            adjacent[link.src].append(link.dst)
-            adjacent[link.dst].append(link.src)
-        seen = {start}
-        queue = deque([start])
-        while queue:
-            for nxt in adjacent[queue.popleft()]:
-                if nxt not in seen:
-                    seen.add(nxt)
-                    queue.append(nxt)
-        return seen
+        a = self.to_arrays()
+        return _engine.Platform.from_arrays(
+            where, a.kinds, a.src, a.dst, a.bandwidth, a.latency, self.gpus_per_server, self.gpu_type
+        )
 
     # --- conversions --------------------------------------------------------------------------
     def to_arrays(self) -> TopologyArrays:

@@ -442,7 +442,7 @@ impl Platform {
     /// talk is an error from the router when a flow needs it.
     fn check_connected(&self, source: &str) -> Result<()> {
         let p = &self.placement;
-        for (reverse, dir) in [(false, "from"), (true, "to")] {
+        for reverse in [true, false] {
             let seen = self.reach(p.device(0), reverse);
             if let Some(r) = (0..p.ranks()).find(|&r| !seen[p.device(r) as usize]) {
                 let (a, b) = (self.node_name(p.device(r)), self.node_name(p.device(0)));
@@ -451,7 +451,7 @@ impl Platform {
                     source,
                     "links",
                     format!(
-                        "disconnected topology: GPU {a} cannot reach GPU {b} (no path {dir} rank 0's GPU through switches)"
+                        "the topology is disconnected: GPU {a} cannot reach GPU {b} (routes pass through switches, never through a GPU)"
                     ),
                 ));
             }
@@ -485,20 +485,20 @@ mod tests {
 
     #[test]
     fn disconnected_gpus_are_named() {
-        // Two servers with NVSwitches only: GPU 0 cannot reach GPU 2.
+        // Two servers with NVSwitches only: GPU 2 cannot reach GPU 0.
         let kinds = [vec![NodeKind::Gpu; 4], vec![NodeKind::NvSwitch; 2]].concat();
         let links = (0..4).flat_map(|g| [link(g, 4 + g / 2), link(4 + g / 2, g)]).collect();
         let e = Platform::from_parts("t", kinds, links, 2, "H100").unwrap_err();
-        assert!(e.message.contains("GPU 0 cannot reach GPU 2"), "{e}");
+        assert!(e.message.contains("GPU 2 cannot reach GPU 0"), "{e}");
     }
 
     #[test]
     fn a_gpu_does_not_forward() {
-        // 0 - 1 - 2 wired through GPU 1 only: 0 cannot reach 2.
+        // 0 - 1 - 2 wired through GPU 1 only: 2 cannot reach 0.
         let kinds = vec![NodeKind::Gpu; 3];
         let links = vec![link(0, 1), link(1, 0), link(1, 2), link(2, 1)];
         let e = Platform::from_parts("t", kinds, links, 1, "H100").unwrap_err();
-        assert!(e.message.contains("GPU 0 cannot reach GPU 2"), "{e}");
+        assert!(e.message.contains("GPU 2 cannot reach GPU 0"), "{e}");
     }
 
     #[test]
