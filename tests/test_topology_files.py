@@ -133,11 +133,14 @@ def replace_line(number, text):
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        (replace_line(3, "0 2 2880Gbs 0.000025ms 0"), "bad.txt:3: rate: '2880Gbs' is not a data rate"),
-        (replace_line(4, "1 2 2880Gbps 25 0"), "bad.txt:4: delay: '25' is not a delay"),
+        (
+            replace_line(3, "0 2 2880Gbs 0.000025ms 0"),
+            "bad.txt:3: link rate: '2880Gbs' is not an ns-3 data rate",
+        ),
+        (replace_line(4, "1 2 2880Gbps 25xs 0"), "bad.txt:4: link delay: '25xs' is not an ns-3 time"),
         (
             replace_line(6, "3 4 100Gbps 0.001ms 2"),
-            "bad.txt:6: error_rate: '2': an error rate is a probability",
+            "bad.txt:6: link error_rate: '2' is not a probability",
         ),
         (
             replace_line(1, "5 2 1 2 5 H800"),
@@ -145,16 +148,18 @@ def replace_line(number, text):
         ),
         (
             replace_line(1, "5 2 1 2 3 H800"),
-            "bad.txt:6: link_count: the header says 3 links but the file has more",
+            "bad.txt:6: link_count: '3' after the 3 links the header announces",
         ),
-        (replace_line(1, "5 2 1 2 4"), "bad.txt:1: header: expected 6 fields"),
-        (replace_line(1, "5 x 1 2 4 H800"), "bad.txt:1: gpus_per_server: not a whole number: 'x'"),
-        (replace_line(2, "2 3 9"), "bad.txt:2: switch id: node 9 does not exist (the header says 5 nodes)"),
-        (replace_line(2, "2 3 3"), "bad.txt:2: switch id: node 3 is listed twice"),
-        (replace_line(5, "0 7 400Gbps 0.0005ms 0"), "bad.txt:5: dst: node 7 does not exist"),
+        (replace_line(1, "5 2 1"), "bad.txt:1: header: expected 6 fields"),
+        (replace_line(1, "5 x 1 2 4 H800"), "bad.txt:1: gpus_per_server: 'x' is not a whole number"),
+        (replace_line(2, "2 3 9"), "bad.txt:2: switch id: 9 is not a node id (0..5)"),
+        (replace_line(2, "2 3 3"), "bad.txt:2: switch id: 3 is listed twice"),
+        (replace_line(5, "0 7 400Gbps 0.0005ms 0"), "bad.txt:5: link dst: 7 is not a node id (0..5)"),
         (
             replace_line(5, "0 3 400Gbps"),
-            "bad.txt:5: link: expected 'src dst rate delay error_rate' on one line",
+            # Ids and link fields are a stream of words, as ns-3 reads them: the next line's
+            # first two words are taken as this link's delay (3 s) and error rate.
+            "bad.txt:5: link error_rate: '4' is not a probability",
         ),
         (
             replace_line(3, "4 3 2880Gbps 0.000025ms 0"),

@@ -38,7 +38,9 @@ class Platform:
         gpus_per_server: int,
         gpu_type: str,
     ) -> Platform:
-        """SimAI-convention platform from full-duplex links (bytes/s, s); kinds 0 GPU, 1 NVSwitch, 2 switch."""
+        """SimAI-convention platform from full-duplex links (bytes/s, s).
+
+        Kinds: 0 GPU, 1 NVSwitch, 2 switch."""
     @property
     def ranks(self) -> int: ...
     @property
@@ -53,6 +55,12 @@ class Platform:
         """(device node, scale-up domain, rail) of every rank."""
     @property
     def accelerator_types(self) -> list[str]: ...
+    @property
+    def error_rates(self) -> list[float]: ...
+    @property
+    def gpus_per_server(self) -> int: ...
+    @property
+    def gpu_type(self) -> str: ...
     def to_simai(self) -> str: ...
 
 Progress = Callable[[float], object] | None

@@ -92,6 +92,24 @@ impl PyPlatform {
         )
     }
 
+    /// Per-packet drop probability of every directed link (SimAI files carry one).
+    #[getter]
+    fn error_rates(&self) -> Vec<f64> {
+        self.inner.links.iter().map(|x| x.error_rate).collect()
+    }
+
+    /// GPUs of the largest scale-up domain (SimAI's gpus_per_server).
+    #[getter]
+    fn gpus_per_server(&self) -> u32 {
+        self.inner.placement.largest_domain()
+    }
+
+    /// The accelerator type of GPUs that name none (SimAI's gpu_type).
+    #[getter]
+    fn gpu_type(&self) -> String {
+        self.inner.gpu_type.clone()
+    }
+
     /// Per rank: (device node, scale-up domain, rail) arrays.
     #[getter]
     fn placement(&self) -> (Vec<u32>, Vec<u32>, Vec<u32>) {

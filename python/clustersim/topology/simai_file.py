@@ -6,16 +6,14 @@
 <src> <dst> <rate> <delay> <error_rate>   × link_count   (e.g. 0 32 2880Gbps 0.000025ms 0)
 ```
 
-Every id not listed on line 2 is a GPU. Each link line is one full-duplex link. Like SimAI's reader,
-the switch ids are read as a stream of words, so line breaks inside the id list do not matter; each
-link must be on a line of its own. Errors name the line of the offending word. Rates are written in
-Gbps and delays in ms.
+Every id not listed on line 2 is a GPU. Each link line is one full-duplex link. The engine reads
+the file (`Platform.parse`; ids may wrap lines, as ns-3's stream reader allows; errors name the
+line of the offending word); this module writes it, rates in Gbps and delays in ms.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 
 from clustersim.errors import InputError
 from clustersim.topology.model import GPU, NVSWITCH, SWITCH, Link, Topology
@@ -23,9 +21,6 @@ from clustersim.topology.units import (
     format_delay,
     format_error_rate,
     format_rate,
-    parse_delay,
-    parse_error_rate,
-    parse_rate,
 )
 
 HEADER_FIELDS = ("nodes", "gpus_per_server", "nvswitch_count", "switch_count", "link_count", "gpu_type")
@@ -47,96 +42,27 @@ def format_simai(topo: Topology) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _words(text: str) -> Iterator[tuple[int, str]]:
-    for number, line in enumerate(text.splitlines(), start=1):
-        for word in line.split():
-            yield number, word
-
-
 def parse_simai(text: str, path: str = "topology") -> Topology:
-    """A Topology from SimAI topology file text; `path` names the file in error messages."""
-    lines = text.splitlines()
-    header = lines[0].split() if lines else []
-    if len(header) != len(HEADER_FIELDS):
-        raise InputError(
-            f"{path}:1: header: expected {len(HEADER_FIELDS)} fields ({' '.join(HEADER_FIELDS)}), "
-            f"got {len(header)}"
-        )
-    counts: dict[str, int] = {}
-    for name, word in zip(HEADER_FIELDS[:5], header[:5], strict=True):
-        if not word.isdigit():
-            raise InputError(f"{path}:1: {name}: not a whole number: '{word}'")
-        counts[name] = int(word)
-    gpu_type = header[5]
-    nodes = counts["nodes"]
-    if counts["gpus_per_server"] < 1:
-        raise InputError(f"{path}:1: gpus_per_server: must be at least 1")
-    listed = counts["nvswitch_count"] + counts["switch_count"]
-    if listed > nodes:
-        raise InputError(
-            f"{path}:1: switch_count: {counts['nvswitch_count']} NVSwitches and {counts['switch_count']} "
-            f"switches are more than the {nodes} nodes"
-        )
+    """A Topology from SimAI topology file text; `path` names the file in error messages. The
+    engine parses it (one parser, one set of rules); each full-duplex line is a pair of directed
+    links there."""
+    from clustersim import _engine
 
-    words = _words("\n".join(lines[1:]))
-    kinds = [GPU] * nodes
-    for k in range(listed):
-        field = "nvswitch id" if k < counts["nvswitch_count"] else "switch id"
-        item = next(words, None)
-        if item is None:
-            raise InputError(f"{path}:{len(lines)}: {field}: file ends after {k} of {listed} switch ids")
-        line, word = item
-        node = _node(word, nodes, f"{path}:{line + 1}: {field}")
-        if kinds[node] != GPU:
-            raise InputError(f"{path}:{line + 1}: {field}: node {node} is listed twice")
-        kinds[node] = NVSWITCH if k < counts["nvswitch_count"] else SWITCH
-
-    links: list[Link] = []
-    expected = counts["link_count"]
-    while True:
-        first = next(words, None)
-        if first is None:
-            break
-        line = first[0] + 1
-        if len(links) == expected:
-            raise InputError(
-                f"{path}:{line}: link_count: the header says {expected} links but the file has more"
-            )
-        rest = [first] + [w for w in (next(words, None) for _ in range(4)) if w is not None]
-        if len(rest) < 5 or any(w[0] != first[0] for w in rest):
-            raise InputError(f"{path}:{line}: link: expected 'src dst rate delay error_rate' on one line")
-        src = _node(rest[0][1], nodes, f"{path}:{line}: src")
-        dst = _node(rest[1][1], nodes, f"{path}:{line}: dst")
-        if src == dst:
-            raise InputError(f"{path}:{line}: dst: a link must join two different nodes (both are {src})")
-        values = []
-        for name, parse, word in (
-            ("rate", parse_rate, rest[2][1]),
-            ("delay", parse_delay, rest[3][1]),
-            ("error_rate", parse_error_rate, rest[4][1]),
-        ):
-            try:
-                values.append(parse(word))
-            except ValueError as e:
-                raise InputError(f"{path}:{line}: {name}: {e}") from None
-        links.append(Link(src, dst, values[0], values[1], values[2]))
-    if len(links) != expected:
-        raise InputError(
-            f"{path}:1: link_count: the header says {expected} links but the file has {len(links)}"
-        )
-    name = os.path.basename(path)
-    topo = Topology(kinds, links, counts["gpus_per_server"], gpu_type, name=name)
-    topo.check(path)
-    return topo
+    p = _engine.Platform.parse(path, text, [])
+    if "gpu" not in p.kinds[: p.ranks] or any(k not in (GPU, NVSWITCH, SWITCH) for k in p.kinds):
+        raise InputError(f"{path}: not a SimAI topology file")
+    src, dst, gbps, ns = p.links
+    errors = p.error_rates
+    # The engine works in B/ns and ns; back in bytes/s and s, 12 significant digits are exact for
+    # any rate or delay a file can state (0.001ms is 1e-06 s, not 1.0000000000000002e-06).
+    links = [
+        Link(src[i], dst[i], _si(gbps[i] * 1e9), _si(ns[i] * 1e-9), errors[i]) for i in range(0, len(src), 2)
+    ]
+    return Topology(list(p.kinds), links, p.gpus_per_server, p.gpu_type, name=os.path.basename(path))
 
 
-def _node(word: str, nodes: int, where: str) -> int:
-    if not word.isdigit():
-        raise InputError(f"{where}: not a node id: '{word}'")
-    node = int(word)
-    if node >= nodes:
-        raise InputError(f"{where}: node {node} does not exist (the header says {nodes} nodes)")
-    return node
+def _si(value: float) -> float:
+    return float(f"{value:.12g}")
 
 
 def read_simai(path: str | os.PathLike[str]) -> Topology:

@@ -171,7 +171,15 @@ impl Platform {
             ));
         }
         let mut links = Vec::with_capacity(2 * link_count as usize);
-        for _ in 0..link_count {
+        for i in 0..link_count {
+            if tok.lines.peek().is_none() {
+                return Err(InputError::at(
+                    file,
+                    1,
+                    "link_count",
+                    format!("the header says {link_count} links but the file has {i}"),
+                ));
+            }
             let (line, src): (usize, u32) = tok.number("link src")?;
             let (_, dst): (usize, u32) = tok.number("link dst")?;
             let (_, rate) = tok.next("link rate")?;
@@ -357,7 +365,7 @@ mod tests {
             (SMALL.replace("7 2 2 1 8", "7 2 2 1 x"), 1, "link_count"),
             (SMALL.replace("7 2 2 1 8 H100", "7 2 2"), 1, "header"),
             (SMALL.replace("3 6 400Gbps 0.0005ms 0\n", "3 6 400Gbps 0.0005ms 1.5\n"), 10, "link error_rate"),
-            (SMALL.replace("7 2 2 1 8", "7 2 2 1 9"), 10, "link src"),
+            (SMALL.replace("7 2 2 1 8", "7 2 2 1 9"), 1, "link_count"),
             (SMALL.replace("7 2 2 1 8", "7 2 2 1 7"), 10, "link_count"),
             (SMALL.replace("7 2 2 1 8", "7 2 5 3 8"), 1, "switch_count"),
         ];
