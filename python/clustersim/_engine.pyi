@@ -28,6 +28,9 @@ class Platform:
     def parse(path: str, text: str, accelerators: Sequence[str]) -> Platform:
         """A platform file or a SimAI topology file; `accelerators` are the catalog's names."""
     @staticmethod
+    def parse_simai(path: str, text: str) -> Platform:
+        """A SimAI topology file only."""
+    @staticmethod
     def from_arrays(
         source: str,
         kinds: Sequence[int],

@@ -22,6 +22,12 @@ impl PyPlatform {
             .map_err(engine_err)
     }
 
+    /// Parse a SimAI topology file only (`path` names it in errors).
+    #[staticmethod]
+    fn parse_simai(py: Python<'_>, path: &str, text: &str) -> PyResult<PyPlatform> {
+        py.detach(|| Platform::parse_simai(path, text)).map(|inner| PyPlatform { inner }).map_err(engine_err)
+    }
+
     /// A SimAI-convention platform from full-duplex link arrays (the bulk path of Python's
     /// `Topology`): `kinds` 0 GPU, 1 NVSwitch, 2 switch, GPUs first; bandwidth in bytes/s,
     /// latency in s. `source` names the input in errors.

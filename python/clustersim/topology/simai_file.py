@@ -7,7 +7,7 @@
 ```
 
 Every id not listed on line 2 is a GPU. Each link line is one full-duplex link. The engine reads
-the file (`Platform.parse`; ids may wrap lines, as ns-3's stream reader allows; errors name the
+the file (`Platform.parse_simai`; ids may wrap lines, as ns-3's stream reader allows; errors name the
 line of the offending word); this module writes it, rates in Gbps and delays in ms.
 """
 
@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import os
 
-from clustersim.errors import InputError
-from clustersim.topology.model import GPU, NVSWITCH, SWITCH, Link, Topology
+from clustersim.topology.model import NVSWITCH, SWITCH, Link, Topology
 from clustersim.topology.units import (
     format_delay,
     format_error_rate,
@@ -48,9 +47,7 @@ def parse_simai(text: str, path: str = "topology") -> Topology:
     links there."""
     from clustersim import _engine
 
-    p = _engine.Platform.parse(path, text, [])
-    if "gpu" not in p.kinds[: p.ranks] or any(k not in (GPU, NVSWITCH, SWITCH) for k in p.kinds):
-        raise InputError(f"{path}: not a SimAI topology file")
+    p = _engine.Platform.parse_simai(path, text)
     src, dst, gbps, ns = p.links
     errors = p.error_rates
     # The engine works in B/ns and ns; back in bytes/s and s, 12 significant digits are exact for
