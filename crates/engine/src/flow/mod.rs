@@ -154,13 +154,12 @@ pub struct FlowSim {
     next_rate: Vec<f64>,
     // Marks stamped with an epoch (never reused, so never cleared), sized once.
     link_mark: Vec<u64>,
-    dirty_mark: Vec<u64>,
     flow_mark: Vec<u64>,
     seen_mark: Vec<u64>,
     batch_mark: Vec<u64>,
     epoch: u64,
-    /// Per link, kept until its flows or their rates change: (valid, saturated, largest r).
-    link_stat: Vec<(bool, bool, f64)>,
+    /// Per link, kept until its flows or their rates change: (valid, Σ r, largest r, count).
+    link_stat: Vec<(bool, f64, f64, f64)>,
     /// Per link, for one bottleneck test: (epoch, lowest bar it was scanned with).
     scan_bar: Vec<(u64, f64)>,
     /// Links whose flows changed, flows attached, parked batches met, since the last solve.
@@ -170,6 +169,11 @@ pub struct FlowSim {
     rcap: Vec<f64>,
     nun: Vec<u32>,
     share_heap: BinaryHeap<Reverse<(u64, u32)>>,
+    /// Scratch of one fill: its links, where each sits among them, and their free flows.
+    fill_links: Vec<u32>,
+    link_ix: Vec<u32>,
+    fill_start: Vec<u32>,
+    fill_at: Vec<u32>,
     solves: u64,
     /// Flows on their links and transferring.
     active: usize,
@@ -208,12 +212,11 @@ impl FlowSim {
             bneck_count: vec![0; n],
             next_rate: Vec::new(),
             link_mark: vec![0; n],
-            dirty_mark: vec![0; n],
             flow_mark: Vec::new(),
             seen_mark: Vec::new(),
             batch_mark: Vec::new(),
             epoch: 0,
-            link_stat: vec![(false, false, 0.0); n],
+            link_stat: vec![(false, 0.0, 0.0, 0.0); n],
             scan_bar: vec![(0, 0.0); n],
             touched: Vec::new(),
             fresh: Vec::new(),
@@ -221,6 +224,10 @@ impl FlowSim {
             rcap: vec![0.0; n],
             nun: vec![0; n],
             share_heap: BinaryHeap::new(),
+            fill_links: Vec::new(),
+            link_ix: vec![0; n],
+            fill_start: Vec::new(),
+            fill_at: Vec::new(),
             solves: 0,
             active: 0,
             fast_forward: true,
