@@ -734,4 +734,6 @@ pub fn completion_times(
 }
 
 #[cfg(test)]
+mod reference_tests;
+#[cfg(test)]
 mod tests;
