@@ -78,11 +78,14 @@ enum State {
     Parked,
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq)]
 enum Kind {
     Activate,
     Finish,
     BatchEnd,
+    /// Flow events due at one time, `groups[id]`: one heap entry for the flows of a batch that
+    /// start together, or that a re-solve gives the same end.
+    Group,
 }
 
 /// What happens to flow or batch `id`; stale when `ver` no longer matches its version.
@@ -147,6 +150,9 @@ pub struct FlowSim {
     free_batches: Vec<u32>,
     heap: BinaryHeap<Due<Event>>,
     seq: u64,
+    /// Per group event: its kind (Activate or Finish) and (flow, version) of each member.
+    groups: Vec<(Kind, Vec<(u32, u32)>)>,
+    free_groups: Vec<u32>,
     /// Per flow: the link it was last found bottlenecked on (a hint), its rate from the last fill.
     bneck: Vec<u32>,
     /// Per link: how many flows have it as their `bneck`.
@@ -208,6 +214,8 @@ impl FlowSim {
             free_batches: Vec::new(),
             heap: BinaryHeap::new(),
             seq: 0,
+            groups: Vec::new(),
+            free_groups: Vec::new(),
             bneck: Vec::new(),
             bneck_count: vec![0; n],
             next_rate: Vec::new(),
@@ -279,9 +287,38 @@ impl FlowSim {
             match e.kind {
                 Kind::Activate | Kind::Finish => self.ver[e.id as usize] == e.ver,
                 Kind::BatchEnd => self.batches[e.id as usize].live && self.batches[e.id as usize].ver == e.ver,
+                Kind::Group => true,
             }
         });
         self.heap = heap.into();
+    }
+
+    /// Events of `kind` for flows, given as (time, flow, version): one heap entry per distinct
+    /// time, in the order given among equal times. Empties `due`.
+    fn push_flows(&mut self, kind: Kind, due: &mut Vec<(f64, u32, u32)>) {
+        due.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut rest = &due[..];
+        while let Some(&(t, f, v)) = rest.first() {
+            let n = rest.iter().take_while(|e| e.0 == t).count();
+            if n == 1 {
+                self.push(t, kind, f, v);
+            } else {
+                let g = match self.free_groups.pop() {
+                    Some(g) => g,
+                    None => {
+                        self.groups.push((kind, Vec::new()));
+                        (self.groups.len() - 1) as u32
+                    }
+                };
+                let (k, members) = &mut self.groups[g as usize];
+                *k = kind;
+                members.clear();
+                members.extend(rest[..n].iter().map(|e| (e.1, e.2)));
+                self.push(t, Kind::Group, g, 0);
+            }
+            rest = &rest[n..];
+        }
+        due.clear();
     }
 
     fn new_flow(&mut self, path: Rc<[u32]>, bytes: f64, batch: u32, wait: Wait) -> u32 {
@@ -387,15 +424,16 @@ impl FlowSim {
         bt.record_ok = true;
         bt.pending = bt.flows.len() as u32;
         let flows = std::mem::take(&mut bt.flows);
+        let mut due = Vec::with_capacity(flows.len());
         for &f in &flows {
             let i = f as usize;
             self.rem[i] = self.bytes[i];
             self.rate[i] = 0.0;
             self.state[i] = State::Waiting;
             self.ver[i] = self.ver[i].wrapping_add(1);
-            let (t, v) = (now + self.lat[i], self.ver[i]);
-            self.push(t, Kind::Activate, f, v);
+            due.push((now + self.lat[i], f, self.ver[i]));
         }
+        self.push_flows(Kind::Activate, &mut due);
         self.batches[b as usize].flows = flows;
     }
 
@@ -615,23 +653,15 @@ impl FlowSim {
         while self.heap.peek().is_some_and(|e| e.time <= horizon) {
             let e = self.heap.pop().expect("peeked").item;
             match e.kind {
-                Kind::Activate | Kind::Finish => {
-                    let i = e.id as usize;
-                    if self.ver[i] != e.ver {
-                        continue;
+                Kind::Activate | Kind::Finish => self.flow_event(e.kind, e.id, e.ver, now, finished),
+                Kind::Group => {
+                    let kind = self.groups[e.id as usize].0;
+                    let members = std::mem::take(&mut self.groups[e.id as usize].1);
+                    for &(f, v) in &members {
+                        self.flow_event(kind, f, v, now, finished);
                     }
-                    if matches!(e.kind, Kind::Activate) && self.state[i] == State::Waiting {
-                        self.state[i] = State::Active;
-                        self.upd[i] = now;
-                        self.rate[i] = 0.0;
-                        if self.path[i].is_empty() || self.rem[i] <= 0.0 {
-                            self.finish_flow(e.id, now, finished);
-                        } else {
-                            self.attach(e.id);
-                        }
-                    } else if matches!(e.kind, Kind::Finish) && self.state[i] == State::Active {
-                        self.finish_flow(e.id, now, finished);
-                    }
+                    self.groups[e.id as usize].1 = members;
+                    self.free_groups.push(e.id);
                 }
                 Kind::BatchEnd => {
                     let b = e.id as usize;
@@ -651,6 +681,26 @@ impl FlowSim {
         }
         self.solve(now, finished);
         Some(now)
+    }
+
+    /// Flow `f` starts or ends at `now`, if `ver` is still its version.
+    fn flow_event(&mut self, kind: Kind, f: u32, ver: u32, now: f64, finished: &mut Vec<(u64, f64)>) {
+        let i = f as usize;
+        if self.ver[i] != ver {
+            return;
+        }
+        if kind == Kind::Activate && self.state[i] == State::Waiting {
+            self.state[i] = State::Active;
+            self.upd[i] = now;
+            self.rate[i] = 0.0;
+            if self.path[i].is_empty() || self.rem[i] <= 0.0 {
+                self.finish_flow(f, now, finished);
+            } else {
+                self.attach(f);
+            }
+        } else if kind == Kind::Finish && self.state[i] == State::Active {
+            self.finish_flow(f, now, finished);
+        }
     }
 
     /// Record link `l` (or NO_LINK) as flow `g`'s bottleneck, keeping the per-link counts.

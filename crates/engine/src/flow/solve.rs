@@ -320,9 +320,10 @@ impl FlowSim {
         saturated && self.rate[h] >= top * (1.0 - FAIR_EPS)
     }
 
-    /// A fresh finish event for every flow whose rate moved.
+    /// A fresh finish event for every flow whose rate moved, one per distinct time.
     fn reschedule(&mut self, now: f64, moved: &[u32]) {
         let me = self.next_epoch();
+        let mut due = Vec::with_capacity(moved.len());
         for &f in moved {
             let i = f as usize;
             if self.seen_mark[i] == me {
@@ -331,10 +332,10 @@ impl FlowSim {
             self.seen_mark[i] = me;
             self.ver[i] = self.ver[i].wrapping_add(1);
             if self.rate[i] > 0.0 {
-                let (t, v) = (now + self.rem[i] / self.rate[i], self.ver[i]);
-                self.push(t, Kind::Finish, f, v);
+                due.push((now + self.rem[i] / self.rate[i], f, self.ver[i]));
             }
         }
+        self.push_flows(Kind::Finish, &mut due);
     }
 
     /// Record the rates of the clean runs whose flows moved, for fast-forwarding.
