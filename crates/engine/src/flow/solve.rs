@@ -252,7 +252,7 @@ impl FlowSim {
             self.link_mark[l] = re;
             for &g in &self.link_flows[l] {
                 let g = g as usize;
-                if self.state[g] == State::Active && self.seen_mark[g] != re {
+                if self.bneck[g] == l as u32 && self.state[g] == State::Active && self.seen_mark[g] != re {
                     self.seen_mark[g] = re;
                     check.push(g as u32);
                 }
