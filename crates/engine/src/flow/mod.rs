@@ -128,6 +128,8 @@ pub struct FlowSim {
     cap: Vec<f64>,
     link_lat: Vec<f64>,
     link_flows: Vec<Vec<u32>>,
+    /// Beside each entry of `link_flows`: which hop of that flow's path the link is.
+    link_hop: Vec<Vec<u32>>,
     /// Per link: the batches of its flows, with how many flows each.
     link_batches: Vec<Vec<(u32, u32)>>,
     carried: Vec<f64>,
@@ -196,6 +198,7 @@ impl FlowSim {
             cap: topo.links.iter().map(|l| l.bandwidth).collect(),
             link_lat: topo.links.iter().map(|l| l.latency_ns).collect(),
             link_flows: vec![Vec::new(); n],
+            link_hop: vec![Vec::new(); n],
             link_batches: vec![Vec::new(); n],
             carried: vec![0.0; n],
             path: Vec::new(),
@@ -477,10 +480,11 @@ impl FlowSim {
         let b = self.batch_of[i];
         let mut slot = std::mem::take(&mut self.slot[i]);
         slot.clear();
-        for &l in self.path[i].iter() {
+        for (k, &l) in self.path[i].iter().enumerate() {
             let l = l as usize;
             slot.push(self.link_flows[l].len() as u32);
             self.link_flows[l].push(f);
+            self.link_hop[l].push(k as u32);
             self.link_stat[l].0 = false;
             let tally = &mut self.link_batches[l];
             match tally.iter_mut().find(|e| e.0 == b) {
@@ -501,10 +505,9 @@ impl FlowSim {
             let p = self.slot[i][k] as usize;
             debug_assert_eq!(self.link_flows[l][p], f);
             self.link_flows[l].swap_remove(p);
+            self.link_hop[l].swap_remove(p);
             if let Some(&g) = self.link_flows[l].get(p) {
-                let g = g as usize;
-                let kg = self.path[g].iter().position(|&x| x as usize == l).expect("a flow on one of its links");
-                self.slot[g][kg] = p as u32;
+                self.slot[g as usize][self.link_hop[l][p] as usize] = p as u32;
             }
             self.link_stat[l].0 = false;
             let tally = &mut self.link_batches[l];
