@@ -82,8 +82,8 @@ fn reference(t: &Topology, batches: &[RefBatch], rates: Rates) -> Vec<f64> {
             live.push((b, k, now + lat(p), *bytes));
         }
     };
-    for b in 0..batches.len() {
-        arm(b, batches[b].start, &mut live);
+    for (b, batch) in batches.iter().enumerate() {
+        arm(b, batch.start, &mut live);
     }
     let mut now = 0.0_f64;
     while !live.is_empty() {
