@@ -61,12 +61,12 @@ impl FlowSim {
         loop {
             if whole || round == MAX_ROUNDS {
                 free = self.component(&changed, &free, fe);
-                self.fill(&free, fe);
+                self.fill(&free);
                 self.apply(&free, now, &mut changed, &mut moved);
                 break;
             }
             if !free.is_empty() {
-                self.fill(&free, fe);
+                self.fill(&free);
                 self.apply(&free, now, &mut changed, &mut moved);
             }
             if self.add_failing(&changed, &mut free, fe) == 0 {
@@ -113,32 +113,52 @@ impl FlowSim {
         flows
     }
 
-    /// Progressive filling of the free flows (marked `fe`) into `next_rate`, on the capacity the
-    /// other active flows leave. Links wait in a min-heap keyed by their fair share R_l / n_l; an
-    /// entry is stale once that share changed (a newer one follows).
-    fn fill(&mut self, free: &[u32], fe: u64) {
+    /// Progressive filling of the free flows into `next_rate`, on the capacity the
+    /// other active flows leave. The free flows of each link are gathered once (so freezing a
+    /// link reads only its free flows, not every flow on it), and links wait in a min-heap keyed
+    /// by their fair share R_l / n_l. Freezing a flow at the smallest share s never lowers
+    /// another link's share (R/n ≥ s gives (R − s)/(n − 1) ≥ R/n), so keys are lower bounds:
+    /// an entry whose share has grown since it was pushed goes back with the new one when it
+    /// comes to the top, and one still current is the smallest share of all.
+    fn fill(&mut self, free: &[u32]) {
         let le = self.next_epoch();
-        let mut links = Vec::new();
+        let mut links = std::mem::take(&mut self.fill_links);
+        links.clear();
         for &f in free {
             for &l in self.path[f as usize].iter() {
                 let l = l as usize;
                 if self.link_mark[l] != le {
                     self.link_mark[l] = le;
+                    self.link_ix[l] = links.len() as u32;
                     links.push(l as u32);
                     self.nun[l] = 0;
                 }
                 self.nun[l] += 1;
             }
         }
+        // The free flows of each link, contiguous: link k's are at[start[k]..start[k + 1]].
+        let mut start = std::mem::take(&mut self.fill_start);
+        start.clear();
+        start.push(0);
         for &l in &links {
+            start.push(start.last().copied().unwrap_or(0) + self.nun[l as usize]);
+        }
+        let mut at = std::mem::take(&mut self.fill_at);
+        at.clear();
+        at.resize(start[links.len()] as usize, 0);
+        let mut cursor = start.clone();
+        for &f in free {
+            for &l in self.path[f as usize].iter() {
+                let k = self.link_ix[l as usize] as usize;
+                at[cursor[k] as usize] = f;
+                cursor[k] += 1;
+            }
+        }
+        for (k, &l) in links.iter().enumerate() {
             let l = l as usize;
-            let fixed: f64 = self.link_flows[l]
-                .iter()
-                .map(|&g| g as usize)
-                .filter(|&g| self.flow_mark[g] != fe && self.state[g] == State::Active)
-                .map(|g| self.rate[g])
-                .sum();
-            self.rcap[l] = (self.cap[l] - fixed).max(0.0);
+            let (load, _, _) = self.link_load(l);
+            let moving: f64 = at[start[k] as usize..start[k + 1] as usize].iter().map(|&g| self.rate[g as usize]).sum();
+            self.rcap[l] = (self.cap[l] - (load - moving)).max(0.0);
         }
         // Shares are finite and non-negative, so their bit patterns sort as the numbers do.
         let share = |rcap: f64, n: u32| (rcap / n as f64).to_bits();
@@ -146,17 +166,21 @@ impl FlowSim {
         heap.clear();
         heap.extend(links.iter().map(|&l| Reverse((share(self.rcap[l as usize], self.nun[l as usize]), l))));
         let xe = self.next_epoch();
-        let mut dirty = Vec::new();
         while let Some(Reverse((bits, l))) = heap.pop() {
             let l = l as usize;
-            if self.nun[l] == 0 || share(self.rcap[l], self.nun[l]) != bits {
+            if self.nun[l] == 0 {
+                continue;
+            }
+            let now = share(self.rcap[l], self.nun[l]);
+            if now != bits {
+                heap.push(Reverse((now, l as u32)));
                 continue;
             }
             let s = f64::from_bits(bits);
-            let de = self.next_epoch();
-            for p in 0..self.link_flows[l].len() {
-                let g = self.link_flows[l][p] as usize;
-                if self.flow_mark[g] != fe || self.seen_mark[g] == xe || self.state[g] != State::Active {
+            let k = self.link_ix[l] as usize;
+            for p in start[k]..start[k + 1] {
+                let g = at[p as usize] as usize;
+                if self.seen_mark[g] == xe {
                     continue;
                 }
                 self.seen_mark[g] = xe;
@@ -166,19 +190,31 @@ impl FlowSim {
                     let l2 = l2 as usize;
                     self.rcap[l2] = (self.rcap[l2] - s).max(0.0);
                     self.nun[l2] -= 1;
-                    if l2 != l && self.dirty_mark[l2] != de {
-                        self.dirty_mark[l2] = de;
-                        dirty.push(l2 as u32);
-                    }
-                }
-            }
-            for l2 in dirty.drain(..) {
-                if self.nun[l2 as usize] > 0 {
-                    heap.push(Reverse((share(self.rcap[l2 as usize], self.nun[l2 as usize]), l2)));
                 }
             }
         }
         self.share_heap = heap;
+        self.fill_links = links;
+        self.fill_start = start;
+        self.fill_at = at;
+    }
+
+    /// Load Σ r, largest rate and count of the active flows on link `l`, cached until a flow
+    /// joins or leaves it or changes rate.
+    fn link_load(&mut self, l: usize) -> (f64, f64, f64) {
+        let st = &mut self.link_stat[l];
+        if !st.0 {
+            let (mut load, mut top, mut n) = (0.0_f64, 0.0_f64, 0.0_f64);
+            for &g in &self.link_flows[l] {
+                if self.state[g as usize] == State::Active {
+                    load += self.rate[g as usize];
+                    top = top.max(self.rate[g as usize]);
+                    n += 1.0;
+                }
+            }
+            *st = (true, load, top, n);
+        }
+        (st.1, st.2, st.3)
     }
 
     /// Take the filled rates of `free`: a flow whose rate moves has its bytes brought up to
@@ -216,7 +252,7 @@ impl FlowSim {
             self.link_mark[l] = re;
             for &g in &self.link_flows[l] {
                 let g = g as usize;
-                if self.state[g] == State::Active && self.seen_mark[g] != re {
+                if self.bneck[g] == l as u32 && self.state[g] == State::Active && self.seen_mark[g] != re {
                     self.seen_mark[g] = re;
                     check.push(g as u32);
                 }
@@ -275,29 +311,19 @@ impl FlowSim {
         false
     }
 
-    /// The link's statistics are cached until a flow joins or leaves it or changes rate.
+    /// Is link `l` a bottleneck of flow `h`: saturated, and no flow on it larger?
     fn bottleneck_at(&mut self, h: usize, l: usize) -> bool {
-        if !self.link_stat[l].0 {
-            let (mut load, mut top, mut n) = (0.0_f64, 0.0_f64, 0.0_f64);
-            for &g in &self.link_flows[l] {
-                if self.state[g as usize] == State::Active {
-                    load += self.rate[g as usize];
-                    top = top.max(self.rate[g as usize]);
-                    n += 1.0;
-                }
-            }
-            // Saturated: what is left would not grow the largest flow by FAIR_EPS (beyond the
-            // rounding of the sum). Slack relative to C instead would starve many small flows.
-            let saturated = self.cap[l] - load <= FAIR_EPS * top + 4.0 * n * f64::EPSILON * self.cap[l];
-            self.link_stat[l] = (true, saturated, top);
-        }
-        let (_, saturated, top) = self.link_stat[l];
+        let (load, top, n) = self.link_load(l);
+        // Saturated: what is left would not grow the largest flow by FAIR_EPS (beyond the
+        // rounding of the sum). Slack relative to C instead would starve many small flows.
+        let saturated = self.cap[l] - load <= FAIR_EPS * top + 4.0 * n * f64::EPSILON * self.cap[l];
         saturated && self.rate[h] >= top * (1.0 - FAIR_EPS)
     }
 
-    /// A fresh finish event for every flow whose rate moved.
+    /// A fresh finish event for every flow whose rate moved, one per distinct time.
     fn reschedule(&mut self, now: f64, moved: &[u32]) {
         let me = self.next_epoch();
+        let mut due = Vec::with_capacity(moved.len());
         for &f in moved {
             let i = f as usize;
             if self.seen_mark[i] == me {
@@ -306,10 +332,10 @@ impl FlowSim {
             self.seen_mark[i] = me;
             self.ver[i] = self.ver[i].wrapping_add(1);
             if self.rate[i] > 0.0 {
-                let (t, v) = (now + self.rem[i] / self.rate[i], self.ver[i]);
-                self.push(t, Kind::Finish, f, v);
+                due.push((now + self.rem[i] / self.rate[i], f, self.ver[i]));
             }
         }
+        self.push_flows(Kind::Finish, &mut due);
     }
 
     /// Record the rates of the clean runs whose flows moved, for fast-forwarding.
