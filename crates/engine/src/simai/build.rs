@@ -22,6 +22,9 @@ pub const PP: GroupId = 4;
 /// SimAI's "no group" (ALLREDUCEALLTOALL rows in compat mode).
 pub const NONE: GroupId = 5;
 
+/// The largest world a SimAI workload may ask for (2²⁴ GPUs, far beyond any cluster built).
+pub const MAX_GPUS: u32 = 1 << 24;
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Overlap {
     pub dp: f64,
@@ -88,6 +91,10 @@ impl SimaiWorkload {
         let bad = |field: &str, msg: String| Err(InputError::field(&path, field, msg));
         if world == 0 {
             return bad("gpus", "the number of GPUs must be at least 1".into());
+        }
+        // The workload holds a class per rank: bound the world before allocating for it.
+        if world > MAX_GPUS {
+            return bad("gpus", format!("{world} GPUs are more than clustersim simulates (at most {MAX_GPUS})"));
         }
         if gps == 0 {
             return bad("gpus_per_server", "must be at least 1".into());
