@@ -64,7 +64,7 @@ def parse_simai(text: str, path: str = "topology") -> Topology:
         )
     counts: dict[str, int] = {}
     for name, word in zip(HEADER_FIELDS[:5], header[:5], strict=True):
-        if not word.isdigit():
+        if not (word.isascii() and word.isdigit()):
             raise InputError(f"{path}:1: {name}: not a whole number: '{word}'")
         counts[name] = int(word)
     gpu_type = header[5]
@@ -78,6 +78,14 @@ def parse_simai(text: str, path: str = "topology") -> Topology:
             f"switches are more than the {nodes} nodes"
         )
 
+    # A connected topology of n nodes has n − 1 links or more, each five words: bound the node
+    # count by the file before allocating for it.
+    room = sum(len(line.split()) for line in lines[1:]) // 5
+    if nodes > room + 1:
+        raise InputError(
+            f"{path}:1: nodes: {nodes} nodes need {nodes - 1} links to be connected, "
+            f"but the file holds {room} at most"
+        )
     words = _words("\n".join(lines[1:]))
     kinds = [GPU] * nodes
     for k in range(listed):
@@ -131,7 +139,7 @@ def parse_simai(text: str, path: str = "topology") -> Topology:
 
 
 def _node(word: str, nodes: int, where: str) -> int:
-    if not word.isdigit():
+    if not (word.isascii() and word.isdigit()):
         raise InputError(f"{where}: not a node id: '{word}'")
     node = int(word)
     if node >= nodes:

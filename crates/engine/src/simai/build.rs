@@ -271,3 +271,25 @@ fn collective(
     };
     Ok((ops, block))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_world_beyond_the_limit_is_refused_before_it_is_allocated() {
+        // Found by fuzzing: all_gpus 2147483648 allocated 8 GB of rank classes (an abort).
+        let text = "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 2 ep: 1 pp: 1 vpp: 1 ga: 1 \
+                    all_gpus: 2147483648 checkpoints: 0 checkpoint_initiates: 0 pp_comm: 0\n1\n\
+                    x -1 1 ALLREDUCE 8 1 NONE 0 1 NONE 0 1\n";
+        let file = WorkloadFile::parse("w.txt", text, false).unwrap();
+        let opts = BuildOptions {
+            gpus: None,
+            gpus_per_server: 8,
+            compat: false,
+            overlap: Overlap { dp: 0.0, tp: 0.0, ep: 0.0, pp: 1.0 },
+        };
+        let e = SimaiWorkload::build(file, &opts).unwrap_err();
+        assert_eq!(e.to_string(), "w.txt: gpus: 2147483648 GPUs are more than clustersim simulates (at most 16777216)");
+    }
+}

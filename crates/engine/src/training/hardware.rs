@@ -182,4 +182,19 @@ mod tests {
         let t = a100().roofline_ns(1e8, 1e9, false);
         assert!((t - 1e9 / (2039.0 * 0.9)).abs() < 1e-6);
     }
+
+    #[test]
+    fn check_refuses_rates_and_curves_a_run_cannot_use() {
+        // Found by fuzzing: a rate of 0 made op times infinite (an internal error downstream).
+        let mut a = a100();
+        assert_eq!(a.check(), Ok(()));
+        a.vector_tflops = 0.0;
+        assert_eq!(a.check().unwrap_err().to_string(), "accelerator: vector_tflops: must be from 1e-6 to 1e9, got 0");
+        a.vector_tflops = 19.5;
+        a.memory_efficiency = Efficiency(vec![(0.0, 0.3), (1e8, 0.9)]);
+        assert_eq!(
+            a.check().unwrap_err().to_string(),
+            "accelerator: memory_efficiency: point 2: sizes must decrease (largest first)"
+        );
+    }
 }

@@ -258,4 +258,28 @@ mod tests {
         let (l, h, v, s) = (128u64, 25600u64, 51200u64, 2048u64);
         assert_eq!(m.params().0, 12 * l * h * h + 13 * l * h + (v + s) * h + 2 * h);
     }
+
+    #[test]
+    fn check_refuses_sizes_a_run_cannot_use() {
+        // Found by fuzzing: heads 0 divided by zero (a panic) in the layer costs.
+        let mut m = llama("m", 2, 256, 4, 2, 512, 1000);
+        assert_eq!(m.check(), Ok(()));
+        m.heads = 0;
+        assert_eq!(m.check().unwrap_err().to_string(), "model: heads: must be from 1 to 256, got 0");
+        m.heads = 4;
+        m.kv_heads = 3;
+        assert_eq!(m.check().unwrap_err().to_string(), "model: kv_heads: 3 KV heads must divide the 4 heads");
+        m.kv_heads = 4;
+        m.moe = Some(Moe { experts: 4, topk: 5, expert_ffn: 64, shared_experts: 0, shared_ffn: 0, dense_layers: 0 });
+        assert_eq!(m.check().unwrap_err().to_string(), "model: moe.topk: must be from 1 to 4, got 5");
+        m.moe = None;
+        m.layers = 4096;
+        m.hidden = 1 << 22;
+        m.heads = 4;
+        let e = m.check().unwrap_err().to_string();
+        assert!(
+            e.starts_with("model: layers: about ") && e.ends_with("parameters, more than clustersim models (1e15)"),
+            "{e}"
+        );
+    }
 }

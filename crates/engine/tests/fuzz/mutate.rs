@@ -197,11 +197,11 @@ fn floor(s: &str, mut i: usize) -> usize {
 fn nudge(rng: &mut Rng, t: &str) -> String {
     if let Ok(v) = t.parse::<i128>() {
         let w = match rng.below(6) {
-            0 => v + 1,
-            1 => v - 1,
-            2 => v * 2,
-            3 => v * 1000,
-            4 => -v,
+            0 => v.saturating_add(1),
+            1 => v.saturating_sub(1),
+            2 => v.saturating_mul(2),
+            3 => v.saturating_mul(1000),
+            4 => v.saturating_neg(),
             _ => v / 2,
         };
         return w.to_string();
@@ -439,7 +439,7 @@ fn mutate_json_once(rng: &mut Rng, doc: &mut Value, dict: &[&str]) {
         }
         8 => {
             if let Some(x) = target.as_i64() {
-                *target = (x + if rng.one_in(2) { 1 } else { -1 }).into();
+                *target = x.saturating_add(if rng.one_in(2) { 1 } else { -1 }).into();
             } else if let Some(x) = target.as_f64() {
                 *target = (x * 1e6).into();
             }
