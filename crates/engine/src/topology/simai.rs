@@ -166,6 +166,9 @@ impl Topology {
         if gps == 0 {
             return Err(InputError::at(file, 1, "gpus_per_server", "must be at least 1"));
         }
+        if nvs_count as u64 + sw_count as u64 == nodes as u64 {
+            return Err(InputError::at(file, 1, "nodes", format!("no GPU: all {nodes} nodes are switches")));
+        }
         // A connected topology of n nodes has n − 1 links or more, each five words: bound the
         // node count by the file before allocating for it.
         let words: usize = text.lines().skip(1).map(|l| l.split_whitespace().count()).sum();
@@ -382,6 +385,8 @@ mod tests {
             (SMALL.replace("7 2 2 1 8", "7 2 2 1 9"), 10, "link src"),
             (SMALL.replace("7 2 2 1 8", "7 2 2 1 7"), 10, "link_count"),
             (SMALL.replace("7 2 2 1 8", "7 2 5 3 8"), 1, "switch_count"),
+            // Found by fuzzing: a header of no nodes was refused without a line.
+            ("0 2 0 0 0".into(), 1, "nodes"),
             // Found by fuzzing: 4294967295 nodes were allocated before a link was read.
             ("4294967295 2 0 0 1 A100\n\n0 1 1Gbps 0.000025ms 0\n".into(), 1, "nodes"),
         ];
