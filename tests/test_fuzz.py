@@ -87,6 +87,8 @@ def test_found_topology_inputs() -> None:
     # A Unicode digit passed str.isdigit() and then int() raised ValueError (a traceback).
     text = "5 ① 0 3 4 A100\n2\n3 4\n0 2 100Gbps 0.001ms 0\n"
     assert refusal(read_topology, text) == "in.txt:1: gpus_per_server: not a whole number: '①'"
+    # A header of no GPUs was refused without a line or field.
+    assert refusal(read_topology, "0 2 0 0 0 A100\n\n") == "in.txt:1: nodes: no GPU: all 0 nodes are switches"
     # 4294967296 nodes were allocated (MemoryError) before a link was read.
     text = "4294967296 1 0 3 4 A100\n2\n3 4\n0 2 100Gbps 0.001ms 0\n"
     assert refusal(read_topology, text).startswith("in.txt:1: nodes: 4294967296 nodes need 4294967295 links")

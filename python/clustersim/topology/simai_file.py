@@ -78,6 +78,8 @@ def parse_simai(text: str, path: str = "topology") -> Topology:
             f"switches are more than the {nodes} nodes"
         )
 
+    if listed == nodes:
+        raise InputError(f"{path}:1: nodes: no GPU: all {nodes} nodes are switches")
     # A connected topology of n nodes has n − 1 links or more, each five words: bound the node
     # count by the file before allocating for it.
     room = sum(len(line.split()) for line in lines[1:]) // 5
