@@ -119,6 +119,12 @@ def test_found_model_inputs() -> None:
     )
     hf = MODEL_JSON[1].replace('"model_type": "llama"', '"model_type": 18446744073709551616')
     assert error(hf, ".json") == "m.json:1: model_type: 18446744073709551616 is not a supported architecture"
+    # Found by the full campaign: a null max_position_embeddings (TypeError), and an unknown
+    # field of .inf in moe (the engine's internal JSON in the message).
+    hf = MODEL_JSON[2].replace('"max_position_embeddings": 256', '"max_position_embeddings": null')
+    assert run_reader(lambda t: read_model(Scratch(), t, ".json"), hf) == "accepted"
+    moe = MODEL_YAML[1].replace("shared_experts: 1", "shared_ex:perts: .inf")
+    assert error(moe).startswith("m.yaml:3: moe: unknown field 'shared_ex:perts' (valid: experts, topk, ")
     moe = MODEL_YAML[1].replace("shared_experts: 1", "shared_experts: ")
     assert error(moe) == "m.yaml:3: moe.shared_experts: must be a whole number, got None"
 

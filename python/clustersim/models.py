@@ -45,7 +45,8 @@ def from_hf_config(cfg: dict[str, Any], path: str, text: str = "") -> dict[str, 
         m.update(layers=count("n_layer"), hidden=count("n_embd"), heads=count("n_head"))
         m["ffn"] = count("n_inner") or 4 * (m["hidden"] or 0)
     m["family"] = "llama" if kind in HF_LLAMA_TYPES else "gpt"
-    m["seq_len"] = min(count("max_position_embeddings", 4096), 8192)
+    positions = count("max_position_embeddings")
+    m["seq_len"] = min(4096 if positions is None else positions, 8192)
     experts = count("num_local_experts") or count("n_routed_experts")
     if experts:
         shared = count("n_shared_experts") or 0
@@ -83,6 +84,9 @@ def check_model(model: dict[str, Any], path: str, text: str) -> None:
             continue
         if not isinstance(model[block], dict):
             fail(path, text, block, f"must be a mapping of {', '.join(keys)}, got {model[block]!r}")
+        unknown = [str(k) for k in model[block] if k not in keys]
+        if unknown:
+            fail(path, text, block, f"unknown field {unknown[0]!r} (valid: {', '.join(keys)})")
         for key in keys:
             required = MOE.get(key, False) if block == "moe" else True
             if key not in model[block] and not required:
