@@ -177,7 +177,8 @@ def test_bad_ir_json_is_one_line_naming_file_path_and_problem(run_cli, tmp_path,
     edit, message = BAD[case]
     path = bad_document(tmp_path, edit)
     rc, out, err = run_cli("workload", "check", path)
-    assert_clean_error(rc, out, err, f"{path}: {message}")
+    # The document is on one line (json.dumps), so every error is at line 1.
+    assert_clean_error(rc, out, err, f"{path}:1: {message}")
     with pytest.raises(InputError, match=re.escape(message)):
         Workload.load(path)
 

@@ -170,3 +170,7 @@ def simulate_workload(
     compat: bool = False,
 ) -> dict[str, Any]:
     """Columns through the executor on the analytical model: end time and op start/end times."""
+
+def check_description(kind: str, doc: str) -> tuple[str, str] | None:
+    """Check a model or accelerator description (`kind` "model" or "accelerator", `doc` JSON) as a
+    run will: None, or (field, problem)."""

@@ -1,4 +1,7 @@
-"""Model descriptions: a catalog name, a YAML/JSON file, or a Hugging Face `config.json`."""
+"""Model descriptions: a catalog name, a YAML/JSON file, or a Hugging Face `config.json`.
+
+A model read from a file is checked where it is read: every field a run needs, counts as whole
+numbers, then the engine's checks of their values; errors name the file, line and field."""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from clustersim.catalog import load_yaml, lookup
+from clustersim.catalog import engine_check, fail, is_count, lookup, read_yaml
 from clustersim.errors import InputError
 
 # Hugging Face config.json keys → ours. Families whose configs describe LLaMA-style blocks.
@@ -20,61 +23,114 @@ HF_KEYS = {
     "vocab_size": "vocab",
 }
 REQUIRED = ("family", "layers", "hidden", "heads", "ffn", "vocab", "seq_len")
+COUNTS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq_len")
+MOE = {"experts": True, "topk": True, "expert_ffn": True, "shared_experts": False, "shared_ffn": False}
+MOE_OPTIONAL = ("dense_layers",)
+MLA = ("q_lora", "kv_lora", "qk_nope", "qk_rope", "v_head")
 
 
-def from_hf_config(cfg: dict[str, Any], path: str) -> dict[str, Any]:
+def from_hf_config(cfg: dict[str, Any], path: str, text: str = "") -> dict[str, Any]:
     kind = cfg.get("model_type", "")
-    if kind not in HF_LLAMA_TYPES and kind not in ("gpt2", "gpt_neox"):
-        raise InputError(f"{path}: model_type: '{kind}' is not a supported architecture")
-    m: dict[str, Any] = {ours: cfg[theirs] for theirs, ours in HF_KEYS.items() if theirs in cfg}
+    if not isinstance(kind, str) or kind not in HF_LLAMA_TYPES | {"gpt2", "gpt_neox"}:
+        fail(path, text, "model_type", f"{kind!r} is not a supported architecture")
+
+    def count(key: str, default: Any = None) -> Any:
+        v = cfg.get(key, default)
+        if v is not None and not is_count(v):
+            fail(path, text, key, f"must be a whole number, got {v!r}")
+        return v
+
+    m: dict[str, Any] = {ours: count(theirs) for theirs, ours in HF_KEYS.items() if theirs in cfg}
     if kind == "gpt2":
-        m.update(layers=cfg.get("n_layer"), hidden=cfg.get("n_embd"), heads=cfg.get("n_head"))
-        m["ffn"] = cfg.get("n_inner") or 4 * m["hidden"]
+        m.update(layers=count("n_layer"), hidden=count("n_embd"), heads=count("n_head"))
+        m["ffn"] = count("n_inner") or 4 * (m["hidden"] or 0)
     m["family"] = "llama" if kind in HF_LLAMA_TYPES else "gpt"
-    m["seq_len"] = min(cfg.get("max_position_embeddings", 4096), 8192)
-    experts = cfg.get("num_local_experts") or cfg.get("n_routed_experts")
+    positions = count("max_position_embeddings")
+    m["seq_len"] = min(4096 if positions is None else positions, 8192)
+    experts = count("num_local_experts") or count("n_routed_experts")
     if experts:
+        shared = count("n_shared_experts") or 0
         m["moe"] = {
             "experts": experts,
-            "topk": cfg.get("num_experts_per_tok", 2),
-            "expert_ffn": cfg.get("moe_intermediate_size", m.get("ffn")),
-            "shared_experts": cfg.get("n_shared_experts") or 0,
-            "shared_ffn": cfg.get("moe_intermediate_size", 0) if cfg.get("n_shared_experts") else 0,
-            "dense_layers": cfg.get("first_k_dense_replace", 0),
+            "topk": count("num_experts_per_tok", 2),
+            "expert_ffn": count("moe_intermediate_size", m.get("ffn")),
+            "shared_experts": shared,
+            "shared_ffn": count("moe_intermediate_size", 0) if shared else 0,
+            "dense_layers": count("first_k_dense_replace", 0),
         }
-    if cfg.get("kv_lora_rank"):
+    if count("kv_lora_rank"):
         m["mla"] = {
-            "q_lora": cfg.get("q_lora_rank") or 0,
+            "q_lora": count("q_lora_rank") or 0,
             "kv_lora": cfg["kv_lora_rank"],
-            "qk_nope": cfg["qk_nope_head_dim"],
-            "qk_rope": cfg["qk_rope_head_dim"],
-            "v_head": cfg["v_head_dim"],
+            "qk_nope": count("qk_nope_head_dim"),
+            "qk_rope": count("qk_rope_head_dim"),
+            "v_head": count("v_head_dim"),
         }
     return m
+
+
+def check_model(model: dict[str, Any], path: str, text: str) -> None:
+    """A model from a file: the fields a run needs, counts whole, values as the engine wants them."""
+    for key in REQUIRED:
+        if model.get(key) is None:
+            raise InputError(f"{path}: {key}: missing (a model needs {', '.join(REQUIRED)})")
+    if model["family"] not in ("gpt", "llama"):
+        fail(path, text, "family", f"must be gpt or llama, got {model['family']!r}")
+    for key in COUNTS:
+        if key in model and not is_count(model[key]):
+            fail(path, text, key, f"must be a whole number, got {model[key]!r}")
+    for block, keys in (("moe", (*MOE, *MOE_OPTIONAL)), ("mla", MLA)):
+        if model.get(block) is None:
+            continue
+        if not isinstance(model[block], dict):
+            fail(path, text, block, f"must be a mapping of {', '.join(keys)}, got {model[block]!r}")
+        unknown = [str(k) for k in model[block] if k not in keys]
+        if unknown:
+            fail(path, text, block, f"unknown field {unknown[0]!r} (valid: {', '.join(keys)})")
+        for key in keys:
+            required = MOE.get(key, False) if block == "moe" else True
+            if key not in model[block] and not required:
+                continue
+            v = model[block].get(key)
+            if not is_count(v):
+                fail(path, text, f"{block}.{key}", f"must be a whole number, got {v!r}")
+    doc = {k: model[k] for k in (*REQUIRED, "kv_heads", "moe", "mla") if model.get(k) is not None}
+    engine_check(
+        "model", {"name": str(model.get("name", "model")), "kv_heads": model["heads"]} | doc, path, text
+    )
 
 
 def resolve(spec: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """A model from a catalog name or a file, with `overrides` (None values ignored) applied."""
     path = Path(spec)
+    text = None
     if path.suffix in (".json", ".yaml", ".yml") or path.is_file():
         if path.suffix == ".json":
             try:
-                doc = json.loads(path.read_text(encoding="utf-8"))
-            except OSError as e:
-                raise InputError(f"{spec}: cannot read the model: {e.strerror}") from None
+                text = path.read_text(encoding="utf-8")
+                doc = json.loads(text)
+            except (OSError, UnicodeDecodeError) as e:
+                reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+                raise InputError(f"{spec}: cannot read the model: {reason}") from None
             except json.JSONDecodeError as e:
-                raise InputError(f"{spec}:{e.lineno}: not valid JSON: {e.msg}") from None
+                raise InputError(f"{spec}:{e.lineno}: JSON: not valid JSON: {e.msg}") from None
+            except RecursionError:
+                raise InputError(f"{spec}:1: JSON: nested too deeply") from None
+            if not isinstance(doc, dict):
+                raise InputError(f"{spec}:1: (top level): expected an object of model fields")
         else:
-            doc = load_yaml(path)
+            doc, text = read_yaml(path)
             if len(doc) == 1 and isinstance(next(iter(doc.values())), dict):
                 doc = next(iter(doc.values()))
-        model = from_hf_config(doc, spec) if "hidden_size" in doc else dict(doc)
+        model = from_hf_config(doc, spec, text) if "hidden_size" in doc else dict(doc)
         model.setdefault("name", path.stem)
     else:
         model = lookup("models", spec)
     model.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    if text is not None:
+        check_model(model, spec, text)
     missing = [k for k in REQUIRED if model.get(k) is None]
     if missing:
-        raise InputError(f"{spec}: model is missing {', '.join(missing)}")
+        raise InputError(f"{spec}: {missing[0]}: missing (a model needs {', '.join(REQUIRED)})")
     model.setdefault("kv_heads", model["heads"])
     return model

@@ -55,19 +55,36 @@ impl Error {
     }
 }
 
+/// Text on one line: control characters and Unicode line breaks (which a message may quote
+/// from the input) escaped as `\r`, `\u{2028}`, ….
+struct OneLine<'a>(&'a str);
+
+impl fmt::Display for OneLine<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for c in self.0.chars() {
+            if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') {
+                write!(f, "{}", c.escape_default())?;
+            } else {
+                write!(f, "{c}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.is_internal() {
-            return write!(f, "internal error in {}: {}", self.file, self.message);
+            return write!(f, "internal error in {}: {}", OneLine(&self.file), OneLine(&self.message));
         }
-        write!(f, "{}", self.file)?;
+        write!(f, "{}", OneLine(&self.file))?;
         if let Some(line) = self.line {
             write!(f, ":{line}")?;
         }
         if let Some(field) = &self.field {
-            write!(f, ": {field}")?;
+            write!(f, ": {}", OneLine(field))?;
         }
-        write!(f, ": {}", self.message)
+        write!(f, ": {}", OneLine(&self.message))
     }
 }
 
@@ -85,5 +102,12 @@ mod tests {
         assert_eq!((e.to_string(), e.is_internal()), ("w.txt:3: bytes: must be a number".into(), false));
         let e = Error::internal("executor", "op 3 finished twice");
         assert_eq!((e.to_string(), e.is_internal()), ("internal error in executor: op 3 finished twice".into(), true));
+    }
+
+    #[test]
+    fn a_message_quoting_line_breaks_stays_on_one_line() {
+        // Found by fuzzing busbw.yaml: a lone CR inside a line was quoted as is.
+        let e = InputError::at("b.yaml", 2, "t\r5", "expected 'key: value', got 'a\u{2028}b\u{85}'");
+        assert_eq!(e.to_string(), "b.yaml:2: t\\r5: expected 'key: value', got 'a\\u{2028}b\\u{85}'");
     }
 }

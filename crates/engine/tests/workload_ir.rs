@@ -183,9 +183,22 @@ fn bad_documents_name_file_path_and_problem() {
         } else {
             got
         };
-        assert!(got.contains(want), "{got}\n  does not contain\n{want}");
+        // Every error names its line (of the JSON path); the cases give the rest.
+        assert_ne!(without_line(&got), got, "{got} names no line");
+        assert!(got.contains(want) || without_line(&got).contains(want), "{got}\n  does not contain\n{want}");
         assert!(got.starts_with("bad.json"), "{got}");
         assert!(!got.contains('\n'), "{got}");
+    }
+}
+
+/// `file:line: rest` without its `:line`.
+fn without_line(e: &str) -> String {
+    match e.split_once(':') {
+        Some((file, rest)) => match rest.split_once(':') {
+            Some((line, rest)) if line.bytes().all(|b| b.is_ascii_digit()) => format!("{file}:{rest}"),
+            _ => e.to_string(),
+        },
+        None => e.to_string(),
     }
 }
 
@@ -198,7 +211,7 @@ fn a_group_of_no_axes_needs_a_layout_of_every_rank() {
         1,
     );
     let e = Workload::from_json("bad.json", &doc).unwrap_err().to_string();
-    assert_eq!(e, "bad.json: layout: spans 1 ranks but the workload has 4 (groups[0] is defined by it)");
+    assert_eq!(e, "bad.json:3: layout: spans 1 ranks but the workload has 4 (groups[0] is defined by it)");
 }
 
 #[test]
@@ -213,11 +226,11 @@ fn ranks_of_one_class_must_meet_the_same_classes() {
     };
     let coll = r#"{"kind": "COMM_COLL", "collective": "allreduce", "group": 0, "bytes": 8}"#;
     let e = Workload::from_json("w.json", &doc("[[0, 2]]", coll)).unwrap_err().to_string();
-    assert!(e.starts_with("w.json: groups[0]: rank 1's G group spans classes [0] but rank 0's spans [0, 1]"), "{e}");
+    assert!(e.starts_with("w.json:1: groups[0]: rank 1's G group spans classes [0] but rank 0's spans [0, 1]"), "{e}");
     let p2p = r#"{"kind": "SEND", "group": 0, "offset": 1, "bytes": 8}, {"kind": "RECV", "group": 0, "offset": -1, "bytes": 8}"#;
     let e = Workload::from_json("w.json", &doc("[[0, 1, 2, 3]]", p2p)).unwrap_err().to_string();
     assert!(
-        e.starts_with("w.json: groups[0]: rank 1's peer at offset -1 in G is of class 0 but rank 0's is of class 1"),
+        e.starts_with("w.json:1: groups[0]: rank 1's peer at offset -1 in G is of class 0 but rank 0's is of class 1"),
         "{e}"
     );
     // Alike groups pass: each class's ranks pair with the other class's, in the same places.
@@ -226,7 +239,10 @@ fn ranks_of_one_class_must_meet_the_same_classes() {
     // from its class's point of view, and the executor refused it as mismatched communication.
     let ring = doc("[[0, 1], [2, 3]]", p2p).replacen("[0, 0, 1, 1]", "[0, 0, 0, 0]", 1).replacen("[0, 0]", "[0]", 1);
     let e = Workload::from_json("w.json", &ring).unwrap_err().to_string();
-    assert!(e.starts_with("w.json: groups[0]: rank 0's peer at offset -1 in G is rank 1, not the first rank 0"), "{e}");
+    assert!(
+        e.starts_with("w.json:1: groups[0]: rank 0's peer at offset -1 in G is rank 1, not the first rank 0"),
+        "{e}"
+    );
     // With a class per rank (one program for all) it runs: send and receive overlap, 20 ns each.
     let ring =
         doc("[[0, 1], [2, 3]]", p2p).replacen("[0, 0, 1, 1]", "[0, 1, 2, 3]", 1).replacen("[0, 0]", "[0, 0, 0, 0]", 1);

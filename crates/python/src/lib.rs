@@ -12,6 +12,8 @@ use clustersim_engine::simai::file::WorkloadFile;
 use clustersim_engine::simai::report::{LAYER_COLUMNS, SUMMARY_COLUMNS};
 use clustersim_engine::simai::run::{run_analytical as engine_run, RunConfig};
 use clustersim_engine::trace::chrome_trace;
+use clustersim_engine::training::hardware::Accelerator;
+use clustersim_engine::training::model::Model;
 use clustersim_engine::training::simai_rows::{simai_workload, Flavor};
 use clustersim_engine::training::{
     layer_seconds as engine_layer_seconds, run_training as engine_training, Fabric, TrainingInput,
@@ -219,6 +221,21 @@ fn generate_workload(input: &str, aicb_compat: bool) -> PyResult<String> {
     Ok(f.to_text())
 }
 
+/// Check a model or accelerator description (`kind`, as JSON) the way a run will: None, or the
+/// field and problem (the front end names the file and line).
+#[pyfunction]
+fn check_description(kind: &str, doc: &str) -> PyResult<Option<(String, String)>> {
+    let checked = match kind {
+        "model" => serde_json::from_str::<Model>(doc).map(|m| m.check()),
+        _ => serde_json::from_str::<Accelerator>(doc).map(|a| a.check()),
+    };
+    match checked {
+        Ok(Ok(())) => Ok(None),
+        Ok(Err(e)) => Ok(Some((e.field.unwrap_or_default(), e.message))),
+        Err(e) => Err(EngineInputError::new_err(format!("{kind}: {e}"))),
+    }
+}
+
 /// Read a SimAI workload file and write it back (checks it, normalises spacing).
 #[pyfunction]
 #[pyo3(signature = (path, text, *, lenient = false))]
@@ -261,6 +278,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(layer_seconds, m)?)?;
     m.add_function(wrap_pyfunction!(generate_workload, m)?)?;
     m.add_function(wrap_pyfunction!(inspect_workload, m)?)?;
+    m.add_function(wrap_pyfunction!(check_description, m)?)?;
     workload::register(m)?;
     Ok(())
 }

@@ -1,40 +1,130 @@
-"""Model and accelerator presets shipped with clustersim (YAML; users add their own files)."""
+"""Model and accelerator presets shipped with clustersim (YAML; users add their own files).
+
+Entries read from a user's file are checked here, so that a bad value is reported as
+`file:line: field: problem`: types first (a count is a whole number, a rate a finite number),
+then values by the engine's own checks (`check_description`)."""
 
 from __future__ import annotations
 
+import functools
+import json
+import math
 import os
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from clustersim.errors import InputError
 
 HERE = Path(__file__).parent
 
+ACCELERATOR_RATES = ("matmul_tflops", "vector_tflops", "hbm_gb", "hbm_tbps")
+ACCELERATOR_LINKS = ("nvlink_busbw", "nic_busbw")
+ACCELERATOR_CURVES = ("matmul_efficiency", "memory_efficiency")
 
-def load_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:
+
+def read_yaml(path: str | os.PathLike[str]) -> tuple[dict[str, Any], str]:
+    """The mapping in YAML file `path` (entries named `_…` dropped) and the file's text."""
     import yaml
 
     try:
-        with open(path, encoding="utf-8") as f:
-            doc = yaml.safe_load(f)
-    except OSError as e:
-        raise InputError(f"{path}: cannot read: {e.strerror}") from None
+        text = Path(path).read_text(encoding="utf-8")
+        doc = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (OSError, UnicodeDecodeError) as e:
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise InputError(f"{path}: cannot read: {reason}") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        raise InputError(f"{path}{where}: not valid YAML: {getattr(e, 'problem', e)}") from None
+        line = mark.line + 1 if mark is not None else text[: getattr(e, "position", 0)].count("\n") + 1
+        problem = (getattr(e, "problem", None) or str(e)).splitlines()[0]
+        raise InputError(f"{path}:{line}: YAML: not valid YAML: {problem}") from None
     if not isinstance(doc, dict):
-        raise InputError(f"{path}: expected a mapping of names to entries")
-    return {k: v for k, v in doc.items() if not str(k).startswith("_")}
+        raise InputError(f"{path}:1: (top level): expected a mapping of names to entries")
+    return {k: v for k, v in doc.items() if not str(k).startswith("_")}, text
+
+
+def load_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:
+    return read_yaml(path)[0]
+
+
+def line_of(text: str, field: str) -> int:
+    """The line where `field` (`moe.experts`, `mla`) is set in a YAML or JSON text: each part
+    searched for as a key after the previous one; line 1 if it is not there."""
+    at = 0
+    for part in field.split("."):
+        m = re.compile(rf"""(^|[\s{{,"'])["']?{re.escape(part)}["']?\s*:""", re.M).search(text, at)
+        if m is None:
+            break
+        at = m.end()
+    return text.count("\n", 0, at) + 1
+
+
+def fail(path: str | os.PathLike[str], text: str, field: str, problem: str) -> NoReturn:
+    raise InputError(f"{path}:{line_of(text, field)}: {field}: {problem}")
+
+
+def is_number(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def is_count(v: object) -> bool:
+    """A whole number the engine's fields hold (they are checked for range there)."""
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**31
+
+
+def engine_check(kind: str, doc: dict[str, Any], path: str | os.PathLike[str], text: str) -> None:
+    """The engine's checks of a model or accelerator, reported at the field's line in `path`."""
+    from clustersim import _engine
+
+    problem = _engine.check_description(kind, json.dumps(doc))
+    if problem is not None:
+        fail(path, text, *problem)
+
+
+def check_accelerator(entry: dict[str, Any], path: str | os.PathLike[str], text: str) -> None:
+    """An accelerator from a user's file: the fields a run needs, of the right types and values."""
+    for key in (*ACCELERATOR_RATES, *ACCELERATOR_LINKS, *ACCELERATOR_CURVES):
+        if key not in entry:
+            raise InputError(f"{path}: {key}: missing in accelerator '{entry['name']}'")
+    for key in (*ACCELERATOR_RATES, *ACCELERATOR_LINKS, "nvls_busbw", "kernel_overhead_ns"):
+        v = entry.get(key, 0)
+        if not is_number(v) and not (key == "nvls_busbw" and v is None):
+            fail(path, text, key, f"must be a finite number, got {v!r}")
+    for key in (*ACCELERATOR_LINKS, "nvls_busbw"):
+        v = entry.get(key)
+        if v is not None and not 0 < v <= 1e9:
+            fail(path, text, key, f"must be a bandwidth from 0 to 1e9 GB/s, got {v!r}")
+    for key in ACCELERATOR_CURVES:
+        v = entry[key]
+        if not isinstance(v, list) or not all(
+            isinstance(p, list) and len(p) == 2 and all(map(is_number, p)) for p in v
+        ):
+            fail(path, text, key, f"must be a list of [size, efficiency] pairs, got {v!r}")
+    fields = ("name", *ACCELERATOR_RATES, *ACCELERATOR_CURVES, "kernel_overhead_ns")
+    engine_check("accelerator", {k: entry[k] for k in fields if k in entry}, path, text)
+
+
+@functools.cache
+def shipped(kind: str) -> dict[str, Any]:
+    """The entries clustersim ships (read once; callers copy what they change)."""
+    return load_yaml(HERE / f"{kind}.yaml")
 
 
 def lookup(kind: str, name: str, extra: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """The catalog entry `name` of `kind` ("models" or "accelerators"); entries of a user's file
-    `extra` are added to the shipped ones and win on equal names."""
-    entries = load_yaml(HERE / f"{kind}.yaml")
+    `extra` are added to the shipped ones and win on equal names (and are checked)."""
+    entries = shipped(kind)
+    text = ""
     if extra is not None:
-        entries = entries | load_yaml(extra)
+        own, text = read_yaml(extra)
+        entries = entries | {str(k): v for k, v in own.items()}
     key = name.lower()
     if key not in entries:
-        raise InputError(f"{kind}: unknown name '{name}' (valid: {', '.join(sorted(entries))})")
-    return dict(entries[key], name=key)
+        where = extra if extra is not None and kind == "accelerators" else kind
+        raise InputError(f"{where}: {name}: unknown name (valid: {', '.join(sorted(map(str, entries)))})")
+    if not isinstance(entries[key], dict):
+        fail(extra or kind, text, key, "expected a mapping of fields")
+    entry = dict(entries[key], name=key)
+    if extra is not None and kind == "accelerators" and key in set(map(str, own)):
+        check_accelerator(entry, extra, text)
+    return entry

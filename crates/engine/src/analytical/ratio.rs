@@ -7,6 +7,9 @@ use crate::error::{InputError, Result};
 /// Node count of each value column, in file order (SimAI's "Multi 16" is column 9).
 const COLUMN_NODES: [u32; 8] = [1, 2, 4, 8, 16, 32, 64, 128];
 const MULTI_COLUMN: usize = 9;
+/// The range of a cell: measured fractions of the peak are below 1 (SimAI's lie in 0.01–1).
+const MIN_CELL: f64 = 1e-6;
+const MAX_CELL: f64 = 1e3;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct RatioTable {
@@ -60,13 +63,14 @@ impl RatioTable {
                     if cell.is_empty() {
                         Ok(None)
                     } else {
+                        // Bounded so that a cell over another (the lookup) stays finite and non-zero.
                         match cell.parse::<f64>() {
-                            Ok(v) if v > 0.0 && v.is_finite() => Ok(Some(v)),
+                            Ok(v) if (MIN_CELL..=MAX_CELL).contains(&v) => Ok(Some(v)),
                             _ => Err(InputError::at(
                                 file,
                                 i + 1,
                                 &format!("column {}", c + 2),
-                                format!("not a positive number: '{cell}'"),
+                                format!("not a ratio from {MIN_CELL:e} to {MAX_CELL:e}: '{cell}'"),
                             )),
                         }
                     }
@@ -84,7 +88,8 @@ impl RatioTable {
             cells.push(row);
         }
         if sizes.len() < 2 {
-            return Err(InputError::new(file, "needs at least two size rows"));
+            let end = text.lines().count().max(1);
+            return Err(InputError::at(file, end, "Size", "the table needs at least two size rows"));
         }
         Ok(RatioTable { file: file.to_string(), sizes, cells })
     }
@@ -162,5 +167,15 @@ mod tests {
         // ata has no 32-node data: use the 16-node column.
         assert!((t.all_to_all.value(17179869184.0, 32) - 1.0).abs() < 1e-12);
         assert!((t.all_to_all.value(16777216.0, 32) - 0.62 / 0.90).abs() < 1e-12);
+    }
+
+    #[test]
+    fn cells_out_of_range_and_short_tables_are_refused() {
+        // Found by fuzzing: a cell of 1e46 (or 6e299) made lookups infinite; no rows gave an
+        // error without a line or field.
+        let e = RatioTable::parse("r.csv", "\n6,,,,,,,,7e38,\n8,,,,,,,,.6,").unwrap_err();
+        assert_eq!(e.to_string(), "r.csv:2: column 9: not a ratio from 1e-6 to 1e3: '7e38'");
+        let e = RatioTable::parse("r.csv", "").unwrap_err();
+        assert_eq!(e.to_string(), "r.csv:1: Size: the table needs at least two size rows");
     }
 }

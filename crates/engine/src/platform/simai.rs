@@ -71,13 +71,32 @@ pub fn parse_time(s: &str) -> Option<f64> {
     (t.is_finite() && t >= 0.0).then_some(t)
 }
 
-/// Bytes/ns as an ns-3 DataRate string, in the largest bit unit that keeps it whole.
+/// Bytes/ns as an ns-3 DataRate string that [`parse_rate`] reads back to the same value: in
+/// the largest bit unit that keeps it whole, else the nearest decimal that reads back exactly.
 pub fn format_rate(bytes_per_ns: f64) -> String {
     let bps = bytes_per_ns * 8e9;
-    for (scale, unit) in [(1e12, "Tbps"), (1e9, "Gbps"), (1e6, "Mbps"), (1e3, "Kbps")] {
-        let v = bps / scale;
-        if v >= 1.0 && v == v.round() && v * scale == bps {
-            return format!("{v}{unit}");
+    const UNITS: [(f64, &str); 5] = [(1e12, "Tbps"), (1e9, "Gbps"), (1e6, "Mbps"), (1e3, "Kbps"), (1.0, "bps")];
+    for (scale, unit) in UNITS {
+        let v = (bps / scale).round();
+        if v >= 1.0 {
+            let s = format!("{v}{unit}");
+            if parse_rate(&s) == Some(bytes_per_ns) {
+                return s;
+            }
+        }
+    }
+    // Rounding in bits ↔ bytes/ns: try the neighbours of the bit rate, a few ulps either side.
+    let mut candidates = vec![bps];
+    let (mut up, mut down) = (bps, bps);
+    for _ in 0..8 {
+        up = up.next_up();
+        down = down.next_down();
+        candidates.extend([up, down]);
+    }
+    for v in candidates {
+        let s = format!("{v}bps");
+        if parse_rate(&s) == Some(bytes_per_ns) {
+            return s;
         }
     }
     format!("{bps}bps")
@@ -147,6 +166,24 @@ impl Platform {
         if gps == 0 {
             return Err(InputError::at(file, 1, "gpus_per_server", "must be at least 1"));
         }
+        if nvs_count as u64 + sw_count as u64 == nodes as u64 {
+            return Err(InputError::at(file, 1, "nodes", format!("no GPU: all {nodes} nodes are switches")));
+        }
+        // A connected topology of n nodes has n − 1 links or more, each five words: bound the
+        // node count by the file before allocating for it.
+        let words: usize = text.lines().skip(1).map(|l| l.split_whitespace().count()).sum();
+        if nodes as usize > words / 5 + 1 {
+            return Err(InputError::at(
+                file,
+                1,
+                "nodes",
+                format!(
+                    "{nodes} nodes need {} links to be connected, but the file holds {} at most",
+                    nodes - 1,
+                    words / 5
+                ),
+            ));
+        }
         let mut kinds = vec![NodeKind::Gpu; nodes as usize];
         let mut tok = Tokens::new(file, text, 1);
         for i in 0..nvs_count + sw_count {
@@ -170,7 +207,7 @@ impl Platform {
                 format!("switch {id} sits among the GPU ids: GPUs must be 0..{gpus}, switches {gpus}..{nodes}"),
             ));
         }
-        let mut links = Vec::with_capacity(2 * link_count as usize);
+        let mut links = Vec::with_capacity(2 * (link_count as usize).min(words / 5));
         for i in 0..link_count {
             if tok.lines.peek().is_none() {
                 return Err(InputError::at(
@@ -347,6 +384,16 @@ mod tests {
     }
 
     #[test]
+    fn rates_are_written_to_read_back_exactly() {
+        // Found by fuzzing: 1Tbps was written as 1000000000000.0001bps, read back as another rate.
+        for text in ["1Tbps", "5Bps", "12.5GBps", "1Kibps", "3bps", "0.1bps", "2880Gbps"] {
+            let r = parse_rate(text).unwrap();
+            assert_eq!(parse_rate(&format_rate(r)), Some(r), "{text} → {}", format_rate(r));
+        }
+        assert_eq!(format_rate(parse_rate("1Tbps").unwrap()), "1Tbps");
+    }
+
+    #[test]
     fn a_one_way_link_cannot_be_written() {
         let mut t = Platform::parse_simai("t.txt", SMALL).unwrap();
         t.links[1].bandwidth = 1.0;
@@ -368,6 +415,10 @@ mod tests {
             (SMALL.replace("7 2 2 1 8", "7 2 2 1 9"), 1, "link_count"),
             (SMALL.replace("7 2 2 1 8", "7 2 2 1 7"), 10, "link_count"),
             (SMALL.replace("7 2 2 1 8", "7 2 5 3 8"), 1, "switch_count"),
+            // Found by fuzzing: a header of no nodes was refused without a line.
+            ("0 2 0 0 0".into(), 1, "nodes"),
+            // Found by fuzzing: 4294967295 nodes were allocated before a link was read.
+            ("4294967295 2 0 0 1 A100\n\n0 1 1Gbps 0.000025ms 0\n".into(), 1, "nodes"),
         ];
         for (text, line, field) in cases {
             let e = Platform::parse_simai("t.txt", &text).unwrap_err();

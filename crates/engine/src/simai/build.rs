@@ -22,6 +22,9 @@ pub const PP: GroupId = 4;
 /// SimAI's "no group" (ALLREDUCEALLTOALL rows in compat mode).
 pub const NONE: GroupId = 5;
 
+/// The largest world a SimAI workload may ask for (2²⁴ GPUs, far beyond any cluster built).
+pub const MAX_GPUS: u32 = 1 << 24;
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Overlap {
     pub dp: f64,
@@ -88,6 +91,10 @@ impl SimaiWorkload {
         let bad = |field: &str, msg: String| Err(InputError::field(&path, field, msg));
         if world == 0 {
             return bad("gpus", "the number of GPUs must be at least 1".into());
+        }
+        // The workload holds a class per rank: bound the world before allocating for it.
+        if world > MAX_GPUS {
+            return bad("gpus", format!("{world} GPUs are more than clustersim simulates (at most {MAX_GPUS})"));
         }
         if gps == 0 {
             return bad("gpus_per_server", "must be at least 1".into());
@@ -263,4 +270,26 @@ fn collective(
         (vec![first, op(prog, bytes - blocking)], Some(first))
     };
     Ok((ops, block))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_world_beyond_the_limit_is_refused_before_it_is_allocated() {
+        // Found by fuzzing: all_gpus 2147483648 allocated 8 GB of rank classes (an abort).
+        let text = "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 2 ep: 1 pp: 1 vpp: 1 ga: 1 \
+                    all_gpus: 2147483648 checkpoints: 0 checkpoint_initiates: 0 pp_comm: 0\n1\n\
+                    x -1 1 ALLREDUCE 8 1 NONE 0 1 NONE 0 1\n";
+        let file = WorkloadFile::parse("w.txt", text, false).unwrap();
+        let opts = BuildOptions {
+            gpus: None,
+            gpus_per_server: 8,
+            compat: false,
+            overlap: Overlap { dp: 0.0, tp: 0.0, ep: 0.0, pp: 1.0 },
+        };
+        let e = SimaiWorkload::build(file, &opts).unwrap_err();
+        assert_eq!(e.to_string(), "w.txt: gpus: 2147483648 GPUs are more than clustersim simulates (at most 16777216)");
+    }
 }

@@ -5,6 +5,7 @@
 //! reader insists on 12 fields per line and reports `file:line: field: problem`.
 
 use crate::error::{InputError, Result};
+use crate::workload::check::MAX_NS;
 use crate::workload::Collective;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -241,7 +242,7 @@ fn parse_header(path: &str, line: &str) -> Result<Header> {
         let v = value(i, key)?;
         let k: usize =
             v.parse().map_err(|_| InputError::at(path, 1, &field(key), format!("expected a count, got '{v}'")))?;
-        if i + k >= tokens.len() {
+        if k >= tokens.len().saturating_sub(i) {
             return Err(InputError::at(path, 1, &field(key), format!("declares {k} layer indices but fewer follow")));
         }
         let mut out = Vec::with_capacity(k);
@@ -327,6 +328,15 @@ fn parse_u64(path: &str, line: usize, field: &str, tok: &str, what: &str) -> Res
     })
 }
 
+/// A compute time in ns, at most the IR's bound on one compute ([`MAX_NS`], about 32 years).
+fn parse_ns(path: &str, line: usize, field: &str, tok: &str) -> Result<u64> {
+    let ns = parse_u64(path, line, field, tok, "time")?;
+    if ns as f64 > MAX_NS {
+        return Err(InputError::at(path, line, field, format!("time '{tok}' is more than {MAX_NS:e} ns")));
+    }
+    Ok(ns)
+}
+
 fn parse_comm(path: &str, line: usize, fields: &[&str], k: usize) -> Result<Comm> {
     let tok = fields[k];
     let kind = CommType::parse(tok).ok_or_else(|| {
@@ -343,7 +353,7 @@ impl WorkloadFile {
         let mut lines = text.lines().enumerate();
         let header = match lines.next() {
             Some((_, l)) => parse_header(path, l)?,
-            None => return Err(InputError::new(path, "empty file (expected a header line)")),
+            None => return Err(InputError::at(path, 1, "header", "empty file (expected a header line)")),
         };
         let declared: usize = match lines.next() {
             Some((_, l)) => l.trim().parse().map_err(|_| {
@@ -373,13 +383,13 @@ impl WorkloadFile {
             rows.push(Row {
                 name: f[0].to_string(),
                 depen,
-                fwd_ns: parse_u64(path, line, FIELDS[2], f[2], "time")?,
+                fwd_ns: parse_ns(path, line, FIELDS[2], f[2])?,
                 fwd: parse_comm(path, line, &f, 3)?,
-                ig_ns: parse_u64(path, line, FIELDS[5], f[5], "time")?,
+                ig_ns: parse_ns(path, line, FIELDS[5], f[5])?,
                 ig: parse_comm(path, line, &f, 6)?,
-                wg_ns: parse_u64(path, line, FIELDS[8], f[8], "time")?,
+                wg_ns: parse_ns(path, line, FIELDS[8], f[8])?,
                 wg: parse_comm(path, line, &f, 9)?,
-                wg_update_ns: parse_u64(path, line, FIELDS[11], f[11], "time")?,
+                wg_update_ns: parse_ns(path, line, FIELDS[11], f[11])?,
                 line,
             });
         }
@@ -510,6 +520,17 @@ mod tests {
         assert!(err("HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 2 foo: 3\n0\n")
             .starts_with("w.txt:1: foo: unknown header key"));
         assert!(err(&format!("{h}two\n")).starts_with("w.txt:2: rows: expected the number of rows"));
+        // Found by fuzzing: the empty file's error named no line or field; a checkpoint count
+        // of 2⁶⁴−1 overflowed (a panic); a compute time past the IR's bound was accepted.
+        assert_eq!(err(""), "w.txt:1: header: empty file (expected a header line)");
+        assert_eq!(
+            err("HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 2 checkpoints: 18446744073709551615"),
+            "w.txt:1: checkpoints: declares 18446744073709551615 layer indices but fewer follow"
+        );
+        assert_eq!(
+            err(&format!("{h}1\nx -1 18446744073709551615 NONE 0 1 NONE 0 1 NONE 0 1\n")),
+            "w.txt:3: fwd_compute: time '18446744073709551615' is more than 1e18 ns"
+        );
     }
 
     #[test]

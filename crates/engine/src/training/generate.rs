@@ -163,6 +163,7 @@ pub struct Generated {
 
 pub fn generate(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: bool) -> Result<Generated> {
     plan.validate(model)?;
+    acc.check()?;
     let (t, p, v, cp, e) = (plan.tp, plan.pp, plan.vpp, plan.cp, plan.ep);
     let dp = plan.dp_size();
     let m = plan.micro_batches();

@@ -9,12 +9,34 @@
 
 use serde::Deserialize;
 
+use crate::error::{InputError, Result};
+
 /// (op size, efficiency) points, largest size first; between points the efficiency is
 /// interpolated in log(size), beyond them it is the end point's.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct Efficiency(pub Vec<(f64, f64)>);
 
 impl Efficiency {
+    /// Points with sizes ≥ 0 in decreasing order and efficiencies in (0, 1].
+    fn check(&self, field: &str) -> Result<()> {
+        let bad = |msg: String| Err(InputError::field("accelerator", field, msg));
+        if self.0.is_empty() {
+            return bad("needs at least one [size, efficiency] point".into());
+        }
+        for (i, &(size, e)) in self.0.iter().enumerate() {
+            if !(size.is_finite() && size >= 0.0) {
+                return bad(format!("point {}: size {size} must be a finite number ≥ 0", i + 1));
+            }
+            if !(MIN_RATE..=1.0).contains(&e) {
+                return bad(format!("point {}: efficiency {e} must be from {MIN_RATE:e} to 1", i + 1));
+            }
+            if i > 0 && size >= self.0[i - 1].0 {
+                return bad(format!("point {}: sizes must decrease (largest first)", i + 1));
+            }
+        }
+        Ok(())
+    }
+
     pub fn at(&self, size: f64) -> f64 {
         let pts = &self.0;
         match pts.iter().position(|(s, _)| size >= *s) {
@@ -52,7 +74,40 @@ pub struct Accelerator {
     pub kernel_overhead_ns: f64,
 }
 
+/// Smallest rate or efficiency accepted: any positive bound keeps op times finite.
+const MIN_RATE: f64 = 1e-6;
+/// Largest rate accepted (TFLOP/s, TB/s, GB).
+const MAX_RATE: f64 = 1e9;
+
 impl Accelerator {
+    /// Check what an accelerator file gave: rates and capacity positive and bounded, efficiency
+    /// curves well formed, overhead finite. Errors name `accelerator`.
+    pub fn check(&self) -> Result<()> {
+        for (field, v) in [
+            ("matmul_tflops", self.matmul_tflops),
+            ("vector_tflops", self.vector_tflops),
+            ("hbm_gb", self.hbm_gb),
+            ("hbm_tbps", self.hbm_tbps),
+        ] {
+            if !(MIN_RATE..=MAX_RATE).contains(&v) {
+                return Err(InputError::field(
+                    "accelerator",
+                    field,
+                    format!("must be from {MIN_RATE:e} to {MAX_RATE:e}, got {v}"),
+                ));
+            }
+        }
+        if !(0.0..=1e12).contains(&self.kernel_overhead_ns) {
+            return Err(InputError::field(
+                "accelerator",
+                "kernel_overhead_ns",
+                format!("must be from 0 to 1e12 ns, got {}", self.kernel_overhead_ns),
+            ));
+        }
+        self.matmul_efficiency.check("matmul_efficiency")?;
+        self.memory_efficiency.check("memory_efficiency")
+    }
+
     /// A GPU that runs every op at its peak (300 TFLOP/s, 2 TB/s), for tests of the schedule.
     #[cfg(test)]
     pub fn ideal() -> Accelerator {
@@ -126,5 +181,20 @@ mod tests {
         // 1 GB through HBM at 0.9 × 2.039 TB/s.
         let t = a100().roofline_ns(1e8, 1e9, false);
         assert!((t - 1e9 / (2039.0 * 0.9)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn check_refuses_rates_and_curves_a_run_cannot_use() {
+        // Found by fuzzing: a rate of 0 made op times infinite (an internal error downstream).
+        let mut a = a100();
+        assert_eq!(a.check(), Ok(()));
+        a.vector_tflops = 0.0;
+        assert_eq!(a.check().unwrap_err().to_string(), "accelerator: vector_tflops: must be from 1e-6 to 1e9, got 0");
+        a.vector_tflops = 19.5;
+        a.memory_efficiency = Efficiency(vec![(0.0, 0.3), (1e8, 0.9)]);
+        assert_eq!(
+            a.check().unwrap_err().to_string(),
+            "accelerator: memory_efficiency: point 2: sizes must decrease (largest first)"
+        );
     }
 }

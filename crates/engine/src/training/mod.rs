@@ -227,6 +227,15 @@ pub fn run_training(input: &TrainingInput, progress: &mut dyn FnMut(f64) -> bool
 /// included, as the generator issues it (Korthikanti et al.'s Table 4 quantity).
 pub fn layer_seconds(input: &TrainingInput) -> Result<(f64, f64)> {
     let (model, plan) = (&input.model, &input.plan);
+    model.check()?;
+    input.accelerator.check()?;
+    for (field, v, max) in
+        [("tp", plan.tp as u64, 1 << 16), ("mbs", plan.mbs as u64, 1 << 16), ("seq", plan.seq, 1 << 22)]
+    {
+        if !(1..=max).contains(&v) {
+            return Err(InputError::field("plan", field, format!("must be from 1 to {max}, got {v}")));
+        }
+    }
     let (w, fwd_end) = generate::single_layer(model, plan, &input.accelerator, input.flash_attention);
     let mut network = Analytical::new(Box::new(network_cost(input)?), plan.placement());
     let exec = Executor::new(&w)?.run(&mut network, &mut |_| true)?;

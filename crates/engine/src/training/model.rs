@@ -7,6 +7,8 @@
 
 use serde::Deserialize;
 
+use crate::error::{InputError, Result};
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Family {
@@ -59,7 +61,66 @@ pub struct Model {
     pub mla: Option<Mla>,
 }
 
+/// Bounds on a model's sizes: far above any model built, low enough that parameter and FLOP
+/// counts cannot overflow.
+const MAX_WIDTH: u64 = 1 << 22;
+const MAX_HEADS: u64 = 1 << 14;
+const MAX_LAYERS: u32 = 1 << 12;
+const MAX_EXPERTS: u32 = 1 << 12;
+/// 10¹⁵ parameters: a thousand times the largest models.
+const MAX_PARAMS: f64 = 1e15;
+
 impl Model {
+    /// Check the sizes a model file gave: every count at least 1 (a latent rank may be 0) and
+    /// within bounds, GQA groups whole, top-k within the experts. Errors name `model`.
+    pub fn check(&self) -> Result<()> {
+        let bad = |field: &str, msg: String| Err(InputError::field("model", field, msg));
+        let within = |field: &str, v: u64, min: u64, max: u64| {
+            if (min..=max).contains(&v) {
+                Ok(())
+            } else {
+                bad(field, format!("must be from {min} to {max}, got {v}"))
+            }
+        };
+        within("layers", self.layers as u64, 1, MAX_LAYERS as u64)?;
+        within("hidden", self.hidden, 1, MAX_WIDTH)?;
+        within("heads", self.heads, 1, MAX_HEADS.min(self.hidden))?;
+        within("kv_heads", self.kv_heads, 1, self.heads)?;
+        within("ffn", self.ffn, 1, MAX_WIDTH)?;
+        within("vocab", self.vocab, 1, MAX_WIDTH)?;
+        within("seq_len", self.seq_len, 1, MAX_WIDTH)?;
+        if self.mla.is_none() && !self.heads.is_multiple_of(self.kv_heads) {
+            return bad("kv_heads", format!("{} KV heads must divide the {} heads", self.kv_heads, self.heads));
+        }
+        if let Some(m) = &self.moe {
+            within("moe.experts", m.experts as u64, 1, MAX_EXPERTS as u64)?;
+            within("moe.topk", m.topk as u64, 1, m.experts as u64)?;
+            within("moe.expert_ffn", m.expert_ffn, 1, MAX_WIDTH)?;
+            within("moe.shared_experts", m.shared_experts as u64, 0, MAX_EXPERTS as u64)?;
+            within("moe.shared_ffn", m.shared_ffn, 0, MAX_WIDTH)?;
+            within("moe.dense_layers", m.dense_layers as u64, 0, self.layers as u64)?;
+        }
+        if let Some(m) = &self.mla {
+            within("mla.q_lora", m.q_lora, 0, MAX_WIDTH)?;
+            within("mla.kv_lora", m.kv_lora, 1, MAX_WIDTH)?;
+            within("mla.qk_nope", m.qk_nope, 1, MAX_WIDTH)?;
+            within("mla.qk_rope", m.qk_rope, 0, MAX_WIDTH)?;
+            within("mla.v_head", m.v_head, 1, MAX_WIDTH)?;
+        }
+        // The counts in floating point first: the integer ones must not overflow.
+        let h = self.hidden as f64;
+        let widest = [self.ffn, self.moe.as_ref().map_or(0, |m| m.expert_ffn * m.experts as u64)];
+        let rough = self.layers as f64 * h * (4.0 * h + 3.0 * widest.iter().max().copied().unwrap_or(0) as f64)
+            + 2.0 * (self.vocab + self.seq_len) as f64 * h;
+        if rough > MAX_PARAMS {
+            return bad(
+                "layers",
+                format!("about {rough:.1e} parameters, more than clustersim models ({MAX_PARAMS:e})"),
+            );
+        }
+        Ok(())
+    }
+
     pub fn head_dim(&self) -> u64 {
         self.hidden / self.heads
     }
@@ -196,5 +257,29 @@ mod tests {
         };
         let (l, h, v, s) = (128u64, 25600u64, 51200u64, 2048u64);
         assert_eq!(m.params().0, 12 * l * h * h + 13 * l * h + (v + s) * h + 2 * h);
+    }
+
+    #[test]
+    fn check_refuses_sizes_a_run_cannot_use() {
+        // Found by fuzzing: heads 0 divided by zero (a panic) in the layer costs.
+        let mut m = llama("m", 2, 256, 4, 2, 512, 1000);
+        assert_eq!(m.check(), Ok(()));
+        m.heads = 0;
+        assert_eq!(m.check().unwrap_err().to_string(), "model: heads: must be from 1 to 256, got 0");
+        m.heads = 4;
+        m.kv_heads = 3;
+        assert_eq!(m.check().unwrap_err().to_string(), "model: kv_heads: 3 KV heads must divide the 4 heads");
+        m.kv_heads = 4;
+        m.moe = Some(Moe { experts: 4, topk: 5, expert_ffn: 64, shared_experts: 0, shared_ffn: 0, dense_layers: 0 });
+        assert_eq!(m.check().unwrap_err().to_string(), "model: moe.topk: must be from 1 to 4, got 5");
+        m.moe = None;
+        m.layers = 4096;
+        m.hidden = 1 << 22;
+        m.heads = 4;
+        let e = m.check().unwrap_err().to_string();
+        assert!(
+            e.starts_with("model: layers: about ") && e.ends_with("parameters, more than clustersim models (1e15)"),
+            "{e}"
+        );
     }
 }

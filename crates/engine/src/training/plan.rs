@@ -6,6 +6,7 @@ use super::model::Model;
 use crate::error::{InputError, Result};
 use crate::layout::divisors_text;
 use crate::platform::Placement;
+use crate::simai::build::MAX_GPUS;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -94,7 +95,11 @@ impl Plan {
 
     /// Check the plan against the model; errors list the valid choices.
     pub fn validate(&self, m: &Model) -> Result<()> {
+        m.check()?;
         let bad = |field: &str, msg: String| Err(InputError::field("plan", field, msg));
+        if self.gpus > MAX_GPUS {
+            return bad("gpus", format!("{} GPUs are more than clustersim simulates (at most {MAX_GPUS})", self.gpus));
+        }
         for (field, v) in [
             ("gpus", self.gpus),
             ("tp", self.tp),
@@ -109,6 +114,28 @@ impl Plan {
             if v == 0 {
                 return bad(field, "must be at least 1".into());
             }
+        }
+        // Layout factors at most the GPUs, batch and sequence bounded: no product below
+        // overflows, and an iteration has a bounded number of micro-batches.
+        for (field, v) in [("tp", self.tp), ("pp", self.pp), ("ep", self.ep), ("cp", self.cp)] {
+            if v > self.gpus {
+                return bad(field, format!("{v} is more than the {} GPUs", self.gpus));
+            }
+        }
+        for (field, v, max) in [
+            ("gpus_per_server", self.gpus_per_server as u64, 1 << 16),
+            ("vpp", self.vpp as u64, 1 << 12),
+            ("mbs", self.mbs as u64, 1 << 16),
+            ("gbs", self.gbs as u64, 1 << 24),
+            ("seq", self.seq, 1 << 22),
+        ] {
+            if v > max {
+                return bad(field, format!("{v} is more than clustersim simulates (at most {max})"));
+            }
+        }
+        let mp = self.tp as u128 * self.pp as u128 * self.cp as u128;
+        if mp > self.gpus as u128 {
+            return bad("gpus", format!("{} GPUs are fewer than TP×PP×CP = {mp}", self.gpus));
         }
         if !m.heads.is_multiple_of(self.tp as u64) || !m.kv_heads.is_multiple_of(self.tp as u64) && m.mla.is_none() {
             return bad(
@@ -176,14 +203,21 @@ impl Plan {
             return bad("sp", "Megatron runs MoE with TP only with sequence parallelism (--sp)".into());
         }
         let dp = self.dp_size();
-        if !self.gbs.is_multiple_of(self.mbs * dp) {
-            let unit = self.mbs * dp;
+        let unit = self.mbs as u64 * dp as u64;
+        if !(self.gbs as u64).is_multiple_of(unit) {
             return bad(
                 "gbs",
                 format!(
                     "global batch {} is not divisible by MBS×DP = {}×{dp} = {unit} (valid: multiples of {unit})",
                     self.gbs, self.mbs
                 ),
+            );
+        }
+        if self.gbs as u64 / unit > 1 << 16 {
+            let mb = self.gbs as u64 / unit;
+            return bad(
+                "gbs",
+                format!("{mb} micro-batches per iteration are more than clustersim simulates (at most 65536)"),
             );
         }
         let mb = self.micro_batches();

@@ -183,6 +183,7 @@ pub fn simai_workload(
     flavor: Flavor,
 ) -> Result<WorkloadFile> {
     plan.validate(model)?;
+    acc.check()?;
     if plan.cp > 1 {
         return Err(InputError::field(
             "plan",

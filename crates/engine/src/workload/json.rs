@@ -208,6 +208,16 @@ impl Workload {
 
     /// Read a workload from JSON text (`file` names it in errors) and check its invariants.
     pub fn from_json(file: &str, text: &str) -> Result<Workload> {
+        Workload::from_json_unplaced(file, text).map_err(|mut e| {
+            if e.line.is_none() {
+                e.line = Some(e.field.as_deref().map_or(1, |path| line_of(text, path)));
+            }
+            e
+        })
+    }
+
+    /// [`Workload::from_json`] before errors get their line (the line of their JSON path).
+    fn from_json_unplaced(file: &str, text: &str) -> Result<Workload> {
         // Fast path: straight into typed structs. Only if that fails is the text read again as
         // JSON values, piece by piece, to name the path of the error.
         let doc = match serde_json::from_str::<Typed>(text) {
@@ -295,6 +305,112 @@ fn locate(file: &str, text: &str) -> Result<()> {
     Ok(())
 }
 
+/// The line where the value at JSON `path` (`programs[0].ops[7].deps`) starts in `text`, a
+/// well-formed document; where the path leaves the document, the line of its deepest part.
+fn line_of(text: &str, path: &str) -> usize {
+    let b = text.as_bytes();
+    let mut at = skip_space(b, 0);
+    for part in path_parts(path) {
+        match (b.get(at), part) {
+            (Some(b'{'), Part::Key(key)) => {
+                let mut i = skip_space(b, at + 1);
+                let mut found = None;
+                while b.get(i) == Some(&b'"') {
+                    let end = skip_value(b, i);
+                    let name: Option<String> = serde_json::from_slice(&b[i..end]).ok();
+                    let value = skip_space(b, skip_space(b, end) + 1);
+                    if name.as_deref() == Some(key) {
+                        found = Some(value);
+                        break;
+                    }
+                    i = skip_space(b, skip_space(b, skip_value(b, value)) + 1);
+                }
+                match found {
+                    Some(v) => at = v,
+                    None => break,
+                }
+            }
+            (Some(b'['), Part::Index(k)) => {
+                let mut i = Some(skip_space(b, at + 1)).filter(|&i| b.get(i) != Some(&b']'));
+                for _ in 0..k {
+                    i = i.map(|i| skip_space(b, skip_value(b, i))).filter(|&i| b.get(i) == Some(&b','));
+                    i = i.map(|i| skip_space(b, i + 1));
+                }
+                match i {
+                    Some(i) => at = i,
+                    None => break,
+                }
+            }
+            _ => break,
+        }
+    }
+    1 + b[..at.min(b.len())].iter().filter(|&&c| c == b'\n').count()
+}
+
+enum Part<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+/// `a[1].b` → key a, index 1, key b. Anything else (`(top level)`) is the root.
+fn path_parts(path: &str) -> Vec<Part<'_>> {
+    let mut parts = Vec::new();
+    for piece in path.split('.') {
+        let (key, rest) = piece.split_once('[').map_or((piece, ""), |(k, r)| (k, r));
+        if key.is_empty() || key.contains(' ') {
+            return Vec::new();
+        }
+        parts.push(Part::Key(key));
+        for index in rest.split('[') {
+            match index.trim_end_matches(']').parse() {
+                Ok(k) => parts.push(Part::Index(k)),
+                Err(_) => return parts,
+            }
+        }
+    }
+    parts
+}
+
+fn skip_space(b: &[u8], mut i: usize) -> usize {
+    while b.get(i).is_some_and(|c| c.is_ascii_whitespace()) {
+        i += 1;
+    }
+    i
+}
+
+/// The end of the JSON value starting at `i` (a string, a number or literal, or a nest).
+fn skip_value(b: &[u8], mut i: usize) -> usize {
+    let mut depth = 0usize;
+    loop {
+        match b.get(i) {
+            None => return i,
+            Some(b'"') => {
+                i += 1;
+                while let Some(&c) = b.get(i) {
+                    i += if c == b'\\' { 2 } else { 1 };
+                    if c == b'"' {
+                        break;
+                    }
+                }
+            }
+            Some(b'{' | b'[') => {
+                depth += 1;
+                i += 1;
+            }
+            Some(b'}' | b']' | b',') if depth == 0 => return i,
+            Some(b'}' | b']') => {
+                depth -= 1;
+                i += 1;
+            }
+            Some(c) if depth == 0 && c.is_ascii_whitespace() => return i,
+            Some(_) => i += 1,
+        }
+        if depth == 0 && matches!(b.get(i.wrapping_sub(1)), Some(b'"' | b'}' | b']')) {
+            return i;
+        }
+    }
+}
+
 /// A JSON syntax (or otherwise unplaced) error, at its line.
 fn json_error(file: &str, e: &serde_json::Error) -> InputError {
     let msg = e.to_string();
@@ -333,4 +449,34 @@ fn list(items: &[String], indent: &str) -> String {
 /// One-line JSON (serializing these types cannot fail: no maps, no non-string keys).
 fn line<T: Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_name_the_line_of_their_json_path() {
+        // Found by fuzzing: shape and invariant errors named the JSON path but no line.
+        let doc = "{\"format\": \"clustersim-workload\", \"version\": 1,\n \"rank_class\": [0],\n \"class_program\": [0],\n \"programs\": [{\"ops\": [\n  {\"kind\": \"COMP\", \"ns\": 1},\n  {\"kind\": \"COMP\", \"ns\": 1, \"phase\": \"x\"}]}]}";
+        let e = Workload::from_json("w.json", doc).unwrap_err();
+        assert_eq!((e.line, e.field.as_deref()), (Some(6), Some("programs[0].ops[1]")), "{e}");
+        let ok = doc.replace("\"x\"", "\"fwd\"");
+        assert!(Workload::from_json("w.json", &ok).is_ok());
+        let e = Workload::from_json("w.json", &ok.replace("\"ns\": 1}", "\"ns\": -1}")).unwrap_err();
+        assert_eq!((e.line, e.field.as_deref()), (Some(5), Some("programs[0].ops[0].ns")), "{e}");
+        let e = Workload::from_json("w.json", &ok.replace("\"version\": 1", "\"version\": 2")).unwrap_err();
+        assert_eq!(e.to_string(), "w.json:1: version: 2 is not supported (this clustersim reads 1)");
+        let e = Workload::from_json("w.json", &ok.replace("[0],\n \"programs", "[3],\n \"programs")).unwrap_err();
+        assert_eq!((e.line, e.field.as_deref()), (Some(3), Some("class_program[0]")), "{e}");
+    }
+
+    #[test]
+    fn paths_beyond_the_document_stop_at_their_deepest_part() {
+        let text = "{\"a\": [\n1,\n{\"b\": \"x]\\\"\"},\n{\"c\":\n 4}]}";
+        assert_eq!(line_of(text, "a[2].c"), 5);
+        assert_eq!(line_of(text, "a[3].c"), 1);
+        assert_eq!(line_of(text, "a[1].b"), 3);
+        assert_eq!(line_of(text, "(top level)"), 1);
+    }
 }

@@ -1,0 +1,266 @@
+"""Fuzzing of the Python readers: structure-aware mutations of valid files, and what each reader
+must do with them (shared by tests/test_fuzz.py, a short hypothesis run, and
+benchmarks/fuzz_campaign.py, the full campaign).
+
+A mutation works on lines and tokens (runs of text between whitespace, `,` and `:`): a token is
+replaced by an interesting value (integer-width limits, ±0, NaN, ±inf, huge floats, Unicode digits
+and line breaks, YAML/JSON specials, the format's own words), deleted, duplicated or spliced from
+elsewhere; a line dropped, duplicated or cut; the file truncated or emptied. A reader must accept
+an input consistently or raise `InputError` with one line naming the file, the line and the field;
+any other exception (a traceback for the user) or an engine panic is a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from clustersim.errors import EnginePanic, InputError, InternalError
+
+INTERESTING = [
+    "0", "1", "-1", "2", "8", "-0", "+1", "007", "0x10", "1_000", "255", "65536", "2147483648",
+    "4294967295", "4294967296", "18446744073709551616", "99999999999999999999999999999999999999",
+    "1e308", "1e309", "-1e309", "1e400", "5e-324", "NaN", "nan", ".nan", ".inf", "-.inf", "inf", "-inf",
+    "Infinity", "1.5", "-0.5", "0.0", "1e3", ".5", "5.", "null", "~", "true", "false", "yes", "x", "",
+    "é", "٣", "²", "①", "１", "\u2028", "\u0085", "\x0b", "\x0c", "\x00", "\ufeff", '"', "'", "\\",
+    "#", "{}", "[]", "[", "{", "&a", "*a", "!!python/object:os.system", "- 1", ": x",
+]  # fmt: skip
+CHARS = " \t\n\r,:.-+eE#09\"'\\{}[]é٣²\x00\x85\xa0\u2028\ufeff\U0001f600"
+
+
+def _tokens(text: str) -> list[tuple[int, int]]:
+    return [m.span() for m in re.finditer(r"[^\s,:]+", text)]
+
+
+def _nudge(rnd: random.Random, tok: str) -> str:
+    try:
+        v = int(tok)
+        return str(rnd.choice([v + 1, v - 1, v * 2, v * 1000, -v, v // 2]))
+    except ValueError:
+        pass
+    try:
+        f = float(tok)
+        return repr(rnd.choice([f * 1e6, -f, f / 3, f + 0.5, f * 1e300]))
+    except (ValueError, OverflowError):
+        return rnd.choice([f"{tok}.0", f"{tok}e5", f"-{tok}"])
+
+
+def mutate_once(rnd: random.Random, text: str, words: Sequence[str]) -> str:
+    """One mutation of `text`; `words` adds the format's own words."""
+    toks = _tokens(text)
+    lines = text.splitlines(keepends=True)
+
+    def word() -> str:
+        return rnd.choice(words) if words and rnd.random() < 0.5 else rnd.choice(INTERESTING)
+
+    def splice(span: tuple[int, int], new: str) -> str:
+        return text[: span[0]] + new + text[span[1] :]
+
+    op = rnd.randrange(20)
+    if op <= 4 and toks:
+        return splice(rnd.choice(toks), word())
+    if op == 5 and toks:
+        return splice(rnd.choice(toks), "")
+    if op == 6 and toks:
+        a, b = rnd.choice(toks)
+        return splice((a, b), f"{text[a:b]} {text[a:b]}")
+    if op in (7, 8) and toks:
+        src = rnd.choice(toks)
+        return splice(rnd.choice(toks), text[src[0] : src[1]])
+    if op in (9, 10) and toks:
+        a, b = rnd.choice(toks)
+        return splice((a, b), _nudge(rnd, text[a:b]))
+    if op == 11 and lines:
+        del lines[rnd.randrange(len(lines))]
+        return "".join(lines)
+    if op == 12 and lines:
+        i = rnd.randrange(len(lines))
+        lines.insert(i, lines[i] if lines[i].endswith("\n") else lines[i] + "\n")
+        return "".join(lines)
+    if op == 13 and len(lines) >= 2:
+        i, j = rnd.randrange(len(lines)), rnd.randrange(len(lines))
+        lines[i], lines[j] = lines[j], lines[i]
+        return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    if op == 14 and lines:
+        i = rnd.randrange(len(lines))
+        lines[i] = lines[i][: rnd.randrange(len(lines[i]) + 1)]
+        return "".join(lines)
+    if op == 15:
+        at = rnd.randrange(len(text) + 1)
+        return text[:at] + rnd.choice(["\n", " \t \n", word() + "\n", "# " + word() + "\n"]) + text[at:]
+    if op == 16:
+        return text[: rnd.randrange(len(text) + 1)]
+    if op == 17 and text:
+        at = rnd.randrange(len(text))
+        return text[:at] + rnd.choice(CHARS) + text[at + rnd.randrange(2) :]
+    if op == 18:
+        return rnd.choice([text.replace("\n", "\r\n"), text.replace("\n", "\r"), "\ufeff" + text])
+    return rnd.choice(["", "\n\n", word(), text * 2, text, text, text, text])
+
+
+def mutate(rnd: random.Random, seeds: Sequence[str], words: Sequence[str] = ()) -> str:
+    """A seed with zero to four mutations."""
+    text = rnd.choice(seeds)
+    for _ in range(rnd.randrange(5)):
+        text = mutate_once(rnd, text, words)
+    return text
+
+
+class Failure(Exception):
+    """A reader broke a property on an input."""
+
+
+def refused(e: InputError, file: str, *, whole_file: Callable[[str], bool] = lambda m: False) -> None:
+    """Check that `e` is one line naming `file`, a line and a field (`file:line: field: problem`),
+    or, for an error about the whole file (`whole_file`), `file: field: problem`."""
+    msg = str(e)
+    if len(msg.splitlines()) != 1 or "\x0b" in msg or "\x0c" in msg:
+        raise Failure(f"message not on one line: {msg!r}")
+    if not msg.startswith(file + ":"):
+        raise Failure(f"message does not name {file}: {msg!r}")
+    rest = msg[len(file) + 1 :]
+    if re.match(r"\d+: [^:]+: \S", rest):
+        return
+    if whole_file(msg) and re.match(r" [^:]+: \S", rest):
+        return
+    raise Failure(f"message names no line and field: {msg!r}")
+
+
+def run_reader(read: Callable[[str], object], text: str) -> str:
+    """'accepted' or 'refused'; Failure for anything else (a traceback, an engine fault)."""
+    try:
+        read(text)
+    except InputError:
+        return "refused"
+    except Failure:
+        raise
+    except (InternalError, EnginePanic) as e:
+        raise Failure(f"engine fault: {e}") from None
+    except Exception as e:  # noqa: BLE001 - a traceback is exactly what fuzzing looks for
+        raise Failure(f"{type(e).__name__}: {e}") from None
+    return "accepted"
+
+
+# --- SimAI topology files (python/clustersim/topology/simai_file.py) -----------------------------
+
+TOPOLOGIES = [
+    "7 2 2 1 8 H100\n4 5 6 \n0 4 2880Gbps 0.000025ms 0\n0 6 400Gbps 0.0005ms 0\n"
+    "1 4 2880Gbps 0.000025ms 0\n1 6 400Gbps 0.0005ms 0\n2 5 2880Gbps 0.000025ms 0\n"
+    "2 6 400Gbps 0.0005ms 0\n3 5 2880Gbps 0.000025ms 0\n3 6 400Gbps 0.0005ms 0\n",
+    "5 1 0 3 4 A100\n2\n3 4\n0 2 100Gbps 0.001ms 0\n1 3 200Gbps 0.001ms 0.001\n"
+    "2 4 400Gbps 0.0005ms 0\n3 4 400Gbps 0.0005ms 0\n",
+    "2 2 0 0 1 A100\n\n0 1 2400Gbps 0.000025ms 0\n",
+]
+TOPOLOGY_WORDS = ["400Gbps", "2880Gbps", "1Gbps", "0.0005ms", "0.000025ms", "1ms", "H100", "1e-9ms"]
+
+
+def read_topology(text: str, file: str = "in.txt") -> None:
+    from clustersim.topology.simai_file import format_simai, parse_simai
+
+    try:
+        topo = parse_simai(text, file)
+    except InputError as e:
+        refused(e, file, whole_file=lambda m: "disconnected" in m or "has no GPU" in m)
+        raise
+    again = parse_simai(format_simai(topo), file)
+    if (
+        again.kinds != topo.kinds
+        or again.links != topo.links
+        or again.gpus_per_server != topo.gpus_per_server
+    ):
+        raise Failure(f"written back as {format_simai(topo)!r}, read as another topology")
+
+
+# --- model and accelerator files, Hugging Face configs -------------------------------------------
+
+MODEL_YAML = [
+    "family: llama\nlayers: 2\nhidden: 256\nheads: 4\nkv_heads: 2\nffn: 512\nvocab: 1000\nseq_len: 256\n",
+    "tiny-moe:\n  {family: llama, layers: 2, hidden: 256, heads: 4, ffn: 512, vocab: 1000, seq_len: 256,\n"
+    "   moe: {experts: 4, topk: 2, expert_ffn: 256, shared_experts: 1, shared_ffn: 256, dense_layers: 1}}\n",
+    "family: gpt\nlayers: 4\nhidden: 256\nheads: 4\nffn: 1024\nvocab: 1000\nseq_len: 128\n"
+    "mla: {q_lora: 64, kv_lora: 32, qk_nope: 32, qk_rope: 16, v_head: 32}\n",
+]
+MODEL_JSON = [
+    '{"family": "llama", "layers": 2, "hidden": 256, "heads": 4, "kv_heads": 4, "ffn": 512,\n'
+    ' "vocab": 1000, "seq_len": 256}\n',
+    # Hugging Face config.json files (LLaMA, Mixtral, DeepSeek, GPT-2).
+    '{"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 256, "num_attention_heads": 4,\n'
+    ' "num_key_value_heads": 2, "intermediate_size": 512, "vocab_size": 1000,\n'
+    ' "max_position_embeddings": 256}\n',
+    '{"model_type": "mixtral", "num_hidden_layers": 2, "hidden_size": 256, "num_attention_heads": 4,\n'
+    ' "num_key_value_heads": 2, "intermediate_size": 512, "vocab_size": 1000,\n'
+    ' "max_position_embeddings": 256, "num_local_experts": 4, "num_experts_per_tok": 2}\n',
+    '{"model_type": "deepseek_v3", "num_hidden_layers": 3, "hidden_size": 256, "num_attention_heads": 4,\n'
+    ' "num_key_value_heads": 4, "intermediate_size": 512, "vocab_size": 1000,\n'
+    ' "max_position_embeddings": 256,\n'
+    ' "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 128, "n_shared_experts": 1,\n'
+    ' "first_k_dense_replace": 1, "q_lora_rank": 64, "kv_lora_rank": 32, "qk_nope_head_dim": 32,\n'
+    ' "qk_rope_head_dim": 16, "v_head_dim": 32}\n',
+    '{"model_type": "gpt2", "n_layer": 2, "n_embd": 256, "n_head": 4, "vocab_size": 1000,\n'
+    ' "hidden_size": 256,'
+    ' "n_positions": 256}\n',
+]
+MODEL_WORDS = ["llama", "gpt", "moe", "mla", "experts", "topk", "hidden", "heads", "model_type", "gpt2"]
+ACCELERATORS = [
+    "my-gpu:\n  matmul_tflops: 100\n  vector_tflops: 10\n  hbm_gb: 40\n  hbm_tbps: 1.5\n"
+    "  nvlink_busbw: 100\n  nic_busbw: 20\n"
+    "  matmul_efficiency: [[1000000000, 0.7], [0, 0.1]]\n  memory_efficiency: [[1000000, 0.8], [0, 0.3]]\n"
+    "  kernel_overhead_ns: 3000\n",
+    "_d: &d\n  matmul_efficiency: [[1000000000, 0.7], [0, 0.1]]\n  memory_efficiency: [[0, 0.5]]\n"
+    "my-gpu:\n  <<: *d\n  matmul_tflops: 100\n  vector_tflops: 10\n  hbm_gb: 40\n  hbm_tbps: 1.5\n"
+    "  nvlink_busbw: 100\n  nvls_busbw: 150\n  nic_busbw: 20\n",
+]
+ACCELERATOR_WORDS = ["my-gpu", "matmul_tflops", "hbm_gb", "nvlink_busbw", "nic_busbw", "<<", "*d", "&d"]
+
+# A plan every seed model runs under (2 layers, 4 heads, TP 2, PP 2).
+PLAN = {"gpus": 4, "tp": 2, "pp": 2, "gbs": 4, "gpus_per_server": 2, "seq": 128, "sp": True}
+
+
+class Scratch:
+    """A temporary folder to write inputs to (readers of these formats take paths)."""
+
+    def __init__(self) -> None:
+        # Memory-backed where there is such a folder: a million small writes.
+        shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+        self.dir = tempfile.TemporaryDirectory(prefix="clustersim-fuzz-", dir=shm)
+
+    def write(self, name: str, text: str) -> str:
+        path = os.path.join(self.dir.name, name)
+        Path(path).write_text(text, encoding="utf-8", errors="surrogatepass")
+        return path
+
+
+def read_model(scratch: Scratch, text: str, suffix: str, *, run: bool = True) -> None:
+    """A model file through the front end and the engine's checks; with `run`, one layer's times."""
+    from clustersim.models import resolve
+    from clustersim.training import layer_times
+
+    path = scratch.write("model" + suffix, text)
+    try:
+        model = resolve(path)
+        if run:
+            layer_times(model, **PLAN)
+    except InputError as e:
+        refused(e, path, whole_file=lambda m: "missing" in m)
+        raise
+
+
+def read_accelerator(scratch: Scratch, text: str, *, run: bool = True) -> None:
+    """An accelerator file (`--accelerators`) through the front end and the engine's checks; with
+    `run`, one layer's times on it."""
+    from clustersim.catalog import lookup
+    from clustersim.training import layer_times
+
+    path = scratch.write("acc.yaml", text)
+    try:
+        acc = lookup("accelerators", "my-gpu", extra=path)
+        if run:
+            layer_times(json.loads(MODEL_JSON[0]) | {"name": "m"}, accelerator=acc, **PLAN)
+    except InputError as e:
+        refused(e, path, whole_file=lambda m: "unknown name" in m or "missing" in m)
+        raise

@@ -1,0 +1,154 @@
+"""A short fuzzing run of every Python reader (tests/fuzzing.py says what is generated and
+checked): hypothesis drives the mutations, so a failure is shrunk to a small input.
+`CLUSTERSIM_FUZZ_CASES_PY` sets the inputs per reader (default 150); the full campaign is
+`benchmarks/fuzz_campaign.py`. Below, the inputs fuzzing found, kept as regression tests."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+from clustersim.errors import InputError
+from clustersim.models import REQUIRED
+from fuzzing import (
+    ACCELERATOR_WORDS,
+    ACCELERATORS,
+    MODEL_JSON,
+    MODEL_WORDS,
+    MODEL_YAML,
+    TOPOLOGIES,
+    TOPOLOGY_WORDS,
+    Scratch,
+    mutate,
+    read_accelerator,
+    read_model,
+    read_topology,
+    run_reader,
+)
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+CASES = int(os.environ.get("CLUSTERSIM_FUZZ_CASES_PY", "150"))
+FUZZ = settings(
+    max_examples=CASES,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+)
+
+
+@pytest.fixture(scope="module")
+def scratch() -> Scratch:
+    return Scratch()
+
+
+@FUZZ
+@given(st.randoms(use_true_random=False))
+def test_topology_files(rnd: random.Random) -> None:
+    run_reader(read_topology, mutate(rnd, TOPOLOGIES, TOPOLOGY_WORDS))
+
+
+@FUZZ
+@given(rnd=st.randoms(use_true_random=False))
+def test_model_files(scratch: Scratch, rnd: random.Random) -> None:
+    if rnd.random() < 0.5:
+        run_reader(lambda t: read_model(scratch, t, ".yaml"), mutate(rnd, MODEL_YAML, MODEL_WORDS))
+    else:
+        run_reader(lambda t: read_model(scratch, t, ".json"), mutate(rnd, MODEL_JSON, MODEL_WORDS))
+
+
+@FUZZ
+@given(rnd=st.randoms(use_true_random=False))
+def test_accelerator_files(scratch: Scratch, rnd: random.Random) -> None:
+    run_reader(lambda t: read_accelerator(scratch, t), mutate(rnd, ACCELERATORS, ACCELERATOR_WORDS))
+
+
+def test_seeds_are_accepted(scratch: Scratch) -> None:
+    # A campaign whose seeds are refused tests only the first checks.
+    for text in TOPOLOGIES:
+        assert run_reader(read_topology, text) == "accepted"
+    for text in MODEL_YAML:
+        assert run_reader(lambda t: read_model(scratch, t, ".yaml"), text) == "accepted"
+    for text in MODEL_JSON:
+        assert run_reader(lambda t: read_model(scratch, t, ".json"), text) == "accepted"
+    for text in ACCELERATORS:
+        assert run_reader(lambda t: read_accelerator(scratch, t), text) == "accepted"
+
+
+def refusal(read, text: str) -> str:
+    with pytest.raises(InputError) as e:
+        read(text)
+    return str(e.value)
+
+
+def test_found_topology_inputs() -> None:
+    # A Unicode digit passed str.isdigit() and then int() raised ValueError (a traceback); the
+    # engine parses SimAI files now.
+    text = "5 ① 0 3 4 A100\n2\n3 4\n0 2 100Gbps 0.001ms 0\n"
+    assert refusal(read_topology, text) == "in.txt:1: gpus_per_server: '①' is not a whole number"
+    # A header of no GPUs was refused without a line or field.
+    assert refusal(read_topology, "0 2 0 0 0 A100\n\n") == "in.txt:1: nodes: no GPU: all 0 nodes are switches"
+    # 4294967296 nodes were allocated (MemoryError) before a link was read.
+    text = "4294967296 1 0 3 4 A100\n2\n3 4\n0 2 100Gbps 0.001ms 0\n"
+    assert refusal(read_topology, text) == "in.txt:1: nodes: '4294967296' is not a whole number"
+
+
+def test_found_model_inputs() -> None:
+    def error(text: str, suffix: str = ".yaml") -> str:
+        with pytest.raises(InputError) as e:
+            read_model(Scratch(), text, suffix)
+        return "m" + suffix + str(e.value).split("model" + suffix, 1)[1]
+
+    base = MODEL_YAML[0]
+    # Each of these was a traceback (TypeError, KeyError) or a message of the engine's internal JSON.
+    assert error("-0.5") == "m.yaml:1: (top level): expected a mapping of names to entries"
+    assert error("-0.5", ".json") == "m.json:1: (top level): expected an object of model fields"
+    assert (
+        error(base.replace("family: llama", "family: mla"))
+        == "m.yaml:1: family: must be gpt or llama, got 'mla'"
+    )
+    assert error(base.replace("heads: 4", "heads: 0")) == "m.yaml:4: heads: must be from 1 to 256, got 0"
+    assert error(base.replace("ffn: 512", "ffn: x")) == "m.yaml:6: ffn: must be a whole number, got 'x'"
+    assert error(base.replace("vocab: 1000", "vocab: \x0b")).startswith("m.yaml:7: YAML: not valid YAML: ")
+    gpt2 = MODEL_JSON[4].replace('"n_embd": 256, ', "")
+    assert error(gpt2, ".json") == "m.json: hidden: missing (a model needs " + ", ".join(REQUIRED) + ")"
+    hf = MODEL_JSON[2].replace('"num_local_experts": 4', '"num_local_experts": "num_attention_heads"')
+    assert (
+        error(hf, ".json") == "m.json:3: num_local_experts: must be a whole number, got 'num_attention_heads'"
+    )
+    hf = MODEL_JSON[1].replace('"model_type": "llama"', '"model_type": 18446744073709551616')
+    assert error(hf, ".json") == "m.json:1: model_type: 18446744073709551616 is not a supported architecture"
+    # Found by the full campaign: a null max_position_embeddings (TypeError), and an unknown
+    # field of .inf in moe (the engine's internal JSON in the message).
+    hf = MODEL_JSON[2].replace('"max_position_embeddings": 256', '"max_position_embeddings": null')
+    assert run_reader(lambda t: read_model(Scratch(), t, ".json"), hf) == "accepted"
+    moe = MODEL_YAML[1].replace("shared_experts: 1", "shared_ex:perts: .inf")
+    assert error(moe).startswith("m.yaml:3: moe: unknown field 'shared_ex:perts' (valid: experts, topk, ")
+    moe = MODEL_YAML[1].replace("shared_experts: 1", "shared_experts: ")
+    assert error(moe) == "m.yaml:3: moe.shared_experts: must be a whole number, got None"
+
+
+def test_found_accelerator_inputs() -> None:
+    def error(text: str) -> str:
+        with pytest.raises(InputError) as e:
+            read_accelerator(Scratch(), text)
+        return str(e.value).split("acc.yaml", 1)[1]
+
+    base = ACCELERATORS[0]
+    # Tracebacks (KeyError, TypeError, ValueError) and messages of the engine's internal JSON.
+    assert (
+        error(base.replace("  nvlink_busbw: 100\n", "")) == ": nvlink_busbw: missing in accelerator 'my-gpu'"
+    )
+    assert (
+        error(base.replace("hbm_tbps: 1.5", "hbm_tbps: "))
+        == ":5: hbm_tbps: must be a finite number, got None"
+    )
+    assert (
+        error(base.replace("hbm_tbps: 1.5", "hbm_tbps: 0")) == ":5: hbm_tbps: must be from 1e-6 to 1e9, got 0"
+    )
+    assert error("my-gpu:\n  matmul_tflop\n") == ":1: my-gpu: expected a mapping of fields"
+    assert error(base.replace("my-gpu", "&a")).startswith(": my-gpu: unknown name (valid: ")
+    curve = base.replace("[0, 0.1]]", "[0, 2]]")
+    assert error(curve) == ":8: matmul_efficiency: point 2: efficiency 2 must be from 1e-6 to 1"
