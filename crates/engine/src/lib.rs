@@ -3,6 +3,7 @@
 
 pub mod analytical;
 pub mod collective;
+pub mod driver;
 pub mod due;
 pub mod error;
 pub mod executor;

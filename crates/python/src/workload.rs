@@ -3,8 +3,7 @@
 //! Conversion only.
 
 use clustersim_engine::analytical::ratio::RatioTables;
-use clustersim_engine::analytical::Analytical;
-use clustersim_engine::executor::Executor;
+use clustersim_engine::driver::{simulate, Backend};
 use clustersim_engine::platform::Placement;
 use clustersim_engine::simai::build::{BuildOptions, Overlap, SimaiWorkload};
 use clustersim_engine::simai::file::WorkloadFile;
@@ -154,9 +153,9 @@ fn simulate_workload<'py>(
     };
     let exec = py
         .detach(|| {
-            let mut model =
-                Analytical::new(cost_model(&cfg, w.world_size()), Placement::servers(w.world_size(), gpus_per_server));
-            Executor::new(&w).and_then(|e| e.run(&mut model, &mut |_| true))
+            let cost = cost_model(&cfg, w.world_size());
+            let backend = Backend::Analytical { cost, placement: Placement::servers(w.world_size(), gpus_per_server) };
+            simulate(&w, backend, &mut |_| true).map(|s| s.execution)
         })
         .map_err(engine_err)?;
     let d = PyDict::new(py);

@@ -20,8 +20,8 @@ use crate::collective::cost::Links;
 use crate::collective::nccl::Arch;
 use crate::collective::GroupTopo;
 use crate::collective::{Algorithm, Protocol};
+use crate::driver::{simulate, Backend};
 use crate::error::{InputError, Result};
-use crate::executor::Executor;
 use crate::layout::{Axis, Layout};
 use crate::platform::routing::Router;
 use crate::platform::{NodeKind, Platform};
@@ -182,7 +182,7 @@ pub fn sweep(topo: Platform, c: Collective, sizes: &[u64], opts: &SweepOptions) 
     let picked: Rc<RefCell<HashMap<u64, (Algorithm, Protocol)>>> = Rc::default();
     let record = picked.clone();
     let tuning = Tuning { options: opts.choose.clone(), channels: opts.channels, qps: opts.qps, seed: opts.seed };
-    let mut net = FlowNetwork::tuned(topo, &tuning, |mut inner| -> Scheduler {
+    let net = FlowNetwork::tuned(topo, &tuning, |mut inner| -> Scheduler {
         Box::new(move |c, g, bytes| {
             let s = inner(c, g, bytes)?;
             record.borrow_mut().insert(bytes, (s.algorithm, s.timing.protocol));
@@ -190,7 +190,7 @@ pub fn sweep(topo: Platform, c: Collective, sizes: &[u64], opts: &SweepOptions) 
         })
     })?;
     let w = sweep_workload(c, n, sizes);
-    let run = Executor::new(&w)?.run(&mut net, &mut |_| true)?;
+    let run = simulate(&w, Backend::FlowNetwork(Box::new(net)), &mut |_| true)?.execution;
     let tl = &run.timelines[0];
     let picked = picked.borrow();
     Ok(sizes

@@ -11,14 +11,12 @@ use crate::analytical::busbw_file::BusbwTable;
 use crate::analytical::ratio::RatioTables;
 use crate::analytical::server_spec::ServerSpec;
 use crate::analytical::simai::{SimaiBuiltin, SimaiBusbwFile};
-use crate::analytical::{Analytical, CollectiveCost};
+use crate::analytical::CollectiveCost;
+use crate::driver::{simulate, Backend, FlowConfig, Simulation};
 use crate::error::{InputError, Result};
-use crate::executor::{Execution, Executor};
-use crate::flow::network::{FlowNetwork, Tuning};
+use crate::executor::Execution;
 use crate::layout::Axis;
-use crate::platform::routing::Routes;
 use crate::platform::Placement;
-use crate::platform::Platform;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunConfig {
@@ -34,23 +32,6 @@ pub struct RunConfig {
     pub lenient: bool,
     /// Simulate communication on this fabric with the flow model instead of in closed form.
     pub flow: Option<FlowConfig>,
-}
-
-/// The flow backend: a fabric, and how collectives become transfers on it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FlowConfig {
-    pub topology: Platform,
-    pub tuning: Tuning,
-    pub routes: Routes,
-}
-
-impl FlowConfig {
-    /// A fresh flow network on this fabric.
-    pub fn network(&self) -> Result<FlowNetwork> {
-        let mut net = FlowNetwork::tuned(self.topology.clone(), &self.tuning, |s| s)?;
-        net.set_routes(self.routes.clone());
-        Ok(net)
-    }
 }
 
 pub struct SimaiRun {
@@ -126,22 +107,18 @@ pub fn run_analytical(
     } else {
         0.0
     };
-    let executor = Executor::new(w)?;
-    let (execution, link_bytes) = match &cfg.flow {
-        None => (executor.run(&mut Analytical::new(cost, placement), progress)?, Vec::new()),
-        Some(f) => {
-            if cfg.compat {
-                return Err(InputError::field(
-                    "command line",
-                    "backend",
-                    "--compat simai is SimAI's analytical model; the flow backend runs in the default mode",
-                ));
-            }
-            let mut net = f.network()?;
-            let execution = executor.run(&mut net, progress)?;
-            (execution, net.carried_bytes().to_vec())
+    let backend = match &cfg.flow {
+        None => Backend::Analytical { cost, placement },
+        Some(_) if cfg.compat => {
+            return Err(InputError::field(
+                "command line",
+                "backend",
+                "--compat simai is SimAI's analytical model; the flow backend runs in the default mode",
+            ))
         }
+        Some(f) => Backend::Flow(f),
     };
+    let Simulation { execution, link_bytes } = simulate(w, backend, progress)?;
     let ropt = ReportOptions {
         run_name: cfg.run_name.clone(),
         compat: cfg.compat,

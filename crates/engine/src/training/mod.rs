@@ -14,16 +14,16 @@ use serde::{Deserialize, Serialize};
 
 use crate::analytical::alpha_beta::{AlphaBeta, Bandwidths};
 use crate::analytical::server_spec::{GpuType, NicType, ServerSpec};
-use crate::analytical::Analytical;
+
 use crate::collective::choose::Options;
+use crate::driver::{simulate, Backend, FlowConfig};
 use crate::error::{InputError, Result};
-use crate::executor::{Execution, Executor};
+use crate::executor::Execution;
 use crate::exposure::exposure;
 use crate::flow::network::Tuning;
 use crate::flow::sweep::{algorithm_option, protocol_option};
 use crate::platform::routing::Routes;
 use crate::platform::{Platform, Routing};
-use crate::simai::run::FlowConfig;
 use crate::workload::{OpKind, Workload};
 use hardware::Accelerator;
 use memory::{memory, Memory};
@@ -178,9 +178,8 @@ pub fn run_training(input: &TrainingInput, progress: &mut dyn FnMut(f64) -> bool
     }
     let generated = generate::generate(model, plan, acc, input.flash_attention)?;
     let w = &generated.workload;
-    let executor = Executor::new(w)?;
-    let exec = match &input.fabric {
-        None => executor.run(&mut Analytical::new(Box::new(network_cost(input)?), plan.placement()), progress)?,
+    let config = match &input.fabric {
+        None => None,
         Some(f) => {
             let cfg = f.config()?;
             let topo = &cfg.topology;
@@ -197,9 +196,14 @@ pub fn run_training(input: &TrainingInput, progress: &mut dyn FnMut(f64) -> bool
                     ),
                 ));
             }
-            executor.run(&mut cfg.network()?, progress)?
+            Some(cfg)
         }
     };
+    let backend = match &config {
+        None => Backend::Analytical { cost: Box::new(network_cost(input)?), placement: plan.placement() },
+        Some(cfg) => Backend::Flow(cfg),
+    };
+    let exec = simulate(w, backend, progress)?.execution;
     let iteration_ns = exec.end_ns;
     let (parts, layers) = breakdown(w, &exec);
     let (params, active) = model.params();
@@ -237,8 +241,8 @@ pub fn layer_seconds(input: &TrainingInput) -> Result<(f64, f64)> {
         }
     }
     let (w, fwd_end) = generate::single_layer(model, plan, &input.accelerator, input.flash_attention);
-    let mut network = Analytical::new(Box::new(network_cost(input)?), plan.placement());
-    let exec = Executor::new(&w)?.run(&mut network, &mut |_| true)?;
+    let backend = Backend::Analytical { cost: Box::new(network_cost(input)?), placement: plan.placement() };
+    let exec = simulate(&w, backend, &mut |_| true)?.execution;
     let fwd = exec.timelines[0].end[fwd_end as usize];
     Ok((fwd / 1e9, (exec.end_ns - fwd) / 1e9))
 }
@@ -306,7 +310,8 @@ mod tests {
     use super::model::Family;
     use super::plan::{DataParallel, Recompute};
     use super::*;
-    use crate::analytical::{CollectiveCost, GroupShape};
+    use crate::analytical::{Analytical, CollectiveCost, GroupShape};
+    use crate::executor::Executor;
     use crate::platform::Placement;
     use crate::workload::Collective;
 

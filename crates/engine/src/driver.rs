@@ -1,0 +1,63 @@
+//! The one driver: a workload on a network model gives an execution. Every front end
+//! (`analytical` and `run` for SimAI files, `train` for Megatron plans, `collective` for
+//! nccl-tests sweeps, and the Python API through them) picks its [`Backend`] and calls
+//! [`simulate`]; nothing else runs the executor.
+
+use crate::analytical::{Analytical, CollectiveCost};
+use crate::error::Result;
+use crate::executor::{Execution, Executor};
+use crate::flow::network::{FlowNetwork, Tuning};
+use crate::platform::routing::Routes;
+use crate::platform::{Placement, Platform};
+use crate::workload::Workload;
+
+/// The flow backend: a fabric, and how collectives become transfers on it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlowConfig {
+    pub topology: Platform,
+    pub tuning: Tuning,
+    pub routes: Routes,
+}
+
+impl FlowConfig {
+    /// A fresh flow network on this fabric.
+    pub fn network(&self) -> Result<FlowNetwork> {
+        let mut net = FlowNetwork::tuned(self.topology.clone(), &self.tuning, |s| s)?;
+        net.set_routes(self.routes.clone());
+        Ok(net)
+    }
+}
+
+/// Which network model prices the communication.
+pub enum Backend<'a> {
+    /// Closed-form prices ([`Analytical`]) with ranks placed by `placement`.
+    Analytical { cost: Box<dyn CollectiveCost>, placement: Placement },
+    /// Max-min fair flows on a fabric.
+    Flow(&'a FlowConfig),
+    /// A flow network built by the caller (a sweep that watches the tuner's choices).
+    FlowNetwork(Box<FlowNetwork>),
+}
+
+/// An execution, and the bytes each directed link of the fabric carried (flow backends only).
+pub struct Simulation {
+    pub execution: Execution,
+    pub link_bytes: Vec<f64>,
+}
+
+/// Run `w` on `backend`; `progress(fraction)` returning false stops the run.
+pub fn simulate(w: &Workload, backend: Backend<'_>, progress: &mut dyn FnMut(f64) -> bool) -> Result<Simulation> {
+    let executor = Executor::new(w)?;
+    match backend {
+        Backend::Analytical { cost, placement } => {
+            let execution = executor.run(&mut Analytical::new(cost, placement), progress)?;
+            Ok(Simulation { execution, link_bytes: Vec::new() })
+        }
+        Backend::Flow(config) => run_flow(&executor, config.network()?, progress),
+        Backend::FlowNetwork(net) => run_flow(&executor, *net, progress),
+    }
+}
+
+fn run_flow(executor: &Executor, mut net: FlowNetwork, progress: &mut dyn FnMut(f64) -> bool) -> Result<Simulation> {
+    let execution = executor.run(&mut net, progress)?;
+    Ok(Simulation { execution, link_bytes: net.carried_bytes().to_vec() })
+}
