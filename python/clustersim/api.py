@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from clustersim.analytical import AnalyticalResult, simulate
@@ -204,76 +205,49 @@ PLAN_OPTIONS = (
 
 
 def plan_options(
-    model: str | os.PathLike[str] | dict[str, Any],
-    *,
-    gpus: int,
-    gbs: int,
-    gpu: str = "h100",
-    accelerators: str | os.PathLike[str] | None = None,
-    tp: int = 1,
-    pp: int = 1,
-    ep: int = 1,
-    cp: int = 1,
-    vpp: int = 1,
-    mbs: int = 1,
-    seq: int | None = None,
-    sp: bool = False,
-    first_stage_layers: int | None = None,
-    last_stage_layers: int | None = None,
-    dist_opt: bool = False,
-    zero: int | None = None,
-    recompute: str = "none",
-    no_flash_attn: bool = False,
-    gpus_per_server: int = 8,
-    nics_per_server: int | None = None,
-    nic_busbw: float | None = None,
-    layers: int | None = None,
-    hidden: int | None = None,
-    heads: int | None = None,
-    kv_heads: int | None = None,
-    ffn: int | None = None,
-    vocab: int | None = None,
-    experts: int | None = None,
-    topk: int | None = None,
+    model: str | os.PathLike[str] | dict[str, Any], **options: Any
 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """(model, accelerator, plan keyword arguments of `clustersim.training`) from the options of
-    `clustersim train` and `workload generate`."""
+    `clustersim train` and `workload generate`: every name of PLAN_OPTIONS but `model` (their
+    defaults are `train`'s)."""
     from clustersim.catalog import lookup
     from clustersim.models import resolve
 
-    if dist_opt and zero:
+    o = SimpleNamespace(**options)
+
+    if o.dist_opt and o.zero:
         raise InputError("command line: --dist-opt: cannot be combined with --zero")
-    shape = {"layers": layers, "hidden": hidden, "heads": heads, "kv_heads": kv_heads, "ffn": ffn}
-    shape["vocab"] = vocab
+    shape = {"layers": o.layers, "hidden": o.hidden, "heads": o.heads, "kv_heads": o.kv_heads, "ffn": o.ffn}
+    shape["vocab"] = o.vocab
     spec = dict(model) if isinstance(model, dict) else resolve(os.fspath(model), shape)
     if isinstance(model, dict):
         spec.update({k: v for k, v in shape.items() if v is not None})
         spec.setdefault("name", "model")
-    if experts or topk:
+    if o.experts or o.topk:
         moe = dict(spec.get("moe") or {"expert_ffn": spec["ffn"], "topk": 1, "experts": 1})
-        moe.update({k: v for k, v in (("experts", experts), ("topk", topk)) if v})
+        moe.update({k: v for k, v in (("experts", o.experts), ("topk", o.topk)) if v})
         spec["moe"] = moe
-    acc = lookup("accelerators", gpu, None if accelerators is None else os.fspath(accelerators))
+    acc = lookup("accelerators", o.gpu, None if o.accelerators is None else os.fspath(o.accelerators))
     plan = dict(
-        gpus=gpus,
+        gpus=o.gpus,
         accelerator=acc,
-        tp=tp,
-        pp=pp,
-        vpp=vpp,
-        ep=ep,
-        cp=cp,
-        mbs=mbs,
-        gbs=gbs,
-        seq=seq,
-        sp=sp,
-        dp="distributed_optimizer" if dist_opt else f"zero{zero}" if zero else "ddp",
-        recompute=recompute,
-        flash_attention=not no_flash_attn,
-        gpus_per_server=gpus_per_server,
-        nics_per_server=nics_per_server,
-        nic_busbw=nic_busbw,
-        first_stage_layers=first_stage_layers,
-        last_stage_layers=last_stage_layers,
+        tp=o.tp,
+        pp=o.pp,
+        vpp=o.vpp,
+        ep=o.ep,
+        cp=o.cp,
+        mbs=o.mbs,
+        gbs=o.gbs,
+        seq=o.seq,
+        sp=o.sp,
+        dp="distributed_optimizer" if o.dist_opt else f"zero{o.zero}" if o.zero else "ddp",
+        recompute=o.recompute,
+        flash_attention=not o.no_flash_attn,
+        gpus_per_server=o.gpus_per_server,
+        nics_per_server=o.nics_per_server,
+        nic_busbw=o.nic_busbw,
+        first_stage_layers=o.first_stage_layers,
+        last_stage_layers=o.last_stage_layers,
     )
     return spec, acc, plan
 
