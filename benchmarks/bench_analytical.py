@@ -35,7 +35,8 @@ from typing import Any, NamedTuple
 from results import write_section
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = REPO.parent / "shared" / "data"
+# In the repository: SimAI's example workload and busbw file, and SimAI's reference CSVs.
+IN_REPO = (REPO / "examples", REPO / "tests" / "data" / "simai" / "reference")
 RESULTS = REPO / "benchmarks" / "RESULTS.md"
 
 TARGET_CPU_S = 0.1
@@ -89,26 +90,26 @@ class Case(NamedTuple):
     name: str  # "auto" (built-in bandwidth model) or "busbw" (a busbw.yaml)
     compat: bool
     prefix: str  # the -r prefix; its name is the run name in the CSV
-    reference: str | None  # reference CSV in <data>/simai/reference (compat mode only)
+    reference: str | None  # SimAI's reference CSV (compat mode only)
 
     @property
     def label(self) -> str:
         return f"{self.name}, {'--compat simai' if self.compat else 'default mode'}"
 
-    def cli_args(self, simai: Path, out: Path) -> list[str]:
-        args = ["analytical", "-w", str(simai / "workload_analytical.txt"), "-g", "9216"]
+    def cli_args(self, inputs: Path, out: Path) -> list[str]:
+        args = ["analytical", "-w", str(inputs / "workload_analytical.txt"), "-g", "9216"]
         if self.name == "auto":
             args += ["-nv", "360", "-nic", "48.5", "-n_p_s", "8", "-g_p_s", "8", "-r", f"{out}/{self.prefix}"]
         else:
-            args += ["-g_p_s", "8", "-r", f"{out}/{self.prefix}", "-busbw", str(simai / "busbw.yaml")]
+            args += ["-g_p_s", "8", "-r", f"{out}/{self.prefix}", "-busbw", str(inputs / "busbw.yaml")]
         return args + (["--compat", "simai"] if self.compat else [])
 
-    def api_kwargs(self, simai: Path) -> dict[str, Any]:
-        kw: dict[str, Any] = {"workload": str(simai / "workload_analytical.txt"), "gpus": 9216}
+    def api_kwargs(self, inputs: Path) -> dict[str, Any]:
+        kw: dict[str, Any] = {"workload": str(inputs / "workload_analytical.txt"), "gpus": 9216}
         if self.name == "auto":
             kw |= {"nvlink_busbw": 360.0, "nic_busbw": 48.5, "nics_per_server": 8, "gpus_per_server": 8}
         else:
-            kw |= {"gpus_per_server": 8, "busbw": str(simai / "busbw.yaml")}
+            kw |= {"gpus_per_server": 8, "busbw": str(inputs / "busbw.yaml")}
         return kw | {"run_name": self.prefix, "compat": "simai" if self.compat else None}
 
 
@@ -228,7 +229,7 @@ def check_csv(case: Case, got: bytes, reference_dir: Path, where: str) -> None:
 
 
 def bench_cli(
-    case: Case, runner: list[str], simai: Path, runs: int, warmup: int, tmp: Path
+    case: Case, runner: list[str], inputs: Path, reference: Path, runs: int, warmup: int, tmp: Path
 ) -> dict[str, Any]:
     """Whole-process runs (the exact command) and --json runs (the engine's simulate_seconds)."""
     csv = tmp / f"{case.prefix}EndToEnd.csv"
@@ -237,11 +238,11 @@ def bench_cli(
     for i in range(warmup + runs):
         for json_flag in (False, True):
             csv.unlink(missing_ok=True)
-            cmd = runner + case.cli_args(simai, tmp) + (["--json"] if json_flag else [])
+            cmd = runner + case.cli_args(inputs, tmp) + (["--json"] if json_flag else [])
             run = spawn(cmd, tmp)
             if not csv.is_file():
                 raise BenchError(f"{case.label}: no CSV written at {csv}")
-            check_csv(case, csv.read_bytes(), simai / "reference", "clustersim analytical")
+            check_csv(case, csv.read_bytes(), reference, "clustersim analytical")
             if i < warmup:
                 continue
             if json_flag:
@@ -251,13 +252,13 @@ def bench_cli(
     return {"runs": plain, "engine_s": engine}
 
 
-def bench_in_process(case: Case, simai: Path, runs: int, warmup: int) -> dict[str, Any]:
-    cmd = [sys.executable, "-c", IN_PROCESS, json.dumps(case.api_kwargs(simai)), str(warmup), str(runs)]
+def bench_in_process(case: Case, inputs: Path, reference: Path, runs: int, warmup: int) -> dict[str, Any]:
+    cmd = [sys.executable, "-c", IN_PROCESS, json.dumps(case.api_kwargs(inputs)), str(warmup), str(runs)]
     res = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if res.returncode != 0:
         raise BenchError(f"{case.label}: in-process clustersim.simulate() failed:\n{res.stderr}")
     doc = json.loads(res.stdout)
-    check_csv(case, doc["csv"].encode(), simai / "reference", "clustersim.simulate()")
+    check_csv(case, doc["csv"].encode(), reference, "clustersim.simulate()")
     return doc
 
 
@@ -385,7 +386,7 @@ How it is measured:
   this one also includes reading and parsing the files, formatting the CSV and building the Python
   result).
 - **Correctness**: in `--compat simai` mode the CSV must be byte-identical to SimAI_analytical's
-  output in `shared/data/simai/reference/`, else the benchmark fails.
+  output in `tests/data/simai/reference/`, else the benchmark fails.
 - The machine is small and noisy, so every figure is the median of the runs, with min–max.
 
 Targets (from the project's issue): whole process ≤ 0.1 s CPU and ≤ 100 MB RSS; the simulation
@@ -397,7 +398,7 @@ QUOTED = """
 
 ### SimAI_analytical, for comparison (quoted, not measured by us)
 
-Figures quoted from the project's issue and `shared/data/simai/reference/README.md`; we did not
+Figures quoted from the project's issue and `tests/data/simai/reference/README.md`; we did not
 build or run SimAI_analytical for this benchmark:
 
 | build | CPU per run | memory |
@@ -411,7 +412,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=5, help="timed runs per case (default 5)")
     ap.add_argument("--warmup", type=int, default=1, help="untimed runs per case first (default 1)")
-    ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help=f"data folder (default {DEFAULT_DATA})")
+    ap.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help="a folder holding simai/ (workload, busbw.yaml, reference/); default: examples/, tests/data",
+    )
     ap.add_argument("--write", action="store_true", help=f"update the analytical section of {RESULTS}")
     ap.add_argument("--results", type=Path, default=RESULTS, help="the results file --write updates")
     ap.add_argument("--strict", action="store_true", help="exit with status 3 if a target is missed")
@@ -420,9 +426,10 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--runs must be >= 1 and --warmup >= 0")
     if not hasattr(os, "wait4") or not hasattr(os, "posix_spawn"):
         ap.error("needs os.wait4 and os.posix_spawn (Linux or macOS)")
-    simai = args.data / "simai"
-    needed = [simai / "workload_analytical.txt", simai / "busbw.yaml"]
-    needed += [simai / "reference" / c.reference for c in CASES if c.reference]
+    simai = None if args.data is None else args.data / "simai"
+    inputs, reference = IN_REPO if simai is None else (simai, simai / "reference")
+    needed = [inputs / "workload_analytical.txt", inputs / "busbw.yaml"]
+    needed += [reference / c.reference for c in CASES if c.reference]
     missing = [str(p) for p in needed if not p.is_file()]
     if missing:
         ap.error("missing data files (use --data): " + ", ".join(missing))
@@ -458,12 +465,12 @@ def main(argv: list[str] | None = None) -> int:
                 data["baselines"].append((label, (*stats, Stats.of([r.wall_s for r in rs]))))
                 print(f"{label}: CPU {stats[0].median:.3f} s, RSS {stats[1].median:.1f} MB", file=sys.stderr)
             for case in CASES:
-                cli = bench_cli(case, runner, simai, args.runs, args.warmup, tmp)
+                cli = bench_cli(case, runner, inputs, reference, args.runs, args.warmup, tmp)
                 rs = cli["runs"]
                 floors += [r.floor_mb for r in rs]
                 cpu, rss = Stats.of([r.cpu_s for r in rs]), Stats.of([r.rss_mb for r in rs])
                 data["cli"].append((case.label, (cpu, rss, Stats.of([r.wall_s for r in rs]))))
-                api = bench_in_process(case, simai, args.runs, args.warmup)
+                api = bench_in_process(case, inputs, reference, args.runs, args.warmup)
                 imports.append(api["import_seconds"])
                 firsts.append(api["first_seconds"])
                 data["version"], data["installed"] = api["version"], str(Path(api["file"]).parent)
