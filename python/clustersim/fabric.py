@@ -44,9 +44,9 @@ def template(spec: str) -> tuple[str, int | None] | None:
     return names[name.lower()], int(count) if count else None
 
 
-def is_platform_file(path: str | os.PathLike[str]) -> bool:
-    """Whether a file is a platform file (its first statement is `node`), not a SimAI file."""
-    for line in read_text(path, "topology").splitlines():
+def is_platform_text(text: str) -> bool:
+    """Whether topology text is a platform file's (its first statement is `node`), not SimAI's."""
+    for line in text.splitlines():
         words = line.split("#", 1)[0].split()
         if words:
             return words[0] == "node"
@@ -73,7 +73,7 @@ def load_topology(spec: str | os.PathLike[str] | Topology | Platform) -> Topolog
             f"--topology {spec}: no such file"
             f" (or give a template: {', '.join(TEMPLATES)}, fat-tree, as NAME[:GPUS])"
         )
-    if is_platform_file(spec):
+    if is_platform_text(read_text(spec, "topology")):
         from clustersim.platform import read_platform
 
         return read_platform(spec)
@@ -82,8 +82,9 @@ def load_topology(spec: str | os.PathLike[str] | Topology | Platform) -> Topolog
 
 def gpu_count(topology: Topology | Platform) -> int:
     """GPUs (ranks) of a loaded fabric."""
-    ranks = getattr(topology, "ranks", None)
-    return ranks if isinstance(ranks, int) else topology.num_gpus
+    from clustersim import _engine
+
+    return topology.ranks if isinstance(topology, _engine.Platform) else topology.num_gpus
 
 
 def fabric_text(spec: str | os.PathLike[str] | Topology) -> str:
@@ -174,9 +175,10 @@ def fabric_document(
     from `env` (default: the process environment); `qps` queue pairs per connection
     (NCCL_IB_QPS_PER_CONNECTION, 0 = 1), each hashed on its own, and `routing` "ecmp" (per-flow
     hashing) or "spray" (per-packet spraying / adaptive routing, as Spectrum-X does)."""
+    text = fabric_text(topology)
     doc = {
         "path": str(topology) if isinstance(topology, (str, os.PathLike)) else "topology",
-        "topology": fabric_text(topology),
+        "topology": text,
         "algorithm": algorithm,
         "channels": channels,
         "seed": seed,
@@ -185,11 +187,7 @@ def fabric_document(
     }
     if routes is not None:
         doc |= {"routes": read_text(routes, "routes file"), "routes_path": str(routes)}
-    if (
-        isinstance(topology, (str, os.PathLike))
-        and template(str(topology)) is None
-        and is_platform_file(topology)
-    ):
+    if is_platform_text(text):
         from clustersim.platform import accelerator_names
 
         doc["accelerators"] = accelerator_names()

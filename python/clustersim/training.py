@@ -118,7 +118,7 @@ def input_document(
         "trace": trace,
     }
     if topology is not None:
-        # The flow backend: communication becomes transfers on this fabric (a SimAI topology file).
+        # The flow backend: communication becomes transfers on this fabric (a SimAI or platform file).
         doc["fabric"] = fabric_document(
             topology,
             algorithm=algorithm,

@@ -167,12 +167,13 @@ pub(crate) fn sweep_workload(c: Collective, n: u32, sizes: &[u64]) -> Workload {
 
 /// Run collective `c` of each S in `sizes` (bytes, nccl-tests convention) over the fabric.
 pub fn sweep(topo: Platform, c: Collective, sizes: &[u64], opts: &SweepOptions) -> Result<Vec<SweepPoint>> {
-    let n = opts.ranks.unwrap_or(topo.gpus);
-    if n == 0 || n > topo.gpus {
+    let gpus = topo.placement.ranks();
+    let n = opts.ranks.unwrap_or(gpus);
+    if n == 0 || n > gpus {
         return Err(InputError::field(
             "sweep",
             "ranks",
-            format!("must be from 1 to the fabric's {} GPUs, got {n}", topo.gpus),
+            format!("must be from 1 to the fabric's {gpus} GPUs, got {n}"),
         ));
     }
     if sizes.is_empty() {

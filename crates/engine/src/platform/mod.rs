@@ -187,7 +187,6 @@ impl Routing {
 pub struct Platform {
     pub kinds: Vec<NodeKind>,
     pub links: Vec<Link>,
-    pub gpus: u32,
     /// Rank → device, scale-up domain and rail.
     pub placement: Placement,
     /// Type of the accelerators that name none (SimAI's gpu_type field, written back unchanged).
@@ -328,7 +327,6 @@ impl Platform {
         let t = Platform {
             kinds,
             links,
-            gpus: placement.ranks(),
             rank_on,
             placement,
             gpu_type: gpu_type.to_string(),

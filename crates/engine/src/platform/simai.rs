@@ -364,7 +364,7 @@ mod tests {
     #[test]
     fn parses_the_generator_layout() {
         let t = Platform::parse_simai("t.txt", SMALL).unwrap();
-        assert_eq!((t.gpus, t.placement.largest_domain(), t.node_count(), t.links.len()), (4, 2, 7, 16));
+        assert_eq!((t.placement.ranks(), t.placement.largest_domain(), t.node_count(), t.links.len()), (4, 2, 7, 16));
         assert_eq!(t.kinds[4..], [NodeKind::NvSwitch, NodeKind::NvSwitch, NodeKind::Switch]);
         assert_eq!(t.nvswitches(1), &[5]);
         let l = t.links[3];
