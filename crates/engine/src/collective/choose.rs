@@ -20,8 +20,9 @@ use super::{schedule, schedule_grained, valid_algorithms, Algorithm, Grain, Grou
 use crate::error::InputError;
 use crate::workload::Collective;
 
-/// How to choose; `Default` is SimAI's defaults (NCCL latencies, NVLS / PXN / NVLS tree off).
-#[derive(Debug, Clone, Default, PartialEq)]
+/// How to choose; `Default` is NCCL's defaults (its latencies; point-to-point PXN on) with
+/// SimAI's AS_* switches off (NVLS / PXN / NVLS tree as tuner candidates).
+#[derive(Debug, Clone, PartialEq)]
 pub struct Options {
     /// `AS_SEND_LAT`, µs per transfer step; None: NCCL's latency model.
     pub send_lat_us: Option<f64>,
@@ -35,6 +36,24 @@ pub struct Options {
     pub algorithm: Option<Algorithm>,
     /// `NCCL_PROTO`: run this protocol (the algorithm must support it).
     pub protocol: Option<Protocol>,
+    /// `NCCL_P2P_PXN_LEVEL` = 2, NCCL's default since 2.12: point-to-point traffic between
+    /// servers (all-to-all, which NCCL builds from sends and receives) always leaves through the
+    /// source server's GPU on the destination's rail; 0 or 1 (false): sends go direct.
+    pub p2p_pxn: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            send_lat_us: None,
+            nvls_enable: false,
+            pxn_enable: false,
+            nvlstree_enable: false,
+            algorithm: None,
+            protocol: None,
+            p2p_pxn: true,
+        }
+    }
 }
 
 /// The chosen algorithm and protocol, the predicted time, and the schedule to run (its timing set).
@@ -98,15 +117,21 @@ pub fn choose(
     let candidates: Vec<Algorithm> = match opts.algorithm {
         Some(a) => vec![a],
         None => {
-            let spans = g.servers().members.len() > 1;
-            valid_algorithms(c, g)
+            let servers = g.servers().members;
+            let spans = servers.len() > 1;
+            let valid = valid_algorithms(c, g);
+            // NCCL_P2P_PXN_LEVEL=2 relays every all-to-all between servers, where PXN can run it
+            // and a server holds a second GPU to relay through.
+            let relays = spans && servers.iter().any(|m| m.len() > 1);
+            let p2p_pxn = opts.p2p_pxn && relays && c == Collective::AllToAll && valid.contains(&Algorithm::Pxn);
+            valid
                 .into_iter()
                 .filter(|&a| match a {
                     Algorithm::Ring | Algorithm::Tree => true,
-                    Algorithm::Direct => c == Collective::AllToAll,
+                    Algorithm::Direct => c == Collective::AllToAll && !p2p_pxn,
                     Algorithm::Nvls => opts.nvls_enable,
                     Algorithm::NvlsTree => opts.nvlstree_enable,
-                    Algorithm::Pxn => opts.pxn_enable && spans,
+                    Algorithm::Pxn => (opts.pxn_enable && spans) || p2p_pxn,
                     Algorithm::HalvingDoubling | Algorithm::Hierarchical => false,
                 })
                 .collect()
@@ -184,11 +209,18 @@ mod tests {
         let no_tree = Options { nvlstree_enable: false, ..all.clone() };
         let got = pick(AllReduce, &two, 1 << 30, &no_tree).algorithm;
         assert!(matches!(got, Algorithm::Ring | Algorithm::Tree | Algorithm::Pxn), "{got:?}");
+        let direct_p2p = Options { p2p_pxn: false, ..Options::default() };
         for bytes in [1 << 10, 1 << 20, 1 << 30] {
-            for c in [AllReduce, AllGather, AllToAll] {
+            for c in [AllReduce, AllGather] {
                 let got = pick(c, &two, bytes, &Options::default()).algorithm;
-                assert!(matches!(got, Algorithm::Ring | Algorithm::Tree | Algorithm::Direct), "{c:?} {bytes}: {got:?}");
+                assert!(matches!(got, Algorithm::Ring | Algorithm::Tree), "{c:?} {bytes}: {got:?}");
             }
+            // All-to-all between servers: PXN, NCCL's default, even where direct is predicted
+            // faster (NCCL_P2P_PXN_LEVEL=2 does not weigh them); direct with level 0 or 1.
+            assert_eq!(pick(AllToAll, &two, bytes, &Options::default()).algorithm, Algorithm::Pxn);
+            assert_eq!(pick(AllToAll, &two, bytes, &direct_p2p).algorithm, Algorithm::Direct);
+            // Inside one server there is nothing to relay.
+            assert_eq!(pick(AllToAll, &two[..8], bytes, &Options::default()).algorithm, Algorithm::Direct);
         }
     }
 

@@ -97,11 +97,18 @@ pub struct Fabric {
     /// NCCL_PROTO: "auto" (absent) or a protocol name.
     #[serde(default)]
     pub protocol: Option<String>,
+    /// NCCL_P2P_PXN_LEVEL = 2 (NCCL's default): all-to-all between servers goes through PXN.
+    #[serde(default = "nccl_p2p_pxn")]
+    pub p2p_pxn: bool,
     /// A routes file's text and where it came from ([`Routes::parse`]).
     #[serde(default)]
     pub routes: Option<String>,
     #[serde(default)]
     pub routes_path: Option<String>,
+}
+
+fn nccl_p2p_pxn() -> bool {
+    Options::default().p2p_pxn
 }
 
 impl Fabric {
@@ -113,6 +120,7 @@ impl Fabric {
             nvlstree_enable: self.nvlstree,
             algorithm: algorithm_option(&self.algorithm)?,
             protocol: protocol_option(self.protocol.as_deref().unwrap_or("auto"))?,
+            p2p_pxn: self.p2p_pxn,
         };
         Ok(Tuning { options, channels: self.channels, qps: self.qps, seed: self.seed })
     }
