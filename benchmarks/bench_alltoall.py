@@ -1,13 +1,14 @@
 """Time all-to-all-heavy runs on the flow model (issue 9, item 7).
 
-Cases: `clustersim collective alltoall -b 64M -e 64M --topology Spectrum-X:N` for N = 256, 512
-and 1024 with direct sends (NCCL_P2P_PXN_LEVEL=0: every pair its own flow over the spine, the
-hard case; target at 1024: ≤ 5 s) and at 1024 with NCCL's default PXN, and a DeepSeek-V3
-iteration with EP 64 on 2048 H100 (PP 16, first/last stages of 3 and 2 layers, full recompute)
-through `clustersim train -n` on a 2048-GPU Spectrum-X fabric (target ≤ 60 s). Each run is a fresh subprocess: time is the sweep call
-(template building excluded) or the `train` CLI call (reading the fabric file included), wall and
-CPU (the child's own CPU time, which other load on the machine inflates less), RSS the child's
-peak. A run past --timeout is recorded as such. Median of --runs; --no-train leaves DeepSeek out.
+Cases: `clustersim collective alltoall -b 64M -e 64M --topology Spectrum-X:N` for N = 256, 512 and
+1024 with direct sends (NCCL_P2P_PXN_LEVEL=0: every pair its own flow over the spine, the hard
+case; target at 1024: ≤ 5 s) and at 1024 with NCCL's default PXN, and a DeepSeek-V3 iteration with
+EP 64 on 2048 H100 (PP 16, first/last stages of 3 and 2 layers, full recompute) through
+`clustersim train -n` on a 2048-GPU Spectrum-X fabric (target ≤ 60 s). Each run is a fresh
+subprocess: time is the sweep call (template building excluded) or the `train` CLI call (reading
+the fabric file included), wall and CPU (the child's own CPU time, which other load on the machine
+inflates less), RSS the child's peak. A run past --timeout is recorded as such. Median of --runs;
+--no-train leaves DeepSeek out.
 
 Exactness: `flow::reference_tests::the_fast_paths_match_the_plain_per_flow_solve` holds the flow
 model with every fast path on to a plain per-flow max-min reference (all-to-all with ECMP
