@@ -106,7 +106,11 @@ def ray_map(
             ) from None
     local = address == "local"
     ray.init(
-        address=address, num_cpus=workers if local else None, include_dashboard=False, log_to_driver=False
+        address=address,
+        num_cpus=workers if local else None,
+        include_dashboard=False,
+        log_to_driver=False,
+        logging_level="WARNING",
     )
     try:
         task = ray.remote(evaluate)

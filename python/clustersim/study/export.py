@@ -60,10 +60,13 @@ def _cell(value: Any) -> Any:
 
 
 def varying_options(stored: Stored) -> list[str]:
-    """The options that differ between rows, in the order they are first met."""
-    names = list(dict.fromkeys(k for r in stored.rows for k in r.options))
+    """The options that differ between rows, in the order the spec names them."""
+    spec = stored.spec
+    grid = spec.get("grid") or (spec.get("random") or {}).get("grid") or {}
+    named = [*grid, *(k for p in spec.get("points") or [] for k in p)]
+    names = [str(k).replace("-", "_") for k in named] + [k for r in stored.rows for k in r.options]
     first = stored.rows[0].options if stored.rows else {}
-    return [k for k in names if any(r.options.get(k) != first.get(k) for r in stored.rows)]
+    return [k for k in dict.fromkeys(names) if any(r.options.get(k) != first.get(k) for r in stored.rows)]
 
 
 def table(stored: Stored) -> Table:

@@ -15,7 +15,7 @@ import math
 from typing import Any
 
 from clustersim.errors import InputError
-from clustersim.study.export import BREAKDOWN, NOT_PARTS, table
+from clustersim.study.export import BREAKDOWN, NOT_PARTS, table, varying_options
 from clustersim.study.store import Stored
 from clustersim.table import Table
 
@@ -54,7 +54,7 @@ def render(stored: Stored, *, x: str = "gpus", y: str = "throughput", title: str
     everything = table(stored)
     ok = Table({c: [v for v, s in zip(everything[c], everything["status"], strict=True) if s == "ok"]
                 for c in everything.columns})
-    varying = [c for c in everything.columns[3:] if c in {k for r in stored.rows for k in r.options}]
+    varying = varying_options(stored)
     rows = list(ok.rows())
     labels = [label(r, varying) for r in rows]
     front: set[int] = set()
@@ -78,7 +78,7 @@ def render(stored: Stored, *, x: str = "gpus", y: str = "throughput", title: str
             bars = go.Figure()
             for part in parts:
                 name = part.split(".", 1)[-1]
-                bars.add_bar(x=labels, y=ok[part], name=name)
+                bars.add_bar(x=[f"#{r['seq']}" for r in rows], y=ok[part], name=name, hovertext=labels)
             bars.update_layout(barmode="stack", title="Where the time goes", yaxis_title=f"time ({unit})",
                                height=460, xaxis={"type": "category"})
             figures.append(("breakdown", bars))
@@ -124,7 +124,8 @@ def html_table(t: Table, front: set[int]) -> str:
     head = "".join(f"<th>{html.escape(c)}</th>" for c in ["front", *t.columns])
     body = "\n".join(
         "<tr>" + ("<td data-v='1'>★</td>" if r["seq"] in front else "<td data-v='0'></td>")
-        + "".join(cell(r[c]) for c in t.columns) + "</tr>"
+        + "".join(cell(r[c]) if c != "key" else f"<td title='{r[c]}'>{r[c][:12]}</td>" for c in t.columns)
+        + "</tr>"
         for r in t.rows()
     )
     return f"<table id='points' class='sortable'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"

@@ -139,7 +139,7 @@ class Checker:
             raise self.fail("command", f"{what} (valid: {', '.join(COMMANDS)})")
         allowed = command_options(command)
         fixed = self.options(doc.get("fixed") or {}, "fixed", allowed)
-        given = [s for s in SECTIONS if s in doc]
+        given = sorted((s for s in SECTIONS if s in doc), key=lambda s: self.lines.get(s, 0))
         if len(given) != 1:
             raise self.fail(
                 given[1] if given else "command", "give exactly one of grid, points or random"
@@ -212,6 +212,8 @@ class Checker:
         for raw, values in doc.items():
             name = str(raw).replace("-", "_")
             where = f"{field}.{raw}"
+            if name not in allowed:
+                raise self.fail(where, f"unknown option (valid: {', '.join(allowed)})")
             if not isinstance(values, list):
                 raise self.fail(where, f"expected a list of values, got {values!r}")
             if not values:
