@@ -59,19 +59,9 @@ def _cell(value: Any) -> Any:
     return json.dumps(value, sort_keys=True) if isinstance(value, dict) else value
 
 
-def varying_options(stored: Stored) -> list[str]:
-    """The options that differ between rows, in the order the spec names them."""
-    spec = stored.spec
-    grid = spec.get("grid") or (spec.get("random") or {}).get("grid") or {}
-    named = [*grid, *(k for p in spec.get("points") or [] for k in p)]
-    names = [str(k).replace("-", "_") for k in named] + [k for r in stored.rows for k in r.options]
-    first = stored.rows[0].options if stored.rows else {}
-    return [k for k in dict.fromkeys(names) if any(r.options.get(k) != first.get(k) for r in stored.rows)]
-
-
 def table(stored: Stored) -> Table:
     """Every row of the store as flat columns (missing cells are None)."""
-    varying = varying_options(stored)
+    varying = stored.varying
     rows = [row_columns(stored.command, r, varying) for r in stored.rows]
     columns = list(dict.fromkeys(k for r in rows for k in r))
     return Table({c: [r.get(c) for r in rows] for c in columns})

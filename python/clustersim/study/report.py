@@ -15,7 +15,7 @@ import math
 from typing import Any
 
 from clustersim.errors import InputError
-from clustersim.study.export import BREAKDOWN, NOT_PARTS, table, varying_options
+from clustersim.study.export import BREAKDOWN, NOT_PARTS, table
 from clustersim.study.store import Stored
 from clustersim.table import Table
 
@@ -54,7 +54,7 @@ def render(stored: Stored, *, x: str = "gpus", y: str = "throughput", title: str
     everything = table(stored)
     ok = Table({c: [v for v, s in zip(everything[c], everything["status"], strict=True) if s == "ok"]
                 for c in everything.columns})
-    varying = varying_options(stored)
+    varying = stored.varying
     rows = list(ok.rows())
     labels = [label(r, varying) for r in rows]
     front: set[int] = set()

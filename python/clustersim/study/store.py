@@ -4,7 +4,8 @@ keeps every finished point, and re-running it simulates only the others. A row's
 point's (spec.point_key), its primary key: no point can be stored twice.
 
 Tables: `meta(name, value)` holds `format` (STORE_FORMAT), `command`, `spec` (canonical JSON)
-and `clustersim` (the version that created it); `points(key, seq, options, status, result)` with
+`varying` (the options that vary, in the spec's order) and `clustersim` (the version
+that created it); `points(key, seq, options, status, result)` with
 options and result as canonical JSON, status `ok` or `infeasible` (the point's input error,
 e.g. a plan that does not fit in memory, in result.error).
 """
@@ -45,11 +46,12 @@ class Row:
 
 @dataclass(frozen=True)
 class Stored:
-    """A store as read back: its command, spec (as written) and rows in the spec's order."""
+    """A store as read back: its command, spec, the options that vary and rows in the spec's order."""
 
     path: str
     command: str
     spec: dict[str, Any]
+    varying: list[str]
     rows: list[Row]
 
 
@@ -96,7 +98,7 @@ def open_for(spec: Spec, path: str | os.PathLike[str]) -> Iterator[sqlite3.Conne
             conn.execute("BEGIN IMMEDIATE")
             if not conn.execute("SELECT 1 FROM meta LIMIT 1").fetchone():
                 rows = {"format": str(STORE_FORMAT), "command": spec.command, "spec": spec.canonical}
-                rows["clustersim"] = __version__
+                rows |= {"varying": json.dumps(spec.varying), "clustersim": __version__}
                 conn.executemany("INSERT INTO meta VALUES (?, ?)", rows.items())
         values = meta(conn, path)
         if values.get("spec") != spec.canonical:
@@ -137,4 +139,5 @@ def read(path: str | os.PathLike[str]) -> Stored:
         raise InputError(f"{path}: cannot read the store: {e}") from None
     finally:
         conn.close()
-    return Stored(os.fspath(path), values["command"], json.loads(values["spec"]), rows)
+    spec, varying = json.loads(values["spec"]), json.loads(values["varying"])
+    return Stored(os.fspath(path), values["command"], spec, varying, rows)
