@@ -97,7 +97,7 @@ def render(stored: Stored, *, x: str = "gpus", y: str = "throughput", title: str
         summary=html.escape(summary),
         plots=plots or "<p>No feasible point: nothing to plot.</p>",
         table=html_table(everything, {r["seq"] for i, r in enumerate(rows) if i in front}),
-        spec=html.escape(json.dumps(stored.spec, indent=2, sort_keys=False)),
+        spec=html.escape(json.dumps(stored.spec, indent=2), quote=False),
         script=SCRIPT,
     )
 
