@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 from clustersim.study import store
-from clustersim.study.report import pareto_front, render
+from clustersim.study.report import pareto_front
 
 SPEC = """\
 command: train
@@ -25,7 +25,7 @@ grid:
 def test_the_pareto_front_by_hand():
     #        0    1    2    3    4    5    6
     xs = [1.0, 2.0, 2.0, 3.0, 4.0, 4.0, 5.0]
-    ys = [10., 15., 12., 14., 20., 20., 19.]
+    ys = [10.0, 15.0, 12.0, 14.0, 20.0, 20.0, 19.0]
     # 2 loses to 1 (same x, lower y); 3 to 1 (more x, lower y); 5 ties 4 (the first kept); 6 to 4.
     assert pareto_front(xs, ys) == [0, 1, 4]
     assert pareto_front([3.0, 1.0], [1.0, 2.0]) == [1]
@@ -65,7 +65,10 @@ def test_bad_report_axes_are_one_line_errors(swept, run_cli):
     assert code == 2 and err.startswith("clustersim: error: command line: --x: no column 'price' (numeric: ")
     assert not (swept / "r2.html").exists()
     code, _, err = run_cli("report", "nothing.sqlite", "-o", "r2.html", cwd=swept)
-    assert (code, err) == (2, "clustersim: error: nothing.sqlite: no such store (clustersim sweep writes one)\n")
+    assert (code, err) == (
+        2,
+        "clustersim: error: nothing.sqlite: no such store (clustersim sweep writes one)\n",
+    )
 
 
 CHROMIUM = shutil.which("chromium")
@@ -130,7 +133,10 @@ def test_compare_two_train_results_and_two_sweep_points(swept, run_cli):
     lines = {line.split()[0]: line.split() for line in out.splitlines()}
     assert lines["options.pp"][1:3] == [str(stored.rows[3].options["pp"]), str(stored.rows[5].options["pp"])]
     code, _, err = run_cli("compare", "a.json", "s.sqlite:999", cwd=swept)
-    assert (code, err) == (2, "clustersim: error: s.sqlite: point 999: no point of that seq or key in the store\n")
+    assert (code, err) == (
+        2,
+        "clustersim: error: s.sqlite: point 999: no point of that seq or key in the store\n",
+    )
     (swept / "bad.json").write_text('{"a": 1,\n "b": }\n')
     code, _, err = run_cli("compare", "a.json", "bad.json", cwd=swept)
     assert code == 2 and err.startswith("clustersim: error: bad.json:2: JSON: not a JSON result")

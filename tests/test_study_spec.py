@@ -42,7 +42,9 @@ def test_a_point_key_is_the_sha256_of_its_canonical_options(tmp_path):
 
 
 def test_a_random_sample_is_distinct_points_of_its_grid_the_same_on_every_load(tmp_path):
-    text = TRAIN + "random:\n  samples: 7\n  seed: 3\n  grid: {tp: [1, 2, 4, 8], pp: [1, 2], mbs: [1, 2, 4]}\n"
+    text = (
+        TRAIN + "random:\n  samples: 7\n  seed: 3\n  grid: {tp: [1, 2, 4, 8], pp: [1, 2], mbs: [1, 2, 4]}\n"
+    )
     a, b = load_spec(spec(tmp_path, text)), load_spec(spec(tmp_path, text, "b.yaml"))
     picked = [(p.options["tp"], p.options["pp"], p.options["mbs"]) for p in a.points]
     assert picked == [(p.options["tp"], p.options["pp"], p.options["mbs"]) for p in b.points]
@@ -51,8 +53,12 @@ def test_a_random_sample_is_distinct_points_of_its_grid_the_same_on_every_load(t
     other = load_spec(spec(tmp_path, text.replace("seed: 3", "seed: 4"), "c.yaml"))
     assert [p.key for p in other.points] != [p.key for p in a.points]
     every = load_spec(spec(tmp_path, text.replace("samples: 7", "samples: 24"), "d.yaml"))
-    assert {p.key for p in every.points} == {p.key for p in load_spec(spec(tmp_path, TRAIN + (
-        "grid: {tp: [1, 2, 4, 8], pp: [1, 2], mbs: [1, 2, 4]}\n"), "e.yaml")).points}
+    assert {p.key for p in every.points} == {
+        p.key
+        for p in load_spec(
+            spec(tmp_path, TRAIN + ("grid: {tp: [1, 2, 4, 8], pp: [1, 2], mbs: [1, 2, 4]}\n"), "e.yaml")
+        ).points
+    }
 
 
 def test_the_options_are_the_api_functions_keyword_arguments():
@@ -98,7 +104,10 @@ def test_a_bad_command_a_missing_option_and_a_list_in_fixed(tmp_path):
     for text, start in (
         ("command: trian\ngrid: {tp: [1]}\n", ":1: command: unknown command 'trian'"),
         ("command: train\nfixed: {model: llama3-8b}\ngrid: {tp: [1]}\n", ":2: fixed: train needs gpus"),
-        ("command: train\nfixed:\n  model: llama3-8b\n  tp: [1, 2]\ngrid: {pp: [1]}\n", ":4: fixed.tp: a list"),
+        (
+            "command: train\nfixed:\n  model: llama3-8b\n  tp: [1, 2]\ngrid: {pp: [1]}\n",
+            ":4: fixed.tp: a list",
+        ),
     ):
         with pytest.raises(InputError, match="^" + str(tmp_path / "s.yaml").replace(".", r"\.") + start):
             load_spec(spec(tmp_path, text))
@@ -108,9 +117,12 @@ def test_the_cli_reports_a_bad_spec_on_one_line_and_writes_nothing(tmp_path, run
     spec(tmp_path, TRAIN + "grid:\n  tp: [1, 2]\n  microbatch: [1]\n")
     code, out, err = run_cli("sweep", "s.yaml", "--csv", "s.csv")
     assert code == 2 and out == ""
-    assert err == "clustersim: error: s.yaml:5: grid.microbatch: unknown option (valid: " + ", ".join(
-        command_options("train")
-    ) + ")\n"
+    assert (
+        err
+        == "clustersim: error: s.yaml:5: grid.microbatch: unknown option (valid: "
+        + ", ".join(command_options("train"))
+        + ")\n"
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]
 
 
@@ -119,12 +131,20 @@ def test_a_store_of_another_format_or_spec_is_refused(tmp_path, run_cli):
     assert run_cli("sweep", "s.yaml")[0] == 0
     spec(tmp_path, TRAIN + "grid: {tp: [4]}\n", "other.yaml")
     code, _, err = run_cli("sweep", "other.yaml", "-o", "s.sqlite")
-    assert code == 2 and err.startswith("clustersim: error: s.sqlite:1: meta.spec: this store holds a sweep of")
+    assert code == 2 and err.startswith(
+        "clustersim: error: s.sqlite:1: meta.spec: this store holds a sweep of"
+    )
     with sqlite3.connect(tmp_path / "s.sqlite") as conn:
         conn.execute("UPDATE meta SET value = '99' WHERE name = 'format'")
-    for args in (("sweep", "s.yaml"), ("report", "s.sqlite", "-o", "r.html"), ("compare", "s.sqlite:0", "s.sqlite:0")):
+    for args in (
+        ("sweep", "s.yaml"),
+        ("report", "s.sqlite", "-o", "r.html"),
+        ("compare", "s.sqlite:0", "s.sqlite:0"),
+    ):
         code, _, err = run_cli(*args)
-        assert code == 2 and err.startswith("clustersim: error: s.sqlite:1: meta.format: written by an incompatible")
+        assert code == 2 and err.startswith(
+            "clustersim: error: s.sqlite:1: meta.format: written by an incompatible"
+        )
         assert err.count("\n") == 1
     assert not (tmp_path / "r.html").exists()
     (tmp_path / "junk.sqlite").write_text("not a database\n" * 100)

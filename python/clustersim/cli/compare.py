@@ -8,10 +8,11 @@ from clustersim.cli.common import subcommand
 
 EPILOG = """\
 examples:
-  clustersim train --model llama3-8b --gpus 16 --tp 2 --gbs 32 -o a.json
-  clustersim train --model llama3-8b --gpus 16 --tp 4 --gbs 32 -o b.json
-  clustersim compare a.json b.json
-  clustersim compare results/llama3-8b.sqlite:3 results/llama3-8b.sqlite:7    # two points of a sweep"""
+  clustersim train --model llama3-8b --gpus 16 --tp 2 --gbs 32 --dist-opt -o results/a.json
+  clustersim train --model llama3-8b --gpus 16 --tp 4 --gbs 32 --dist-opt -o results/b.json
+  clustersim compare results/a.json results/b.json
+  clustersim sweep examples/sweep_llama3_8b.yaml -o results/llama3-8b.sqlite
+  clustersim compare results/llama3-8b.sqlite:3 results/llama3-8b.sqlite:7 --differences"""
 
 HELP = "print two runs side by side (JSON results, or points STORE:N of sweeps) with their differences"
 
@@ -33,5 +34,9 @@ def main(args: argparse.Namespace) -> int:
     head = ("field", "A", "B", "B − A", "change")
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(5)]
     for r in [head, *rows]:
-        print("  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths, strict=True))))
+        print(
+            "  ".join(
+                v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths, strict=True))
+            )
+        )
     return 0

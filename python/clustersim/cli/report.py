@@ -8,6 +8,7 @@ from clustersim.cli.common import subcommand, wrote
 
 EPILOG = """\
 examples:
+  clustersim sweep examples/sweep_llama3_8b.yaml -o results/llama3-8b.sqlite
   clustersim report results/llama3-8b.sqlite -o results/llama3-8b.html
   clustersim report results/llama3-8b.sqlite -o results/by-memory.html --x memory.total_gb"""
 
@@ -29,7 +30,9 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("results", metavar="RESULTS", help="the SQLite store of clustersim sweep")
     p.add_argument("-o", "--output", required=True, help="the HTML file to write")
     p.add_argument("--x", default="gpus", help="the Pareto plot's cost axis, lower is better (default gpus)")
-    p.add_argument("--y", default="throughput", help="its benefit axis, higher is better (default throughput)")
+    p.add_argument(
+        "--y", default="throughput", help="its benefit axis, higher is better (default throughput)"
+    )
     p.add_argument("--title", help="the page's title")
     p.set_defaults(func=main)
 

@@ -10,7 +10,6 @@ from clustersim.cli.common import add_progress, count, progress_for, subcommand,
 EPILOG = """\
 examples:
   clustersim sweep examples/sweep_llama3_8b.yaml -o results/llama3-8b.sqlite --workers 2 --csv results/llama3-8b.csv
-  clustersim sweep SPEC.yaml --ray local --workers 4        # a local Ray cluster of 4 CPUs
   clustersim report results/llama3-8b.sqlite -o results/llama3-8b.html"""  # noqa: E501
 
 HELP = "simulate every point of a sweep spec (grid, list or random sample over a command's options)"
@@ -30,7 +29,9 @@ def add(sub: argparse._SubParsersAction) -> None:
         epilog=EPILOG,
     )
     p.add_argument("spec", metavar="SPEC", help="the sweep spec (YAML)")
-    p.add_argument("-o", "--store", help="the SQLite store (default: SPEC with the suffix .sqlite)")
+    p.add_argument(
+        "-o", "--output", metavar="STORE", help="the SQLite store (default: SPEC with the suffix .sqlite)"
+    )
     p.add_argument("--workers", type=count, default=1, help="worker processes (default 1: this one)")
     p.add_argument(
         "--ray",
@@ -53,7 +54,7 @@ def main(args: argparse.Namespace) -> int:
     from clustersim.study.spec import load_spec
 
     spec = load_spec(args.spec)
-    path = args.store or str(Path(args.spec).with_suffix(".sqlite"))
+    path = args.output or str(Path(args.spec).with_suffix(".sqlite"))
     if args.parquet:
         export.need_pyarrow(args.parquet)
     progress = progress_for(args, "sweeping")

@@ -27,9 +27,13 @@ def load_run(what: str) -> dict[str, Any]:
         raise InputError(f"{what}: cannot read: {e.strerror}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         line = getattr(e, "lineno", 1)
-        raise InputError(f"{what}:{line}: JSON: not a JSON result (nor STORE:N, a point of a sweep): {e}") from None
+        raise InputError(
+            f"{what}:{line}: JSON: not a JSON result (nor STORE:N, a point of a sweep): {e}"
+        ) from None
     if not isinstance(doc, dict):
-        raise InputError(f"{what}:1: (top level): expected a JSON object, a result of train, run or analytical")
+        raise InputError(
+            f"{what}:1: (top level): expected a JSON object, a result of train, run or analytical"
+        )
     return flatten(doc)
 
 
@@ -37,7 +41,9 @@ def store_point(path: str | os.PathLike[str], which: str) -> dict[str, Any]:
     from clustersim.study import store
 
     stored = store.read(path)
-    rows = [r for r in stored.rows if str(r.seq) == which] or [r for r in stored.rows if r.key.startswith(which)]
+    rows = [r for r in stored.rows if str(r.seq) == which] or [
+        r for r in stored.rows if r.key.startswith(which)
+    ]
     if len(rows) != 1:
         what = "no point" if not rows else f"{len(rows)} points"
         raise InputError(f"{path}: point {which}: {what} of that seq or key in the store")

@@ -35,7 +35,9 @@ def record(command: str, result: Any) -> dict[str, Any]:
     """What is stored of a result: its JSON (`--json`), less per-layer rows and wall times."""
     if command == "collective":
         rows = list(result.rows())
-        return {"op": result.op, "ranks": result.ranks} | rows[-1] | ({"sizes": rows} if len(rows) > 1 else {})
+        return (
+            {"op": result.op, "ranks": result.ranks} | rows[-1] | ({"sizes": rows} if len(rows) > 1 else {})
+        )
     return {k: v for k, v in result.to_dict().items() if k not in NOT_RESULTS}
 
 
@@ -101,9 +103,7 @@ def ray_map(
         try:
             import ray
         except ImportError:
-            raise InputError(
-                "command line: --ray: needs Ray: pip install 'clustersim[ray]'"
-            ) from None
+            raise InputError("command line: --ray: needs Ray: pip install 'clustersim[ray]'") from None
     local = address == "local"
     ray.init(
         address=address,
@@ -120,4 +120,3 @@ def ray_map(
             yield ray.get(finished[0])
     finally:
         ray.shutdown()
-

@@ -24,7 +24,9 @@ NOT_PARTS = ("summary_us.total_us", "summary_us.exposed_comm_us")
 def flatten(doc: Any, prefix: str = "") -> dict[str, Any]:
     """Scalars of a JSON document under dotted paths; a list of [name, value] pairs reads as a
     mapping, a list of scalars as text joined by '; ', other lists are left out."""
-    if isinstance(doc, list) and all(isinstance(x, list) and len(x) == 2 and isinstance(x[0], str) for x in doc):
+    if isinstance(doc, list) and all(
+        isinstance(x, list) and len(x) == 2 and isinstance(x[0], str) for x in doc
+    ):
         doc = dict(doc)
     if isinstance(doc, dict):
         out: dict[str, Any] = {}
@@ -77,7 +79,9 @@ def need_pyarrow(path: str | os.PathLike[str]) -> None:
     try:
         import pyarrow  # noqa: F401
     except ImportError:
-        raise InputError(f"{path}: writing Parquet needs pyarrow: pip install 'clustersim[parquet]'") from None
+        raise InputError(
+            f"{path}: writing Parquet needs pyarrow: pip install 'clustersim[parquet]'"
+        ) from None
 
 
 def write_parquet(t: Table, path: str | os.PathLike[str]) -> None:

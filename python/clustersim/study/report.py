@@ -15,7 +15,7 @@ import math
 from typing import Any
 
 from clustersim.errors import InputError
-from clustersim.study.export import BREAKDOWN, NOT_PARTS, table
+from clustersim.study.export import BREAKDOWN, NOT_PARTS, THROUGHPUT, table
 from clustersim.study.store import Stored
 from clustersim.table import Table
 
@@ -52,8 +52,12 @@ def render(stored: Stored, *, x: str = "gpus", y: str = "throughput", title: str
     from plotly.offline import get_plotlyjs
 
     everything = table(stored)
-    ok = Table({c: [v for v, s in zip(everything[c], everything["status"], strict=True) if s == "ok"]
-                for c in everything.columns})
+    ok = Table(
+        {
+            c: [v for v, s in zip(everything[c], everything["status"], strict=True) if s == "ok"]
+            for c in everything.columns
+        }
+    )
     varying = stored.varying
     rows = list(ok.rows())
     labels = [label(r, varying) for r in rows]
@@ -64,13 +68,31 @@ def render(stored: Stored, *, x: str = "gpus", y: str = "throughput", title: str
         order = pareto_front(xs, ys)
         front = set(order)
         pareto = go.Figure()
-        pareto.add_scatter(x=xs, y=ys, mode="markers", name="points", text=labels, hoverinfo="text+x+y",
-                           marker={"color": "#8aa", "size": 8})
-        pareto.add_scatter(x=[xs[i] for i in order], y=[ys[i] for i in order], mode="lines+markers",
-                           name="Pareto front", text=[labels[i] for i in order], hoverinfo="text+x+y",
-                           line={"shape": "hv", "color": "#c33"}, marker={"size": 11, "symbol": "star"})
-        pareto.update_layout(title=f"{y} vs {x} (Pareto front: lower {x}, higher {y})",
-                             xaxis_title=x, yaxis_title=y, height=460)
+        pareto.add_scatter(
+            x=xs,
+            y=ys,
+            mode="markers",
+            name="points",
+            text=labels,
+            hoverinfo="text+x+y",
+            marker={"color": "#8aa", "size": 8},
+        )
+        pareto.add_scatter(
+            x=[xs[i] for i in order],
+            y=[ys[i] for i in order],
+            mode="lines+markers",
+            name="Pareto front",
+            text=[labels[i] for i in order],
+            hoverinfo="text+x+y",
+            line={"shape": "hv", "color": "#c33"},
+            marker={"size": 11, "symbol": "star"},
+        )
+        pareto.update_layout(
+            title=f"{y} vs {x} (Pareto front: lower {x}, higher {y})",
+            xaxis_title=x,
+            yaxis_title=f"{y} ({THROUGHPUT[stored.command]})" if y == "throughput" else y,
+            height=460,
+        )
         figures.append(("pareto", pareto))
         parts = breakdown_columns(stored.command, ok)
         if parts:
@@ -79,18 +101,24 @@ def render(stored: Stored, *, x: str = "gpus", y: str = "throughput", title: str
             for part in parts:
                 name = part.split(".", 1)[-1]
                 bars.add_bar(x=[f"#{r['seq']}" for r in rows], y=ok[part], name=name, hovertext=labels)
-            bars.update_layout(barmode="stack", title="Where the time goes", yaxis_title=f"time ({unit})",
-                               height=460, xaxis={"type": "category"})
+            bars.update_layout(
+                barmode="stack",
+                title="Where the time goes",
+                yaxis_title=f"time ({unit})",
+                height=460,
+                xaxis={"type": "category"},
+            )
             figures.append(("breakdown", bars))
     config = {"displaylogo": False, "responsive": True}
     plots = "\n".join(
-        f"<div class='plot'>{f.to_html(full_html=False, include_plotlyjs=False, div_id=name, config=config)}</div>"
-        for name, f in figures
+        f.to_html(full_html=False, include_plotlyjs=False, div_id=name, config=config) for name, f in figures
     )
     infeasible = len(everything) - len(ok)
     heading = title or f"clustersim sweep: {stored.spec.get('command', stored.command)} ({stored.path})"
-    summary = (f"{len(everything)} points stored, {len(ok)} feasible, {infeasible} infeasible;"
-               f" {len(front)} on the Pareto front (★).")
+    summary = (
+        f"{len(everything)} points stored, {len(ok)} feasible, {infeasible} infeasible;"
+        f" {len(front)} on the Pareto front (★)."
+    )
     return PAGE.format(
         title=html.escape(heading),
         plotly=get_plotlyjs(),
@@ -123,7 +151,8 @@ def cell(value: Any) -> str:
 def html_table(t: Table, front: set[int]) -> str:
     head = "".join(f"<th>{html.escape(c)}</th>" for c in ["front", *t.columns])
     body = "\n".join(
-        "<tr>" + ("<td data-v='1'>★</td>" if r["seq"] in front else "<td data-v='0'></td>")
+        "<tr>"
+        + ("<td data-v='1'>★</td>" if r["seq"] in front else "<td data-v='0'></td>")
         + "".join(cell(r[c]) if c != "key" else f"<td title='{r[c]}'>{r[c][:12]}</td>" for c in t.columns)
         + "</tr>"
         for r in t.rows()

@@ -141,9 +141,7 @@ class Checker:
         fixed = self.options(doc.get("fixed") or {}, "fixed", allowed)
         given = sorted((s for s in SECTIONS if s in doc), key=lambda s: self.lines.get(s, 0))
         if len(given) != 1:
-            raise self.fail(
-                given[1] if given else "command", "give exactly one of grid, points or random"
-            )
+            raise self.fail(given[1] if given else "command", "give exactly one of grid, points or random")
         section = given[0]
         if section == "grid":
             grid = self.grid(doc["grid"], "grid", allowed)
@@ -190,7 +188,9 @@ class Checker:
             return
         if isinstance(value, (list, dict)) or value is None:
             what = {list: "a list", dict: "a mapping"}.get(type(value), "empty")
-            raise self.fail(field, f"{what}: expected one value (options that vary go in grid, points or random)")
+            raise self.fail(
+                field, f"{what}: expected one value (options that vary go in grid, points or random)"
+            )
         if isinstance(value, float) and not math.isfinite(value):
             raise self.fail(field, f"expected a finite number, got {value}")
         want = type(default) if default not in (None, inspect.Parameter.empty) else None

@@ -115,7 +115,9 @@ def done(conn: sqlite3.Connection) -> set[str]:
     return {k for (k,) in conn.execute("SELECT key FROM points")}
 
 
-def put(conn: sqlite3.Connection, seq: int, key: str, options: dict[str, Any], status: str, result: Any) -> None:
+def put(
+    conn: sqlite3.Connection, seq: int, key: str, options: dict[str, Any], status: str, result: Any
+) -> None:
     """One finished point, committed at once (its own transaction)."""
     with conn:
         conn.execute(
