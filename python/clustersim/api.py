@@ -348,7 +348,9 @@ def sweep(
     """Every point of the sweep spec `spec` (YAML; see clustersim.study.spec) simulated and stored
     in the SQLite store `store` (default: `spec` with the suffix .sqlite) as it finishes, on
     `workers` processes or on the Ray cluster at `ray`; points already stored are not simulated
-    again. Returns every stored point as flat columns (clustersim.study.export)."""
+    again. Returns every stored point as flat columns (clustersim.study.export). Worker processes
+    are spawned (they inherit no state), so a script that calls this with `workers` > 1 must do
+    so under `if __name__ == "__main__":`, as with any `multiprocessing` pool."""
     from pathlib import Path
 
     from clustersim.study import export

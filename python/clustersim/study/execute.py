@@ -58,11 +58,14 @@ def sweep(
     progress: Callable[[float], None] | None = None,
 ) -> Summary:
     """Simulate every point of `spec` not yet in the store at `path`, storing each as it finishes."""
+    cluster = None if ray is None else import_ray()  # before the store is created
     with store.open_for(spec, path) as conn:
         have = store.done(conn)
         todo = [p for p in spec.points if p.key not in have]
-        if ray is not None:
-            outcomes = ray_map(spec.command, todo, ray, workers)
+        if not todo:
+            outcomes: Iterator[Outcome] = iter(())
+        elif cluster is not None:
+            outcomes = ray_map(spec.command, todo, ray, workers, cluster)
         elif workers > 1:
             outcomes = process_map(spec.command, todo, workers)
         else:
@@ -93,25 +96,29 @@ def process_map(command: str, points: list[Point], workers: int) -> Iterator[Out
                 future.cancel()
 
 
-def ray_map(
-    command: str, points: list[Point], address: str, workers: int, ray: Any = None
-) -> Iterator[Outcome]:
+def import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise InputError("command line: --ray: needs Ray: pip install 'clustersim[ray]'") from None
+    return ray
+
+
+def ray_map(command: str, points: list[Point], address: str, workers: int, ray: Any) -> Iterator[Outcome]:
     """Outcomes in the order they finish, from Ray tasks. `address` is ray.init's: a cluster's
     `HOST:PORT`, `auto` (the cluster this machine is in) or `local` (start one here, of `workers`
-    CPUs). `ray` is the module (tests pass a stand-in)."""
-    if ray is None:
-        try:
-            import ray
-        except ImportError:
-            raise InputError("command line: --ray: needs Ray: pip install 'clustersim[ray]'") from None
+    CPUs). `ray` is the module."""
     local = address == "local"
-    ray.init(
-        address=address,
-        num_cpus=workers if local else None,
-        include_dashboard=False,
-        log_to_driver=False,
-        logging_level="WARNING",
-    )
+    try:
+        ray.init(
+            address=address,
+            num_cpus=workers if local else None,
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level="WARNING",
+        )
+    except (ConnectionError, ValueError) as e:
+        raise InputError(f"command line: --ray {address}: cannot reach a Ray cluster: {e}") from None
     try:
         task = ray.remote(evaluate)
         pending = [task.remote(command, p) for p in points]

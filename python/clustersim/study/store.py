@@ -58,6 +58,11 @@ class Stored:
 def connect(path: str | os.PathLike[str], *, create: bool) -> sqlite3.Connection:
     if not create and not Path(path).is_file():
         raise InputError(f"{path}: no such store (clustersim sweep writes one)")
+    if create:
+        try:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise InputError(f"{Path(path).parent}: cannot create the store's folder: {e.strerror}") from None
     try:
         conn = sqlite3.connect(path, isolation_level=None, timeout=30)
         conn.execute("PRAGMA journal_mode=WAL")
@@ -68,7 +73,7 @@ def connect(path: str | os.PathLike[str], *, create: bool) -> sqlite3.Connection
             conn.executescript(SCHEMA)
         return conn
     except sqlite3.DatabaseError as e:
-        raise InputError(f"{path}: not a clustersim store: {e}") from None
+        raise InputError(f"{path}: cannot open as a clustersim store: {e}") from None
 
 
 def meta(conn: sqlite3.Connection, path: str | os.PathLike[str]) -> dict[str, str]:
@@ -89,9 +94,11 @@ def meta(conn: sqlite3.Connection, path: str | os.PathLike[str]) -> dict[str, st
 @contextlib.contextmanager
 def open_for(spec: Spec, path: str | os.PathLike[str]) -> Iterator[sqlite3.Connection]:
     """The store at `path` for `spec`: created if new; if it exists, it must have been written
-    for the same spec (then its points are kept and the sweep resumes)."""
+    for the same spec (then its points are kept and the sweep resumes). A store created here and
+    left without a point by an error is removed (nothing half-written)."""
     from clustersim import __version__
 
+    created = not Path(path).exists()
     conn = connect(path, create=True)
     try:
         with conn:
@@ -107,6 +114,13 @@ def open_for(spec: Spec, path: str | os.PathLike[str]) -> Iterator[sqlite3.Conne
                 " give another store (-o) to start afresh"
             )
         yield conn
+    except BaseException:
+        if created and not conn.execute("SELECT 1 FROM points LIMIT 1").fetchone():
+            conn.close()
+            for suffix in ("", "-wal", "-shm"):
+                with contextlib.suppress(OSError):
+                    os.remove(f"{path}{suffix}")
+        raise
     finally:
         conn.close()
 
