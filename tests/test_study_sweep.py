@@ -173,3 +173,31 @@ def test_collective_and_run_points(tmp_path, run_cli):
     assert run_cli("sweep", "r.yaml")[0] == 0
     for row in store.read(tmp_path / "r.sqlite").rows:
         assert row.result["iteration_time_us"] == api.run(**row.options).iteration_time_us
+
+
+def test_a_failure_before_the_first_point_leaves_no_store_and_after_it_keeps_the_points(
+    tmp_path, monkeypatch
+):
+    import clustersim.study.execute as execute
+
+    spec = load_spec(write(tmp_path, SMALL))
+    real, calls = execute.evaluate, []
+
+    def failing_at(n):
+        def evaluate(command, point):
+            calls.append(point.seq)
+            if len(calls) == n:
+                raise RuntimeError("simulated fault")
+            return real(command, point)
+
+        return evaluate
+
+    monkeypatch.setattr(execute, "evaluate", failing_at(1))
+    with pytest.raises(RuntimeError):
+        sweep(spec, tmp_path / "first.sqlite")
+    assert list(tmp_path.glob("first.sqlite*")) == []
+    calls.clear()
+    monkeypatch.setattr(execute, "evaluate", failing_at(3))
+    with pytest.raises(RuntimeError):
+        sweep(spec, tmp_path / "third.sqlite")
+    assert [r.seq for r in store.read(tmp_path / "third.sqlite").rows] == [0, 1]
