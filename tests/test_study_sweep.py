@@ -19,6 +19,7 @@ from clustersim.errors import InputError
 from clustersim.study import store
 from clustersim.study.execute import sweep
 from clustersim.study.spec import load_spec
+from conftest import ROOT
 
 SMALL = """\
 command: train
@@ -161,9 +162,7 @@ def test_collective_and_run_points(tmp_path, run_cli):
         last = list(table.rows())[-1]
         assert row.result["busbw_GBps"] == last["busbw_GBps"] and row.result["ranks"] == 16
     assert len(stored.rows[1].result["sizes"]) == 3  # 1M, 2M, 4M
-    workload = os.fspath(api.__file__).rsplit("/python/", 1)[0] + "/examples/microAllReduce.txt"
-    if not os.path.exists(workload):
-        pytest.skip("the repository's examples are not beside the installed package")
+    workload = str(ROOT / "examples" / "microAllReduce.txt")
     write(
         tmp_path,
         f"command: run\nfixed: {{workload: {json.dumps(workload)}, topology: 'Spectrum-X:8'}}\n"
