@@ -131,6 +131,9 @@ def test_csv_and_parquet_hold_every_stored_point(tmp_path, run_cli):
     code, out, _ = run_cli("sweep", "s.yaml", "--csv", "s.csv", "--parquet", "s.parquet", "--workers", "2")
     assert code == 0 and out.splitlines()[-1] == "wrote s.sqlite, s.csv, s.parquet"
     stored = store.read(tmp_path / "s.sqlite")
+    best = max((r for r in stored.rows if r.status == "ok"), key=lambda r: r.result["tokens_per_s"])
+    plan = " ".join(f"{k}={best.options[k]}" for k in ("tp", "pp", "dist_opt"))
+    assert f"best: point {best.seq} ({plan}), tokens_per_s {best.result['tokens_per_s']:.6g}\n" in out
     with open(tmp_path / "s.csv", newline="") as f:
         lines = list(csv.DictReader(f))
     assert [line["key"] for line in lines] == [r.key for r in stored.rows]

@@ -67,9 +67,17 @@ def main(args: argparse.Namespace) -> int:
         f"{done.points} points of {spec.command}: {done.skipped} already stored, {done.simulated} simulated"
         f"{infeasible}"
     )
+    stored = store.read(path)
+    table = export.table(stored)
+    ok = [r for r in table.rows() if r["status"] == "ok"]
+    if ok:
+        best = max(ok, key=lambda r: r["throughput"])
+        plan = " ".join(f"{k}={best[k]}" for k in stored.varying)
+        print(
+            f"best: point {best['seq']} ({plan}), {export.THROUGHPUT[spec.command]} {best['throughput']:.6g}"
+        )
     written = [path]
     if args.csv or args.parquet:
-        table = export.table(store.read(path))
         with atomic_outputs() as stage:
             if args.csv:
                 export.write_csv(table, stage(args.csv))
