@@ -12,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from clustersim import api
@@ -103,13 +104,29 @@ def stored_count(path):
         return 0
 
 
-def test_a_sweep_killed_with_sigkill_resumes_with_every_point_exactly_once(tmp_path):
+def children(pid):
+    """Process ids whose parent is `pid` (Linux /proc)."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_sweep_killed_with_sigkill_resumes_with_every_point_exactly_once(tmp_path, workers):
     write(tmp_path, LONG)
     command = [sys.executable, "-m", "clustersim", "sweep", "s.yaml", "-o", "killed.sqlite"]
+    command += ["--workers", str(workers)]
     proc = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while stored_count(tmp_path / "killed.sqlite") < 10 and time.monotonic() < deadline:
         time.sleep(0.005)
+    pool = children(proc.pid)
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate()
     assert proc.returncode == -signal.SIGKILL
@@ -117,6 +134,12 @@ def test_a_sweep_killed_with_sigkill_resumes_with_every_point_exactly_once(tmp_p
     assert 10 <= kept < 160, "the sweep was not killed half-way"
     with sqlite3.connect(tmp_path / "killed.sqlite") as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    # Worker processes do not outlive the sweep.
+    assert len(pool) >= (workers if workers > 1 else 0)
+    deadline = time.monotonic() + 10
+    while any(Path(f"/proc/{pid}").exists() for pid in pool) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [pid for pid in pool if Path(f"/proc/{pid}").exists()]
 
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=True)
     assert f"160 points of train: {kept} already stored, {160 - kept} simulated" in done.stdout

@@ -84,7 +84,8 @@ def process_map(command: str, points: list[Point], workers: int) -> Iterator[Out
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=exit_with_parent) as pool:
         pending = {pool.submit(evaluate, command, p) for p in points}
         try:
             while pending:
@@ -94,6 +95,23 @@ def process_map(command: str, points: list[Point], workers: int) -> Iterator[Out
         finally:
             for future in pending:
                 future.cancel()
+
+
+def exit_with_parent() -> None:
+    """In a worker: exit as soon as the sweep's process is gone (killed with SIGKILL, say), rather
+    than wait for work that will never come."""
+    import multiprocessing
+    import threading
+    from multiprocessing.connection import wait
+
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+
+        def watch() -> None:
+            wait([parent.sentinel])
+            os._exit(1)
+
+        threading.Thread(target=watch, daemon=True).start()
 
 
 def import_ray() -> Any:
