@@ -104,6 +104,12 @@ def test_a_bad_command_a_missing_option_and_a_list_in_fixed(tmp_path):
     for text, start in (
         ("command: trian\ngrid: {tp: [1]}\n", ":1: command: unknown command 'trian'"),
         ("command: train\nfixed: {model: llama3-8b}\ngrid: {tp: [1]}\n", ":2: fixed: train needs gpus"),
+        (TRAIN + "fixed_too: 1\n", ":3: fixed_too: unknown section"),
+        (
+            "command: train\nfixed: {model: m, gpus: 8, gbs: 8, dist_opt: true}\n"
+            "grid:\n  tp: [1]\n  dist-opt: [false]\n",
+            ":5: grid.dist-opt: also set in fixed",
+        ),
         (
             "command: train\nfixed:\n  model: llama3-8b\n  tp: [1, 2]\ngrid: {pp: [1]}\n",
             ":4: fixed.tp: a list",

@@ -32,7 +32,9 @@ def evaluate(command: str, point: Point) -> Outcome:
 
 
 def record(command: str, result: Any) -> dict[str, Any]:
-    """What is stored of a result: its JSON (`--json`), less per-layer rows and wall times."""
+    """What is stored of a result: its JSON (`--json`), less per-layer rows and wall times; of a
+    collective, the last row of its table (the largest size; over ECMP seeds, that size's max
+    row) and, if there are several, every row under `sizes`."""
     if command == "collective":
         rows = list(result.rows())
         return (

@@ -153,7 +153,10 @@ class Checker:
             rows, varying = self.sample(doc["random"], allowed)
         for name in varying:
             if name in fixed:
-                where = next(f for f in self.lines if f.startswith(section) and f.endswith("." + name))
+                spelled = (
+                    f for f in self.lines if f.startswith(section) and f.replace("-", "_").endswith(name)
+                )
+                where = next((f for f in spelled if f.replace("-", "_").endswith("." + name)), section)
                 raise self.fail(where, "also set in fixed: set an option in one place")
         points = []
         keys: dict[str, int] = {}
