@@ -5,6 +5,7 @@ keyword arguments (`--dist-opt` → `dist_opt`, `-n/--topology` → `topology`) 
     run(workload, topology, …)         clustersim run -w workload -n topology …
     train(model, gpus=, gbs=, …)       clustersim train --model model --gpus … --gbs …
     collective(op, topology, …)        clustersim collective op -n topology …
+    sweep(spec, store, workers=, …)    clustersim sweep spec -o store --workers …
 
 The CLI calls these functions, so both give the same numbers for the same inputs
 (tests/test_api_cli.py). Results have `to_dict()` (what `--json` prints) and `to_pandas()`.
@@ -24,7 +25,16 @@ from clustersim.table import Table
 if TYPE_CHECKING:
     from clustersim.topology import Topology
 
-__all__ = ["AnalyticalResult", "CollectiveResult", "TrainResult", "collective", "run", "simulate", "train"]
+__all__ = [
+    "AnalyticalResult",
+    "CollectiveResult",
+    "TrainResult",
+    "collective",
+    "run",
+    "simulate",
+    "sweep",
+    "train",
+]
 
 Progress = Callable[[float], None]
 
@@ -325,3 +335,29 @@ def _bytes(size: int | str) -> int:
     if isinstance(size, int) and not isinstance(size, bool):
         return size
     return parse_size(str(size))
+
+
+def sweep(
+    spec: str | os.PathLike[str],
+    store: str | os.PathLike[str] | None = None,
+    *,
+    workers: int = 1,
+    ray: str | None = None,
+    progress: Progress | None = None,
+) -> Table:
+    """Every point of the sweep spec `spec` (YAML; see clustersim.study.spec) simulated and stored
+    in the SQLite store `store` (default: `spec` with the suffix .sqlite) as it finishes, on
+    `workers` processes or on the Ray cluster at `ray`; points already stored are not simulated
+    again. Returns every stored point as flat columns (clustersim.study.export). Worker processes
+    are spawned (they inherit no state), so a script that calls this with `workers` > 1 must do
+    so under `if __name__ == "__main__":`, as with any `multiprocessing` pool."""
+    from pathlib import Path
+
+    from clustersim.study import export
+    from clustersim.study import store as stores
+    from clustersim.study.execute import sweep as run_sweep
+    from clustersim.study.spec import load_spec
+
+    path = Path(spec).with_suffix(".sqlite") if store is None else store
+    run_sweep(load_spec(spec), path, workers=workers, ray=ray, progress=progress)
+    return export.table(stores.read(path))

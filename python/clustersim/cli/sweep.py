@@ -1,0 +1,89 @@
+"""`clustersim sweep`: every point of a sweep spec simulated, each stored as it finishes (resumable)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from clustersim.cli.common import add_progress, count, progress_for, subcommand, wrote
+
+EPILOG = """\
+examples:
+  clustersim sweep examples/sweep_llama3_8b.yaml -o results/llama3-8b.sqlite --workers 2 --csv results/llama3-8b.csv
+  clustersim report results/llama3-8b.sqlite -o results/llama3-8b.html"""  # noqa: E501
+
+HELP = "simulate every point of a sweep spec (grid, list or random sample over a command's options)"
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    p = subcommand(
+        sub,
+        "sweep",
+        help=HELP,
+        description=(
+            "Simulate every point of SPEC (YAML: a command — train, run, collective or analytical —, the"
+            " options every point shares, and a grid, a list or a seeded random sample over the others)"
+            " and store each point in a SQLite store as it finishes. Run again after an interruption"
+            " (kill -9 included): the points already stored are kept and only the others simulated."
+        ),
+        epilog=EPILOG,
+    )
+    p.add_argument("spec", metavar="SPEC", help="the sweep spec (YAML)")
+    p.add_argument(
+        "-o", "--output", metavar="STORE", help="the SQLite store (default: SPEC with the suffix .sqlite)"
+    )
+    p.add_argument("--workers", type=count, default=1, help="worker processes (default 1: this one)")
+    p.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="run the points on a Ray cluster: HOST:PORT, auto, or local (start one here of --workers CPUs);"
+        " needs clustersim[ray]",
+    )
+    p.add_argument("--csv", metavar="FILE", help="also write every stored point to this CSV file")
+    p.add_argument(
+        "--parquet", metavar="FILE", help="also write every stored point to this Parquet file (pyarrow)"
+    )
+    add_progress(p)
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from clustersim.output import atomic_outputs
+    from clustersim.study import export, store
+    from clustersim.study.execute import sweep
+    from clustersim.study.spec import load_spec
+
+    spec = load_spec(args.spec)
+    path = args.output or str(Path(args.spec).with_suffix(".sqlite"))
+    if args.parquet:
+        export.need_pyarrow(args.parquet)
+    progress = progress_for(args, "sweeping")
+    try:
+        done = sweep(spec, path, workers=args.workers, ray=args.ray, progress=progress)
+    finally:
+        progress.close()
+    infeasible = f" ({done.infeasible} infeasible)" if done.infeasible else ""
+    print(
+        f"{done.points} points of {spec.command}: {done.skipped} already stored, {done.simulated} simulated"
+        f"{infeasible}"
+    )
+    stored = store.read(path)
+    table = export.table(stored)
+    ok = [r for r in table.rows() if r["status"] == "ok"]
+    if ok:
+        best = max(ok, key=lambda r: r["throughput"])
+        plan = " ".join(f"{k}={best[k]}" for k in stored.varying)
+        print(
+            f"best: point {best['seq']} ({plan}), {export.THROUGHPUT[spec.command]} {best['throughput']:.6g}"
+        )
+    written = [path]
+    if args.csv or args.parquet:
+        with atomic_outputs() as stage:
+            if args.csv:
+                export.write_csv(table, stage(args.csv))
+                written.append(args.csv)
+            if args.parquet:
+                export.write_parquet(table, stage(args.parquet))
+                written.append(args.parquet)
+    wrote(written)
+    return 0
