@@ -5,6 +5,7 @@ keyword arguments (`--dist-opt` → `dist_opt`, `-n/--topology` → `topology`) 
     run(workload, topology, …)         clustersim run -w workload -n topology …
     train(model, gpus=, gbs=, …)       clustersim train --model model --gpus … --gbs …
     collective(op, topology, …)        clustersim collective op -n topology …
+    search(model, gpus=, gbs=, …)      clustersim search --model model --gpus … --gbs …
 
 The CLI calls these functions, so both give the same numbers for the same inputs
 (tests/test_api_cli.py). Results have `to_dict()` (what `--json` prints) and `to_pandas()`.
@@ -19,12 +20,23 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from clustersim.analytical import AnalyticalResult, simulate
 from clustersim.errors import InputError
+from clustersim.search import SearchResult, search
 from clustersim.table import Table
 
 if TYPE_CHECKING:
     from clustersim.topology import Topology
 
-__all__ = ["AnalyticalResult", "CollectiveResult", "TrainResult", "collective", "run", "simulate", "train"]
+__all__ = [
+    "AnalyticalResult",
+    "CollectiveResult",
+    "SearchResult",
+    "TrainResult",
+    "collective",
+    "run",
+    "search",
+    "simulate",
+    "train",
+]
 
 Progress = Callable[[float], None]
 

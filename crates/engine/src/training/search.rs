@@ -14,6 +14,8 @@
 //! `calculon/llm/optimal_execution.py`, `get_batch_size`), so that GPU counts with awkward factors
 //! still have plans.
 
+use serde::Deserialize;
+
 use super::memory::{memory, Memory};
 use super::model::Model;
 use super::plan::{DataParallel, Plan, Recompute};
@@ -21,7 +23,8 @@ use crate::error::{InputError, Result};
 use crate::layout::divisors;
 
 /// The global batch size (sequences) of the plans.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Batch {
     Exact(u32),
     /// The largest multiple of each plan's DP that is at most this.
@@ -29,7 +32,8 @@ pub enum Batch {
 }
 
 /// Which values each axis may take; `None` = every value the rules allow.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Space {
     pub tp: Option<Vec<u32>>,
     pub pp: Option<Vec<u32>>,
@@ -93,12 +97,15 @@ pub fn enumerate(
                     Batch::Exact(n) => n,
                     Batch::AtMost(n) => n / dp * dp,
                 };
-                if gbs == 0 || gbs % dp != 0 {
+                if gbs == 0 || !gbs.is_multiple_of(dp) {
                     continue;
                 }
                 let experts = if model.moe.is_some() { divisors(dp as u64) } else { vec![1] };
-                let chunks =
-                    if pp > 1 && model.layers % pp == 0 { divisors((model.layers / pp) as u64) } else { vec![1] };
+                let chunks = if pp > 1 && model.layers.is_multiple_of(pp) {
+                    divisors((model.layers / pp) as u64)
+                } else {
+                    vec![1]
+                };
                 for ep in keep(experts, &space.ep) {
                     for vpp in keep(chunks.clone(), &space.vpp) {
                         for mbs in keep(divisors((gbs / dp) as u64), &space.mbs) {
