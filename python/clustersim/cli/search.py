@@ -24,11 +24,9 @@ HELP = "search every parallel plan of a model on a cluster for the fastest (anal
 
 EPILOG = """\
 examples:
-  clustersim search --model gpt-7b --gpus 16 --gpu h100 --gbs 64 --pp 1,2 --top 5
-  clustersim search --model turing-530b --gpus 5128 --gpu a100 --max-gbs 2520 --cp 1 --csv plans.csv
-  clustersim search --model mixtral-8x7b --gpus 64 --gbs 256 --memory-gb 70 --recompute full --json"""
-
-SP = {"on": [True], "off": [False], "both": None}
+  clustersim search --model gpt-7b --gpus 16 --gpu h100 --gbs 32 --only pp=1 --only cp=1 --top 5
+  clustersim search --model turing-530b --gpus 5128 --gpu a100 --max-gbs 2520 --only cp=1 --csv plans.csv
+  clustersim search --model llama3-8b --gpus 8 --gbs 16 --only recompute=selective --json"""
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -40,8 +38,7 @@ def add(sub: argparse._SubParsersAction) -> None:
             "Enumerate every plan `train` accepts (TP, PP, VPP, EP, CP, micro-batch size, SP, recompute,"
             " DDP / distributed optimizer / ZeRO-1-3), drop those that do not fit in memory (train's memory"
             " model), simulate the rest on the analytical backend in parallel and print the best, with"
-            " where their time goes and why the best beats the runner-up. Each axis takes a"
-            " comma-separated list to search only those values (default: all valid)."
+            " where their time goes and why the best beats the runner-up. --only AXIS=V,… narrows an axis."
         ),
         epilog=EPILOG,
     )
@@ -61,24 +58,15 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--memory-gb", type=float, help="usable memory per GPU in GB (default: the accelerator's HBM)"
     )
-    for axis, what in (
-        ("tp", "tensor-parallel sizes"),
-        ("pp", "pipeline-parallel sizes"),
-        ("vpp", "virtual pipeline stages"),
-        ("ep", "expert-parallel sizes"),
-        ("cp", "context-parallel sizes"),
-        ("mbs", "micro-batch sizes"),
-    ):
-        p.add_argument(f"--{axis}", type=counts, metavar="N,…", help=f"{what} to try (default: all valid)")
-    p.add_argument("--sp", choices=list(SP), default="both", help="sequence parallelism (default both)")
     p.add_argument(
-        "--recompute", type=names, metavar="KIND,…", help="none, selective, full (default: all three)"
-    )
-    p.add_argument(
-        "--optimizer",
-        type=names,
-        metavar="KIND,…",
-        help="ddp, distributed_optimizer, zero1, zero2, zero3 (default: all)",
+        "--only",
+        type=only,
+        action="append",
+        default=[],
+        metavar="AXIS=V,…",
+        help="search only these values of an axis (repeatable): tp, pp, vpp, ep, cp, mbs (sizes),"
+        " sp (on, off), recompute (none, selective, full),"
+        " optimizer (ddp, distributed_optimizer, zero1, zero2, zero3); default: every valid value",
     )
     p.add_argument("--no-flash-attn", action="store_true", help="unfused attention (s×s scores in HBM)")
     add_platform(p)
@@ -94,16 +82,25 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=main)
 
 
-def counts(text: str) -> list[int]:
-    """argparse type: comma-separated whole numbers ≥ 1."""
-    parts = text.split(",")
-    if not all(re.fullmatch(r"\s*[1-9]\d*\s*", x) for x in parts):
-        raise argparse.ArgumentTypeError(f"must be whole numbers ≥ 1 separated by commas, got '{text}'")
-    return [int(x) for x in parts]
+def only(text: str) -> tuple[str, list[Any]]:
+    """argparse type: AXIS=V1,V2,… with AXIS an axis of the search and values of its kind."""
+    from clustersim.search import AXES, OPTIMIZERS, RECOMPUTE
 
-
-def names(text: str) -> list[str]:
-    return [x.strip() for x in text.split(",")]
+    axis, _, values = text.partition("=")
+    axis, parts = axis.strip(), [x.strip() for x in values.split(",")]
+    kinds = {"recompute": RECOMPUTE, "optimizer": OPTIMIZERS, "sp": ("on", "off")}
+    if axis in AXES:
+        if not all(re.fullmatch(r"[1-9]\d*", x) for x in parts):
+            raise argparse.ArgumentTypeError(
+                f"{axis}: must be whole numbers ≥ 1 separated by commas, got '{values}'"
+            )
+        return axis, [int(x) for x in parts]
+    if axis not in kinds:
+        raise argparse.ArgumentTypeError(f"unknown axis '{axis}' (valid: {', '.join((*AXES, *kinds))})")
+    bad = [x for x in parts if x not in kinds[axis]]
+    if bad:
+        raise argparse.ArgumentTypeError(f"{axis}: '{bad[0]}' is not one of {', '.join(kinds[axis])}")
+    return axis, [x == "on" for x in parts] if axis == "sp" else parts
 
 
 def main(args: argparse.Namespace) -> int:
@@ -111,13 +108,15 @@ def main(args: argparse.Namespace) -> int:
     from clustersim.output import atomic_outputs, write_csv
 
     keys = (
-        "gpus gbs max_gbs gpu accelerators seq memory_gb tp pp vpp ep cp mbs recompute optimizer"
-        " no_flash_attn gpus_per_server nics_per_server nic_busbw"
-        " layers hidden heads kv_heads ffn vocab experts topk"
+        "gpus gbs max_gbs gpu accelerators seq memory_gb no_flash_attn gpus_per_server nics_per_server"
+        " nic_busbw layers hidden heads kv_heads ffn vocab experts topk"
     ).split()
+    choices: dict[str, list[Any]] = {}
+    for axis, values in args.only:
+        choices[axis] = [*choices.get(axis, []), *values]
     progress = progress_for(args, "searching")
     try:
-        result = search(args.model, sp=SP[args.sp], progress=progress, **{k: getattr(args, k) for k in keys})
+        result = search(args.model, progress=progress, **choices, **{k: getattr(args, k) for k in keys})
     finally:
         progress.close()
     written = []
