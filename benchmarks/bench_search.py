@@ -11,7 +11,8 @@ do not model: offloading to a second memory, TP communication kinds, overlap, wh
 group uses); ours adds VPP and the ZeRO stages, and CP and EP when asked (`study (all axes)`).
 
 Each run is a fresh process: `search` timed inside it (enumeration and simulation, after
-`import clustersim`), median of --runs.
+`import clustersim`): wall seconds, and CPU seconds of all its threads (robust to other load on
+a shared machine), median of --runs.
 
     python3 benchmarks/bench_search.py [--runs 3] [--write]
 """
@@ -24,13 +25,14 @@ import statistics
 from results import measure_child, run_header, write_section
 
 CHILD = """
-import json, sys, time
+import json, resource, sys, time
 from clustersim import search
 spec = json.loads(sys.argv[1])
-start = time.perf_counter()
+cpu = lambda: sum(resource.getrusage(resource.RUSAGE_SELF)[:2])
+start, start_cpu = time.perf_counter(), cpu()
 r = search(**spec)
-seconds = time.perf_counter() - start
-print(json.dumps({"seconds": seconds, "candidates": r.candidates, "feasible": r.feasible,
+seconds, cpu_s = time.perf_counter() - start, cpu() - start_cpu
+print(json.dumps({"seconds": seconds, "cpu_s": cpu_s, "candidates": r.candidates, "feasible": r.feasible,
                   "best": r.best, "why": r.why(), "simulated": len(r.plans)}))
 """
 
@@ -57,7 +59,8 @@ CALCULON = {"candidates": 8112, "feasible": 1080, "seconds": 103.0}
 def plan_text(best: dict) -> str:
     sizes = " ".join(f"{k.upper()} {best[k]}" for k in ("tp", "pp", "vpp", "dp", "cp", "mbs", "gbs"))
     sp = "SP" if best["sp"] else "no SP"
-    return f"{sizes}, {sp}, {best['recompute']} recompute, {best['optimizer']}"
+    recompute = "no recompute" if best["recompute"] == "none" else f"{best['recompute']} recompute"
+    return f"{sizes}, {sp}, {recompute}, {best['optimizer']}"
 
 
 def main() -> None:
@@ -66,20 +69,22 @@ def main() -> None:
     ap.add_argument("--write", action="store_true", help="record the result in benchmarks/RESULTS.md")
     args = ap.parse_args()
     rows = [
-        "| space | candidates (valid plans) | fit in 80 GB (simulated) | search s | plans/s | best plan |"
-        " tokens/s | MFU |",
-        "|---|---|---|---|---|---|---|---|",
+        "| space | candidates (valid plans) | fit in 80 GB (simulated) | search s (wall) | plans/s |"
+        " CPU s | plans per CPU s | best plan | tokens/s | MFU |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     whys = []
     for name, spec in CASES.items():
         runs = [measure_child(CHILD, spec, timeout=1800) for _ in range(args.runs)]
         seconds = statistics.median(r["seconds"] for r in runs)
+        cpu = statistics.median(r["cpu_s"] for r in runs)
         r = runs[0]
         assert all(x["best"] == r["best"] for x in runs), "same inputs, same best plan"
         best = r["best"]
         rows.append(
             f"| {name} | {r['candidates']} | {r['feasible']} | {seconds:.3f} |"
-            f" {r['candidates'] / seconds:.0f} | {plan_text(best)} | {best['tokens_per_s']:.0f} |"
+            f" {r['candidates'] / seconds:.0f} | {cpu:.3f} | {r['candidates'] / cpu:.0f} |"
+            f" {plan_text(best)} | {best['tokens_per_s']:.0f} |"
             f" {best['mfu'] * 100:.1f} % |"
         )
         whys.append(f"- {name}: {r['why']}")
@@ -87,7 +92,7 @@ def main() -> None:
     c = CALCULON
     rows.append(
         f"| Calculon `llm-optimal-execution` (issue 15) | {c['candidates']} | {c['feasible']} |"
-        f" {c['seconds']:.0f} | {c['candidates'] / c['seconds']:.0f} | see below | | |"
+        f" {c['seconds']:.0f} | {c['candidates'] / c['seconds']:.0f} | | | see below | | |"
     )
     body = "\n".join([run_header(args.runs), "", *rows, "", *whys])
     print(body)
