@@ -119,7 +119,8 @@ def test_cli_table_json_and_csv(tmp_path):
     rc, out, err = run_clustersim(*args, "--top", "3", "--csv", "plans.csv", cwd=tmp_path)
     assert rc == 0, err
     assert "valid plans" in out and "the best beats the runner-up" in out
-    rc, text, err = run_clustersim(*args, "--top", "3", "--json", cwd=tmp_path)
+    rc, text, err = run_clustersim(*args, "--top", "3", "--json", "--progress", cwd=tmp_path)
+    assert "searching" in err and "100%" in err
     doc = json.loads(text)
     assert rc == 0 and len(doc["plans"]) == 3
     with open(tmp_path / "plans.csv") as f:
@@ -146,3 +147,40 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
     rc, out, err = run_clustersim("search", *args, cwd=tmp_path)
     assert rc == 2 and message in err and err.count("\n") == 1, err
     assert "Traceback" not in err and out == ""
+
+
+def gpt(name: str, hidden: int, layers: int, heads: int) -> dict:
+    shape = {"name": name, "family": "gpt", "layers": layers, "hidden": hidden, "heads": heads}
+    return shape | {"ffn": 4 * hidden, "vocab": 51200, "seq_len": 2048}
+
+
+# Megatron-LM's published A100 runs (shared/data/calibration/megatron_a100.csv): Korthikanti et al.
+# 2022 Table 5 (K4, K6: SP + selective recompute) and Narayanan et al. 2021's weak-scaling table
+# (N4–N6: full recompute); no flash attention then. The search over TP and PP, the rest as
+# published (micro-batch 1, no interleaving, DDP), should find the published plan or one within 3 %.
+MEGATRON = {
+    "K4": (gpt("gpt-175b", 12288, 96, 96), 64, 64, "selective", True, (8, 8)),
+    "K6": (gpt("gpt-530b", 20480, 105, 128), 280, 280, "selective", True, (8, 35)),
+    "N4": (gpt("gpt-18.4b", 6144, 40, 48), 256, 1024, "full", False, (8, 1)),
+    "N5": (gpt("gpt-39.1b", 8192, 48, 64), 512, 1536, "full", False, (8, 2)),
+    "N6": (gpt("gpt-76.1b", 10240, 60, 80), 1024, 1792, "full", False, (8, 4)),
+}
+# Measured: the search prefers TP 2 with PP 4 / 8, 29 % and 17 % above the published TP 8 plans:
+# the model prices TP 8's all-reduces above PP's bubble more than Selene did (a fidelity gap).
+GAP = {"N4", "N5"}
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        pytest.param(k, marks=pytest.mark.xfail(strict=True, reason="fidelity gap")) if k in GAP else k
+        for k in MEGATRON
+    ],
+)
+def test_the_best_plan_is_megatrons_published_one_or_within_3_percent(row):
+    model, gpus, gbs, recompute, sp, published = MEGATRON[row]
+    only = dict(recompute=[recompute], sp=[sp], cp=[1], vpp=[1], mbs=[1], optimizer=["ddp"])
+    result = search(model, gpus=gpus, gbs=gbs, gpu="a100", no_flash_attn=True, **only)
+    theirs = [r for r in result.plans.rows() if (r["tp"], r["pp"]) == published]
+    assert theirs, "the published plan fits"
+    assert result.best["tokens_per_s"] <= 1.03 * theirs[0]["tokens_per_s"], result.best
