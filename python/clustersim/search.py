@@ -78,11 +78,7 @@ class SearchResult(NamedTuple):
         if len(self.plans) < 2:
             return "only one plan fits" if len(self.plans) == 1 else "no plan fits"
         best, second = self.top(2).rows()
-        changed = [
-            c
-            for c in PLAN_COLUMNS
-            if best[c] != second[c] and not (c == "gbs" and best["gbs"] == second["gbs"])
-        ]
+        changed = [c for c in PLAN_COLUMNS if best[c] != second[c]]
         fields = ", ".join(f"{_field(c, best[c])} instead of {_value(c, second[c])}" for c in changed)
         gain = best["tokens_per_s"] / second["tokens_per_s"] - 1
         scale = best["gbs"] / second["gbs"]
@@ -202,13 +198,16 @@ def search(
     space["recompute"] = _choices("recompute", recompute, RECOMPUTE)
     space["dp"] = _choices("optimizer", optimizer, OPTIMIZERS)
 
-    # train's defaults for every plan option not given here (they are defined once, in train).
-    given = dict(locals())
-    defaults = {k: p.default for k, p in inspect.signature(train).parameters.items() if k in PLAN_OPTIONS}
-    options = {
-        k: given[k] if k in given and k not in space else defaults[k] for k in PLAN_OPTIONS if k != "model"
-    }
-    options["gbs"] = batch
+    # The cluster and model as train takes them; the plan's own options at train's defaults (they
+    # are defined once, in train), which the enumeration replaces.
+    options = {k: p.default for k, p in inspect.signature(train).parameters.items() if k in PLAN_OPTIONS}
+    del options["model"]
+    options.update(
+        gpus=gpus, gbs=batch, gpu=gpu, accelerators=accelerators, seq=seq, no_flash_attn=no_flash_attn
+    )
+    options.update(gpus_per_server=gpus_per_server, nics_per_server=nics_per_server, nic_busbw=nic_busbw)
+    shape = dict(layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads, ffn=ffn, vocab=vocab)
+    options.update(shape, experts=experts, topk=topk)
     spec, acc, plan = plan_options(model, **options)
     doc = json.dumps(input_document(spec, **plan))
     limit = float(acc["hbm_gb"] if memory_gb is None else memory_gb)
@@ -258,7 +257,8 @@ def _simulate(
 ) -> dict[str, Any]:
     """`simulate_plans` over the plan columns in chunks (progress between them), results joined."""
     n = len(columns["tp"])
-    size = max(CHUNK * (os.cpu_count() or 1), math.ceil(n / 100)) if progress is not None else n
+    # Chunks also let Ctrl-C stop a long search between them.
+    size = max(CHUNK * (os.cpu_count() or 1), math.ceil(n / 100))
     out: dict[str, Any] = {"breakdown_s": {}}
     for lo in range(0, n, size):
         chunk = {k: columns[k][lo : lo + size] for k in PLAN_COLUMNS}
