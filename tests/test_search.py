@@ -129,6 +129,9 @@ def test_cli_table_json_and_csv(tmp_path):
     best = doc["plans"][0]
     assert float(rows[0]["tokens_per_s"]) == best["tokens_per_s"] and rows[0]["rank"] == "1"
     assert doc["candidates"] >= doc["feasible"] > 3
+    # The CLI is the API: same plans, same numbers.
+    api_doc = search("gpt-7b", gpus=16, gbs=32, pp=[1], cp=[1]).to_dict(top=3)
+    assert api_doc["plans"] == doc["plans"] and api_doc["why"] == doc["why"]
 
 
 @pytest.mark.parametrize(
