@@ -187,3 +187,19 @@ def test_the_best_plan_is_megatrons_published_one_or_within_3_percent(row):
     theirs = [r for r in result.plans.rows() if (r["tp"], r["pp"]) == published]
     assert theirs, "the published plan fits"
     assert result.best["tokens_per_s"] <= 1.03 * theirs[0]["tokens_per_s"], result.best
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (dict(sp=[1]), "sp: 1 is not one of False, True"),
+        (dict(recompute=["some"]), "recompute: 'some' is not one of none, selective, full"),
+        (dict(tp=[0]), "tp: 0 is not a whole number"),
+        (dict(optimizer=[]), "optimizer: give at least one value"),
+        (dict(memory_gb=-1.0), "memory_gb: must be a positive number"),
+        (dict(max_gbs=8), "exactly one of --gbs and --max-gbs"),
+    ],
+)
+def test_bad_api_input_is_an_input_error(options, message):
+    with pytest.raises(InputError, match=message):
+        search("gpt-7b", gpus=8, **{"gbs": 8} | options)

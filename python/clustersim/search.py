@@ -134,7 +134,10 @@ def _choices(name: str, values: Sequence[Any] | None, valid: Sequence[Any] | Non
     if not out:
         raise InputError(f"search: {name}: give at least one value")
     for v in out:
-        ok = v in valid if valid is not None else isinstance(v, int) and not isinstance(v, bool) and v >= 1
+        if valid is not None:
+            ok = any(v == x and type(v) is type(x) for x in valid)
+        else:
+            ok = isinstance(v, int) and not isinstance(v, bool) and v >= 1
         if not ok:
             what = f"one of {', '.join(map(str, valid))}" if valid is not None else "a whole number ≥ 1"
             raise InputError(f"search: {name}: {v!r} is not {what}")
