@@ -1,11 +1,11 @@
 """clustersim: how long does one training iteration take on that cluster, and where does the time go?
 
 One function per simulating command, with the command's long option names as keyword arguments:
-`simulate` (clustersim analytical), `run`, `train`, `collective`; see `clustersim.api`.
+`simulate` (clustersim analytical), `run`, `train`, `search`, `collective`; see `clustersim.api`.
 """
 
 from clustersim.analytical import AnalyticalResult, simulate
-from clustersim.api import CollectiveResult, TrainResult, collective, run, train
+from clustersim.api import CollectiveResult, SearchResult, TrainResult, collective, run, search, train
 from clustersim.errors import InputError, InternalError
 from clustersim.table import Table
 from clustersim.workload import Workload
@@ -15,11 +15,13 @@ __all__ = [
     "CollectiveResult",
     "InputError",
     "InternalError",
+    "SearchResult",
     "Table",
     "TrainResult",
     "Workload",
     "collective",
     "run",
+    "search",
     "simulate",
     "train",
 ]

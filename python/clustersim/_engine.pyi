@@ -102,6 +102,17 @@ def run_training(input: str, *, progress: Progress = None) -> str:
 def layer_seconds(input: str) -> tuple[float, float]:
     """Forward and backward seconds of one dense layer for one micro-batch."""
 
+def enumerate_plans(input: str, space: str, *, gbs: int, at_most: bool, memory_gb: float) -> Columns:
+    """Every valid plan of `space` (JSON: per axis a list of values, or null for all) for the model
+    and cluster of `input` (run_training's document), global batch `gbs` exactly or, with
+    `at_most`, the largest multiple of DP not above it: plan columns, dp, micro_batches, memory
+    (memory_gb, params_gb, grads_and_optimizer_gb, activations_gb) and `fits` (≤ memory_gb)."""
+
+def simulate_plans(input: str, plans: Columns) -> Columns:
+    """Plans given as columns (tp, pp, vpp, ep, cp, mbs, gbs, sp, optimizer, recompute) on the
+    model and cluster of `input`, simulated in parallel with the GIL released, each exactly as
+    run_training alone: iteration_s, tokens_per_s, mfu, breakdown_s (part → seconds) and error."""
+
 def generate_workload(input: str, *, aicb_compat: bool = False) -> str:
     """A training iteration as SimAI workload file text."""
 

@@ -5,6 +5,7 @@ keyword arguments (`--dist-opt` → `dist_opt`, `-n/--topology` → `topology`) 
     run(workload, topology, …)         clustersim run -w workload -n topology …
     train(model, gpus=, gbs=, …)       clustersim train --model model --gpus … --gbs …
     collective(op, topology, …)        clustersim collective op -n topology …
+    search(model, gpus=, gbs=, …)      clustersim search --model model --gpus … --gbs …
     sweep(spec, store, workers=, …)    clustersim sweep spec -o store --workers …
 
 The CLI calls these functions, so both give the same numbers for the same inputs
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from clustersim.analytical import AnalyticalResult, simulate
 from clustersim.errors import InputError
+from clustersim.search import SearchResult, search
 from clustersim.table import Table
 
 if TYPE_CHECKING:
@@ -28,9 +30,11 @@ if TYPE_CHECKING:
 __all__ = [
     "AnalyticalResult",
     "CollectiveResult",
+    "SearchResult",
     "TrainResult",
     "collective",
     "run",
+    "search",
     "simulate",
     "sweep",
     "train",

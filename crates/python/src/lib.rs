@@ -2,6 +2,7 @@
 
 mod flow;
 mod platform;
+mod search;
 mod workload;
 
 use clustersim_engine::analytical::busbw_file::BusbwTable;
@@ -279,6 +280,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(generate_workload, m)?)?;
     m.add_function(wrap_pyfunction!(inspect_workload, m)?)?;
     m.add_function(wrap_pyfunction!(check_description, m)?)?;
+    m.add_function(wrap_pyfunction!(search::enumerate_plans, m)?)?;
+    m.add_function(wrap_pyfunction!(search::simulate_plans, m)?)?;
     workload::register(m)?;
     Ok(())
 }

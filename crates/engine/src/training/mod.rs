@@ -1,6 +1,7 @@
 //! Training workloads from a model and a parallel plan: generate the iteration as IR, run it
 //! through the executor, and report time, throughput, MFU, where the time goes, and memory.
 
+pub mod batch;
 pub mod costs;
 pub mod generate;
 pub mod hardware;
@@ -8,6 +9,7 @@ pub mod memory;
 pub mod model;
 pub mod plan;
 pub mod rows_from_ops;
+pub mod search;
 pub mod simai_rows;
 
 use serde::{Deserialize, Serialize};

@@ -1,6 +1,6 @@
 //! A parallel plan as Megatron-Core runs it, and the checks that make it runnable.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::model::Model;
 use crate::error::{InputError, Result};
@@ -8,7 +8,7 @@ use crate::layout::divisors_text;
 use crate::platform::Placement;
 use crate::simai::build::MAX_GPUS;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Recompute {
     None,
@@ -17,7 +17,7 @@ pub enum Recompute {
 }
 
 /// How data parallelism keeps gradients and optimizer state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DataParallel {
     /// All-reduce of gradients, replicated optimizer (Megatron DDP).

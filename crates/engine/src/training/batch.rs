@@ -1,0 +1,88 @@
+//! Many plans of one model on one cluster, simulated in parallel on rayon's threads: each plan
+//! exactly as [`run_training`] runs it alone (same input but the plan), so a search and `train`
+//! give the same numbers bit for bit.
+
+use rayon::prelude::*;
+
+use super::plan::Plan;
+use super::{run_training, TrainingInput, TrainingReport};
+use crate::error::Result;
+
+/// `base` with each of `plans` in turn, in the order given. Memory is not checked here (the
+/// search has already chosen what fits), and no trace is kept.
+pub fn run_plans(base: &TrainingInput, plans: &[Plan]) -> Vec<Result<TrainingReport>> {
+    plans
+        .par_iter()
+        .map(|plan| {
+            let input = TrainingInput { plan: plan.clone(), allow_oom: true, trace: false, ..base.clone() };
+            run_training(&input, &mut |_| true)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::hardware::Accelerator;
+    use super::super::model::{Family, Model};
+    use super::super::plan::{DataParallel, Recompute};
+    use super::super::search::{enumerate, Batch, Space};
+    use super::super::Network;
+    use super::*;
+
+    #[test]
+    fn each_plan_gives_what_it_gives_alone() {
+        let model = Model {
+            name: "small".into(),
+            family: Family::Llama,
+            layers: 4,
+            hidden: 1024,
+            heads: 16,
+            kv_heads: 4,
+            ffn: 4096,
+            vocab: 32000,
+            seq_len: 2048,
+            moe: None,
+            mla: None,
+        };
+        let cluster = Plan {
+            gpus: 16,
+            gpus_per_server: 8,
+            tp: 1,
+            pp: 1,
+            vpp: 1,
+            ep: 1,
+            cp: 1,
+            mbs: 1,
+            gbs: 16,
+            seq: 2048,
+            sp: false,
+            dp: DataParallel::Ddp,
+            recompute: Recompute::None,
+            first_stage_layers: None,
+            last_stage_layers: None,
+        };
+        let base = TrainingInput {
+            model: model.clone(),
+            plan: cluster.clone(),
+            accelerator: Accelerator::ideal(),
+            network: Network { nvlink_busbw: 300.0, nvls_busbw: None, nic_busbw: 40.0, nics_per_server: 8 },
+            flash_attention: true,
+            allow_oom: false,
+            trace: false,
+            fabric: None,
+        };
+        let space = Space { recompute: Some(vec![Recompute::Selective]), ..Space::default() };
+        let plans: Vec<Plan> = enumerate(&model, &cluster, Batch::Exact(32), &space, true, 1e9)
+            .unwrap()
+            .into_iter()
+            .map(|c| c.plan)
+            .collect();
+        assert!(plans.len() > 20);
+        let batch = run_plans(&base, &plans);
+        for (plan, got) in plans.iter().zip(batch) {
+            let alone =
+                run_training(&TrainingInput { plan: plan.clone(), allow_oom: true, ..base.clone() }, &mut |_| true);
+            assert_eq!(got.unwrap(), alone.unwrap(), "{plan:?}");
+        }
+    }
+}

@@ -1,0 +1,246 @@
+//! The space of parallel plans for one model on one cluster, enumerated in a fixed order, and
+//! each plan's memory per GPU.
+//!
+//! Candidates: TP, PP and CP over the divisors of the GPUs (TP·PP·CP | GPUs, DP = the rest), EP
+//! over the divisors of DP (MoE models only), VPP over the divisors of layers / PP (PP > 1), the
+//! micro-batch size over the divisors of the local batch GBS / DP, SP on and off (TP > 1),
+//! recompute none / selective / full, and DDP, Megatron's distributed optimizer and ZeRO-1/2/3
+//! (only DDP when DP·CP = 1: nothing to shard). A candidate is a valid plan when
+//! [`Plan::validate`] accepts it — `train`'s rules, one definition — and it fits when `train`'s
+//! [`memory`] total is at most the memory per GPU.
+//!
+//! The global batch is either exact, or at most N: each plan then takes the largest multiple of
+//! its DP not above N, as Calculon's `llm-optimal-execution` does (calculon-ai/calculon,
+//! `calculon/llm/optimal_execution.py`, `get_batch_size`), so that GPU counts with awkward factors
+//! still have plans.
+
+use serde::Deserialize;
+
+use super::memory::{memory, Memory};
+use super::model::Model;
+use super::plan::{DataParallel, Plan, Recompute};
+use crate::error::{InputError, Result};
+use crate::layout::divisors;
+
+/// The global batch size (sequences) of the plans.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Batch {
+    Exact(u32),
+    /// The largest multiple of each plan's DP that is at most this.
+    AtMost(u32),
+}
+
+/// Which values each axis may take; `None` = every value the rules allow.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Space {
+    pub tp: Option<Vec<u32>>,
+    pub pp: Option<Vec<u32>>,
+    pub vpp: Option<Vec<u32>>,
+    pub ep: Option<Vec<u32>>,
+    pub cp: Option<Vec<u32>>,
+    pub mbs: Option<Vec<u32>>,
+    pub sp: Option<Vec<bool>>,
+    pub recompute: Option<Vec<Recompute>>,
+    pub dp: Option<Vec<DataParallel>>,
+}
+
+/// A valid plan, its memory per GPU, and whether that fits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    pub plan: Plan,
+    pub memory: Memory,
+    pub fits: bool,
+}
+
+const RECOMPUTE: [Recompute; 3] = [Recompute::None, Recompute::Selective, Recompute::Full];
+const SHARDING: [DataParallel; 5] = [
+    DataParallel::Ddp,
+    DataParallel::DistributedOptimizer,
+    DataParallel::Zero1,
+    DataParallel::Zero2,
+    DataParallel::Zero3,
+];
+
+/// Every valid plan of `space` for `model` on the cluster of `cluster` (its gpus,
+/// gpus_per_server and seq; the other fields are ignored), in a fixed order (TP, PP, CP, EP, VPP,
+/// MBS, SP, recompute, data-parallel kind; each ascending), with memory against `memory_gb`.
+pub fn enumerate(
+    model: &Model,
+    cluster: &Plan,
+    batch: Batch,
+    space: &Space,
+    flash_attention: bool,
+    memory_gb: f64,
+) -> Result<Vec<Candidate>> {
+    // The cluster and model checked by train's rules on the plainest plan: their errors as train
+    // reports them, not as "no valid plan".
+    let gbs = match batch {
+        Batch::Exact(n) | Batch::AtMost(n) => n,
+    };
+    if gbs == 0 {
+        return Err(InputError::field("plan", "gbs", "must be at least 1"));
+    }
+    let plainest = Plan { tp: 1, pp: 1, vpp: 1, ep: 1, cp: 1, mbs: 1, gbs: cluster.gpus.max(1), ..cluster.clone() };
+    plainest.validate(model)?;
+    let keep = |all: Vec<u64>, only: &Option<Vec<u32>>| -> Vec<u32> {
+        all.into_iter().map(|v| v as u32).filter(|v| only.as_ref().is_none_or(|o| o.contains(v))).collect()
+    };
+    let gpus = cluster.gpus;
+    let mut out = Vec::new();
+    for tp in keep(divisors(gpus as u64), &space.tp) {
+        for pp in keep(divisors((gpus / tp) as u64), &space.pp) {
+            for cp in keep(divisors((gpus / (tp * pp)) as u64), &space.cp) {
+                let dp = gpus / (tp * pp * cp);
+                let gbs = match batch {
+                    Batch::Exact(n) => n,
+                    Batch::AtMost(n) => n / dp * dp,
+                };
+                if gbs == 0 || !gbs.is_multiple_of(dp) {
+                    continue;
+                }
+                let experts = if model.moe.is_some() { divisors(dp as u64) } else { vec![1] };
+                let chunks = if pp > 1 && model.layers.is_multiple_of(pp) {
+                    divisors((model.layers / pp) as u64)
+                } else {
+                    vec![1]
+                };
+                for ep in keep(experts, &space.ep) {
+                    for vpp in keep(chunks.clone(), &space.vpp) {
+                        for mbs in keep(divisors((gbs / dp) as u64), &space.mbs) {
+                            for sp in [false, true].into_iter().filter(|&s| (!s || tp > 1) && allowed(&space.sp, s)) {
+                                for recompute in RECOMPUTE.into_iter().filter(|&r| allowed(&space.recompute, r)) {
+                                    let kinds = if dp * cp > 1 { &SHARDING[..] } else { &SHARDING[..1] };
+                                    for &kind in kinds.iter().filter(|&&k| allowed(&space.dp, k)) {
+                                        let plan = Plan {
+                                            tp,
+                                            pp,
+                                            vpp,
+                                            ep,
+                                            cp,
+                                            mbs,
+                                            gbs,
+                                            sp,
+                                            dp: kind,
+                                            recompute,
+                                            first_stage_layers: None,
+                                            last_stage_layers: None,
+                                            ..cluster.clone()
+                                        };
+                                        if plan.validate(model).is_err() {
+                                            continue;
+                                        }
+                                        let memory = memory(model, &plan, flash_attention);
+                                        let fits = memory.total_gb <= memory_gb;
+                                        out.push(Candidate { plan, memory, fits });
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn allowed<T: PartialEq>(only: &Option<Vec<T>>, v: T) -> bool {
+    only.as_ref().is_none_or(|o| o.contains(&v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::model::Family;
+    use super::*;
+
+    fn model(layers: u32, heads: u64) -> Model {
+        Model {
+            name: "small".into(),
+            family: Family::Gpt,
+            layers,
+            hidden: 64 * heads,
+            heads,
+            kv_heads: heads,
+            ffn: 256 * heads,
+            vocab: 1024,
+            seq_len: 1024,
+            moe: None,
+            mla: None,
+        }
+    }
+
+    fn cluster(gpus: u32) -> Plan {
+        Plan {
+            gpus,
+            gpus_per_server: 8,
+            tp: 1,
+            pp: 1,
+            vpp: 1,
+            ep: 1,
+            cp: 1,
+            mbs: 1,
+            gbs: 1,
+            seq: 1024,
+            sp: false,
+            dp: DataParallel::Ddp,
+            recompute: Recompute::None,
+            first_stage_layers: None,
+            last_stage_layers: None,
+        }
+    }
+
+    #[test]
+    fn counts_a_hand_checked_space() {
+        // 4 GPUs, 2 layers, 2 heads, GBS 4, CP fixed at 1, no recompute, DDP only:
+        // TP 1: PP 1 (DP 4, MBS 1) · PP 2 (DP 2, MBS 1, 2; VPP 1 only: 4 micro-batches / 2 OK
+        //   but 2 layers / PP 2 = 1 chunk) → 1 + 2 = 3 plans;
+        // TP 2 (heads 2): SP off/on × [PP 1 (DP 2, MBS 1, 2) · PP 2 (DP 1, MBS 1, 2, 4)] = 2·5 = 10;
+        // TP 4: heads 2 not divisible → none. Total 13.
+        let space = Space {
+            cp: Some(vec![1]),
+            recompute: Some(vec![Recompute::None]),
+            dp: Some(vec![DataParallel::Ddp]),
+            ..Space::default()
+        };
+        let all = enumerate(&model(2, 2), &cluster(4), Batch::Exact(4), &space, true, 1e9).unwrap();
+        assert_eq!(all.len(), 13);
+        // Every axis opened: ×3 recompute, and ×5 data-parallel kinds where DP·CP > 1. CP 1:
+        // TP 1 PP 1 (1 plan), TP 1 PP 2 (2), TP 2 PP 1 (4): 7·15; TP 2 PP 2 (DP 1: 6): 6·3.
+        // CP 2 (seq 1024 splits into 4 chunks): TP 1 PP 1 (DP 2, MBS 1, 2): 2, TP 1 PP 2 (DP 1,
+        // MBS 1, 2, 4): 3, TP 2 PP 1 (SP off/on × MBS 1, 2, 4): 6; CP 4: TP 1 PP 1, MBS 1, 2, 4: 3;
+        // all with DP·CP > 1: 14·15.
+        let everything = enumerate(&model(2, 2), &cluster(4), Batch::Exact(4), &Space::default(), true, 1e9).unwrap();
+        let (with_cp1, with_cp) = (7 * 15 + 6 * 3, 14 * 15);
+        assert_eq!(everything.len(), with_cp1 + with_cp);
+    }
+
+    #[test]
+    fn at_most_takes_the_largest_multiple_of_dp() {
+        let space = Space { tp: Some(vec![1]), pp: Some(vec![1]), cp: Some(vec![1]), ..Space::default() };
+        let all = enumerate(&model(2, 2), &cluster(24), Batch::AtMost(50), &space, true, 1e9).unwrap();
+        assert!(!all.is_empty());
+        assert!(all.iter().all(|c| c.plan.gbs == 48), "DP 24: 48 is the largest multiple ≤ 50");
+    }
+
+    #[test]
+    fn memory_is_trains_and_the_limit_splits_fits() {
+        let all = enumerate(&model(4, 4), &cluster(8), Batch::Exact(8), &Space::default(), true, 1e9).unwrap();
+        let mut sizes: Vec<f64> = all.iter().map(|c| c.memory.total_gb).collect();
+        sizes.sort_by(f64::total_cmp);
+        let limit = sizes[sizes.len() / 2];
+        let some = enumerate(&model(4, 4), &cluster(8), Batch::Exact(8), &Space::default(), true, limit).unwrap();
+        for c in &some {
+            assert_eq!(c.memory, memory(&model(4, 4), &c.plan, true));
+            assert_eq!(c.fits, c.memory.total_gb <= limit);
+        }
+        assert!(some.iter().any(|c| c.fits) && some.iter().any(|c| !c.fits));
+    }
+
+    #[test]
+    fn a_bad_cluster_is_trains_error() {
+        let e = enumerate(&model(2, 2), &cluster(12), Batch::Exact(12), &Space::default(), true, 1e9).unwrap_err();
+        assert!(e.to_string().contains("whole servers"), "{e}");
+    }
+}

@@ -1,0 +1,162 @@
+"""`clustersim search`: every valid parallel plan of a model on a cluster, the best ones first."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from typing import TYPE_CHECKING, Any
+
+from clustersim.cli.common import (
+    add_json,
+    add_platform,
+    add_progress,
+    count,
+    print_json,
+    progress_for,
+    subcommand,
+    wrote,
+)
+
+if TYPE_CHECKING:
+    from clustersim.search import SearchResult
+
+HELP = "search every parallel plan of a model on a cluster for the fastest (analytical backend)"
+
+EPILOG = """\
+examples:
+  clustersim search --model gpt-7b --gpus 16 --gpu h100 --gbs 32 --only pp=1 --only cp=1 --top 5
+  clustersim search --model turing-530b --gpus 5128 --gpu a100 --max-gbs 2520 --only cp=1 --csv plans.csv
+  clustersim search --model llama3-8b --gpus 8 --gbs 16 --only recompute=selective --json"""
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    p = subcommand(
+        sub,
+        "search",
+        help=HELP,
+        description=(
+            "Enumerate every plan `train` accepts (TP, PP, VPP, EP, CP, micro-batch size, SP, recompute,"
+            " DDP / distributed optimizer / ZeRO-1-3), drop those that do not fit in memory (train's memory"
+            " model), simulate the rest on the analytical backend in parallel and print the best, with"
+            " where their time goes and why the best beats the runner-up. --only AXIS=V,… narrows an axis."
+        ),
+        epilog=EPILOG,
+    )
+    p.add_argument("--model", required=True, help="catalog name, a YAML/JSON model file, or a HF config.json")
+    p.add_argument("-g", "--gpus", type=count, required=True, help="number of GPUs")
+    p.add_argument("--gpu", default="h100", help="accelerator name from the catalog (default h100)")
+    p.add_argument("--accelerators", help="YAML file of extra accelerator descriptions")
+    batch = p.add_mutually_exclusive_group(required=True)
+    batch.add_argument("--gbs", type=count, help="global batch size in sequences, the same for every plan")
+    batch.add_argument(
+        "--max-gbs",
+        type=count,
+        metavar="N",
+        help="global batch at most N: each plan takes the largest multiple of its DP (Calculon's rule)",
+    )
+    p.add_argument("--seq", type=count, help="sequence length (default: the model's)")
+    p.add_argument(
+        "--memory-gb", type=float, help="usable memory per GPU in GB (default: the accelerator's HBM)"
+    )
+    p.add_argument(
+        "--only",
+        type=only,
+        action="append",
+        default=[],
+        metavar="AXIS=V,…",
+        help="search only these values of an axis (repeatable): tp, pp, vpp, ep, cp, mbs (sizes),"
+        " sp (on, off), recompute (none, selective, full),"
+        " optimizer (ddp, distributed_optimizer, zero1, zero2, zero3); default: every valid value",
+    )
+    p.add_argument("--no-flash-attn", action="store_true", help="unfused attention (s×s scores in HBM)")
+    add_platform(p)
+    p.add_argument(
+        "-nic", "--nic-busbw", type=float, help="bus bandwidth per NIC, GB/s (default: the accelerator's)"
+    )
+    for flag in ("layers", "hidden", "heads", "kv-heads", "ffn", "vocab", "experts", "topk"):
+        p.add_argument(f"--{flag}", type=count, help=f"override the model's {flag.replace('-', ' ')}")
+    p.add_argument("-k", "--top", type=count, default=10, help="plans to show (default 10)")
+    p.add_argument("--csv", metavar="FILE", help="write every simulated plan, best first, as CSV")
+    add_json(p, "the counts and the top plans")
+    add_progress(p)
+    p.set_defaults(func=main)
+
+
+def only(text: str) -> tuple[str, list[Any]]:
+    """argparse type: AXIS=V1,V2,… with AXIS an axis of the search and values of its kind."""
+    from clustersim.search import AXES, OPTIMIZERS, RECOMPUTE
+
+    axis, _, values = text.partition("=")
+    axis, parts = axis.strip(), [x.strip() for x in values.split(",")]
+    kinds = {"recompute": RECOMPUTE, "optimizer": OPTIMIZERS, "sp": ("on", "off")}
+    if axis in AXES:
+        if not all(re.fullmatch(r"[1-9]\d*", x) for x in parts):
+            raise argparse.ArgumentTypeError(
+                f"{axis}: must be whole numbers ≥ 1 separated by commas, got '{values}'"
+            )
+        return axis, [int(x) for x in parts]
+    if axis not in kinds:
+        raise argparse.ArgumentTypeError(f"unknown axis '{axis}' (valid: {', '.join((*AXES, *kinds))})")
+    bad = [x for x in parts if x not in kinds[axis]]
+    if bad:
+        raise argparse.ArgumentTypeError(f"{axis}: '{bad[0]}' is not one of {', '.join(kinds[axis])}")
+    return axis, [x == "on" for x in parts] if axis == "sp" else parts
+
+
+def main(args: argparse.Namespace) -> int:
+    from clustersim.api import search
+    from clustersim.output import atomic_outputs, write_csv
+
+    keys = (
+        "gpus gbs max_gbs gpu accelerators seq memory_gb no_flash_attn gpus_per_server nics_per_server"
+        " nic_busbw layers hidden heads kv_heads ffn vocab experts topk"
+    ).split()
+    choices: dict[str, list[Any]] = {}
+    for axis, values in args.only:
+        choices[axis] = [*choices.get(axis, []), *values]
+    progress = progress_for(args, "searching")
+    try:
+        result = search(args.model, progress=progress, **choices, **{k: getattr(args, k) for k in keys})
+    finally:
+        progress.close()
+    written = []
+    if args.csv:
+        with atomic_outputs() as stage:
+            table = result.plans
+            rows: list[list[Any]] = [["rank", *table.columns]]
+            rows += [[i + 1, *row.values()] for i, row in enumerate(table.rows())]
+            write_csv(stage(args.csv), rows)
+        written.append(args.csv)
+    if args.json:
+        print_json(result.to_dict(top=args.top))
+        return 0
+    print_result(result, args.top)
+    wrote(written)
+    return 0
+
+
+def print_result(result: SearchResult, top: int) -> None:
+    from clustersim.search import part_column
+
+    print(
+        f"{result.model} on {result.gpus} × {result.accelerator}: {result.candidates} valid plans,"
+        f" {result.feasible} fit in {result.memory_gb:g} GB per GPU, simulated in {result.seconds:.2f} s"
+        f" ({result.plans_per_s:.0f} plans/s)"
+    )
+    table = result.top(top)
+    parts = [p for p in result.parts if any(table[part_column(p)])]
+    header = ["#", "TP", "PP", "VPP", "DP", "EP", "CP", "MBS", "GBS", "SP", "recompute", "optimizer"]
+    header += ["mem GB", "iter s", "tokens/s", "MFU %"] + [p.removeprefix("exposed ") + " s" for p in parts]
+    rows = [header]
+    for i, r in enumerate(table.rows()):
+        plan = [r[k] for k in ("tp", "pp", "vpp", "dp", "ep", "cp", "mbs", "gbs")]
+        rows.append(
+            [i + 1, *plan, "on" if r["sp"] else "off", r["recompute"], r["optimizer"]]
+            + [f"{r['memory_gb']:.1f}", f"{r['iteration_s']:.3f}", f"{r['tokens_per_s']:.0f}"]
+            + [f"{r['mfu'] * 100:.1f}"]
+            + [f"{r[part_column(p)]:.3f}" for p in parts]
+        )
+    widths = [max(len(str(row[c])) for row in rows) for c in range(len(header))]
+    for row in rows:
+        print("  ".join(str(v).rjust(w) for v, w in zip(row, widths, strict=True)))
+    print(result.why())

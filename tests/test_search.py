@@ -1,0 +1,205 @@
+"""`clustersim search`: the batch path gives train's numbers plan by plan, the enumeration counts a
+hand-checked space, the memory filter is train's, and bad input is a one-line error."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+from clustersim import api
+from clustersim.errors import InputError
+from clustersim.search import PLAN_COLUMNS, SearchResult, part_column, search
+from clustersim.table import Table
+from conftest import run_clustersim
+
+# 2 layers, 2 heads: small enough to count its plans by hand (see the Rust test
+# training::search::tests::counts_a_hand_checked_space for the same count, axis by axis).
+TINY = {"name": "tiny", "family": "gpt", "layers": 2, "hidden": 128, "heads": 2, "ffn": 512}
+TINY |= {"vocab": 1024, "seq_len": 1024}
+SMALL_MOE = dict(model="mixtral-8x7b", layers=4, hidden=1024, heads=16, kv_heads=4, ffn=2048, experts=8)
+
+
+def train_options(row: dict) -> dict:
+    """`train`'s keyword arguments for one plan of a search."""
+    out = {k: row[k] for k in ("tp", "pp", "vpp", "ep", "cp", "mbs", "gbs", "sp", "recompute")}
+    kind = row["optimizer"]
+    if kind == "distributed_optimizer":
+        out["dist_opt"] = True
+    elif kind.startswith("zero"):
+        out["zero"] = int(kind.removeprefix("zero"))
+    return out
+
+
+def pick(result: SearchResult, want, n: int) -> list[dict]:
+    rows = [r for r in result.plans.rows() if want(r)]
+    step = max(1, len(rows) // n)
+    return rows[::step][:n]
+
+
+def same_as_train(row: dict, **common) -> None:
+    alone = api.train(gbs=row["gbs"], **common, **{k: v for k, v in train_options(row).items() if k != "gbs"})
+    for key in ("iteration_s", "tokens_per_s", "mfu"):
+        assert row[key] == alone.data[key], (key, row)
+    for part, seconds in alone.breakdown_s.items():
+        assert row[part_column(part)] == seconds, (part, row)
+    assert row["memory_gb"] == alone.memory["total_gb"]
+
+
+def test_the_batch_gives_trains_numbers_plan_by_plan():
+    dense = dict(model="llama3-8b", gpus=16, layers=8, seq=2048)
+    result = search(**dense, gbs=32, memory_gb=1e6)
+    rows = pick(result, lambda r: r["cp"] > 1, 4) + pick(result, lambda r: r["vpp"] > 1, 4)
+    rows += pick(result, lambda r: r["cp"] == 1 and r["vpp"] == 1, 4)
+    moe = search(**SMALL_MOE, gpus=16, gbs=32, memory_gb=1e6, seq=1024)
+    rows_moe = pick(moe, lambda r: r["ep"] > 1, 6) + pick(moe, lambda r: r["ep"] == 1, 2)
+    assert len(rows) == 12 and len(rows_moe) == 8
+    assert {r["optimizer"] for r in rows + rows_moe} >= {"ddp", "distributed_optimizer", "zero3"}
+    for row in rows:
+        same_as_train(row, allow_oom=True, **dense)
+    for row in rows_moe:
+        same_as_train(row, allow_oom=True, gpus=16, seq=1024, **SMALL_MOE)
+
+
+def test_counts_a_hand_checked_space():
+    only = dict(cp=[1], recompute=["none"], optimizer=["ddp"])
+    assert search(TINY, gpus=4, gbs=4, memory_gb=1e9, **only).candidates == 13
+    # Every axis open: 7·15 + 6·3 plans with CP 1 and 14·15 with CP > 1 (the Rust test's count).
+    result = search(TINY, gpus=4, gbs=4, memory_gb=1e9)
+    assert (result.candidates, result.feasible, len(result.plans)) == (333, 333, 333)
+    # Each plan once.
+    plans = {tuple(r[c] for c in PLAN_COLUMNS) for r in result.plans.rows()}
+    assert len(plans) == 333
+
+
+def test_the_memory_filter_is_trains():
+    options = dict(model="llama3-8b", gpus=8, gbs=16, tp=[1, 2], cp=[1], pp=[1], mbs=[1, 4, 16])
+    everything = search(**options, memory_gb=1e6)
+    fitting = search(**options)
+    assert 0 < fitting.feasible < everything.feasible == everything.candidates == fitting.candidates
+    key = lambda r: tuple(r[c] for c in PLAN_COLUMNS)  # noqa: E731
+    fit = {key(r) for r in fitting.plans.rows()}
+    common = dict(model="llama3-8b", gpus=8)
+    for row in everything.plans.rows():
+        alone = api.train(allow_oom=True, **common, **train_options(row))
+        assert row["memory_gb"] == alone.memory["total_gb"]
+        assert (key(row) in fit) == alone.data["memory_fits"], row
+        if key(row) not in fit:
+            with pytest.raises(InputError, match="memory"):
+                api.train(**common, **train_options(row))
+
+
+def test_at_most_gbs_and_the_ranking():
+    result = search("gpt-7b", gpus=24, max_gbs=50, tp=[1], pp=[1], cp=[1], memory_gb=1e6)
+    assert set(result.plans["gbs"]) == {48}
+    speeds = result.plans["tokens_per_s"]
+    assert speeds == sorted(speeds, reverse=True)
+
+
+def test_why_names_the_biggest_differences():
+    columns = {c: [1, 1] for c in ("tp", "pp", "vpp", "ep", "cp", "mbs")}
+    columns |= {
+        "gbs": [8, 8],
+        "sp": [False, False],
+        "optimizer": ["ddp", "ddp"],
+        "recompute": ["none", "none"],
+    }
+    columns["pp"] = [2, 4]
+    columns |= {"tokens_per_s": [110.0, 100.0], "compute_s": [1.0, 1.0], "bubble_s": [0.1, 0.3]}
+    columns["exposed_pp_comm_s"] = [0.06, 0.04]
+    parts = ["compute", "exposed PP comm", "bubble"]
+    result = SearchResult("m", "a", 8, 2, 2, 80.0, Table(columns), parts, 1.0)
+    why = result.why()
+    assert "10 % in tokens/s" in why and "PP 2 instead of 4" in why
+    assert why.endswith("bubble -0.2 s, exposed PP comm +0.02 s"), why
+
+
+def test_cli_table_json_and_csv(tmp_path):
+    args = ["search", "--model", "gpt-7b", "--gpus", "16", "--gbs", "32", "--only", "pp=1", "--only", "cp=1"]
+    rc, out, err = run_clustersim(*args, "--top", "3", "--csv", "plans.csv", cwd=tmp_path)
+    assert rc == 0, err
+    assert "valid plans" in out and "the best beats the runner-up" in out
+    rc, text, err = run_clustersim(*args, "--top", "3", "--json", "--progress", cwd=tmp_path)
+    assert "searching" in err and "100%" in err
+    doc = json.loads(text)
+    assert rc == 0 and len(doc["plans"]) == 3
+    with open(tmp_path / "plans.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == doc["feasible"]
+    best = doc["plans"][0]
+    assert float(rows[0]["tokens_per_s"]) == best["tokens_per_s"] and rows[0]["rank"] == "1"
+    assert doc["candidates"] >= doc["feasible"] > 3
+    # The CLI is the API: same plans, same numbers.
+    api_doc = search("gpt-7b", gpus=16, gbs=32, pp=[1], cp=[1]).to_dict(top=3)
+    assert api_doc["plans"] == doc["plans"] and api_doc["why"] == doc["why"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--model", "gpt-7b", "--gpus", "16", "--gbs", "32", "--only", "tp=3"], "no valid plan"),
+        (["--model", "gpt-7b", "--gpus", "16", "--gbs", "32", "--memory-gb", "1"], "fits in 1 GB"),
+        (["--model", "no-such-model", "--gpus", "16", "--gbs", "32"], "no-such-model: unknown name"),
+        (["--model", "gpt-7b", "--gpus", "12", "--gbs", "32"], "whole servers"),
+        (["--model", "gpt-7b", "--gpus", "16", "--gbs", "32", "--max-gbs", "32"], "not allowed with"),
+        (["--model", "gpt-7b", "--gpus", "16", "--gbs", "32", "--only", "sp=maybe"], "'maybe' is not one of"),
+        (["--model", "gpt-7b", "--gpus", "16", "--gbs", "32", "--only", "dp=2"], "unknown axis 'dp'"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
+    rc, out, err = run_clustersim("search", *args, cwd=tmp_path)
+    assert rc == 2 and message in err and err.count("\n") == 1, err
+    assert "Traceback" not in err and out == ""
+
+
+def gpt(name: str, hidden: int, layers: int, heads: int) -> dict:
+    shape = {"name": name, "family": "gpt", "layers": layers, "hidden": hidden, "heads": heads}
+    return shape | {"ffn": 4 * hidden, "vocab": 51200, "seq_len": 2048}
+
+
+# Megatron-LM's published A100 runs (shared/data/calibration/megatron_a100.csv): Korthikanti et al.
+# 2022 Table 5 (K4, K6: SP + selective recompute) and Narayanan et al. 2021's weak-scaling table
+# (N4–N6: full recompute); no flash attention then. The search over TP and PP, the rest as
+# published (micro-batch 1, no interleaving, DDP), should find the published plan or one within 3 %.
+MEGATRON = {
+    "K4": (gpt("gpt-175b", 12288, 96, 96), 64, 64, "selective", True, (8, 8)),
+    "K6": (gpt("gpt-530b", 20480, 105, 128), 280, 280, "selective", True, (8, 35)),
+    "N4": (gpt("gpt-18.4b", 6144, 40, 48), 256, 1024, "full", False, (8, 1)),
+    "N5": (gpt("gpt-39.1b", 8192, 48, 64), 512, 1536, "full", False, (8, 2)),
+    "N6": (gpt("gpt-76.1b", 10240, 60, 80), 1024, 1792, "full", False, (8, 4)),
+}
+# Measured: the search prefers TP 2 with PP 4 / 8, 29 % and 17 % above the published TP 8 plans:
+# the model prices TP 8's all-reduces above PP's bubble more than Selene did (a fidelity gap).
+GAP = {"N4", "N5"}
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        pytest.param(k, marks=pytest.mark.xfail(strict=True, reason="fidelity gap")) if k in GAP else k
+        for k in MEGATRON
+    ],
+)
+def test_the_best_plan_is_megatrons_published_one_or_within_3_percent(row):
+    model, gpus, gbs, recompute, sp, published = MEGATRON[row]
+    only = dict(recompute=[recompute], sp=[sp], cp=[1], vpp=[1], mbs=[1], optimizer=["ddp"])
+    result = search(model, gpus=gpus, gbs=gbs, gpu="a100", no_flash_attn=True, **only)
+    theirs = [r for r in result.plans.rows() if (r["tp"], r["pp"]) == published]
+    assert theirs, "the published plan fits"
+    assert result.best["tokens_per_s"] <= 1.03 * theirs[0]["tokens_per_s"], result.best
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (dict(sp=[1]), "sp: 1 is not one of False, True"),
+        (dict(recompute=["some"]), "recompute: 'some' is not one of none, selective, full"),
+        (dict(tp=[0]), "tp: 0 is not a whole number"),
+        (dict(optimizer=[]), "optimizer: give at least one value"),
+        (dict(memory_gb=-1.0), "memory_gb: must be a positive number"),
+        (dict(max_gbs=8), "exactly one of --gbs and --max-gbs"),
+    ],
+)
+def test_bad_api_input_is_an_input_error(options, message):
+    with pytest.raises(InputError, match=message):
+        search("gpt-7b", gpus=8, **{"gbs": 8} | options)
