@@ -2,7 +2,28 @@
 //!
 //! A collective on a group becomes a [`Schedule`]: phases of concurrent transfers between ranks
 //! (and, for NVLS, the NVSwitch of a server). The flow model plays the transfers on links; the
-//! analytical side prices the same schedule with α–β ([`cost`]). One definition per algorithm.
+//! analytical side prices the same schedule with α–β ([`cost`]). One definition per algorithm:
+//! everything an algorithm is — its name, which (collective, group) it can run and why not, its
+//! schedule, NCCL's timing of it (protocols and their latencies, efficiency, latency hops) and
+//! whether NCCL's tuner considers it — is one implementation of [`CollectiveAlgorithm`] in its
+//! own file (ring.rs, tree.rs, halving_doubling.rs, direct.rs, nvls.rs for NVLS and NVLS tree,
+//! hierarchical.rs, pxn.rs). The tuner ([`choose`]), the α–β price, the analytical model and the
+//! flow model only call the trait, through the Copy handle [`Algorithm`].
+//!
+//! Adding an algorithm:
+//! 1. a file `my_algo.rs` here with a unit struct implementing [`CollectiveAlgorithm`]:
+//!    `name`, `unsupported` (None where it runs) and `phases` are required; `offered` (default:
+//!    only when forced), `protocols` (default: Simple with NCCL's point-to-point latency), `hops`
+//!    (default: one per dependent step of the schedule), `efficiency` (default 1) and
+//!    `ring_latency` (default false) say how NCCL times it. Its handle goes in the same file:
+//!    `impl Algorithm { pub const MY_ALGO: Algorithm = Algorithm::new(&MyAlgo); }`;
+//! 2. `mod my_algo;` below, and `Algorithm::MY_ALGO` in the registry [`Algorithm::ALL`] so
+//!    NCCL_ALGO / `--algo` parse its name, the tuner may offer it and error messages list it.
+//!
+//! Nothing else changes: both backends run and price any schedule the same way. An algorithm
+//! need not even be registered to run when forced (`Options::algorithm`): the test
+//! `an_algorithm_defined_in_one_place_runs_on_both_backends` (analytical/agreement.rs) defines a
+//! star all-gather in the test itself and checks that the two backends agree on it.
 //!
 //! Sizes follow nccl-tests (shared/reference/hardware.md §3): `bytes` is S, the per-rank buffer
 //! for all-reduce, all-to-all, broadcast and reduce, the gathered output for all-gather and the

@@ -1,4 +1,6 @@
-//! NCCL's timing of a collective, in one table: protocols, latencies and efficiencies.
+//! NCCL's timing of a collective, in one table: protocols, latencies and efficiencies. Each
+//! algorithm's file picks its rows ([`super::CollectiveAlgorithm::protocols`]) and says its hops
+//! and efficiency; this module holds the constants and the composition.
 //!
 //! Source: NVIDIA/nccl `src/graph/tuning.cc` and `src/graph/topo.h` at 5067397 (NCCL 2.30),
 //! summarised in shared/reference/hardware.md §4. A collective run with algorithm a and
@@ -13,12 +15,13 @@
 //!
 //! The second term is the algorithm's own schedule (its phases of transfers), so the flow model
 //! and the analytical model charge the same bytes; the first is paid once per call, before the
-//! first byte moves. h_intra / h_inter are the latency hops of the algorithm ([`hops`]): NCCL's
-//! counts for ring, tree, NVLS and NVLS tree, one hop per dependent step of the schedule for the
-//! others. α_nv and α_net are the fabric's physical path latencies (NCCL adds the network's own
+//! first byte moves. h_intra / h_inter are the latency hops of the algorithm
+//! ([`super::CollectiveAlgorithm::hops`]): NCCL's counts for ring, tree, NVLS and NVLS tree, one
+//! hop per dependent step of the schedule for the others ([`schedule_hops`]). α_nv and α_net are the fabric's physical path latencies (NCCL adds the network's own
 //! latency to interLat, twice for Simple because of its flush). NCCL's refinements kept: a
 //! multi-node ring's intra hop costs at least the network post overhead (1 µs, ×3 Simple), and a
-//! multi-node Ring/Simple all-reduce's latency is ×1.4 (SM80 and later). Algorithm efficiencies:
+//! multi-node Ring/Simple all-reduce's latency is ×1.4 (SM80 and later), for the algorithms NCCL
+//! prices as a ring ([`super::CollectiveAlgorithm::ring_latency`]: ring and PXN). Algorithm efficiencies:
 //! tree 0.92 (tuning.cc caps tree all-reduce at 0.92 of the bus bandwidth); NVLS
 //! nvlsEfficiency 0.85 (Hopper) × (nCh − 1)/nCh with NCCL's 16 NVLS channels.
 //!
