@@ -362,6 +362,18 @@ mod tests {
     }
 
     #[test]
+    fn registered_names_are_distinct_and_parse_back() {
+        // Handles compare by name, and parse accepts a name without its underscores.
+        let mut keys: Vec<String> = Algorithm::ALL.iter().map(|a| a.name().replace('_', "")).collect();
+        keys.sort();
+        keys.dedup();
+        assert_eq!(keys.len(), Algorithm::ALL.len());
+        for &a in Algorithm::ALL {
+            assert_eq!(Algorithm::parse(&a.name().to_ascii_uppercase().replace('_', "-")).unwrap(), a);
+        }
+    }
+
+    #[test]
     fn a_large_ring_is_linear_in_ranks() {
         let ranks: Vec<u32> = (0..16384).collect();
         let sch = schedule(AllReduce, Algorithm::RING, &topo(&ranks, 8, false), 1 << 30, 1).unwrap();
