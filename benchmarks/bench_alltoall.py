@@ -1,12 +1,14 @@
 """Time all-to-all-heavy runs on the flow model (issue 9, item 7).
 
-Cases: `clustersim collective alltoall -b 64M -e 64M --topology Spectrum-X:N` for N = 256, 512
-and 1024 (target at 1024: ≤ 5 s), and a DeepSeek-V3 iteration with EP 64 on 2048 H100 (PP 16,
-first/last stages of 3 and 2 layers, full recompute) through `clustersim train -n` on a 2048-GPU
-Spectrum-X fabric (target ≤ 60 s). Each run is a fresh subprocess: time is the sweep call
-(template building excluded) or the `train` CLI call (reading the fabric file included), wall and
-CPU (the child's own CPU time, which other load on the machine inflates less), RSS the child's
-peak. A run past --timeout is recorded as such. Median of --runs; --no-train leaves DeepSeek out.
+Cases: `clustersim collective alltoall -b 64M -e 64M --topology Spectrum-X:N` for N = 256, 512 and
+1024 with direct sends (NCCL_P2P_PXN_LEVEL=0: every pair its own flow over the spine, the hard
+case; target at 1024: ≤ 5 s) and at 1024 with NCCL's default PXN, and a DeepSeek-V3 iteration with
+EP 64 on 2048 H100 (PP 16, first/last stages of 3 and 2 layers, full recompute) through
+`clustersim train -n` on a 2048-GPU Spectrum-X fabric (target ≤ 60 s). Each run is a fresh
+subprocess: time is the sweep call (template building excluded) or the `train` CLI call (reading
+the fabric file included), wall and CPU (the child's own CPU time, which other load on the machine
+inflates less), RSS the child's peak. A run past --timeout is recorded as such. Median of --runs;
+--no-train leaves DeepSeek out.
 
 Exactness: `flow::reference_tests::the_fast_paths_match_the_plain_per_flow_solve` holds the flow
 model with every fast path on to a plain per-flow max-min reference (all-to-all with ECMP
@@ -30,10 +32,10 @@ SWEEP_CHILD = """
 import json, resource, sys, time
 from clustersim.sweep import sweep
 from clustersim.topology import simai_template
-name, gpus = json.loads(sys.argv[1])
+name, gpus, pxn_level = json.loads(sys.argv[1])
 topo = simai_template(name, gpu=gpus)
 start, cpu = time.perf_counter(), time.process_time()
-t = sweep(topo, "alltoall", [64 << 20], env={})
+t = sweep(topo, "alltoall", [64 << 20], env={"NCCL_P2P_PXN_LEVEL": pxn_level})
 wall, cpu = time.perf_counter() - start, time.process_time() - cpu
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1000
 print(json.dumps([wall, rss, t["time_us"][-1], t["algorithm"][-1], cpu]))
@@ -54,6 +56,7 @@ rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1000
 print(json.dumps([wall, rss, json.loads(out.getvalue())["iteration_s"], "auto", cpu]))
 """
 
+# NCCL's default NCCL_P2P_PXN_LEVEL=2: the iteration's all-to-alls go through PXN.
 DEEPSEEK = (
     "--model deepseek-v3 --gpus 2048 --gpu h100 --tp 1 --pp 16 --ep 64 --first-stage-layers 3"
     " --last-stage-layers 2 --gbs 2048 --seq 4096 --recompute full --dist-opt --json"
@@ -79,9 +82,11 @@ def main() -> None:
         fabric = Path(tmp) / "Spectrum-X-2048.txt"
         simai_template("Spectrum-X", gpu=2048).write(fabric)
         cases: list[tuple[str, str, object, float | None, str]] = [
-            (f"all-to-all 64 MiB, Spectrum-X {n} GPUs", SWEEP_CHILD, ["Spectrum-X", n], t, "µs")
+            (f"all-to-all 64 MiB, Spectrum-X {n} GPUs, direct", SWEEP_CHILD, ["Spectrum-X", n, "0"], t, "µs")
             for n, t in [(256, None), (512, None), (1024, 5.0)]
         ]
+        pxn = ["Spectrum-X", 1024, "2"]
+        cases.append(("all-to-all 64 MiB, Spectrum-X 1024 GPUs, PXN", SWEEP_CHILD, pxn, 5.0, "µs"))
         cmd = ["train", *DEEPSEEK, "-n", str(fabric)]
         if not args.no_train:
             cases.append(("DeepSeek-V3 EP 64, 2048 GPUs, `train -n` Spectrum-X", TRAIN_CHILD, cmd, 60.0, "s"))
@@ -102,9 +107,9 @@ def main() -> None:
     table = "\n".join(lines)
     print(table)
     if args.write:
-        # Its own section: the earlier measurements (section "alltoall") stay as they were.
-        title = "## All-to-all at scale on the flow model: exact fast paths"
-        write_section("alltoall-exact", table, title=title)
+        # Its own section: the earlier measurements (sections "alltoall", "alltoall-exact") stay.
+        title = "## All-to-all at scale: direct and NCCL's default PXN"
+        write_section("alltoall-pxn", table, title=title)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Predicted vs published Megatron-LM results on A100 (shared/data/calibration/megatron_a100.csv).
+"""Predicted vs published Megatron-LM results on A100 (tests/data/calibration/megatron_a100.csv).
 
 Each row is simulated with `clustersim.training.train` on the shipped A100 description. Rows with a
 published iteration time compare times; rows with published TFLOP/s per GPU (Narayanan) compare
@@ -20,7 +20,7 @@ from clustersim.training import layer_times, train
 from results import write_section
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data" / "calibration" / "megatron_a100.csv"
+DATA = ROOT / "tests" / "data" / "calibration" / "megatron_a100.csv"
 
 
 def hardware_flops(row: dict[str, str], gbs: int) -> float:

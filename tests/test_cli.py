@@ -104,7 +104,7 @@ def test_files_written_are_listed_last(tmp_path):
         cwd=tmp_path,
     )  # fmt: skip
     assert rc == 0, err
-    assert out.splitlines()[-1] == "wrote t.json, t-summary.json, t-layers.csv, t-trace.json"
+    assert out.splitlines()[-1] == "wrote t.json, t-summary.json, t-layers.csv, t-stages.csv, t-trace.json"
     assert all((tmp_path / name).is_file() for name in ("t.json", "t-summary.json", "t-layers.csv"))
 
 

@@ -69,6 +69,11 @@ def test_nccl_algo_and_proto_come_from_the_environment():
     assert t["algorithm"] == ["ring"]
     with pytest.raises(InputError, match="unknown protocol 'fast'"):
         sweep("Spectrum-X:16", "allreduce", [1 << 10], env={"NCCL_PROTO": "fast"})
+    direct = sweep("fat-tree:4", "alltoall", [1 << 20], env={"NCCL_P2P_PXN_LEVEL": "0"})
+    pxn = sweep("fat-tree:4", "alltoall", [1 << 20], env={})
+    assert direct["algorithm"] == ["direct"] and pxn["algorithm"] == ["pxn"]
+    with pytest.raises(InputError, match="NCCL_P2P_PXN_LEVEL: expected 0, 1 or 2, got 'yes'"):
+        sweep("fat-tree:4", "alltoall", [1 << 20], env={"NCCL_P2P_PXN_LEVEL": "yes"})
     with pytest.raises(InputError, match="does not run LL"):
         sweep("Spectrum-X:8", "allreduce", [1 << 10], algorithm="nvls", protocol="LL", env={})
 
@@ -87,7 +92,8 @@ def test_cli_prints_the_nccl_tests_table(run_cli, tmp_path):
         "collective", "alltoall", "-b", "1M", "-e", "1M", "--topology", "fat-tree:4", "--json"
     )
     doc = json.loads(out)
-    assert doc["redop"] == ["none"] and doc["algorithm"] == ["direct"]
+    # 2 servers of 8: NCCL's default NCCL_P2P_PXN_LEVEL=2 relays all-to-all through PXN.
+    assert doc["redop"] == ["none"] and doc["algorithm"] == ["pxn"]
     rc, _, err = run_cli(
         "collective", "allgather", "-b", "4M", "--topology", "Spectrum-X:16", "--csv", "out.csv"
     )

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import csv
 import json
+import re
 
 import clustersim
 import pytest
@@ -130,6 +132,31 @@ def test_train_writes_summary_layers_trace_and_charts(run_cli, tmp_path):
     assert compute == pytest.approx(dict(summary["breakdown_s"])["compute"], rel=1e-6)
     assert (out / "r-chart.png").stat().st_size > 10_000
     assert "<svg" in (out / "r-chart.html").read_text()
+    # Every stage: its breakdown sums to the iteration; the CSV holds what the JSON holds.
+    stages = list(csv.DictReader((out / "r-stages.csv").read_text().splitlines()))
+    assert [int(r["stage"]) for r in stages] == [0, 1] == [s["stage"] for s in summary["stages"]]
+    for row, stage in zip(stages, summary["stages"], strict=True):
+        parts = [float(v) for k, v in row.items() if k not in ("stage", "end_s", "busy_s")]
+        assert sum(parts) == pytest.approx(summary["iteration_s"], rel=1e-6)
+        assert float(row["busy_s"]) == pytest.approx(stage["busy_s"], rel=1e-6)
+        assert float(row["busy_s"]) == pytest.approx(sum(parts) - float(row["bubble_s"]), rel=1e-6)
+    assert summary["critical_stage"] in (0, 1) and summary["critical_bound"]
+
+
+def test_train_names_the_critical_stage_of_an_expert_parallel_pipeline(run_cli):
+    # DeepSeek-V3's first three layers are dense: stage 0 has no all-to-all, and it finishes
+    # last, waiting; the MoE stages are busy longest, bounded by their expert all-to-all.
+    args = (
+        "train --model deepseek-v3 --gpus 2048 --tp 1 --pp 16 --ep 64 --first-stage-layers 3"
+        " --last-stage-layers 2 --gbs 2048 --seq 4096 --recompute full --dist-opt"
+    )
+    code, out, err = run_cli(*args.split())
+    assert code == 0, err
+    assert "where the time goes (stage 0, which finishes last):" in out
+    critical = next(line for line in out.splitlines() if line.startswith("critical stage"))
+    assert "bounded by exposed EP comm" in critical and critical.split()[2] != "0"
+    rows = [line.split() for line in out.splitlines() if re.fullmatch(r"\s+\d+\s+[\d.]+.*", line)]
+    assert len(rows) == 16 and rows[0][-2:] == ["PP", "comm"] and rows[5][-2:] == ["EP", "comm"]
 
 
 def test_train_visual_needs_a_prefix(run_cli, tmp_path):

@@ -134,6 +134,7 @@ def collective_sweep(
     protocol: str = "auto",
     qps: int = 0,
     routing: str = "ecmp",
+    p2p_pxn: bool = True,
 ) -> list[tuple[float, str, str]]:
     """(time ns, algorithm, protocol) of `collective` for each size, each on an idle network."""
 

@@ -43,6 +43,13 @@ _LAYER_KINDS = (
     ("Hidden comm (overlapped)", "#ffbb78"),
 )
 
+# Per-stage stack: label, colour (a stage's bubble is its idle time up to the iteration's end).
+_STAGE_KINDS = (
+    ("Compute", "#1f77b4"),
+    ("Exposed comm", "#d62728"),
+    ("Bubble (waiting)", "#7f7f7f"),
+)
+
 _FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif'
 
 
@@ -164,8 +171,10 @@ def _mpl_text(s: str) -> str:
     return s.replace("$", r"\$")
 
 
-def figure(summary: dict[str, float], layers: Table, title: str) -> Figure:
-    """The iteration breakdown and the per-layer chart, one above the other."""
+def figure(summary: dict[str, float], layers: Table, title: str, stages: Table | None = None) -> Figure:
+    """The iteration breakdown and the per-layer chart, one above the other; below them, with
+    `stages` (columns stage, compute, exposed comm, bubble in µs) of more than one pipeline
+    stage, where each stage's time goes."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -173,15 +182,20 @@ def figure(summary: dict[str, float], layers: Table, title: str) -> Figure:
     shown = [p for p in parts if p.us > 0]
     all_rows = _layer_rows(layers)
     rows = all_rows[:_MAX_LAYER_NAMES]
+    per_stage = stages is not None and len(stages) > 1
 
     # Heights in inches grow with the number of bars so that labels never overlap.
     top_h = 0.34 * max(len(shown), 1) + 1.2
     bottom_h = 0.36 * max(len(rows), 2) + 1.6
+    heights = [top_h, bottom_h] + ([0.3 * len(stages) + 1.6] if per_stage and stages is not None else [])
     # A bare Figure on an Agg canvas instead of pyplot: no global backend switch (harmless in a notebook)
     # and no pyplot figure registry to leak into, so there is nothing to close; the figure dies with us.
-    fig = Figure(figsize=(11, top_h + bottom_h + 0.5), layout="constrained")
+    fig = Figure(figsize=(11, sum(heights) + 0.5), layout="constrained")
     FigureCanvasAgg(fig)
-    ax1, ax2 = fig.subplots(2, 1, height_ratios=[top_h, bottom_h])
+    axes = fig.subplots(len(heights), 1, height_ratios=heights)
+    ax1, ax2 = axes[0], axes[1]
+    if per_stage and stages is not None:
+        _stage_chart(axes[2], stages)
     fig.suptitle(_mpl_text(title), fontsize=13, fontweight="bold")
 
     ax1.set_title(f"Iteration time {_duration(total)}: where it goes", loc="left", fontsize=11)
@@ -228,6 +242,31 @@ def figure(summary: dict[str, float], layers: Table, title: str) -> Figure:
         _empty(ax2, "no per-layer data")
 
     return fig
+
+
+def _stage_chart(ax: Axes, stages: Table) -> None:
+    """Each pipeline stage's iteration, stacked: compute, exposed communication, bubble."""
+    names = [f"stage {s}" for s in stages["stage"]]
+    unit, scale = _unit(max(_num(c) + _num(e) + _num(b) for c, e, b in _stage_columns(stages)))
+    y = list(range(len(names)))
+    left = [0.0] * len(names)
+    for k, (label, color) in enumerate(_STAGE_KINDS):
+        vals = [row[k] / scale for row in _stage_columns(stages)]
+        ax.barh(y, vals, left=left, color=color, label=label, height=0.7)
+        left = [a + b for a, b in zip(left, vals, strict=True)]
+    ax.set_yticks(y, labels=names)
+    ax.invert_yaxis()
+    ax.set_title("Where each pipeline stage's iteration goes", loc="left", fontsize=11)
+    ax.set_xlabel(f"time ({unit})")
+    ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=3, fontsize=9, frameon=False)
+    _tidy(ax)
+
+
+def _stage_columns(stages: Table) -> list[tuple[float, float, float]]:
+    return [
+        (_num(c), _num(e), _num(b))
+        for c, e, b in zip(stages["compute"], stages["exposed comm"], stages["bubble"], strict=True)
+    ]
 
 
 def _tidy(ax: Axes) -> None:
@@ -300,6 +339,7 @@ def write_all(
     layers: Table,
     title: str,
     *,
+    stages: Table | None = None,
     png: str | os.PathLike[str] | None = None,
     svg: str | os.PathLike[str] | None = None,
     html: str | os.PathLike[str] | None = None,
@@ -309,7 +349,7 @@ def write_all(
 
     import matplotlib
 
-    fig = figure(summary, layers, title)
+    fig = figure(summary, layers, title, stages)
     # Fixed ids and no date or creator: the same run writes the same bytes.
     with matplotlib.rc_context({"svg.hashsalt": "clustersim", "svg.fonttype": "path"}):
         # format= explicitly: the caller writes to temporary names whose suffix is not the format's.

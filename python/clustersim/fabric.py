@@ -95,8 +95,9 @@ def fabric_text(spec: str | os.PathLike[str] | Topology) -> str:
 
 
 def tuning_env(env: Mapping[str, str]) -> dict[str, object]:
-    """NCCL's NCCL_ALGO / NCCL_PROTO (one name each) and SimAI's AS_* switches from `env`, as
-    keyword arguments of the engine (names are checked there)."""
+    """NCCL's NCCL_ALGO / NCCL_PROTO (one name each), NCCL_P2P_PXN_LEVEL (2, NCCL's default:
+    all-to-all between servers through PXN; 0 or 1: direct) and SimAI's AS_* switches from
+    `env`, as keyword arguments of the engine (names are checked there)."""
     out: dict[str, object] = {}
     for var, key in (("NCCL_ALGO", "algorithm"), ("NCCL_PROTO", "protocol")):
         value = env.get(var, "").strip()
@@ -108,6 +109,11 @@ def tuning_env(env: Mapping[str, str]) -> dict[str, object]:
         if not re.fullmatch(r"\s*\d+\s*", lat):
             raise InputError(f"AS_SEND_LAT: expected a whole number of µs, got '{lat}'")
         out["send_lat_us"] = float(int(lat))
+    level = env.get("NCCL_P2P_PXN_LEVEL")
+    if level is not None:
+        if level.strip() not in ("0", "1", "2"):
+            raise InputError(f"NCCL_P2P_PXN_LEVEL: expected 0, 1 or 2, got '{level}'")
+        out["p2p_pxn"] = level.strip() == "2"
     for var, key in (
         ("AS_NVLS_ENABLE", "nvls"),
         ("AS_PXN_ENABLE", "pxn"),

@@ -150,6 +150,36 @@ def chart_inputs(result: dict[str, Any]) -> tuple[dict[str, float], Table]:
     return summary, table
 
 
+def stage_parts(stage: dict[str, Any]) -> tuple[float, float, float]:
+    """(compute, exposed communication, bubble) of one entry of a result's `stages`, seconds."""
+    parts = dict(stage["breakdown_s"])
+    compute, bubble = parts.get("compute", 0.0), parts.get("bubble", 0.0)
+    return compute, stage["busy_s"] - compute, bubble
+
+
+def stage_table(result: dict[str, Any]) -> Table:
+    """Each pipeline stage's compute, exposed communication and bubble (µs), for the charts."""
+    rows = [stage_parts(s) for s in result["stages"]]
+    return Table(
+        {
+            "stage": [s["stage"] for s in result["stages"]],
+            "compute": [r[0] * 1e6 for r in rows],
+            "exposed comm": [r[1] * 1e6 for r in rows],
+            "bubble": [r[2] * 1e6 for r in rows],
+        }
+    )
+
+
+def stages_rows(result: dict[str, Any]) -> list[list[object]]:
+    """Every stage's breakdown (seconds), header first, for a CSV file: one column per part."""
+    names = [k for k, _ in result["stages"][0]["breakdown_s"]] if result["stages"] else []
+    rows: list[list[object]] = [["stage", "end_s", "busy_s", *[n.replace(" ", "_") + "_s" for n in names]]]
+    for s in result["stages"]:
+        values = [s["end_s"], s["busy_s"], *[v for _, v in s["breakdown_s"]]]
+        rows.append([s["stage"], *[f"{v:.9g}" for v in values]])
+    return rows
+
+
 def layers_rows(result: dict[str, Any]) -> list[list[object]]:
     """Per-layer times of the stage that finishes last (seconds), header first, for a CSV file."""
     rows: list[list[object]] = [["layer", "compute_s", "exposed_comm_s", "comm_s"]]

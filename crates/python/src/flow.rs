@@ -36,12 +36,13 @@ pub fn flow_completion_times(
 /// size on an idle network. `algorithm` is "auto" (NCCL's tuner) or an algorithm name;
 /// `channels` 0 means the first server's NIC count (at least 2). `send_lat_us`, `nvls`, `pxn`,
 /// `nvlstree` are SimAI's AS_SEND_LAT, AS_NVLS_ENABLE, AS_PXN_ENABLE, AS_NVLSTREE_ENABLE;
-/// `qps` is NCCL_IB_QPS_PER_CONNECTION (0 = 1); `routing` "ecmp" or "spray".
+/// `qps` is NCCL_IB_QPS_PER_CONNECTION (0 = 1); `routing` "ecmp" or "spray"; `p2p_pxn`
+/// NCCL_P2P_PXN_LEVEL = 2 (NCCL's default: all-to-all between servers through PXN).
 #[pyfunction]
 #[pyo3(signature = (
     topology, collective, sizes, algorithm = "auto", channels = 0, ranks = None, seed = 0,
     send_lat_us = None, nvls = false, pxn = false, nvlstree = false, protocol = "auto", qps = 0,
-    routing = "ecmp"
+    routing = "ecmp", p2p_pxn = true
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn collective_sweep(
@@ -60,6 +61,7 @@ pub fn collective_sweep(
     protocol: &str,
     qps: u32,
     routing: &str,
+    p2p_pxn: bool,
 ) -> PyResult<Vec<(f64, String, String)>> {
     let topo = topology.platform().map_err(engine_err)?;
     py.detach(|| {
@@ -71,6 +73,7 @@ pub fn collective_sweep(
             nvlstree_enable: nvlstree,
             algorithm: sweep::algorithm_option(algorithm)?,
             protocol: sweep::protocol_option(protocol)?,
+            p2p_pxn,
         };
         let mut topo = topo;
         topo.routing = Routing::parse(routing)?;

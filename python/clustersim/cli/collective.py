@@ -36,7 +36,8 @@ def add(sub: argparse._SubParsersAction) -> None:
         help=HELP,
         description="Time one collective over every GPU of a fabric (or the first -g) for each size, "
         "each on an idle network, and print nccl-tests' table. NCCL_ALGO and NCCL_PROTO are honoured "
-        "as by NCCL, AS_SEND_LAT, AS_NVLS_ENABLE, AS_PXN_ENABLE and AS_NVLSTREE_ENABLE as in SimAI.",
+        "as by NCCL, NCCL_P2P_PXN_LEVEL too (default 2: all-to-all between servers through PXN), "
+        "AS_SEND_LAT, AS_NVLS_ENABLE, AS_PXN_ENABLE and AS_NVLSTREE_ENABLE as in SimAI.",
         epilog=EPILOG,
     )
     p.add_argument("op", help=", ".join(OPS))

@@ -103,7 +103,7 @@ def plan_options(args: argparse.Namespace) -> dict[str, object]:
 def main(args: argparse.Namespace) -> int:
     from clustersim.api import train
     from clustersim.output import atomic_outputs, write_csv, write_text
-    from clustersim.training import chart_inputs, layers_rows
+    from clustersim.training import chart_inputs, layers_rows, stage_table, stages_rows
 
     no_charts_without_prefix(args)
     flow = fabric_options(args) | {"routes": args.routes} if args.topology is not None else {}
@@ -127,17 +127,24 @@ def main(args: argparse.Namespace) -> int:
             written.append(args.output)
         if args.result is not None:
             prefix = str(Path(args.result_folder) / args.result) if args.result_folder else args.result
-            names = [prefix + n for n in ("summary.json", "layers.csv", "trace.json")]
+            names = [prefix + n for n in ("summary.json", "layers.csv", "stages.csv", "trace.json")]
             write_text(stage(names[0]), text)
             write_csv(stage(names[1]), layers_rows(result.data))
-            write_text(stage(names[2]), result.trace or "")
+            write_csv(stage(names[2]), stages_rows(result.data))
+            write_text(stage(names[3]), result.trace or "")
             if args.visual:
                 from clustersim import charts
 
                 summary, layers = chart_inputs(result.data)
                 title = f"{result.model} on {args.gpus} × {result.accelerator}"
                 charts_at = {k: prefix + f"chart.{k}" for k in ("png", "svg", "html")}
-                charts.write_all(summary, layers, title, **{k: stage(v) for k, v in charts_at.items()})
+                charts.write_all(
+                    summary,
+                    layers,
+                    title,
+                    stages=stage_table(result.data),
+                    **{k: stage(v) for k, v in charts_at.items()},
+                )
                 names += list(charts_at.values())
             written += names
     if args.json:
@@ -149,6 +156,8 @@ def main(args: argparse.Namespace) -> int:
 
 
 def print_result(result: TrainResult) -> None:
+    from clustersim.training import stage_parts
+
     r = result.data
     acc = result.accelerator_spec or {}
     print(f"{result.model} on {result.gpus} × {result.accelerator}: {r['params'] / 1e9:.2f} B parameters")
@@ -156,9 +165,23 @@ def print_result(result: TrainResult) -> None:
     print(f"iteration time  {r['iteration_s']:10.3f} s   ({shape})")
     print(f"throughput      {r['tokens_per_s']:10.0f} tokens/s")
     print(f"MFU             {r['mfu'] * 100:10.1f} %")
+    stages = r["stages"]
+    whose = f" (stage {r['breakdown_stage']}, which finishes last)" if len(stages) > 1 else ""
+    print(f"where the time goes{whose}:")
     for part, seconds in r["breakdown_s"]:
         if seconds > 0:
             print(f"  {part:<22}{seconds:10.3f} s {seconds / r['iteration_s'] * 100:6.1f}%")
+    if len(stages) > 1:
+        print(
+            f"critical stage  {r['critical_stage']:>10}     busiest; bounded by {r['critical_bound']}"
+            f" ({stages[r['critical_stage']]['busy_s']:.3f} s busy)"
+        )
+        print("  stage   compute s   exposed comm s   bubble s   largest exposed comm")
+        for s in stages:
+            compute, exposed, bubble = stage_parts(s)
+            comm = [(v, k) for k, v in s["breakdown_s"] if k.startswith("exposed ") and v > 0]
+            top = max(comm)[1].removeprefix("exposed ") if comm else "-"
+            print(f"  {s['stage']:>5} {compute:11.3f} {exposed:16.3f} {bubble:10.3f}   {top}")
     mem = r["memory"]
     fits = "fits" if r["memory_fits"] else "DOES NOT FIT"
     print(

@@ -195,11 +195,19 @@ mod tests {
 
     #[test]
     fn all_to_all_across_servers_is_limited_by_the_nics() {
-        let m = model(Bandwidths::Builtin(Some(RatioTables::builtin())));
-        // EP 16 = 2 servers × 8, direct: one step across servers (8.4 + 14 µs); a GPU sends 8·S/16
-        // over its 48.5 GB/s NIC share; all-to-all ratio (2 nodes, 1 GiB: 0.81/0.80).
+        let mut m = model(Bandwidths::Builtin(Some(RatioTables::builtin())));
+        // EP 16 = 2 servers × 8, direct (NCCL_P2P_PXN_LEVEL=0): one step across servers
+        // (8.4 + 14 µs); a GPU sends 8·S/16 over its 48.5 GB/s NIC share; all-to-all ratio
+        // (2 nodes, 1 GiB: 0.81/0.80).
+        let wire = GIB / 2.0 / 48.5f32 as f64 / (0.81 / 0.80);
+        let pxn = m.collective_ns(AllToAll, &shape("EP", 2, 8), GIB as u64).unwrap();
+        m.options.p2p_pxn = false;
         let got = m.collective_ns(AllToAll, &shape("EP", 2, 8), GIB as u64).unwrap();
-        close(got, (8.4 + 14.0) * 1e3 + GIB / 2.0 / 48.5f32 as f64 / (0.81 / 0.80));
+        close(got, (8.4 + 14.0) * 1e3 + wire);
+        // PXN (NCCL's default): the same S/2 leaves each NIC, aggregated per destination by the
+        // GPU on its rail, in k = S/2 / 512 KiB = 1024 chunks through a pipeline one NVLink hop
+        // (3.4 µs) deeper, so k + 1 steps.
+        close(pxn, (8.4 + 14.0 + 3.4) * 1e3 + wire * 1025.0 / 1024.0);
     }
 
     #[test]

@@ -12,7 +12,8 @@
 //! `AS_PXN_ENABLE` and `AS_NVLSTREE_ENABLE` (each default off, as in SimAI). Candidates are the
 //! algorithms that can run the collective and say they are offered
 //! ([`super::CollectiveAlgorithm::offered`]): NCCL's own, ring, tree, direct (all-to-all), NVLS
-//! and NVLS tree when enabled, PXN when enabled and the group spans servers. Halving-doubling and
+//! and NVLS tree when enabled, PXN when enabled and the group spans servers, and PXN in place of
+//! direct for all-to-all between servers under `NCCL_P2P_PXN_LEVEL=2`. Halving-doubling and
 //! hierarchical run only when forced.
 
 use super::cost::{timed_ns, Links};
@@ -21,8 +22,9 @@ use super::{schedule, schedule_grained, valid_algorithms, Algorithm, Call, Grain
 use crate::error::InputError;
 use crate::workload::Collective;
 
-/// How to choose; `Default` is SimAI's defaults (NCCL latencies, NVLS / PXN / NVLS tree off).
-#[derive(Debug, Clone, Default, PartialEq)]
+/// How to choose; `Default` is NCCL's defaults (its latencies; point-to-point PXN on) with
+/// SimAI's AS_* switches off (NVLS / PXN / NVLS tree as tuner candidates).
+#[derive(Debug, Clone, PartialEq)]
 pub struct Options {
     /// `AS_SEND_LAT`, µs per transfer step; None: NCCL's latency model.
     pub send_lat_us: Option<f64>,
@@ -36,6 +38,24 @@ pub struct Options {
     pub algorithm: Option<Algorithm>,
     /// `NCCL_PROTO`: run this protocol (the algorithm must support it).
     pub protocol: Option<Protocol>,
+    /// `NCCL_P2P_PXN_LEVEL` = 2, NCCL's default since 2.12: point-to-point traffic between
+    /// servers (all-to-all, which NCCL builds from sends and receives) always leaves through the
+    /// source server's GPU on the destination's rail; 0 or 1 (false): sends go direct.
+    pub p2p_pxn: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            send_lat_us: None,
+            nvls_enable: false,
+            pxn_enable: false,
+            nvlstree_enable: false,
+            algorithm: None,
+            protocol: None,
+            p2p_pxn: true,
+        }
+    }
 }
 
 /// The chosen algorithm and protocol, the predicted time, and the schedule to run (its timing set).
@@ -172,12 +192,18 @@ mod tests {
         let no_tree = Options { nvlstree_enable: false, ..all.clone() };
         let got = pick(AllReduce, &two, 1 << 30, &no_tree).algorithm;
         assert!([Algorithm::RING, Algorithm::TREE, Algorithm::PXN].contains(&got), "{got:?}");
+        let direct_p2p = Options { p2p_pxn: false, ..Options::default() };
         for bytes in [1 << 10, 1 << 20, 1 << 30] {
-            for c in [AllReduce, AllGather, AllToAll] {
+            for c in [AllReduce, AllGather] {
                 let got = pick(c, &two, bytes, &Options::default()).algorithm;
-                let nccl = [Algorithm::RING, Algorithm::TREE, Algorithm::DIRECT];
-                assert!(nccl.contains(&got), "{c:?} {bytes}: {got:?}");
+                assert!([Algorithm::RING, Algorithm::TREE].contains(&got), "{c:?} {bytes}: {got:?}");
             }
+            // All-to-all between servers: PXN, NCCL's default, even where direct is predicted
+            // faster (NCCL_P2P_PXN_LEVEL=2 does not weigh them); direct with level 0 or 1.
+            assert_eq!(pick(AllToAll, &two, bytes, &Options::default()).algorithm, Algorithm::PXN);
+            assert_eq!(pick(AllToAll, &two, bytes, &direct_p2p).algorithm, Algorithm::DIRECT);
+            // Inside one server there is nothing to relay.
+            assert_eq!(pick(AllToAll, &two[..8], bytes, &Options::default()).algorithm, Algorithm::DIRECT);
         }
     }
 

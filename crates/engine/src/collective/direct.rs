@@ -7,10 +7,11 @@
 //! ```
 //!
 //! n(n−1) transfer objects: fine up to a few thousand ranks (4.2 M at 2048, the limit).
-//! NCCL's tuner runs all-to-all this way (its point-to-point sends, Simple); the other
-//! collectives only when forced.
+//! NCCL's tuner runs all-to-all this way (its point-to-point sends, Simple) where PXN does not
+//! relay it; the other collectives only when forced.
 
 use super::choose::Options;
+use super::pxn::relays_point_to_point;
 use super::{send, Algorithm, CollectiveAlgorithm, Grain, GroupTopo, Phase, Servers, Transfer, DIRECT_MAX_RANKS};
 use crate::workload::Collective;
 
@@ -43,8 +44,9 @@ impl CollectiveAlgorithm for Direct {
         direct(c, g.size(), bytes)
     }
 
-    fn offered(&self, c: Collective, _g: &GroupTopo, _s: &Servers, _opts: &Options) -> bool {
-        c == Collective::AllToAll
+    /// All-to-all, unless PXN relays it (NCCL_P2P_PXN_LEVEL=2, [`relays_point_to_point`]).
+    fn offered(&self, c: Collective, g: &GroupTopo, s: &Servers, opts: &Options) -> bool {
+        c == Collective::AllToAll && !relays_point_to_point(c, g, s, opts)
     }
 }
 

@@ -44,8 +44,8 @@ impl CollectiveAlgorithm for Pxn {
         relay(base, g, s, grain)
     }
 
-    fn offered(&self, _c: Collective, _g: &GroupTopo, s: &Servers, opts: &Options) -> bool {
-        opts.pxn_enable && s.members.len() > 1
+    fn offered(&self, c: Collective, g: &GroupTopo, s: &Servers, opts: &Options) -> bool {
+        (opts.pxn_enable && s.members.len() > 1) || relays_point_to_point(c, g, s, opts)
     }
 
     /// The base schedule's hops, plus the NVLink relay hop when the group spans servers.
@@ -62,6 +62,14 @@ impl CollectiveAlgorithm for Pxn {
     fn ring_latency(&self) -> bool {
         true
     }
+}
+
+/// NCCL_P2P_PXN_LEVEL=2 relays every all-to-all between servers (NCCL builds it from sends and
+/// receives), where PXN can run it and a server holds a second GPU to relay through: PXN then
+/// runs it in place of direct, whatever the prediction.
+pub(super) fn relays_point_to_point(c: Collective, g: &GroupTopo, s: &Servers, opts: &Options) -> bool {
+    let relays = s.members.len() > 1 && s.members.iter().any(|m| m.len() > 1);
+    opts.p2p_pxn && relays && c == Collective::AllToAll && Pxn.unsupported(c, g, s).is_none()
 }
 
 pub(super) fn relay(phases: Vec<Phase>, g: &GroupTopo, s: &Servers, grain: Grain) -> Vec<Phase> {

@@ -19,7 +19,7 @@ use crate::collective::choose::Options;
 use crate::driver::{simulate, Backend, FlowConfig};
 use crate::error::{InputError, Result};
 use crate::executor::Execution;
-use crate::exposure::exposure;
+use crate::exposure::{exposure, Exposure};
 use crate::flow::network::Tuning;
 use crate::flow::sweep::{algorithm_option, protocol_option};
 use crate::platform::routing::Routes;
@@ -97,11 +97,18 @@ pub struct Fabric {
     /// NCCL_PROTO: "auto" (absent) or a protocol name.
     #[serde(default)]
     pub protocol: Option<String>,
+    /// NCCL_P2P_PXN_LEVEL = 2 (NCCL's default): all-to-all between servers goes through PXN.
+    #[serde(default = "nccl_p2p_pxn")]
+    pub p2p_pxn: bool,
     /// A routes file's text and where it came from ([`Routes::parse`]).
     #[serde(default)]
     pub routes: Option<String>,
     #[serde(default)]
     pub routes_path: Option<String>,
+}
+
+fn nccl_p2p_pxn() -> bool {
+    Options::default().p2p_pxn
 }
 
 impl Fabric {
@@ -113,6 +120,7 @@ impl Fabric {
             nvlstree_enable: self.nvlstree,
             algorithm: algorithm_option(&self.algorithm)?,
             protocol: protocol_option(self.protocol.as_deref().unwrap_or("auto"))?,
+            p2p_pxn: self.p2p_pxn,
         };
         Ok(Tuning { options, channels: self.channels, qps: self.qps, seed: self.seed })
     }
@@ -129,6 +137,18 @@ impl Fabric {
         };
         Ok(FlowConfig { topology, tuning: self.tuning()?, routes })
     }
+}
+
+/// Where one pipeline stage's time goes, seconds: compute, exposed communication per group and
+/// bubble (idle with nothing in flight, up to the end of the iteration), summing to the iteration.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct StageTime {
+    pub stage: u32,
+    /// When the stage's last op ends.
+    pub end_s: f64,
+    /// Compute plus exposed communication: the time the stage is not waiting.
+    pub busy_s: f64,
+    pub breakdown_s: Vec<(String, f64)>,
 }
 
 /// Time per row label (layer name) of the stage that finishes last, summed over its ops.
@@ -152,6 +172,15 @@ pub struct TrainingReport {
     pub dp: u32,
     /// Where the time of the stage that finishes last goes, in seconds; sums to iteration_s.
     pub breakdown_s: Vec<(String, f64)>,
+    /// The pipeline stage `breakdown_s` and `layers` describe: the one that finishes last
+    /// (stage 0 under 1F1B: it runs the last backward).
+    pub breakdown_stage: u32,
+    /// Every stage's breakdown; each sums to iteration_s.
+    pub stages: Vec<StageTime>,
+    /// The stage busy longest (computing or in exposed communication): it bounds the pipeline.
+    pub critical_stage: u32,
+    /// The largest part of the critical stage's busy time ("compute", "exposed EP comm", …).
+    pub critical_bound: String,
     pub memory: Memory,
     pub memory_fits: bool,
     pub events: u64,
@@ -205,7 +234,21 @@ pub fn run_training(input: &TrainingInput, progress: &mut dyn FnMut(f64) -> bool
     };
     let exec = simulate(w, backend, progress)?.execution;
     let iteration_ns = exec.end_ns;
-    let (parts, layers) = breakdown(w, &exec);
+    let (parts, layers, last) = breakdown(w, &exec);
+    let stages: Vec<StageTime> = (0..exec.timelines.len())
+        .map(|c| {
+            let parts = stage_parts(w, &exec, c).0;
+            let busy = parts.iter().filter(|(k, _)| k != "bubble").map(|(_, v)| v).sum::<f64>();
+            let end = exec.timelines[c].end.iter().copied().fold(0.0, f64::max);
+            let breakdown_s = parts.into_iter().map(|(k, v)| (k, v / 1e9)).collect();
+            StageTime { stage: c as u32, end_s: end / 1e9, busy_s: busy / 1e9, breakdown_s }
+        })
+        .collect();
+    let critical = stages.iter().max_by(|a, b| a.busy_s.total_cmp(&b.busy_s).then(b.stage.cmp(&a.stage)));
+    let (critical_stage, critical_bound) = critical.map_or((0, String::new()), |s| {
+        let bound = s.breakdown_s.iter().filter(|(k, _)| k != "bubble").max_by(|a, b| a.1.total_cmp(&b.1));
+        (s.stage, bound.map_or(String::new(), |b| b.0.clone()))
+    });
     let (params, active) = model.params();
     let tokens = plan.gbs as f64 * plan.seq as f64;
     let seconds = iteration_ns / 1e9;
@@ -218,6 +261,10 @@ pub fn run_training(input: &TrainingInput, progress: &mut dyn FnMut(f64) -> bool
         micro_batches: plan.micro_batches(),
         dp: plan.dp_size(),
         breakdown_s: parts.into_iter().map(|(k, v)| (k, v / 1e9)).collect(),
+        breakdown_stage: last as u32,
+        stages,
+        critical_stage,
+        critical_bound,
         memory: mem,
         memory_fits: fits,
         events: exec.events,
@@ -265,26 +312,13 @@ pub(crate) fn network_cost(input: &TrainingInput) -> Result<AlphaBeta> {
     Ok(AlphaBeta { platform, bandwidths: Bandwidths::Builtin(None), nvls, options })
 }
 
-/// Where the time of the stage that finishes last goes (its timeline spans the iteration), ns:
-/// compute, exposed communication per group, and the bubble (idle with nothing in flight); and
-/// the same stage's time per row label.
-pub fn breakdown(w: &Workload, exec: &Execution) -> (Vec<(String, f64)>, Vec<LayerTime>) {
+/// Where the time of the stage that finishes last goes (its timeline spans the iteration), ns
+/// ([`stage_parts`]); the same stage's time per row label; and which stage (rank class) it is.
+pub fn breakdown(w: &Workload, exec: &Execution) -> (Vec<(String, f64)>, Vec<LayerTime>, usize) {
     let end = |c: usize| exec.timelines[c].end.iter().copied().fold(0.0, f64::max);
     let last = (0..exec.timelines.len()).max_by(|&a, &b| end(a).total_cmp(&end(b)).then(b.cmp(&a))).unwrap_or(0);
     let prog = &w.programs[w.class_program[last] as usize];
-    let ex = exposure(prog, &exec.timelines[last], exec.end_ns);
-    let mut parts: Vec<(String, f64)> = vec![("compute".into(), ex.compute_ns)];
-    for (g, group) in w.groups.iter().enumerate() {
-        let in_group = |op: &OpKind| match *op {
-            OpKind::Collective { group, .. } => group as usize == g,
-            OpKind::Send { peer, .. } | OpKind::Recv { peer, .. } => peer.group as usize == g,
-            OpKind::Compute { .. } => false,
-        };
-        let exposed =
-            prog.ops.iter().zip(&ex.exposed).filter(|(op, _)| in_group(&op.kind)).fold(0.0, |a, (_, e)| a + e);
-        parts.push((format!("exposed {} comm", group.name), exposed));
-    }
-    parts.push(("bubble".into(), ex.idle_ns));
+    let (parts, ex) = stage_parts(w, exec, last);
     let tl = &exec.timelines[last];
     let mut layers: Vec<LayerTime> = w
         .rows
@@ -302,7 +336,27 @@ pub fn breakdown(w: &Workload, exec: &Execution) -> (Vec<(String, f64)>, Vec<Lay
         }
     }
     layers.retain(|l| l.compute_s + l.comm_s > 0.0);
-    (parts, layers)
+    (parts, layers, last)
+}
+
+/// Where rank class `class`'s time goes up to the end of the iteration, ns: compute, exposed
+/// communication per group, and the bubble (idle with nothing in flight); and its exposure.
+fn stage_parts(w: &Workload, exec: &Execution, class: usize) -> (Vec<(String, f64)>, Exposure) {
+    let prog = &w.programs[w.class_program[class] as usize];
+    let ex = exposure(prog, &exec.timelines[class], exec.end_ns);
+    let mut parts: Vec<(String, f64)> = vec![("compute".into(), ex.compute_ns)];
+    for (g, group) in w.groups.iter().enumerate() {
+        let in_group = |op: &OpKind| match *op {
+            OpKind::Collective { group, .. } => group as usize == g,
+            OpKind::Send { peer, .. } | OpKind::Recv { peer, .. } => peer.group as usize == g,
+            OpKind::Compute { .. } => false,
+        };
+        let exposed =
+            prog.ops.iter().zip(&ex.exposed).filter(|(op, _)| in_group(&op.kind)).fold(0.0, |a, (_, e)| a + e);
+        parts.push((format!("exposed {} comm", group.name), exposed));
+    }
+    parts.push(("bubble".into(), ex.idle_ns));
+    (parts, ex)
 }
 
 #[cfg(test)]
@@ -379,7 +433,7 @@ mod tests {
             .unwrap()
             .run(&mut Analytical::new(Box::new(Free), Placement::servers(g.workload.world_size(), 8)), &mut |_| true)
             .unwrap();
-        let (parts, _) = breakdown(&g.workload, &exec);
+        let (parts, _, _) = breakdown(&g.workload, &exec);
         let total: f64 = parts.iter().map(|(_, v)| v).sum();
         assert!((total - exec.end_ns).abs() < 1e-9 * exec.end_ns, "breakdown sums to the iteration");
         let bubble = parts.iter().find(|(k, _)| k == "bubble").unwrap().1;
@@ -401,6 +455,29 @@ mod tests {
         assert!((total - r.iteration_s).abs() < 1e-9 * r.iteration_s);
         let tp = r.breakdown_s.iter().find(|(k, _)| k == "exposed TP comm").unwrap().1;
         assert!(tp > 0.0);
+    }
+
+    #[test]
+    fn every_stage_is_reported_and_the_busiest_is_named() {
+        // 32 layers on 4 stages as 2 + 14 + 14 + 2: the middle stages bound the pipeline, by
+        // their compute, whichever stage finishes last.
+        let mut i = input(4, 1, 8);
+        (i.plan.first_stage_layers, i.plan.last_stage_layers) = (Some(2), Some(2));
+        let r = run_training(&i, &mut |_| true).unwrap();
+        assert_eq!(r.stages.len(), 4);
+        let last = r.stages.iter().max_by(|a, b| a.end_s.total_cmp(&b.end_s)).unwrap();
+        assert_eq!((r.breakdown_stage, last.end_s), (last.stage, r.iteration_s));
+        for s in &r.stages {
+            let total: f64 = s.breakdown_s.iter().map(|(_, v)| v).sum();
+            assert!((total - r.iteration_s).abs() < 1e-9 * r.iteration_s, "stage {}: {total}", s.stage);
+            assert!(s.end_s <= r.iteration_s * (1.0 + 1e-12));
+        }
+        assert_eq!(r.stages[r.breakdown_stage as usize].breakdown_s, r.breakdown_s);
+        assert!([1, 2].contains(&r.critical_stage), "{}", r.critical_stage);
+        assert_eq!(r.critical_bound, "compute");
+        let busy = |k: usize| r.stages[k].busy_s;
+        // 14 layers against 2 (plus the embedding / LM head): several times busier.
+        assert!(busy(1) > 4.0 * busy(0) && busy(2) > 4.0 * busy(3), "{:?}", (0..4).map(busy).collect::<Vec<_>>());
     }
 
     #[test]
