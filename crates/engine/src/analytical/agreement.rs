@@ -4,13 +4,17 @@
 //! Fabric: servers of m = min(n, 8) GPUs, one NVSwitch each (NVLink 360 GB/s per GPU), every
 //! GPU's NIC (50 GB/s) on one switch that never congests, links without latency. Both models run
 //! the same one-collective workload through the executor with the algorithm forced, NCCL's
-//! protocol choice and their default channels.
+//! protocol choice and their default channels. An algorithm defined only in this file (a star
+//! all-gather) runs on both the same way: adding an algorithm touches nothing else.
 
 use super::alpha_beta::{AlphaBeta, Bandwidths};
 use super::server_spec::{GpuType, NicType, ServerSpec};
 use super::Analytical;
 use crate::collective::choose::Options;
-use crate::collective::{valid_algorithms, Algorithm, GroupTopo};
+use crate::collective::{
+    schedule, valid_algorithms, Algorithm, CollectiveAlgorithm, Endpoint, Grain, GroupTopo, Phase as SchedulePhase,
+    Servers, Transfer,
+};
 use crate::executor::Executor;
 use crate::flow::network::{FlowNetwork, Tuning};
 use crate::flow::sweep::sweep_workload;
@@ -117,4 +121,62 @@ fn point_to_point_sends_agree() {
             assert!((a - f).abs() <= 1e-9 * f, "n={n} S={bytes}: analytical {a} ns, flow {f} ns");
         }
     }
+}
+
+/// A naive all-gather through rank 0, defined here and nowhere else: every rank sends its shard
+/// S/n to rank 0, which then sends each rank the n − 1 shards it lacks. Everything an algorithm
+/// needs is this impl; forcing it runs it on both backends.
+struct Star;
+
+impl CollectiveAlgorithm for Star {
+    fn name(&self) -> &'static str {
+        "star"
+    }
+
+    fn unsupported(&self, c: Collective, _g: &GroupTopo, _s: &Servers) -> Option<String> {
+        (c != Collective::AllGather).then(|| "the star gathers only".into())
+    }
+
+    fn phases(
+        &self,
+        _c: Collective,
+        g: &GroupTopo,
+        _s: &Servers,
+        bytes: f64,
+        _ch: u32,
+        _grain: Grain,
+    ) -> Vec<SchedulePhase> {
+        let n = g.size();
+        let shard = bytes / n as f64;
+        let send = |a, b, bytes| Transfer { src: Endpoint::Rank(a), dst: Endpoint::Rank(b), bytes };
+        vec![
+            SchedulePhase { transfers: (1..n).map(|r| send(r, 0, shard)).collect(), repeat: 1 },
+            SchedulePhase { transfers: (1..n).map(|r| send(0, r, bytes - shard)).collect(), repeat: 1 },
+        ]
+    }
+}
+
+const STAR: Algorithm = Algorithm::new(&Star);
+
+#[test]
+fn an_algorithm_defined_in_one_place_runs_on_both_backends() {
+    let star = Options { algorithm: Some(STAR), ..Options::default() };
+    for n in [2u32, 8, 64, 1024] {
+        let m = n.min(8);
+        for bytes in [4096u64, 64 << 20] {
+            let (a, f) = run_both(&sweep_workload(Collective::AllGather, n, &[bytes]), n, m, star.clone());
+            assert!((a - f).abs() <= 0.01 * f, "star n={n} S={bytes}: analytical {a} ns, flow {f} ns");
+        }
+    }
+    // One server of 8: NCCL's point-to-point latency for two dependent NVLink steps, then rank 0's
+    // NVLink port takes 7 shards in and sends 7 × 7 out: 56 S/8 at 360 GB/s.
+    let s = 64u64 << 20;
+    let (a, _) = run_both(&sweep_workload(Collective::AllGather, 8, &[s]), 8, 8, star.clone());
+    let want = (8.4 + 2.0 * 3.4) * 1e3 + 56.0 * s as f64 / 8.0 / NVLINK;
+    assert!((a - want).abs() <= 1e-9 * want, "{a} vs {want}");
+    // It is not registered: the tuner never offers it, and only a forced run names it.
+    assert!(!Algorithm::ALL.contains(&STAR));
+    let ranks: Vec<u32> = (0..8).collect();
+    let e = schedule(Collective::AllReduce, STAR, &GroupTopo::on_servers(&ranks, 8, false), 64, 1).unwrap_err();
+    assert!(e.message.contains("star cannot run allreduce") && e.message.contains("gathers only"), "{e}");
 }

@@ -29,8 +29,8 @@ use super::server_spec::ServerSpec;
 use super::{CollectiveCost, GroupShape};
 use crate::collective::choose::{choose, Options};
 use crate::collective::cost::{direct_all_to_all_ns, timed_ns, Links};
-use crate::collective::nccl::{call_latency_ns, p2p_latency_ns, ring_hops, Protocol, RING_LATENCY_US};
-use crate::collective::{group_channels, Algorithm, GroupTopo, DIRECT_MAX_RANKS};
+use crate::collective::nccl::{call_latency_ns, p2p_latency_ns};
+use crate::collective::{group_channels, ring_hops, Algorithm, GroupTopo, DIRECT_MAX_RANKS};
 use crate::error::InputError;
 use crate::workload::Collective;
 
@@ -79,15 +79,9 @@ impl AlphaBeta {
         if c == Collective::AllToAll && g.size > DIRECT_MAX_RANKS && self.options.algorithm.is_none() {
             // Too many pairs to hold: the direct schedule's cost by symmetry (uniform shape assumed).
             let inter = u32::from(g.nodes > 1);
-            let lat = call_latency_ns(
-                c,
-                Algorithm::Direct,
-                Protocol::Simple,
-                RING_LATENCY_US[2],
-                (1 - inter, inter),
-                g.nodes,
-                (0.0, 0.0),
-            );
+            let direct = Algorithm::DIRECT;
+            let (p, l) = direct.protocols()[0];
+            let lat = call_latency_ns(c, direct, p, l, (1 - inter, inter), g.nodes, (0.0, 0.0));
             let nodes = g.nodes.max(1);
             return Ok((lat, direct_all_to_all_ns(nodes, g.size.div_ceil(nodes), bytes, &links), false));
         }
@@ -128,11 +122,11 @@ impl CollectiveCost for AlphaBeta {
                 let busbw = t.get(section, key)? as f64;
                 let wire = bytes as f64 * c.busbw_factor(g.size);
                 let h = ring_hops(c, g.size, g.nodes);
-                Ok(Protocol::ALL
+                Ok(Algorithm::RING
+                    .protocols()
                     .into_iter()
-                    .zip(RING_LATENCY_US)
                     .map(|(p, lat)| {
-                        call_latency_ns(c, Algorithm::Ring, p, lat, h, g.nodes, (0.0, 0.0))
+                        call_latency_ns(c, Algorithm::RING, p, lat, h, g.nodes, (0.0, 0.0))
                             + wire / (p.efficiency() * busbw)
                     })
                     .fold(f64::INFINITY, f64::min))
@@ -237,7 +231,7 @@ mod tests {
         // stay on NVLink: B = min(8 × 48.5, 164.8 × 8/7); Simple: (8.4 + 28 × 3.4 + 2 × 14) × 1.4 µs.
         let platform = ServerSpec::new(8, 8, GpuType::H800, NicType::Cx7);
         let mut m = AlphaBeta::nccl(platform, Bandwidths::Builtin(None));
-        m.options.algorithm = Some(Algorithm::Ring);
+        m.options.algorithm = Some(Algorithm::RING);
         let got = m.collective_ns(AllReduce, &shape("DP", 2, 8), GIB as u64).unwrap();
         let bw = (8.0 * 48.5f32 as f64).min(164.8f32 as f64 * 8.0 / 7.0);
         close(got, 1.4 * (8.4 + 28.0 * 3.4 + 2.0 * 14.0) * 1e3 + GIB * 2.0 * 15.0 / 16.0 / bw);

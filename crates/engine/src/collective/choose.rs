@@ -9,14 +9,16 @@
 //! The options mirror NCCL's and SimAI's environment variables (shared/reference/formats.md §7):
 //! `NCCL_ALGO` / `NCCL_PROTO` force an algorithm / protocol; `AS_SEND_LAT` (µs every transfer
 //! step waits before it starts) replaces NCCL's latency model; `AS_NVLS_ENABLE`,
-//! `AS_PXN_ENABLE` and `AS_NVLSTREE_ENABLE` (each default off, as in SimAI). Candidates are
-//! NCCL's own: ring, tree, direct (all-to-all), NVLS and NVLS tree when enabled (and the group
-//! allows), PXN when enabled and the group spans servers. Halving-doubling and hierarchical run
-//! only when forced.
+//! `AS_PXN_ENABLE` and `AS_NVLSTREE_ENABLE` (each default off, as in SimAI). Candidates are the
+//! algorithms that can run the collective and say they are offered
+//! ([`super::CollectiveAlgorithm::offered`]): NCCL's own, ring, tree, direct (all-to-all), NVLS
+//! and NVLS tree when enabled, PXN when enabled and the group spans servers, and PXN in place of
+//! direct for all-to-all between servers under `NCCL_P2P_PXN_LEVEL=2`. Halving-doubling and
+//! hierarchical run only when forced.
 
 use super::cost::{timed_ns, Links};
-use super::nccl::{algorithm_efficiency, call_latency_ns, hops, latencies, tree_efficiency, Protocol, Timing};
-use super::{schedule, schedule_grained, valid_algorithms, Algorithm, Grain, GroupTopo, Schedule};
+use super::nccl::{call_latency_ns, Protocol, Timing};
+use super::{schedule, schedule_grained, valid_algorithms, Algorithm, Call, Grain, GroupTopo, Schedule};
 use crate::error::InputError;
 use crate::workload::Collective;
 
@@ -78,16 +80,13 @@ fn timings(
     if let Some(x) = opts.send_lat_us {
         return Ok(vec![Timing { step_latency_ns: Some(x * 1e3), ..Timing::RAW }]);
     }
-    let nodes = g.servers().members.len() as u32;
-    let h = hops(c, algo, g, s);
-    let efficiency = if algo == Algorithm::Tree {
-        let full = Timing { step_latency_ns: None, ..Timing::RAW };
-        let raw_busbw = bytes as f64 * c.busbw_factor(g.size()) / timed_ns(s, &full, g, links)?;
-        tree_efficiency(raw_busbw, channels, nodes, links.arch)
-    } else {
-        algorithm_efficiency(algo)
-    };
-    Ok(latencies(algo)
+    let servers = g.servers();
+    let nodes = servers.members.len() as u32;
+    let call = Call { collective: c, group: g, servers: &servers, bytes, channels, schedule: s };
+    let h = algo.hops(&call);
+    let efficiency = algo.efficiency(&call, links)?;
+    Ok(algo
+        .protocols()
         .into_iter()
         .filter(|(p, _)| opts.protocol.is_none_or(|want| want == *p))
         .map(|(p, lat)| Timing {
@@ -117,24 +116,8 @@ pub fn choose(
     let candidates: Vec<Algorithm> = match opts.algorithm {
         Some(a) => vec![a],
         None => {
-            let servers = g.servers().members;
-            let spans = servers.len() > 1;
-            let valid = valid_algorithms(c, g);
-            // NCCL_P2P_PXN_LEVEL=2 relays every all-to-all between servers, where PXN can run it
-            // and a server holds a second GPU to relay through.
-            let relays = spans && servers.iter().any(|m| m.len() > 1);
-            let p2p_pxn = opts.p2p_pxn && relays && c == Collective::AllToAll && valid.contains(&Algorithm::Pxn);
-            valid
-                .into_iter()
-                .filter(|&a| match a {
-                    Algorithm::Ring | Algorithm::Tree => true,
-                    Algorithm::Direct => c == Collective::AllToAll && !p2p_pxn,
-                    Algorithm::Nvls => opts.nvls_enable,
-                    Algorithm::NvlsTree => opts.nvlstree_enable,
-                    Algorithm::Pxn => (opts.pxn_enable && spans) || p2p_pxn,
-                    Algorithm::HalvingDoubling | Algorithm::Hierarchical => false,
-                })
-                .collect()
+            let servers = g.servers();
+            valid_algorithms(c, g).into_iter().filter(|a| a.offered(c, g, &servers, opts)).collect()
         }
     };
     let mut best: Option<(Algorithm, Timing, f64, Schedule)> = None;
@@ -189,14 +172,14 @@ mod tests {
         let server: Vec<u32> = (0..8).collect();
         let on = Options { nvls_enable: true, ..Options::default() };
         let big = pick(AllReduce, &server, 1 << 30, &on);
-        assert_eq!((big.algorithm, big.protocol), (Algorithm::Nvls, Protocol::Simple));
+        assert_eq!((big.algorithm, big.protocol), (Algorithm::NVLS, Protocol::Simple));
         let off = pick(AllReduce, &server, 1 << 30, &Options::default());
-        assert!(matches!(off.algorithm, Algorithm::Ring | Algorithm::Tree), "{:?}", off.algorithm);
+        assert!([Algorithm::RING, Algorithm::TREE].contains(&off.algorithm), "{:?}", off.algorithm);
         // NVLS (≈ S/(0.8·B): NCCL's NVLS efficiency) is faster than the ring (≈ 1.75 S/B).
         assert!(big.predicted_ns < off.predicted_ns / 1.3);
         // 4 KiB: LL ring, 6.6 + 14 × 0.6 = 15 µs, beats NVLS's 25 µs.
         let small = pick(AllReduce, &server, 4096, &on);
-        assert_eq!((small.algorithm, small.protocol), (Algorithm::Ring, Protocol::LL));
+        assert_eq!((small.algorithm, small.protocol), (Algorithm::RING, Protocol::LL));
         let want = 15.0e3 + 2.0 * 7.0 / 8.0 * 4096.0 / 370.8 / 0.5;
         assert!((small.predicted_ns - want).abs() < 1e-9 * want, "{} vs {want}", small.predicted_ns);
     }
@@ -205,32 +188,32 @@ mod tests {
     fn nvls_tree_and_pxn_only_when_enabled() {
         let two: Vec<u32> = (0..16).collect();
         let all = Options { nvls_enable: true, nvlstree_enable: true, pxn_enable: true, ..Options::default() };
-        assert_eq!(pick(AllReduce, &two, 1 << 30, &all).algorithm, Algorithm::NvlsTree);
+        assert_eq!(pick(AllReduce, &two, 1 << 30, &all).algorithm, Algorithm::NVLS_TREE);
         let no_tree = Options { nvlstree_enable: false, ..all.clone() };
         let got = pick(AllReduce, &two, 1 << 30, &no_tree).algorithm;
-        assert!(matches!(got, Algorithm::Ring | Algorithm::Tree | Algorithm::Pxn), "{got:?}");
+        assert!([Algorithm::RING, Algorithm::TREE, Algorithm::PXN].contains(&got), "{got:?}");
         let direct_p2p = Options { p2p_pxn: false, ..Options::default() };
         for bytes in [1 << 10, 1 << 20, 1 << 30] {
             for c in [AllReduce, AllGather] {
                 let got = pick(c, &two, bytes, &Options::default()).algorithm;
-                assert!(matches!(got, Algorithm::Ring | Algorithm::Tree), "{c:?} {bytes}: {got:?}");
+                assert!([Algorithm::RING, Algorithm::TREE].contains(&got), "{c:?} {bytes}: {got:?}");
             }
             // All-to-all between servers: PXN, NCCL's default, even where direct is predicted
             // faster (NCCL_P2P_PXN_LEVEL=2 does not weigh them); direct with level 0 or 1.
-            assert_eq!(pick(AllToAll, &two, bytes, &Options::default()).algorithm, Algorithm::Pxn);
-            assert_eq!(pick(AllToAll, &two, bytes, &direct_p2p).algorithm, Algorithm::Direct);
+            assert_eq!(pick(AllToAll, &two, bytes, &Options::default()).algorithm, Algorithm::PXN);
+            assert_eq!(pick(AllToAll, &two, bytes, &direct_p2p).algorithm, Algorithm::DIRECT);
             // Inside one server there is nothing to relay.
-            assert_eq!(pick(AllToAll, &two[..8], bytes, &Options::default()).algorithm, Algorithm::Direct);
+            assert_eq!(pick(AllToAll, &two[..8], bytes, &Options::default()).algorithm, Algorithm::DIRECT);
         }
     }
 
     #[test]
     fn forced_algorithms_run_or_say_why_not() {
         let two: Vec<u32> = (0..16).collect();
-        let forced = Options { algorithm: Some(Algorithm::Hierarchical), ..Options::default() };
-        assert_eq!(pick(AllReduce, &two, 1 << 20, &forced).algorithm, Algorithm::Hierarchical);
+        let forced = Options { algorithm: Some(Algorithm::HIERARCHICAL), ..Options::default() };
+        assert_eq!(pick(AllReduce, &two, 1 << 20, &forced).algorithm, Algorithm::HIERARCHICAL);
         let g = GroupTopo::on_servers(&two, 8, true);
-        let nvls = Options { algorithm: Some(Algorithm::Nvls), ..Options::default() };
+        let nvls = Options { algorithm: Some(Algorithm::NVLS), ..Options::default() };
         let e = choose(AllReduce, &g, 1 << 20, 8, &LINKS, &nvls).unwrap_err();
         assert!(e.message.contains("inside one server"), "{e}");
     }
@@ -239,7 +222,7 @@ mod tests {
     fn send_lat_replaces_the_latency_table_per_step() {
         // 8-rank ring all-reduce: 14 sequential steps × 10 µs, then the Simple-protocol bandwidth term.
         let server: Vec<u32> = (0..8).collect();
-        let opts = Options { send_lat_us: Some(10.0), algorithm: Some(Algorithm::Ring), ..Options::default() };
+        let opts = Options { send_lat_us: Some(10.0), algorithm: Some(Algorithm::RING), ..Options::default() };
         let got = pick(AllReduce, &server, 1 << 30, &opts);
         let want = 14.0 * 10.0e3 + 2.0 * 7.0 / 8.0 * (1u64 << 30) as f64 / 370.8;
         assert!((got.predicted_ns - want).abs() < 1e-9 * want, "{} vs {want}", got.predicted_ns);

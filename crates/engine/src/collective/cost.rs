@@ -157,11 +157,11 @@ mod tests {
         let s = 1u64 << 30;
         for channels in [1, 4] {
             let want = 30.0 * (3000.0 + s as f64 / 16.0 / 50.0);
-            close(price(AllReduce, Algorithm::Ring, &ranks, 8, s, channels), want);
+            close(price(AllReduce, Algorithm::RING, &ranks, 8, s, channels), want);
         }
         // 8 ranks in one server: NVLink. All-gather: (n−1)(α_nv + S/(n·B_nv)).
         let ranks: Vec<u32> = (0..8).collect();
-        close(price(AllGather, Algorithm::Ring, &ranks, 8, s, 2), 7.0 * (700.0 + s as f64 / 8.0 / 300.0));
+        close(price(AllGather, Algorithm::RING, &ranks, 8, s, 2), 7.0 * (700.0 + s as f64 / 8.0 / 300.0));
     }
 
     #[test]
@@ -171,7 +171,7 @@ mod tests {
         let ranks: Vec<u32> = (0..8).collect();
         let s = 1u64 << 30;
         let step = 3000.0 + (s as f64 / 32.0 / 50.0).max(3.0 * s as f64 / 32.0 / 300.0);
-        close(price(AllReduce, Algorithm::Ring, &ranks, 4, s, 4), 14.0 * step);
+        close(price(AllReduce, Algorithm::RING, &ranks, 4, s, 4), 14.0 * step);
     }
 
     #[test]
@@ -182,13 +182,13 @@ mod tests {
         let ranks: Vec<u32> = (0..4).collect();
         let s = 4u64 << 20;
         let want = 9.0 * (700.0 + 4.0 * PIPELINE_CHUNK_BYTES / 300.0);
-        close(price(AllReduce, Algorithm::Tree, &ranks, 8, s, 1), want);
+        close(price(AllReduce, Algorithm::TREE, &ranks, 8, s, 1), want);
         // 4 servers of 1 rank: trees over servers. Tree A: 0→1←2, 1→3; tree B (mirror): 3→2←1, 2→0.
         // Depth 2 in both; rank 1 is interior in A (parent 3, children 0, 2) and a leaf in B
         // (parent 2): it sends 1 + 2 + 1 chunks up/down, receives 2 + 1 + 1: 4 chunks on the NIC.
         let ranks: Vec<u32> = (0..4).map(|i| i * 8).collect();
         let want = (4.0 + 4.0 - 1.0) * (3000.0 + 4.0 * PIPELINE_CHUNK_BYTES / 50.0);
-        close(price(AllReduce, Algorithm::Tree, &ranks, 8, s, 1), want);
+        close(price(AllReduce, Algorithm::TREE, &ranks, 8, s, 1), want);
     }
 
     #[test]
@@ -197,8 +197,8 @@ mod tests {
         let ranks: Vec<u32> = (0..8).map(|i| i * 8).collect();
         let s = 1u64 << 30;
         let want = 6.0 * 3000.0 + 2.0 * 7.0 / 8.0 * s as f64 / 50.0;
-        close(price(AllReduce, Algorithm::HalvingDoubling, &ranks, 8, s, 1), want);
-        close(price(ReduceScatter, Algorithm::HalvingDoubling, &ranks, 8, s, 1), want / 2.0);
+        close(price(AllReduce, Algorithm::HALVING_DOUBLING, &ranks, 8, s, 1), want);
+        close(price(ReduceScatter, Algorithm::HALVING_DOUBLING, &ranks, 8, s, 1), want / 2.0);
     }
 
     #[test]
@@ -207,7 +207,7 @@ mod tests {
         let ranks: Vec<u32> = (0..16).collect();
         let s = 1u64 << 30;
         let want = 3000.0 + (8.0 * s as f64 / 16.0 / 50.0).max(7.0 * s as f64 / 16.0 / 300.0);
-        close(price(AllToAll, Algorithm::Direct, &ranks, 8, s, 1), want);
+        close(price(AllToAll, Algorithm::DIRECT, &ranks, 8, s, 1), want);
     }
 
     #[test]
@@ -215,7 +215,7 @@ mod tests {
         for (nodes, per_server) in [(1, 8), (4, 8), (16, 1), (3, 4)] {
             let ranks: Vec<u32> = (0..nodes * 8).filter(|r| r % 8 < per_server).collect();
             let s = 3u64 << 28;
-            let got = price(AllToAll, Algorithm::Direct, &ranks, 8, s, 1);
+            let got = price(AllToAll, Algorithm::DIRECT, &ranks, 8, s, 1);
             close(direct_all_to_all_ns(nodes, per_server, s, &LINKS), got);
         }
     }
@@ -227,7 +227,7 @@ mod tests {
         // switch port total is 8× that over 8 ports. T = (k+1)(α_nv + 2·chunk/B_nv) ≈ S/B_nv.
         let ranks: Vec<u32> = (0..8).collect();
         let want = 1025.0 * (700.0 + 2.0 * PIPELINE_CHUNK_BYTES / 300.0);
-        close(price(AllReduce, Algorithm::Nvls, &ranks, 8, 1 << 30, 2), want);
+        close(price(AllReduce, Algorithm::NVLS, &ranks, 8, 1 << 30, 2), want);
     }
 
     #[test]
@@ -236,7 +236,7 @@ mod tests {
         let ranks: Vec<u32> = (0..32).collect();
         let s = 1u64 << 30;
         let want = 14.0 * (700.0 + s as f64 / 8.0 / 300.0) + 6.0 * (3000.0 + s as f64 / 32.0 / 50.0);
-        close(price(AllReduce, Algorithm::Hierarchical, &ranks, 8, s, 1), want);
+        close(price(AllReduce, Algorithm::HIERARCHICAL, &ranks, 8, s, 1), want);
     }
 
     #[test]
@@ -248,7 +248,7 @@ mod tests {
         let ranks: Vec<u32> = (0..4).collect();
         let u = PIPELINE_CHUNK_BYTES;
         let want = 13.0 * (3000.0 + (1.5 * u / 300.0).max(0.5 * u / 50.0));
-        close(price(AllReduce, Algorithm::NvlsTree, &ranks, 2, 4 << 20, 1), want);
+        close(price(AllReduce, Algorithm::NVLS_TREE, &ranks, 2, 4 << 20, 1), want);
     }
 
     #[test]
@@ -259,14 +259,14 @@ mod tests {
         let ranks: Vec<u32> = (0..4).collect();
         let s = 4u64 << 20;
         let want = 5.0 * (3000.0 + (s as f64 / 8.0 / 50.0).max(s as f64 / 8.0 / 300.0));
-        close(price(AllToAll, Algorithm::Pxn, &ranks, 2, s, 1), want);
+        close(price(AllToAll, Algorithm::PXN, &ranks, 2, s, 1), want);
         // A ring's rail-changing hop gains an NVLink relay stage: one more step than the plain
         // ring. Rings keep to one rail between consecutive servers, so take 3 servers of 2, whose
         // wrap from the last server to the first changes rail.
         let six: Vec<u32> = (0..6).collect();
         let g = GroupTopo::on_servers(&six, 2, false);
         let (ring, pxn) =
-            (schedule(AllGather, Algorithm::Ring, &g, s, 1), schedule(AllGather, Algorithm::Pxn, &g, s, 1));
+            (schedule(AllGather, Algorithm::RING, &g, s, 1), schedule(AllGather, Algorithm::PXN, &g, s, 1));
         assert_eq!(pxn.unwrap().phases[0].repeat, ring.unwrap().phases[0].repeat + 1);
     }
 
@@ -274,7 +274,7 @@ mod tests {
     fn bad_links_and_foreign_endpoints_are_input_errors() {
         let ranks: Vec<u32> = (0..4).collect();
         let g = GroupTopo::on_servers(&ranks, 8, false);
-        let s = schedule(AllReduce, Algorithm::Ring, &g, 1 << 20, 1).unwrap();
+        let s = schedule(AllReduce, Algorithm::RING, &g, 1 << 20, 1).unwrap();
         assert!(schedule_ns(&s, &g, &Links { nic_gbps: 0.0, ..LINKS }).is_err());
         let two = &ranks[..2];
         let small = GroupTopo::on_servers(two, 8, false);

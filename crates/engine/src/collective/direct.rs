@@ -7,9 +7,48 @@
 //! ```
 //!
 //! n(n−1) transfer objects: fine up to a few thousand ranks (4.2 M at 2048, the limit).
+//! NCCL's tuner runs all-to-all this way (its point-to-point sends, Simple) where PXN does not
+//! relay it; the other collectives only when forced.
 
-use super::{send, Phase, Transfer};
+use super::choose::Options;
+use super::pxn::relays_point_to_point;
+use super::{send, Algorithm, CollectiveAlgorithm, Grain, GroupTopo, Phase, Servers, Transfer, DIRECT_MAX_RANKS};
 use crate::workload::Collective;
+
+pub struct Direct;
+
+impl Algorithm {
+    pub const DIRECT: Algorithm = Algorithm::new(&Direct);
+}
+
+impl CollectiveAlgorithm for Direct {
+    fn name(&self) -> &'static str {
+        "direct"
+    }
+
+    fn unsupported(&self, c: Collective, g: &GroupTopo, _s: &Servers) -> Option<String> {
+        let n = g.size();
+        (n > DIRECT_MAX_RANKS && !matches!(c, Collective::Broadcast | Collective::Reduce))
+            .then(|| format!("{n} ranks needs n(n−1) transfers; direct is limited to {DIRECT_MAX_RANKS} ranks"))
+    }
+
+    fn phases(
+        &self,
+        c: Collective,
+        g: &GroupTopo,
+        _s: &Servers,
+        bytes: f64,
+        _channels: u32,
+        _grain: Grain,
+    ) -> Vec<Phase> {
+        direct(c, g.size(), bytes)
+    }
+
+    /// All-to-all, unless PXN relays it (NCCL_P2P_PXN_LEVEL=2, [`relays_point_to_point`]).
+    fn offered(&self, c: Collective, g: &GroupTopo, s: &Servers, opts: &Options) -> bool {
+        c == Collective::AllToAll && !relays_point_to_point(c, g, s, opts)
+    }
+}
 
 fn all_pairs(n: u32, bytes: f64) -> Phase {
     let mut transfers: Vec<Transfer> = Vec::with_capacity(n as usize * (n as usize - 1));

@@ -12,10 +12,46 @@
 //! their S to rank i = 0..r−1 (one extra phase), the p ranks run the algorithm, and the results
 //! go back (one more phase). All-gather and reduce-scatter on other n are refused: their output
 //! layout does not survive the fold. Each step is its own phase (partners change), so the
-//! schedule holds O(n log n) transfers.
+//! schedule holds O(n log n) transfers. NCCL has no such algorithm: it runs only when forced.
 
-use super::{send, Phase};
+use super::{send, Algorithm, CollectiveAlgorithm, Grain, GroupTopo, Phase, Servers};
 use crate::workload::Collective;
+
+pub struct HalvingDoubling;
+
+impl Algorithm {
+    pub const HALVING_DOUBLING: Algorithm = Algorithm::new(&HalvingDoubling);
+}
+
+impl CollectiveAlgorithm for HalvingDoubling {
+    fn name(&self) -> &'static str {
+        "halving_doubling"
+    }
+
+    fn unsupported(&self, c: Collective, g: &GroupTopo, _s: &Servers) -> Option<String> {
+        use Collective::*;
+        let n = g.size();
+        if !matches!(c, AllReduce | AllGather | ReduceScatter) {
+            Some("recursive halving-doubling is defined for all-reduce, all-gather and reduce-scatter".into())
+        } else if c != AllReduce && !n.is_power_of_two() {
+            Some(format!("{n} ranks is not a power of two"))
+        } else {
+            None
+        }
+    }
+
+    fn phases(
+        &self,
+        c: Collective,
+        g: &GroupTopo,
+        _s: &Servers,
+        bytes: f64,
+        _channels: u32,
+        _grain: Grain,
+    ) -> Vec<Phase> {
+        halving_doubling(c, g.size(), bytes)
+    }
+}
 
 fn exchange(p: u32, distance: u32, bytes: f64) -> Phase {
     Phase { transfers: (0..p).map(|a| send(a, a ^ distance, bytes)).collect(), repeat: 1 }
@@ -31,7 +67,7 @@ fn all_gather(p: u32, bytes: f64) -> impl Iterator<Item = Phase> {
     (0..m).map(move |j| exchange(p, 1 << j, bytes * (1u64 << j) as f64 / p as f64))
 }
 
-pub(super) fn halving_doubling(c: Collective, n: u32, bytes: f64) -> Vec<Phase> {
+fn halving_doubling(c: Collective, n: u32, bytes: f64) -> Vec<Phase> {
     let p = 1u32 << (31 - n.leading_zeros());
     let extra = n - p;
     match c {

@@ -13,10 +13,45 @@
 //! ```
 //!
 //! so T_allreduce = 2(m−1)(α_nv + S/(m·B_nv)) + 2(N−1)(α_net + S/(n·B_nic)): only 1/m of the
-//! data crosses the network, on every NIC at once.
+//! data crosses the network, on every NIC at once. NCCL has no such algorithm: it runs only
+//! when forced.
 
-use super::{send, Phase, Servers, Transfer};
+use super::{send, Algorithm, CollectiveAlgorithm, Grain, GroupTopo, Phase, Servers, Transfer};
 use crate::workload::Collective;
+
+pub struct Hierarchical;
+
+impl Algorithm {
+    pub const HIERARCHICAL: Algorithm = Algorithm::new(&Hierarchical);
+}
+
+impl CollectiveAlgorithm for Hierarchical {
+    fn name(&self) -> &'static str {
+        "hierarchical"
+    }
+
+    fn unsupported(&self, c: Collective, _g: &GroupTopo, s: &Servers) -> Option<String> {
+        if matches!(c, Collective::AllToAll | Collective::Broadcast | Collective::Reduce) {
+            Some("hierarchical is defined for all-reduce, all-gather and reduce-scatter".into())
+        } else if s.uniform().is_none() {
+            Some("servers hold different numbers of group ranks, so rails do not line up".into())
+        } else {
+            None
+        }
+    }
+
+    fn phases(
+        &self,
+        c: Collective,
+        _g: &GroupTopo,
+        s: &Servers,
+        bytes: f64,
+        channels: u32,
+        _grain: Grain,
+    ) -> Vec<Phase> {
+        hierarchical(c, s, bytes, channels)
+    }
+}
 
 /// Ring hops inside every server, `bytes` each, for each channel.
 fn intra(s: &Servers, channels: u32, bytes: f64) -> Vec<Transfer> {
@@ -44,7 +79,7 @@ fn rails(s: &Servers, channels: u32, bytes: f64) -> Vec<Transfer> {
     hops
 }
 
-pub(super) fn hierarchical(c: Collective, s: &Servers, bytes: f64, channels: u32) -> Vec<Phase> {
+fn hierarchical(c: Collective, s: &Servers, bytes: f64, channels: u32) -> Vec<Phase> {
     let nodes = s.members.len() as u32;
     let m = s.members[0].len() as u32;
     let (n, ch) = ((nodes * m) as f64, channels as f64);

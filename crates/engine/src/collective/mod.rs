@@ -2,7 +2,28 @@
 //!
 //! A collective on a group becomes a [`Schedule`]: phases of concurrent transfers between ranks
 //! (and, for NVLS, the NVSwitch of a server). The flow model plays the transfers on links; the
-//! analytical side prices the same schedule with α–β ([`cost`]). One definition per algorithm.
+//! analytical side prices the same schedule with α–β ([`cost`]). One definition per algorithm:
+//! everything an algorithm is — its name, which (collective, group) it can run and why not, its
+//! schedule, NCCL's timing of it (protocols and their latencies, efficiency, latency hops) and
+//! whether NCCL's tuner considers it — is one implementation of [`CollectiveAlgorithm`] in its
+//! own file (ring.rs, tree.rs, halving_doubling.rs, direct.rs, nvls.rs for NVLS and NVLS tree,
+//! hierarchical.rs, pxn.rs). The tuner ([`choose`]), the α–β price, the analytical model and the
+//! flow model only call the trait, through the Copy handle [`Algorithm`].
+//!
+//! Adding an algorithm:
+//! 1. a file `my_algo.rs` here with a unit struct implementing [`CollectiveAlgorithm`]:
+//!    `name`, `unsupported` (None where it runs) and `phases` are required; `offered` (default:
+//!    only when forced), `protocols` (default: Simple with NCCL's point-to-point latency), `hops`
+//!    (default: one per dependent step of the schedule), `efficiency` (default 1) and
+//!    `ring_latency` (default false) say how NCCL times it. Its handle goes in the same file:
+//!    `impl Algorithm { pub const MY_ALGO: Algorithm = Algorithm::new(&MyAlgo); }`;
+//! 2. `mod my_algo;` below, and `Algorithm::MY_ALGO` in the registry [`Algorithm::ALL`] so
+//!    NCCL_ALGO / `--algo` parse its name, the tuner may offer it and error messages list it.
+//!
+//! Nothing else changes: both backends run and price any schedule the same way. An algorithm
+//! need not even be registered to run when forced (`Options::algorithm`): the test
+//! `an_algorithm_defined_in_one_place_runs_on_both_backends` (analytical/agreement.rs) defines a
+//! star all-gather in the test itself and checks that the two backends agree on it.
 //!
 //! Sizes follow nccl-tests (shared/reference/hardware.md §3): `bytes` is S, the per-rank buffer
 //! for all-reduce, all-to-all, broadcast and reduce, the gathered output for all-gather and the
@@ -19,6 +40,7 @@
 //! (two for all-reduce), fine up to [`DIRECT_MAX_RANKS`] ranks and refused above, as is PXN
 //! all-to-all; [`cost::direct_all_to_all_ns`] prices larger all-to-alls by symmetry instead.
 
+mod algorithm;
 pub mod choose;
 pub mod cost;
 mod direct;
@@ -33,7 +55,9 @@ mod tree;
 use crate::error::InputError;
 use crate::platform::Placement;
 use crate::workload::Collective;
+pub use algorithm::{Algorithm, Call, CollectiveAlgorithm};
 pub use nccl::{Protocol, Timing};
+pub use ring::ring_hops;
 
 /// Where a transfer starts or ends: a rank of the group (index into GroupTopo::ranks) or the
 /// NVSwitch (in-switch reduction / multicast unit) of one server of the group (server index = position
@@ -158,56 +182,6 @@ impl<'a> GroupTopo<'a> {
     }
 }
 
-/// Algorithms in the field's names. `Tree` is NCCL's double binary tree, `Nvls` NVLink SHARP
-/// inside one server, `NvlsTree` NVLS inside servers with a tree across them, `Hierarchical` the
-/// intra-server / rail-wise / intra-server split, `Pxn` NCCL's PXN relay through the GPU on the
-/// destination's rail.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Algorithm {
-    Ring,
-    Tree,
-    HalvingDoubling,
-    Direct,
-    Nvls,
-    NvlsTree,
-    Hierarchical,
-    Pxn,
-}
-
-impl Algorithm {
-    pub const ALL: [Algorithm; 8] = [
-        Algorithm::Ring,
-        Algorithm::Tree,
-        Algorithm::HalvingDoubling,
-        Algorithm::Direct,
-        Algorithm::Nvls,
-        Algorithm::NvlsTree,
-        Algorithm::Hierarchical,
-        Algorithm::Pxn,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Algorithm::Ring => "ring",
-            Algorithm::Tree => "tree",
-            Algorithm::HalvingDoubling => "halving_doubling",
-            Algorithm::Direct => "direct",
-            Algorithm::Nvls => "nvls",
-            Algorithm::NvlsTree => "nvls_tree",
-            Algorithm::Hierarchical => "hierarchical",
-            Algorithm::Pxn => "pxn",
-        }
-    }
-
-    pub fn parse(name: &str) -> Result<Algorithm, InputError> {
-        let key = name.to_ascii_lowercase().replace('-', "_");
-        Algorithm::ALL.into_iter().find(|a| a.name() == key || a.name().replace('_', "") == key).ok_or_else(|| {
-            let names: Vec<&str> = Algorithm::ALL.iter().map(|a| a.name()).collect();
-            err("algorithm", format!("unknown algorithm '{name}' (valid: {})", names.join(", ")))
-        })
-    }
-}
-
 /// Channels of a collective on `g` when none are forced: SimAI's MockNccl builds one ring per
 /// group rank of a server (`gen_local_ring`), so a data-parallel group with one rank per server
 /// gets one ring and each NIC one connection, and a whole-server group one ring per GPU; at most
@@ -252,57 +226,10 @@ fn send(src: u32, dst: u32, bytes: f64) -> Transfer {
     Transfer { src: Endpoint::Rank(src), dst: Endpoint::Rank(dst), bytes }
 }
 
-/// Why `algo` cannot run `c` on this group, or None if it can.
-fn unsupported(c: Collective, algo: Algorithm, g: &GroupTopo, s: &Servers) -> Option<String> {
-    use Collective::*;
-    let n = g.size();
-    let nodes = s.members.len();
-    match algo {
-        Algorithm::Ring => (c == AllToAll).then(|| "a ring cannot deliver distinct data to every rank".into()),
-        Algorithm::Tree => (c != AllReduce).then(|| "the double binary tree is defined for all-reduce".into()),
-        Algorithm::HalvingDoubling => {
-            if !matches!(c, AllReduce | AllGather | ReduceScatter) {
-                Some("recursive halving-doubling is defined for all-reduce, all-gather and reduce-scatter".into())
-            } else if c != AllReduce && !n.is_power_of_two() {
-                Some(format!("{n} ranks is not a power of two"))
-            } else {
-                None
-            }
-        }
-        Algorithm::Direct => (n > DIRECT_MAX_RANKS && !matches!(c, Broadcast | Reduce))
-            .then(|| format!("{n} ranks needs n(n−1) transfers; direct is limited to {DIRECT_MAX_RANKS} ranks")),
-        Algorithm::Nvls | Algorithm::NvlsTree => {
-            if !g.nvls {
-                Some("the servers have no NVLS-capable NVSwitch".into())
-            } else if c == AllToAll {
-                Some("the switch reduces and multicasts; it cannot route distinct data per rank".into())
-            } else if algo == Algorithm::Nvls && nodes > 1 {
-                Some(format!("NVLS works inside one server and the group spans {nodes}"))
-            } else if algo == Algorithm::NvlsTree && (c != AllReduce || s.uniform().is_none()) {
-                Some("NVLS tree is all-reduce on servers holding equally many group ranks".into())
-            } else {
-                None
-            }
-        }
-        Algorithm::Hierarchical => {
-            if matches!(c, AllToAll | Broadcast | Reduce) {
-                Some("hierarchical is defined for all-reduce, all-gather and reduce-scatter".into())
-            } else if s.uniform().is_none() {
-                Some("servers hold different numbers of group ranks, so rails do not line up".into())
-            } else {
-                None
-            }
-        }
-        Algorithm::Pxn => (n > DIRECT_MAX_RANKS && c == AllToAll).then(|| {
-            format!("{n} ranks needs n(n−1) transfers; PXN all-to-all is limited to {DIRECT_MAX_RANKS} ranks")
-        }),
-    }
-}
-
 /// Algorithms that can run `c` on this group, in [`Algorithm::ALL`] order.
 pub fn valid_algorithms(c: Collective, g: &GroupTopo) -> Vec<Algorithm> {
     let s = g.servers();
-    Algorithm::ALL.into_iter().filter(|&a| unsupported(c, a, g, &s).is_none()).collect()
+    Algorithm::ALL.iter().copied().filter(|a| a.unsupported(c, g, &s).is_none()).collect()
 }
 
 /// The schedule of collective `c` of S = `bytes` on group `g` with algorithm `algo`, its rings
@@ -332,7 +259,7 @@ pub fn schedule_grained(
         return Err(err("channels", "at least one channel is needed".into()));
     }
     let s = g.servers();
-    if let Some(why) = unsupported(c, algo, g, &s) {
+    if let Some(why) = algo.unsupported(c, g, &s) {
         let valid: Vec<&str> = valid_algorithms(c, g).iter().map(|a| a.name()).collect();
         return Err(err(
             "algorithm",
@@ -349,24 +276,7 @@ pub fn schedule_grained(
     if g.size() <= 1 || bytes == 0 {
         return Ok(Schedule { algorithm: algo, phases: Vec::new(), timing: Timing::RAW });
     }
-    let b = bytes as f64;
-    let mut phases = match algo {
-        Algorithm::Ring => ring::ring(c, &s, b, channels, grain),
-        Algorithm::Tree => tree::tree(c, &s, b, channels, grain),
-        Algorithm::HalvingDoubling => halving_doubling::halving_doubling(c, g.size(), b),
-        Algorithm::Direct => direct::direct(c, g.size(), b),
-        Algorithm::Nvls => nvls::nvls(c, &s, b, channels, grain),
-        Algorithm::NvlsTree => nvls::nvls_tree(&s, b, channels, grain),
-        Algorithm::Hierarchical => hierarchical::hierarchical(c, &s, b, channels),
-        Algorithm::Pxn => {
-            let base = if c == Collective::AllToAll {
-                direct::direct(c, g.size(), b)
-            } else {
-                ring::ring(c, &s, b, channels, grain)
-            };
-            pxn::relay(base, g, &s, grain)
-        }
-    };
+    let mut phases = algo.phases(c, g, &s, bytes as f64, channels, grain);
     phases.retain(|p| p.repeat > 0 && !p.transfers.is_empty());
     Ok(Schedule { algorithm: algo, phases, timing: Timing::RAW })
 }
@@ -382,7 +292,7 @@ pub fn send_recv(g: &GroupTopo, src: u32, dst: u32, bytes: u64, pxn: bool) -> Re
             return Err(err(field, format!("rank {r} is not in the group of {} ranks", g.size())));
         }
     }
-    let algorithm = if pxn { Algorithm::Pxn } else { Algorithm::Direct };
+    let algorithm = if pxn { Algorithm::PXN } else { Algorithm::DIRECT };
     if src == dst || bytes == 0 {
         return Ok(Schedule { algorithm, phases: Vec::new(), timing: Timing::RAW });
     }
@@ -436,30 +346,42 @@ mod tests {
     #[test]
     fn impossible_combinations_list_the_valid_algorithms() {
         let ranks: Vec<u32> = (0..16).collect();
-        let e = schedule(AllReduce, Algorithm::Nvls, &topo(&ranks, 8, true), 1 << 20, 1).unwrap_err();
+        let e = schedule(AllReduce, Algorithm::NVLS, &topo(&ranks, 8, true), 1 << 20, 1).unwrap_err();
         assert!(e.message.contains("inside one server") && e.message.contains("valid here: ring, tree"), "{e}");
-        let e = schedule(AllToAll, Algorithm::HalvingDoubling, &topo(&ranks, 8, false), 1 << 20, 1).unwrap_err();
+        let e = schedule(AllToAll, Algorithm::HALVING_DOUBLING, &topo(&ranks, 8, false), 1 << 20, 1).unwrap_err();
         assert!(e.message.contains("valid here: direct, pxn"), "{e}");
-        let e = schedule(AllGather, Algorithm::HalvingDoubling, &topo(&ranks[..6], 8, false), 64, 1).unwrap_err();
+        let e = schedule(AllGather, Algorithm::HALVING_DOUBLING, &topo(&ranks[..6], 8, false), 64, 1).unwrap_err();
         assert!(e.message.contains("not a power of two"), "{e}");
-        assert!(schedule(AllReduce, Algorithm::Ring, &topo(&[1, 1], 8, false), 64, 1).is_err());
-        assert!(schedule(AllGather, Algorithm::HalvingDoubling, &topo(&[], 8, false), 64, 1).is_err());
+        assert!(schedule(AllReduce, Algorithm::RING, &topo(&[1, 1], 8, false), 64, 1).is_err());
+        assert!(schedule(AllGather, Algorithm::HALVING_DOUBLING, &topo(&[], 8, false), 64, 1).is_err());
         let off = GroupTopo { ranks: &ranks, placement: &Placement::servers(8, 8), nvls: false };
-        assert!(schedule(AllReduce, Algorithm::Ring, &off, 64, 1).unwrap_err().message.contains("rank 15 is not on"));
-        assert!(schedule(AllReduce, Algorithm::Ring, &topo(&ranks, 8, false), 64, 0).is_err());
-        assert_eq!(Algorithm::parse("NVLS-tree").unwrap(), Algorithm::NvlsTree);
+        assert!(schedule(AllReduce, Algorithm::RING, &off, 64, 1).unwrap_err().message.contains("rank 15 is not on"));
+        assert!(schedule(AllReduce, Algorithm::RING, &topo(&ranks, 8, false), 64, 0).is_err());
+        assert_eq!(Algorithm::parse("NVLS-tree").unwrap(), Algorithm::NVLS_TREE);
         assert!(Algorithm::parse("bruck").unwrap_err().message.contains("halving_doubling"));
+    }
+
+    #[test]
+    fn registered_names_are_distinct_and_parse_back() {
+        // Handles compare by name, and parse accepts a name without its underscores.
+        let mut keys: Vec<String> = Algorithm::ALL.iter().map(|a| a.name().replace('_', "")).collect();
+        keys.sort();
+        keys.dedup();
+        assert_eq!(keys.len(), Algorithm::ALL.len());
+        for &a in Algorithm::ALL {
+            assert_eq!(Algorithm::parse(&a.name().to_ascii_uppercase().replace('_', "-")).unwrap(), a);
+        }
     }
 
     #[test]
     fn a_large_ring_is_linear_in_ranks() {
         let ranks: Vec<u32> = (0..16384).collect();
-        let sch = schedule(AllReduce, Algorithm::Ring, &topo(&ranks, 8, false), 1 << 30, 1).unwrap();
+        let sch = schedule(AllReduce, Algorithm::RING, &topo(&ranks, 8, false), 1 << 30, 1).unwrap();
         assert_eq!(sch.transfer_count(), 16384);
         assert_eq!(sch.phases[0].repeat, 2 * 16383);
-        let sch = schedule(AllReduce, Algorithm::Tree, &topo(&ranks, 8, false), 1 << 30, 2).unwrap();
+        let sch = schedule(AllReduce, Algorithm::TREE, &topo(&ranks, 8, false), 1 << 30, 2).unwrap();
         assert!(sch.transfer_count() <= 8 * 16384, "{}", sch.transfer_count());
-        let sch = schedule(AllReduce, Algorithm::Hierarchical, &topo(&ranks, 8, false), 1 << 30, 2).unwrap();
+        let sch = schedule(AllReduce, Algorithm::HIERARCHICAL, &topo(&ranks, 8, false), 1 << 30, 2).unwrap();
         assert!(sch.transfer_count() <= 6 * 16384, "{}", sch.transfer_count());
     }
 
@@ -478,9 +400,9 @@ mod tests {
 
     #[test]
     fn nothing_to_do_is_an_empty_schedule() {
-        let sch = schedule(AllReduce, Algorithm::Ring, &topo(&[3], 8, false), 1 << 20, 4).unwrap();
+        let sch = schedule(AllReduce, Algorithm::RING, &topo(&[3], 8, false), 1 << 20, 4).unwrap();
         assert!(sch.phases.is_empty());
-        let sch = schedule(AllGather, Algorithm::Direct, &topo(&[0, 1], 8, false), 0, 1).unwrap();
+        let sch = schedule(AllGather, Algorithm::DIRECT, &topo(&[0, 1], 8, false), 0, 1).unwrap();
         assert!(sch.phases.is_empty());
     }
 }

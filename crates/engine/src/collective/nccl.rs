@@ -1,4 +1,6 @@
-//! NCCL's timing of a collective, in one table: protocols, latencies and efficiencies.
+//! NCCL's timing of a collective, in one table: protocols, latencies and efficiencies. Each
+//! algorithm's file picks its rows ([`super::CollectiveAlgorithm::protocols`]) and says its hops
+//! and efficiency; this module holds the constants and the composition.
 //!
 //! Source: NVIDIA/nccl `src/graph/tuning.cc` and `src/graph/topo.h` at 5067397 (NCCL 2.30),
 //! summarised in shared/reference/hardware.md §4. A collective run with algorithm a and
@@ -13,12 +15,13 @@
 //!
 //! The second term is the algorithm's own schedule (its phases of transfers), so the flow model
 //! and the analytical model charge the same bytes; the first is paid once per call, before the
-//! first byte moves. h_intra / h_inter are the latency hops of the algorithm ([`hops`]): NCCL's
-//! counts for ring, tree, NVLS and NVLS tree, one hop per dependent step of the schedule for the
-//! others. α_nv and α_net are the fabric's physical path latencies (NCCL adds the network's own
+//! first byte moves. h_intra / h_inter are the latency hops of the algorithm
+//! ([`super::CollectiveAlgorithm::hops`]): NCCL's counts for ring, tree, NVLS and NVLS tree, one
+//! hop per dependent step of the schedule for the others ([`schedule_hops`]). α_nv and α_net are the fabric's physical path latencies (NCCL adds the network's own
 //! latency to interLat, twice for Simple because of its flush). NCCL's refinements kept: a
 //! multi-node ring's intra hop costs at least the network post overhead (1 µs, ×3 Simple), and a
-//! multi-node Ring/Simple all-reduce's latency is ×1.4 (SM80 and later). Algorithm efficiencies:
+//! multi-node Ring/Simple all-reduce's latency is ×1.4 (SM80 and later), for the algorithms NCCL
+//! prices as a ring ([`super::CollectiveAlgorithm::ring_latency`]: ring and PXN). Algorithm efficiencies:
 //! tree 0.92 (tuning.cc caps tree all-reduce at 0.92 of the bus bandwidth); NVLS
 //! nvlsEfficiency 0.85 (Hopper) × (nCh − 1)/nCh with NCCL's 16 NVLS channels.
 //!
@@ -26,7 +29,7 @@
 //! top of its path latency, with payload at link rate (Simple, efficiency 1), as SimAI's
 //! network backends charge it.
 
-use super::{Algorithm, Endpoint, GroupTopo, Schedule};
+use super::{Algorithm, Endpoint, Schedule, Servers};
 use crate::error::InputError;
 use crate::workload::Collective;
 
@@ -67,16 +70,21 @@ impl Protocol {
     }
 }
 
-/// (base, NVLink hop, network hop) latency in µs, per protocol in [`Protocol::ALL`] order.
-pub type LatencyTable = [(f64, f64, f64); 3];
+/// (base, NVLink hop, network hop) latency of one protocol, µs.
+pub type Latency = (f64, f64, f64);
+
+/// A [`Latency`] per protocol in [`Protocol::ALL`] order.
+pub type LatencyTable = [Latency; 3];
 
 /// Ring (tuning.cc `baseLat` and `hwLat`).
 pub const RING_LATENCY_US: LatencyTable = [(6.6, 0.6, 2.7), (14.0, 1.9, 4.0), (8.4, 3.4, 14.0)];
+/// Point-to-point work (and algorithms NCCL does not model) runs Simple with the ring's costs.
+pub const P2P_LATENCY_US: Latency = RING_LATENCY_US[2];
 /// Tree.
 pub const TREE_LATENCY_US: LatencyTable = [(6.8, 0.6, 5.0), (14.0, 1.25, 8.5), (8.4, 4.0, 14.0)];
 /// NVLS and NVLS tree run Simple only, with no base latency.
-pub const NVLS_LATENCY_US: (f64, f64, f64) = (0.0, 25.0, 18.0);
-pub const NVLS_TREE_LATENCY_US: (f64, f64, f64) = (0.0, 25.0, 20.9);
+pub const NVLS_LATENCY_US: Latency = (0.0, 25.0, 18.0);
+pub const NVLS_TREE_LATENCY_US: Latency = (0.0, 25.0, 20.9);
 /// A multi-node ring's intra-server hop costs at least the network post overhead (Intel hosts).
 pub const NET_POST_OVERHEAD_US: f64 = 1.0;
 /// Multi-node Ring/Simple all-reduce latency factor on SM80 and later.
@@ -162,77 +170,21 @@ impl Timing {
         Timing { protocol: Protocol::Simple, efficiency: 1.0, call_latency_ns: 0.0, step_latency_ns: Some(0.0) };
 }
 
-/// The protocols `algo` runs, with their latency constants.
-pub fn latencies(algo: Algorithm) -> Vec<(Protocol, (f64, f64, f64))> {
-    match algo {
-        Algorithm::Ring => Protocol::ALL.into_iter().zip(RING_LATENCY_US).collect(),
-        Algorithm::Tree => Protocol::ALL.into_iter().zip(TREE_LATENCY_US).collect(),
-        Algorithm::Nvls => vec![(Protocol::Simple, NVLS_LATENCY_US)],
-        Algorithm::NvlsTree => vec![(Protocol::Simple, NVLS_TREE_LATENCY_US)],
-        // Run as NCCL runs point-to-point work: Simple, with the ring's per-hop costs.
-        _ => vec![(Protocol::Simple, RING_LATENCY_US[2])],
-    }
+/// (intra-server, inter-server) latency hops of a schedule on `servers`, for algorithms NCCL
+/// does not model: one hop per dependent step, across servers if any of its transfers is.
+pub fn schedule_hops(servers: &Servers, s: &Schedule) -> (u32, u32) {
+    let crosses = |p: &super::Phase| {
+        p.transfers.iter().any(|t| match (t.src, t.dst) {
+            (Endpoint::Rank(a), Endpoint::Rank(b)) => servers.of_rank[a as usize] != servers.of_rank[b as usize],
+            _ => false,
+        })
+    };
+    s.phases.iter().fold((0, 0), |(i, e), p| if crosses(p) { (i, e + p.repeat) } else { (i + p.repeat, e) })
 }
 
-/// The share of the bus bandwidth an algorithm other than the tree can use; the tree's depends
-/// on how fast its schedule runs ([`tree_efficiency`]).
-pub fn algorithm_efficiency(algo: Algorithm) -> f64 {
-    match algo {
-        Algorithm::Nvls | Algorithm::NvlsTree => NVLS_EFFICIENCY * (NVLS_CHANNELS - 1.0) / NVLS_CHANNELS,
-        _ => 1.0,
-    }
-}
-
-/// The tree's efficiency: NCCL takes min(0.92 · busBw, nCh · perChMaxTreeBw), so a tree whose
-/// schedule would reach `raw_busbw` (GB/s, at full link rate) over `channels` channels on
-/// `nodes` servers of generation `arch` runs at this fraction of it.
-pub fn tree_efficiency(raw_busbw: f64, channels: u32, nodes: u32, arch: Option<Arch>) -> f64 {
-    let cap = arch.map_or(f64::INFINITY, |a| channels as f64 * a.tree_gbps_per_channel(nodes));
-    if raw_busbw > 0.0 {
-        TREE_EFFICIENCY.min(cap / raw_busbw)
-    } else {
-        TREE_EFFICIENCY
-    }
-}
-
-/// (intra-server, inter-server) latency hops of `algo` running `c` on `g`, from its shape
-/// (NCCL's counts) or, for algorithms NCCL does not model, from its schedule `s`: one hop per
-/// dependent step.
-pub fn hops(c: Collective, algo: Algorithm, g: &GroupTopo, s: &Schedule) -> (u32, u32) {
-    let servers = g.servers();
-    let (n, nodes) = (g.size(), servers.members.len() as u32);
-    let m = servers.members.iter().map(|v| v.len() as u32).max().unwrap_or(1);
-    let log2_nodes = 32 - (nodes - 1).leading_zeros();
-    let ring = || ring_hops(c, n, nodes);
-    match algo {
-        Algorithm::Ring => ring(),
-        Algorithm::Tree => (2 * (m - 1), 2 * log2_nodes),
-        Algorithm::Nvls => (1, 0),
-        Algorithm::NvlsTree => (1, 2 * log2_nodes),
-        Algorithm::Pxn if c == Collective::AllToAll => (1, (nodes > 1) as u32),
-        Algorithm::Pxn => {
-            let (intra, inter) = ring();
-            (intra + (nodes > 1) as u32, inter)
-        }
-        Algorithm::HalvingDoubling | Algorithm::Direct | Algorithm::Hierarchical => {
-            let crosses = |p: &super::Phase| {
-                p.transfers.iter().any(|t| match (t.src, t.dst) {
-                    (Endpoint::Rank(a), Endpoint::Rank(b)) => {
-                        servers.of_rank[a as usize] != servers.of_rank[b as usize]
-                    }
-                    _ => false,
-                })
-            };
-            s.phases.iter().fold((0, 0), |(i, e), p| if crosses(p) { (i, e + p.repeat) } else { (i + p.repeat, e) })
-        }
-    }
-}
-
-/// (intra, inter) hops of a ring over n ranks on `nodes` servers: 2(n−1) steps for all-reduce,
-/// n − 1 otherwise (a chain for broadcast and reduce), 2(N−1) or N − 1 of them across servers.
-pub fn ring_hops(c: Collective, n: u32, nodes: u32) -> (u32, u32) {
-    let (steps, inter) = if c == Collective::AllReduce { (2 * (n - 1), 2 * (nodes - 1)) } else { (n - 1, nodes - 1) };
-    (steps - inter, inter)
+/// ⌈log2 N⌉ for N ≥ 1 servers: the depth of NCCL's tree latency model.
+pub fn log2_ceil(nodes: u32) -> u32 {
+    32 - (nodes - 1).leading_zeros()
 }
 
 /// NCCL's per-call latency (ns) of `algo` with protocol `p` and latency constants `lat`, over
@@ -247,7 +199,7 @@ pub fn call_latency_ns(
     (alpha_nv_ns, alpha_net_ns): (f64, f64),
 ) -> f64 {
     let simple = p == Protocol::Simple;
-    let ring_like = matches!(algo, Algorithm::Ring | Algorithm::Pxn);
+    let ring_like = algo.ring_latency();
     let mut intra_us = hw_nv + alpha_nv_ns / 1e3;
     if ring_like && nodes > 1 {
         intra_us = intra_us.max(NET_POST_OVERHEAD_US * if simple { 3.0 } else { 1.0 });
@@ -263,7 +215,7 @@ pub fn call_latency_ns(
 /// NCCL's latency of a point-to-point send (ns): Simple's base and one hop, NVLink inside a
 /// server, the network across servers, plus the physical path latency α of that hop.
 pub fn p2p_latency_ns(same_server: bool, (alpha_nv_ns, alpha_net_ns): (f64, f64)) -> f64 {
-    let (base, hw_nv, hw_net) = RING_LATENCY_US[2];
+    let (base, hw_nv, hw_net) = P2P_LATENCY_US;
     if same_server {
         (base + hw_nv) * 1e3 + alpha_nv_ns
     } else {
@@ -280,7 +232,7 @@ mod tests {
         // 8 ranks in one server, LL all-reduce: 6.6 + 14 × 0.6 µs.
         let t = call_latency_ns(
             Collective::AllReduce,
-            Algorithm::Ring,
+            Algorithm::RING,
             Protocol::LL,
             RING_LATENCY_US[0],
             (14, 0),
@@ -292,7 +244,7 @@ mod tests {
         // floor), 2 inter with a 1 µs network path that the flush doubles; × 1.4.
         let t = call_latency_ns(
             Collective::AllReduce,
-            Algorithm::Ring,
+            Algorithm::RING,
             Protocol::Simple,
             RING_LATENCY_US[2],
             (28, 2),
@@ -304,7 +256,7 @@ mod tests {
         // LL on 2 servers: the intra hop is floored at the 1 µs post overhead.
         let t = call_latency_ns(
             Collective::AllGather,
-            Algorithm::Ring,
+            Algorithm::RING,
             Protocol::LL,
             RING_LATENCY_US[0],
             (14, 1),
@@ -312,17 +264,6 @@ mod tests {
             (0.0, 0.0),
         );
         assert!((t - (6.6 + 14.0 * 1.0 + 2.7) * 1e3).abs() < 1e-6, "{t}");
-    }
-
-    #[test]
-    fn the_tree_is_capped_per_channel_by_generation() {
-        // 2×8 A100 over 8 channels: NCCL allows 8 × 23.6 GB/s, below 0.92 of a 240 GB/s tree.
-        assert!((tree_efficiency(240.0, 8, 2, Some(Arch::Ampere)) - 8.0 * 23.6 / 240.0).abs() < 1e-12);
-        // A slow tree is held to 0.92 only; an unknown generation has no cap.
-        assert_eq!(tree_efficiency(50.0, 8, 2, Some(Arch::Ampere)), TREE_EFFICIENCY);
-        assert_eq!(tree_efficiency(1e6, 1, 9, None), TREE_EFFICIENCY);
-        assert_eq!(Arch::of("h800"), Some(Arch::Hopper));
-        assert_eq!(Arch::Hopper.tree_gbps_per_channel(16), 36.0);
     }
 
     #[test]

@@ -22,9 +22,123 @@
 //! up and down), and sends the all-reduced shard back to the switch, which multicasts S to every
 //! GPU. Pipelined as one phase of depth 4 + 2·D (D = server-tree depth): repeat k + 3 + 2·D.
 
+use super::choose::Options;
+use super::cost::Links;
+use super::nccl::{
+    log2_ceil, Latency, Protocol, NVLS_CHANNELS, NVLS_EFFICIENCY, NVLS_LATENCY_US, NVLS_TREE_LATENCY_US,
+};
 use super::tree::double_btree_parent;
-use super::{chunks, send, Endpoint, Grain, Phase, Servers, Transfer};
+use super::{chunks, send, Algorithm, Call, CollectiveAlgorithm, Endpoint, Grain, GroupTopo, Phase, Servers, Transfer};
+use crate::error::InputError;
 use crate::workload::Collective;
+
+/// NVLS inside one server (`AS_NVLS_ENABLE`).
+pub struct Nvls;
+
+/// NVLS inside servers with a tree across them (`AS_NVLSTREE_ENABLE`).
+pub struct NvlsTree;
+
+impl Algorithm {
+    pub const NVLS: Algorithm = Algorithm::new(&Nvls);
+    pub const NVLS_TREE: Algorithm = Algorithm::new(&NvlsTree);
+}
+
+/// Why neither NVLS algorithm can run `c` on `g`, or None.
+fn switch_unsupported(c: Collective, g: &GroupTopo) -> Option<String> {
+    if !g.nvls {
+        Some("the servers have no NVLS-capable NVSwitch".into())
+    } else if c == Collective::AllToAll {
+        Some("the switch reduces and multicasts; it cannot route distinct data per rank".into())
+    } else {
+        None
+    }
+}
+
+/// NCCL's NVLS efficiency: nvlsEfficiency × (nCh − 1)/nCh.
+fn nvls_efficiency() -> f64 {
+    NVLS_EFFICIENCY * (NVLS_CHANNELS - 1.0) / NVLS_CHANNELS
+}
+
+impl CollectiveAlgorithm for Nvls {
+    fn name(&self) -> &'static str {
+        "nvls"
+    }
+
+    fn unsupported(&self, c: Collective, g: &GroupTopo, s: &Servers) -> Option<String> {
+        let nodes = s.members.len();
+        switch_unsupported(c, g)
+            .or_else(|| (nodes > 1).then(|| format!("NVLS works inside one server and the group spans {nodes}")))
+    }
+
+    fn phases(
+        &self,
+        c: Collective,
+        _g: &GroupTopo,
+        s: &Servers,
+        bytes: f64,
+        channels: u32,
+        grain: Grain,
+    ) -> Vec<Phase> {
+        nvls(c, s, bytes, channels, grain)
+    }
+
+    fn offered(&self, _c: Collective, _g: &GroupTopo, _s: &Servers, opts: &Options) -> bool {
+        opts.nvls_enable
+    }
+
+    fn protocols(&self) -> Vec<(Protocol, Latency)> {
+        vec![(Protocol::Simple, NVLS_LATENCY_US)]
+    }
+
+    fn efficiency(&self, _call: &Call, _links: &Links) -> Result<f64, InputError> {
+        Ok(nvls_efficiency())
+    }
+
+    fn hops(&self, _call: &Call) -> (u32, u32) {
+        (1, 0)
+    }
+}
+
+impl CollectiveAlgorithm for NvlsTree {
+    fn name(&self) -> &'static str {
+        "nvls_tree"
+    }
+
+    fn unsupported(&self, c: Collective, g: &GroupTopo, s: &Servers) -> Option<String> {
+        switch_unsupported(c, g).or_else(|| {
+            (c != Collective::AllReduce || s.uniform().is_none())
+                .then(|| "NVLS tree is all-reduce on servers holding equally many group ranks".into())
+        })
+    }
+
+    fn phases(
+        &self,
+        _c: Collective,
+        _g: &GroupTopo,
+        s: &Servers,
+        bytes: f64,
+        channels: u32,
+        grain: Grain,
+    ) -> Vec<Phase> {
+        nvls_tree(s, bytes, channels, grain)
+    }
+
+    fn offered(&self, _c: Collective, _g: &GroupTopo, _s: &Servers, opts: &Options) -> bool {
+        opts.nvlstree_enable
+    }
+
+    fn protocols(&self) -> Vec<(Protocol, Latency)> {
+        vec![(Protocol::Simple, NVLS_TREE_LATENCY_US)]
+    }
+
+    fn efficiency(&self, _call: &Call, _links: &Links) -> Result<f64, InputError> {
+        Ok(nvls_efficiency())
+    }
+
+    fn hops(&self, call: &Call) -> (u32, u32) {
+        (1, 2 * log2_ceil(call.servers.members.len() as u32))
+    }
+}
 
 fn up(r: u32, server: u32, bytes: f64) -> Transfer {
     Transfer { src: Endpoint::Rank(r), dst: Endpoint::Switch { server }, bytes }
@@ -34,7 +148,7 @@ fn down(r: u32, server: u32, bytes: f64) -> Transfer {
     Transfer { src: Endpoint::Switch { server }, dst: Endpoint::Rank(r), bytes }
 }
 
-pub(super) fn nvls(c: Collective, s: &Servers, bytes: f64, channels: u32, grain: Grain) -> Vec<Phase> {
+fn nvls(c: Collective, s: &Servers, bytes: f64, channels: u32, grain: Grain) -> Vec<Phase> {
     let m = s.of_rank.len() as f64;
     let per_channel = bytes / channels as f64;
     let k = chunks(per_channel, grain);
@@ -64,7 +178,7 @@ pub(super) fn nvls(c: Collective, s: &Servers, bytes: f64, channels: u32, grain:
     vec![Phase { transfers, repeat: k + 1 }]
 }
 
-pub(super) fn nvls_tree(s: &Servers, bytes: f64, channels: u32, grain: Grain) -> Vec<Phase> {
+fn nvls_tree(s: &Servers, bytes: f64, channels: u32, grain: Grain) -> Vec<Phase> {
     let nodes = s.members.len() as u32;
     if nodes == 1 {
         return nvls(Collective::AllReduce, s, bytes, channels, grain);

@@ -11,7 +11,66 @@
 
 use std::collections::HashMap;
 
-use super::{chunks, Endpoint, Grain, GroupTopo, Phase, Servers, Transfer};
+use super::choose::Options;
+use super::direct::direct;
+use super::ring::{ring, ring_hops};
+use super::{
+    chunks, Algorithm, Call, CollectiveAlgorithm, Endpoint, Grain, GroupTopo, Phase, Servers, Transfer,
+    DIRECT_MAX_RANKS,
+};
+use crate::workload::Collective;
+
+/// PXN (`AS_PXN_ENABLE`, groups spanning servers), Simple, priced as NCCL prices its ring.
+pub struct Pxn;
+
+impl Algorithm {
+    pub const PXN: Algorithm = Algorithm::new(&Pxn);
+}
+
+impl CollectiveAlgorithm for Pxn {
+    fn name(&self) -> &'static str {
+        "pxn"
+    }
+
+    fn unsupported(&self, c: Collective, g: &GroupTopo, _s: &Servers) -> Option<String> {
+        let n = g.size();
+        (n > DIRECT_MAX_RANKS && c == Collective::AllToAll)
+            .then(|| format!("{n} ranks needs n(n−1) transfers; PXN all-to-all is limited to {DIRECT_MAX_RANKS} ranks"))
+    }
+
+    fn phases(&self, c: Collective, g: &GroupTopo, s: &Servers, bytes: f64, channels: u32, grain: Grain) -> Vec<Phase> {
+        let base =
+            if c == Collective::AllToAll { direct(c, g.size(), bytes) } else { ring(c, s, bytes, channels, grain) };
+        relay(base, g, s, grain)
+    }
+
+    fn offered(&self, c: Collective, g: &GroupTopo, s: &Servers, opts: &Options) -> bool {
+        (opts.pxn_enable && s.members.len() > 1) || relays_point_to_point(c, g, s, opts)
+    }
+
+    /// The base schedule's hops, plus the NVLink relay hop when the group spans servers.
+    fn hops(&self, call: &Call) -> (u32, u32) {
+        let nodes = call.servers.members.len() as u32;
+        let spans = (nodes > 1) as u32;
+        if call.collective == Collective::AllToAll {
+            return (1, spans);
+        }
+        let (intra, inter) = ring_hops(call.collective, call.group.size(), nodes);
+        (intra + spans, inter)
+    }
+
+    fn ring_latency(&self) -> bool {
+        true
+    }
+}
+
+/// NCCL_P2P_PXN_LEVEL=2 relays every all-to-all between servers (NCCL builds it from sends and
+/// receives), where PXN can run it and a server holds a second GPU to relay through: PXN then
+/// runs it in place of direct, whatever the prediction.
+pub(super) fn relays_point_to_point(c: Collective, g: &GroupTopo, s: &Servers, opts: &Options) -> bool {
+    let relays = s.members.len() > 1 && s.members.iter().any(|m| m.len() > 1);
+    opts.p2p_pxn && relays && c == Collective::AllToAll && Pxn.unsupported(c, g, s).is_none()
+}
 
 pub(super) fn relay(phases: Vec<Phase>, g: &GroupTopo, s: &Servers, grain: Grain) -> Vec<Phase> {
     let proxy: HashMap<(u32, u32), u32> = (0..g.size()).map(|r| ((s.of_rank[r as usize], g.rail(r)), r)).collect();

@@ -16,8 +16,64 @@
 //!                 k + n − 2 pipelined steps; reduce is the same chain reversed toward the root
 //! ```
 
-use super::{chunks, send, Grain, Phase, Servers, Transfer};
+use super::choose::Options;
+use super::nccl::{Latency, Protocol, RING_LATENCY_US};
+use super::{chunks, send, Algorithm, Call, CollectiveAlgorithm, Grain, GroupTopo, Phase, Servers, Transfer};
 use crate::workload::Collective;
+
+/// NCCL's ring: every collective but all-to-all, always considered by the tuner, all three
+/// protocols ([`RING_LATENCY_US`]), NCCL's ring latency rules.
+pub struct Ring;
+
+impl Algorithm {
+    pub const RING: Algorithm = Algorithm::new(&Ring);
+}
+
+impl CollectiveAlgorithm for Ring {
+    fn name(&self) -> &'static str {
+        "ring"
+    }
+
+    fn unsupported(&self, c: Collective, _g: &GroupTopo, _s: &Servers) -> Option<String> {
+        (c == Collective::AllToAll).then(|| "a ring cannot deliver distinct data to every rank".into())
+    }
+
+    fn phases(
+        &self,
+        c: Collective,
+        _g: &GroupTopo,
+        s: &Servers,
+        bytes: f64,
+        channels: u32,
+        grain: Grain,
+    ) -> Vec<Phase> {
+        ring(c, s, bytes, channels, grain)
+    }
+
+    fn offered(&self, _c: Collective, _g: &GroupTopo, _s: &Servers, _opts: &Options) -> bool {
+        true
+    }
+
+    fn protocols(&self) -> Vec<(Protocol, Latency)> {
+        Protocol::ALL.into_iter().zip(RING_LATENCY_US).collect()
+    }
+
+    fn hops(&self, call: &Call) -> (u32, u32) {
+        ring_hops(call.collective, call.group.size(), call.servers.members.len() as u32)
+    }
+
+    fn ring_latency(&self) -> bool {
+        true
+    }
+}
+
+/// (intra, inter) latency hops of a ring over n ranks on `nodes` servers (NCCL's count): 2(n−1)
+/// steps for all-reduce, n − 1 otherwise (a chain for broadcast and reduce), 2(N−1) or N − 1 of
+/// them across servers.
+pub fn ring_hops(c: Collective, n: u32, nodes: u32) -> (u32, u32) {
+    let (steps, inter) = if c == Collective::AllReduce { (2 * (n - 1), 2 * (nodes - 1)) } else { (n - 1, nodes - 1) };
+    (steps - inter, inter)
+}
 
 /// The order of ranks around channel `ch`'s ring.
 pub(super) fn ring_order(s: &Servers, ch: u32) -> Vec<u32> {
@@ -33,7 +89,7 @@ pub(super) fn ring_order(s: &Servers, ch: u32) -> Vec<u32> {
 }
 
 /// Successor hops of each channel's ring, `bytes` each.
-fn ring_hops(s: &Servers, channels: u32, bytes: f64) -> Vec<Transfer> {
+fn successor_hops(s: &Servers, channels: u32, bytes: f64) -> Vec<Transfer> {
     let mut hops = Vec::with_capacity(s.of_rank.len() * channels as usize);
     for ch in 0..channels {
         let order = ring_order(s, ch);
@@ -62,9 +118,9 @@ pub(super) fn ring(c: Collective, s: &Servers, bytes: f64, channels: u32, grain:
     let n = s.of_rank.len() as u32;
     let per_step = bytes / (n as f64 * channels as f64);
     match c {
-        Collective::AllReduce => vec![Phase { transfers: ring_hops(s, channels, per_step), repeat: 2 * (n - 1) }],
+        Collective::AllReduce => vec![Phase { transfers: successor_hops(s, channels, per_step), repeat: 2 * (n - 1) }],
         Collective::AllGather | Collective::ReduceScatter => {
-            vec![Phase { transfers: ring_hops(s, channels, per_step), repeat: n - 1 }]
+            vec![Phase { transfers: successor_hops(s, channels, per_step), repeat: n - 1 }]
         }
         Collective::Broadcast | Collective::Reduce => {
             let per_channel = bytes / channels as f64;
@@ -80,7 +136,7 @@ pub(super) fn ring(c: Collective, s: &Servers, bytes: f64, channels: u32, grain:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::collective::{schedule, Algorithm, Endpoint, GroupTopo};
+    use crate::collective::{schedule, Endpoint};
 
     #[test]
     fn channels_leave_each_server_from_a_different_gpu() {
@@ -91,7 +147,7 @@ mod tests {
         assert_eq!(ring_order(&s, 0), vec![0, 1, 2, 3, 7, 4, 5, 6]);
         assert_eq!(ring_order(&s, 1), vec![1, 2, 3, 0, 4, 5, 6, 7]);
         assert_eq!(ring_order(&s, 2), vec![2, 3, 0, 1, 5, 6, 7, 4]);
-        let sch = schedule(Collective::AllGather, Algorithm::Ring, &g, 8000, 4).unwrap();
+        let sch = schedule(Collective::AllGather, Algorithm::RING, &g, 8000, 4).unwrap();
         let p = &sch.phases[0];
         assert_eq!((p.repeat, p.transfers.len()), (7, 32));
         assert!(p.transfers.iter().all(|t| t.bytes == 8000.0 / 32.0));
@@ -114,11 +170,11 @@ mod tests {
         let ranks: Vec<u32> = (0..4).collect();
         let g = GroupTopo::on_servers(&ranks, 8, false);
         // 2 MiB in one channel: 4 chunks of 512 KiB through 3 hops: 4 + 3 − 1 steps.
-        let sch = schedule(Collective::Broadcast, Algorithm::Ring, &g, 2 << 20, 1).unwrap();
+        let sch = schedule(Collective::Broadcast, Algorithm::RING, &g, 2 << 20, 1).unwrap();
         let p = &sch.phases[0];
         assert_eq!(p.repeat, 6);
         assert_eq!(p.transfers, vec![send(0, 1, 524288.0), send(1, 2, 524288.0), send(2, 3, 524288.0)]);
-        let sch = schedule(Collective::Reduce, Algorithm::Ring, &g, 2 << 20, 1).unwrap();
+        let sch = schedule(Collective::Reduce, Algorithm::RING, &g, 2 << 20, 1).unwrap();
         assert_eq!(sch.phases[0].transfers[0], send(1, 0, 524288.0));
     }
 }

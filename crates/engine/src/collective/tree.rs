@@ -14,8 +14,76 @@
 //!
 //! with D the deepest rank's distance (edges) to its tree's root over both trees.
 
-use super::{chunks, send, Grain, Phase, Servers, Transfer};
+use super::choose::Options;
+use super::cost::{timed_ns, Links};
+use super::nccl::{log2_ceil, Arch, Latency, Protocol, TREE_EFFICIENCY, TREE_LATENCY_US};
+use super::{chunks, send, Algorithm, Call, CollectiveAlgorithm, Grain, GroupTopo, Phase, Servers, Timing, Transfer};
+use crate::error::InputError;
 use crate::workload::Collective;
+
+/// NCCL's double binary tree: all-reduce, always considered by the tuner, all three protocols
+/// ([`TREE_LATENCY_US`]), NCCL's tree bandwidth cap ([`tree_efficiency`]).
+pub struct Tree;
+
+impl Algorithm {
+    pub const TREE: Algorithm = Algorithm::new(&Tree);
+}
+
+impl CollectiveAlgorithm for Tree {
+    fn name(&self) -> &'static str {
+        "tree"
+    }
+
+    fn unsupported(&self, c: Collective, _g: &GroupTopo, _s: &Servers) -> Option<String> {
+        (c != Collective::AllReduce).then(|| "the double binary tree is defined for all-reduce".into())
+    }
+
+    fn phases(
+        &self,
+        _c: Collective,
+        _g: &GroupTopo,
+        s: &Servers,
+        bytes: f64,
+        channels: u32,
+        grain: Grain,
+    ) -> Vec<Phase> {
+        tree(s, bytes, channels, grain)
+    }
+
+    fn offered(&self, _c: Collective, _g: &GroupTopo, _s: &Servers, _opts: &Options) -> bool {
+        true
+    }
+
+    fn protocols(&self) -> Vec<(Protocol, Latency)> {
+        Protocol::ALL.into_iter().zip(TREE_LATENCY_US).collect()
+    }
+
+    /// NCCL's cap on the bus bandwidth the schedule would reach at full link rate.
+    fn efficiency(&self, call: &Call, links: &Links) -> Result<f64, InputError> {
+        let full = Timing { step_latency_ns: None, ..Timing::RAW };
+        let raw_ns = timed_ns(call.schedule, &full, call.group, links)?;
+        let raw_busbw = call.bytes as f64 * call.collective.busbw_factor(call.group.size()) / raw_ns;
+        Ok(tree_efficiency(raw_busbw, call.channels, call.servers.members.len() as u32, links.arch))
+    }
+
+    /// A chain through the m ranks of a server up and down, log2 N hops across servers each way.
+    fn hops(&self, call: &Call) -> (u32, u32) {
+        let m = call.servers.members.iter().map(|v| v.len() as u32).max().unwrap_or(1);
+        (2 * (m - 1), 2 * log2_ceil(call.servers.members.len() as u32))
+    }
+}
+
+/// The tree's efficiency: NCCL takes min(0.92 · busBw, nCh · perChMaxTreeBw), so a tree whose
+/// schedule would reach `raw_busbw` (GB/s, at full link rate) over `channels` channels on
+/// `nodes` servers of generation `arch` runs at this fraction of it.
+pub fn tree_efficiency(raw_busbw: f64, channels: u32, nodes: u32, arch: Option<Arch>) -> f64 {
+    let cap = arch.map_or(f64::INFINITY, |a| channels as f64 * a.tree_gbps_per_channel(nodes));
+    if raw_busbw > 0.0 {
+        TREE_EFFICIENCY.min(cap / raw_busbw)
+    } else {
+        TREE_EFFICIENCY
+    }
+}
 
 /// Parent of in-order position `p` (0-based) in the binary tree over n positions whose
 /// interior nodes are the odd positions: key i = p + 1 sits at height tz(i); its parent is
@@ -85,10 +153,7 @@ fn tree_edges(s: &Servers, t: u32, ch: u32) -> (Vec<(u32, u32)>, u32) {
     (edges, depth)
 }
 
-pub(super) fn tree(c: Collective, s: &Servers, bytes: f64, channels: u32, grain: Grain) -> Vec<Phase> {
-    if c != Collective::AllReduce {
-        return Vec::new(); // refused before dispatch
-    }
+fn tree(s: &Servers, bytes: f64, channels: u32, grain: Grain) -> Vec<Phase> {
     let per_tree = bytes / (2.0 * channels as f64);
     let k = chunks(per_tree, grain);
     let chunk = per_tree / k as f64;
@@ -110,6 +175,17 @@ pub(super) fn tree(c: Collective, s: &Servers, bytes: f64, channels: u32, grain:
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tree_is_capped_per_channel_by_generation() {
+        // 2×8 A100 over 8 channels: NCCL allows 8 × 23.6 GB/s, below 0.92 of a 240 GB/s tree.
+        assert!((tree_efficiency(240.0, 8, 2, Some(Arch::Ampere)) - 8.0 * 23.6 / 240.0).abs() < 1e-12);
+        // A slow tree is held to 0.92 only; an unknown generation has no cap.
+        assert_eq!(tree_efficiency(50.0, 8, 2, Some(Arch::Ampere)), TREE_EFFICIENCY);
+        assert_eq!(tree_efficiency(1e6, 1, 9, None), TREE_EFFICIENCY);
+        assert_eq!(Arch::of("h800"), Some(Arch::Hopper));
+        assert_eq!(Arch::Hopper.tree_gbps_per_channel(16), 36.0);
+    }
 
     #[test]
     fn the_two_trees_are_binary_trees_with_complementary_interiors() {

@@ -200,7 +200,7 @@ pub fn sweep(topo: Platform, c: Collective, sizes: &[u64], opts: &SweepOptions) 
         .map(|(i, &bytes)| {
             // A one-rank group or S = 0 is never scheduled; nothing ran, call it the forced or ring.
             let (algorithm, protocol) = picked.get(&bytes).copied().unwrap_or((
-                opts.choose.algorithm.unwrap_or(Algorithm::Ring),
+                opts.choose.algorithm.unwrap_or(Algorithm::RING),
                 opts.choose.protocol.unwrap_or(Protocol::Simple),
             ));
             SweepPoint { bytes, ns: tl.end[i] - tl.start[i], algorithm, protocol }
@@ -268,7 +268,7 @@ mod tests {
     fn ring() -> SweepOptions {
         SweepOptions {
             choose: Options {
-                algorithm: Some(Algorithm::Ring),
+                algorithm: Some(Algorithm::RING),
                 protocol: Some(Protocol::Simple),
                 ..Options::default()
             },
@@ -295,7 +295,7 @@ mod tests {
                 assert!((busbw - want).abs() < 1e-6 * want, "{channels} ch, {} B: {busbw} vs {want}", p.bytes);
                 let t = lat + 2.0 * (n - 1.0) / n * p.bytes as f64 / want;
                 assert!((p.ns - t).abs() < 1e-6 * t);
-                assert_eq!(p.algorithm, Algorithm::Ring);
+                assert_eq!(p.algorithm, Algorithm::RING);
             }
         }
     }
@@ -312,9 +312,9 @@ mod tests {
         let topo = cluster(1, 360.0, 50.0);
         let on = SweepOptions { choose: Options { nvls_enable: true, ..Options::default() }, ..Default::default() };
         let nvls = sweep(topo.clone(), Collective::AllReduce, &[1 << 30], &on).unwrap()[0];
-        assert_eq!(nvls.algorithm, Algorithm::Nvls);
+        assert_eq!(nvls.algorithm, Algorithm::NVLS);
         let off = sweep(topo, Collective::AllReduce, &[1 << 30], &SweepOptions::default()).unwrap()[0];
-        assert_ne!(off.algorithm, Algorithm::Nvls);
+        assert_ne!(off.algorithm, Algorithm::NVLS);
         assert!(nvls.ns < off.ns, "NVLS {} ns vs {:?} {} ns", nvls.ns, off.algorithm, off.ns);
     }
 

@@ -222,7 +222,7 @@ fn ring_allreduce_on_a_non_blocking_fabric_matches_the_closed_form() {
     let (n, bytes, b, lat) = (16u32, 1u64 << 30, 50.0, 500.0);
     let t = leaf_spine(4, 4, 4, b, b, lat);
     let w = allreduce_workload(n, bytes);
-    let mut net = FlowNetwork::new(t, fixed_algorithm(Algorithm::Ring, 1), 0, false);
+    let mut net = FlowNetwork::new(t, fixed_algorithm(Algorithm::RING, 1), 0, false);
     let e = Executor::new(&w).unwrap().run(&mut net, &mut |_| true).unwrap();
     let want = 10.0 + 2.0 * (n as f64 - 1.0) * (4.0 * lat + bytes as f64 / (n as f64 * b));
     assert!(close(e.end_ns, want, 0.005), "{} vs {want}", e.end_ns);
@@ -250,11 +250,11 @@ fn ring_tree_and_halving_doubling_on_a_crossbar_match_their_closed_forms() {
     let sf = s as f64;
     // Ring: 2(n−1) steps of α + S/(nB).
     let n = 16.0;
-    let ring = crossbar_allreduce_ns(Algorithm::Ring, 16, s, b, lat);
+    let ring = crossbar_allreduce_ns(Algorithm::RING, 16, s, b, lat);
     let want = 2.0 * (n - 1.0) * (alpha + sf / (n * b));
     assert!(close(ring, want, 1e-9), "ring {ring} vs {want}");
     // Halving-doubling (Rabenseifner): 2·log2 n steps, 2(n−1)/n · S bytes per rank.
-    let hd = crossbar_allreduce_ns(Algorithm::HalvingDoubling, 16, s, b, lat);
+    let hd = crossbar_allreduce_ns(Algorithm::HALVING_DOUBLING, 16, s, b, lat);
     let want = 2.0 * 4.0 * alpha + 2.0 * (n - 1.0) / n * sf / b;
     assert!(close(hd, want, 1e-9), "halving-doubling {hd} vs {want}");
     // Double binary tree on 4 ranks: A = 0→1←2, 1→3 and its mirror B; depth D = 2; rank 1 (and
@@ -263,7 +263,7 @@ fn ring_tree_and_halving_doubling_on_a_crossbar_match_their_closed_forms() {
     let s = 64u64 << 20;
     let chunk = crate::collective::PIPELINE_CHUNK_BYTES;
     let k = s as f64 / 2.0 / chunk;
-    let tree = crossbar_allreduce_ns(Algorithm::Tree, 4, s, b, lat);
+    let tree = crossbar_allreduce_ns(Algorithm::TREE, 4, s, b, lat);
     let want = (k + 3.0) * (alpha + 4.0 * chunk / b);
     assert!(close(tree, want, 1e-9), "tree {tree} vs {want}");
 }
@@ -284,7 +284,7 @@ fn intra_server_transfers_use_every_nvswitch() {
     let mut w = allreduce_workload(4, 0);
     w.rank_class = vec![0, 1, 2, 3];
     w.class_program = vec![0; 4];
-    let mut net = FlowNetwork::new(t, fixed_algorithm(Algorithm::Ring, 1), 0, false);
+    let mut net = FlowNetwork::new(t, fixed_algorithm(Algorithm::RING, 1), 0, false);
     net.prepare(&w).unwrap();
     // 1 → 0 is inside server 0: 2 × 100 B/ns; 1 → 3 leaves it: 10 B/ns.
     let mut clock = 0.0;
@@ -345,7 +345,7 @@ fn ring_speed() {
         let w = allreduce_workload(n, 1 << 30);
         let start = std::time::Instant::now();
         let t = spectrum_x(n);
-        let mut net = FlowNetwork::new(t, fixed_algorithm(Algorithm::Ring, 1), 0, false);
+        let mut net = FlowNetwork::new(t, fixed_algorithm(Algorithm::RING, 1), 0, false);
         let e = Executor::new(&w).unwrap().run(&mut net, &mut |_| true).unwrap();
         let secs = start.elapsed().as_secs_f64();
         // Without ECMP collisions a cross-server step takes 4 × 500 ns + S/(nB); flows hashed
@@ -511,7 +511,7 @@ fn alltoall_speed() {
     for n in sizes {
         let w = alltoall_workload(n, 64 << 20);
         let start = std::time::Instant::now();
-        let mut net = FlowNetwork::new(spectrum_x(n), fixed_algorithm(Algorithm::Direct, 1), 0, false);
+        let mut net = FlowNetwork::new(spectrum_x(n), fixed_algorithm(Algorithm::DIRECT, 1), 0, false);
         let e = Executor::new(&w).unwrap().run(&mut net, &mut |_| true).unwrap();
         let secs = start.elapsed().as_secs_f64();
         println!(

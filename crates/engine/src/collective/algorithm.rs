@@ -1,0 +1,133 @@
+//! What a collective algorithm is: the one trait every algorithm implements, and its handle.
+//!
+//! An algorithm says which (collective, group) it can run and why not, turns a call into its
+//! schedule (phases of transfers), and carries NCCL's timing of itself: the protocols it runs
+//! with their latency constants, its efficiency, its latency hops, and whether NCCL's tuner
+//! considers it. Nothing else in the crate distinguishes algorithms: the tuner ([`super::choose`]),
+//! the α–β price ([`super::cost`]), the analytical model and the flow model all go through this
+//! trait, so a new algorithm is one file (see the module documentation of [`super`]).
+
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::ops::Deref;
+
+use super::choose::Options;
+use super::cost::Links;
+use super::nccl::{self, Latency, Protocol, P2P_LATENCY_US};
+use super::{err, Grain, GroupTopo, Phase, Schedule, Servers};
+use crate::error::InputError;
+use crate::workload::Collective;
+
+/// One collective call as the timing model sees it: the collective, its group (and the group's
+/// servers), S, the channels and the schedule it runs (pipelined at Simple's steps).
+pub struct Call<'a> {
+    pub collective: Collective,
+    pub group: &'a GroupTopo<'a>,
+    pub servers: &'a Servers,
+    pub bytes: u64,
+    pub channels: u32,
+    pub schedule: &'a Schedule,
+}
+
+/// A collective algorithm, defined once: its schedule and NCCL's timing of it.
+pub trait CollectiveAlgorithm: Sync {
+    /// The name NCCL_ALGO, `--algo` and reports use (lower case, words joined by `_`).
+    fn name(&self) -> &'static str;
+
+    /// Why this algorithm cannot run `c` on group `g` (servers `s`), or None if it can.
+    fn unsupported(&self, c: Collective, g: &GroupTopo, s: &Servers) -> Option<String>;
+
+    /// The phases of `c` of S = `bytes` on `g`, rings and trees over `channels` channels,
+    /// pipelines cut at `grain`. Called only where [`Self::unsupported`] is None, on two or
+    /// more ranks and S > 0.
+    fn phases(&self, c: Collective, g: &GroupTopo, s: &Servers, bytes: f64, channels: u32, grain: Grain) -> Vec<Phase>;
+
+    /// Whether NCCL's tuner considers it for `c` on `g` under `opts` (a forced algorithm runs
+    /// whatever this says). Default: only when forced.
+    fn offered(&self, _c: Collective, _g: &GroupTopo, _s: &Servers, _opts: &Options) -> bool {
+        false
+    }
+
+    /// The protocols it runs, with their latency constants. Default: as NCCL runs
+    /// point-to-point work, Simple with the ring's per-hop costs.
+    fn protocols(&self) -> Vec<(Protocol, Latency)> {
+        vec![(Protocol::Simple, P2P_LATENCY_US)]
+    }
+
+    /// The share of the bus bandwidth it reaches (multiplies the protocol's efficiency).
+    fn efficiency(&self, _call: &Call, _links: &Links) -> Result<f64, InputError> {
+        Ok(1.0)
+    }
+
+    /// (intra-server, inter-server) latency hops. Default, for algorithms NCCL does not model:
+    /// one hop per dependent step of the schedule ([`nccl::schedule_hops`]).
+    fn hops(&self, call: &Call) -> (u32, u32) {
+        nccl::schedule_hops(call.servers, call.schedule)
+    }
+
+    /// NCCL prices it as a ring: a multi-node intra-server hop costs at least the network post
+    /// overhead, and a multi-node Simple all-reduce's latency is ×1.4 ([`nccl::call_latency_ns`]).
+    fn ring_latency(&self) -> bool {
+        false
+    }
+}
+
+/// A cheap handle on an algorithm: Copy, compared and hashed by name.
+#[derive(Clone, Copy)]
+pub struct Algorithm(&'static dyn CollectiveAlgorithm);
+
+impl Algorithm {
+    pub const fn new(algorithm: &'static dyn CollectiveAlgorithm) -> Algorithm {
+        Algorithm(algorithm)
+    }
+
+    /// Every algorithm, listed once: the order the tuner tries them (the first of equal
+    /// predictions wins) and error messages list them.
+    pub const ALL: &'static [Algorithm] = &[
+        Algorithm::RING,
+        Algorithm::TREE,
+        Algorithm::HALVING_DOUBLING,
+        Algorithm::DIRECT,
+        Algorithm::NVLS,
+        Algorithm::NVLS_TREE,
+        Algorithm::HIERARCHICAL,
+        Algorithm::PXN,
+    ];
+
+    /// The algorithm of this name, case-insensitive, `-` for `_`, and the `_` optional.
+    pub fn parse(name: &str) -> Result<Algorithm, InputError> {
+        let key = name.to_ascii_lowercase().replace('-', "_");
+        Algorithm::ALL.iter().copied().find(|a| a.name() == key || a.name().replace('_', "") == key).ok_or_else(|| {
+            let names: Vec<&str> = Algorithm::ALL.iter().map(|a| a.name()).collect();
+            err("algorithm", format!("unknown algorithm '{name}' (valid: {})", names.join(", ")))
+        })
+    }
+}
+
+impl Deref for Algorithm {
+    type Target = dyn CollectiveAlgorithm;
+
+    fn deref(&self) -> &Self::Target {
+        self.0
+    }
+}
+
+impl PartialEq for Algorithm {
+    fn eq(&self, other: &Algorithm) -> bool {
+        self.name() == other.name()
+    }
+}
+
+impl Eq for Algorithm {}
+
+impl Hash for Algorithm {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.name().hash(state);
+    }
+}
+
+impl fmt::Debug for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
