@@ -6,6 +6,9 @@ use pyo3::prelude::*;
 
 use crate::engine_err;
 
+/// Full-duplex links as arrays: src, dst, bandwidth (GB/s), latency (ns), error rate.
+type DuplexLinks = (Vec<u32>, Vec<u32>, Vec<f64>, Vec<f64>, Vec<f64>);
+
 #[pyclass(name = "Platform", module = "clustersim._engine", frozen)]
 pub struct PyPlatform {
     pub inner: Platform,
@@ -113,7 +116,7 @@ impl PyPlatform {
 
     /// Full-duplex links (each a pair of directed links with equal rate, delay and error rate)
     /// as (src, dst, bandwidth GB/s, latency ns, error rate) arrays, in link order.
-    fn duplex_links(&self) -> PyResult<(Vec<u32>, Vec<u32>, Vec<f64>, Vec<f64>, Vec<f64>)> {
+    fn duplex_links(&self) -> PyResult<DuplexLinks> {
         let first = self.inner.duplex_links().map_err(engine_err)?;
         let l = |i: &usize| self.inner.links[*i];
         Ok((

@@ -304,9 +304,8 @@ impl Platform {
             ));
         }
         let p = &self.placement;
-        if let Some(r) = (0..p.ranks())
-            .find(|&r| p.device(r) != r || p.domain(r) != r / p.largest_domain() || p.rail(r) != r % p.largest_domain())
-        {
+        let gps = p.largest_domain();
+        if let Some(r) = (0..p.ranks()).find(|&r| p.device(r) != r || p.domain(r) != r / gps || p.rail(r) != r % gps) {
             return Err(InputError::field(
                 "topology",
                 &format!("rank {r}"),
@@ -318,13 +317,7 @@ impl Platform {
         let sw = (0..self.kinds.len()).filter(|&i| self.kinds[i] == NodeKind::Switch);
         let (nvs_count, sw_count) = (nvs.clone().count(), sw.clone().count());
         let mut out = String::with_capacity(40 * lines.len() + 64);
-        out.push_str(&format!(
-            "{} {} {nvs_count} {sw_count} {} {}\n",
-            self.kinds.len(),
-            self.placement.largest_domain(),
-            lines.len(),
-            self.gpu_type
-        ));
+        out.push_str(&format!("{} {gps} {nvs_count} {sw_count} {} {}\n", self.kinds.len(), lines.len(), self.gpu_type));
         for id in nvs.chain(sw) {
             out.push_str(&format!("{id} "));
         }
