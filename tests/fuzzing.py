@@ -146,7 +146,7 @@ def run_reader(read: Callable[[str], object], text: str) -> str:
     return "accepted"
 
 
-# --- SimAI topology files (python/clustersim/topology/simai_file.py) -----------------------------
+# --- SimAI topology files (read and written by the engine, through clustersim.topology) ---------
 
 TOPOLOGIES = [
     "7 2 2 1 8 H100\n4 5 6 \n0 4 2880Gbps 0.000025ms 0\n0 6 400Gbps 0.0005ms 0\n"
@@ -160,20 +160,22 @@ TOPOLOGY_WORDS = ["400Gbps", "2880Gbps", "1Gbps", "0.0005ms", "0.000025ms", "1ms
 
 
 def read_topology(text: str, file: str = "in.txt") -> None:
-    from clustersim.topology.simai_file import format_simai, parse_simai
+    from clustersim.topology import parse_simai
 
     try:
         topo = parse_simai(text, file)
     except InputError as e:
         refused(e, file, whole_file=lambda m: "disconnected" in m or "has no GPU" in m)
         raise
-    again = parse_simai(format_simai(topo), file)
+    written = topo.to_simai()
+    again = parse_simai(written, file)
     if (
         again.kinds != topo.kinds
-        or again.links != topo.links
+        or again.platform.links != topo.platform.links
+        or again.platform.error_rates != topo.platform.error_rates
         or again.gpus_per_server != topo.gpus_per_server
     ):
-        raise Failure(f"written back as {format_simai(topo)!r}, read as another topology")
+        raise Failure(f"written back as {written!r}, read as another topology")
 
 
 # --- model and accelerator files, Hugging Face configs -------------------------------------------

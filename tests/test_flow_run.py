@@ -61,7 +61,7 @@ def test_dual_plane_survives_losing_a_plane(tmp_path):
     plane2 = set(tors[len(tors) // 2 :])
     spines = {lk.dst for lk in topo.links if lk.src in plane2 and lk.dst not in gpus}
     plane2 |= spines
-    cut = Topology(
+    cut = Topology.from_links(
         topo.kinds,
         [lk for lk in topo.links if lk.src not in plane2 and lk.dst not in plane2],
         gpus_per_server=topo.gpus_per_server,

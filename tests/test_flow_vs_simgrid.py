@@ -49,7 +49,7 @@ def random_case(seed):
         for a, b in sorted(edges)
     ]
     kinds = ["gpu" if i in gpus else "switch" for i in range(n)]
-    text = Topology(kinds, links, gpus_per_server=1, gpu_type="H100").to_simai()
+    text = Topology.from_links(kinds, links, gpus_per_server=1, gpu_type="H100").to_simai()
     graph = parse_simai(text).to_networkx()
     flows, routes = [], []
     for _ in range(rng.randint(5, 30)):

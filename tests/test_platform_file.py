@@ -111,3 +111,25 @@ def test_run_takes_a_platform_file(run_cli, tmp_path: Path) -> None:
     rc, out, err = run_cli("run", "-w", workload, "-n", MIXED, "-g", "16", "-r", tmp_path / "mix-")
     assert rc == 0, err
     assert (tmp_path / "mix-EndToEnd.csv").is_file() and "exposed TP comm" in out
+
+
+def test_the_api_hands_the_engine_the_platform_itself() -> None:
+    """A Platform no SimAI file can hold (typed devices, two GPU generations) goes to every flow
+    front end as it is, and gives what its file gives."""
+    import clustersim
+    from clustersim.topology import simai_template
+
+    p = read_platform(MIXED)
+    sizes = dict(minbytes="1M", maxbytes="4M", stepfactor=4)
+    assert clustersim.collective("allreduce", p, **sizes).to_dict() == (
+        clustersim.collective("allreduce", MIXED, **sizes).to_dict()
+    )
+    plan = dict(gpus=16, tp=8, gbs=16, seq=1024)
+    by_object = clustersim.train("llama3-8b", topology=p, **plan)
+    assert by_object.iteration_s > 0
+    assert by_object.to_dict() == clustersim.train("llama3-8b", topology=MIXED, **plan).to_dict()
+    # A template's Topology view and its Platform are one fabric.
+    topo = simai_template("Spectrum-X", gpu=16)
+    micro = ROOT / "examples" / "microAllReduce.txt"
+    runs = [clustersim.run(micro, t, gpus=16).summary for t in (topo, topo.platform, "Spectrum-X:16")]
+    assert runs[0] == runs[1] == runs[2]

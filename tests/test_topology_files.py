@@ -1,9 +1,12 @@
-"""Topology object: SimAI file and NetworkX round trips, arrays, units, and bad input."""
+"""Topology views of the engine's Platform: SimAI file and NetworkX round trips, units, and bad input."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import networkx as nx
 import pytest
+from clustersim import _engine
 from clustersim.errors import InputError
 from clustersim.topology import (
     Link,
@@ -21,6 +24,7 @@ from clustersim.topology import (
 from conftest import run_clustersim
 from test_bad_input import assert_clean_error
 
+DATA = Path(__file__).parent / "data"
 SMALL = (
     "5 2 1 2 4 H800\n2 3 4 \n"
     """\
@@ -44,10 +48,12 @@ def test_units():
     assert format_rate(parse_rate("1.5Tbps")) == "1500Gbps"
     assert format_delay(5e-7) == "0.0005ms"
     assert format_delay(25e-9) == "0.000025ms"
-    for bad in ("400", "400Gbs", "Gbps", "-4Gbps", "0Gbps"):
+    # One parser, the engine's, as ns-3 reads: a bare number is bits per second or seconds.
+    assert (parse_rate("400"), parse_delay("5")) == (50.0, 5.0)
+    for bad in ("400Gbs", "Gbps", "-4Gbps", "0Gbps", "1e3Gbps"):
         with pytest.raises(ValueError):
             parse_rate(bad)
-    for bad in ("5", "0.5mss", "ms", "-1ms"):
+    for bad in ("0.5mss", "ms", "-1ms"):
         with pytest.raises(ValueError):
             parse_delay(bad)
 
@@ -106,19 +112,39 @@ def test_from_networkx_renumbers_named_nodes_gpus_first():
 
 
 def test_parallel_links_give_a_multigraph():
-    topo = Topology(["gpu", "gpu"], [Link(0, 1, 1e9, 1e-6), Link(1, 0, 2e9, 1e-6)], gpus_per_server=1)
+    topo = Topology.from_links(
+        ["gpu", "gpu"], [Link(0, 1, 1e9, 1e-6), Link(1, 0, 2e9, 1e-6)], gpus_per_server=1
+    )
     g = topo.to_networkx()
     assert g.is_multigraph() and g.number_of_edges() == 2
     assert from_networkx(g).bisection_bandwidth() == 3e9
 
 
-def test_to_arrays():
-    arrays = parse_simai(SMALL).to_arrays()
-    assert arrays.kinds == [0, 0, 1, 2, 2]
-    assert arrays.src == [0, 1, 0, 3] and arrays.dst == [2, 2, 3, 4]
-    assert arrays.bandwidth == [360e9, 360e9, 50e9, 12.5e9]
-    assert arrays.latency == pytest.approx([25e-9, 25e-9, 5e-7, 1e-6])
-    assert all(type(x) is float for x in arrays.bandwidth + arrays.latency)
+def test_a_view_holds_no_copy_of_the_fabric():
+    topo = parse_simai(SMALL)
+    p = topo.platform
+    assert isinstance(p, _engine.Platform) and topo.kinds == p.kinds
+    src, dst, gbs, ns, errors = p.duplex_links()
+    assert src == [0, 1, 0, 3] and dst == [2, 2, 3, 4]
+    assert gbs == [360.0, 360.0, 50.0, 12.5] and ns == [25.0, 25.0, 500.0, 1000.0]
+    assert errors == [0.0, 0.0, 0.0, 0.01]
+    # The directed links are the engine's: each full-duplex link both ways.
+    assert len(p.links[0]) == 2 * len(src) and p.forwards == [False, False, True, True, True]
+
+
+def test_engine_writer_is_byte_identical_for_every_simai_file_in_tests_data():
+    files = [f for f in DATA.rglob("*") if f.is_file() and _is_simai_topology(f)]
+    assert len(files) >= 5
+    for f in files:
+        assert read_simai(f).to_simai() == f.read_text(), f
+
+
+def _is_simai_topology(path):
+    try:
+        _engine.Platform.parse_simai(str(path), path.read_text())
+    except (UnicodeDecodeError, InputError):
+        return False
+    return True
 
 
 # --- bad input --------------------------------------------------------------------------------
@@ -177,14 +203,13 @@ def test_malformed_files(tmp_path, text, message):
 
 
 def test_disconnected_topology_names_the_unreachable_gpu():
-    topo = Topology(
-        ["gpu", "gpu", "gpu", "switch"],
-        [Link(0, 3, 1e9, 0.0), Link(1, 3, 1e9, 0.0)],
-        gpus_per_server=1,
-    )
+    kinds = ["gpu", "gpu", "gpu", "switch"]
+    links = [Link(0, 3, 1e9, 0.0), Link(1, 3, 1e9, 0.0)]
     with pytest.raises(InputError, match="disconnected: GPU 2 cannot reach GPU 0"):
-        topo.check()
-    g = topo.to_networkx()
+        Topology.from_links(kinds, links, gpus_per_server=1)
+    g = nx.Graph()
+    g.add_nodes_from((i, {"kind": k}) for i, k in enumerate(kinds))
+    g.add_edges_from((lk.src, lk.dst, {"bandwidth": lk.bandwidth, "latency": lk.latency}) for lk in links)
     with pytest.raises(InputError, match="networkx graph: links: the topology is disconnected: GPU 2"):
         from_networkx(g)
 
@@ -218,7 +243,7 @@ def test_bad_networkx_graphs():
         (lambda: simai_template("Spectrum-X", gpu=8192), "8192 GPUs need 16 segments"),
         (lambda: simai_template(None, gpu=36), "36 GPUs do not fill whole servers of 8"),
         (lambda: simai_template("DCN+", bandwidth="400G"), "bandwidth (-bw): '400G' is not a data rate"),
-        (lambda: simai_template("DCN+", latency="5"), "latency (-l): '5' is not a delay"),
+        (lambda: simai_template("DCN+", latency="5parsec"), "latency (-l): '5parsec' is not a delay"),
         (lambda: simai_template("DCN+", asw_switches=3), "asw_switches: not a parameter"),
         (lambda: simai_template("DCN+", pods=0), "pods: must be a whole number ≥ 1"),
         (lambda: fat_tree(5), "must be an even number"),
@@ -280,6 +305,6 @@ def test_cli_bad_input(tmp_path, args, parts):
 
 def test_one_reachability_rule_gpus_do_not_forward():
     # 0 – 1 – 2 wired through GPU 1 only: Python refuses it as the engine does.
-    topo = Topology(["gpu", "gpu", "gpu"], [Link(0, 1, 1e9, 0.0), Link(1, 2, 1e9, 0.0)], gpus_per_server=1)
+    links = [Link(0, 1, 1e9, 0.0), Link(1, 2, 1e9, 0.0)]
     with pytest.raises(InputError, match="GPU 2 cannot reach GPU 0"):
-        topo.check()
+        Topology.from_links(["gpu", "gpu", "gpu"], links, gpus_per_server=1)

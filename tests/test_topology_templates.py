@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -35,8 +36,51 @@ def test_reference_files_read_back_identically():
         assert read_simai(REF / name).to_simai() == text
 
 
+def gen_topo_template_text(topo):
+    """gen_Topo_Template.py's file layout, written here independently of the engine's writer:
+    rates as plain decimals in Gbps, delays in ms, error rates as plain decimals."""
+
+    def plain(x):
+        return format(Decimal(repr(x)).normalize(), "f")
+
+    nv = [i for i, k in enumerate(topo.kinds) if k == "nvswitch"]
+    sw = [i for i, k in enumerate(topo.kinds) if k == "switch"]
+    links = list(zip(*topo.platform.duplex_links(), strict=True))
+    lines = [
+        f"{topo.num_nodes} {topo.gpus_per_server} {len(nv)} {len(sw)} {len(links)} {topo.gpu_type}",
+        "".join(f"{i} " for i in nv + sw),
+    ]
+    lines += [f"{a} {b} {plain(gbs * 8)}Gbps {plain(ns / 1e6)}ms {plain(er)}" for a, b, gbs, ns, er in links]
+    return "\n".join(lines) + "\n"
+
+
+SHAPES = [{}, {"ro": True}, {"dt": True}, {"ro": True, "dt": True}, {"ro": True, "dt": True, "dp": True}]
+LINKS = [
+    {},
+    {"bandwidth": "100Mbps", "latency": "1us", "error_rate": "0.001"},
+    {"nvlink_bw": "1.5Tbps", "nv_latency": "25ns", "ap_bandwidth": "12.5GBps", "latency": "0.3ms"},
+]
+
+
+@pytest.mark.parametrize("topology", [*TEMPLATES, None])
+def test_engine_writes_every_template_as_gen_topo_template(topology):
+    written = 0
+    for shape in SHAPES:
+        for links in LINKS:
+            for pods in (1, 2):
+                flags = {"gpu": 64, "gpu_per_server": 4, "nics_per_aswitch": 8, "psw_switch_num": 4}
+                if topology == "DCN+":
+                    flags["asw_per_psw"] = 16  # room for 8 dual-ToR segments
+                topo = simai_template(topology, pods=pods, **shape, **links, **flags)
+                assert topo.to_simai() == gen_topo_template_text(topo), (shape, links, pods)
+                written += 1
+    assert written == len(SHAPES) * len(LINKS) * 2
+    for topo in (fat_tree(4), fat_tree(6, gpu_per_server=2, latency="700ns", error_rate="0.01")):
+        assert topo.to_simai() == gen_topo_template_text(topo)
+
+
 def counts(topo):
-    return topo.num_gpus, topo.num_nvswitches, topo.num_switches, len(topo.links)
+    return topo.num_gpus, topo.num_nvswitches, topo.num_switches, topo.num_links
 
 
 @pytest.mark.parametrize(
@@ -87,8 +131,8 @@ def test_rail_optimised_wiring():
 def test_asw_count_follows_gpus_with_a_warning():
     topo = simai_template("DCN+", gpu=128, asw_switch_num=8)
     assert topo.num_switches == 2 + 8
-    assert topo.warnings == ["asw_switch_num (-asn) 8 does not fit 128 GPUs: using 2"]
-    assert simai_template("DCN+", gpu=512).warnings == []
+    assert topo.warnings == ("asw_switch_num (-asn) 8 does not fit 128 GPUs: using 2",)
+    assert simai_template("DCN+", gpu=512).warnings == ()
 
 
 @pytest.mark.parametrize(("k", "gps"), [(2, 1), (4, 2), (6, 1), (8, 4)])
@@ -99,7 +143,7 @@ def test_fat_tree_counts(k, gps):
     assert topo.num_switches == 5 * k * k // 4  # k²/2 edge + k²/2 aggregation + k²/4 core
     assert topo.num_nvswitches == hosts // gps
     # NVLink + GPU–edge + edge–aggregation (k pods · (k/2)²) + aggregation–core (k · (k/2)²)
-    assert len(topo.links) == hosts + hosts + k**3 // 4 + k**3 // 4
+    assert topo.num_links == hosts + hosts + k**3 // 4 + k**3 // 4
     # Full bisection: half the GPUs (whole servers) can send at line rate to the other half.
     assert topo.bisection_bandwidth() == pytest.approx(hosts // 2 * 50e9)
 
@@ -123,7 +167,7 @@ def test_pods_join_copies_with_a_core_tier():
     assert three.name == one.name + "_3pods"
     assert three.num_gpus == 3 * one.num_gpus
     assert three.num_switches == 3 * one.num_switches + 8
-    assert len(three.links) == 3 * len(one.links) + 8 * 3
+    assert three.num_links == 3 * one.num_links + 8 * 3
     # Pod 0 is wired exactly like the single pod (up to the renumbering of its switches).
     assert three.kinds[:192] == ["gpu"] * 192
     assert three.kinds[192 : 192 + 48] == ["nvswitch"] * 48

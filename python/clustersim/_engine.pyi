@@ -38,10 +38,11 @@ class Platform:
         dst: Sequence[int],
         bandwidth: Sequence[float],
         latency: Sequence[float],
+        error_rate: Sequence[float],
         gpus_per_server: int,
         gpu_type: str,
     ) -> Platform:
-        """SimAI-convention platform from full-duplex links (bytes/s, s).
+        """SimAI-convention platform from full-duplex links (GB/s, ns, drop probability).
 
         Kinds: 0 GPU, 1 NVSwitch, 2 switch."""
     @property
@@ -54,17 +55,35 @@ class Platform:
     def links(self) -> tuple[list[int], list[int], list[float], list[float]]:
         """(src, dst, bandwidth GB/s, latency ns) of every directed link."""
     @property
-    def placement(self) -> tuple[list[int], list[int], list[int]]:
-        """(device node, scale-up domain, rail) of every rank."""
-    @property
-    def accelerator_types(self) -> list[str]: ...
+    def forwards(self) -> list[bool]:
+        """Per node, whether routes pass through it (switches, NICs; never a GPU)."""
     @property
     def error_rates(self) -> list[float]: ...
     @property
     def gpus_per_server(self) -> int: ...
     @property
     def gpu_type(self) -> str: ...
-    def to_simai(self) -> str: ...
+    def duplex_links(self) -> tuple[list[int], list[int], list[float], list[float], list[float]]:
+        """(src, dst, bandwidth GB/s, latency ns, error rate) of every full-duplex link."""
+    def to_simai(self) -> str:
+        """The SimAI topology file text (rates in Gbps, delays in ms, as gen_Topo_Template.py)."""
+    @property
+    def placement(self) -> tuple[list[int], list[int], list[int]]:
+        """(device node, scale-up domain, rail) of every rank."""
+    @property
+    def accelerator_types(self) -> list[str]: ...
+
+def parse_rate(text: str) -> float | None:
+    """An ns-3 DataRate string in GB/s (bytes/ns); None if it is not one."""
+
+def parse_time(text: str) -> float | None:
+    """An ns-3 Time string in ns; None if it is not one."""
+
+def format_rate(bytes_per_ns: float) -> str:
+    """GB/s as gen_Topo_Template.py spells rates (`400Gbps`)."""
+
+def format_time(ns: float) -> str:
+    """ns as gen_Topo_Template.py spells delays (`0.0005ms`)."""
 
 Progress = Callable[[float], object] | None
 Columns = dict[str, Any]
@@ -91,13 +110,15 @@ def run_analytical(
     lenient: bool,
     progress: Progress,
     fabric: str | None = None,
+    platform: Platform | None = None,
 ) -> dict[str, Any]:
     """A SimAI workload file (`text`, named `path` in errors) through the executor: summary,
-    per-row columns, SimAI's CSV text, warnings, plan; with `fabric` (JSON) the flow model, and
-    per-link bytes and a Chrome trace."""
+    per-row columns, SimAI's CSV text, warnings, plan; with `fabric` (JSON options) the flow
+    model on `platform`, and per-link bytes and a Chrome trace."""
 
-def run_training(input: str, *, progress: Progress = None) -> str:
-    """One training iteration; `input` and the result are JSON documents."""
+def run_training(input: str, *, progress: Progress = None, platform: Platform | None = None) -> str:
+    """One training iteration; `input` and the result are JSON documents; `platform` is the
+    fabric of the input's "fabric" options."""
 
 def layer_seconds(input: str) -> tuple[float, float]:
     """Forward and backward seconds of one dense layer for one micro-batch."""

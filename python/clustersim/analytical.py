@@ -160,10 +160,11 @@ def simulate(
         ratios = [(str(Path(ratio_dir) / n), read_text(Path(ratio_dir) / n, "ratio table")) for n in names]
     if run_name is None:
         run_name = Path(workload).stem + "-"
-    fabric = None
+    fabric, platform = None, None
     if topology is not None:
-        from clustersim.fabric import fabric_document
+        from clustersim.fabric import fabric_document, load_topology
 
+        platform = load_topology(topology)
         fabric = fabric_document(
             topology,
             algorithm=algorithm,
@@ -193,7 +194,8 @@ def simulate(
         run_name=run_name,
         lenient=lenient,
         progress=progress,
-        fabric=None if topology is None else json.dumps(fabric, allow_nan=False),
+        fabric=None if fabric is None else json.dumps(fabric, allow_nan=False),
+        platform=platform,
     )
     summary = {SUMMARY_KEYS[k]: v for k, v in zip(raw["summary_columns"], raw["summary"], strict=True)}
     columns = {"layer_name": raw["layer_names"]}

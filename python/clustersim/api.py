@@ -25,6 +25,7 @@ from clustersim.search import SearchResult, search
 from clustersim.table import Table
 
 if TYPE_CHECKING:
+    from clustersim.platform import Platform
     from clustersim.topology import Topology
 
 __all__ = [
@@ -45,7 +46,7 @@ Progress = Callable[[float], None]
 
 def run(
     workload: str | os.PathLike[str],
-    topology: str | os.PathLike[str] | Topology,
+    topology: str | os.PathLike[str] | Topology | Platform,
     *,
     algo: str = "auto",
     channels: int = 0,
@@ -59,7 +60,8 @@ def run(
 ) -> AnalyticalResult:
     """A SimAI workload on a fabric with the flow model (`clustersim run`): every collective
     becomes the transfers of `algo` on `topology` (a SimAI topology file, a template
-    `NAME[:GPUS]` or a Topology). `options` are `simulate`'s (gpus, gpus_per_server, …). With
+    `NAME[:GPUS]`, the engine's Platform or a Topology view of one). `options` are `simulate`'s
+    (gpus, gpus_per_server, …). With
     `ecmp_seeds` N > 1 the run is repeated for seeds `seed` … `seed` + N − 1: the result is the
     first seed's, and its `ecmp_seeds` holds every seed's summary with mean, min and max."""
     from clustersim.fabric import ecmp_seeds as seed_range
@@ -172,7 +174,7 @@ def train(
     experts: int | None = None,
     topk: int | None = None,
     allow_oom: bool = False,
-    topology: str | os.PathLike[str] | Topology | None = None,
+    topology: str | os.PathLike[str] | Topology | Platform | None = None,
     algo: str = "auto",
     channels: int = 0,
     seed: int = 0,
@@ -281,7 +283,7 @@ class CollectiveResult(Table):
 
 def collective(
     op: str,
-    topology: str | os.PathLike[str] | Topology,
+    topology: str | os.PathLike[str] | Topology | Platform,
     *,
     minbytes: int | str = "32M",
     maxbytes: int | str = "32M",

@@ -4,8 +4,8 @@ run on it (NCCL's and SimAI's switches, queue pairs, ECMP seeds).
 A fabric is given the same way everywhere (`run -n`, `train -n`, `collective -n`, the API's
 `topology=`): a SimAI topology file, a platform file of typed devices (docs/platform-format.md,
 read by the engine into a `Platform`), a template `NAME[:GPUS]` (`Spectrum-X:64`, `DCN+`,
-`fat-tree:8`) or a `Topology` object. The topology package is imported only when a template or a
-`Topology` is used: reading a file needs only its text.
+`fat-tree:8`), the engine's `Platform` or a `Topology` view of one. Every form becomes one
+`Platform` (`load_topology`); the topology package is imported only for a template or a `Topology`.
 """
 
 from __future__ import annotations
@@ -44,54 +44,43 @@ def template(spec: str) -> tuple[str, int | None] | None:
     return names[name.lower()], int(count) if count else None
 
 
-def is_platform_text(text: str) -> bool:
-    """Whether topology text is a platform file's (its first statement is `node`), not SimAI's."""
-    for line in text.splitlines():
-        words = line.split("#", 1)[0].split()
-        if words:
-            return words[0] == "node"
-    return False
-
-
-def load_topology(spec: str | os.PathLike[str] | Topology | Platform) -> Topology | Platform:
-    """A `Topology` from a fabric spec: a Topology, a template `NAME[:GPUS]` (a SimAI template or
-    fat-tree:K, a k-ary fat-tree) or a SimAI topology file; the engine's `Platform` from a
+def load_topology(spec: str | os.PathLike[str] | Topology | Platform) -> Platform:
+    """The engine's `Platform` of a fabric spec: a Platform, a `Topology` view, a template
+    `NAME[:GPUS]` (a SimAI template or fat-tree:K, a k-ary fat-tree), a SimAI topology file or a
     platform file."""
     from clustersim import _engine
-    from clustersim.topology import TEMPLATES, Topology, fat_tree, read_simai, simai_template
 
-    if isinstance(spec, (Topology, _engine.Platform)):
+    if isinstance(spec, _engine.Platform):
         return spec
+    if not isinstance(spec, (str, os.PathLike)):
+        from clustersim.topology import Topology
+
+        if isinstance(spec, Topology):
+            return spec.platform
+        raise InputError(f"topology: expected a file, a template NAME[:GPUS] or a Platform, got {spec!r}")
     named = template(str(spec))
     if named is not None:
+        from clustersim.topology import fat_tree, simai_template
+
         name, count = named
         if name == "fat-tree":
-            return fat_tree(count if count else 4)
-        return simai_template(name, **({"gpu": count} if count else {}))
+            return fat_tree(count if count else 4).platform
+        return simai_template(name, **({"gpu": count} if count else {})).platform
     if not Path(spec).is_file():
+        from clustersim.topology import TEMPLATES
+
         raise InputError(
             f"--topology {spec}: no such file"
             f" (or give a template: {', '.join(TEMPLATES)}, fat-tree, as NAME[:GPUS])"
         )
-    if is_platform_text(read_text(spec, "topology")):
-        from clustersim.platform import read_platform
+    from clustersim.platform import read_platform
 
-        return read_platform(spec)
-    return read_simai(spec)
+    return read_platform(spec)
 
 
-def gpu_count(topology: Topology | Platform) -> int:
+def gpu_count(topology: Platform) -> int:
     """GPUs (ranks) of a loaded fabric."""
-    from clustersim import _engine
-
-    return topology.ranks if isinstance(topology, _engine.Platform) else topology.num_gpus
-
-
-def fabric_text(spec: str | os.PathLike[str] | Topology) -> str:
-    """The topology file text of a fabric spec (a file is read as it is, not re-written)."""
-    if isinstance(spec, (str, os.PathLike)) and Path(spec).is_file() and template(str(spec)) is None:
-        return read_text(spec, "topology")
-    return load_topology(spec).to_simai()
+    return topology.ranks
 
 
 def tuning_env(env: Mapping[str, str]) -> dict[str, object]:
@@ -163,7 +152,7 @@ def seed_stats(rows: list[dict[str, Any]], columns: list[str]) -> dict[str, Any]
 
 
 def fabric_document(
-    topology: str | os.PathLike[str] | Topology,
+    topology: str | os.PathLike[str] | Topology | Platform,
     *,
     algorithm: str = "auto",
     channels: int = 0,
@@ -173,18 +162,16 @@ def fabric_document(
     qps: int = 0,
     routing: str = "ecmp",
 ) -> dict[str, Any]:
-    """The engine's "fabric": the topology's text (SimAI or platform file; a platform file's
-    accelerator types are checked against the catalog), the algorithm ("auto": NCCL's tuner),
-    channels (0: one per group rank of a server, at most one per NIC), the ECMP seed, a routes
-    file's text (one route per line: the nodes of the path, source first; it overrides ECMP between
-    its end nodes), NCCL_ALGO (where `algorithm` is "auto"), NCCL_PROTO and SimAI's AS_* switches
-    from `env` (default: the process environment); `qps` queue pairs per connection
+    """The engine's "fabric" options, for the `Platform` given next to it (`load_topology`):
+    where the topology came from (for messages), the algorithm ("auto": NCCL's tuner), channels
+    (0: one per group rank of a server, at most one per NIC), the ECMP seed, a routes file's text
+    (one route per line: the nodes of the path, source first; it overrides ECMP between its end
+    nodes), NCCL_ALGO (where `algorithm` is "auto"), NCCL_PROTO and SimAI's AS_* switches from
+    `env` (default: the process environment); `qps` queue pairs per connection
     (NCCL_IB_QPS_PER_CONNECTION, 0 = 1), each hashed on its own, and `routing` "ecmp" (per-flow
     hashing) or "spray" (per-packet spraying / adaptive routing, as Spectrum-X does)."""
-    text = fabric_text(topology)
     doc = {
         "path": str(topology) if isinstance(topology, (str, os.PathLike)) else "topology",
-        "topology": text,
         "algorithm": algorithm,
         "channels": channels,
         "seed": seed,
@@ -193,10 +180,6 @@ def fabric_document(
     }
     if routes is not None:
         doc |= {"routes": read_text(routes, "routes file"), "routes_path": str(routes)}
-    if is_platform_text(text):
-        from clustersim.platform import accelerator_names
-
-        doc["accelerators"] = accelerator_names()
     switches = tuning_env(os.environ if env is None else env)
     if algorithm != "auto":
         switches.pop("algorithm", None)

@@ -18,6 +18,7 @@ from clustersim.fabric import gpu_count, load_topology, qps_option, tuning_env
 from clustersim.table import Table
 
 if TYPE_CHECKING:
+    from clustersim.platform import Platform
     from clustersim.topology import Topology
 
 OPS = ("allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce")
@@ -57,7 +58,7 @@ def sizes(begin: int, end: int, factor: int) -> list[int]:
 
 
 def sweep(
-    topology: Topology | str,
+    topology: Platform | Topology | str,
     op: str,
     sizes_bytes: list[int],
     *,
@@ -72,7 +73,8 @@ def sweep(
     progress: Callable[[float], None] | None = None,
 ) -> Table:
     """Run `op` once per S in `sizes_bytes` on the flow model; nccl-tests' columns as a Table.
-    `topology` is a Topology, a SimAI file or a template spec; `env` (default os.environ)
+    `topology` is the engine's Platform (passed to it as it is), a Topology view, a SimAI or
+    platform file or a template spec; `env` (default os.environ)
     supplies NCCL_ALGO / NCCL_PROTO (where `algorithm` / `protocol` are "auto"), SimAI's AS_*
     switches and NCCL_IB_QPS_PER_CONNECTION (`qps`, queue pairs per connection, each its own ECMP
     hash, overrides it); `routing` is "ecmp" (per-flow hashing) or "spray" (per-packet spraying).
@@ -87,12 +89,10 @@ def sweep(
     if protocol != "auto":
         switches["protocol"] = protocol
     switches |= {"qps": qps_option(qps, env), "routing": routing}
-    # The engine takes its own Platform as it is; a Python Topology as SimAI text.
-    fabric = topo if isinstance(topo, _engine.Platform) else topo.to_simai()
     runs = []
     for i, size in enumerate(sizes_bytes):
         runs += _engine.collective_sweep(
-            fabric, op, [size], channels=channels, ranks=gpus, seed=seed, **switches
+            topo, op, [size], channels=channels, ranks=gpus, seed=seed, **switches
         )
         if progress is not None:
             progress((i + 1) / len(sizes_bytes))

@@ -5,13 +5,17 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clustersim import _engine
 from clustersim.catalog import lookup
-from clustersim.fabric import fabric_document
+from clustersim.fabric import fabric_document, load_topology
 from clustersim.models import resolve
 from clustersim.table import Table
+
+if TYPE_CHECKING:
+    from clustersim.platform import Platform
+    from clustersim.topology import Topology
 
 MODEL_KEYS = ("family", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq_len", "moe", "mla")
 
@@ -20,8 +24,11 @@ def train(
     model: str | dict[str, Any], *, progress: Callable[[float], None] | None = None, **plan: Any
 ) -> dict[str, Any]:
     """Simulate one training iteration; returns time, throughput, MFU, breakdown and memory.
-    Keyword arguments: see `input_document`."""
-    return json.loads(_engine.run_training(json.dumps(input_document(model, **plan)), progress=progress))
+    Keyword arguments: see `input_document`; the fabric (`topology`) goes to the engine as its
+    `Platform`."""
+    platform = load_topology(plan["topology"]) if plan.get("topology") is not None else None
+    doc = json.dumps(input_document(model, **plan))
+    return json.loads(_engine.run_training(doc, progress=progress, platform=platform))
 
 
 def workload_text(model: str | dict[str, Any], *, aicb_compat: bool = False, **plan: Any) -> str:
@@ -58,7 +65,7 @@ def input_document(
     nic_busbw: float | None = None,
     allow_oom: bool = False,
     trace: bool = False,
-    topology: str | os.PathLike[str] | None = None,
+    topology: str | os.PathLike[str] | Topology | Platform | None = None,
     algorithm: str = "auto",
     channels: int = 0,
     seed: int = 0,
@@ -70,7 +77,8 @@ def input_document(
 ) -> dict[str, Any]:
     """The engine's input: model, plan (sizes, batch, options), accelerator and network (the
     analytical model on the accelerator's links, or with `topology` the flow model on that fabric:
-    a SimAI topology file, a template NAME[:GPUS] or a Topology)."""
+    a SimAI topology or platform file, a template NAME[:GPUS], a Platform or a Topology; the
+    document names it, and `train` hands the engine its Platform)."""
     m = resolve(model) if isinstance(model, str) else dict(model)
     acc = lookup("accelerators", accelerator) if isinstance(accelerator, str) else dict(accelerator)
     m.setdefault("kv_heads", m.get("heads"))
@@ -118,7 +126,7 @@ def input_document(
         "trace": trace,
     }
     if topology is not None:
-        # The flow backend: communication becomes transfers on this fabric (a SimAI or platform file).
+        # The flow backend: communication becomes transfers on this fabric (the engine gets its Platform).
         doc["fabric"] = fabric_document(
             topology,
             algorithm=algorithm,

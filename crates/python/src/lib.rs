@@ -82,7 +82,7 @@ fn report(py: Python<'_>, progress: &Option<Bound<'_, PyAny>>, fraction: f64, fa
 #[pyo3(signature = (
     path, text, *, compat, gpus, gpus_per_server, nics_per_server, gpu_type, nic_type,
     nvlink_busbw, nic_busbw, busbw, ratios, dp_o, tp_o, ep_o, pp_o, run_name, lenient, progress,
-    fabric = None
+    fabric = None, platform = None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn run_analytical<'py>(
@@ -107,16 +107,19 @@ fn run_analytical<'py>(
     lenient: bool,
     progress: Option<Bound<'py, PyAny>>,
     fabric: Option<&str>,
+    platform: Option<PyRef<'py, platform::PyPlatform>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    // The flow backend: a JSON document as `run_training`'s "fabric".
+    // The flow backend: a JSON document as `run_training`'s "fabric", on `platform` if given.
     let flow = match fabric {
         None => None,
         Some(doc) => {
-            let f: Fabric = serde_json::from_str(doc).map_err(|e| EngineInputError::new_err(format!("fabric: {e}")))?;
+            let mut f: Fabric =
+                serde_json::from_str(doc).map_err(|e| EngineInputError::new_err(format!("fabric: {e}")))?;
+            f.platform = platform.map(|p| p.inner.clone());
             Some(f.config().map_err(engine_err)?)
         }
     };
-    let platform = platform(gpus_per_server, nics_per_server, gpu_type, nic_type, nvlink_busbw, nic_busbw)?;
+    let platform = crate::platform(gpus_per_server, nics_per_server, gpu_type, nic_type, nvlink_busbw, nic_busbw)?;
     let busbw = busbw_table(busbw)?;
     let ratios = match ratios {
         None => RatioTables::builtin(),
@@ -186,11 +189,20 @@ fn run_analytical<'py>(
 }
 
 /// Generate and simulate one training iteration; `input` and the result are JSON documents.
+/// `platform`, if given, is the fabric of the input's "fabric" (whose topology text it replaces).
 #[pyfunction]
-#[pyo3(signature = (input, *, progress = None))]
-fn run_training(py: Python<'_>, input: &str, progress: Option<Bound<'_, PyAny>>) -> PyResult<String> {
-    let input: TrainingInput =
+#[pyo3(signature = (input, *, progress = None, platform = None))]
+fn run_training(
+    py: Python<'_>,
+    input: &str,
+    progress: Option<Bound<'_, PyAny>>,
+    platform: Option<PyRef<'_, platform::PyPlatform>>,
+) -> PyResult<String> {
+    let mut input: TrainingInput =
         serde_json::from_str(input).map_err(|e| EngineInputError::new_err(format!("training input: {e}")))?;
+    if let (Some(f), Some(p)) = (input.fabric.as_mut(), platform) {
+        f.platform = Some(p.inner.clone());
+    }
     let mut failure = None;
     let report = engine_training(&input, &mut |f| report(py, &progress, f, &mut failure));
     if let Some(e) = failure {
@@ -272,6 +284,14 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("PanicException", m.py().get_type::<pyo3::panic::PanicException>())?;
     m.add_function(wrap_pyfunction!(run_analytical, m)?)?;
     m.add_class::<platform::PyPlatform>()?;
+    for f in [
+        wrap_pyfunction!(platform::parse_rate, m)?,
+        wrap_pyfunction!(platform::parse_time, m)?,
+        wrap_pyfunction!(platform::format_rate, m)?,
+        wrap_pyfunction!(platform::format_time, m)?,
+    ] {
+        m.add_function(f)?;
+    }
     m.add_function(wrap_pyfunction!(flow::flow_completion_times, m)?)?;
     m.add_function(wrap_pyfunction!(flow::collective_sweep, m)?)?;
     m.add_function(wrap_pyfunction!(rewrite_workload, m)?)?;

@@ -1,10 +1,13 @@
 //! The platform as Python sees it: a handle on the engine's [`Platform`] with bulk array views,
 //! never a second model.
 
-use clustersim_engine::platform::{Link, NodeKind, Platform};
+use clustersim_engine::platform::{simai, Link, NodeKind, Platform};
 use pyo3::prelude::*;
 
 use crate::engine_err;
+
+/// Full-duplex links as arrays: src, dst, bandwidth (GB/s), latency (ns), error rate.
+type DuplexLinks = (Vec<u32>, Vec<u32>, Vec<f64>, Vec<f64>, Vec<f64>);
 
 #[pyclass(name = "Platform", module = "clustersim._engine", frozen)]
 pub struct PyPlatform {
@@ -28,18 +31,21 @@ impl PyPlatform {
         py.detach(|| Platform::parse_simai(path, text)).map(|inner| PyPlatform { inner }).map_err(engine_err)
     }
 
-    /// A SimAI-convention platform from full-duplex link arrays (the bulk path of Python's
-    /// `Topology`): `kinds` 0 GPU, 1 NVSwitch, 2 switch, GPUs first; bandwidth in bytes/s,
-    /// latency in s. `source` names the input in errors.
+    /// A SimAI-convention platform from full-duplex link arrays (the bulk path of templates and
+    /// NetworkX graphs): `kinds` 0 GPU, 1 NVSwitch, 2 switch, GPUs first; link i joins `src[i]`
+    /// and `dst[i]` both ways with `bandwidth[i]` GB/s (bytes/ns), `latency[i]` ns and per-packet
+    /// drop probability `error_rate[i]`. `source` names the input in errors.
     #[staticmethod]
     #[allow(clippy::too_many_arguments)]
     fn from_arrays(
+        py: Python<'_>,
         source: &str,
         kinds: Vec<u8>,
         src: Vec<u32>,
         dst: Vec<u32>,
         bandwidth: Vec<f64>,
         latency: Vec<f64>,
+        error_rate: Vec<f64>,
         gpus_per_server: u32,
         gpu_type: &str,
     ) -> PyResult<PyPlatform> {
@@ -54,16 +60,19 @@ impl PyPlatform {
             })
             .collect::<PyResult<Vec<_>>>()?;
         let n = src.len();
-        if [dst.len(), bandwidth.len(), latency.len()].iter().any(|&m| m != n) {
+        if [dst.len(), bandwidth.len(), latency.len(), error_rate.len()].iter().any(|&m| m != n) {
             return Err(bad("link arrays of different lengths".into()));
+        }
+        if let Some(i) = (0..n).find(|&i| !(0.0..=1.0).contains(&error_rate[i])) {
+            return Err(bad(format!("link {i}: error rate {} is not a probability", error_rate[i])));
         }
         let mut links = Vec::with_capacity(2 * n);
         for i in 0..n {
-            let (bandwidth, latency_ns) = (bandwidth[i] * 1e-9, latency[i] * 1e9);
-            links.push(Link { src: src[i], dst: dst[i], bandwidth, latency_ns, error_rate: 0.0 });
-            links.push(Link { src: dst[i], dst: src[i], bandwidth, latency_ns, error_rate: 0.0 });
+            let (bandwidth, latency_ns, error_rate) = (bandwidth[i], latency[i], error_rate[i]);
+            links.push(Link { src: src[i], dst: dst[i], bandwidth, latency_ns, error_rate });
+            links.push(Link { src: dst[i], dst: src[i], bandwidth, latency_ns, error_rate });
         }
-        Platform::from_parts(source, kinds, links, gpus_per_server, gpu_type)
+        py.detach(|| Platform::from_parts(source, kinds, links, gpus_per_server, gpu_type))
             .map(|inner| PyPlatform { inner })
             .map_err(engine_err)
     }
@@ -86,6 +95,13 @@ impl PyPlatform {
         (0..self.inner.node_count()).map(|v| self.inner.node_name(v)).collect()
     }
 
+    /// Per node, whether routes pass through it (the one reachability rule: switches, NICs and
+    /// nodes declared to forward; never an accelerator).
+    #[getter]
+    fn forwards(&self) -> Vec<bool> {
+        (0..self.inner.node_count()).map(|v| self.inner.is_transit(v)).collect()
+    }
+
     /// Directed links as (src, dst, bandwidth GB/s, latency ns) arrays.
     #[getter]
     fn links(&self) -> (Vec<u32>, Vec<u32>, Vec<f64>, Vec<f64>) {
@@ -96,6 +112,20 @@ impl PyPlatform {
             l.iter().map(|x| x.bandwidth).collect(),
             l.iter().map(|x| x.latency_ns).collect(),
         )
+    }
+
+    /// Full-duplex links (each a pair of directed links with equal rate, delay and error rate)
+    /// as (src, dst, bandwidth GB/s, latency ns, error rate) arrays, in link order.
+    fn duplex_links(&self) -> PyResult<DuplexLinks> {
+        let first = self.inner.duplex_links().map_err(engine_err)?;
+        let l = |i: &usize| self.inner.links[*i];
+        Ok((
+            first.iter().map(|i| l(i).src).collect(),
+            first.iter().map(|i| l(i).dst).collect(),
+            first.iter().map(|i| l(i).bandwidth).collect(),
+            first.iter().map(|i| l(i).latency_ns).collect(),
+            first.iter().map(|i| l(i).error_rate).collect(),
+        ))
     }
 
     /// Per-packet drop probability of every directed link (SimAI files carry one).
@@ -150,6 +180,31 @@ impl PyPlatform {
             p.domains()
         )
     }
+}
+
+/// An ns-3 DataRate string (`400Gbps`) in GB/s (bytes/ns), as SimAI files are read; None if
+/// it is not one.
+#[pyfunction]
+pub fn parse_rate(text: &str) -> Option<f64> {
+    simai::parse_rate(text)
+}
+
+/// An ns-3 Time string (`0.0005ms`) in ns, as SimAI files are read; None if it is not one.
+#[pyfunction]
+pub fn parse_time(text: &str) -> Option<f64> {
+    simai::parse_time(text)
+}
+
+/// GB/s as SimAI files spell rates (`400Gbps`).
+#[pyfunction]
+pub fn format_rate(bytes_per_ns: f64) -> String {
+    simai::format_rate(bytes_per_ns)
+}
+
+/// ns as SimAI files spell delays (`0.0005ms`).
+#[pyfunction]
+pub fn format_time(ns: f64) -> String {
+    simai::format_time(ns)
 }
 
 /// What the flow bindings take as a fabric: a parsed platform or SimAI topology text.

@@ -127,7 +127,7 @@ def main(args: argparse.Namespace) -> int:
     else:
         print(
             f"{topo.name}: {topo.num_gpus} GPUs, {topo.num_nvswitches} NVSwitches, {topo.num_switches} "
-            f"switches, {len(topo.links)} links, bisection {tbps:g} Tbps"
+            f"switches, {topo.num_links} links, bisection {tbps:g} Tbps"
         )
         wrote([output] if output else [])
     return 0

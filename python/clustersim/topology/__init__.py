@@ -1,18 +1,20 @@
-"""Fabrics: the `Topology` object, SimAI topology files, NetworkX, and templates.
+"""Fabrics: templates, SimAI topology files and NetworkX graphs, all readers and writers of the
+engine's one `Platform` (`clustersim.platform`).
 
-- `Topology`, `Link`: typed nodes (gpu, nvswitch, switch) and full-duplex links (bytes/s, s).
-- `read_simai`, `parse_simai`, `format_simai`: SimAI / gen_Topo_Template.py files.
+- `Topology`: a view of a `Platform` with its name and the warnings of the template that built it.
+- `read_simai`, `parse_simai`, `write_simai`: SimAI / gen_Topo_Template.py files (the engine's reader
+  and writer).
 - `to_networkx`, `from_networkx`: NetworkX graphs.
 - `simai_template`, `template_params`, `TEMPLATES`: gen_Topo_Template.py's templates, one or more pods.
 - `fat_tree`: k-ary three-tier fat-tree of GPU servers.
+- `bisection_bandwidth`: max-flow between the two halves of the ranks.
 """
 
 from clustersim.topology.fattree import fat_tree
 from clustersim.topology.graph import from_networkx, to_networkx
 from clustersim.topology.metrics import bisection_bandwidth
-from clustersim.topology.model import KIND_CODES, KINDS, Link, Topology, TopologyArrays
+from clustersim.topology.model import KIND_CODES, KINDS, Link, Topology, parse_simai, read_simai, write_simai
 from clustersim.topology.params import TEMPLATES, TemplateParams, template_params
-from clustersim.topology.simai_file import format_simai, parse_simai, read_simai
 from clustersim.topology.templates import file_name, simai_template
 from clustersim.topology.units import format_delay, format_rate, parse_delay, parse_rate
 
@@ -23,13 +25,11 @@ __all__ = [
     "Link",
     "TemplateParams",
     "Topology",
-    "TopologyArrays",
     "bisection_bandwidth",
     "fat_tree",
     "file_name",
     "format_delay",
     "format_rate",
-    "format_simai",
     "from_networkx",
     "parse_delay",
     "parse_rate",
@@ -38,4 +38,5 @@ __all__ = [
     "simai_template",
     "template_params",
     "to_networkx",
+    "write_simai",
 ]

@@ -16,9 +16,9 @@ then aggregation switch a of every pod to core switches a·k/2 … a·k/2 + k/2 
 from __future__ import annotations
 
 from clustersim.errors import InputError
-from clustersim.topology.model import GPU, NVSWITCH, SWITCH, Link, Topology
+from clustersim.topology.model import Topology
 from clustersim.topology.params import TemplateParams
-from clustersim.topology.templates import link_rates
+from clustersim.topology.templates import LinkArrays, link_rates
 
 
 def fat_tree(
@@ -69,25 +69,22 @@ def fat_tree(
     agg_base = edge_base + k * half
     core_base = agg_base + k * half
     nodes = core_base + half * half
-    kinds = [GPU] * gpus + [NVSWITCH] * (edge_base - nv_base) + [SWITCH] * (nodes - edge_base)
-    links: list[Link] = []
+    links = LinkArrays(r.error_rate)
     for g in range(gpus):
         nv = nv_base + (g // gpu_per_server) * nsps
-        links.extend(Link(g, nv + j, r.nvlink, r.nv_latency, r.error_rate) for j in range(nsps))
-        links.append(Link(g, edge_base + g // half, r.nic, r.latency, r.error_rate))
+        for j in range(nsps):
+            links.add(g, nv + j, r.nvlink, r.nv_latency)
+        links.add(g, edge_base + g // half, r.nic, r.latency)
     for pod in range(k):
         for e in range(half):
             for a in range(half):
-                links.append(
-                    Link(edge_base + pod * half + e, agg_base + pod * half + a, r.ap, r.latency, r.error_rate)
-                )
+                links.add(edge_base + pod * half + e, agg_base + pod * half + a, r.ap, r.latency)
     for pod in range(k):
         for a in range(half):
             for m in range(half):
-                links.append(
-                    Link(agg_base + pod * half + a, core_base + a * half + m, r.ap, r.latency, r.error_rate)
-                )
+                links.add(agg_base + pod * half + a, core_base + a * half + m, r.ap, r.latency)
     name = f"FatTree_k{k}_{gpus}g_{gpu_per_server}gps_{bandwidth}_{gpu_type}"
-    topo = Topology(kinds, links, gpu_per_server, gpu_type, name=name)
-    topo.check(f"fat-tree {name}")
-    return topo
+    platform = links.platform(
+        f"fat-tree {name}", gpus, edge_base - nv_base, nodes - edge_base, gpu_per_server, gpu_type
+    )
+    return Topology(platform, name=name)

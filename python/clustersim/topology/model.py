@@ -1,17 +1,21 @@
-"""`Topology`: typed nodes and full-duplex links, the in-memory form of every fabric.
+"""`Topology`: a view of the engine's `Platform` with the name and warnings of what built it.
 
-Nodes are numbered 0 … n−1 and have a kind: `gpu` (an accelerator that is also its own NIC, as in
-SimAI), `nvswitch` (the scale-up switch inside a server) or `switch` (any network switch). A link is
-full-duplex: the same rate (bytes/s) and latency (s) in each direction, used independently by the
-two directions. SimAI topology files, NetworkX graphs and flat arrays convert in and out.
+The fabric itself — typed nodes and directed links, checked by the engine with its one
+reachability rule (routes pass through switches, never through a GPU) — exists once, in the
+engine (`clustersim.platform.Platform`). Templates and NetworkX graphs build it from link arrays
+(`Platform.from_arrays`), SimAI files are read and written by the engine; this class only adds
+what a template knows beyond the fabric (gen_Topo_Template.py's file name, its warnings) and the
+Python conveniences (NetworkX, bisection bandwidth, a summary, `links` as records). As in
+NetworkX graphs, `Link` records are in bytes/s and s; the engine's arrays are in GB/s and ns.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
+from clustersim import _engine
 from clustersim.errors import InputError
 
 if TYPE_CHECKING:
@@ -24,11 +28,10 @@ NVSWITCH = "nvswitch"
 SWITCH = "switch"
 KINDS = (GPU, NVSWITCH, SWITCH)
 KIND_CODES = {GPU: 0, NVSWITCH: 1, SWITCH: 2}
-"""Integer codes of the node kinds in `Topology.to_arrays()`."""
+"""Integer codes of the node kinds in `Platform.from_arrays`."""
 
 
-@dataclass(frozen=True)
-class Link:
+class Link(NamedTuple):
     """One full-duplex link: `bandwidth` in bytes/s and `latency` in s, each direction."""
 
     src: int
@@ -38,41 +41,70 @@ class Link:
     error_rate: float = 0.0
 
 
-class TopologyArrays(NamedTuple):
-    """Plain parallel lists (no NumPy) for moving a topology to the engine in one call.
-
-    `kinds[i]` is node i's code from `KIND_CODES`; link j joins `src[j]` and `dst[j]` with rate
-    `bandwidth[j]` bytes/s and latency `latency[j]` s in each direction."""
-
-    kinds: list[int]
-    src: list[int]
-    dst: list[int]
-    bandwidth: list[float]
-    latency: list[float]
-
-
-@dataclass
+@dataclass(frozen=True)
 class Topology:
-    """A fabric: `kinds[i]` is node i's kind, `links` its full-duplex links.
+    """The engine's `platform`, named (`name`: the file name gen_Topo_Template.py would choose) and
+    with what its template adjusted (`warnings`)."""
 
-    `gpus_per_server` and `gpu_type` are carried into SimAI files; `name` is the file name
-    gen_Topo_Template.py would choose (templates set it); `warnings` holds what a template adjusted."""
-
-    kinds: list[str]
-    links: list[Link]
-    gpus_per_server: int = 8
-    gpu_type: str = "H100"
+    platform: Platform
     name: str = "topology"
-    warnings: list[str] = field(default_factory=list)
+    warnings: tuple[str, ...] = ()
+
+    # --- the platform's arrays ----------------------------------------------------------------
+    @property
+    def kinds(self) -> list[str]:
+        return self.platform.kinds
+
+    @property
+    def links(self) -> list[Link]:
+        """The platform's full-duplex links, in file order, as records (made on each call)."""
+        src, dst, gbs, ns, errors = self.platform.duplex_links()
+        return [
+            Link(a, b, bw * 1e9, lat / 1e9, er)
+            for a, b, bw, lat, er in zip(src, dst, gbs, ns, errors, strict=True)
+        ]
+
+    @classmethod
+    def from_links(
+        cls,
+        kinds: list[str],
+        links: list[Link],
+        gpus_per_server: int = 8,
+        gpu_type: str = "H100",
+        name: str = "topology",
+        source: str | None = None,
+    ) -> Topology:
+        """The engine's platform of `kinds` (gpu, nvswitch, switch; GPUs first) and full-duplex
+        `links`; it checks them (InputError naming `source`, default `name`)."""
+        where = name if source is None else source
+        for i, kind in enumerate(kinds):
+            if kind not in KINDS:
+                raise InputError(f"{where}: node {i}: kind: unknown '{kind}' (valid: {', '.join(KINDS)})")
+        platform = _engine.Platform.from_arrays(
+            where,
+            [KIND_CODES[k] for k in kinds],
+            [lk.src for lk in links],
+            [lk.dst for lk in links],
+            [lk.bandwidth / 1e9 for lk in links],
+            [lk.latency * 1e9 for lk in links],
+            [lk.error_rate for lk in links],
+            gpus_per_server,
+            gpu_type,
+        )
+        return cls(platform, name=name)
+
+    @property
+    def gpus_per_server(self) -> int:
+        return self.platform.gpus_per_server
+
+    @property
+    def gpu_type(self) -> str:
+        return self.platform.gpu_type
 
     # --- counts -------------------------------------------------------------------------------
     @property
     def num_nodes(self) -> int:
         return len(self.kinds)
-
-    @property
-    def gpus(self) -> list[int]:
-        return [i for i, k in enumerate(self.kinds) if k == GPU]
 
     @property
     def num_gpus(self) -> int:
@@ -87,59 +119,29 @@ class Topology:
         """Network switches, NVSwitches not included (SimAI's `switch_count`)."""
         return self.kinds.count(SWITCH)
 
-    # --- checks -------------------------------------------------------------------------------
-    def check(self, where: str = "topology") -> None:
-        """Raise InputError if a kind is unknown, a link is malformed, or a GPU cannot reach another.
-        The engine checks it (`Platform.from_arrays`): one set of rules, one reachability rule
-        (routes pass through switches only, never through a GPU)."""
-        self.to_platform(where)
+    @property
+    def num_links(self) -> int:
+        """Full-duplex links (SimAI's `link_count`)."""
+        return len(self.platform.duplex_links()[0])
 
-    def to_platform(self, where: str = "topology") -> Platform:
-        """The engine's `Platform` of this topology (GPUs run ranks 0 … G−1 in node order)."""
-        from clustersim import _engine
-
-        for i, kind in enumerate(self.kinds):
-            if kind not in KINDS:
-                raise InputError(f"{where}: node {i}: kind: unknown '{kind}' (valid: {', '.join(KINDS)})")
-        a = self.to_arrays()
-        return _engine.Platform.from_arrays(
-            where, a.kinds, a.src, a.dst, a.bandwidth, a.latency, self.gpus_per_server, self.gpu_type
-        )
-
-    # --- conversions --------------------------------------------------------------------------
-    def to_arrays(self) -> TopologyArrays:
-        return TopologyArrays(
-            kinds=[KIND_CODES[k] for k in self.kinds],
-            src=[link.src for link in self.links],
-            dst=[link.dst for link in self.links],
-            bandwidth=[link.bandwidth for link in self.links],
-            latency=[link.latency for link in self.links],
-        )
-
+    # --- files, graphs, metrics ---------------------------------------------------------------
     def to_simai(self) -> str:
-        """The SimAI topology file text (see `clustersim.topology.simai_file`)."""
-        from clustersim.topology.simai_file import format_simai
-
-        return format_simai(self)
+        """The SimAI topology file text, as the engine writes it."""
+        return self.platform.to_simai()
 
     def write(self, path: str | os.PathLike[str]) -> None:
         """Write a SimAI topology file; the file appears whole or not at all."""
-        from clustersim.output import atomic_outputs, write_text
-
-        with atomic_outputs() as stage:
-            write_text(stage(path), self.to_simai())
+        write_simai(self.platform, path)
 
     @classmethod
     def read(cls, path: str | os.PathLike[str]) -> Topology:
         """Read a SimAI topology file; bad input raises InputError naming file, line and field."""
-        from clustersim.topology.simai_file import read_simai
-
         return read_simai(path)
 
     def to_networkx(self) -> nx.Graph:
         from clustersim.topology.graph import to_networkx
 
-        return to_networkx(self)
+        return to_networkx(self.platform, name=self.name)
 
     @classmethod
     def from_networkx(
@@ -151,9 +153,10 @@ class Topology:
         return from_networkx(graph, gpus_per_server=gpus_per_server, gpu_type=gpu_type)
 
     def bisection_bandwidth(self) -> float:
+        """Bytes/s, one direction (`clustersim.topology.metrics`)."""
         from clustersim.topology.metrics import bisection_bandwidth
 
-        return bisection_bandwidth(self)
+        return bisection_bandwidth(self.platform)
 
     def summary(self) -> dict[str, object]:
         """Counts and bisection bandwidth (bytes/s) as a JSON-ready dict."""
@@ -164,6 +167,32 @@ class Topology:
             "gpu_type": self.gpu_type,
             "nvswitches": self.num_nvswitches,
             "switches": self.num_switches,
-            "links": len(self.links),
+            "links": self.num_links,
             "bisection_bandwidth_Bps": self.bisection_bandwidth(),
         }
+
+
+def platform_of(fabric: Topology | Platform) -> Platform:
+    """The engine's platform of a `Topology` view or of a platform itself."""
+    return fabric.platform if isinstance(fabric, Topology) else fabric
+
+
+def write_simai(fabric: Topology | Platform, path: str | os.PathLike[str]) -> None:
+    """Write a fabric as a SimAI topology file (the engine's writer); whole or not at all."""
+    from clustersim.output import atomic_outputs, write_text
+
+    text = platform_of(fabric).to_simai()
+    with atomic_outputs() as stage:
+        write_text(stage(path), text)
+
+
+def parse_simai(text: str, path: str = "topology") -> Topology:
+    """A SimAI topology file's text, read by the engine; `path` names it in errors (and the view)."""
+    return Topology(_engine.Platform.parse_simai(path, text), name=os.path.basename(path))
+
+
+def read_simai(path: str | os.PathLike[str]) -> Topology:
+    """Read a SimAI topology file; bad input raises InputError with file:line: field: message."""
+    from clustersim.analytical import read_text
+
+    return parse_simai(read_text(path, "topology"), os.fspath(path))

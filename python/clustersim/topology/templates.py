@@ -1,7 +1,8 @@
 """SimAI's fabric templates (gen_Topo_Template.py), one pod or several joined by a core tier.
 
 A pod is a two-tier Clos: GPUs (each its own NIC) → ASW (access/ToR switches) → PSW (pod switches);
-inside a server every GPU also links to each of the server's NVSwitches.
+inside a server every GPU also links to each of the server's NVSwitches. The fabric is built as
+link arrays and handed to the engine (`Platform.from_arrays`), which checks it and holds it.
 
 Numbering (formats.md §3.2), for one pod of G GPUs and S = G / gpu_per_server servers:
 
@@ -31,10 +32,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from clustersim import _engine
 from clustersim.errors import InputError
-from clustersim.topology.model import GPU, NVSWITCH, SWITCH, Link, Topology
+from clustersim.topology.model import KIND_CODES, NVSWITCH, SWITCH, Topology
 from clustersim.topology.params import FLAGS, TemplateParams, template_params
-from clustersim.topology.units import parse_delay, parse_error_rate, parse_rate
+from clustersim.topology.units import delay_ns, parse_error_rate, rate_gbs
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,7 @@ class _Pod:
 
 @dataclass(frozen=True)
 class LinkRates:
-    """Parsed link parameters: rates in bytes/s, delays in s."""
+    """Parsed link parameters, in the engine's units: rates in GB/s (bytes/ns), delays in ns."""
 
     nvlink: float
     nv_latency: float
@@ -80,11 +82,11 @@ def file_name(p: TemplateParams) -> str:
 def link_rates(p: TemplateParams) -> LinkRates:
     values = []
     for name, parse in (
-        ("nvlink_bw", parse_rate),
-        ("nv_latency", parse_delay),
-        ("bandwidth", parse_rate),
-        ("latency", parse_delay),
-        ("ap_bandwidth", parse_rate),
+        ("nvlink_bw", rate_gbs),
+        ("nv_latency", delay_ns),
+        ("bandwidth", rate_gbs),
+        ("latency", delay_ns),
+        ("ap_bandwidth", rate_gbs),
         ("error_rate", parse_error_rate),
     ):
         try:
@@ -180,16 +182,15 @@ def build(p: TemplateParams, pods: int = 1) -> Topology:
     psw_base = asw_base + pods * asw_per_pod
     core_base = psw_base + pods * psw_per_pod
     cores = psw_per_pod if pods > 1 else 0
-    kinds = [GPU] * nv_base + [NVSWITCH] * (asw_base - nv_base) + [SWITCH] * (core_base + cores - asw_base)
-
-    links: list[Link] = []
+    links = LinkArrays(r.error_rate)
     for g in range(pods * pod.gpus):
         q, i = divmod(g, pod.gpus)
         nv = nv_base + q * pod.nvswitches + (i // gps) * nsps
-        links.extend(Link(g, nv + j, r.nvlink, r.nv_latency, r.error_rate) for j in range(nsps))
+        for j in range(nsps):
+            links.add(g, nv + j, r.nvlink, r.nv_latency)
         for s in range(pod.sets):
             asw = asw_base + q * asw_per_pod + s * pod.asw_per_set + _gpu_asw(p, i)
-            links.append(Link(g, asw, r.nic, r.latency, r.error_rate))
+            links.add(g, asw, r.nic, r.latency)
     for q in range(pods):
         for s in range(pod.sets):
             # Single plane: every ASW to every PSW. Dual plane: set s to plane s only.
@@ -198,18 +199,52 @@ def build(p: TemplateParams, pods: int = 1) -> Topology:
             for a in range(pod.asw_per_set):
                 asw = asw_base + q * asw_per_pod + s * pod.asw_per_set + a
                 psw0 = psw_base + q * psw_per_pod + first
-                links.extend(Link(asw, psw0 + k, r.ap, r.latency, r.error_rate) for k in range(count))
+                for k in range(count):
+                    links.add(asw, psw0 + k, r.ap, r.latency)
     if cores:
         uplink = [0.0] * psw_per_pod
-        for link in links:
-            if link.dst >= psw_base:
-                uplink[(link.dst - psw_base) % psw_per_pod] += link.bandwidth
+        for dst, bandwidth in zip(links.dst, links.bandwidth, strict=True):
+            if dst >= psw_base:
+                uplink[(dst - psw_base) % psw_per_pod] += bandwidth
         for c in range(cores):
             for q in range(pods):
-                psw = psw_base + q * psw_per_pod + c
-                links.append(Link(psw, core_base + c, uplink[c] / pods, r.latency, r.error_rate))
+                links.add(psw_base + q * psw_per_pod + c, core_base + c, uplink[c] / pods, r.latency)
 
     name = file_name(p) + (f"_{pods}pods" if pods > 1 else "")
-    topo = Topology(kinds, links, gps, p.gpu_type, name=name, warnings=warnings)
-    topo.check(f"template {name}")
-    return topo
+    switches = core_base + cores - asw_base
+    platform = links.platform(f"template {name}", nv_base, asw_base - nv_base, switches, gps, p.gpu_type)
+    return Topology(platform, name=name, warnings=tuple(warnings))
+
+
+class LinkArrays:
+    """Full-duplex links gathered as the engine's arrays (GB/s, ns), one error rate for all."""
+
+    def __init__(self, error_rate: float) -> None:
+        self.error_rate = error_rate
+        self.src: list[int] = []
+        self.dst: list[int] = []
+        self.bandwidth: list[float] = []
+        self.latency: list[float] = []
+
+    def add(self, src: int, dst: int, bandwidth: float, latency: float) -> None:
+        self.src.append(src)
+        self.dst.append(dst)
+        self.bandwidth.append(bandwidth)
+        self.latency.append(latency)
+
+    def platform(
+        self, source: str, gpus: int, nvswitches: int, switches: int, gpus_per_server: int, gpu_type: str
+    ) -> _engine.Platform:
+        """The engine's platform of GPUs 0 … gpus − 1, then NVSwitches, then switches."""
+        codes = [KIND_CODES[NVSWITCH]] * nvswitches + [KIND_CODES[SWITCH]] * switches
+        return _engine.Platform.from_arrays(
+            source,
+            [0] * gpus + codes,
+            self.src,
+            self.dst,
+            self.bandwidth,
+            self.latency,
+            [self.error_rate] * len(self.src),
+            gpus_per_server,
+            gpu_type,
+        )

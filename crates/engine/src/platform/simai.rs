@@ -18,12 +18,18 @@ use crate::error::{InputError, Result};
 /// Bits per second → bytes per ns.
 const BPS_TO_BYTES_PER_NS: f64 = 1.0 / 8e9;
 
+/// `num` × 10^`exp`, correctly rounded (one rounding, so `400Gbps` is exactly 50 B/ns and
+/// `0.0005ms` exactly 500 ns, and a shortest decimal written back reads as the same value).
+fn scaled(num: &str, exp: i32) -> Option<f64> {
+    num.parse::<f64>().ok()?;
+    format!("{num}e{exp}").parse().ok()
+}
+
 /// An ns-3 DataRate string in bytes/ns. Prefixes k/K/M/G/T are powers of 10, ki/Ki/Mi/Gi/Ti
 /// powers of 2; `bps`/`b/s` count bits, `Bps`/`B/s` bytes; a bare number is bits per second.
 pub fn parse_rate(s: &str) -> Option<f64> {
     let split = s.find(|c: char| c.is_ascii_alphabetic() || c == '/').unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
-    let value: f64 = num.parse().ok()?;
     let (bits, rest) = if let Some(p) = unit.strip_suffix("bps").or_else(|| unit.strip_suffix("b/s")) {
         (true, p)
     } else if let Some(p) = unit.strip_suffix("Bps").or_else(|| unit.strip_suffix("B/s")) {
@@ -33,20 +39,20 @@ pub fn parse_rate(s: &str) -> Option<f64> {
     } else {
         return None;
     };
-    let scale = match rest {
-        "" => 1.0,
-        "k" | "K" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "ki" | "Ki" => 1024.0,
-        "Mi" => 1024.0 * 1024.0,
-        "Gi" => 1024.0f64.powi(3),
-        "Ti" => 1024.0f64.powi(4),
+    // Bytes (or bits) per ns: decimal prefixes shift the exponent, binary ones multiply.
+    let bytes_or_bits = match rest {
+        "" => scaled(num, -9),
+        "k" | "K" => scaled(num, -6),
+        "M" => scaled(num, -3),
+        "G" => scaled(num, 0),
+        "T" => scaled(num, 3),
+        "ki" | "Ki" => scaled(num, -9).map(|v| v * 1024.0),
+        "Mi" => scaled(num, -9).map(|v| v * 1024.0 * 1024.0),
+        "Gi" => scaled(num, -9).map(|v| v * 1024.0f64.powi(3)),
+        "Ti" => scaled(num, -9).map(|v| v * 1024.0f64.powi(4)),
         _ => return None,
-    };
-    let bytes_per_s = value * scale / if bits { 8.0 } else { 1.0 };
-    let r = bytes_per_s * 1e-9;
+    }?;
+    let r = if bits { bytes_or_bits / 8.0 } else { bytes_or_bits };
     (r.is_finite() && r > 0.0).then_some(r)
 }
 
@@ -54,52 +60,54 @@ pub fn parse_rate(s: &str) -> Option<f64> {
 pub fn parse_time(s: &str) -> Option<f64> {
     let split = s.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
-    let value: f64 = num.parse().ok()?;
-    let scale = match unit {
-        "" | "s" => 1e9,
-        "ms" => 1e6,
-        "us" => 1e3,
-        "ns" => 1.0,
-        "ps" => 1e-3,
-        "fs" => 1e-6,
-        "min" => 60e9,
-        "h" => 3600e9,
-        "d" => 86400e9,
+    let t = match unit {
+        "" | "s" => scaled(num, 9),
+        "ms" => scaled(num, 6),
+        "us" => scaled(num, 3),
+        "ns" => scaled(num, 0),
+        "ps" => scaled(num, -3),
+        "fs" => scaled(num, -6),
+        "min" => scaled(num, 9).map(|v| v * 60.0),
+        "h" => scaled(num, 9).map(|v| v * 3600.0),
+        "d" => scaled(num, 9).map(|v| v * 86400.0),
         _ => return None,
-    };
-    let t = value * scale;
+    }?;
     (t.is_finite() && t >= 0.0).then_some(t)
 }
 
-/// Bytes/ns as an ns-3 DataRate string that [`parse_rate`] reads back to the same value: in
-/// the largest bit unit that keeps it whole, else the nearest decimal that reads back exactly.
+/// The shortest plain decimal (no exponent) `d` of `x` for which `reads(d)` holds, if any.
+fn shortest_decimal(x: f64, reads: impl Fn(&str) -> bool) -> Option<String> {
+    (0..17).find_map(|digits| {
+        let v: f64 = format!("{x:.digits$e}").parse().ok()?;
+        let d = format!("{v}");
+        reads(&d).then_some(d)
+    })
+}
+
+/// Bytes/ns as an ns-3 DataRate string in Gbps, as gen_Topo_Template.py spells rates: the
+/// shortest decimal that [`parse_rate`] reads back to the same value (else exact bits/s).
 pub fn format_rate(bytes_per_ns: f64) -> String {
-    let bps = bytes_per_ns * 8e9;
-    const UNITS: [(f64, &str); 5] = [(1e12, "Tbps"), (1e9, "Gbps"), (1e6, "Mbps"), (1e3, "Kbps"), (1.0, "bps")];
-    for (scale, unit) in UNITS {
-        let v = (bps / scale).round();
-        if v >= 1.0 {
-            let s = format!("{v}{unit}");
-            if parse_rate(&s) == Some(bytes_per_ns) {
-                return s;
-            }
-        }
+    let exact = |s: &str| parse_rate(s) == Some(bytes_per_ns);
+    if let Some(d) = shortest_decimal(bytes_per_ns * 8.0, |d| exact(&format!("{d}Gbps"))) {
+        return format!("{d}Gbps");
     }
     // Rounding in bits ↔ bytes/ns: try the neighbours of the bit rate, a few ulps either side.
-    let mut candidates = vec![bps];
+    let bps = bytes_per_ns * 8e9;
     let (mut up, mut down) = (bps, bps);
+    let mut candidates = vec![bps];
     for _ in 0..8 {
         up = up.next_up();
         down = down.next_down();
         candidates.extend([up, down]);
     }
-    for v in candidates {
-        let s = format!("{v}bps");
-        if parse_rate(&s) == Some(bytes_per_ns) {
-            return s;
-        }
-    }
-    format!("{bps}bps")
+    candidates.into_iter().map(|v| format!("{v}bps")).find(|s| exact(s)).unwrap_or_else(|| format!("{bps}bps"))
+}
+
+/// A delay in ns as an ns-3 Time string in ms, as gen_Topo_Template.py spells delays: the
+/// shortest decimal that [`parse_time`] reads back to the same value (else exact ns).
+pub fn format_time(ns: f64) -> String {
+    shortest_decimal(ns / 1e6, |d| parse_time(&format!("{d}ms")) == Some(ns))
+        .map_or_else(|| format!("{ns}ns"), |d| format!("{d}ms"))
 }
 
 struct Tokens<'a> {
@@ -254,8 +262,34 @@ impl Platform {
         Platform::from_parts(file, kinds, links, gps, gpu_type)
     }
 
-    /// The SimAI text of this topology. Directed links are paired into full-duplex lines, so
-    /// every link needs a reverse twin with the same rate, delay and error rate.
+    /// Directed links paired into full-duplex links: the index of the first direction of each
+    /// pair, in link order; every link needs a reverse twin with the same rate, delay and error
+    /// rate.
+    pub fn duplex_links(&self) -> Result<Vec<usize>> {
+        let key = |l: &Link| (l.src, l.dst, l.bandwidth.to_bits(), l.latency_ns.to_bits(), l.error_rate.to_bits());
+        let mut open: HashMap<(u32, u32, u64, u64, u64), Vec<usize>> = HashMap::new();
+        let mut first: Vec<usize> = Vec::with_capacity(self.links.len() / 2);
+        for (i, l) in self.links.iter().enumerate() {
+            let twin = Link { src: l.dst, dst: l.src, ..*l };
+            match open.get_mut(&key(&twin)).and_then(|v| v.pop()) {
+                Some(j) => first.push(j),
+                None => open.entry(key(l)).or_default().push(i),
+            }
+        }
+        if let Some(&i) = open.values().flatten().min() {
+            let l = &self.links[i];
+            return Err(InputError::field(
+                "topology",
+                &format!("link {i} ({} -> {})", l.src, l.dst),
+                "has no reverse link with the same rate and delay; a SimAI file holds full-duplex links only",
+            ));
+        }
+        first.sort_unstable();
+        Ok(first)
+    }
+
+    /// The SimAI text of this topology, as gen_Topo_Template.py writes it: rates in Gbps,
+    /// delays in ms, one line per full-duplex link ([`Platform::duplex_links`]).
     pub fn to_simai(&self) -> Result<String> {
         let simai_kind = |k: NodeKind| matches!(k, NodeKind::Gpu | NodeKind::NvSwitch | NodeKind::Switch);
         if let Some(v) = (0..self.node_count()).find(|&v| !simai_kind(self.kinds[v as usize])) {
@@ -270,59 +304,33 @@ impl Platform {
             ));
         }
         let p = &self.placement;
-        if let Some(r) = (0..p.ranks())
-            .find(|&r| p.device(r) != r || p.domain(r) != r / p.largest_domain() || p.rail(r) != r % p.largest_domain())
-        {
+        let gps = p.largest_domain();
+        if let Some(r) = (0..p.ranks()).find(|&r| p.device(r) != r || p.domain(r) != r / gps || p.rail(r) != r % gps) {
             return Err(InputError::field(
                 "topology",
                 &format!("rank {r}"),
                 "a SimAI file runs rank r on GPU r in servers of equally many GPUs; this platform places ranks otherwise",
             ));
         }
-        let nvs: Vec<usize> = (0..self.kinds.len()).filter(|&i| self.kinds[i] == NodeKind::NvSwitch).collect();
-        let sw: Vec<usize> = (0..self.kinds.len()).filter(|&i| self.kinds[i] == NodeKind::Switch).collect();
-        let key = |l: &Link| (l.src, l.dst, l.bandwidth.to_bits(), l.latency_ns.to_bits(), l.error_rate.to_bits());
-        let mut open: HashMap<(u32, u32, u64, u64, u64), Vec<usize>> = HashMap::new();
-        let mut lines: Vec<usize> = Vec::new();
-        for (i, l) in self.links.iter().enumerate() {
-            let twin = Link { src: l.dst, dst: l.src, ..*l };
-            match open.get_mut(&key(&twin)).and_then(|v| v.pop()) {
-                Some(j) => lines.push(j),
-                None => open.entry(key(l)).or_default().push(i),
-            }
-        }
-        if let Some(&i) = open.values().flatten().min() {
-            let l = &self.links[i];
-            return Err(InputError::field(
-                "topology",
-                &format!("link {i} ({} -> {})", l.src, l.dst),
-                "has no reverse link with the same rate and delay; a SimAI file holds full-duplex links only",
-            ));
-        }
-        lines.sort_unstable();
-        let mut out = format!(
-            "{} {} {} {} {} {}\n",
-            self.kinds.len(),
-            self.placement.largest_domain(),
-            nvs.len(),
-            sw.len(),
-            lines.len(),
-            self.gpu_type
-        );
-        for id in nvs.iter().chain(&sw) {
+        let lines = self.duplex_links()?;
+        let nvs = (0..self.kinds.len()).filter(|&i| self.kinds[i] == NodeKind::NvSwitch);
+        let sw = (0..self.kinds.len()).filter(|&i| self.kinds[i] == NodeKind::Switch);
+        let (nvs_count, sw_count) = (nvs.clone().count(), sw.clone().count());
+        let mut out = String::with_capacity(40 * lines.len() + 64);
+        out.push_str(&format!("{} {gps} {nvs_count} {sw_count} {} {}\n", self.kinds.len(), lines.len(), self.gpu_type));
+        for id in nvs.chain(sw) {
             out.push_str(&format!("{id} "));
         }
         out.push('\n');
+        // Links of a fabric mostly share a few rates and delays: spell each once.
+        let mut rates: HashMap<u64, String> = HashMap::new();
+        let mut delays: HashMap<u64, String> = HashMap::new();
         for i in lines {
             let l = &self.links[i];
-            out.push_str(&format!(
-                "{} {} {} {}ns {}\n",
-                l.src,
-                l.dst,
-                format_rate(l.bandwidth),
-                l.latency_ns,
-                l.error_rate
-            ));
+            let rate = rates.entry(l.bandwidth.to_bits()).or_insert_with(|| format_rate(l.bandwidth));
+            out.push_str(&format!("{} {} {rate} ", l.src, l.dst));
+            let delay = delays.entry(l.latency_ns.to_bits()).or_insert_with(|| format_time(l.latency_ns));
+            out.push_str(&format!("{delay} {}\n", l.error_rate));
         }
         Ok(out)
     }
@@ -356,8 +364,16 @@ mod tests {
         assert_eq!(parse_time("1us"), Some(1000.0));
         assert_eq!(parse_time("2"), Some(2e9));
         assert_eq!(parse_time("1parsec"), None);
+        // One rounding: the decimal's nearest double, not a product of two rounded numbers.
+        assert_eq!(parse_time("0.3ms"), Some(300000.0));
+        assert_eq!(parse_rate("0.1Tbps"), Some(12.5));
+        assert_eq!((parse_rate("1.Gbps"), parse_time("1.ms"), parse_rate("1e3Gbps")), (Some(0.125), Some(1e6), None));
         assert_eq!(format_rate(50.0), "400Gbps");
-        assert_eq!(format_rate(0.0125), "100Mbps");
+        assert_eq!(format_rate(0.0125), "0.1Gbps");
+        assert_eq!(
+            (format_time(500.0), format_time(25.0), format_time(0.0)),
+            ("0.0005ms".into(), "0.000025ms".into(), "0ms".into())
+        );
         assert_eq!(bytes_per_ns_to_bps(50.0), 4e11);
     }
 
@@ -379,7 +395,7 @@ mod tests {
     fn write_then_parse_is_the_same_topology() {
         let t = Platform::parse_simai("t.txt", SMALL).unwrap();
         let text = t.to_simai().unwrap();
-        assert!(text.starts_with("7 2 2 1 8 H100\n4 5 6 \n0 4 2880Gbps 25ns 0\n"), "{text}");
+        assert!(text.starts_with("7 2 2 1 8 H100\n4 5 6 \n0 4 2880Gbps 0.000025ms 0\n"), "{text}");
         assert_eq!(Platform::parse_simai("t2.txt", &text).unwrap(), t);
     }
 
@@ -390,7 +406,11 @@ mod tests {
             let r = parse_rate(text).unwrap();
             assert_eq!(parse_rate(&format_rate(r)), Some(r), "{text} → {}", format_rate(r));
         }
-        assert_eq!(format_rate(parse_rate("1Tbps").unwrap()), "1Tbps");
+        for text in ["1d", "0.3ms", "700ns", "1ps", "25ns", "0.0005ms"] {
+            let t = parse_time(text).unwrap();
+            assert_eq!(parse_time(&format_time(t)), Some(t), "{text} → {}", format_time(t));
+        }
+        assert_eq!(format_rate(parse_rate("1Tbps").unwrap()), "1000Gbps");
     }
 
     #[test]

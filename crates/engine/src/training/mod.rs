@@ -70,8 +70,12 @@ pub struct TrainingInput {
 pub struct Fabric {
     /// Where the topology came from (for messages).
     pub path: String,
-    /// A SimAI topology file's or a platform file's text.
+    /// A SimAI topology file's or a platform file's text (unused when `platform` is given).
+    #[serde(default)]
     pub topology: String,
+    /// The platform itself, when the caller holds one (the Python bindings pass it as it is).
+    #[serde(skip)]
+    pub platform: Option<Platform>,
     /// The catalog's accelerator names, which a platform file's GPUs may name.
     #[serde(default)]
     pub accelerators: Vec<String>,
@@ -129,7 +133,10 @@ impl Fabric {
 
     /// The topology, tuning and routes, parsed and checked.
     pub fn config(&self) -> Result<FlowConfig> {
-        let mut topology = Platform::parse_text(&self.path, &self.topology, &self.accelerators)?;
+        let mut topology = match &self.platform {
+            Some(p) => p.clone(),
+            None => Platform::parse_text(&self.path, &self.topology, &self.accelerators)?,
+        };
         if let Some(r) = &self.routing {
             topology.routing = Routing::parse(r)?;
         }
