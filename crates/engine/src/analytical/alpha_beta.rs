@@ -75,7 +75,7 @@ impl AlphaBeta {
     fn tuned(&self, c: Collective, g: &GroupShape, bytes: u64) -> Result<(f64, f64, bool), InputError> {
         let links = self.links();
         let p = &self.platform;
-        let topo = GroupTopo { ranks: &g.ranks, placement: &g.placement, nvls: self.nvls };
+        let topo = GroupTopo::new(&g.ranks, &g.placement, self.nvls);
         if c == Collective::AllToAll && g.size > DIRECT_MAX_RANKS && self.options.algorithm.is_none() {
             // Too many pairs to hold: the direct schedule's cost by symmetry (uniform shape assumed).
             let inter = u32::from(g.nodes > 1);

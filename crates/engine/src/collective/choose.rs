@@ -82,7 +82,7 @@ fn timings(
     }
     let servers = g.servers();
     let nodes = servers.members.len() as u32;
-    let call = Call { collective: c, group: g, servers: &servers, bytes, channels, schedule: s };
+    let call = Call { collective: c, group: g, servers, bytes, channels, schedule: s };
     let h = algo.hops(&call);
     let efficiency = algo.efficiency(&call, links)?;
     Ok(algo
@@ -117,7 +117,7 @@ pub fn choose(
         Some(a) => vec![a],
         None => {
             let servers = g.servers();
-            valid_algorithms(c, g).into_iter().filter(|a| a.offered(c, g, &servers, opts)).collect()
+            valid_algorithms(c, g).into_iter().filter(|a| a.offered(c, g, servers, opts)).collect()
         }
     };
     let mut best: Option<(Algorithm, Timing, f64, Schedule)> = None;

@@ -109,6 +109,8 @@ pub struct GroupTopo<'a> {
     pub ranks: &'a [u32],
     pub placement: &'a Placement,
     pub nvls: bool,
+    /// [`GroupTopo::servers`], worked out once: the tuner asks for it per algorithm and protocol.
+    servers: std::cell::OnceCell<Servers>,
 }
 
 /// The servers of a group: which server (index by first appearance) each rank is on, and the
@@ -137,7 +139,16 @@ impl<'a> GroupTopo<'a> {
         self.placement.rail(self.ranks[rank as usize])
     }
 
-    pub fn servers(&self) -> Servers {
+    pub fn new(ranks: &'a [u32], placement: &'a Placement, nvls: bool) -> GroupTopo<'a> {
+        GroupTopo { ranks, placement, nvls, servers: std::cell::OnceCell::new() }
+    }
+
+    /// Which server each rank is on and the ranks of each server.
+    pub fn servers(&self) -> &Servers {
+        self.servers.get_or_init(|| self.find_servers())
+    }
+
+    fn find_servers(&self) -> Servers {
         let mut ids: Vec<u32> = Vec::new();
         let mut of_rank = Vec::with_capacity(self.ranks.len());
         let mut members: Vec<Vec<u32>> = Vec::new();
@@ -160,7 +171,7 @@ impl<'a> GroupTopo<'a> {
     #[cfg(test)]
     pub(crate) fn on_servers(ranks: &'a [u32], per_server: u32, nvls: bool) -> GroupTopo<'a> {
         let n = ranks.iter().max().map_or(0, |&r| r + 1);
-        GroupTopo { ranks, placement: Box::leak(Box::new(Placement::servers(n, per_server))), nvls }
+        GroupTopo::new(ranks, Box::leak(Box::new(Placement::servers(n, per_server))), nvls)
     }
 
     fn validate(&self) -> Result<(), InputError> {
@@ -229,7 +240,7 @@ fn send(src: u32, dst: u32, bytes: f64) -> Transfer {
 /// Algorithms that can run `c` on this group, in [`Algorithm::ALL`] order.
 pub fn valid_algorithms(c: Collective, g: &GroupTopo) -> Vec<Algorithm> {
     let s = g.servers();
-    Algorithm::ALL.iter().copied().filter(|a| a.unsupported(c, g, &s).is_none()).collect()
+    Algorithm::ALL.iter().copied().filter(|a| a.unsupported(c, g, s).is_none()).collect()
 }
 
 /// The schedule of collective `c` of S = `bytes` on group `g` with algorithm `algo`, its rings
@@ -259,7 +270,7 @@ pub fn schedule_grained(
         return Err(err("channels", "at least one channel is needed".into()));
     }
     let s = g.servers();
-    if let Some(why) = algo.unsupported(c, g, &s) {
+    if let Some(why) = algo.unsupported(c, g, s) {
         let valid: Vec<&str> = valid_algorithms(c, g).iter().map(|a| a.name()).collect();
         return Err(err(
             "algorithm",
@@ -276,7 +287,7 @@ pub fn schedule_grained(
     if g.size() <= 1 || bytes == 0 {
         return Ok(Schedule { algorithm: algo, phases: Vec::new(), timing: Timing::RAW });
     }
-    let mut phases = algo.phases(c, g, &s, bytes as f64, channels, grain);
+    let mut phases = algo.phases(c, g, s, bytes as f64, channels, grain);
     phases.retain(|p| p.repeat > 0 && !p.transfers.is_empty());
     Ok(Schedule { algorithm: algo, phases, timing: Timing::RAW })
 }
@@ -297,7 +308,7 @@ pub fn send_recv(g: &GroupTopo, src: u32, dst: u32, bytes: u64, pxn: bool) -> Re
         return Ok(Schedule { algorithm, phases: Vec::new(), timing: Timing::RAW });
     }
     let phase = Phase { transfers: vec![send(src, dst, bytes as f64)], repeat: 1 };
-    let phases = if pxn { pxn::relay(vec![phase], g, &g.servers(), Grain::Steps) } else { vec![phase] };
+    let phases = if pxn { pxn::relay(vec![phase], g, g.servers(), Grain::Steps) } else { vec![phase] };
     Ok(Schedule { algorithm, phases, timing: Timing::RAW })
 }
 
@@ -313,7 +324,8 @@ mod tests {
     #[test]
     fn servers_are_numbered_by_first_appearance() {
         let ranks = [9, 1, 8, 0];
-        let s = topo(&ranks, 8, false).servers();
+        let g = topo(&ranks, 8, false);
+        let s = g.servers();
         assert_eq!(s.of_rank, vec![0, 1, 0, 1]);
         assert_eq!(s.members, vec![vec![0, 2], vec![1, 3]]);
         assert_eq!(s.uniform(), Some(2));
@@ -354,7 +366,8 @@ mod tests {
         assert!(e.message.contains("not a power of two"), "{e}");
         assert!(schedule(AllReduce, Algorithm::RING, &topo(&[1, 1], 8, false), 64, 1).is_err());
         assert!(schedule(AllGather, Algorithm::HALVING_DOUBLING, &topo(&[], 8, false), 64, 1).is_err());
-        let off = GroupTopo { ranks: &ranks, placement: &Placement::servers(8, 8), nvls: false };
+        let eight = Placement::servers(8, 8);
+        let off = GroupTopo::new(&ranks, &eight, false);
         assert!(schedule(AllReduce, Algorithm::RING, &off, 64, 1).unwrap_err().message.contains("rank 15 is not on"));
         assert!(schedule(AllReduce, Algorithm::RING, &topo(&ranks, 8, false), 64, 0).is_err());
         assert_eq!(Algorithm::parse("NVLS-tree").unwrap(), Algorithm::NVLS_TREE);

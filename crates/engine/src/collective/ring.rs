@@ -144,9 +144,9 @@ mod tests {
         let g = GroupTopo::on_servers(&ranks, 4, false);
         let s = g.servers();
         // Server 1 is entered on the rail (local index) server 0 was left from.
-        assert_eq!(ring_order(&s, 0), vec![0, 1, 2, 3, 7, 4, 5, 6]);
-        assert_eq!(ring_order(&s, 1), vec![1, 2, 3, 0, 4, 5, 6, 7]);
-        assert_eq!(ring_order(&s, 2), vec![2, 3, 0, 1, 5, 6, 7, 4]);
+        assert_eq!(ring_order(s, 0), vec![0, 1, 2, 3, 7, 4, 5, 6]);
+        assert_eq!(ring_order(s, 1), vec![1, 2, 3, 0, 4, 5, 6, 7]);
+        assert_eq!(ring_order(s, 2), vec![2, 3, 0, 1, 5, 6, 7, 4]);
         let sch = schedule(Collective::AllGather, Algorithm::RING, &g, 8000, 4).unwrap();
         let p = &sch.phases[0];
         assert_eq!((p.repeat, p.transfers.len()), (7, 32));

@@ -352,7 +352,7 @@ impl FlowNetwork {
         if let Some(s) = self.schedules.get(&key) {
             return Ok(s.clone());
         }
-        let g = GroupTopo { ranks, placement: &self.topo.placement, nvls: self.nvls };
+        let g = GroupTopo::new(ranks, &self.topo.placement, self.nvls);
         let s = Rc::new((self.scheduler)(c, &g, bytes)?);
         self.schedules.insert(key, s.clone());
         Ok(s)

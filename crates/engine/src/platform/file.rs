@@ -402,7 +402,7 @@ rank 3 h1
         let p = parse(MIXED).unwrap();
         let t = TunerLinks::of(&p).unwrap();
         let rates = |ranks: &[u32]| {
-            let l = t.group(&GroupTopo { ranks, placement: &p.placement, nvls: false });
+            let l = t.group(&GroupTopo::new(ranks, &p.placement, false));
             (l.nvlink_gbps, l.nic_gbps, l.arch)
         };
         // Ranks 1, 3: H100 (450 GB/s NVLink, 50 GB/s NIC); 0, 2: A100 (300, 25).
