@@ -154,8 +154,8 @@ def test_measured_run_writes_the_json_document(tmp_path):
 def test_bad_input_under_mpirun_fails_on_every_rank_without_hanging(tmp_path):
     proc = mpirun(4, "bwtest", "-g", "3", "-o", tmp_path / "x.json", cwd=tmp_path, timeout=60)
     assert proc.returncode != 0
-    errors = [line for line in proc.stderr.splitlines() if line.startswith("clustersim: error:")]
-    # Every rank finds the error before any traffic; mpirun may stop the others once the first exits.
-    assert 1 <= len(errors) <= 4
-    assert all(e == "clustersim: error: -g 3: the group size must divide the 4 ranks" for e in errors)
+    # Every rank finds the error before any traffic; mpirun may stop the others once the first
+    # exits, and interleaves the lines of those that got to print.
+    error = "clustersim: error: -g 3: the group size must divide the 4 ranks"
+    assert 1 <= proc.stderr.count(error) == proc.stderr.count("clustersim: error:") <= 4, proc.stderr
     assert not (tmp_path / "x.json").exists()
