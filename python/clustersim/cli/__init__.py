@@ -11,12 +11,12 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from clustersim.cli import analytical, bwtest, collective, run, topo, train, workload
+from clustersim.cli import analytical, bwtest, calibrate, collective, run, topo, train, workload
 from clustersim.cli.common import Parser
 from clustersim.errors import EnginePanic, InputError, InternalError
 
 EX_SOFTWARE = 70
-COMMANDS = (analytical, run, train, workload, topo, collective, bwtest)
+COMMANDS = (analytical, run, train, workload, topo, collective, bwtest, calibrate)
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
