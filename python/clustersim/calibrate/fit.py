@@ -28,7 +28,7 @@ class AlphaBeta(NamedTuple):
 def fit(x: list[float], t: list[float], what: str) -> AlphaBeta:
     """α and β of the points (x_i, t_i); `what` names the measurement in errors."""
     if len(set(x)) < 2:
-        raise InputError(f"{what}: an α–β fit needs at least two sizes, got {len(set(x))}")
+        raise InputError(f"{what}: fit: needs at least two sizes, got {len(set(x))}")
     points = sorted(zip(x, t, strict=True))
     k = max(2, len(points) // 3)
     large = points[-k:]
@@ -39,7 +39,7 @@ def fit(x: list[float], t: list[float], what: str) -> AlphaBeta:
     sxx = sum((xi - mx) ** 2 for xi, _ in large)
     beta = sum((xi - mx) * (ti - mt) for xi, ti in large) / sxx
     if not beta > 0:
-        raise InputError(f"{what}: the times do not grow with the size: no bandwidth to fit")
+        raise InputError(f"{what}: fit: the times do not grow with the size, so no bandwidth")
     small = points[:k]
     alpha = max(0.0, sum(ti - beta * xi for xi, ti in small) / len(small))
     return AlphaBeta(alpha, beta)

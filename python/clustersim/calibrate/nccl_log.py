@@ -29,6 +29,9 @@ OPS = {
     "reduce": "reduce",
 }
 TAG = re.compile(r"^\[\d+,\d+\]<std(?:out|err)>:")
+DIGITS = re.compile(r"[0-9]+")
+# Sizes and ranks above 2^62 are no measurement (and would overflow floats downstream).
+MAX_WHOLE = 2**62
 
 
 class NcclRun(NamedTuple):
@@ -69,14 +72,16 @@ def parse_nccl_log(text: str, path: str) -> list[NcclRun]:
         if line.startswith("#"):
             words = line[1:].split()
             if line.startswith("# Collective test starting:") and len(words) > 3:
-                marker = op_of(words[3]) or _fail(path, n, "collective", f"unsupported test '{words[3]}'")
+                marker = op_of(words[3]) or _fail(
+                    path, n, "collective", f"unsupported test '{_cut(words[3])}'"
+                )
             elif words[:1] == ["Rank"]:
                 _rank_line(path, n, words, hosts)
             elif words[:2] == ["size", "count"]:
                 header, times = _header(path, n, words, hosts, marker, runs)
             continue
         words = line.split()
-        if header is None or not words or not words[0].isdigit():
+        if header is None or not words or not DIGITS.fullmatch(words[0]):
             continue
         run = runs[-1]
         if len(words) != len(header):
@@ -87,7 +92,7 @@ def parse_nccl_log(text: str, path: str) -> list[NcclRun]:
             check = header[i + 3] if i + 3 < len(header) else ""
             if check == "#wrong" and words[i + 3] not in ("0", "N/A"):
                 wrong = words[i + 3]
-                _fail(path, n, f"{where} #wrong", f"{wrong} wrong elements: the run failed validation")
+                _fail(path, n, f"{where} #wrong", f"{_cut(wrong)} wrong elements: the run failed validation")
             if size == 0:
                 continue
             try:
@@ -95,7 +100,7 @@ def parse_nccl_log(text: str, path: str) -> list[NcclRun]:
             except ValueError:
                 us = float("nan")
             if not (us > 0 and us < float("inf")):
-                _fail(path, n, f"{where} time", f"expected a positive number of µs, got '{words[i]}'")
+                _fail(path, n, f"{where} time", f"expected a positive number of µs, got '{_cut(words[i])}'")
             run.points.append((size, us * 1e-6))
     if not runs:
         _fail(path, len(lines), "header", "not an nccl-tests log: no column header ('#  size  count …')")
@@ -134,9 +139,13 @@ def _header(
 
 
 def _whole(path: str, n: int, field: str, text: str) -> int:
-    if not text.isdigit():
-        _fail(path, n, field, f"expected a whole number, got '{text}'")
+    if not DIGITS.fullmatch(text) or len(text) > 19 or int(text) > MAX_WHOLE:
+        _fail(path, n, field, f"expected a whole number up to 2^62, got '{_cut(text)}'")
     return int(text)
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _fail(path: str, n: int, field: str, message: str) -> NoReturn:

@@ -15,7 +15,7 @@ from collections import defaultdict
 from typing import Any, NamedTuple
 
 from clustersim.analytical import read_text
-from clustersim.calibrate.nccl_log import read_nccl_log
+from clustersim.calibrate.nccl_log import NcclRun, read_nccl_log
 from clustersim.errors import InputError
 
 SCALE_UP, SCALE_OUT = "scale-up", "scale-out"
@@ -48,10 +48,14 @@ def link_class(hosts: list[str]) -> str:
 
 
 def from_nccl_log(path: str | os.PathLike[str]) -> list[Series]:
+    return nccl_series(read_nccl_log(path))
+
+
+def nccl_series(runs: list[NcclRun]) -> list[Series]:
     from clustersim.sweep import busbw_factor
 
     out = []
-    for run in read_nccl_log(path):
+    for run in runs:
         by_size: dict[int, list[float]] = defaultdict(list)
         for size, t in run.points:
             by_size[size].append(t)
@@ -63,36 +67,52 @@ def from_nccl_log(path: str | os.PathLike[str]) -> list[Series]:
     return out
 
 
-BWTEST_FIELDS = {"format": str, "mode": str, "ranks": int, "group_size": int, "groups": int}
+BWTEST_FIELDS = ("ranks", "group_size", "groups", "message_bytes")
+MODES = ("mpi", "simulate")
 
 
 def read_bwtest_json(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A bwtest document, its fields checked (errors name the file and field)."""
+    return parse_bwtest_json(read_text(path, "bwtest JSON"), os.fspath(path))
+
+
+def parse_bwtest_json(text: str, path: str) -> dict[str, Any]:
     from clustersim.bwtest.report import FORMAT
 
-    text = read_text(path, "bwtest JSON")
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise InputError(f"{path}:{e.lineno}: JSON: {e.msg}") from None
+    except (ValueError, RecursionError) as e:  # an integer of too many digits, nesting too deep
+        raise InputError(f"{path}: JSON: {str(e).splitlines()[0]}") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise InputError(f"{path}: format: expected a bwtest document ('{FORMAT}')")
-    for key, kind in BWTEST_FIELDS.items():
-        if not isinstance(doc.get(key), kind) or isinstance(doc.get(key), bool):
-            raise InputError(f"{path}: {key}: expected a {kind.__name__}, got {doc.get(key)!r}")
-    for key in ("message_bytes",):
-        if not isinstance(doc.get(key), int) or doc[key] < 1:
-            raise InputError(f"{path}: {key}: expected a positive whole number, got {doc.get(key)!r}")
+    if doc.get("mode") not in MODES:
+        raise InputError(f"{path}: mode: expected one of {', '.join(MODES)}, got {_short(doc.get('mode'))}")
+    for key in BWTEST_FIELDS:
+        v = doc.get(key)
+        if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= 2**62:
+            raise InputError(f"{path}: {key}: expected a whole number from 1 to 2^62, got {_short(v)}")
     t = (doc.get("aggregate") or {}).get("time_s") if isinstance(doc.get("aggregate"), dict) else None
     if not isinstance(t, (int, float)) or isinstance(t, bool) or not 0 < t < float("inf"):
-        raise InputError(f"{path}: aggregate.time_s: expected a positive number of seconds, got {t!r}")
+        raise InputError(f"{path}: aggregate.time_s: expected a positive number of seconds, got {_short(t)}")
     if doc["groups"] < 2 or doc["ranks"] != doc["groups"] * doc["group_size"]:
         shape = f"{doc['groups']} groups of {doc['group_size']} for {doc['ranks']} ranks"
         raise InputError(f"{path}: groups: {shape}")
     hosts = doc.get("hosts")
-    if hosts is not None and (not isinstance(hosts, list) or len(hosts) != doc["ranks"]):
+    if hosts is not None and (
+        not isinstance(hosts, list)
+        or len(hosts) != doc["ranks"]
+        or not all(isinstance(h, str) for h in hosts)
+    ):
         raise InputError(f"{path}: hosts: expected one host name per rank")
     return doc
+
+
+def _short(value: object) -> str:
+    """A value for a one-line message: repr, cut to 40 characters."""
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10**30 else "a huge integer"
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def from_bwtest(paths: list[str]) -> list[Series]:
