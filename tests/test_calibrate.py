@@ -190,3 +190,34 @@ def test_parser_skips_noise_and_tags():
     )
     (run,) = parse_nccl_log(text, "all_gather_perf.log")
     assert run.op == "allgather" and run.points == [(1024, pytest.approx(7e-6)), (1024, pytest.approx(10e-6))]
+
+
+@pytest.mark.parametrize(
+    "log, fabric, error",
+    [
+        (
+            DRANET,
+            DATA / "platforms" / "dgx_a100.platform",
+            "ranks: measured on 2 host(s), but the fabric's first 2",
+        ),
+        (ABCI, CROSSBAR, "ranks: 16, but the fabric has 8"),
+    ],
+)
+def test_the_fabric_must_place_ranks_as_they_were_measured(tmp_path, log, fabric, error):
+    rc, stdout, stderr = run_clustersim("calibrate", log, "-n", fabric, "-o", tmp_path / "c-", cwd=tmp_path)
+    assert rc == 2 and stderr.count("\n") == 1 and f"{log}:" in stderr and error in stderr, stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_real_log_on_a_fabric_that_places_it(tmp_path):
+    # The B200 all-gather between two hosts, on the crossbar's first two GPUs (one per host).
+    rc, stdout, stderr = run_clustersim(
+        "calibrate", DRANET, "-n", CROSSBAR, "-o", tmp_path / "c-", cwd=tmp_path
+    )
+    assert rc == 0, stderr
+    (s,) = json.loads((tmp_path / "c-calibration.json").read_text())["series"]
+    assert s["link_class"] == "scale-out" and s["after_residual"]["rms"] < s["before_residual"]["rms"]
+    assert (tmp_path / "c-busbw.yaml").read_text().splitlines()[1:] == [
+        "DP:",
+        f"allgather,: {s['bandwidth_GBps']:.6g}",
+    ]

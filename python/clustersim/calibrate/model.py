@@ -37,15 +37,35 @@ def editable(spec: str | os.PathLike[str]) -> Topology:
     from clustersim.topology import parse_simai
 
     topo = load_topology(spec)
-    return parse_simai(topo.to_simai(), str(spec)) if isinstance(topo, _engine.Platform) else topo
+    if not isinstance(topo, _engine.Platform):
+        return topo
+    try:
+        text = topo.to_simai()
+    except InputError as e:
+        raise InputError(
+            f"--topology {spec}: calibrate rewrites it as a SimAI topology, which it cannot be ({e})"
+        ) from None
+    return parse_simai(text, str(spec))
 
 
 def series_class(series: Series, platform: Platform) -> str:
-    """scale-up if the series' ranks share one scale-up domain of the platform, else scale-out."""
-    domains = list(platform.placement[1])
-    if series.ranks > len(domains):
-        raise InputError(f"{series.source}: {series.ranks} ranks, but the fabric has {len(domains)}")
-    return SCALE_UP if len(set(domains[: series.ranks])) == 1 else SCALE_OUT
+    """scale-up if the series' ranks share one scale-up domain of the platform, else scale-out.
+    Measured ranks must be grouped on the fabric as on their hosts: ranks r and q share a host
+    exactly when the fabric's ranks r and q share a scale-up domain."""
+    domains = list(platform.placement[1])[: series.ranks]
+    if series.ranks > len(platform.placement[1]):
+        raise InputError(
+            f"{series.source}: ranks: {series.ranks}, but the fabric has {len(platform.placement[1])}"
+        )
+    hosts = series.hosts
+    pairs = set(zip(hosts, domains, strict=True)) if hosts is not None else set()
+    if hosts is not None and not len(pairs) == len(set(hosts)) == len(set(domains)):
+        raise InputError(
+            f"{series.source}: ranks: measured on {len(set(hosts))} host(s), but the fabric's first"
+            f" {series.ranks} ranks are in {len(set(domains))} scale-up domain(s) grouped otherwise;"
+            " describe the measured machine"
+        )
+    return SCALE_UP if len(set(domains)) == 1 else SCALE_OUT
 
 
 def simulate(series: Series, platform: Platform) -> list[float]:

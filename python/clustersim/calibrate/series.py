@@ -33,6 +33,8 @@ class Series(NamedTuple):
     times_s: list[float]
     #: Bottleneck bytes per byte of S: nccl-tests' bus factor f(n), or bwtest's G − 1.
     load: float
+    #: Each rank's host where measured (None: simulated).
+    hosts: list[str] | None = None
 
     @property
     def x(self) -> list[float]:
@@ -63,7 +65,9 @@ def nccl_series(runs: list[NcclRun]) -> list[Series]:
         times = [sum(by_size[s]) / len(by_size[s]) for s in sizes]
         source = f"{run.path}:{run.line}"
         load = busbw_factor(run.op, run.ranks)
-        out.append(Series(source, run.op, run.ranks, None, link_class(run.hosts), sizes, times, load))
+        out.append(
+            Series(source, run.op, run.ranks, None, link_class(run.hosts), sizes, times, load, run.hosts)
+        )
     return out
 
 
@@ -121,12 +125,17 @@ def from_bwtest(paths: list[str]) -> list[Series]:
     for path in paths:
         doc = read_bwtest_json(path)
         hosts = doc.get("hosts") or ["simulated"]
-        runs[(doc["ranks"], doc["group_size"], doc["mode"], tuple(sorted(set(hosts))))].append((path, doc))
+        runs[(doc["ranks"], doc["group_size"], doc["mode"], tuple(hosts))].append((path, doc))
     out = []
-    for (ranks, g, _, hosts), docs in runs.items():
+    for (ranks, g, mode, hosts), docs in runs.items():
         docs.sort(key=lambda d: d[1]["message_bytes"])
         sizes = [d["message_bytes"] for _, d in docs]
         times = [d["aggregate"]["time_s"] for _, d in docs]
         source = docs[0][0] if len(docs) == 1 else f"{docs[0][0]} (+{len(docs) - 1})"
-        out.append(Series(source, "bwtest", ranks, g, link_class(list(hosts)), sizes, times, ranks // g - 1))
+        measured = list(hosts) if mode == "mpi" else None
+        out.append(
+            Series(
+                source, "bwtest", ranks, g, link_class(list(hosts)), sizes, times, ranks // g - 1, measured
+            )
+        )
     return out
