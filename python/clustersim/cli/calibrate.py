@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 from clustersim.cli.common import add_json, print_json, subcommand
 
@@ -67,8 +68,6 @@ def main(args: argparse.Namespace) -> int:
     written = [f"{args.output}calibration.json"]
     busbw = report.busbw_yaml(docs, args.files)
     with atomic_outputs() as stage:
-        import json
-
         write_text(stage(written[0]), json.dumps(doc, indent=2, allow_nan=False) + "\n")
         if busbw is not None:
             written.append(f"{args.output}busbw.yaml")
