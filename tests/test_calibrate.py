@@ -221,3 +221,19 @@ def test_a_real_log_on_a_fabric_that_places_it(tmp_path):
         "DP:",
         f"allgather,: {s['bandwidth_GBps']:.6g}",
     ]
+
+
+def test_the_busbw_file_feeds_clustersim_analytical(tmp_path):
+    # A one-host all-reduce log → TP.allreduce → SimAI's microAllReduce (TP all-reduces) prices with it.
+    rows = [(s, 20.0 + s * 1.75 / 150e3, 20.0 + s * 1.75 / 150e3) for s in (1 << k for k in range(10, 31, 2))]
+    log = tmp_path / "all_reduce_perf.txt"
+    log.write_text(nccl_log("allreduce", 8, ["node0"] * 8, rows))
+    rc, _, stderr = run_clustersim("calibrate", log, "-o", tmp_path / "c-", cwd=tmp_path)
+    assert rc == 0, stderr
+    busbw = tmp_path / "c-busbw.yaml"
+    assert busbw.read_text().splitlines()[1:] == ["TP:", "allreduce,: 150"]
+    workload = DATA.parent.parent / "examples" / "microAllReduce.txt"
+    rc, _, stderr = run_clustersim(
+        "analytical", "-w", workload, "-busbw", busbw, "-g", "8", "-r", "m-", cwd=tmp_path
+    )
+    assert rc == 0, stderr
