@@ -132,7 +132,7 @@ def calibrate(series: list[Series], measured: list[AlphaBeta], topo: Topology, w
     total = {c: [1.0, 1.0] for c in classes}
     inert: dict[str, set[str]] = {c: set() for c in classes}
     previous: dict[str, tuple[float, float]] = {}
-    current, times = topo, before
+    times = before
     for _ in range(ROUNDS):
         step = class_factors(series, classes, measured, times)
         for c, (e, k) in step.items():
@@ -149,8 +149,7 @@ def calibrate(series: list[Series], measured: list[AlphaBeta], topo: Topology, w
         previous = step
         for c, (e, k) in step.items():
             total[c] = [total[c][0] * e, total[c][1] * k]
-        current = scaled(topo, {c: (e, k) for c, (e, k) in total.items()})
-        platform = current.to_platform(where)
+        platform = scaled(topo, {c: (e, k) for c, (e, k) in total.items()}).to_platform(where)
         times = [simulate(s, platform) for s in series]
     factors = {c: (e, k) for c, (e, k) in total.items()}
     current = scaled(topo, factors)
