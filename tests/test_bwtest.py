@@ -105,7 +105,11 @@ needs_mpi = pytest.mark.skipif(
 
 
 def mpirun(np, *args, cwd, timeout=120):
-    env = os.environ | {"OMPI_MCA_rmaps_base_oversubscribe": "1"}
+    # Containers often forbid the cross-memory attach of Open MPI's shared-memory transport.
+    env = os.environ | {
+        "OMPI_MCA_rmaps_base_oversubscribe": "1",
+        "OMPI_MCA_btl_vader_single_copy_mechanism": "none",
+    }
     cmd = [
         MPIRUN,
         "--allow-run-as-root",
