@@ -2,7 +2,9 @@
 reader, seeded by case number, with counts of accepted and refused inputs and one example per
 kind of failure. The engine's readers have their own campaign (`scripts/fuzz.sh` runs both).
 
-    python benchmarks/fuzz_campaign.py [--cases N] [--reader topology|model|accelerator] [--seed S]
+    python benchmarks/fuzz_campaign.py [--cases N] [--reader NAME] [--seed S]
+
+Readers: topology, model, accelerator, nccl-tests, bwtest.
 """
 
 from __future__ import annotations
@@ -22,16 +24,22 @@ RUN_EVERY = 32
 from fuzzing import (  # noqa: E402 - tests/ is put on the path just above
     ACCELERATOR_WORDS,
     ACCELERATORS,
+    BWTEST_JSON,
+    BWTEST_WORDS,
     MODEL_JSON,
     MODEL_WORDS,
     MODEL_YAML,
+    NCCL_LOGS,
+    NCCL_WORDS,
     TOPOLOGIES,
     TOPOLOGY_WORDS,
     Failure,
     Scratch,
     mutate,
     read_accelerator,
+    read_bwtest,
     read_model,
+    read_nccl,
     read_topology,
     run_reader,
 )
@@ -53,6 +61,8 @@ def readers(scratch: Scratch) -> dict[str, Callable[[random.Random], tuple[Calla
 
     return {
         "topology": lambda rnd: (read_topology, mutate(rnd, TOPOLOGIES, TOPOLOGY_WORDS)),
+        "nccl-tests": lambda rnd: (read_nccl, mutate(rnd, NCCL_LOGS, NCCL_WORDS)),
+        "bwtest": lambda rnd: (read_bwtest, mutate(rnd, BWTEST_JSON, BWTEST_WORDS)),
         "model": model,
         "accelerator": accelerator,
     }

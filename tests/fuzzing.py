@@ -266,3 +266,51 @@ def read_accelerator(scratch: Scratch, text: str, *, run: bool = True) -> None:
     except InputError as e:
         refused(e, path, whole_file=lambda m: "unknown name" in m or "missing" in m)
         raise
+
+
+# --- measurements: nccl-tests logs and bwtest JSON (python/clustersim/calibrate/) -----------------
+
+NCCL_LOGS = [
+    (Path(__file__).parent / "data" / "nccl_tests" / name).read_text(encoding="utf-8")
+    for name in ("all_reduce_16x_a100_sharp.txt", "all_gather_2x1_b200.txt")
+]
+NCCL_WORDS = ["#", "Rank", "on", "size", "count", "time", "algbw", "busbw", "#wrong", "N/A", "-1", "float",
+              "# Collective test starting: alltoall_perf", "sum", "none", "error", "in-place"]  # fmt: skip
+BWTEST_JSON = [
+    json.dumps(
+        {"format": "clustersim-bwtest/1", "mode": m, "buffers": "host", "ranks": 4, "group_size": 2,
+         "groups": 2, "count": c, "word_bytes": 32, "message_bytes": 32 * c, "iterations": 10, "hosts": h,
+         "per_group": [], "aggregate": {"time_s": 1e-6 + 32 * c / 1e9, "latency_us": 1.0}},
+        indent=1,
+    )
+    for m, c, h in (("mpi", 1, ["a", "a", "b", "b"]), ("simulate", 1024, None))
+]  # fmt: skip
+BWTEST_WORDS = ["format", "mode", "ranks", "group_size", "groups", "message_bytes", "aggregate", "time_s",
+                "hosts", "mpi", "simulate", "clustersim-bwtest/1", "1e-300"]  # fmt: skip
+
+
+def read_nccl(text: str, file: str = "all_reduce_perf.txt") -> None:
+    """A log parsed, turned into series and fitted: every row a positive time, every fit finite."""
+    from clustersim.calibrate.fit import fit
+    from clustersim.calibrate.nccl_log import parse_nccl_log
+    from clustersim.calibrate.series import nccl_series
+
+    try:
+        for s in nccl_series(parse_nccl_log(text, file)):
+            ab = fit(s.x, s.times_s, s.source)
+            if not (0 <= ab.alpha_s < float("inf") and 0 < ab.beta_s_per_byte < float("inf")):
+                raise Failure(f"fit out of range: {ab}")
+    except InputError as e:
+        refused(e, file)
+        raise
+
+
+def read_bwtest(text: str, file: str = "bw.json") -> None:
+    """A bwtest document read (field errors name the file and the field: JSON has no lines)."""
+    from clustersim.calibrate.series import parse_bwtest_json
+
+    try:
+        parse_bwtest_json(text, file)
+    except InputError as e:
+        refused(e, file, whole_file=lambda m: True)
+        raise

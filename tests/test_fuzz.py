@@ -152,3 +152,19 @@ def test_found_accelerator_inputs() -> None:
     assert error(base.replace("my-gpu", "&a")).startswith(": my-gpu: unknown name (valid: ")
     curve = base.replace("[0, 0.1]]", "[0, 2]]")
     assert error(curve) == ":8: matmul_efficiency: point 2: efficiency 2 must be from 1e-6 to 1"
+
+
+@FUZZ
+@given(st.randoms(use_true_random=False))
+def test_nccl_tests_logs(rnd: random.Random) -> None:
+    from fuzzing import NCCL_LOGS, NCCL_WORDS, read_nccl
+
+    run_reader(read_nccl, mutate(rnd, NCCL_LOGS, NCCL_WORDS))
+
+
+@FUZZ
+@given(st.randoms(use_true_random=False))
+def test_bwtest_json(rnd: random.Random) -> None:
+    from fuzzing import BWTEST_JSON, BWTEST_WORDS, read_bwtest
+
+    run_reader(read_bwtest, mutate(rnd, BWTEST_JSON, BWTEST_WORDS))

@@ -8,7 +8,7 @@ import sys
 
 from conftest import AUTO_FLAGS, EXAMPLE_WORKLOAD
 
-HEAVY = ("networkx", "matplotlib", "pandas", "scipy", "ray", "plotly", "tqdm")
+HEAVY = ("networkx", "matplotlib", "pandas", "scipy", "ray", "plotly", "tqdm", "mpi4py", "numpy")
 
 
 def loaded_after(code: str, cwd) -> list[str]:

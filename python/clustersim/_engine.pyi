@@ -148,8 +148,10 @@ def flow_completion_times(
     flows: Sequence[tuple[int, int, float, float]],
     routes: Sequence[Sequence[int]] | None = None,
     seed: int = 0,
+    routing: str = "ecmp",
 ) -> list[float]:
-    """Completion time (ns) of each flow (src node, dst node, bytes, start ns) on a SimAI topology."""
+    """Completion time (ns) of each flow (src node, dst node, bytes, start ns) on a SimAI topology;
+    routing "ecmp" (one path per flow) or "spray" (split over every shortest path)."""
 
 def collective_sweep(
     topology: Platform | str,

@@ -12,17 +12,19 @@ use crate::platform::FabricArg;
 
 /// Completion time (ns) of each flow `(src node, dst node, bytes, start_ns)` on the topology
 /// given as a Platform or SimAI topology file text; `routes` optionally gives a node path per flow (an empty
-/// one means "route it"); `seed` drives ECMP.
+/// one means "route it"); `seed` drives ECMP; `routing` "ecmp" or "spray" (over every shortest path).
 #[pyfunction]
-#[pyo3(signature = (topology, flows, routes = None, seed = 0))]
+#[pyo3(signature = (topology, flows, routes = None, seed = 0, routing = "ecmp"))]
 pub fn flow_completion_times(
     py: Python<'_>,
     topology: FabricArg<'_>,
     flows: Vec<(u32, u32, f64, f64)>,
     routes: Option<Vec<Vec<u32>>>,
     seed: u64,
+    routing: &str,
 ) -> PyResult<Vec<f64>> {
-    let topo = topology.platform().map_err(engine_err)?;
+    let mut topo = topology.platform().map_err(engine_err)?;
+    topo.routing = Routing::parse(routing).map_err(engine_err)?;
     py.detach(|| {
         let specs: Vec<FlowSpec> =
             flows.iter().map(|&(src, dst, bytes, start_ns)| FlowSpec { src, dst, bytes, start_ns }).collect();

@@ -11,12 +11,25 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from clustersim.cli import analytical, collective, compare, report, run, search, sweep, topo, train, workload
+from clustersim.cli import (
+    analytical,
+    bwtest,
+    calibrate,
+    collective,
+    compare,
+    report,
+    run,
+    search,
+    sweep,
+    topo,
+    train,
+    workload,
+)
 from clustersim.cli.common import Parser
 from clustersim.errors import EnginePanic, InputError, InternalError
 
 EX_SOFTWARE = 70
-COMMANDS = (analytical, run, train, search, workload, topo, collective, sweep, report, compare)
+COMMANDS = (analytical, run, train, search, workload, topo, collective, sweep, report, compare, bwtest, calibrate)
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

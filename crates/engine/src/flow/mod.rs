@@ -71,7 +71,7 @@ use std::rc::Rc;
 use crate::due::Due;
 use crate::error::{InputError, Result};
 use crate::platform::routing::{links_of_path, Router};
-use crate::platform::Platform;
+use crate::platform::{Platform, Routing};
 
 /// Most rate changes recorded per run; a run with more is not fast-forwarded.
 const MAX_RECORD: usize = 64;
@@ -747,7 +747,9 @@ pub struct FlowSpec {
 }
 
 /// Completion time (ns) of each flow, routed by shortest path with ECMP seeded by `seed` (flow
-/// id = index), or along `routes[i]` (node paths) where given.
+/// id = index), or along `routes[i]` (node paths) where given. With `topo.routing` spraying, a
+/// flow without a given route is split over every shortest path ([`Router::spray`]; inside a
+/// scale-up domain, evenly over its NVSwitches) and completes when its last part does.
 pub fn completion_times(
     topo: &Platform,
     flows: &[FlowSpec],
@@ -778,16 +780,21 @@ pub fn completion_times(
             return Err(InputError::field("flows", &field, format!("start {} ns must be finite and >= 0", f.start_ns)));
         }
         let mut path = Vec::new();
+        let mut parts = Vec::new();
         let given = routes.map(|r| &r[i]).filter(|r| !r.is_empty());
         let res = match given {
             Some(nodes) => links_of_path(topo, nodes, f.src, f.dst, &mut path),
+            None if topo.routing == Routing::Spray => router.spray(topo, f.src, f.dst, &mut parts),
             None => router.route(topo, f.src, f.dst, i as u64, &mut path),
         };
         res.map_err(|mut e| {
             e.message = format!("{field}: {}", e.message);
             e
         })?;
-        sim.add_batch(f.start_ns, vec![(path, f.bytes)], 1, i as u64);
+        if parts.is_empty() {
+            parts.push((path, 1.0));
+        }
+        sim.add_batch(f.start_ns, parts.into_iter().map(|(p, share)| (p, f.bytes * share)), 1, i as u64);
     }
     let mut out = vec![f64::NAN; flows.len()];
     let mut finished = Vec::new();

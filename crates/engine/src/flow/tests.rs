@@ -47,6 +47,19 @@ fn one_flow_pays_latency_then_size_over_bandwidth() {
 }
 
 #[test]
+fn sprayed_flow_spreads_over_every_spine() {
+    // Two ToRs of one GPU each under 4 spines of 10 B/ns: ECMP puts the flow on one spine
+    // (10 B/ns); spraying splits it in four (a quarter each) and the 40 B/ns NICs bound it.
+    let mut t = leaf_spine(1, 2, 4, 40.0, 10.0, 100.0);
+    let ecmp = completion_times(&t, &[flow(0, 1, 4e6, 0.0)], None, 0).unwrap();
+    assert_eq!(ecmp, vec![400.0 + 4e6 / 10.0]);
+    t.routing = Routing::Spray;
+    let spray = completion_times(&t, &[flow(0, 1, 4e6, 0.0), flow(1, 1, 5.0, 0.0)], None, 0).unwrap();
+    assert!(close(spray[0], 400.0 + 4e6 / 40.0, 1e-12), "{spray:?}");
+    assert_eq!(spray[1], 0.0);
+}
+
+#[test]
 fn flows_into_one_bottleneck_share_it_equally() {
     // n senders into GPU 0: its down link carries n flows at B/n each.
     let n = 5;

@@ -1,0 +1,54 @@
+"""The α–β fit: t(S) = α + β·x(S), x the bytes that load the bottleneck (nccl-tests' bus bytes
+S·f(n), or bwtest's (G−1)·S per rank each way). Measured collectives switch protocols between
+the two ends, so each parameter is fitted where it governs: β by least squares on the largest
+third of the sizes (at least two), t ≈ a + β·x there; then α by least squares with β fixed on
+the smallest third, α = mean(t_i − β·x_i) (never below 0). 1/β is the achievable bandwidth
+(busbw for nccl-tests), α the latency. On exact α–β data both are recovered exactly.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from clustersim.errors import InputError
+
+
+class AlphaBeta(NamedTuple):
+    alpha_s: float
+    beta_s_per_byte: float
+
+    @property
+    def bandwidth_GBps(self) -> float:
+        return 1e-9 / self.beta_s_per_byte
+
+    def time_s(self, x: float) -> float:
+        return self.alpha_s + self.beta_s_per_byte * x
+
+
+def fit(x: list[float], t: list[float], what: str) -> AlphaBeta:
+    """α and β of the points (x_i, t_i); `what` names the measurement in errors."""
+    if len(set(x)) < 2:
+        raise InputError(f"{what}: fit: needs at least two sizes, got {len(set(x))}")
+    points = sorted(zip(x, t, strict=True))
+    k = max(2, len(points) // 3)
+    large = points[-k:]
+    if len({xi for xi, _ in large}) < 2:
+        large = points
+    mx = sum(xi for xi, _ in large) / len(large)
+    mt = sum(ti for _, ti in large) / len(large)
+    sxx = sum((xi - mx) ** 2 for xi, _ in large)
+    beta = sum((xi - mx) * (ti - mt) for xi, ti in large) / sxx
+    if not beta > 0:
+        raise InputError(f"{what}: fit: the times do not grow with the size, so no bandwidth")
+    small = points[:k]
+    alpha = max(0.0, sum(ti - beta * xi for xi, ti in small) / len(small))
+    return AlphaBeta(alpha, beta)
+
+
+def relative_errors(model: list[float], measured: list[float]) -> list[float]:
+    """(model − measured) / measured, per point."""
+    return [(m - t) / t for m, t in zip(model, measured, strict=True)]
+
+
+def rms(values: list[float]) -> float:
+    return (sum(v * v for v in values) / len(values)) ** 0.5

@@ -1,0 +1,157 @@
+"""The model side of a calibration: each series simulated on a described fabric, and the fabric
+with its link classes recalibrated.
+
+A link class is scale-up (links that touch an NVSwitch: NVLink) or scale-out (every other link:
+NICs and switches). Which class a series loads follows from where its ranks run on the fabric:
+all in one scale-up domain, or not. For each class, from the α–β fits of the measured (m) and
+simulated (s) series on it, the bandwidth efficiency e = β_s / β_m scales the class's link
+bandwidths and the latency factor k = α_m / α_s its link latencies (from bwtest series only:
+the flow model times a collective's latency with NCCL's per-call model, not the links').
+Where the model clamps a
+link (NCCL's achievable NVLink rate) one scaling does not land, so it is repeated on the
+recalibrated fabric until e and k are within 0.1 % of 1 (at most 8 rounds).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import TYPE_CHECKING, NamedTuple
+
+from clustersim.calibrate.fit import AlphaBeta, fit
+from clustersim.calibrate.series import SCALE_OUT, SCALE_UP, Series
+from clustersim.errors import InputError
+
+if TYPE_CHECKING:
+    from clustersim.platform import Platform
+    from clustersim.topology import Topology
+
+ROUNDS = 8
+TOLERANCE = 1e-3
+
+
+def editable(spec: str | os.PathLike[str]) -> Topology:
+    """The fabric as a Topology whose links can be rescaled (platform files through SimAI text)."""
+    from clustersim import _engine
+    from clustersim.fabric import load_topology
+    from clustersim.topology import parse_simai
+
+    topo = load_topology(spec)
+    if not isinstance(topo, _engine.Platform):
+        return topo
+    try:
+        text = topo.to_simai()
+    except InputError as e:
+        raise InputError(
+            f"--topology {spec}: calibrate rewrites it as a SimAI topology, which it cannot be ({e})"
+        ) from None
+    return parse_simai(text, str(spec))
+
+
+def series_class(series: Series, platform: Platform) -> str:
+    """scale-up if the series' ranks share one scale-up domain of the platform, else scale-out.
+    Measured ranks must be grouped on the fabric as on their hosts: ranks r and q share a host
+    exactly when the fabric's ranks r and q share a scale-up domain."""
+    domains = list(platform.placement[1])[: series.ranks]
+    if series.ranks > len(platform.placement[1]):
+        raise InputError(
+            f"{series.source}: ranks: {series.ranks}, but the fabric has {len(platform.placement[1])}"
+        )
+    hosts = series.hosts
+    pairs = set(zip(hosts, domains, strict=True)) if hosts is not None else set()
+    if hosts is not None and not len(pairs) == len(set(hosts)) == len(set(domains)):
+        raise InputError(
+            f"{series.source}: ranks: measured on {len(set(hosts))} host(s), but the fabric's first"
+            f" {series.ranks} ranks are in {len(set(domains))} scale-up domain(s) grouped otherwise;"
+            " describe the measured machine"
+        )
+    return SCALE_UP if len(set(domains)) == 1 else SCALE_OUT
+
+
+def simulate(series: Series, platform: Platform) -> list[float]:
+    """The series' times (s) on the flow model of `platform`."""
+    if series.kind == "bwtest":
+        from clustersim.bwtest.pattern import WORD_BYTES, Pattern
+        from clustersim.bwtest.simulate import simulate as run_bwtest
+
+        out = []
+        for s in series.sizes:
+            pattern = Pattern.of(series.ranks, series.group_size or 1, max(1, s // WORD_BYTES))
+            out.append(run_bwtest(pattern, platform, series.source)[1])
+        return out
+    from clustersim.sweep import sweep
+
+    table = sweep(platform, series.kind, series.sizes, gpus=series.ranks)
+    return [us * 1e-6 for us in table["time_us"]]
+
+
+def scaled(topo: Topology, factors: dict[str, tuple[float, float]]) -> Topology:
+    """`topo` with each class's links' bandwidth × e and latency × k (factors[class] = (e, k))."""
+    links = []
+    for link in topo.links:
+        up = "nvswitch" in (topo.kinds[link.src], topo.kinds[link.dst])
+        e, k = factors.get(SCALE_UP if up else SCALE_OUT, (1.0, 1.0))
+        links.append(dataclasses.replace(link, bandwidth=link.bandwidth * e, latency=link.latency * k))
+    return dataclasses.replace(topo, links=links, warnings=[])
+
+
+def class_factors(
+    series: list[Series], classes: list[str], measured: list[AlphaBeta], simulated: list[list[float]]
+) -> dict[str, tuple[float, float]]:
+    """Per class, the mean e = β_s/β_m over its series and the mean k = α_m/α_s over its bwtest
+    series (1 without any, or where α_s = 0): a collective's latency on the flow model is NCCL's
+    per-call model, which link latencies do not enter."""
+    sums: dict[str, list[list[float]]] = {}
+    for s, c, m, times in zip(series, classes, measured, simulated, strict=True):
+        sim = fit(s.x, times, f"{s.source} (simulated)")
+        sums.setdefault(c, [[], []])
+        sums[c][0].append(sim.beta_s_per_byte / m.beta_s_per_byte)
+        if s.kind == "bwtest" and sim.alpha_s > 0:
+            sums[c][1].append(m.alpha_s / sim.alpha_s)
+    return {c: (sum(es) / len(es), sum(ks) / len(ks) if ks else 1.0) for c, (es, ks) in sums.items()}
+
+
+class Calibration(NamedTuple):
+    topology: Topology
+    #: Per class: (bandwidth efficiency e, latency factor k) applied to its links.
+    factors: dict[str, tuple[float, float]]
+    #: Per class, the factors the model does not respond to ("e", "k"), left at 1.
+    inert: dict[str, set[str]]
+    classes: list[str]
+    before: list[list[float]]
+    after: list[list[float]]
+
+
+def calibrate(series: list[Series], measured: list[AlphaBeta], topo: Topology, where: str) -> Calibration:
+    """Rescale `topo`'s link classes until its simulated series have the measured α and β. A
+    factor whose step is unchanged by the previous round's scaling does not move the model (the
+    collectives' latency is NCCL's per-call model, not the links'): it is reset to 1."""
+    platform = topo.to_platform(where)
+    classes = [series_class(s, platform) for s in series]
+    before = [simulate(s, platform) for s in series]
+    total = {c: [1.0, 1.0] for c in classes}
+    inert: dict[str, set[str]] = {c: set() for c in classes}
+    previous: dict[str, tuple[float, float]] = {}
+    times = before
+    for _ in range(ROUNDS):
+        step = class_factors(series, classes, measured, times)
+        for c, (e, k) in step.items():
+            for i, name in ((0, "e"), (1, "k")):
+                now, then = (e, k)[i], previous.get(c, (1.0, 1.0))[i]
+                if c in previous and abs(then - 1) >= TOLERANCE and abs(now / then - 1) < TOLERANCE:
+                    inert[c].add(name)
+                    total[c][i] = 1.0
+        step = {
+            c: (1.0 if "e" in inert[c] else e, 1.0 if "k" in inert[c] else k) for c, (e, k) in step.items()
+        }
+        if all(abs(e - 1) < TOLERANCE and abs(k - 1) < TOLERANCE for e, k in step.values()):
+            break
+        previous = step
+        for c, (e, k) in step.items():
+            total[c] = [total[c][0] * e, total[c][1] * k]
+        platform = scaled(topo, {c: (e, k) for c, (e, k) in total.items()}).to_platform(where)
+        times = [simulate(s, platform) for s in series]
+    factors = {c: (e, k) for c, (e, k) in total.items()}
+    current = scaled(topo, factors)
+    platform = current.to_platform(where)
+    return Calibration(current, factors, inert, classes, before, [simulate(s, platform) for s in series])

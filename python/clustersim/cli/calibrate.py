@@ -1,0 +1,88 @@
+"""`clustersim calibrate`: fit the network model to nccl-tests logs and bwtest measurements."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from clustersim.cli.common import add_json, print_json, subcommand
+
+HELP = "fit latency and bandwidth per link class to nccl-tests logs and bwtest JSON"
+
+EPILOG = """\
+examples:
+  clustersim bwtest --simulate -n fat-tree:4 -g 4 --count 1024 -o results/bw-1k.json
+  clustersim bwtest --simulate -n fat-tree:4 -g 4 --count 1048576 -o results/bw-1m.json
+  clustersim calibrate results/bw-1k.json results/bw-1m.json -n fat-tree:4 -o results/cal-
+
+nccl-tests logs are read as they are: clustersim calibrate all_reduce_perf.log alltoall_perf.log -n FABRIC"""
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    p = subcommand(
+        sub,
+        "calibrate",
+        help=HELP,
+        description="Fit t = α + β·x to each measured series (x: nccl-tests' bus bytes, or bwtest's bytes "
+        "per rank each way): β by least squares on the largest sizes, α on the smallest; print the measured "
+        "and fitted times side by side. With -n, also simulate each series on that fabric, rescale its link "
+        "classes (scale-up: NVLink; scale-out: NICs and switches) to the fits, and print the simulated times "
+        "before and after. Writes PREFIXcalibration.json, PREFIXbusbw.yaml (SimAI's format; clustersim "
+        "analytical -busbw) and, with -n, PREFIXtopology.txt (the recalibrated fabric, for -n of run, "
+        "collective, train).",
+        epilog=EPILOG,
+    )
+    p.add_argument("files", nargs="+", metavar="FILE", help="nccl-tests logs, bwtest JSON documents (*.json)")
+    p.add_argument(
+        "-n",
+        "--topology",
+        metavar="FABRIC",
+        help="the measured machine: a SimAI topology file, a platform file or a template NAME[:GPUS]",
+    )
+    p.add_argument("-o", "--output", default="results/calibrated-", metavar="PREFIX", help="output prefix")
+    add_json(p, "the calibration report")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from clustersim.calibrate import model, report, series
+    from clustersim.calibrate.fit import fit
+    from clustersim.output import atomic_outputs, write_text
+
+    found = [s for f in args.files if not f.endswith(".json") for s in series.from_nccl_log(f)]
+    found += series.from_bwtest([f for f in args.files if f.endswith(".json")])
+    fits = [fit(s.x, s.times_s, s.source) for s in found]
+    classes = [s.link_class for s in found]
+    before = after = [None] * len(found)
+    cal = None
+    if args.topology is not None:
+        cal = model.calibrate(found, fits, model.editable(args.topology), str(args.topology))
+        classes, before, after = cal.classes, cal.before, cal.after
+    docs = [report.series_doc(*row) for row in zip(found, fits, classes, before, after, strict=True)]
+    doc = {"format": report.FORMAT, "topology": args.topology, "series": docs, "classes": {}}
+    if cal is not None:
+        doc["classes"] = {
+            c: {"bandwidth_efficiency": e, "latency_factor": k, "inert": sorted(cal.inert[c])}
+            for c, (e, k) in cal.factors.items()
+        }
+    written = [f"{args.output}calibration.json"]
+    busbw = report.busbw_yaml(docs, args.files)
+    with atomic_outputs() as stage:
+        write_text(stage(written[0]), json.dumps(doc, indent=2, allow_nan=False) + "\n")
+        if busbw is not None:
+            written.append(f"{args.output}busbw.yaml")
+            write_text(stage(written[-1]), busbw)
+        if cal is not None:
+            written.append(f"{args.output}topology.txt")
+            write_text(stage(written[-1]), cal.topology.to_simai())
+    if args.json:
+        print_json(doc)
+        return 0
+    for d in docs:
+        report.print_series(d)
+    for c, f in doc["classes"].items():
+        inert = f" (the model does not respond to: {', '.join(f['inert'])}; left at 1)" if f["inert"] else ""
+        e, k = f["bandwidth_efficiency"], f["latency_factor"]
+        print(f"# {c} links: bandwidth × {e:.4f}, latency × {k:.4f}{inert}")
+    print("# wrote " + ", ".join(written))
+    return 0
