@@ -25,11 +25,9 @@ ROUTINGS = ("spray", "ecmp")
 
 def platform_of(spec: str | os.PathLike[str] | Topology | Platform) -> Platform:
     """The engine's Platform of a fabric spec (file, template or object), as `-n` takes them."""
-    from clustersim import _engine
     from clustersim.fabric import load_topology
 
-    topo = load_topology(spec)
-    return topo if isinstance(topo, _engine.Platform) else topo.to_platform(str(spec))
+    return load_topology(spec)
 
 
 def rank_devices(platform: Platform, ranks: int, spec: object) -> list[int]:

@@ -14,7 +14,6 @@ recalibrated fabric until e and k are within 0.1 % of 1 (at most 8 rounds).
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -85,14 +84,19 @@ def simulate(series: Series, platform: Platform) -> list[float]:
     return [us * 1e-6 for us in table["time_us"]]
 
 
-def scaled(topo: Topology, factors: dict[str, tuple[float, float]]) -> Topology:
+def scaled(topo: Topology, factors: dict[str, tuple[float, float]], where: str) -> Topology:
     """`topo` with each class's links' bandwidth × e and latency × k (factors[class] = (e, k))."""
+    from clustersim.topology import Topology
+
+    kinds = topo.kinds
     links = []
     for link in topo.links:
-        up = "nvswitch" in (topo.kinds[link.src], topo.kinds[link.dst])
+        up = "nvswitch" in (kinds[link.src], kinds[link.dst])
         e, k = factors.get(SCALE_UP if up else SCALE_OUT, (1.0, 1.0))
-        links.append(dataclasses.replace(link, bandwidth=link.bandwidth * e, latency=link.latency * k))
-    return dataclasses.replace(topo, links=links, warnings=[])
+        links.append(link._replace(bandwidth=link.bandwidth * e, latency=link.latency * k))
+    return Topology.from_links(
+        kinds, links, topo.gpus_per_server, topo.gpu_type, name=topo.name, source=where
+    )
 
 
 def class_factors(
@@ -126,7 +130,7 @@ def calibrate(series: list[Series], measured: list[AlphaBeta], topo: Topology, w
     """Rescale `topo`'s link classes until its simulated series have the measured α and β. A
     factor whose step is unchanged by the previous round's scaling does not move the model (the
     collectives' latency is NCCL's per-call model, not the links'): it is reset to 1."""
-    platform = topo.to_platform(where)
+    platform = topo.platform
     classes = [series_class(s, platform) for s in series]
     before = [simulate(s, platform) for s in series]
     total = {c: [1.0, 1.0] for c in classes}
@@ -149,9 +153,9 @@ def calibrate(series: list[Series], measured: list[AlphaBeta], topo: Topology, w
         previous = step
         for c, (e, k) in step.items():
             total[c] = [total[c][0] * e, total[c][1] * k]
-        platform = scaled(topo, {c: (e, k) for c, (e, k) in total.items()}).to_platform(where)
+        platform = scaled(topo, {c: (e, k) for c, (e, k) in total.items()}, where).platform
         times = [simulate(s, platform) for s in series]
     factors = {c: (e, k) for c, (e, k) in total.items()}
-    current = scaled(topo, factors)
-    platform = current.to_platform(where)
+    current = scaled(topo, factors, where)
+    platform = current.platform
     return Calibration(current, factors, inert, classes, before, [simulate(s, platform) for s in series])

@@ -29,7 +29,20 @@ from clustersim.cli.common import Parser
 from clustersim.errors import EnginePanic, InputError, InternalError
 
 EX_SOFTWARE = 70
-COMMANDS = (analytical, run, train, search, workload, topo, collective, sweep, report, compare, bwtest, calibrate)
+COMMANDS = (
+    analytical,
+    run,
+    train,
+    search,
+    workload,
+    topo,
+    collective,
+    sweep,
+    report,
+    compare,
+    bwtest,
+    calibrate,
+)
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
