@@ -8,20 +8,40 @@ from collections.abc import Callable
 from typing import Any
 
 from clustersim import _engine
-from clustersim.catalog import lookup
+from clustersim.catalog import check_accelerator, lookup
 from clustersim.fabric import fabric_document
 from clustersim.models import resolve
 from clustersim.table import Table
 
-MODEL_KEYS = ("family", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq_len", "moe", "mla")
+MODEL_KEYS = (
+    "family",
+    "layers",
+    "hidden",
+    "heads",
+    "kv_heads",
+    "head_dim",
+    "ffn",
+    "vocab",
+    "seq_len",
+    "moe",
+    "mla",
+)
+SP_AT_TP1 = "--sp at TP 1: sequence parallelism switched off, as Megatron does (it needs TP > 1)"
+
+
+def plan_warnings(*, tp: int = 1, sp: bool = False, **_: Any) -> list[str]:
+    """What a plan asks for that Megatron adjusts with a warning (same arguments as `train`)."""
+    return [SP_AT_TP1] if sp and tp == 1 else []
 
 
 def train(
     model: str | dict[str, Any], *, progress: Callable[[float], None] | None = None, **plan: Any
 ) -> dict[str, Any]:
-    """Simulate one training iteration; returns time, throughput, MFU, breakdown and memory.
-    Keyword arguments: see `input_document`."""
-    return json.loads(_engine.run_training(json.dumps(input_document(model, **plan)), progress=progress))
+    """Simulate one training iteration; returns time, throughput, MFU, breakdown, memory and
+    warnings (what Megatron would adjust). Keyword arguments: see `input_document`."""
+    doc = input_document(model, **plan)
+    result = json.loads(_engine.run_training(json.dumps(doc), progress=progress))
+    return result | {"warnings": plan_warnings(**plan)}
 
 
 def workload_text(model: str | dict[str, Any], *, aicb_compat: bool = False, **plan: Any) -> str:
@@ -72,7 +92,11 @@ def input_document(
     analytical model on the accelerator's links, or with `topology` the flow model on that fabric:
     a SimAI topology file, a template NAME[:GPUS] or a Topology)."""
     m = resolve(model) if isinstance(model, str) else dict(model)
-    acc = lookup("accelerators", accelerator) if isinstance(accelerator, str) else dict(accelerator)
+    if isinstance(accelerator, str):
+        acc = lookup("accelerators", accelerator)
+    else:
+        acc = dict(accelerator)
+        check_accelerator(acc, "accelerator", None)
     m.setdefault("kv_heads", m.get("heads"))
     doc = {
         "model": {k: m[k] for k in MODEL_KEYS if k in m} | {"name": m.get("name", "model")},
@@ -87,7 +111,8 @@ def input_document(
             "mbs": mbs,
             "gbs": gbs,
             "seq": seq if seq is not None else m["seq_len"],
-            "sp": sp,
+            # Megatron switches sequence parallelism off at TP 1 (plan_warnings says so).
+            "sp": sp and tp > 1,
             "dp": dp,
             "recompute": recompute,
             "first_stage_layers": first_stage_layers,
