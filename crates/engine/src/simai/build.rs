@@ -119,7 +119,7 @@ impl SimaiWorkload {
             );
         }
         let dp = (world as u64 / mp) as u32;
-        if dp % e != 0 && !opt.compat {
+        if !dp.is_multiple_of(e) && !opt.compat {
             return bad("ep", format!("EP {e} does not divide DP = {dp} (valid: {})", divisors_text(dp as u64)));
         }
         let dp_ep = dp / e;
@@ -133,7 +133,7 @@ impl SimaiWorkload {
         let dims = |axes: &[Axis]| Membership::Dims(layout.mask(axes));
         // Groups as Megatron lays them out; when the world does not divide, SimAI's DP and DP_EP
         // sizes as instances of rank 0 (the one rank class stands for every rank).
-        let (dp_group, dp_ep_group) = if uneven || dp % e != 0 {
+        let (dp_group, dp_ep_group) = if uneven || !dp.is_multiple_of(e) {
             warnings.push(format!(
                 "-g {world} with TP×PP = {mp} and EP {e}: computing with DP = ⌊{world}/{mp}⌋ = {dp} and DP_EP = ⌊{dp}/{e}⌋ = {dp_ep}, as SimAI does"
             ));
