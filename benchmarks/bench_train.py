@@ -44,6 +44,8 @@ ARGS = [
     "--dist-opt",
     "--recompute",
     "selective",
+    # 89 GB with the middle stages' activations and the process headroom (issue 14 item 7): timed anyway.
+    "--allow-oom",
     "--json",
 ]
 

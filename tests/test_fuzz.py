@@ -139,7 +139,8 @@ def test_found_accelerator_inputs() -> None:
     base = ACCELERATORS[0]
     # Tracebacks (KeyError, TypeError, ValueError) and messages of the engine's internal JSON.
     assert (
-        error(base.replace("  nvlink_busbw: 100\n", "")) == ": nvlink_busbw: missing in accelerator 'my-gpu'"
+        error(base.replace("  nvlink_busbw: 100\n", ""))
+        == ":1: nvlink_busbw: missing in accelerator 'my-gpu'"
     )
     assert (
         error(base.replace("hbm_tbps: 1.5", "hbm_tbps: "))

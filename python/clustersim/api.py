@@ -142,7 +142,7 @@ class TrainResult(NamedTuple):
 
 
 def train(
-    model: str | os.PathLike[str] | dict[str, Any],
+    model: str | os.PathLike[str] | dict[str, Any] | None = None,
     *,
     gpus: int,
     gbs: int,
@@ -173,6 +173,7 @@ def train(
     vocab: int | None = None,
     experts: int | None = None,
     topk: int | None = None,
+    family: str | None = None,
     allow_oom: bool = False,
     topology: str | os.PathLike[str] | Topology | Platform | None = None,
     algo: str = "auto",
@@ -185,7 +186,8 @@ def train(
     progress: Progress | None = None,
 ) -> TrainResult:
     """One Megatron-Core training iteration of `model` (catalog name, YAML/JSON file, Hugging Face
-    config.json, or a dict) with a parallel plan (`clustersim train`). With `topology` the
+    config.json, a dict, or None: the shape keyword arguments alone, named "custom") with a parallel
+    plan (`clustersim train`). With `topology` the
     communication runs on that fabric with the flow model. Raises InputError on bad input and,
     unless `allow_oom`, on a plan that does not fit in memory."""
     from clustersim.training import train as run_training
@@ -216,26 +218,33 @@ def train(
 PLAN_OPTIONS = (
     "model gpus gbs gpu accelerators tp pp ep cp vpp mbs seq sp first_stage_layers last_stage_layers"
     " dist_opt zero recompute no_flash_attn gpus_per_server nics_per_server nic_busbw layers hidden"
-    " heads kv_heads ffn vocab experts topk"
+    " heads kv_heads ffn vocab experts topk family"
 ).split()
 
 
 def plan_options(
-    model: str | os.PathLike[str] | dict[str, Any], **options: Any
+    model: str | os.PathLike[str] | dict[str, Any] | None, **options: Any
 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """(model, accelerator, plan keyword arguments of `clustersim.training`) from the options of
     `clustersim train` and `workload generate`: every name of PLAN_OPTIONS but `model` (their
     defaults are `train`'s)."""
     from clustersim.catalog import lookup
-    from clustersim.models import resolve
+    from clustersim.models import from_flags, resolve
 
-    o = SimpleNamespace(**options)
+    o = SimpleNamespace(**({"family": None} | options))
 
     if o.dist_opt and o.zero:
         raise InputError("command line: --dist-opt: cannot be combined with --zero")
     shape = {"layers": o.layers, "hidden": o.hidden, "heads": o.heads, "kv_heads": o.kv_heads, "ffn": o.ffn}
     shape["vocab"] = o.vocab
-    spec = dict(model) if isinstance(model, dict) else resolve(os.fspath(model), shape)
+    if model is None:
+        spec = from_flags(shape, o.family, o.seq)
+    elif isinstance(model, dict):
+        spec = dict(model)
+    else:
+        spec = resolve(os.fspath(model), shape)
+    if o.family is not None:
+        spec["family"] = o.family
     if isinstance(model, dict):
         spec.update({k: v for k, v in shape.items() if v is not None})
         spec.setdefault("name", "model")

@@ -13,17 +13,31 @@ from clustersim.catalog import engine_check, fail, is_count, lookup, read_yaml
 from clustersim.errors import InputError
 
 # Hugging Face config.json keys → ours. Families whose configs describe LLaMA-style blocks.
-HF_LLAMA_TYPES = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "deepseek_v2", "deepseek_v3", "gemma"}
+HF_LLAMA_TYPES = {
+    "llama",
+    "mistral",
+    "mixtral",
+    "qwen2",
+    "qwen2_moe",
+    "qwen3",
+    "qwen3_moe",
+    "deepseek_v2",
+    "deepseek_v3",
+    "gemma",
+}
 HF_KEYS = {
     "num_hidden_layers": "layers",
     "hidden_size": "hidden",
     "num_attention_heads": "heads",
     "num_key_value_heads": "kv_heads",
+    "head_dim": "head_dim",
     "intermediate_size": "ffn",
     "vocab_size": "vocab",
 }
 REQUIRED = ("family", "layers", "hidden", "heads", "ffn", "vocab", "seq_len")
-COUNTS = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq_len")
+COUNTS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab", "seq_len")
+# A model given by command-line flags alone (no --model): the shape flags it needs.
+FLAGS = {"layers": "--layers", "hidden": "--hidden", "heads": "--heads", "ffn": "--ffn", "vocab": "--vocab"}
 MOE = {"experts": True, "topk": True, "expert_ffn": True, "shared_experts": False, "shared_ffn": False}
 MOE_OPTIONAL = ("dense_layers",)
 MLA = ("q_lora", "kv_lora", "qk_nope", "qk_rope", "v_head")
@@ -47,17 +61,30 @@ def from_hf_config(cfg: dict[str, Any], path: str, text: str = "") -> dict[str, 
     m["family"] = "llama" if kind in HF_LLAMA_TYPES else "gpt"
     positions = count("max_position_embeddings")
     m["seq_len"] = min(4096 if positions is None else positions, 8192)
-    experts = count("num_local_experts") or count("n_routed_experts")
+    # Routed experts: Mixtral's num_local_experts, DeepSeek's n_routed_experts, Qwen-MoE's num_experts.
+    experts = count("num_local_experts") or count("n_routed_experts") or count("num_experts")
     if experts:
         shared = count("n_shared_experts") or 0
+        shared_ffn = count("moe_intermediate_size", 0) if shared else 0
+        # Qwen-MoE: one shared expert of its own width (shared_expert_intermediate_size).
+        if count("shared_expert_intermediate_size"):
+            shared, shared_ffn = 1, cfg["shared_expert_intermediate_size"]
         m["moe"] = {
             "experts": experts,
             "topk": count("num_experts_per_tok", 2),
             "expert_ffn": count("moe_intermediate_size", m.get("ffn")),
             "shared_experts": shared,
-            "shared_ffn": count("moe_intermediate_size", 0) if shared else 0,
+            "shared_ffn": shared_ffn,
             "dense_layers": count("first_k_dense_replace", 0),
         }
+        # Qwen-MoE's dense layers: every decoder_sparse_step-th layer is MoE, and mlp_only_layers
+        # are dense; clustersim models the dense layers as the first ones only.
+        if count("decoder_sparse_step", 1) != 1:
+            fail(path, text, "decoder_sparse_step", "only 1 (every layer MoE) is supported")
+        dense = cfg.get("mlp_only_layers") or []
+        if dense != list(range(len(dense))):
+            fail(path, text, "mlp_only_layers", f"only the first layers can be dense, got {dense!r}")
+        m["moe"]["dense_layers"] = max(m["moe"]["dense_layers"], len(dense))
     if count("kv_lora_rank"):
         m["mla"] = {
             "q_lora": count("q_lora_rank") or 0,
@@ -94,10 +121,33 @@ def check_model(model: dict[str, Any], path: str, text: str) -> None:
             v = model[block].get(key)
             if not is_count(v):
                 fail(path, text, f"{block}.{key}", f"must be a whole number, got {v!r}")
-    doc = {k: model[k] for k in (*REQUIRED, "kv_heads", "moe", "mla") if model.get(k) is not None}
+    doc = {k: model[k] for k in (*REQUIRED, "kv_heads", "head_dim", "moe", "mla") if model.get(k) is not None}
     engine_check(
         "model", {"name": str(model.get("name", "model")), "kv_heads": model["heads"]} | doc, path, text
     )
+
+
+def from_flags(shape: dict[str, Any], family: str | None, seq: int | None) -> dict[str, Any]:
+    """A model given by command-line flags alone (no --model), named "custom"."""
+    missing = [flag for key, flag in FLAGS.items() if shape.get(key) is None]
+    if seq is None:
+        missing.append("--seq")
+    if missing:
+        raise InputError(
+            f"command line: {missing[0]}: missing (a model without --model needs {', '.join(FLAGS.values())}"
+            " and --seq; --kv-heads, --family, --experts and --topk are optional)"
+        )
+    model = {k: v for k, v in shape.items() if v is not None}
+    model.update(name="custom", family=family or "llama", seq_len=seq)
+    model.setdefault("kv_heads", model["heads"])
+    from clustersim import _engine
+
+    problem = _engine.check_description("model", json.dumps(model))
+    if problem is not None:
+        field, message = problem
+        flag = "--seq" if field == "seq_len" else "--" + field.removeprefix("moe.").replace("_", "-")
+        raise InputError(f"command line: {flag}: {message}")
+    return model
 
 
 def resolve(spec: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from clustersim import _engine
-from clustersim.catalog import lookup
+from clustersim.catalog import check_accelerator, lookup
 from clustersim.fabric import fabric_document, load_topology
 from clustersim.models import resolve
 from clustersim.table import Table
@@ -17,18 +17,37 @@ if TYPE_CHECKING:
     from clustersim.platform import Platform
     from clustersim.topology import Topology
 
-MODEL_KEYS = ("family", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq_len", "moe", "mla")
+MODEL_KEYS = (
+    "family",
+    "layers",
+    "hidden",
+    "heads",
+    "kv_heads",
+    "head_dim",
+    "ffn",
+    "vocab",
+    "seq_len",
+    "moe",
+    "mla",
+)
+SP_AT_TP1 = "--sp at TP 1: sequence parallelism switched off, as Megatron does (it needs TP > 1)"
+
+
+def plan_warnings(*, tp: int = 1, sp: bool = False, **_: Any) -> list[str]:
+    """What a plan asks for that Megatron adjusts with a warning (same arguments as `train`)."""
+    return [SP_AT_TP1] if sp and tp == 1 else []
 
 
 def train(
     model: str | dict[str, Any], *, progress: Callable[[float], None] | None = None, **plan: Any
 ) -> dict[str, Any]:
-    """Simulate one training iteration; returns time, throughput, MFU, breakdown and memory.
-    Keyword arguments: see `input_document`; the fabric (`topology`) goes to the engine as its
-    `Platform`."""
+    """Simulate one training iteration; returns time, throughput, MFU, breakdown, memory and
+    warnings (what Megatron would adjust). Keyword arguments: see `input_document`; the fabric
+    (`topology`) goes to the engine as its `Platform`."""
     platform = load_topology(plan["topology"]) if plan.get("topology") is not None else None
     doc = json.dumps(input_document(model, **plan))
-    return json.loads(_engine.run_training(doc, progress=progress, platform=platform))
+    result = json.loads(_engine.run_training(doc, progress=progress, platform=platform))
+    return result | {"warnings": plan_warnings(**plan)}
 
 
 def workload_text(model: str | dict[str, Any], *, aicb_compat: bool = False, **plan: Any) -> str:
@@ -80,7 +99,11 @@ def input_document(
     a SimAI topology or platform file, a template NAME[:GPUS], a Platform or a Topology; the
     document names it, and `train` hands the engine its Platform)."""
     m = resolve(model) if isinstance(model, str) else dict(model)
-    acc = lookup("accelerators", accelerator) if isinstance(accelerator, str) else dict(accelerator)
+    if isinstance(accelerator, str):
+        acc = lookup("accelerators", accelerator)
+    else:
+        acc = dict(accelerator)
+        check_accelerator(acc, "accelerator", None)
     m.setdefault("kv_heads", m.get("heads"))
     doc = {
         "model": {k: m[k] for k in MODEL_KEYS if k in m} | {"name": m.get("name", "model")},
@@ -95,7 +118,8 @@ def input_document(
             "mbs": mbs,
             "gbs": gbs,
             "seq": seq if seq is not None else m["seq_len"],
-            "sp": sp,
+            # Megatron switches sequence parallelism off at TP 1 (plan_warnings says so).
+            "sp": sp and tp > 1,
             "dp": dp,
             "recompute": recompute,
             "first_stage_layers": first_stage_layers,

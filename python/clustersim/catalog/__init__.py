@@ -91,11 +91,16 @@ def engine_check(kind: str, doc: dict[str, Any], path: str | os.PathLike[str], t
         fail(path, text, *problem)
 
 
-def check_accelerator(entry: dict[str, Any], path: str | os.PathLike[str], text: str) -> None:
-    """An accelerator from a user's file: the fields a run needs, of the right types and values."""
+def check_accelerator(entry: dict[str, Any], path: str | os.PathLike[str], text: str | None) -> None:
+    """An accelerator from a user's file (or, with `text` None, a mapping given in Python): the
+    fields a run needs, of the right types and values. A missing field is reported at the
+    entry's line."""
+    name = str(entry.get("name", "accelerator"))
     for key in (*ACCELERATOR_RATES, *ACCELERATOR_LINKS, *ACCELERATOR_CURVES):
         if key not in entry:
-            raise InputError(f"{path}: {key}: missing in accelerator '{entry['name']}'")
+            where = f"{path}:{line_of(text, name)}" if text is not None else str(path)
+            raise InputError(f"{where}: {key}: missing in accelerator '{name}'")
+    text = text or ""
     for key in (*ACCELERATOR_RATES, *ACCELERATOR_LINKS, "nvls_busbw", "kernel_overhead_ns"):
         v = entry.get(key, 0)
         if not is_number(v) and not (key == "nvls_busbw" and v is None):

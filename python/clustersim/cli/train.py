@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -63,7 +64,11 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 def add_plan_options(p: argparse.ArgumentParser) -> None:
     """Model, accelerator and parallel plan: shared by `train` and `workload generate`."""
-    p.add_argument("--model", required=True, help="catalog name, a YAML/JSON model file, or a HF config.json")
+    p.add_argument(
+        "--model",
+        help="catalog name, a YAML/JSON model file, or a HF config.json; without it the model is"
+        " --layers --hidden --heads --ffn --vocab --seq (and --kv-heads, --family) alone, named custom",
+    )
     p.add_argument("-g", "--gpus", type=count, required=True, help="number of GPUs")
     p.add_argument("--gpu", default="h100", help="accelerator name from the catalog (default h100)")
     p.add_argument("--accelerators", help="YAML file of extra accelerator descriptions")
@@ -91,6 +96,11 @@ def add_plan_options(p: argparse.ArgumentParser) -> None:
     )
     for flag in ("layers", "hidden", "heads", "kv-heads", "ffn", "vocab", "experts", "topk"):
         p.add_argument(f"--{flag}", type=count, help=f"override the model's {flag.replace('-', ' ')}")
+    p.add_argument(
+        "--family",
+        choices=["gpt", "llama"],
+        help="block type: gpt (LayerNorm, GeLU, biases) or llama (RMSNorm, SwiGLU; default without --model)",
+    )
 
 
 def plan_options(args: argparse.Namespace) -> dict[str, object]:
@@ -118,6 +128,8 @@ def main(args: argparse.Namespace) -> int:
         )
     finally:
         progress.close()
+    for w in result.data.get("warnings", []):
+        print(f"warning: {w}", file=sys.stderr)
     doc = result.to_dict()
     text = json.dumps(doc, indent=2, allow_nan=False) + "\n"
     written = []
@@ -184,8 +196,17 @@ def print_result(result: TrainResult) -> None:
             print(f"  {s['stage']:>5} {compute:11.3f} {exposed:16.3f} {bubble:10.3f}   {top}")
     mem = r["memory"]
     fits = "fits" if r["memory_fits"] else "DOES NOT FIT"
-    print(
-        f"memory per GPU  {mem['total_gb']:10.1f} GB ({fits} in {acc.get('hbm_gb')} GB): weights "
-        f"{mem['params_gb']:.1f}, gradients + optimizer {mem['grads_and_optimizer_gb']:.1f}, "
-        f"activations {mem['activations_gb']:.1f}"
-    )
+    print(f"memory per GPU  {mem['total_gb']:10.1f} GB ({fits} in {acc.get('hbm_gb')} GB):")
+    for key, what in MEMORY_PARTS:
+        print(f"  {what:<36}{mem[key]:8.2f} GB")
+
+
+# The memory report's lines: tensors, then what a real process holds beside them.
+MEMORY_PARTS = (
+    ("params_gb", "weights"),
+    ("grads_and_optimizer_gb", "gradients + optimizer"),
+    ("activations_gb", "activations"),
+    ("cuda_context_gb", "CUDA context"),
+    ("nccl_buffers_gb", "NCCL buffers"),
+    ("fragmentation_gb", "allocator fragmentation "),
+)

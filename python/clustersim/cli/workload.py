@@ -170,10 +170,12 @@ def rewrite(args: argparse.Namespace) -> int:
 def generate(args: argparse.Namespace) -> int:
     from clustersim.api import plan_options as resolve_plan
     from clustersim.output import atomic_outputs, write_text
-    from clustersim.training import workload_text
+    from clustersim.training import plan_warnings, workload_text
     from clustersim.workload import Workload
 
     model, _, plan = resolve_plan(**plan_options(args))
+    for w in plan_warnings(**plan):
+        print(f"warning: {w}", file=sys.stderr)
     if args.ir:
         if args.aicb_compat:
             raise InputError("command line: --ir: AICB's rows are a SimAI file only; drop --aicb-compat")

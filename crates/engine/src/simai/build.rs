@@ -100,10 +100,13 @@ impl SimaiWorkload {
             return bad("gpus_per_server", "must be at least 1".into());
         }
         let mp = t as u64 * p as u64;
-        if !(world as u64).is_multiple_of(mp) {
+        // SimAI accepts any -g and computes DP = ⌊world/(TP·PP)⌋ and DP_EP = ⌊DP/EP⌋ (Layer.cc);
+        // compat mode does the same, the default mode asks for a world the plan fills.
+        let uneven = !(world as u64).is_multiple_of(mp);
+        if uneven && !opt.compat {
             return bad(
                 "gpus",
-                format!("{world} GPUs are not divisible by TP×PP = {t}×{p} = {mp} (valid: multiples of {mp})"),
+                format!("{world} GPUs are not divisible by TP×PP = {t}×{p} = {mp} (valid: multiples of {mp}; --compat simai computes with the quotient, as SimAI does)"),
             );
         }
         if !world.is_multiple_of(gps) && world > gps {
@@ -115,17 +118,37 @@ impl SimaiWorkload {
                 format!("TP {t} must divide the {gps} GPUs per server or be a multiple of it, so no TP group straddles servers"),
             );
         }
-        let dp = world / (t * p);
-        if dp % e != 0 {
+        let dp = (world as u64 / mp) as u32;
+        if !dp.is_multiple_of(e) && !opt.compat {
             return bad("ep", format!("EP {e} does not divide DP = {dp} (valid: {})", divisors_text(dp as u64)));
         }
-        let layout = Layout::megatron(t, 1, e, dp / e, p);
+        let dp_ep = dp / e;
+        if dp_ep == 0 {
+            return bad(
+                "gpus",
+                format!("{world} GPUs leave DP = ⌊{world}/{mp}⌋ = {dp}, less than EP {e}: SimAI's DP_EP group would be empty"),
+            );
+        }
+        let layout = Layout::megatron(t, 1, e, dp_ep, p);
         let dims = |axes: &[Axis]| Membership::Dims(layout.mask(axes));
+        // Groups as Megatron lays them out; when the world does not divide, SimAI's DP and DP_EP
+        // sizes as instances of rank 0 (the one rank class stands for every rank).
+        let (dp_group, dp_ep_group) = if uneven || !dp.is_multiple_of(e) {
+            warnings.push(format!(
+                "-g {world} with TP×PP = {mp} and EP {e}: computing with DP = ⌊{world}/{mp}⌋ = {dp} and DP_EP = ⌊{dp}/{e}⌋ = {dp_ep}, as SimAI does"
+            ));
+            (
+                Membership::Explicit(vec![(0..dp).map(|k| k * t).collect()]),
+                Membership::Explicit(vec![(0..dp_ep).map(|k| k * t * e).collect()]),
+            )
+        } else {
+            (dims(&[Axis::Ep, Axis::DpEp]), dims(&[Axis::DpEp]))
+        };
         let groups = vec![
             Group { name: "TP".into(), members: dims(&[Axis::Tp]) },
-            Group { name: "DP".into(), members: dims(&[Axis::Ep, Axis::DpEp]) },
+            Group { name: "DP".into(), members: dp_group },
             Group { name: "EP".into(), members: dims(&[Axis::Ep]) },
-            Group { name: "DP_EP".into(), members: dims(&[Axis::DpEp]) },
+            Group { name: "DP_EP".into(), members: dp_ep_group },
             Group { name: "PP".into(), members: dims(&[Axis::Pp]) },
             Group { name: "NONE".into(), members: Membership::Dims(0) },
         ];

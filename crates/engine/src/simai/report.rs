@@ -3,7 +3,8 @@
 //! `compat` reproduces SimAI-Analytical's accounting: every collective counted fully exposed
 //! except a fixed overlap ratio per group, the pipeline bubble as
 //! (p−1)/(ga·vpp) × Σ (compute + fwd/ig comm) over rows other than `embedding_layer`, and
-//! PP comm as 2·vpp·ga·(pp_comm/pp_o)/bw·(1−pp_o) (0 with the default pp_o = 1).
+//! PP comm as 2·vpp·ga·(pp_comm/pp_o)·(1−pp_o) (0 with the default pp_o = 1; SimAI 1.6/1.7), or
+//! with a busbw file 2·vpp·ga·(pp_comm/PP.busbw)·(1−pp_o) (SimAI at d44c48b), GiB/s and µs.
 //! The default accounting takes exposed communication from the simulated schedule (idle compute
 //! while a collective is in flight), classifies each collective by its own group, and corrects
 //! the bubble to (p−1)/ga (AICB's `vpp` is layers per stage, not interleaving) and the PP
@@ -64,6 +65,8 @@ pub struct ReportOptions {
     pub tp_o: f64,
     pub ep_o: f64,
     pub pp_o: f64,
+    /// Compat with a busbw file: its PP.busbw (GB/s), which prices pp_comm there.
+    pub pp_busbw: Option<f64>,
     /// ns of one pp_comm transfer between neighbouring stages (default mode).
     pub pp_transfer_ns: f64,
 }
@@ -197,8 +200,8 @@ impl Report {
             let vpp = h.vpp as f64;
             // SimAI truncates the PP term to whole µs twice (it is stored as a Tick).
             let pp_o = opt.pp_o as f32;
-            let pp_us =
-                (2.0 * vpp * ga * (h.pp_comm as f64 * (1.0 / 1073741824.0) / pp_o as f64 * 1e9) / 1000.0) as u64;
+            let divisor = opt.pp_busbw.map_or(pp_o as f64, |b| b as f32 as f64);
+            let pp_us = (2.0 * vpp * ga * (h.pp_comm as f64 * (1.0 / 1073741824.0) / divisor * 1e9) / 1000.0) as u64;
             summary[4] = ((pp_us as f32) * (1.0 - pp_o)) as u64 as f64;
             summary[5] = pre_bubble * (p - 1.0) / (ga * vpp);
         } else {

@@ -86,7 +86,16 @@ pub fn run_analytical(
     let mut warnings = sw.warnings.clone();
     let w = &sw.workload;
     let h = &sw.file.header;
-    if cfg.compat && o.pp == 0.0 && h.pp_comm > 0 {
+    // SimAI 1.6/1.7 divides pp_comm by the PP overlap ratio; with a busbw file (d44c48b) by the
+    // file's PP.busbw.
+    let pp_busbw = match (&cfg.busbw, cfg.compat && h.pp_comm > 0) {
+        (Some(t), true) => Some(t.get("PP", "busbw").map_err(|mut e| {
+            e.message = format!("{} (needed by the pipeline transfers of pp_comm)", e.message);
+            e
+        })? as f64),
+        _ => None,
+    };
+    if cfg.compat && pp_busbw.is_none() && o.pp == 0.0 && h.pp_comm > 0 {
         return Err(InputError::field(
             "command line",
             "pp_o",
@@ -126,6 +135,7 @@ pub fn run_analytical(
         tp_o: o.tp,
         ep_o: o.ep,
         pp_o: o.pp,
+        pp_busbw,
         pp_transfer_ns,
     };
     let report = Report::build(&sw, &execution, &ropt);

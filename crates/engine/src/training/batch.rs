@@ -38,6 +38,7 @@ mod tests {
             hidden: 1024,
             heads: 16,
             kv_heads: 4,
+            head_dim: None,
             ffn: 4096,
             vocab: 32000,
             seq_len: 2048,

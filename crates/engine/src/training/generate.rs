@@ -627,6 +627,7 @@ mod sizes {
             hidden: 4096,
             heads: 32,
             kv_heads: 8,
+            head_dim: None,
             ffn: 14336,
             vocab: 32000,
             seq_len: 4096,

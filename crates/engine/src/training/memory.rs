@@ -1,8 +1,20 @@
 //! Memory per GPU: weights, gradients and optimizer state (megatron.md §3, bf16 parameters with
 //! fp32 main gradients: 18 B/parameter replicated, 6 + 12/d with the distributed optimizer;
-//! ZeRO-1/2/3 as in the ZeRO paper: 4 + 12/d, 2 + 14/d, 16/d) and activations (Korthikanti et al.
-//! §4, bytes per layer per micro-batch), for the most loaded stage (the first: with 1F1B it
-//! holds p micro-batches in flight; interleaving multiplies that by 1 + (p−1)/(p·v)).
+//! ZeRO-1/2/3 as in the ZeRO paper: 4 + 12/d, 2 + 14/d, 16/d), activations (Korthikanti et al.
+//! §4, bytes per layer per micro-batch) and what a real process holds beside its tensors.
+//!
+//! Activations: the stage holding the most. With 1F1B stage s keeps min(p − s, m) micro-batches
+//! of its layers in flight; interleaved (v chunks) it keeps min(2(p − s − 1) + (v − 1)p + 1, m·v)
+//! chunk micro-batches of L_s/v layers each (Megatron-Core's warm-up count plus the one in the
+//! steady state), which for stage 0 is L_0·(p + (p − 1)/v).
+//!
+//! Headroom, each its own line of the report:
+//! - CUDA context and loaded kernels, [`CUDA_CONTEXT_GB`] per process.
+//! - NCCL's buffers: per communicator the GPU uses (TP, CP, DP, PP, EP, expert DP, and the
+//!   embedding group of the first and last stage), [`NCCL_CHANNELS`] channels of one
+//!   NCCL_BUFFSIZE (4 MiB, NCCL's default) buffer each ([`NCCL_COMMUNICATOR_BYTES`]).
+//! - The caching allocator's fragmentation (reserved but unallocated), [`FRAGMENTATION`] of the
+//!   tensors' bytes.
 
 use serde::Serialize;
 
@@ -10,13 +22,42 @@ use super::generate::stage_params;
 use super::model::Model;
 use super::plan::{DataParallel, Plan, Recompute};
 
+/// A CUDA context with its kernels loaded, GB. PyTorch measured 0.29 GB with CUDA's lazy module
+/// loading and 0.67 GB without (pytorch/pytorch#86509); a training process also loads cuBLAS,
+/// cuDNN, NCCL and fused kernels, so the middle of that range.
+pub const CUDA_CONTEXT_GB: f64 = 0.5;
+
+/// Channels NCCL opens per communicator: NCCL_MAX_NCHANNELS's default (MAXCHANNELS, 32).
+pub const NCCL_CHANNELS: f64 = 32.0;
+
+/// NCCL_BUFFSIZE's default: the Simple protocol's buffer per channel, 4 MiB (NCCL's
+/// environment-variable documentation).
+pub const NCCL_BUFFSIZE: f64 = 4.0 * 1024.0 * 1024.0;
+
+/// Bytes of NCCL buffers per communicator.
+pub const NCCL_COMMUNICATOR_BYTES: f64 = NCCL_CHANNELS * NCCL_BUFFSIZE;
+
+/// Fraction of tensor bytes the PyTorch caching allocator holds reserved but unallocated: it
+/// rounds blocks up (to 512 B, and large ones within 2 MiB–20 MiB segments) and keeps freed
+/// blocks cached, so reserved exceeds allocated. An assumption, not a measurement: 5 %, below
+/// the extreme cases of the ZeRO paper (§6.3: OOM with over 30 % of memory free).
+pub const FRAGMENTATION: f64 = 0.05;
+
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Memory {
     pub params_gb: f64,
     pub grads_and_optimizer_gb: f64,
     pub activations_gb: f64,
+    /// CUDA context and loaded kernels.
+    pub cuda_context_gb: f64,
+    /// NCCL's communication buffers, all communicators of the GPU.
+    pub nccl_buffers_gb: f64,
+    /// Allocator fragmentation: reserved but not allocated.
+    pub fragmentation_gb: f64,
     pub total_gb: f64,
 }
+
+const GB: f64 = 1e9;
 
 pub fn memory(model: &Model, plan: &Plan, flash_attention: bool) -> Memory {
     let d = (plan.dp_size() * plan.cp) as f64;
@@ -29,6 +70,24 @@ pub fn memory(model: &Model, plan: &Plan, flash_attention: bool) -> Memory {
         DataParallel::Zero2 => (2.0, 14.0 / d),
         DataParallel::Zero3 => (2.0 / d, 14.0 / d),
     };
+    let activations = (0..plan.pp).map(|s| stage_activation_bytes(model, plan, flash_attention, s)).fold(0.0, f64::max);
+    let (pg, og, ag) = (n * weights / GB, n * state / GB, activations / GB);
+    let nccl = communicators(model, plan) as f64 * NCCL_COMMUNICATOR_BYTES / GB;
+    let fragmentation = FRAGMENTATION * (pg + og + ag);
+    Memory {
+        params_gb: pg,
+        grads_and_optimizer_gb: og,
+        activations_gb: ag,
+        cuda_context_gb: CUDA_CONTEXT_GB,
+        nccl_buffers_gb: nccl,
+        fragmentation_gb: fragmentation,
+        total_gb: pg + og + ag + CUDA_CONTEXT_GB + nccl + fragmentation,
+    }
+}
+
+/// Activation bytes of one layer for one micro-batch (Korthikanti et al. Table 2, with GQA's
+/// smaller K and V and flash attention's missing scores).
+fn layer_activation_bytes(model: &Model, plan: &Plan, flash_attention: bool) -> f64 {
     let (s, b, h, a, t) =
         ((plan.seq / plan.cp as u64) as f64, plan.mbs as f64, model.hidden as f64, model.heads as f64, plan.tp as f64);
     let kv = model.kv_heads as f64 / model.heads as f64;
@@ -47,13 +106,122 @@ pub fn memory(model: &Model, plan: &Plan, flash_attention: bool) -> Memory {
     // token visits and their width relative to the dense FFN.
     let moe_factor =
         model.moe.as_ref().map_or(1.0, |m| 1.0 + m.topk as f64 * m.expert_ffn as f64 / (2.0 * model.ffn.max(1) as f64));
-    // The first stage holds the most micro-batches in flight.
-    let layers_per_stage = (0..plan.vpp).map(|c| plan.chunk_layers(model.layers, 0, c).len()).sum::<usize>() as f64;
-    let p = plan.pp as f64;
-    let interleave = if plan.vpp > 1 { 1.0 + (p - 1.0) / (p * plan.vpp as f64) } else { 1.0 };
-    let in_flight = p.min(plan.micro_batches() as f64) * interleave;
-    let activations = per_layer * moe_factor * layers_per_stage * in_flight;
-    let gb = 1e9;
-    let (pg, og, ag) = (n * weights / gb, n * state / gb, activations / gb);
-    Memory { params_gb: pg, grads_and_optimizer_gb: og, activations_gb: ag, total_gb: pg + og + ag }
+    per_layer * moe_factor
+}
+
+/// Micro-batches of stage `stage`'s layers in flight at its peak (fractional with interleaving:
+/// chunk micro-batches × 1/v).
+pub fn in_flight(plan: &Plan, stage: u32) -> f64 {
+    let (p, s, v, m) = (plan.pp as f64, stage as f64, plan.vpp as f64, plan.micro_batches() as f64);
+    if plan.vpp > 1 {
+        (2.0 * (p - s - 1.0) + (v - 1.0) * p + 1.0).min(m * v) / v
+    } else {
+        (p - s).min(m)
+    }
+}
+
+fn stage_activation_bytes(model: &Model, plan: &Plan, flash_attention: bool, stage: u32) -> f64 {
+    layer_activation_bytes(model, plan, flash_attention)
+        * plan.stage_layers(model.layers, stage) as f64
+        * in_flight(plan, stage)
+}
+
+/// NCCL communicators of the busiest GPU: one per parallel group of more than one rank it
+/// communicates in, and the embedding group (first and last stage) with PP > 1.
+pub fn communicators(model: &Model, plan: &Plan) -> u32 {
+    let dp = plan.dp_size();
+    let expert_dp = if model.moe.is_some() { dp / plan.ep.max(1) } else { 1 };
+    let groups = [plan.tp, plan.cp, dp * plan.cp, plan.pp, plan.ep, expert_dp];
+    groups.iter().filter(|&&n| n > 1).count() as u32 + u32::from(plan.pp > 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::training::model::Family;
+
+    fn llama3_70b() -> Model {
+        Model {
+            name: "llama3-70b".into(),
+            family: Family::Llama,
+            layers: 80,
+            hidden: 8192,
+            heads: 64,
+            kv_heads: 8,
+            head_dim: None,
+            ffn: 28672,
+            vocab: 128256,
+            seq_len: 8192,
+            moe: None,
+            mla: None,
+        }
+    }
+
+    fn plan(gpus: u32, tp: u32, pp: u32, vpp: u32, gbs: u32) -> Plan {
+        Plan {
+            gpus,
+            gpus_per_server: 8,
+            tp,
+            pp,
+            vpp,
+            ep: 1,
+            cp: 1,
+            mbs: 1,
+            gbs,
+            seq: 8192,
+            sp: true,
+            dp: DataParallel::DistributedOptimizer,
+            recompute: Recompute::None,
+            first_stage_layers: None,
+            last_stage_layers: None,
+        }
+    }
+
+    #[test]
+    fn interleaved_in_flight_matches_the_closed_form_for_stage_0() {
+        // 2(p−1) + (v−1)p + 1 chunk micro-batches of L/v layers = L·(p + (p−1)/v) micro-batch-layers.
+        let p = plan(128, 4, 4, 4, 128);
+        assert_eq!(in_flight(&p, 0), (2.0 * 3.0 + 3.0 * 4.0 + 1.0) / 4.0);
+        assert_eq!(in_flight(&p, 0), 4.0 + 3.0 / 4.0);
+        assert_eq!(in_flight(&p, 3), (3.0 * 4.0 + 1.0) / 4.0);
+        // 1F1B: p − s, at most the micro-batches.
+        let q = plan(128, 4, 4, 1, 128);
+        assert_eq!((in_flight(&q, 0), in_flight(&q, 3)), (4.0, 1.0));
+        assert_eq!(in_flight(&plan(128, 4, 4, 1, 16), 0), 2.0);
+    }
+
+    #[test]
+    fn llama3_70b_tp4_pp4_vpp4_from_the_formulas() {
+        // 1024 GPUs: DP 64, 16 micro-batches; stage 0 holds 20 layers and the embedding, the
+        // last stage 20 layers and the output layer (the final norm is not counted).
+        let (m, p) = (llama3_70b(), plan(1024, 4, 4, 4, 1024));
+        let mem = memory(&m, &p, true);
+        let n = (20 * m.layer_params(0).0 / 4 + 128256 * 8192 / 4) as f64;
+        assert!((mem.params_gb - 2.0 * n / 1e9).abs() < 1e-9);
+        assert!((mem.grads_and_optimizer_gb - (4.0 + 12.0 / 64.0) * n / 1e9).abs() < 1e-9);
+        // SP, flash attention, GQA 8/64: (32 + 2/8)·s·b·h/t per layer; 20 layers × (4 + 3/4).
+        let act = (32.0 + 0.25) * 8192.0 * 8192.0 / 4.0 * 20.0 * 4.75;
+        assert!((mem.activations_gb - act / 1e9).abs() < 1e-9);
+        // TP, DP, PP and the embedding group: four communicators of 32 × 4 MiB.
+        assert_eq!(communicators(&m, &p), 4);
+        assert!((mem.nccl_buffers_gb - 4.0 * 32.0 * 4194304.0 / 1e9).abs() < 1e-12);
+        assert_eq!(mem.cuda_context_gb, 0.5);
+        let tensors = mem.params_gb + mem.grads_and_optimizer_gb + mem.activations_gb;
+        assert!((mem.fragmentation_gb - 0.05 * tensors).abs() < 1e-12);
+        assert!((mem.total_gb - (tensors * 1.05 + 0.5 + mem.nccl_buffers_gb)).abs() < 1e-9);
+        // The tensors alone nearly fill 80 GB; with the headroom a real run has, they do not fit.
+        assert!(tensors < 80.0 && mem.total_gb > 80.0, "{tensors} {}", mem.total_gb);
+    }
+
+    #[test]
+    fn uneven_stages_put_the_peak_where_layers_times_in_flight_is_largest() {
+        // 80 layers as 8 + 36 + 36 + 0…: first 8, last 8, middle 32 each over PP 4.
+        let m = llama3_70b();
+        let mut p = plan(128, 4, 4, 1, 256);
+        (p.first_stage_layers, p.last_stage_layers) = (Some(8), Some(8));
+        let per_layer = (32.0 + 0.25) * 8192.0 * 8192.0 / 4.0;
+        // Stage 0: 8 × 4; stage 1: 32 × 3 — the middle stage holds the most.
+        let mem = memory(&m, &p, true);
+        assert!((mem.activations_gb - per_layer * 32.0 * 3.0 / 1e9).abs() < 1e-9);
+    }
 }

@@ -209,8 +209,9 @@ pub fn run_training(input: &TrainingInput, progress: &mut dyn FnMut(f64) -> bool
             "plan",
             "memory",
             format!(
-                "needs {:.1} GB per GPU ({:.1} weights, {:.1} gradients and optimizer, {:.1} activations) but {} has {} GB; use more TP/PP, the distributed optimizer, recompute, or --allow-oom",
-                mem.total_gb, mem.params_gb, mem.grads_and_optimizer_gb, mem.activations_gb, acc.name, acc.hbm_gb
+                "needs {:.1} GB per GPU ({:.1} weights, {:.1} gradients and optimizer, {:.1} activations, {:.1} CUDA context, NCCL buffers and fragmentation) but {} has {} GB; use more TP/PP, the distributed optimizer, recompute, or --allow-oom",
+                mem.total_gb, mem.params_gb, mem.grads_and_optimizer_gb, mem.activations_gb,
+                mem.cuda_context_gb + mem.nccl_buffers_gb + mem.fragmentation_gb, acc.name, acc.hbm_gb
             ),
         ));
     }
@@ -387,6 +388,7 @@ mod tests {
             hidden: 8192,
             heads: 64,
             kv_heads: 64,
+            head_dim: None,
             ffn: 32768,
             vocab: 64,
             seq_len: 2048,

@@ -52,6 +52,10 @@ pub struct Model {
     pub heads: u64,
     /// Key/value heads (GQA); equal to `heads` for multi-head attention.
     pub kv_heads: u64,
+    /// Width of one attention head (Megatron's `--kv-channels`, Hugging Face's `head_dim`);
+    /// absent: hidden / heads, which must then divide evenly (Megatron asserts it).
+    #[serde(default)]
+    pub head_dim: Option<u64>,
     pub ffn: u64,
     pub vocab: u64,
     pub seq_len: u64,
@@ -89,6 +93,19 @@ impl Model {
         within("ffn", self.ffn, 1, MAX_WIDTH)?;
         within("vocab", self.vocab, 1, MAX_WIDTH)?;
         within("seq_len", self.seq_len, 1, MAX_WIDTH)?;
+        match self.head_dim {
+            Some(d) => within("head_dim", d, 1, MAX_WIDTH)?,
+            None if self.mla.is_none() && !self.hidden.is_multiple_of(self.heads) => {
+                return bad(
+                    "hidden",
+                    format!(
+                        "{} is not divisible by the {} heads (Megatron asserts hidden % heads = 0 unless the head width is given: head_dim, its --kv-channels)",
+                        self.hidden, self.heads
+                    ),
+                );
+            }
+            None => {}
+        }
         if self.mla.is_none() && !self.heads.is_multiple_of(self.kv_heads) {
             return bad("kv_heads", format!("{} KV heads must divide the {} heads", self.kv_heads, self.heads));
         }
@@ -122,7 +139,7 @@ impl Model {
     }
 
     pub fn head_dim(&self) -> u64 {
-        self.hidden / self.heads
+        self.head_dim.unwrap_or(self.hidden / self.heads)
     }
 
     /// Matmul parameters of one layer's attention (no norms, no biases).
@@ -212,6 +229,7 @@ mod tests {
             hidden,
             heads,
             kv_heads: kv,
+            head_dim: None,
             ffn,
             vocab,
             seq_len: 8192,
@@ -249,6 +267,7 @@ mod tests {
             hidden: 25600,
             heads: 160,
             kv_heads: 160,
+            head_dim: None,
             ffn: 4 * 25600,
             vocab: 51200,
             seq_len: 2048,
@@ -281,5 +300,20 @@ mod tests {
             e.starts_with("model: layers: about ") && e.ends_with("parameters, more than clustersim models (1e15)"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn hidden_must_split_into_heads_unless_their_width_is_given() {
+        // Megatron: `if kv_channels is None: assert hidden_size % num_attention_heads == 0`.
+        let mut m = llama("m", 32, 4100, 32, 8, 14336, 128256);
+        assert_eq!(
+            m.check().unwrap_err().to_string(),
+            "model: hidden: 4100 is not divisible by the 32 heads (Megatron asserts hidden % heads = 0 unless the head width is given: head_dim, its --kv-channels)"
+        );
+        // GPT-3 13B as published: d_model 5140, 40 heads of 128.
+        m = llama("gpt-13b", 40, 5140, 40, 40, 20560, 50257);
+        m.head_dim = Some(128);
+        assert_eq!(m.check(), Ok(()));
+        assert_eq!(m.attention_matmul_params(), 4 * 5140 * 40 * 128);
     }
 }

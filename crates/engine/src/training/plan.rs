@@ -69,23 +69,39 @@ impl Plan {
         self.gpus / (self.tp * self.pp * self.cp)
     }
 
-    /// Layers of model chunk `chunk` on pipeline stage `stage`.
+    /// Layers of model chunk `chunk` on pipeline stage `stage`. Chunk c of every stage comes
+    /// before chunk c + 1 of any stage (Megatron-Core's `get_transformer_layer_offset`); with
+    /// uneven stages each stage's layers split evenly over its chunks.
     pub fn chunk_layers(&self, layers: u32, stage: u32, chunk: u32) -> std::ops::Range<u32> {
-        match (self.first_stage_layers, self.last_stage_layers) {
+        let v = self.vpp;
+        let (first, middle, last) = match (self.first_stage_layers, self.last_stage_layers) {
             (None, None) => {
-                let n = layers / (self.pp * self.vpp);
-                (chunk * self.pp + stage) * n..(chunk * self.pp + stage + 1) * n
+                let n = layers / (self.pp * v);
+                (n * v, n * v, n * v)
             }
             (f, l) => {
                 let (f, l) = (f.unwrap_or(0), l.unwrap_or(0));
-                let k = (layers - f - l) / (self.pp - 2).max(1);
-                match stage {
-                    0 => 0..f,
-                    s if s == self.pp - 1 => layers - l..layers,
-                    s => f + (s - 1) * k..f + s * k,
-                }
+                (f, (layers - f - l) / (self.pp - 2).max(1), l)
             }
-        }
+        };
+        // Layers of one chunk of the first, a middle and the last stage.
+        let (f, k, l) = (first / v, middle / v, last / v);
+        let start = chunk * (layers / v)
+            + match stage {
+                0 => 0,
+                s => f + (s - 1) * k,
+            };
+        let len = match stage {
+            0 => f,
+            s if s == self.pp - 1 => l,
+            _ => k,
+        };
+        start..start + len
+    }
+
+    /// Layers on pipeline stage `stage`, all chunks.
+    pub fn stage_layers(&self, layers: u32, stage: u32) -> u32 {
+        (0..self.vpp).map(|c| self.chunk_layers(layers, stage, c).len() as u32).sum()
     }
 
     /// Micro-batches per iteration per pipeline.
@@ -168,7 +184,6 @@ impl Plan {
             let rest = m.layers.checked_sub(f + l);
             let middle = self.pp.saturating_sub(2);
             let ok = self.pp >= 2
-                && self.vpp == 1
                 && f >= 1
                 && l >= 1
                 && rest.is_some_and(|r| if middle == 0 { r == 0 } else { r.is_multiple_of(middle) && r > 0 });
@@ -176,9 +191,21 @@ impl Plan {
                 return bad(
                     "first_stage_layers",
                     format!(
-                        "uneven stages need PP ≥ 2, no interleaving, and the {} layers minus first ({f}) and last ({l}) to split evenly over the {middle} middle stages",
+                        "uneven stages need PP ≥ 2 and the {} layers minus first ({f}) and last ({l}) to split evenly over the {middle} middle stages",
                         m.layers
                     ),
+                );
+            }
+            // Megatron-Core's TransformerConfig: each stage's layers split evenly over its chunks.
+            let per_middle = rest.unwrap_or(0) / middle.max(1);
+            let v = self.vpp;
+            if let Some((what, n)) = [("first stage", f), ("last stage", l), ("each middle stage", per_middle)]
+                .into_iter()
+                .find(|&(what, n)| !n.is_multiple_of(v) && (middle > 0 || what != "each middle stage"))
+            {
+                return bad(
+                    "vpp",
+                    format!("VPP {v} must divide the layers of the {what} ({n}), as Megatron-Core requires with uneven stages"),
                 );
             }
         } else {
@@ -198,6 +225,19 @@ impl Plan {
                     ),
                 );
             }
+        }
+        // Megatron's ColumnParallelLinear splits the FFN width over TP (and Megatron-Core's
+        // experts over expert TP, which defaults to TP).
+        let widths = [("ffn", m.ffn), ("moe.expert_ffn", m.moe.as_ref().map_or(0, |e| e.expert_ffn))];
+        if let Some((what, w)) = widths.into_iter().find(|&(_, w)| !w.is_multiple_of(self.tp as u64)) {
+            return bad(
+                "tp",
+                format!(
+                    "TP {} must divide the model's {what} width {w} (Megatron splits it over TP; valid: {})",
+                    self.tp,
+                    divisors_text(gcd(gcd(m.heads, m.kv_heads), w))
+                ),
+            );
         }
         if m.moe.is_some() && self.tp > 1 && !self.sp {
             return bad("sp", "Megatron runs MoE with TP only with sequence parallelism (--sp)".into());
@@ -260,7 +300,8 @@ impl Plan {
             return bad("cp", format!("CP {} needs the sequence {} to split into 2·CP chunks", self.cp, self.seq));
         }
         if self.sp && self.tp == 1 {
-            return bad("sp", "sequence parallelism needs TP > 1".into());
+            // Megatron switches it off with a warning; clustersim's Python side does the same.
+            return bad("sp", "sequence parallelism needs TP > 1 (Megatron switches it off at TP 1)".into());
         }
         Ok(())
     }
@@ -271,5 +312,83 @@ fn gcd(a: u64, b: u64) -> u64 {
         a
     } else {
         gcd(b, a % b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::training::model::Family;
+
+    fn model(layers: u32, ffn: u64) -> Model {
+        Model {
+            name: "m".into(),
+            family: Family::Llama,
+            layers,
+            hidden: 4096,
+            heads: 32,
+            kv_heads: 8,
+            head_dim: None,
+            ffn,
+            vocab: 32000,
+            seq_len: 4096,
+            moe: None,
+            mla: None,
+        }
+    }
+
+    fn plan(gpus: u32, tp: u32, pp: u32, vpp: u32, first_last: Option<(u32, u32)>) -> Plan {
+        Plan {
+            gpus,
+            gpus_per_server: 8,
+            tp,
+            pp,
+            vpp,
+            ep: 1,
+            cp: 1,
+            mbs: 1,
+            gbs: 8 * gpus / (tp * pp),
+            seq: 4096,
+            sp: tp > 1,
+            dp: DataParallel::Ddp,
+            recompute: Recompute::None,
+            first_stage_layers: first_last.map(|f| f.0),
+            last_stage_layers: first_last.map(|f| f.1),
+        }
+    }
+
+    #[test]
+    fn uneven_stages_interleave_as_megatron_core_places_layers() {
+        // 28 layers as 4 + 10 + 10 + 4 over 2 chunks: chunks of 2, 5, 5, 2 layers; chunk c of
+        // stage s starts at c·L/v plus the first stage's chunk and s − 1 middle chunks.
+        let p = plan(32, 8, 4, 2, Some((4, 4)));
+        assert_eq!(p.validate(&model(28, 14336)), Ok(()));
+        let got: Vec<_> =
+            (0..2).flat_map(|c| (0..4).map(move |s| (s, c))).map(|(s, c)| p.chunk_layers(28, s, c)).collect();
+        assert_eq!(got, [0..2, 2..7, 7..12, 12..14, 14..16, 16..21, 21..26, 26..28]);
+        assert_eq!((0..4).map(|s| p.stage_layers(28, s)).collect::<Vec<_>>(), [4, 10, 10, 4]);
+        // Even stages: chunk c of stage s holds layers (c·p + s)·n …
+        let q = plan(32, 8, 4, 2, None);
+        assert_eq!(q.chunk_layers(32, 1, 1), 20..24);
+    }
+
+    #[test]
+    fn uneven_stages_need_layers_divisible_by_vpp() {
+        let e = plan(32, 8, 4, 2, Some((3, 5))).validate(&model(28, 14336)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "plan: vpp: VPP 2 must divide the layers of the first stage (3), as Megatron-Core requires with uneven stages"
+        );
+        let e = plan(32, 8, 4, 2, Some((4, 6))).validate(&model(28, 14336)).unwrap_err();
+        assert!(e.to_string().contains("each middle stage (9)"), "{e}");
+    }
+
+    #[test]
+    fn tp_must_divide_the_ffn() {
+        let e = plan(8, 8, 1, 1, None).validate(&model(32, 14002)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "plan: tp: TP 8 must divide the model's ffn width 14002 (Megatron splits it over TP; valid: 1, 2)"
+        );
     }
 }

@@ -363,6 +363,7 @@ mod tests {
             hidden: 8192,
             heads: 64,
             kv_heads: 8,
+            head_dim: None,
             ffn: 28672,
             vocab: 128256,
             seq_len: 8192,

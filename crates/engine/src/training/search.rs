@@ -163,6 +163,7 @@ mod tests {
             hidden: 64 * heads,
             heads,
             kv_heads: heads,
+            head_dim: None,
             ffn: 256 * heads,
             vocab: 1024,
             seq_len: 1024,
