@@ -96,6 +96,21 @@ def test_a_local_ray_cluster_of_two_workers_gives_the_same_rows(tmp_path):
     assert rows(tmp_path / "one.sqlite") == rows(tmp_path / "ray.sqlite")
 
 
+def test_an_unreachable_ray_address_is_one_line_at_once(tmp_path):
+    pytest.importorskip("ray", reason="Ray is the optional extra clustersim[ray] (the dev extra installs it)")
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on once closed
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    spec = load_spec(write(tmp_path, SMALL))
+    start = time.perf_counter()
+    with pytest.raises(InputError, match=rf"--ray 127.0.0.1:{port}: cannot reach a Ray cluster"):
+        sweep(spec, tmp_path / "none.sqlite", ray=f"127.0.0.1:{port}")
+    assert time.perf_counter() - start < 30
+    assert not (tmp_path / "none.sqlite").exists()
+
+
 def stored_count(path):
     try:
         with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:

@@ -124,11 +124,27 @@ def import_ray() -> Any:
     return ray
 
 
+def check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """A `HOST:PORT` (or `ray://HOST:PORT`) address must accept a connection: ray.init waits
+    minutes on one that does not."""
+    import socket
+
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        return  # `local`, `auto` or a form Ray resolves itself
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            pass
+    except OSError as e:
+        raise InputError(f"command line: --ray {address}: cannot reach a Ray cluster: {e}") from None
+
+
 def ray_map(command: str, points: list[Point], address: str, workers: int, ray: Any) -> Iterator[Outcome]:
     """Outcomes in the order they finish, from Ray tasks. `address` is ray.init's: a cluster's
     `HOST:PORT`, `auto` (the cluster this machine is in) or `local` (start one here, of `workers`
     CPUs). `ray` is the module."""
     local = address == "local"
+    check_reachable(address)
     try:
         ray.init(
             address=address,
