@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# An emulated cluster on one machine (issue 12): N hosts as Linux network namespaces, each joined
+# to a bridge "switch" namespace by a veth pair shaped with tbf to RATE in both directions, and a
+# head namespace that runs mpirun. Addresses exist only inside the namespaces (10.77.0.1 … N for
+# the hosts, 10.77.0.254 for the head). Open MPI starts its daemons through scripts/netns_agent.sh
+# (`ip netns exec` instead of ssh) and talks TCP only over the bridge, so every byte between ranks
+# crosses the shaped links. Needs root, iproute2 (ip, tc) and Open MPI.
+#
+#   scripts/emulated_cluster.sh up N [RATE]     # e.g. up 4 1gbit
+#   scripts/emulated_cluster.sh mpirun ARGS…    # mpirun in the head, one rank per host in order
+#   scripts/emulated_cluster.sh down
+#
+# The same test bed as a clustersim platform: tests/data/platforms/emulated4_1gbit.txt (a SimAI
+# topology file: each host one rank with its own NIC, all on one switch).
+set -euo pipefail
+PREFIX=cs-emu
+SUBNET=10.77.0
+HERE="$(cd "$(dirname "$0")" && pwd)"
+
+hosts() { ip netns list | awk '{print $1}' | grep -E "^${PREFIX}-h[0-9]+$" | sort -t h -k3 -n || true; }
+
+down() {
+    for ns in $(ip netns list | awk '{print $1}' | grep -E "^${PREFIX}-" || true); do
+        ip netns del "$ns"
+        rm -rf "/tmp/$ns"
+    done
+}
+
+up() {
+    local n="$1" rate="${2:-1gbit}"
+    [[ "$n" =~ ^[0-9]+$ && "$n" -ge 1 && "$n" -le 64 ]] || { echo "emulated_cluster: up: N must be 1 to 64, got '$n'" >&2; exit 2; }
+    down
+    ip netns add "$PREFIX-sw"
+    ip netns exec "$PREFIX-sw" ip link add br0 type bridge
+    ip netns exec "$PREFIX-sw" ip link set br0 up
+    # attach NS ADDRESS SHAPED: a veth from namespace NS to the bridge, NS side at ADDRESS.
+    attach() {
+        local ns="$1" addr="$2" shaped="$3" here="v$4" there="s$4"
+        ip netns add "$ns"
+        ip link add "$here" type veth peer name "$there"
+        ip link set "$here" netns "$ns"
+        ip link set "$there" netns "$PREFIX-sw"
+        ip netns exec "$PREFIX-sw" ip link set "$there" master br0
+        ip netns exec "$PREFIX-sw" ip link set "$there" up
+        ip netns exec "$ns" ip link set lo up
+        ip netns exec "$ns" ip addr add "$addr/24" dev "$here"
+        ip netns exec "$ns" ip link set "$here" up
+        if [ "$shaped" = yes ]; then
+            # Both directions: the host's egress, and the switch port's egress towards the host.
+            ip netns exec "$ns" tc qdisc add dev "$here" root tbf rate "$rate" burst 64kb latency 5ms
+            ip netns exec "$PREFIX-sw" tc qdisc add dev "$there" root tbf rate "$rate" burst 64kb latency 5ms
+        fi
+    }
+    attach "$PREFIX-head" "$SUBNET.254" no head
+    for i in $(seq 1 "$n"); do
+        attach "$PREFIX-h$i" "$SUBNET.$i" yes "h$i"
+    done
+}
+
+run_mpi() {
+    local list=()
+    for ns in $(hosts); do list+=("$SUBNET.${ns##*-h}:1"); done
+    [ "${#list[@]}" -gt 0 ] || { echo "emulated_cluster: no hosts: run 'up N' first" >&2; exit 2; }
+    local joined
+    joined=$(IFS=,; echo "${list[*]}")
+    mkdir -p "/tmp/$PREFIX-head"
+    exec ip netns exec "$PREFIX-head" env TMPDIR="/tmp/$PREFIX-head" mpirun --allow-run-as-root --oversubscribe --host "$joined" \
+        --mca plm_rsh_agent "$HERE/netns_agent.sh" --mca btl tcp,self \
+        --mca btl_tcp_if_include "$SUBNET.0/24" --mca oob_tcp_if_include "$SUBNET.0/24" "$@"
+}
+
+case "${1:-}" in
+    up) shift; up "$@" ;;
+    down) down ;;
+    mpirun) shift; run_mpi "$@" ;;
+    *) echo "usage: $0 up N [RATE] | mpirun ARGS… | down" >&2; exit 2 ;;
+esac
