@@ -1,0 +1,98 @@
+"""`clustersim replay`: a SimAI workload file's collectives and transfers run for real under
+mpirun, checked and timed; rank 0 writes the simulator's EndToEnd.csv and summary.json."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from clustersim.cli.common import add_json, subcommand, whole
+
+HELP = "replay a SimAI workload's communication for real over MPI, checked and timed"
+
+EPILOG = """\
+examples:
+  mpirun -np 4 clustersim replay -w tests/data/replay/tp2_dp2.txt -r results/replay-
+  mpirun -np 8 clustersim replay -w workload.txt --scale 0.01 --compute skip --iterations 5
+Outputs (rank 0): <prefix>EndToEnd.csv and <prefix>summary.json, as `analytical` writes them,
+from measured times (every op runs blocking: exposed comm = total comm)."""
+
+
+def positive(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        x = float("nan")
+    if not 0 < x < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got '{text}'")
+    return x
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    p = subcommand(
+        sub,
+        "replay",
+        help=HELP,
+        description="Every rank reads the workload, builds its TP/DP/EP/DP_EP/PP communicators "
+        "(MPI_Comm_split) and runs each row's collectives and the pipeline's transfers on NumPy buffers, "
+        "checking every result like nccl-tests -c and timing every op (the slowest rank's time). Run "
+        "under mpirun -np N with N the workload's GPUs.",
+        epilog=EPILOG,
+    )
+    p.add_argument("-w", "--workload", required=True, help="SimAI workload file (.txt written by AICB)")
+    p.add_argument("--scale", type=positive, default=1.0, help="factor on every message size (default 1)")
+    p.add_argument(
+        "--compute",
+        choices=["sleep", "skip"],
+        default="sleep",
+        help="sleep: wait the rows' compute times (default); skip: communication only",
+    )
+    p.add_argument("--iterations", type=whole(1, 10**6), default=1, help="timed iterations (default 1)")
+    p.add_argument("--warmup", type=whole(0, 10**6), default=1, help="untimed iterations first (default 1)")
+    p.add_argument(
+        "-r",
+        "--result",
+        dest="result",
+        metavar="PREFIX",
+        help="output prefix (default: results/<workload name>-replay-)",
+    )
+    p.add_argument(
+        "-v", "--visual", nargs="?", type=whole(0, 1), const=1, default=0, help="also write charts"
+    )
+    add_json(p)
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from clustersim.cli.analytical import report
+    from clustersim.errors import InputError
+    from clustersim.replay import plan as plans
+    from clustersim.replay.execute import mpi, replay
+    from clustersim.replay.report import result
+
+    MPI = mpi()
+    comm = MPI.COMM_WORLD
+    plan = plans.load(args.workload)  # every rank reads it, so every rank refuses it alike
+    plans.check_world(plan, comm.Get_size())
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    try:
+        plans.check_memory(plan, args.scale, node.Get_size(), plans.available_bytes())
+        refusal = None
+    except InputError as e:
+        refusal = str(e)
+    node.Free()
+    # Nodes differ in memory: the ranks agree, so all refuse or none does (no rank left waiting).
+    refusals = [r for r in comm.allgather(refusal) if r is not None]
+    if refusals:
+        raise InputError(refusals[0])
+    start = time.perf_counter()
+    measured = replay(
+        plan, comm, scale=args.scale, compute=args.compute, iterations=args.iterations, warmup=args.warmup
+    )
+    if measured is None:  # ranks other than 0: rank 0 reports
+        return 0
+    prefix = args.result if args.result is not None else f"results/{Path(args.workload).stem}-replay-"
+    got = result(plan, measured, run_name=Path(prefix).name, seconds=time.perf_counter() - start)
+    report(args, got, prefix)
+    return 0

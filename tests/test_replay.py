@@ -1,0 +1,227 @@
+"""clustersim replay: the buffers' expected values against an independent reduction of every
+rank's buffers, the plan's groups against the Megatron layout, the report's arithmetic, and real
+runs under mpirun -np 4 (skipped, with the reason, where mpirun or mpi4py is missing): results
+written in the simulator's shape, an injected fault caught on every rank, a wrong world size and
+a workload too large for memory refused."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import numpy as np
+import pytest
+from clustersim import simulate
+from clustersim.errors import InputError
+from clustersim.replay import buffers
+from clustersim.replay.execute import FAULT_ENV, Measured
+from clustersim.replay.plan import check_memory, check_world, load
+from clustersim.replay.report import busbw_factor, result
+from conftest import DATA
+from test_bwtest import mpirun, needs_mpi
+
+TP2_DP2 = DATA / "replay" / "tp2_dp2.txt"  # TP 2, DP 2: all-gather, reduce-scatter, all-reduce rows
+EP2_PP2 = DATA / "replay" / "ep2_pp2.txt"  # EP 2, PP 2, ga 2: all-to-all, broadcast, PP transfers
+
+
+def run_collective(collective, sends, n):
+    """What each rank's receive buffer holds after the collective of the ranks' `sends`, computed
+    directly (independent of `expected`)."""
+    if collective in ("allreduce", "reduce"):
+        return [sum(sends)] * n
+    if collective == "broadcast":
+        return [sends[0]] * n
+    if collective == "allgather":
+        return [np.concatenate(sends)] * n
+    if collective == "reducescatter":
+        return np.split(sum(sends), n)
+    return [np.concatenate([np.split(sends[p], n)[q] for p in range(n)]) for q in range(n)]  # alltoall
+
+
+def wrong_ranks(collective, nbytes, n, sends):
+    got = run_collective(collective, sends, n)
+    return [
+        q
+        for q in range(n)
+        if (want := buffers.expected(collective, nbytes, n, q)) is not None
+        and not np.array_equal(got[q], want)
+    ]
+
+
+@pytest.mark.parametrize(
+    "collective", ["allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce"]
+)
+@pytest.mark.parametrize("n, nbytes", [(1, 8), (2, 1000), (4, 65536), (3, 5)])
+def test_expected_values_are_the_collectives_result(collective, n, nbytes):
+    sends = [buffers.make(collective, nbytes, n, q).send for q in range(n)]
+    assert wrong_ranks(collective, nbytes, n, sends) == []
+    if n > 1:  # a reduce leaves the non-roots' buffers as they were
+        assert (buffers.expected(collective, nbytes, n, 1) is None) == (collective == "reduce")
+    # A one-element fault in the last rank's input shows in some rank's result (a broadcast
+    # reads the root's alone).
+    sends[-1][0] += 1.0
+    assert (wrong_ranks(collective, nbytes, n, sends) != []) == (collective != "broadcast" or n == 1)
+
+
+def test_sizes_follow_nccl_tests():
+    # S bytes: the all-reduce buffer, the all-gather output, the reduce-scatter input, n blocks of all-to-all.
+    assert buffers.make("allreduce", 800, 4, 0).size == 800
+    b = buffers.make("allgather", 800, 4, 1)
+    assert (b.send.size, b.recv.size, b.size) == (25, 100, 800)
+    b = buffers.make("reducescatter", 800, 4, 1)
+    assert (b.send.size, b.recv.size, b.size) == (100, 25, 800)
+    assert buffers.make("alltoall", 1, 4, 0).size == 4 * 8  # at least one element per rank
+
+
+def test_groups_are_the_megatron_layout():
+    plan = load(TP2_DP2)
+    assert plan.ranks == 4 and plan.group_size("TP") == 2 and plan.group_size("DP") == 2
+    # TP pairs consecutive ranks, DP strides by TP (Megatron's order tp-cp-ep-dp-pp).
+
+    def instances(g):
+        return sorted(
+            {tuple(r for r in range(4) if plan.colour(g, r) == plan.colour(g, s)) for s in range(4)}
+        )
+
+    assert instances("TP") == [(0, 1), (2, 3)] and instances("DP") == [(0, 2), (1, 3)]
+    plan = load(EP2_PP2)
+    assert plan.group_size("EP") == 2 and plan.group_size("PP") == 2 and plan.group_size("DP_EP") == 1
+    assert [plan.stage(r) for r in range(4)] == [0, 0, 1, 1]
+
+
+def test_steps_are_simais_order():
+    plan = load(TP2_DP2)
+    rows = [(s.row, s.phase) for s in plan.steps if not s.collective]
+    n = 5
+    assert rows == [(r, "fwd") for r in range(n)] + [
+        (r, ph) for r in reversed(range(n)) for ph in ("ig", "wg")
+    ]
+    colls = [
+        (plan.row_names[s.row], s.phase, s.collective, s.group, s.bytes) for s in plan.steps if s.collective
+    ]
+    assert colls[0] == ("embedding_layer", "fwd", "allreduce", "TP", 262144)
+    assert ("grad_param_comm", "wg", "reducescatter", "DP", 131072) in colls
+
+
+def test_world_and_memory_are_checked_before_anything_runs():
+    plan = load(TP2_DP2)
+    check_world(plan, 4)
+    with pytest.raises(InputError, match=r"tp2_dp2.txt: all_gpus: the workload has 4 GPUs, the MPI world 2"):
+        check_world(plan, 2)
+    need, step = plan.per_rank_bytes(1.0)
+    assert step is not None and step.bytes == 1048576 and need == 3 * 1048576  # the DP all-reduce
+    check_memory(plan, 1.0, 4, 4 * need)
+    with pytest.raises(
+        InputError, match=r"--scale 1: row 2 \(embedding_layer\) wg allreduce .* smaller --scale"
+    ):
+        check_memory(plan, 1.0, 4, 4 * need - 1)
+    check_memory(plan, 0.5, 4, 4 * need // 2)
+
+
+def test_report_is_the_sum_of_the_measured_ops():
+    plan = load(EP2_PP2)
+    # Every op 1 ms, each PP transfer 2 ms.
+    k = len(plan.steps)
+    sizes = [
+        buffers.make(s.collective, s.bytes, plan.group_size(s.group), 0).size if s.collective else 0
+        for s in plan.steps
+    ]
+    m = Measured([1e-3] * k, [2e-3] * 4, sizes, 65536, 0.05, ["h"] * 4)
+    r = result(plan, m, run_name="x-", seconds=1.0)
+    comps = sum(1 for s in plan.steps if not s.collective)
+    colls = k - comps
+    s = r.summary
+    assert s["compute_us"] == pytest.approx(comps * 1000) and s["exposed_comm_us"] == pytest.approx(
+        colls * 1000
+    )
+    assert s["exposed_pp_us"] == pytest.approx(4 * 2000)  # 2·ga transfers
+    # Bubble: (p−1)/ga × (compute + fwd/ig comm) of the rows other than embedding_layer.
+    assert s["bubble_us"] == pytest.approx((2 - 1) / 2 * (3 * 1000 + 2 * 1000 + 3 * 1000))
+    assert s["total_us"] == pytest.approx(
+        s["compute_us"] + s["exposed_comm_us"] + s["bubble_us"] + s["exposed_pp_us"]
+    )
+    moe = list(r.layers.rows())[1]
+    assert moe["fwd algbw"] == pytest.approx(262144 / 1e6) and moe["fwd busbw"] == pytest.approx(
+        262144 / 1e6 / 2
+    )
+    assert busbw_factor("allreduce", 4) == 1.5 and busbw_factor("broadcast", 4) == 1.0
+
+
+def test_csv_has_the_simulators_layout(tmp_path):
+    plan = load(TP2_DP2)
+    sizes = [0] * len(plan.steps)
+    m = Measured([1e-3] * len(plan.steps), [], sizes, 0, 0.02, ["h"] * 4)
+    ours = list(csv.reader(io.StringIO(result(plan, m, run_name="r-", seconds=0.0).csv)))
+    sim = list(csv.reader(io.StringIO(simulate(TP2_DP2, run_name="r-").csv)))
+    assert ours[0] == sim[0] and ours[2] == sim[2]  # both headers
+    assert [row[0] for row in ours[3:]] == [row[0] for row in sim[3:]]  # the rows, in order
+    assert len(ours[1]) == len(sim[1]) and all(
+        len(a) == len(b) for a, b in zip(ours[3:], sim[3:], strict=True)
+    )
+
+
+@needs_mpi
+@pytest.mark.parametrize("workload", [TP2_DP2, EP2_PP2])
+def test_replay_under_mpirun_writes_the_simulators_files(tmp_path, workload):
+    proc = mpirun(
+        4,
+        "replay",
+        "-w",
+        workload,
+        "-r",
+        "out/r-",
+        "--iterations",
+        "2",
+        "--compute",
+        "skip",
+        "--json",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)  # rank 0 alone reports
+    assert doc["mode"] == "replay" and doc["plan"]["gpus"] == 4
+    on_disk = json.loads((tmp_path / "out" / "r-summary.json").read_text())
+    assert on_disk["summary_us"] == doc["summary_us"]
+    s = doc["summary_us"]
+    assert s["exposed_comm_us"] > 0 and s["total_us"] == pytest.approx(
+        s["compute_us"] + s["exposed_comm_us"] + s["bubble_us"] + s["exposed_pp_us"]
+    )
+    assert (s["exposed_pp_us"] > 0) == (workload == EP2_PP2)
+    rows = list(csv.reader((tmp_path / "out" / "r-EndToEnd.csv").open()))
+    assert [r[0] for r in rows[3:]] == load(workload).row_names
+
+
+@needs_mpi
+def test_injected_fault_fails_every_rank(tmp_path, monkeypatch):
+    monkeypatch.setenv(FAULT_ENV, "1")
+    proc = mpirun(4, "replay", "-w", TP2_DP2, "-r", "out/f-", "--compute", "skip", cwd=tmp_path)
+    assert proc.returncode != 0
+    error = (
+        f"clustersim: error: replay: {TP2_DP2}: row 2 (embedding_layer) fwd allreduce on TP of 262144 B"
+        " (--scale 1): wrong result on rank(s) 0, 1"
+    )
+    assert 1 <= proc.stderr.count(error) == proc.stderr.count("clustersim: error:") <= 4, proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@needs_mpi
+@pytest.mark.parametrize(
+    "np_, extra, error",
+    [
+        (2, [], "all_gpus: the workload has 4 GPUs, the MPI world 2 ranks (run under mpirun -np 4)"),
+        (4, ["--scale", "1e12"], "wg allreduce of 1048576 B needs 3.15e+09 GB per rank"),
+    ],
+)
+def test_refusals_under_mpirun_fail_every_rank_without_hanging(tmp_path, np_, extra, error):
+    proc = mpirun(np_, "replay", "-w", TP2_DP2, "-r", "out/x-", *extra, cwd=tmp_path, timeout=60)
+    assert proc.returncode != 0
+    assert 1 <= proc.stderr.count(error) == proc.stderr.count("clustersim: error:") <= np_, proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_malformed_workload_names_file_line_and_field(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text(TP2_DP2.read_text().replace("ALLREDUCE\t262144", "ALLREDUCE\tmany"))
+    with pytest.raises(InputError, match=r"bad.txt:5: "):
+        load(bad)
