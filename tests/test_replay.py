@@ -113,7 +113,7 @@ def test_world_and_memory_are_checked_before_anything_runs():
     assert step is not None and step.bytes == 1048576 and need == 3 * 1048576  # the DP all-reduce
     check_memory(plan, 1.0, 4, 4 * need)
     with pytest.raises(
-        InputError, match=r"--scale 1: row 2 \(embedding_layer\) wg allreduce .* smaller --scale"
+        InputError, match=r"--scale 1: row 3 \(embedding_layer\) wg allreduce .* smaller --scale"
     ):
         check_memory(plan, 1.0, 4, 4 * need - 1)
     check_memory(plan, 0.5, 4, 4 * need // 2)
@@ -198,7 +198,7 @@ def test_injected_fault_fails_every_rank(tmp_path, monkeypatch):
     proc = mpirun(4, "replay", "-w", TP2_DP2, "-r", "out/f-", "--compute", "skip", cwd=tmp_path)
     assert proc.returncode != 0
     error = (
-        f"clustersim: error: replay: {TP2_DP2}: row 2 (embedding_layer) fwd allreduce on TP of 262144 B"
+        f"clustersim: error: replay: {TP2_DP2}: row 3 (embedding_layer) fwd allreduce on TP of 262144 B"
         " (--scale 1): wrong result on rank(s) 0, 1"
     )
     assert 1 <= proc.stderr.count(error) == proc.stderr.count("clustersim: error:") <= 4, proc.stderr

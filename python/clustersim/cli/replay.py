@@ -6,8 +6,12 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from clustersim.cli.common import add_json, subcommand, whole
+
+if TYPE_CHECKING:
+    from clustersim.replay.plan import Plan
 
 HELP = "replay a SimAI workload's communication for real over MPI, checked and timed"
 
@@ -15,6 +19,7 @@ EPILOG = """\
 examples:
   mpirun -np 4 clustersim replay -w tests/data/replay/tp2_dp2.txt -r results/replay-
   mpirun -np 8 clustersim replay -w workload.txt --scale 0.01 --compute skip --iterations 5
+  clustersim replay -w examples/microAllReduce.txt --scale 0.01 --dry-run
 Outputs (rank 0): <prefix>EndToEnd.csv and <prefix>summary.json, as `analytical` writes them,
 from measured times (every op runs blocking: exposed comm = total comm)."""
 
@@ -60,8 +65,25 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "-v", "--visual", nargs="?", type=whole(0, 1), const=1, default=0, help="also write charts"
     )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the plan (ranks, groups, ops, buffer memory per rank) and run nothing (no MPI)",
+    )
     add_json(p)
     p.set_defaults(func=main)
+
+
+def dry_run(plan: Plan, scale: float) -> None:
+    need, step = plan.per_rank_bytes(scale)
+    groups = ", ".join(f"{g} {plan.group_size(g)}" for g in sorted(plan.group_axes) if g != "NONE")
+    colls = sum(1 for s in plan.steps if s.collective)
+    pp = 2 * plan.header["ga"] if plan.header["pp"] > 1 and plan.header["pp_comm"] > 0 else 0
+    print(f"# replay of {plan.path}: run under mpirun -np {plan.ranks}")
+    print(f"groups (ranks each): {groups}")
+    print(f"per iteration: {colls} collectives, {len(plan.steps) - colls} computes, {pp} PP transfers")
+    where = "the PP transfers" if step is None else f"row {step.row + 1} ({plan.row_names[step.row]})"
+    print(f"largest buffers: {need / 1e6:.6g} MB per rank at --scale {scale:g}, for {where}")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -71,9 +93,12 @@ def main(args: argparse.Namespace) -> int:
     from clustersim.replay.execute import mpi, replay
     from clustersim.replay.report import result
 
+    plan = plans.load(args.workload)  # every rank reads it, so every rank refuses it alike
+    if args.dry_run:
+        dry_run(plan, args.scale)
+        return 0
     MPI = mpi()
     comm = MPI.COMM_WORLD
-    plan = plans.load(args.workload)  # every rank reads it, so every rank refuses it alike
     plans.check_world(plan, comm.Get_size())
     node = comm.Split_type(MPI.COMM_TYPE_SHARED)
     try:

@@ -86,7 +86,7 @@ def _agree(comm: Any, wrong: bool, what: str) -> None:
 
 def _describe(plan: Plan, s: Step, scale: float) -> str:
     return (
-        f"{plan.path}: row {s.row} ({plan.row_names[s.row]}) {s.phase} {s.collective} on {s.group}"
+        f"{plan.path}: row {s.row + 1} ({plan.row_names[s.row]}) {s.phase} {s.collective} on {s.group}"
         f" of {s.bytes} B (--scale {scale:g})"
     )
 

@@ -13,7 +13,7 @@ from clustersim.replay.buffers import ELEMENT, need_bytes
 class Step(NamedTuple):
     """One op of the iteration: a compute of `ns`, or a collective of `bytes` (S) on `group`."""
 
-    row: int
+    row: int  # index into row_names (messages count rows from 1, as the file lists them)
     phase: str  # fwd, ig, wg
     ns: float
     collective: str  # "" for a compute
@@ -149,7 +149,10 @@ def check_memory(plan: Plan, scale: float, local_ranks: int, available: int | No
     what = (
         "the PP transfers"
         if step is None
-        else (f"row {step.row} ({plan.row_names[step.row]}) {step.phase} {step.collective} of {step.bytes} B")
+        else (
+            f"row {step.row + 1} ({plan.row_names[step.row]}) {step.phase} {step.collective}"
+            f" of {step.bytes} B"
+        )
     )
     raise InputError(
         f"{plan.path}: --scale {scale:g}: {what} needs {need / 1e9:.3g} GB per rank,"
