@@ -12,14 +12,14 @@ import json
 
 import numpy as np
 import pytest
-from clustersim import simulate
+from clustersim import _engine, run, simulate
 from clustersim.errors import InputError
-from clustersim.replay import buffers
+from clustersim.replay import buffers, compare
 from clustersim.replay.execute import FAULT_ENV, Measured
 from clustersim.replay.plan import check_memory, check_world, load
 from clustersim.replay.report import busbw_factor, result
 from conftest import DATA
-from test_bwtest import mpirun, needs_mpi
+from test_bwtest import CROSSBAR, mpirun, needs_mpi
 
 TP2_DP2 = DATA / "replay" / "tp2_dp2.txt"  # TP 2, DP 2: all-gather, reduce-scatter, all-reduce rows
 EP2_PP2 = DATA / "replay" / "ep2_pp2.txt"  # EP 2, PP 2, ga 2: all-to-all, broadcast, PP transfers
@@ -225,3 +225,49 @@ def test_malformed_workload_names_file_line_and_field(tmp_path):
     bad.write_text(TP2_DP2.read_text().replace("ALLREDUCE\t262144", "ALLREDUCE\tmany"))
     with pytest.raises(InputError, match=r"bad.txt:5: "):
         load(bad)
+
+
+def test_scaled_workload_is_the_file_with_sizes_times_scale():
+    plan = load(EP2_PP2)
+    text = compare.scaled_text(plan, 0.5)
+    assert "pp_comm 32768" in text.splitlines()[0]
+    assert (
+        "mlp_moelayer\t-1\t3000\tALLTOALL_EP\t131072\t1500\tALLTOALL_EP\t131072\t1500\tALLREDUCE_DP_EP\t65536\t100"
+        in text
+    )
+    assert compare.scaled_text(plan, 1.0) == _engine.rewrite_workload(str(EP2_PP2), EP2_PP2.read_text())[0]
+
+
+@needs_mpi
+def test_compare_topology_puts_the_flow_model_beside_the_measurement(tmp_path):
+    proc = mpirun(
+        4, "replay", "-w", EP2_PP2, "-r", "out/c-", "--compute", "skip", "--scale", "0.5",
+        "--compare-topology", CROSSBAR, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    rows = list(csv.reader((tmp_path / "out" / "c-compare.csv").open()))
+    # The simulated columns are `clustersim run` of the halved workload on the same fabric.
+    scaled = tmp_path / "half.txt"
+    scaled.write_text(compare.scaled_text(load(EP2_PP2), 0.5))
+    sim = run(scaled, CROSSBAR, gpus=4, gpus_per_server=1)
+    by_name = {r[0]: r for r in rows}
+    for layer in sim.layers.rows():
+        got = by_name[layer["layer_name"]]
+        assert [float(got[2]), float(got[4]), float(got[6])] == pytest.approx(
+            [layer["fwd total comm"], layer["wg total comm"], layer["ig total comm"]], abs=1e-3
+        )
+        assert float(got[1]) >= 0 and float(got[3]) >= 0
+    assert float(by_name["total_us"][2]) == pytest.approx(sim.summary["total_us"], abs=1e-3)
+    measured = json.loads((tmp_path / "out" / "c-summary.json").read_text())
+    assert float(by_name["total_us"][1]) == pytest.approx(measured["summary_us"]["total_us"], abs=1e-3)
+
+
+@needs_mpi
+def test_a_bad_fabric_is_refused_on_every_rank_before_the_replay(tmp_path):
+    proc = mpirun(
+        4, "replay", "-w", EP2_PP2, "-r", "out/c-", "--compare-topology", "fat-tree:2", cwd=tmp_path
+    )
+    assert proc.returncode != 0
+    error = "clustersim: error: fat-tree: gpu_per_server (-gps): a k=2 fat-tree has 2 GPUs"
+    assert 1 <= proc.stderr.count(error) == proc.stderr.count("clustersim: error:") <= 4, proc.stderr
+    assert not (tmp_path / "out").exists()

@@ -66,6 +66,12 @@ def add(sub: argparse._SubParsersAction) -> None:
         "-v", "--visual", nargs="?", type=whole(0, 1), const=1, default=0, help="also write charts"
     )
     p.add_argument(
+        "--compare-topology",
+        metavar="FABRIC",
+        help="also simulate the same (scaled) workload on FABRIC (a SimAI topology file, a platform file or a"
+        " template NAME[:GPUS]) with the flow model; writes <prefix>compare.csv, measured beside simulated",
+    )
+    p.add_argument(
         "--dry-run",
         action="store_true",
         help="print the plan (ranks, groups, ops, buffer memory per rank) and run nothing (no MPI)",
@@ -89,6 +95,7 @@ def dry_run(plan: Plan, scale: float) -> None:
 def main(args: argparse.Namespace) -> int:
     from clustersim.cli.analytical import report
     from clustersim.errors import InputError
+    from clustersim.replay import compare
     from clustersim.replay import plan as plans
     from clustersim.replay.execute import mpi, replay
     from clustersim.replay.report import result
@@ -101,13 +108,18 @@ def main(args: argparse.Namespace) -> int:
     comm = MPI.COMM_WORLD
     plans.check_world(plan, comm.Get_size())
     node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    simulated = None
     try:
         plans.check_memory(plan, args.scale, node.Get_size(), plans.available_bytes())
+        if args.compare_topology is not None and comm.Get_rank() == 0:
+            # Simulated first: a fabric the workload does not fit is refused before the replay runs.
+            simulated = compare.simulate(plan, args.scale, args.compare_topology)
         refusal = None
     except InputError as e:
         refusal = str(e)
     node.Free()
-    # Nodes differ in memory: the ranks agree, so all refuse or none does (no rank left waiting).
+    # Nodes differ in memory, rank 0 alone simulates: the ranks agree, so all refuse or none
+    # does (no rank left waiting).
     refusals = [r for r in comm.allgather(refusal) if r is not None]
     if refusals:
         raise InputError(refusals[0])
@@ -119,5 +131,20 @@ def main(args: argparse.Namespace) -> int:
         return 0
     prefix = args.result if args.result is not None else f"results/{Path(args.workload).stem}-replay-"
     got = result(plan, measured, run_name=Path(prefix).name, seconds=time.perf_counter() - start)
+    compared = None if simulated is None else compare.rows(got, simulated)
     report(args, got, prefix)
+    if compared is not None:
+        from clustersim.output import atomic_outputs, write_csv
+
+        with atomic_outputs() as stage:
+            write_csv(stage(prefix + "compare.csv"), compared)
+        if not args.json:
+            print_compare(compared)
+            print(f"wrote {prefix}compare.csv (simulated on {args.compare_topology})")
     return 0
+
+
+def print_compare(rows: list[list[object]]) -> None:
+    print(f"{'layer':<20}" + "".join(f"{str(h).split(' (')[0]:>24}" for h in rows[0][1:]))
+    for r in rows[1:]:
+        print(f"{str(r[0]):<20}" + "".join(f"{str(x):>24}" for x in r[1:]))
