@@ -188,8 +188,23 @@ def test_replay_under_mpirun_writes_the_simulators_files(tmp_path, workload):
         s["compute_us"] + s["exposed_comm_us"] + s["bubble_us"] + s["exposed_pp_us"]
     )
     assert (s["exposed_pp_us"] > 0) == (workload == EP2_PP2)
+    plan = load(workload)
     rows = list(csv.reader((tmp_path / "out" / "r-EndToEnd.csv").open()))
-    assert [r[0] for r in rows[3:]] == load(workload).row_names
+    assert [r[0] for r in rows[3:]] == plan.row_names
+    # replay.json: every op, its size as the workload gives it and as moved, its time.
+    ops = json.loads((tmp_path / "out" / "r-replay.json").read_text())
+    assert ops["format"] == "clustersim-replay/1" and ops["iterations"] == 2 and len(ops["hosts"]) == 4
+    assert len(ops["ops"]) == len(plan.steps)
+    for op, step in zip(ops["ops"], plan.steps, strict=True):
+        assert op["layer_name"] == plan.row_names[step.row] and op["phase"] == step.phase
+        if step.collective:
+            n = plan.group_size(step.group)
+            assert (op["collective"], op["ranks"], op["workload_bytes"]) == (step.collective, n, step.bytes)
+            assert op["bytes"] == buffers.make(step.collective, step.bytes, n, 0).size and op["time_s"] > 0
+    assert len(ops["pp_transfers"]) == (2 * 2 if workload == EP2_PP2 else 0)  # 2·ga
+    # The summary is the ops' sum: exposed comm = Σ collective times.
+    colls = sum(op["time_s"] for op in ops["ops"] if "collective" in op) * 1e6
+    assert s["exposed_comm_us"] == pytest.approx(colls, rel=1e-9)
 
 
 @needs_mpi

@@ -4,11 +4,12 @@ mpirun, checked and timed; rank 0 writes the simulator's EndToEnd.csv and summar
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from clustersim.cli.common import add_json, subcommand, whole
+from clustersim.cli.common import add_json, subcommand, whole, wrote
 
 if TYPE_CHECKING:
     from clustersim.replay.plan import Plan
@@ -21,7 +22,8 @@ examples:
   mpirun -np 8 clustersim replay -w workload.txt --scale 0.01 --compute skip --iterations 5
   clustersim replay -w examples/microAllReduce.txt --scale 0.01 --dry-run
 Outputs (rank 0): <prefix>EndToEnd.csv and <prefix>summary.json, as `analytical` writes them,
-from measured times (every op runs blocking: exposed comm = total comm)."""
+from measured times (every op runs blocking: exposed comm = total comm); <prefix>replay.json,
+every op's size and time; with --compare-topology, <prefix>compare.csv."""
 
 
 def positive(text: str) -> float:
@@ -98,7 +100,7 @@ def main(args: argparse.Namespace) -> int:
     from clustersim.replay import compare
     from clustersim.replay import plan as plans
     from clustersim.replay.execute import mpi, replay
-    from clustersim.replay.report import result
+    from clustersim.replay.report import document, result
 
     plan = plans.load(args.workload)  # every rank reads it, so every rank refuses it alike
     if args.dry_run:
@@ -131,16 +133,22 @@ def main(args: argparse.Namespace) -> int:
         return 0
     prefix = args.result if args.result is not None else f"results/{Path(args.workload).stem}-replay-"
     got = result(plan, measured, run_name=Path(prefix).name, seconds=time.perf_counter() - start)
+    doc = document(
+        plan, measured, scale=args.scale, compute=args.compute, iterations=args.iterations, warmup=args.warmup
+    )
     compared = None if simulated is None else compare.rows(got, simulated)
     report(args, got, prefix)
-    if compared is not None:
-        from clustersim.output import atomic_outputs, write_csv
+    from clustersim.output import atomic_outputs, write_csv, write_text
 
-        with atomic_outputs() as stage:
+    with atomic_outputs() as stage:
+        write_text(stage(prefix + "replay.json"), json.dumps(doc, indent=2, allow_nan=False) + "\n")
+        if compared is not None:
             write_csv(stage(prefix + "compare.csv"), compared)
-        if not args.json:
+    if not args.json:
+        if compared is not None:
             print_compare(compared)
-            print(f"wrote {prefix}compare.csv (simulated on {args.compare_topology})")
+            print(f"(simulated on {args.compare_topology})")
+        wrote([prefix + "replay.json"] + ([prefix + "compare.csv"] if compared is not None else []))
     return 0
 
 

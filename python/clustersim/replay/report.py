@@ -122,3 +122,33 @@ def end_to_end_csv(run_name: str, summary: dict[str, float], layers: Table) -> s
             cells.append(("" if not math.isfinite(x) else f"{x:.2f}") if "bw" in c else f"{x:.0f}")
         lines.append(",".join(cells))
     return "\n".join(lines) + "\n"
+
+
+FORMAT = "clustersim-replay/1"
+
+
+def document(plan: Plan, m: Measured, *, scale: float, compute: str, iterations: int, warmup: int) -> dict:
+    """Every measured op, for calibration: each collective's group size, bytes (the workload's S,
+    and S as moved after --scale) and time (s, the slowest rank's mean), then the PP transfers."""
+    ops = []
+    for k, (s, t, size) in enumerate(zip(plan.steps, m.step_s, m.step_bytes, strict=True)):
+        op = {"op": k, "row": s.row + 1, "layer_name": plan.row_names[s.row], "phase": s.phase}
+        if s.collective:
+            op |= {"collective": s.collective, "group": s.group, "ranks": plan.group_size(s.group)}
+            op |= {"workload_bytes": s.bytes, "bytes": size}
+        else:
+            op |= {"compute_ns": s.ns}
+        ops.append(op | {"time_s": t})
+    return {
+        "format": FORMAT,
+        "workload": plan.path,
+        "ranks": plan.ranks,
+        "scale": scale,
+        "compute": compute,
+        "iterations": iterations,
+        "warmup": warmup,
+        "hosts": m.hosts,
+        "iteration_s": m.iteration_s,
+        "ops": ops,
+        "pp_transfers": [{"bytes": m.pp_bytes, "ranks": 2, "time_s": t} for t in m.pp_s],
+    }
