@@ -127,7 +127,7 @@ def test_report_is_the_sum_of_the_measured_ops():
         buffers.make(s.collective, s.bytes, plan.group_size(s.group), 0).size if s.collective else 0
         for s in plan.steps
     ]
-    m = Measured([1e-3] * k, [2e-3] * 4, sizes, 65536, 0.05, ["h"] * 4)
+    m = Measured([1e-3] * k, [2e-3] * 4, sizes, 65536, 0.05, ["h"] * 4, np.zeros((4, 2, k + 4)))
     r = result(plan, m, run_name="x-", seconds=1.0)
     comps = sum(1 for s in plan.steps if not s.collective)
     colls = k - comps
@@ -151,7 +151,7 @@ def test_report_is_the_sum_of_the_measured_ops():
 def test_csv_has_the_simulators_layout(tmp_path):
     plan = load(TP2_DP2)
     sizes = [0] * len(plan.steps)
-    m = Measured([1e-3] * len(plan.steps), [], sizes, 0, 0.02, ["h"] * 4)
+    m = Measured([1e-3] * len(plan.steps), [], sizes, 0, 0.02, ["h"] * 4, np.zeros((4, 2, len(sizes))))
     ours = list(csv.reader(io.StringIO(result(plan, m, run_name="r-", seconds=0.0).csv)))
     sim = list(csv.reader(io.StringIO(simulate(TP2_DP2, run_name="r-").csv)))
     assert ours[0] == sim[0] and ours[2] == sim[2]  # both headers
@@ -202,6 +202,14 @@ def test_replay_under_mpirun_writes_the_simulators_files(tmp_path, workload):
             assert (op["collective"], op["ranks"], op["workload_bytes"]) == (step.collective, n, step.bytes)
             assert op["bytes"] == buffers.make(step.collective, step.bytes, n, 0).size and op["time_s"] > 0
     assert len(ops["pp_transfers"]) == (2 * 2 if workload == EP2_PP2 else 0)  # 2·ga
+    # trace.json: every rank's ops in order, none longer than the slowest rank's time.
+    events = json.loads((tmp_path / "out" / "r-trace.json").read_text())["traceEvents"]
+    slowest = [op["time_s"] * 1e6 for op in ops["ops"]] + [t["time_s"] * 1e6 for t in ops["pp_transfers"]]
+    for rank in range(4):
+        mine = [e for e in events if e["ph"] == "X" and e["pid"] == rank]
+        assert [e["args"]["op"] for e in mine] == list(range(len(slowest)))
+        assert all(a["ts"] + a["dur"] <= b["ts"] + 1e-3 for a, b in zip(mine, mine[1:], strict=False))
+        assert all(e["dur"] <= t + 1e-3 for e, t in zip(mine, slowest, strict=True))
     # The summary is the ops' sum: exposed comm = Σ collective times.
     colls = sum(op["time_s"] for op in ops["ops"] if "collective" in op) * 1e6
     assert s["exposed_comm_us"] == pytest.approx(colls, rel=1e-9)

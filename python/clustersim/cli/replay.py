@@ -23,7 +23,8 @@ examples:
   clustersim replay -w examples/microAllReduce.txt --scale 0.01 --dry-run
 Outputs (rank 0): <prefix>EndToEnd.csv and <prefix>summary.json, as `analytical` writes them,
 from measured times (every op runs blocking: exposed comm = total comm); <prefix>replay.json,
-every op's size and time; with --compare-topology, <prefix>compare.csv."""
+every op's size and time; <prefix>trace.json, every rank's ops (Chrome / Perfetto); with
+--compare-topology, <prefix>compare.csv."""
 
 
 def positive(text: str) -> float:
@@ -100,7 +101,7 @@ def main(args: argparse.Namespace) -> int:
     from clustersim.replay import compare
     from clustersim.replay import plan as plans
     from clustersim.replay.execute import mpi, replay
-    from clustersim.replay.report import document, result
+    from clustersim.replay.report import document, result, trace
 
     plan = plans.load(args.workload)  # every rank reads it, so every rank refuses it alike
     if args.dry_run:
@@ -142,13 +143,17 @@ def main(args: argparse.Namespace) -> int:
 
     with atomic_outputs() as stage:
         write_text(stage(prefix + "replay.json"), json.dumps(doc, indent=2, allow_nan=False) + "\n")
+        write_text(stage(prefix + "trace.json"), trace(plan, measured))
         if compared is not None:
             write_csv(stage(prefix + "compare.csv"), compared)
     if not args.json:
         if compared is not None:
             print_compare(compared)
             print(f"(simulated on {args.compare_topology})")
-        wrote([prefix + "replay.json"] + ([prefix + "compare.csv"] if compared is not None else []))
+        wrote(
+            [prefix + "replay.json", prefix + "trace.json"]
+            + ([prefix + "compare.csv"] if compared is not None else [])
+        )
     return 0
 
 

@@ -36,6 +36,9 @@ class Measured(NamedTuple):
     #: Mean iteration time (s): the slowest rank's, barriers included.
     iteration_s: float
     hosts: list[str]
+    #: Per rank, per op (steps then PP transfers): mean start since the iteration's first
+    #: barrier and mean duration on that rank (s), shape (ranks, 2, ops).
+    per_rank: np.ndarray
 
 
 def mpi() -> Any:
@@ -93,7 +96,8 @@ def _describe(plan: Plan, s: Step, scale: float) -> str:
 
 def _collective(
     MPI: Any, plan: Plan, s: Step, sub: Any, scale: float, fault: bool
-) -> tuple[float, int, bool]:
+) -> tuple[float, float, int, bool]:
+    """(start, duration, bytes moved, wrong) of one collective on this rank."""
     n, q = sub.Get_size(), sub.Get_rank()
     b = buffers.make(s.collective, s.bytes * scale, n, q)
     if fault:
@@ -103,10 +107,12 @@ def _collective(
     t = MPI.Wtime() - t0
     want = buffers.expected(s.collective, s.bytes * scale, n, q)
     wrong = want is not None and not np.array_equal(b.recv, want)
-    return t, b.size, wrong
+    return t0, t, b.size, wrong
 
 
-def _pp_transfers(MPI: Any, plan: Plan, pp: Any, scale: float, fault: bool) -> tuple[list[float], int, bool]:
+def _pp_transfers(
+    MPI: Any, plan: Plan, pp: Any, scale: float, fault: bool
+) -> tuple[list[float], list[float], int, bool]:
     """The pipeline's 2·ga transfers of pp_comm bytes: forward to the next stage, backward to the
     previous one, each checked (the received words are the sender's stage's values)."""
     count = max(1, int(plan.header["pp_comm"] * scale) // buffers.ELEMENT)
@@ -116,18 +122,19 @@ def _pp_transfers(MPI: Any, plan: Plan, pp: Any, scale: float, fault: bool) -> t
     if fault:
         send[0] += 1.0
     recv = np.empty(count)
-    times, wrong = [], False
+    starts, times, wrong = [], [], False
     for _ in range(plan.header["ga"]):
         for to, frm in ((s + 1, s - 1), (s - 1, s + 1)):
             dest = to if 0 <= to < p else MPI.PROC_NULL
             source = frm if 0 <= frm < p else MPI.PROC_NULL
             recv.fill(-1.0)
             t0 = MPI.Wtime()
+            starts.append(t0)
             pp.Sendrecv(send, dest=dest, sendtag=11, recvbuf=recv, source=source, recvtag=11)
             times.append(MPI.Wtime() - t0)
             if source != MPI.PROC_NULL:
                 wrong |= not np.array_equal(recv, frm + 1.0 + (i % buffers.PERIOD))
-    return times, count * buffers.ELEMENT, wrong
+    return starts, times, count * buffers.ELEMENT, wrong
 
 
 def replay(
@@ -141,6 +148,7 @@ def replay(
     pipelined = plan.header["pp"] > 1 and plan.header["pp_comm"] > 0
     n_pp = 2 * plan.header["ga"] if pipelined else 0
     times = np.zeros((iterations, len(plan.steps) + n_pp))
+    starts = np.zeros_like(times)
     iteration = np.zeros(iterations)
     sizes = [0] * len(plan.steps)
     pp_bytes = 0
@@ -159,16 +167,18 @@ def replay(
                     time.sleep(s.ns * 1e-9)
                 t = MPI.Wtime() - t0
             else:
-                t, sizes[k], wrong = _collective(MPI, plan, s, subs[s.group], scale, fault)
+                t0, t, sizes[k], wrong = _collective(MPI, plan, s, subs[s.group], scale, fault)
                 _agree(comm, wrong, _describe(plan, s, scale))
             if it >= warmup:
                 times[it - warmup, k] = t
+                starts[it - warmup, k] = t0 - start
         if pipelined:
             comm.Barrier()
-            pp_t, pp_bytes, wrong = _pp_transfers(MPI, plan, subs["PP"], scale, fault)
+            pp_t0, pp_t, pp_bytes, wrong = _pp_transfers(MPI, plan, subs["PP"], scale, fault)
             _agree(comm, wrong, f"{plan.path}: PP transfer of {plan.header['pp_comm']} B (--scale {scale:g})")
             if it >= warmup:
                 times[it - warmup, len(plan.steps) :] = pp_t
+                starts[it - warmup, len(plan.steps) :] = np.array(pp_t0) - start
         if it >= warmup:
             iteration[it - warmup] = MPI.Wtime() - start
     slowest = np.empty_like(times)
@@ -176,6 +186,9 @@ def replay(
     step_max = np.empty_like(iteration)
     comm.Reduce(iteration, step_max, op=MPI.MAX, root=0)
     hosts = comm.gather(MPI.Get_processor_name(), root=0)
+    mine = np.stack([starts.mean(axis=0), times.mean(axis=0)])
+    per_rank = np.empty((comm.Get_size(), *mine.shape)) if rank == 0 else None
+    comm.Gather(mine, per_rank, root=0)
     for sub in subs.values():
         sub.Free()
     if rank != 0:
@@ -188,4 +201,5 @@ def replay(
         pp_bytes=pp_bytes,
         iteration_s=float(step_max.mean()),
         hosts=hosts,
+        per_rank=per_rank,
     )

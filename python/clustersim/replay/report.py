@@ -12,6 +12,7 @@ compute + exposed comm + bubble + PP.
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -152,3 +153,31 @@ def document(plan: Plan, m: Measured, *, scale: float, compute: str, iterations:
         "ops": ops,
         "pp_transfers": [{"bytes": m.pp_bytes, "ranks": 2, "time_s": t} for t in m.pp_s],
     }
+
+
+def trace(plan: Plan, m: Measured) -> str:
+    """The measured iteration as a Chrome / Perfetto trace, as the simulator writes one: one
+    process per rank, one thread per stream (compute, each group's communicator, the PP
+    transfers), every op a complete event at its mean start and mean duration on that rank (µs)."""
+    groups = sorted(plan.group_axes)
+    threads = ["compute", *(f"{g} comm" for g in groups), "send/recv"]
+    events: list[dict[str, Any]] = []
+    for rank, (starts, durations) in enumerate(m.per_rank):
+        events.append({"ph": "M", "name": "process_name", "pid": rank, "args": {"name": f"rank {rank}"}})
+        events += [
+            {"ph": "M", "name": "thread_name", "pid": rank, "tid": tid, "args": {"name": name}}
+            for tid, name in enumerate(threads)
+        ]
+        for k, (t0, t) in enumerate(zip(starts, durations, strict=True)):
+            if k < len(plan.steps):
+                s = plan.steps[k]
+                tid = 1 + groups.index(s.group) if s.collective else 0
+                what = f"{s.collective} {s.bytes} B" if s.collective else "compute"
+                name, cat = f"{plan.row_names[s.row]} {what}", s.phase
+            else:
+                tid, name, cat = len(threads) - 1, f"PP send/recv {m.pp_bytes} B", "pp"
+            events.append(
+                {"ph": "X", "pid": rank, "tid": tid, "ts": round(float(t0) * 1e6, 3)}
+                | {"dur": round(float(t) * 1e6, 3), "name": name, "cat": cat, "args": {"op": k}}
+            )
+    return json.dumps({"displayTimeUnit": "ns", "traceEvents": events}) + "\n"
