@@ -54,7 +54,7 @@ def main() -> None:
     args = ap.parse_args()
     lines = [run_header(args.runs), ""]
     lines += [
-        "| np | compute | wall (s) | iteration (ms) | exposed comm (ms) | compute (ms) |",
+        "| np | compute | wall (s) | iteration, Σ ops (ms) | exposed comm (ms) | compute (ms) |",
         "|---|---|---|---|---|---|",
     ]
     tmp = Path(tempfile.mkdtemp())
