@@ -18,5 +18,7 @@ broadcast and reduce: nccl-tests' PERFORMANCE.md). The bubble is the default mod
 (p−1)/ga × Σ (compute + fwd/ig comm) over rows other than embedding_layer.
 
 Modules: `plan` (the workload, its checks and its steps), `buffers` (fill and expected values of
-each collective), `execute` (the MPI loop), `report` (EndToEnd.csv and summary JSON).
+each collective), `execute` (the MPI loop), `report` (the simulator's EndToEnd.csv and summary,
+every op in replay.json, every rank's ops as a Chrome trace), `compare` (the same workload on the
+flow model of a described fabric, per row beside the measurement).
 """
