@@ -17,6 +17,7 @@ from clustersim.cli import (
     calibrate,
     collective,
     compare,
+    replay,
     report,
     run,
     search,
@@ -41,6 +42,7 @@ COMMANDS = (
     report,
     compare,
     bwtest,
+    replay,
     calibrate,
 )
 
