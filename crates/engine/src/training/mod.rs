@@ -13,8 +13,10 @@ pub mod search;
 pub mod simai_rows;
 
 use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
+use std::rc::Rc;
 
-use crate::analytical::alpha_beta::{AlphaBeta, Bandwidths};
+use crate::analytical::alpha_beta::{AlphaBeta, Bandwidths, PriceMemo};
 use crate::analytical::server_spec::{GpuType, NicType, ServerSpec};
 
 use crate::collective::choose::Options;
@@ -200,6 +202,15 @@ pub struct TrainingReport {
 }
 
 pub fn run_training(input: &TrainingInput, progress: &mut dyn FnMut(f64) -> bool) -> Result<TrainingReport> {
+    run_training_memo(input, progress, None)
+}
+
+/// [`run_training`], its collective prices kept in and taken from `memo` (the same numbers).
+pub fn run_training_memo(
+    input: &TrainingInput,
+    progress: &mut dyn FnMut(f64) -> bool,
+    memo: Option<&Rc<RefCell<PriceMemo>>>,
+) -> Result<TrainingReport> {
     let (model, plan, acc) = (&input.model, &input.plan, &input.accelerator);
     plan.validate(model)?;
     let mem = memory(model, plan, input.flash_attention);
@@ -239,7 +250,10 @@ pub fn run_training(input: &TrainingInput, progress: &mut dyn FnMut(f64) -> bool
         }
     };
     let backend = match &config {
-        None => Backend::Analytical { cost: Box::new(network_cost(input)?), placement: plan.placement() },
+        None => {
+            let cost = AlphaBeta { memo: memo.cloned(), ..network_cost(input)? };
+            Backend::Analytical { cost: Box::new(cost), placement: plan.placement() }
+        }
         Some(cfg) => Backend::Flow(cfg),
     };
     let exec = simulate(w, backend, progress)?.execution;
@@ -319,7 +333,7 @@ pub(crate) fn network_cost(input: &TrainingInput) -> Result<AlphaBeta> {
     platform.validate()?;
     let nvls = net.nvls_busbw.is_some();
     let options = Options { nvls_enable: nvls, ..Options::default() };
-    Ok(AlphaBeta { platform, bandwidths: Bandwidths::Builtin(None), nvls, options })
+    Ok(AlphaBeta { platform, bandwidths: Bandwidths::Builtin(None), nvls, options, memo: None })
 }
 
 /// Where the time of the stage that finishes last goes (its timeline spans the iteration), ns
