@@ -44,35 +44,47 @@ struct Graph {
 impl Graph {
     fn new(p: &Program) -> Graph {
         let n = p.ops.len();
-        let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n];
+        // Each op's predecessors (its deps and the previous op on its stream, sorted, without
+        // repeats), all in one list: op i's are preds[pred_start[i]..pred_start[i + 1]].
+        let mut preds: Vec<u32> = Vec::with_capacity(n * 2);
+        let mut pred_start: Vec<u32> = Vec::with_capacity(n + 1);
         let mut last: HashMap<Stream, u32> = HashMap::new();
         for (i, op) in p.ops.iter().enumerate() {
-            let mut pr = op.deps.clone();
+            let from = preds.len();
+            pred_start.push(from as u32);
+            preds.extend_from_slice(&op.deps);
             if let Some(prev) = last.insert(op.stream(), i as u32) {
-                pr.push(prev);
+                preds.push(prev);
             }
-            pr.sort_unstable();
-            pr.dedup();
-            preds[i] = pr;
+            preds[from..].sort_unstable();
+            let mut kept = from;
+            for k in from..preds.len() {
+                if k == from || preds[k] != preds[kept - 1] {
+                    preds[kept] = preds[k];
+                    kept += 1;
+                }
+            }
+            preds.truncate(kept);
         }
+        pred_start.push(preds.len() as u32);
+        let of = |i: usize| &preds[pred_start[i] as usize..pred_start[i + 1] as usize];
         let mut count = vec![0u32; n + 1];
-        for pr in &preds {
-            for &d in pr {
-                count[d as usize + 1] += 1;
-            }
+        for &d in &preds {
+            count[d as usize + 1] += 1;
         }
         for i in 0..n {
             count[i + 1] += count[i];
         }
         let mut fill = count.clone();
         let mut succ = vec![0u32; count[n] as usize];
-        for (i, pr) in preds.iter().enumerate() {
-            for &d in pr {
+        for i in 0..n {
+            for &d in of(i) {
                 succ[fill[d as usize] as usize] = i as u32;
                 fill[d as usize] += 1;
             }
         }
-        Graph { indegree: preds.iter().map(|p| p.len() as u32).collect(), succ_start: count, succ }
+        let indegree = pred_start.windows(2).map(|w| w[1] - w[0]).collect();
+        Graph { indegree, succ_start: count, succ }
     }
 }
 
