@@ -9,10 +9,11 @@
 //!
 //! Ranks of a class run in lock step, so the cost per event is independent of the rank count.
 
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 
 use crate::due::Due;
 use crate::error::{InputError, Result};
+use crate::int_hash::IntMap;
 use crate::network::{Comm, NetworkModel};
 use crate::workload::{OpKind, Peer, Program, Stream, Workload};
 
@@ -48,7 +49,7 @@ impl Graph {
         // repeats), all in one list: op i's are preds[pred_start[i]..pred_start[i + 1]].
         let mut preds: Vec<u32> = Vec::with_capacity(n * 2);
         let mut pred_start: Vec<u32> = Vec::with_capacity(n + 1);
-        let mut last: HashMap<Stream, u32> = HashMap::new();
+        let mut last: IntMap<Stream, u32> = IntMap::default();
         for (i, op) in p.ops.iter().enumerate() {
             let from = preds.len();
             pred_start.push(from as u32);
@@ -120,9 +121,9 @@ pub struct Executor<'w> {
     graphs: Vec<Graph>,
     reps: Vec<u32>,
     /// Classes taking part in each (class, group) collective; absent = the class alone.
-    coll_parties: HashMap<(u32, u16), Vec<u32>>,
+    coll_parties: IntMap<(u32, u16), Vec<u32>>,
     /// (class, peer) → (peer's class, peer rank), for every peer the programs use.
-    peers: HashMap<(u32, Peer), (u32, u32)>,
+    peers: IntMap<(u32, Peer), (u32, u32)>,
 }
 
 impl<'w> Executor<'w> {
@@ -132,7 +133,7 @@ impl<'w> Executor<'w> {
             return Err(InputError::internal("executor", format!("rank class {c} has no ranks")));
         }
         let graphs = w.programs.iter().map(Graph::new).collect();
-        let mut coll_parties = HashMap::new();
+        let mut coll_parties = IntMap::default();
         for (class, &rep) in reps.iter().enumerate() {
             for g in 0..w.groups.len() as u16 {
                 let mut classes: Vec<u32> = w.group_members(g, rep).iter().map(|&r| w.rank_class[r as usize]).collect();
@@ -143,7 +144,7 @@ impl<'w> Executor<'w> {
                 }
             }
         }
-        let mut peers = HashMap::new();
+        let mut peers = IntMap::default();
         for (class, &prog) in w.class_program.iter().enumerate() {
             for op in &w.programs[prog as usize].ops {
                 if let OpKind::Send { peer, .. } | OpKind::Recv { peer, .. } = op.kind {
@@ -185,8 +186,8 @@ impl<'w> Executor<'w> {
         let mut seq = 0u64;
         let mut comms: Vec<Rendezvous> = Vec::new();
         // Rendezvous still waiting for parties: (channel, sequence number) → index in `comms`.
-        let mut open: HashMap<(Channel, u64), usize> = HashMap::new();
-        let mut counters: HashMap<(Channel, u32, bool), u64> = HashMap::new();
+        let mut open: IntMap<(Channel, u64), usize> = IntMap::default();
+        let mut counters: IntMap<(Channel, u32, bool), u64> = IntMap::default();
         let mut ready: Vec<(u32, u32)> = Vec::new();
         for (c, rem) in remaining.iter().enumerate() {
             for (i, &d) in rem.iter().enumerate() {

@@ -37,9 +37,9 @@ use crate::collective::cost::{direct_all_to_all_ns, timed_ns, Links};
 use crate::collective::nccl::{call_latency_ns, p2p_latency_ns};
 use crate::collective::{group_channels, ring_hops, Algorithm, GroupTopo, DIRECT_MAX_RANKS};
 use crate::error::InputError;
+use crate::int_hash::IntMap;
 use crate::workload::Collective;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 
 /// Where bus bandwidths come from.
@@ -70,7 +70,7 @@ type MemoKey = (Collective, u64, u32, bool, Vec<(u32, u32)>);
 #[derive(Default)]
 pub struct PriceMemo {
     model: Option<(ServerSpec, Options, bool)>,
-    prices: HashMap<MemoKey, (f64, f64, bool)>,
+    prices: IntMap<MemoKey, (f64, f64, bool)>,
 }
 
 impl AlphaBeta {
@@ -113,7 +113,7 @@ impl AlphaBeta {
         let mut memo = memo.borrow_mut();
         let model = (self.platform.clone(), self.options.clone(), self.nvls);
         if memo.model.as_ref() != Some(&model) {
-            *memo = PriceMemo { model: Some(model), prices: HashMap::new() };
+            *memo = PriceMemo { model: Some(model), prices: IntMap::default() };
         }
         if let Some(&t) = memo.prices.get(&key) {
             return Ok(t);
