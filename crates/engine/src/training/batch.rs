@@ -1,8 +1,7 @@
 //! Many plans of one model on one cluster, simulated in parallel on rayon's threads: each plan
 //! exactly as [`run_training`] runs it alone (same input but the plan), so a search and `train`
 //! give the same numbers bit for bit. The plans of each piece rayon splits off share one
-//! [`PriceMemo`]: plans
-//! that place their groups alike price each collective once.
+//! [`PriceMemo`]: plans that place their groups alike price each collective once.
 
 use rayon::prelude::*;
 use std::cell::RefCell;
