@@ -9,10 +9,11 @@
 //!
 //! Ranks of a class run in lock step, so the cost per event is independent of the rank count.
 
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 
 use crate::due::Due;
 use crate::error::{InputError, Result};
+use crate::int_hash::IntMap;
 use crate::network::{Comm, NetworkModel};
 use crate::workload::{OpKind, Peer, Program, Stream, Workload};
 
@@ -44,35 +45,47 @@ struct Graph {
 impl Graph {
     fn new(p: &Program) -> Graph {
         let n = p.ops.len();
-        let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n];
-        let mut last: HashMap<Stream, u32> = HashMap::new();
+        // Each op's predecessors (its deps and the previous op on its stream, sorted, without
+        // repeats), all in one list: op i's are preds[pred_start[i]..pred_start[i + 1]].
+        let mut preds: Vec<u32> = Vec::with_capacity(n * 2);
+        let mut pred_start: Vec<u32> = Vec::with_capacity(n + 1);
+        let mut last: IntMap<Stream, u32> = IntMap::default();
         for (i, op) in p.ops.iter().enumerate() {
-            let mut pr = op.deps.clone();
+            let from = preds.len();
+            pred_start.push(from as u32);
+            preds.extend_from_slice(&op.deps);
             if let Some(prev) = last.insert(op.stream(), i as u32) {
-                pr.push(prev);
+                preds.push(prev);
             }
-            pr.sort_unstable();
-            pr.dedup();
-            preds[i] = pr;
+            preds[from..].sort_unstable();
+            let mut kept = from;
+            for k in from..preds.len() {
+                if k == from || preds[k] != preds[kept - 1] {
+                    preds[kept] = preds[k];
+                    kept += 1;
+                }
+            }
+            preds.truncate(kept);
         }
+        pred_start.push(preds.len() as u32);
+        let of = |i: usize| &preds[pred_start[i] as usize..pred_start[i + 1] as usize];
         let mut count = vec![0u32; n + 1];
-        for pr in &preds {
-            for &d in pr {
-                count[d as usize + 1] += 1;
-            }
+        for &d in &preds {
+            count[d as usize + 1] += 1;
         }
         for i in 0..n {
             count[i + 1] += count[i];
         }
         let mut fill = count.clone();
         let mut succ = vec![0u32; count[n] as usize];
-        for (i, pr) in preds.iter().enumerate() {
-            for &d in pr {
+        for i in 0..n {
+            for &d in of(i) {
                 succ[fill[d as usize] as usize] = i as u32;
                 fill[d as usize] += 1;
             }
         }
-        Graph { indegree: preds.iter().map(|p| p.len() as u32).collect(), succ_start: count, succ }
+        let indegree = pred_start.windows(2).map(|w| w[1] - w[0]).collect();
+        Graph { indegree, succ_start: count, succ }
     }
 }
 
@@ -108,9 +121,9 @@ pub struct Executor<'w> {
     graphs: Vec<Graph>,
     reps: Vec<u32>,
     /// Classes taking part in each (class, group) collective; absent = the class alone.
-    coll_parties: HashMap<(u32, u16), Vec<u32>>,
+    coll_parties: IntMap<(u32, u16), Vec<u32>>,
     /// (class, peer) → (peer's class, peer rank), for every peer the programs use.
-    peers: HashMap<(u32, Peer), (u32, u32)>,
+    peers: IntMap<(u32, Peer), (u32, u32)>,
 }
 
 impl<'w> Executor<'w> {
@@ -120,7 +133,7 @@ impl<'w> Executor<'w> {
             return Err(InputError::internal("executor", format!("rank class {c} has no ranks")));
         }
         let graphs = w.programs.iter().map(Graph::new).collect();
-        let mut coll_parties = HashMap::new();
+        let mut coll_parties = IntMap::default();
         for (class, &rep) in reps.iter().enumerate() {
             for g in 0..w.groups.len() as u16 {
                 let mut classes: Vec<u32> = w.group_members(g, rep).iter().map(|&r| w.rank_class[r as usize]).collect();
@@ -131,7 +144,7 @@ impl<'w> Executor<'w> {
                 }
             }
         }
-        let mut peers = HashMap::new();
+        let mut peers = IntMap::default();
         for (class, &prog) in w.class_program.iter().enumerate() {
             for op in &w.programs[prog as usize].ops {
                 if let OpKind::Send { peer, .. } | OpKind::Recv { peer, .. } = op.kind {
@@ -173,8 +186,8 @@ impl<'w> Executor<'w> {
         let mut seq = 0u64;
         let mut comms: Vec<Rendezvous> = Vec::new();
         // Rendezvous still waiting for parties: (channel, sequence number) → index in `comms`.
-        let mut open: HashMap<(Channel, u64), usize> = HashMap::new();
-        let mut counters: HashMap<(Channel, u32, bool), u64> = HashMap::new();
+        let mut open: IntMap<(Channel, u64), usize> = IntMap::default();
+        let mut counters: IntMap<(Channel, u32, bool), u64> = IntMap::default();
         let mut ready: Vec<(u32, u32)> = Vec::new();
         for (c, rem) in remaining.iter().enumerate() {
             for (i, &d) in rem.iter().enumerate() {

@@ -18,9 +18,12 @@ pub struct Exposure {
 }
 
 pub fn exposure(program: &Program, tl: &Timeline, end_ns: f64) -> Exposure {
-    // Sweep events: (time, kind) with kind 0 = compute ends, 1 = comm ends, 2 = compute starts,
-    // 3 = comm starts; ends first so touching intervals do not overlap.
-    let mut ev: Vec<(f64, u8, u32)> = Vec::with_capacity(program.ops.len() * 2);
+    // Sweep events: (time, kind, op) with kind 0 = compute ends, 1 = comm ends, 2 = compute
+    // starts, 3 = comm starts; ends first so touching intervals do not overlap. Each is packed
+    // into one integer that sorts in that order (time by f64::total_cmp), so a plain unstable
+    // sort of integers orders them.
+    let mut ev: Vec<u128> = Vec::with_capacity(program.ops.len() * 2);
+    let pack = |time: f64, kind: u8, op: usize| (ordered_bits(time) as u128) << 64 | (kind as u128) << 32 | op as u128;
     let mut compute_ns = 0.0;
     for (i, op) in program.ops.iter().enumerate() {
         let (s, e) = (tl.start[i], tl.end[i]);
@@ -31,10 +34,10 @@ pub fn exposure(program: &Program, tl: &Timeline, end_ns: f64) -> Exposure {
         if is_compute {
             compute_ns += e - s;
         }
-        ev.push((s, if is_compute { 2 } else { 3 }, i as u32));
-        ev.push((e, if is_compute { 0 } else { 1 }, i as u32));
+        ev.push(pack(s, if is_compute { 2 } else { 3 }, i));
+        ev.push(pack(e, if is_compute { 0 } else { 1 }, i));
     }
-    ev.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    ev.sort_unstable();
     let mut exposed = vec![0.0; program.ops.len()];
     let mut in_flight: Vec<u32> = Vec::new();
     let mut computing = 0u32;
@@ -54,7 +57,9 @@ pub fn exposure(program: &Program, tl: &Timeline, end_ns: f64) -> Exposure {
             }
         }
     };
-    for (time, kind, op) in ev {
+    for e in ev {
+        let (kind, op) = ((e >> 32) as u8, e as u32);
+        let time = if kind >= 2 { tl.start[op as usize] } else { tl.end[op as usize] };
         charge(t, time, computing, &in_flight, &mut exposed, &mut idle_ns);
         t = time;
         match kind {
@@ -66,4 +71,25 @@ pub fn exposure(program: &Program, tl: &Timeline, end_ns: f64) -> Exposure {
     }
     charge(t, end_ns, computing, &in_flight, &mut exposed, &mut idle_ns);
     Exposure { exposed, compute_ns, idle_ns }
+}
+
+/// `x`'s bits as an unsigned integer whose order is [`f64::total_cmp`]'s.
+fn ordered_bits(x: f64) -> u64 {
+    let b = x.to_bits() as i64;
+    ((b ^ (((b >> 63) as u64) >> 1) as i64) as u64) ^ (1 << 63)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ordered_bits;
+
+    #[test]
+    fn ordered_bits_sort_as_total_cmp() {
+        let xs = [f64::NEG_INFINITY, -3.5, -1e-300, -0.0, 0.0, 5e-324, 1.0, 1.0 + f64::EPSILON, 2e9, f64::INFINITY];
+        for a in xs {
+            for b in xs {
+                assert_eq!(ordered_bits(a).cmp(&ordered_bits(b)), a.total_cmp(&b), "{a} vs {b}");
+            }
+        }
+    }
 }

@@ -9,6 +9,7 @@ pub mod error;
 pub mod executor;
 pub mod exposure;
 pub mod flow;
+pub mod int_hash;
 pub mod layout;
 pub mod network;
 pub mod platform;

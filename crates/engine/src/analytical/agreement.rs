@@ -52,7 +52,8 @@ fn run_both(w: &Workload, n: u32, m: u32, options: Options) -> (f64, f64) {
     let mut platform = ServerSpec::new(m, m, GpuType::H100, NicType::Cx7);
     platform.nvlink_busbw = Some(NVLINK as f32);
     platform.nic_busbw = Some(NIC as f32);
-    let cost = AlphaBeta { platform, bandwidths: Bandwidths::Builtin(None), nvls: true, options: options.clone() };
+    let cost =
+        AlphaBeta { platform, bandwidths: Bandwidths::Builtin(None), nvls: true, options: options.clone(), memo: None };
     let mut analytical = Analytical::new(Box::new(cost), Placement::servers(n, m));
     let a = Executor::new(w).unwrap().run(&mut analytical, &mut |_| true).unwrap().end_ns;
     let tuning = Tuning { options, ..Tuning::default() };

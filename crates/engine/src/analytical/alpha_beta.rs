@@ -22,6 +22,11 @@
 //! NCCL's ring latency + S · f(n) / (eff_p · B_file), f(n) the nccl-tests bus factor. Unlike
 //! SimAI's compat mode, GB/s means 10⁹ B/s, every size has a latency term, every collective
 //! gets its size efficiency, and sizes beyond the tables are clamped.
+//!
+//! The tuner's choice is a function of the model (server shape, link speeds, options), the
+//! collective, S and where the group's ranks sit (each rank's server and rail): a [`PriceMemo`]
+//! shared by the runs of a batch keeps it, so plans with the same group placement (a search's
+//! micro-batch, recompute and optimizer variants) price each collective once.
 
 use super::busbw_file::BusbwTable;
 use super::ratio::{RatioTable, RatioTables};
@@ -32,7 +37,10 @@ use crate::collective::cost::{direct_all_to_all_ns, timed_ns, Links};
 use crate::collective::nccl::{call_latency_ns, p2p_latency_ns};
 use crate::collective::{group_channels, ring_hops, Algorithm, GroupTopo, DIRECT_MAX_RANKS};
 use crate::error::InputError;
+use crate::int_hash::IntMap;
 use crate::workload::Collective;
+use std::cell::RefCell;
+use std::rc::Rc;
 
 /// Where bus bandwidths come from.
 pub enum Bandwidths {
@@ -50,13 +58,27 @@ pub struct AlphaBeta {
     pub nvls: bool,
     /// The algorithm choice, as the flow model makes it (NCCL_ALGO / NCCL_PROTO / AS_*).
     pub options: Options,
+    /// Tuner choices already worked out, shared with other runs (None: price every time).
+    pub memo: Option<Rc<RefCell<PriceMemo>>>,
+}
+
+/// (collective, S, servers spanned, NVLink-bound wanted, (server, rail) of each group rank).
+type MemoKey = (Collective, u64, u32, bool, Vec<(u32, u32)>);
+
+/// Tuner choices (latency, bandwidth term, NVLink-bound) of one model, by everything else they
+/// depend on; a model with other server specs or options starts it afresh.
+#[derive(Default)]
+pub struct PriceMemo {
+    model: Option<(ServerSpec, Options, bool)>,
+    prices: IntMap<MemoKey, (f64, f64, bool)>,
 }
 
 impl AlphaBeta {
     /// NCCL's tuner on `platform`, NVLS offered where its GPUs' NVSwitches reduce (Hopper).
     pub fn nccl(platform: ServerSpec, bandwidths: Bandwidths) -> AlphaBeta {
         let nvls = platform.gpu.nvls_busbw().is_some();
-        AlphaBeta { platform, bandwidths, nvls, options: Options { nvls_enable: nvls, ..Options::default() } }
+        let options = Options { nvls_enable: nvls, ..Options::default() };
+        AlphaBeta { platform, bandwidths, nvls, options, memo: None }
     }
 
     /// Per-GPU link speeds of the servers; no fabric, so no physical path latency.
@@ -71,8 +93,39 @@ impl AlphaBeta {
         }
     }
 
-    /// (latency, bandwidth term, NVLink-bound) of the tuner's choice for `c` on `g`, ns.
-    fn tuned(&self, c: Collective, g: &GroupShape, bytes: u64) -> Result<(f64, f64, bool), InputError> {
+    /// [`AlphaBeta::tuned`] through the memo, when there is one.
+    fn tuned_memo(
+        &self,
+        c: Collective,
+        g: &GroupShape,
+        bytes: u64,
+        bound: bool,
+    ) -> Result<(f64, f64, bool), InputError> {
+        let Some(memo) = &self.memo else { return self.tuned(c, g, bytes, bound) };
+        // Ranks off the platform are the tuner's error to report.
+        let places: Option<Vec<(u32, u32)>> = g
+            .ranks
+            .iter()
+            .map(|&r| (r < g.placement.ranks()).then(|| (g.placement.domain(r), g.placement.rail(r))))
+            .collect();
+        let Some(places) = places else { return self.tuned(c, g, bytes, bound) };
+        let key = (c, bytes, g.nodes, bound, places);
+        let mut memo = memo.borrow_mut();
+        let model = (self.platform.clone(), self.options.clone(), self.nvls);
+        if memo.model.as_ref() != Some(&model) {
+            *memo = PriceMemo { model: Some(model), prices: IntMap::default() };
+        }
+        if let Some(&t) = memo.prices.get(&key) {
+            return Ok(t);
+        }
+        let t = self.tuned(c, g, bytes, bound)?;
+        memo.prices.insert(key, t);
+        Ok(t)
+    }
+
+    /// (latency, bandwidth term, NVLink-bound) of the tuner's choice for `c` on `g`, ns; whether
+    /// it is NVLink-bound is worked out only when `bound` asks (false otherwise).
+    fn tuned(&self, c: Collective, g: &GroupShape, bytes: u64, bound: bool) -> Result<(f64, f64, bool), InputError> {
         let links = self.links();
         let p = &self.platform;
         let topo = GroupTopo::new(&g.ranks, &g.placement, self.nvls);
@@ -88,6 +141,9 @@ impl AlphaBeta {
         let choice = choose(c, &topo, bytes, group_channels(&topo, p.nics_per_server.max(2)), &links, &self.options)?;
         let s = &choice.schedule;
         let lat = s.timing.call_latency_ns;
+        if !bound {
+            return Ok((lat, choice.predicted_ns - lat, false));
+        }
         let nic_only = timed_ns(s, &s.timing, &topo, &Links { nvlink_gbps: 1e30, ..links })?;
         Ok((lat, choice.predicted_ns - lat, choice.predicted_ns > nic_only * (1.0 + 1e-12)))
     }
@@ -112,7 +168,7 @@ impl CollectiveCost for AlphaBeta {
         }
         match &self.bandwidths {
             Bandwidths::Builtin(ratios) => {
-                let (lat, wire, nvlink_bound) = self.tuned(c, g, bytes)?;
+                let (lat, wire, nvlink_bound) = self.tuned_memo(c, g, bytes, ratios.is_some())?;
                 let ratio = ratios.as_ref().map_or(1.0, |r| self.ratio(r, c, g, bytes, nvlink_bound));
                 Ok(lat + wire / ratio)
             }
@@ -269,6 +325,30 @@ mod tests {
         let m = model(Bandwidths::Builtin(None));
         let got = m.collective_ns(AllToAll, &shape("EP", 512, 8), GIB as u64).unwrap();
         close(got, (8.4 + 14.0) * 1e3 + GIB * 4088.0 / 4096.0 / 48.5f32 as f64);
+    }
+
+    #[test]
+    fn a_shared_memo_gives_the_unmemoised_prices() {
+        let shapes = [shape("TP", 1, 8), shape("DP", 16, 1), shape("DP", 2, 8), shape("EP", 4, 2), shape("EP", 512, 8)];
+        let memo = Rc::new(RefCell::new(PriceMemo::default()));
+        let a100 = || model(Bandwidths::Builtin(Some(RatioTables::builtin())));
+        let h800 = || AlphaBeta::nccl(ServerSpec::new(8, 8, GpuType::H800, NicType::Cx7), Bandwidths::Builtin(None));
+        for (round, fresh) in [a100, h800, a100].into_iter().enumerate() {
+            let memoised = AlphaBeta { memo: Some(memo.clone()), ..fresh() };
+            for pass in 0..2 {
+                for g in &shapes {
+                    for c in [AllReduce, AllGather, ReduceScatter, AllToAll] {
+                        for bytes in [4096u64, 3 << 20, 1 << 30] {
+                            let want = fresh().collective_ns(c, g, bytes).unwrap();
+                            let got = memoised.collective_ns(c, g, bytes).unwrap();
+                            assert_eq!(got.to_bits(), want.to_bits(), "round {round} pass {pass} {c:?} {g:?} {bytes}");
+                        }
+                    }
+                }
+                // Every price worked out once per model: the second pass found them all.
+                assert_eq!(memo.borrow().prices.len(), shapes.len() * 4 * 3, "round {round} pass {pass}");
+            }
+        }
     }
 
     #[test]

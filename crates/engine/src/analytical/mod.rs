@@ -10,10 +10,11 @@ pub mod server_spec;
 pub mod simai;
 
 use crate::due::Due;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 use std::rc::Rc;
 
 use crate::error::{InputError, Result};
+use crate::int_hash::IntMap;
 use crate::layout::Axis;
 use crate::network::{Comm, NetworkModel};
 use crate::platform::Placement;
@@ -51,7 +52,7 @@ pub struct Analytical {
     cost: Box<dyn CollectiveCost>,
     placement: Rc<Placement>,
     shapes: Vec<GroupShape>,
-    prices: HashMap<(Collective, GroupId, u64), f64>,
+    prices: IntMap<(Collective, GroupId, u64), f64>,
     /// Completions, ties in token order.
     pending: BinaryHeap<Due<()>>,
 }
@@ -62,7 +63,7 @@ impl Analytical {
             cost,
             placement: Rc::new(placement),
             shapes: Vec::new(),
-            prices: HashMap::new(),
+            prices: IntMap::default(),
             pending: BinaryHeap::new(),
         }
     }

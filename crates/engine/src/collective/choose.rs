@@ -123,15 +123,31 @@ pub fn choose(
     let mut best: Option<(Algorithm, Timing, f64, Schedule)> = None;
     for algo in candidates {
         let steps = schedule(c, algo, g, bytes, channels)?;
-        // LL and LL128 pipeline at the grain of their lines (only NCCL's timing has protocols).
-        let lines = schedule_grained(c, algo, g, bytes, channels, Grain::Lines)?;
+        // LL and LL128 pipeline at the grain of their lines (only NCCL's timing has protocols);
+        // that schedule is built only when such a protocol is weighed.
+        let mut lines: Option<Schedule> = None;
+        // The best protocol of this algorithm, if it beats every earlier algorithm: its timing,
+        // time, and whether it runs on `lines`.
+        let mut won: Option<(Timing, f64, bool)> = None;
         for timing in timings(c, algo, (g, bytes, channels), &steps, links, opts)? {
-            let s =
-                if timing.step_latency_ns.is_none() && timing.protocol != Protocol::Simple { &lines } else { &steps };
+            let on_lines = timing.step_latency_ns.is_none() && timing.protocol != Protocol::Simple;
+            let s = if on_lines {
+                if lines.is_none() {
+                    lines = Some(schedule_grained(c, algo, g, bytes, channels, Grain::Lines)?);
+                }
+                lines.as_ref().expect("built above")
+            } else {
+                &steps
+            };
             let t = timed_ns(s, &timing, g, links)?;
-            if best.as_ref().is_none_or(|b| t < b.2) {
-                best = Some((algo, timing, t, s.clone()));
+            let to_beat = won.as_ref().map(|w| w.1).or(best.as_ref().map(|b| b.2));
+            if to_beat.is_none_or(|b| t < b) {
+                won = Some((timing, t, on_lines));
             }
+        }
+        if let Some((timing, t, on_lines)) = won {
+            let s = if on_lines { lines.expect("priced on it") } else { steps };
+            best = Some((algo, timing, t, s));
         }
     }
     let Some((algorithm, timing, predicted_ns, schedule)) = best else {

@@ -1,11 +1,15 @@
 //! Many plans of one model on one cluster, simulated in parallel on rayon's threads: each plan
 //! exactly as [`run_training`] runs it alone (same input but the plan), so a search and `train`
-//! give the same numbers bit for bit.
+//! give the same numbers bit for bit. The plans of each piece rayon splits off share one
+//! [`PriceMemo`]: plans that place their groups alike price each collective once.
 
 use rayon::prelude::*;
+use std::cell::RefCell;
+use std::rc::Rc;
 
 use super::plan::Plan;
-use super::{run_training, TrainingInput, TrainingReport};
+use super::{run_training_memo, TrainingInput, TrainingReport};
+use crate::analytical::alpha_beta::PriceMemo;
 use crate::error::Result;
 
 /// `base` with each of `plans` in turn, in the order given. Memory is not checked here (the
@@ -13,10 +17,13 @@ use crate::error::Result;
 pub fn run_plans(base: &TrainingInput, plans: &[Plan]) -> Vec<Result<TrainingReport>> {
     plans
         .par_iter()
-        .map(|plan| {
-            let input = TrainingInput { plan: plan.clone(), allow_oom: true, trace: false, ..base.clone() };
-            run_training(&input, &mut |_| true)
-        })
+        .map_init(
+            || Rc::new(RefCell::new(PriceMemo::default())),
+            |memo, plan| {
+                let input = TrainingInput { plan: plan.clone(), allow_oom: true, trace: false, ..base.clone() };
+                run_training_memo(&input, &mut |_| true, Some(memo))
+            },
+        )
         .collect()
 }
 
@@ -26,7 +33,7 @@ mod tests {
     use super::super::model::{Family, Model};
     use super::super::plan::{DataParallel, Recompute};
     use super::super::search::{enumerate, Batch, Space};
-    use super::super::Network;
+    use super::super::{run_training, Network};
     use super::*;
 
     #[test]

@@ -13,8 +13,10 @@ pub mod search;
 pub mod simai_rows;
 
 use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
+use std::rc::Rc;
 
-use crate::analytical::alpha_beta::{AlphaBeta, Bandwidths};
+use crate::analytical::alpha_beta::{AlphaBeta, Bandwidths, PriceMemo};
 use crate::analytical::server_spec::{GpuType, NicType, ServerSpec};
 
 use crate::collective::choose::Options;
@@ -200,6 +202,15 @@ pub struct TrainingReport {
 }
 
 pub fn run_training(input: &TrainingInput, progress: &mut dyn FnMut(f64) -> bool) -> Result<TrainingReport> {
+    run_training_memo(input, progress, None)
+}
+
+/// [`run_training`], its collective prices kept in and taken from `memo` (the same numbers).
+pub fn run_training_memo(
+    input: &TrainingInput,
+    progress: &mut dyn FnMut(f64) -> bool,
+    memo: Option<&Rc<RefCell<PriceMemo>>>,
+) -> Result<TrainingReport> {
     let (model, plan, acc) = (&input.model, &input.plan, &input.accelerator);
     plan.validate(model)?;
     let mem = memory(model, plan, input.flash_attention);
@@ -239,15 +250,24 @@ pub fn run_training(input: &TrainingInput, progress: &mut dyn FnMut(f64) -> bool
         }
     };
     let backend = match &config {
-        None => Backend::Analytical { cost: Box::new(network_cost(input)?), placement: plan.placement() },
+        None => {
+            let cost = AlphaBeta { memo: memo.cloned(), ..network_cost(input)? };
+            Backend::Analytical { cost: Box::new(cost), placement: plan.placement() }
+        }
         Some(cfg) => Backend::Flow(cfg),
     };
     let exec = simulate(w, backend, progress)?.execution;
     let iteration_ns = exec.end_ns;
-    let (parts, layers, last) = breakdown(w, &exec);
-    let stages: Vec<StageTime> = (0..exec.timelines.len())
-        .map(|c| {
-            let parts = stage_parts(w, &exec, c).0;
+    // Each stage's parts once; the last stage's also give `breakdown`'s.
+    let per_stage: Vec<(Vec<(String, f64)>, Exposure)> =
+        (0..exec.timelines.len()).map(|c| stage_parts(w, &exec, c)).collect();
+    let last = last_stage(&exec);
+    let layers = layer_times(w, &exec, last, &per_stage[last].1);
+    let parts = per_stage[last].0.clone();
+    let stages: Vec<StageTime> = per_stage
+        .into_iter()
+        .enumerate()
+        .map(|(c, (parts, _))| {
             let busy = parts.iter().filter(|(k, _)| k != "bubble").map(|(_, v)| v).sum::<f64>();
             let end = exec.timelines[c].end.iter().copied().fold(0.0, f64::max);
             let breakdown_s = parts.into_iter().map(|(k, v)| (k, v / 1e9)).collect();
@@ -319,16 +339,26 @@ pub(crate) fn network_cost(input: &TrainingInput) -> Result<AlphaBeta> {
     platform.validate()?;
     let nvls = net.nvls_busbw.is_some();
     let options = Options { nvls_enable: nvls, ..Options::default() };
-    Ok(AlphaBeta { platform, bandwidths: Bandwidths::Builtin(None), nvls, options })
+    Ok(AlphaBeta { platform, bandwidths: Bandwidths::Builtin(None), nvls, options, memo: None })
 }
 
 /// Where the time of the stage that finishes last goes (its timeline spans the iteration), ns
 /// ([`stage_parts`]); the same stage's time per row label; and which stage (rank class) it is.
 pub fn breakdown(w: &Workload, exec: &Execution) -> (Vec<(String, f64)>, Vec<LayerTime>, usize) {
-    let end = |c: usize| exec.timelines[c].end.iter().copied().fold(0.0, f64::max);
-    let last = (0..exec.timelines.len()).max_by(|&a, &b| end(a).total_cmp(&end(b)).then(b.cmp(&a))).unwrap_or(0);
-    let prog = &w.programs[w.class_program[last] as usize];
+    let last = last_stage(exec);
     let (parts, ex) = stage_parts(w, exec, last);
+    (parts, layer_times(w, exec, last, &ex), last)
+}
+
+/// The rank class that finishes last (the lowest of those that tie).
+fn last_stage(exec: &Execution) -> usize {
+    let end = |c: usize| exec.timelines[c].end.iter().copied().fold(0.0, f64::max);
+    (0..exec.timelines.len()).max_by(|&a, &b| end(a).total_cmp(&end(b)).then(b.cmp(&a))).unwrap_or(0)
+}
+
+/// Rank class `last`'s time per row label, given its exposure `ex`.
+fn layer_times(w: &Workload, exec: &Execution, last: usize, ex: &Exposure) -> Vec<LayerTime> {
+    let prog = &w.programs[w.class_program[last] as usize];
     let tl = &exec.timelines[last];
     let mut layers: Vec<LayerTime> = w
         .rows
@@ -346,7 +376,7 @@ pub fn breakdown(w: &Workload, exec: &Execution) -> (Vec<(String, f64)>, Vec<Lay
         }
     }
     layers.retain(|l| l.compute_s + l.comm_s > 0.0);
-    (parts, layers, last)
+    layers
 }
 
 /// Where rank class `class`'s time goes up to the end of the iteration, ns: compute, exposed
