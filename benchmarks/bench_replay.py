@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -43,10 +44,6 @@ def replay(np_: int, workload: Path, compute: str, out: Path) -> tuple[float, di
     return time.perf_counter() - t0, json.loads(proc.stdout)
 
 
-def median(xs: list[float]) -> float:
-    return sorted(xs)[len(xs) // 2]
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
@@ -64,10 +61,10 @@ def main() -> None:
             runs = [replay(np_, workload, compute, tmp / f"r{np_}-") for _ in range(args.runs)]
             s = [doc["summary_us"] for _, doc in runs]
             lines.append(
-                f"| {np_} | {compute} | {median([w for w, _ in runs]):.2f} |"
-                f" {median([x['total_us'] for x in s]) / 1e3:.3f} |"
-                f" {median([x['exposed_comm_us'] for x in s]) / 1e3:.3f} |"
-                f" {median([x['compute_us'] for x in s]) / 1e3:.3f} |"
+                f"| {np_} | {compute} | {statistics.median_high([w for w, _ in runs]):.2f} |"
+                f" {statistics.median_high([x['total_us'] for x in s]) / 1e3:.3f} |"
+                f" {statistics.median_high([x['exposed_comm_us'] for x in s]) / 1e3:.3f} |"
+                f" {statistics.median_high([x['compute_us'] for x in s]) / 1e3:.3f} |"
             )
             print(lines[-1], flush=True)
     body = "\n".join(lines)
