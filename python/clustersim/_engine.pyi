@@ -88,6 +88,11 @@ def format_time(ns: float) -> str:
 Progress = Callable[[float], object] | None
 Columns = dict[str, Any]
 
+def end_to_end_csv(
+    run_name: str, summary: Sequence[float], layer_names: Sequence[str], layers: Sequence[Sequence[float]]
+) -> str:
+    """SimAI's EndToEnd CSV (the engine's writer): summary in its 9 columns' order, 15 values a layer."""
+
 def run_analytical(
     path: str,
     text: str,

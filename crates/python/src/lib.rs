@@ -10,7 +10,7 @@ use clustersim_engine::analytical::ratio::{RatioTable, RatioTables};
 use clustersim_engine::analytical::server_spec::{GpuType, NicType, ServerSpec};
 use clustersim_engine::simai::build::Overlap;
 use clustersim_engine::simai::file::WorkloadFile;
-use clustersim_engine::simai::report::{LAYER_COLUMNS, SUMMARY_COLUMNS};
+use clustersim_engine::simai::report::{Report, LAYER_COLUMNS, SUMMARY_COLUMNS};
 use clustersim_engine::simai::run::{run_analytical as engine_run, RunConfig};
 use clustersim_engine::trace::chrome_trace;
 use clustersim_engine::training::hardware::Accelerator;
@@ -277,12 +277,32 @@ fn inspect_workload<'py>(py: Python<'py>, path: &str, text: &str, lenient: bool)
     Ok(d)
 }
 
+/// SimAI's EndToEnd CSV (the engine's one writer) of a report given by its numbers: `summary`
+/// in SUMMARY_COLUMNS order, one row of LAYER_COLUMNS values per layer name (µs, GB/s).
+#[pyfunction]
+fn end_to_end_csv(
+    run_name: String,
+    summary: [f64; SUMMARY_COLUMNS.len()],
+    layer_names: Vec<String>,
+    layers: Vec<[f64; LAYER_COLUMNS.len()]>,
+) -> PyResult<String> {
+    if layer_names.len() != layers.len() {
+        return Err(EngineInternalError::new_err(format!(
+            "end_to_end_csv: {} layer names for {} rows",
+            layer_names.len(),
+            layers.len()
+        )));
+    }
+    Ok(Report { run_name, compat: false, summary, layer_names, layers }.to_csv())
+}
+
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InputError", m.py().get_type::<EngineInputError>())?;
     m.add("InternalError", m.py().get_type::<EngineInternalError>())?;
     m.add("PanicException", m.py().get_type::<pyo3::panic::PanicException>())?;
     m.add_function(wrap_pyfunction!(run_analytical, m)?)?;
+    m.add_function(wrap_pyfunction!(end_to_end_csv, m)?)?;
     m.add_class::<platform::PyPlatform>()?;
     for f in [
         wrap_pyfunction!(platform::parse_rate, m)?,

@@ -16,9 +16,11 @@ import json
 import math
 from typing import Any
 
+from clustersim import _engine
 from clustersim.analytical import SUMMARY_KEYS, AnalyticalResult
 from clustersim.replay.execute import Measured
 from clustersim.replay.plan import Plan
+from clustersim.sweep import busbw_factor
 from clustersim.table import Table
 
 # Layer columns in the simulator's order (`AnalyticalResult.layers`).
@@ -32,15 +34,6 @@ LAYER_COLUMNS = [
 PHASES = ("fwd", "wg", "ig")
 # Exposed-comm summary key of each group, as the simulator classifies collectives.
 GROUP_KEY = {"DP": "exposed_dp_us", "DP_EP": "exposed_dp_ep_us", "EP": "exposed_ep_us"}
-
-
-def busbw_factor(collective: str, n: int) -> float:
-    """nccl-tests' bus bandwidth factor (PERFORMANCE.md)."""
-    if collective == "allreduce":
-        return 2 * (n - 1) / n
-    if collective in ("allgather", "reducescatter", "alltoall"):
-        return (n - 1) / n
-    return 1.0
 
 
 def result(plan: Plan, m: Measured, *, run_name: str, seconds: float) -> AnalyticalResult:
@@ -102,27 +95,13 @@ def result(plan: Plan, m: Measured, *, run_name: str, seconds: float) -> Analyti
 
 
 def end_to_end_csv(run_name: str, summary: dict[str, float], layers: Table) -> str:
-    """SimAI's EndToEnd layout, as the engine writes it: µs with 0 decimals, GB/s with 2, an
-    empty field for a bandwidth with no collective."""
-    total = summary["total_us"]
-    head = ["File name", *SUMMARY_KEYS]
-    values = [run_name]
-    for name, key in SUMMARY_KEYS.items():
-        v = summary[key]
-        share = v / total * 100 if total else math.nan
-        values.append(f"{v:.0f}" if name == "Total time" else f"{v:.0f} ({share:.2f}%)")
-    lines = [", ".join(head), ", ".join(values)]
-    header = ["layer_name", "Analytical_test"] + [
-        c.split(" ", 1)[1] if "bw" in c else c for c in LAYER_COLUMNS
-    ]
-    lines.append(",".join(header))
-    for row in layers.rows():
-        cells = [row["layer_name"], "Analytical_test"]
-        for c in LAYER_COLUMNS:
-            x = row[c]
-            cells.append(("" if not math.isfinite(x) else f"{x:.2f}") if "bw" in c else f"{x:.0f}")
-        lines.append(",".join(cells))
-    return "\n".join(lines) + "\n"
+    """SimAI's EndToEnd layout, written by the engine's own writer."""
+    return _engine.end_to_end_csv(
+        run_name,
+        [summary[key] for key in SUMMARY_KEYS.values()],
+        layers["layer_name"],
+        [[row[c] for c in LAYER_COLUMNS] for row in layers.rows()],
+    )
 
 
 FORMAT = "clustersim-replay/1"
