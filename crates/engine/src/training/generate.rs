@@ -31,6 +31,7 @@
 use super::costs::{BlockTimes, Costs};
 use super::hardware::Accelerator;
 use super::model::{Family, Model};
+use super::overlap::{buckets, Block, Bucket, Buffer, Overlap};
 use super::plan::{DataParallel, Plan, Recompute};
 use crate::error::Result;
 use crate::layout::{Axis, Layout};
@@ -81,10 +82,8 @@ pub struct Step {
 /// Megatron's (interleaved) 1F1B order for `stage` of `p`, with `m` micro-batches and `v` chunks.
 pub fn schedule(stage: u32, p: u32, m: u32, v: u32) -> Vec<Step> {
     let total = m * v;
-    // Virtual micro-batch k → (micro-batch, chunk): groups of p micro-batches go through each
-    // chunk in turn (forward chunks ascending, backward descending).
-    let fwd = |k: u32| Step { forward: true, micro_batch: (k / (p * v)) * p + k % p, chunk: (k / p) % v };
-    let bwd = |k: u32| Step { forward: false, micro_batch: (k / (p * v)) * p + k % p, chunk: v - 1 - (k / p) % v };
+    let fwd = |k: u32| virtual_step(k, p, v, true);
+    let bwd = |k: u32| virtual_step(k, p, v, false);
     let warmup = if v == 1 { (p - 1 - stage).min(m) } else { ((p - stage - 1) * 2 + (v - 1) * p).min(total) };
     let mut steps = Vec::with_capacity(2 * total as usize);
     steps.extend((0..warmup).map(fwd));
@@ -94,6 +93,13 @@ pub fn schedule(stage: u32, p: u32, m: u32, v: u32) -> Vec<Step> {
     }
     steps.extend((total - warmup..total).map(bwd));
     steps
+}
+
+/// Virtual micro-batch `k` → (micro-batch, chunk): groups of p micro-batches go through each
+/// chunk in turn (forward chunks ascending, backward descending).
+fn virtual_step(k: u32, p: u32, v: u32, forward: bool) -> Step {
+    let chunk = (k / p) % v;
+    Step { forward, micro_batch: (k / (p * v)) * p + k % p, chunk: if forward { chunk } else { v - 1 - chunk } }
 }
 
 struct Builder {
@@ -124,28 +130,31 @@ impl Builder {
         id
     }
 
-    /// Receive from the pipeline neighbour `offset` stages away, posted when the stage gets here;
-    /// the next compute waits for it.
-    fn recv(&mut self, offset: i32, bytes: u64) {
-        let deps = self.gate.clone();
+    /// Receive from the pipeline neighbour `offset` stages away, posted after `deps`; the next
+    /// compute waits for it.
+    fn recv(&mut self, offset: i32, bytes: u64, deps: Vec<u32>) {
         let r = self.push(OpKind::Recv { peer: Peer { group: PP, offset }, bytes }, deps, R_PIPE, Phase::Other);
         self.gate.push(r);
     }
 
-    /// Send to the pipeline neighbour `offset` stages away; nothing waits for it.
-    fn send(&mut self, offset: i32, bytes: u64) {
+    /// Send to the pipeline neighbour `offset` stages away, after the gate.
+    fn send(&mut self, offset: i32, bytes: u64) -> u32 {
         let deps = self.gate.clone();
-        self.push(OpKind::Send { peer: Peer { group: PP, offset }, bytes }, deps, R_PIPE, Phase::Other);
+        self.push(OpKind::Send { peer: Peer { group: PP, offset }, bytes }, deps, R_PIPE, Phase::Other)
     }
 
     /// A collective after the gate. Blocking ones become the gate.
     fn coll(&mut self, c: Collective, group: GroupId, bytes: u64, row: u32, phase: Phase, blocking: bool) -> u32 {
-        let deps = self.gate.clone();
-        let id = self.push(OpKind::Collective { collective: c, group, bytes }, deps, row, phase);
+        let id = self.coll_after(c, group, bytes, row, phase, self.gate.clone());
         if blocking {
             self.gate = vec![id];
         }
         id
+    }
+
+    /// A collective after `deps`; nothing waits for it.
+    fn coll_after(&mut self, c: Collective, group: GroupId, bytes: u64, row: u32, phase: Phase, deps: Vec<u32>) -> u32 {
+        self.push(OpKind::Collective { collective: c, group, bytes }, deps, row, phase)
     }
 }
 
@@ -162,8 +171,20 @@ pub struct Generated {
 }
 
 pub fn generate(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: bool) -> Result<Generated> {
+    generate_with(model, plan, acc, flash_attention, &Overlap::default())
+}
+
+/// [`generate`] with the overlaps `overlap` asks for (Megatron-Core's defaults where it says nothing).
+pub fn generate_with(
+    model: &Model,
+    plan: &Plan,
+    acc: &Accelerator,
+    flash_attention: bool,
+    overlap: &Overlap,
+) -> Result<Generated> {
     plan.validate(model)?;
     acc.check()?;
+    let ov = overlap.resolve(plan)?;
     let (t, p, v, cp, e) = (plan.tp, plan.pp, plan.vpp, plan.cp, plan.ep);
     let dp = plan.dp_size();
     let m = plan.micro_batches();
@@ -193,6 +214,8 @@ pub fn generate(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: 
     let act = 2 * b * s * h; // T: one bf16 activation of the micro-batch
     let p2p = if plan.sp { act / t as u64 } else { act };
     let tied = model.family == Family::Gpt && p > 1;
+    let cx = Ctx { model, plan, act, tp_overlap: ov.tp_comm.then(|| tp_linears(model, plan, acc)) };
+    let dp_groups = DpGroups { dense: dp * cp > 1, expert: dp * cp / e > 1, ddp: plan.dp == DataParallel::Ddp };
 
     let mut programs = Vec::with_capacity(p as usize);
     let mut all_steps = Vec::with_capacity(p as usize);
@@ -204,16 +227,56 @@ pub fn generate(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: 
         let first = |c: u32| stage == 0 && c == 0;
         let last = |c: u32| stage == p - 1 && c == v - 1;
         let steps = schedule(stage, p, m, v);
-        // Backward steps left per chunk: the last one of a chunk triggers its gradient reduction.
+        // Gradient buckets per chunk: Megatron-Core buckets only the first stage's first chunk.
+        let chunk_buckets: Vec<Vec<Bucket>> = (0..v)
+            .map(|c| {
+                let size = (ov.grad_reduce && stage == 0 && c == 0).then_some(ov.bucket_size);
+                buckets(model, plan, stage, c, size)
+            })
+            .collect();
+        let mut grads =
+            GradSync { launched: chunk_buckets.iter().map(|b| vec![false; b.len()]).collect(), ops: Vec::new() };
+        let mut gather = (plan.dp == DataParallel::DistributedOptimizer && ov.param_gather)
+            .then(|| ParamGather::new(&chunk_buckets, v == 1));
+        if let Some(g) = gather.as_mut() {
+            // Interleaved (align_param_gather): the first two chunks' gathers start the iteration.
+            for c in 0..v.min(2) {
+                g.dispatch_chunk(&mut bld, c, &dp_groups);
+            }
+        }
+        // Backward steps left per chunk: the last one is the micro-batch whose gradients reduce.
         let mut bwd_left = vec![m; v as usize];
-        let mut grad_reduces: Vec<u32> = Vec::new();
+        let (mut fwd_k, mut bwd_k) = (0u32, 0u32);
+        // Sends not waited on yet (without the P2P overlap the next step waits for them), and
+        // per direction the gate at the end of its last step (with it, receives post from there).
+        let mut sends: Vec<u32> = Vec::new();
+        let mut after_last: [Vec<u32>; 2] = [Vec::new(), Vec::new()];
         for st in steps {
             let c = st.chunk;
             let begin = bld.prog.ops.len() as u32;
+            let needs_recv = if st.forward { !first(c) } else { !last(c) };
+            if needs_recv {
+                let offset = if st.forward { -1 } else { 1 };
+                let deps = if ov.p2p { after_last[st.forward as usize].clone() } else { bld.gate.clone() };
+                bld.recv(offset, p2p, deps);
+            }
+            bld.gate.append(&mut sends);
             if st.forward {
-                if !first(c) {
-                    bld.recv(-1, p2p);
-                } else {
+                if let Some(g) = gather.as_mut() {
+                    // Interleaved: the gathers of the chunk after next, aligned across stages.
+                    let k = fwd_k + stage;
+                    if v > 1 && k % p == 0 && k / p + 1 < v && k / p + 1 > 1 && k < p * v {
+                        g.dispatch_chunk(&mut bld, k / p + 1, &dp_groups);
+                    }
+                }
+                fwd_k += 1;
+                let mut pre = |bld: &mut Builder, block: Block| {
+                    if let (Some(g), 0) = (gather.as_mut(), st.micro_batch) {
+                        g.wait(bld, c, block, &dp_groups);
+                    }
+                };
+                if first(c) {
+                    pre(&mut bld, Block::Embedding);
                     bld.compute(emb_f, R_EMB, Phase::Forward);
                     if t > 1 {
                         let c = if plan.sp { Collective::ReduceScatter } else { Collective::AllReduce };
@@ -223,10 +286,11 @@ pub fn generate(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: 
                 for l in chunk_layers(c) {
                     let bt = if model.is_moe_layer(l) { moe_times.unwrap_or(dense) } else { dense };
                     bld.layer = l;
-                    forward_layer(&mut bld, model, plan, &bt, model.is_moe_layer(l), act);
+                    forward_layer(&mut bld, &cx, &bt, l, model.is_moe_layer(l), &mut pre);
                     bld.layer = NO_LAYER;
                 }
                 if last(c) {
+                    pre(&mut bld, Block::Head);
                     if t > 1 && plan.sp {
                         bld.coll(Collective::AllGather, TP, act, R_HEAD, Phase::Forward, true);
                     }
@@ -238,78 +302,89 @@ pub fn generate(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: 
                         }
                     }
                 } else {
-                    bld.send(1, p2p);
+                    sends.push(bld.send(1, p2p));
                 }
             } else {
-                if !last(c) {
-                    bld.recv(1, p2p);
-                } else {
+                bwd_left[c as usize] -= 1;
+                // Megatron-Core reduces gradients only in the last micro-batch's backward; without
+                // interleaving each bucket as soon as its gradients are ready.
+                let ready_now = ov.grad_reduce && v == 1 && bwd_left[c as usize] == 0;
+                let mut ready = |bld: &mut Builder, block: Block, op: u32| {
+                    if ready_now {
+                        grads.launch_ready(bld, &chunk_buckets, c, block, op, &dp_groups);
+                    }
+                };
+                if last(c) {
                     // The LM head is a column-parallel linear: its input gradient is reduced (and
                     // its input re-gathered with SP) like the first linear of a block.
-                    backward_linear(&mut bld, plan, head_b / 2.0, head_b / 2.0, act, R_HEAD, false);
+                    let w = backward_linear(&mut bld, &cx, head_b / 2.0, head_b / 2.0, R_HEAD, None);
+                    ready(&mut bld, Block::Head, w);
                 }
-                bwd_left[c as usize] -= 1;
-                let last_mb = bwd_left[c as usize] == 0;
                 for l in chunk_layers(c).rev() {
-                    let moe = model.is_moe_layer(l);
-                    let bt = if moe { moe_times.unwrap_or(dense) } else { dense };
+                    let bt = if model.is_moe_layer(l) { moe_times.unwrap_or(dense) } else { dense };
                     bld.layer = l;
                     if plan.recompute == Recompute::Full {
-                        forward_layer(&mut bld, model, plan, &bt, moe, act);
+                        forward_layer(&mut bld, &cx, &bt, l, model.is_moe_layer(l), &mut |_, _| {});
                     }
-                    backward_layer(&mut bld, model, plan, &bt, moe, act);
-                    if last_mb {
-                        grad_reduces.extend(reduce_layer_grads(&mut bld, model, plan, l));
-                    }
+                    let (mlp_w, attn_w) = backward_layer(&mut bld, &cx, &bt, model.is_moe_layer(l));
+                    ready(&mut bld, Block::Mlp(l), mlp_w);
+                    ready(&mut bld, Block::Attn(l), attn_w);
                     bld.layer = NO_LAYER;
                 }
                 if !first(c) {
-                    bld.send(-1, p2p);
+                    sends.push(bld.send(-1, p2p));
                 } else {
                     if t > 1 && plan.sp {
                         // The backward of the forward reduce-scatter: gather the output gradient.
                         bld.coll(Collective::AllGather, TP, act, R_EMB, Phase::InputGrad, true);
                     }
-                    bld.compute(emb_b, R_EMB, Phase::WeightGrad);
+                    let w = bld.compute(emb_b, R_EMB, Phase::WeightGrad);
+                    ready(&mut bld, Block::Embedding, w);
                 }
+                // Interleaved (align_grad_reduce): a chunk's gradients reduce together, `stage`
+                // backward steps after its last micro-batch's, aligned across stages.
+                if ov.grad_reduce && v > 1 && bwd_k >= stage {
+                    let done = virtual_step(bwd_k - stage, p, v, false);
+                    if done.micro_batch == m - 1 {
+                        grads.launch_chunk(&mut bld, &chunk_buckets, done.chunk, &dp_groups);
+                    }
+                }
+                bwd_k += 1;
             }
+            if ov.p2p {
+                // Sends are never waited on; without the overlap the next step waits for them
+                // with its receive (Megatron's batched send/receive pairs).
+                sends.clear();
+            }
+            after_last[st.forward as usize] = bld.gate.clone();
             spans.push((st, begin..bld.prog.ops.len() as u32));
         }
-        // Embedding gradients: tied embeddings meet between first and last stage, then reduce in DP.
-        let has_emb = stage == 0 || stage == p - 1;
-        if has_emb {
-            let emb_params = model.vocab * h / t as u64;
-            if tied {
-                grad_reduces.push(bld.coll(
-                    Collective::AllReduce,
-                    EMB,
-                    4 * emb_params,
-                    R_GRAD,
-                    Phase::WeightGrad,
-                    false,
-                ));
-            }
-            if dp > 1 || cp > 1 {
-                let c = if plan.dp == DataParallel::Ddp { Collective::AllReduce } else { Collective::ReduceScatter };
-                grad_reduces.push(bld.coll(c, DP, 4 * emb_params, R_GRAD, Phase::WeightGrad, false));
-            }
+        bld.gate.append(&mut sends);
+        // Whatever has not started yet (all of it without the gradient overlap) starts now;
+        // finalize_model_grads waits for every reduction, then all-reduces a tied embedding's
+        // gradient between first and last stage, then the optimizer steps.
+        for c in 0..v {
+            grads.launch_chunk(&mut bld, &chunk_buckets, c, &dp_groups);
         }
-        // Optimizer step on this GPU's share, after every gradient reduction.
+        bld.gate.append(&mut grads.ops);
+        if tied && (stage == 0 || stage == p - 1) {
+            bld.coll(Collective::AllReduce, EMB, 4 * model.vocab * h / t as u64, R_GRAD, Phase::WeightGrad, true);
+        }
+        // Optimizer step on this GPU's share.
         let (params, _) = stage_params(model, plan, stage);
         let shard = match plan.dp {
             DataParallel::Ddp => params as f64,
             _ => params as f64 / (dp * cp) as f64,
         };
-        bld.gate.extend(grad_reduces);
         bld.compute(costs.optimizer(shard), R_OPT, Phase::Other);
-        if plan.dp != DataParallel::Ddp && plan.dp != DataParallel::Zero3 {
-            // Updated parameters: dense ones from all of DP, experts' from their expert-DP group.
-            let expert = stage_params(model, plan, stage).1;
-            if dp * cp > 1 {
-                bld.coll(Collective::AllGather, DP, 2 * (params - expert), R_GATHER, Phase::Other, true);
-            }
-            if expert > 0 && dp * cp / e > 1 {
-                bld.coll(Collective::AllGather, DP_EP, 2 * expert, R_GATHER, Phase::Other, true);
+        // Updated parameters, bucket by bucket, unless the next forward gathers them.
+        let gathers_after =
+            matches!(plan.dp, DataParallel::DistributedOptimizer | DataParallel::Zero1 | DataParallel::Zero2);
+        if gathers_after && gather.is_none() {
+            for bucket in chunk_buckets.iter().flatten() {
+                if let Some(group) = dp_groups.of(bucket.buffer) {
+                    bld.coll(Collective::AllGather, group, 2 * bucket.params, R_GATHER, Phase::Other, true);
+                }
             }
         }
         programs.push(bld.prog);
@@ -338,13 +413,15 @@ pub fn single_layer(model: &Model, plan: &Plan, acc: &Accelerator, flash_attenti
     let costs = Costs { acc, model, plan, flash_attention };
     let bt = costs.layer(false);
     let act = 2 * plan.mbs as u64 * plan.seq * model.hidden;
+    // Korthikanti et al. measured without TP communication overlap.
+    let cx = Ctx { model, plan, act, tp_overlap: None };
     let mut bld = Builder::new();
-    forward_layer(&mut bld, model, plan, &bt, false, act);
+    forward_layer(&mut bld, &cx, &bt, 0, false, &mut |_, _| {});
     let fwd_end = bld.prog.ops.len() as u32 - 1;
     if plan.recompute == Recompute::Full {
-        forward_layer(&mut bld, model, plan, &bt, false, act);
+        forward_layer(&mut bld, &cx, &bt, 0, false, &mut |_, _| {});
     }
-    backward_layer(&mut bld, model, plan, &bt, false, act);
+    backward_layer(&mut bld, &cx, &bt, false);
     let rows = ROWS.iter().map(|s| s.to_string()).collect();
     let w = Workload {
         layout,
@@ -404,22 +481,43 @@ pub fn model_flops(model: &Model, plan: &Plan) -> f64 {
     3.0 * per_token * tokens
 }
 
-fn forward_layer(bld: &mut Builder, model: &Model, plan: &Plan, bt: &BlockTimes, moe: bool, act: u64) {
-    let t = plan.tp;
-    let tp = t > 1;
+/// The forward of layer `l` (`moe`: its MLP is experts). `pre` runs at the start of each block,
+/// where Megatron's forward pre-hooks wait for the block's parameters.
+fn forward_layer(
+    bld: &mut Builder,
+    cx: &Ctx,
+    bt: &BlockTimes,
+    l: u32,
+    moe: bool,
+    pre: &mut dyn FnMut(&mut Builder, Block),
+) {
+    let (model, plan, act) = (cx.model, cx.plan, cx.act);
+    let tp = plan.tp > 1;
     let sp = plan.sp;
     // Attention block.
-    if tp && sp {
-        bld.coll(Collective::AllGather, TP, act, R_ATTN, Phase::Forward, true);
+    pre(bld, Block::Attn(l));
+    if let Some(x) = cx.tp_overlap {
+        let (qkv, out) = within(x.attn.first_fwd, x.attn.last_fwd, bt.attn_fwd);
+        gather_into_gemm(bld, act, qkv, x.chunks, R_ATTN, Phase::Forward);
+        if plan.cp > 1 {
+            bld.coll(Collective::AllGather, CP, kv_bytes(model, plan), R_ATTN, Phase::Forward, true);
+        }
+        bld.compute(bt.attn_fwd - qkv - out, R_ATTN, Phase::Forward);
+        gemm_into_scatter(bld, out, act, x.chunks, R_ATTN, Phase::Forward);
+    } else {
+        if tp && sp {
+            bld.coll(Collective::AllGather, TP, act, R_ATTN, Phase::Forward, true);
+        }
+        if plan.cp > 1 {
+            bld.coll(Collective::AllGather, CP, kv_bytes(model, plan), R_ATTN, Phase::Forward, true);
+        }
+        bld.compute(bt.attn_fwd, R_ATTN, Phase::Forward);
+        if tp {
+            let c = if sp { Collective::ReduceScatter } else { Collective::AllReduce };
+            bld.coll(c, TP, act, R_ATTN, Phase::Forward, true);
+        }
     }
-    if plan.cp > 1 {
-        bld.coll(Collective::AllGather, CP, kv_bytes(model, plan), R_ATTN, Phase::Forward, true);
-    }
-    bld.compute(bt.attn_fwd, R_ATTN, Phase::Forward);
-    if tp {
-        let c = if sp { Collective::ReduceScatter } else { Collective::AllReduce };
-        bld.coll(c, TP, act, R_ATTN, Phase::Forward, true);
-    }
+    pre(bld, Block::Mlp(l));
     if moe {
         // The all-to-all dispatcher works on the sequence-sharded tokens: no gather around it.
         let (a2a, etp, counts) = moe_bytes(model, plan);
@@ -442,6 +540,13 @@ fn forward_layer(bld: &mut Builder, model: &Model, plan: &Plan, bt: &BlockTimes,
         return;
     }
     // MLP block.
+    if let Some(x) = cx.tp_overlap {
+        let (fc1, fc2) = within(x.mlp.first_fwd, x.mlp.last_fwd, bt.mlp_fwd);
+        gather_into_gemm(bld, act, fc1, x.chunks, R_MLP, Phase::Forward);
+        bld.compute(bt.mlp_fwd - fc1 - fc2, R_MLP, Phase::Forward);
+        gemm_into_scatter(bld, fc2, act, x.chunks, R_MLP, Phase::Forward);
+        return;
+    }
     if tp && sp {
         bld.coll(Collective::AllGather, TP, act, R_MLP, Phase::Forward, true);
     }
@@ -452,23 +557,41 @@ fn forward_layer(bld: &mut Builder, model: &Model, plan: &Plan, bt: &BlockTimes,
     }
 }
 
+/// Two GEMMs' times scaled, if need be, to fit in their block's `total`.
+fn within(a: f64, b: f64, total: f64) -> (f64, f64) {
+    let k = if a + b > total { total / (a + b) } else { 1.0 };
+    (a * k, b * k)
+}
+
 /// Backward of one block (from its row-parallel output back to its column-parallel input):
 /// data-gradient compute, its TP collective overlapping the weight-gradient compute; the next
-/// block waits for both. `gather_output_grad`: with SP, the block ends in a reduce-scatter whose
-/// backward gathers the output gradient first.
+/// block waits for both. `output_grad`: with SP, the block ends in a reduce-scatter whose
+/// backward first gathers the output gradient; the value is the data-gradient GEMM it feeds
+/// (ns), which the gather pipelines with under `--tp-comm-overlap`. Returns the
+/// weight-gradient op.
 fn backward_linear(
     bld: &mut Builder,
-    plan: &Plan,
+    cx: &Ctx,
     data_ns: f64,
     weight_ns: f64,
-    act: u64,
     row: u32,
-    gather_output_grad: bool,
-) {
+    output_grad: Option<f64>,
+) -> u32 {
+    let (plan, act) = (cx.plan, cx.act);
     let tp = plan.tp > 1;
-    if tp && plan.sp && gather_output_grad {
+    let mut data_ns = data_ns;
+    if let (true, true, Some(gemm)) = (tp, plan.sp, output_grad) {
         // Output gradient of the row-parallel linear, gathered before the data gradient.
-        bld.coll(Collective::AllGather, TP, act, row, Phase::InputGrad, true);
+        match cx.tp_overlap {
+            Some(x) => {
+                let gemm = gemm.min(data_ns);
+                gather_into_gemm(bld, act, gemm, x.chunks, row, Phase::InputGrad);
+                data_ns -= gemm;
+            }
+            None => {
+                bld.coll(Collective::AllGather, TP, act, row, Phase::InputGrad, true);
+            }
+        }
     }
     // With SP the sequence-sharded input is re-gathered for the weight gradient; Megatron issues
     // it before the data-gradient GEMM, so it runs under that GEMM.
@@ -481,12 +604,17 @@ fn backward_linear(
         next.push(bld.coll(c, TP, act, row, Phase::InputGrad, false));
     }
     bld.gate = std::iter::once(d).chain(regather).collect();
-    next.push(bld.compute(weight_ns, row, Phase::WeightGrad));
+    let w = bld.compute(weight_ns, row, Phase::WeightGrad);
+    next.push(w);
     bld.gate = next;
+    w
 }
 
-fn backward_layer(bld: &mut Builder, model: &Model, plan: &Plan, bt: &BlockTimes, moe: bool, act: u64) {
-    if moe {
+/// Backward of a layer; returns the weight-gradient ops of its MLP and its attention.
+fn backward_layer(bld: &mut Builder, cx: &Ctx, bt: &BlockTimes, moe: bool) -> (u32, u32) {
+    let (model, plan) = (cx.model, cx.plan);
+    let gemm = |pick: fn(&TpLinears) -> f64| Some(cx.tp_overlap.as_ref().map_or(0.0, pick));
+    let mlp_w = if moe {
         // The dispatcher's collectives mirrored: combine, expert-TP scatter, experts, gather, dispatch.
         let (a2a, etp, _) = moe_bytes(model, plan);
         if plan.ep > 1 {
@@ -496,38 +624,260 @@ fn backward_layer(bld: &mut Builder, model: &Model, plan: &Plan, bt: &BlockTimes
             bld.coll(Collective::AllGather, TP, etp, R_MOE, Phase::InputGrad, true);
         }
         bld.compute(bt.mlp_bwd_data, R_MOE, Phase::InputGrad);
-        bld.compute(bt.mlp_bwd_weight, R_MOE, Phase::WeightGrad);
+        let w = bld.compute(bt.mlp_bwd_weight, R_MOE, Phase::WeightGrad);
         if plan.tp > 1 {
             bld.coll(Collective::ReduceScatter, TP, etp, R_MOE, Phase::InputGrad, true);
         }
         if plan.ep > 1 {
             bld.coll(Collective::AllToAll, EP, a2a, R_MOE, Phase::InputGrad, true);
         }
+        w
     } else {
-        backward_linear(bld, plan, bt.mlp_bwd_data, bt.mlp_bwd_weight, act, R_MLP, true);
-    }
-    if plan.cp > 1 {
+        backward_linear(bld, cx, bt.mlp_bwd_data, bt.mlp_bwd_weight, R_MLP, gemm(|x| x.mlp.last_dgrad))
+    };
+    let attn_grad = gemm(|x| x.attn.last_dgrad);
+    let attn_w = if plan.cp > 1 {
         let kv = kv_bytes(model, plan);
         bld.coll(Collective::AllGather, CP, kv, R_ATTN, Phase::InputGrad, true);
-        backward_linear(bld, plan, bt.attn_bwd_data, bt.attn_bwd_weight, act, R_ATTN, true);
+        let w = backward_linear(bld, cx, bt.attn_bwd_data, bt.attn_bwd_weight, R_ATTN, attn_grad);
         bld.coll(Collective::ReduceScatter, CP, kv, R_ATTN, Phase::InputGrad, false);
+        w
     } else {
-        backward_linear(bld, plan, bt.attn_bwd_data, bt.attn_bwd_weight, act, R_ATTN, true);
+        backward_linear(bld, cx, bt.attn_bwd_data, bt.attn_bwd_weight, R_ATTN, attn_grad)
+    };
+    (mlp_w, attn_w)
+}
+
+/// What the per-layer emitters need besides the builder.
+struct Ctx<'a> {
+    model: &'a Model,
+    plan: &'a Plan,
+    /// T: one bf16 activation of the micro-batch.
+    act: u64,
+    /// With `--tp-comm-overlap`: the GEMMs the chunked TP collectives pipeline with.
+    tp_overlap: Option<TpLinears>,
+}
+
+/// Data-parallel groups that have more than one member, and whether gradients all-reduce (DDP)
+/// or reduce-scatter.
+struct DpGroups {
+    dense: bool,
+    expert: bool,
+    ddp: bool,
+}
+
+impl DpGroups {
+    fn of(&self, buffer: Buffer) -> Option<GroupId> {
+        match buffer {
+            Buffer::Dense => self.dense.then_some(DP),
+            Buffer::Expert => self.expert.then_some(DP_EP),
+        }
     }
 }
 
-/// Issue the gradient reduction of layer `l` (non-blocking). Returns the ops issued.
-fn reduce_layer_grads(bld: &mut Builder, model: &Model, plan: &Plan, l: u32) -> Vec<u32> {
-    let (dense, expert) = layer_param_split(model, l);
-    let c = if plan.dp == DataParallel::Ddp { Collective::AllReduce } else { Collective::ReduceScatter };
-    let mut ops = Vec::new();
-    if plan.dp_size() * plan.cp > 1 {
-        ops.push(bld.coll(c, DP, 4 * dense / plan.tp as u64, R_GRAD, Phase::WeightGrad, false));
+/// The gradient reductions of one stage: which buckets have started, and their ops.
+struct GradSync {
+    launched: Vec<Vec<bool>>,
+    ops: Vec<u32>,
+}
+
+impl GradSync {
+    fn launch(&mut self, bld: &mut Builder, bucket: &Bucket, deps: Vec<u32>, groups: &DpGroups) {
+        if let Some(group) = groups.of(bucket.buffer) {
+            let c = if groups.ddp { Collective::AllReduce } else { Collective::ReduceScatter };
+            // fp32 gradients (Megatron reduces bf16 runs' gradients in fp32).
+            self.ops.push(bld.coll_after(c, group, 4 * bucket.params, R_GRAD, Phase::WeightGrad, deps));
+        }
     }
-    if expert > 0 && plan.dp_size() * plan.cp / plan.ep > 1 {
-        ops.push(bld.coll(c, DP_EP, 4 * expert / (plan.tp * plan.ep) as u64, R_GRAD, Phase::WeightGrad, false));
+
+    /// Start the buckets of `chunk` whose last gradient `block`'s weight-gradient op `op` produces.
+    fn launch_ready(
+        &mut self,
+        bld: &mut Builder,
+        all: &[Vec<Bucket>],
+        chunk: u32,
+        block: Block,
+        op: u32,
+        groups: &DpGroups,
+    ) {
+        for (i, bucket) in all[chunk as usize].iter().enumerate() {
+            if !self.launched[chunk as usize][i] && bucket.ready() == block {
+                self.launched[chunk as usize][i] = true;
+                self.launch(bld, bucket, vec![op], groups);
+            }
+        }
     }
-    ops
+
+    /// Start every bucket of `chunk` not started yet, after the gate.
+    fn launch_chunk(&mut self, bld: &mut Builder, all: &[Vec<Bucket>], chunk: u32, groups: &DpGroups) {
+        for (i, bucket) in all[chunk as usize].iter().enumerate() {
+            if !self.launched[chunk as usize][i] {
+                self.launched[chunk as usize][i] = true;
+                let deps = bld.gate.clone();
+                self.launch(bld, bucket, deps, groups);
+            }
+        }
+    }
+}
+
+/// `--overlap-param-gather`: the parameter all-gathers of the previous step's update, run under
+/// the first micro-batch's forward. A block's forward pre-hook waits for the buckets holding its
+/// parameters, dispatching any not dispatched yet; without interleaving it then dispatches the
+/// next bucket in forward order (`finish_param_sync`), so bucket k + 1's gather runs under the
+/// compute of bucket k's blocks and only the first is exposed. With interleaving the schedule
+/// dispatches whole chunks ahead (`align_param_gather`) and the hooks only wait.
+struct ParamGather {
+    /// Per chunk, per buffer: the buckets in forward order (buffer, bucket index in `buckets`).
+    chains: Vec<Vec<Vec<usize>>>,
+    buckets: Vec<Vec<Bucket>>,
+    /// Dispatched buckets, with their op (none in a group of one).
+    op: Vec<Vec<Option<Option<u32>>>>,
+    waited: Vec<Vec<bool>>,
+    chain: bool,
+}
+
+impl ParamGather {
+    fn new(buckets: &[Vec<Bucket>], chain: bool) -> ParamGather {
+        let chains = buckets
+            .iter()
+            .map(|bs| {
+                [Buffer::Dense, Buffer::Expert]
+                    .iter()
+                    .map(|&buf| (0..bs.len()).rev().filter(|&i| bs[i].buffer == buf).collect())
+                    .collect()
+            })
+            .collect();
+        ParamGather {
+            chains,
+            buckets: buckets.to_vec(),
+            op: buckets.iter().map(|b| vec![None; b.len()]).collect(),
+            waited: buckets.iter().map(|b| vec![false; b.len()]).collect(),
+            chain,
+        }
+    }
+
+    fn dispatch(&mut self, bld: &mut Builder, c: usize, i: usize, groups: &DpGroups) {
+        if self.op[c][i].is_none() {
+            let bucket = &self.buckets[c][i];
+            // bf16 parameters; a group of one gathers nothing.
+            let deps = bld.gate.clone();
+            let id = groups.of(bucket.buffer).map(|group| {
+                bld.coll_after(Collective::AllGather, group, 2 * bucket.params, R_GATHER, Phase::Forward, deps)
+            });
+            self.op[c][i] = Some(id);
+        }
+    }
+
+    /// Dispatch every bucket of `chunk` (in bucket order, as `start_param_sync` does).
+    fn dispatch_chunk(&mut self, bld: &mut Builder, chunk: u32, groups: &DpGroups) {
+        for i in 0..self.buckets[chunk as usize].len() {
+            self.dispatch(bld, chunk as usize, i, groups);
+        }
+    }
+
+    /// The forward pre-hook of `block` of `chunk` in the first micro-batch.
+    fn wait(&mut self, bld: &mut Builder, chunk: u32, block: Block, groups: &DpGroups) {
+        let c = chunk as usize;
+        for chain in self.chains[c].clone() {
+            for (pos, &i) in chain.iter().enumerate() {
+                if self.waited[c][i] || !self.buckets[c][i].blocks.contains(&block) {
+                    continue;
+                }
+                self.dispatch(bld, c, i, groups);
+                self.waited[c][i] = true;
+                if let Some(Some(id)) = self.op[c][i] {
+                    bld.gate.push(id);
+                }
+                if self.chain {
+                    if let Some(&next) = chain.get(pos + 1) {
+                        self.dispatch(bld, c, next, groups);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// With `--tp-comm-overlap`, per block: the GEMM after the input all-gather, the GEMM before the
+/// output reduce-scatter, and that GEMM's data-gradient GEMM (after the output-gradient gather),
+/// ns; each TP collective splits into TP chunks pipelined with its GEMM (Transformer Engine's
+/// userbuffers ring exchange).
+#[derive(Debug, Clone, Copy)]
+struct TpLinears {
+    chunks: u32,
+    attn: Linears,
+    mlp: Linears,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Linears {
+    first_fwd: f64,
+    last_fwd: f64,
+    last_dgrad: f64,
+}
+
+/// The GEMM shapes of costs.rs's blocks (tokens n = b·s/cp; widths split by TP), timed by the
+/// accelerator's GEMM model.
+fn tp_linears(model: &Model, plan: &Plan, acc: &Accelerator) -> TpLinears {
+    let t = plan.tp as f64;
+    let n = plan.mbs as f64 * (plan.seq / plan.cp as u64) as f64;
+    let h = model.hidden as f64;
+    let (qkv_out, attn_width) = match &model.mla {
+        // The down-projections consume the gathered input.
+        Some(x) => ((x.q_lora + x.kv_lora + x.qk_rope) as f64, (model.heads * x.v_head) as f64 / t),
+        None => {
+            let dh = model.head_dim() as f64;
+            ((model.heads + 2 * model.kv_heads) as f64 * dh / t, model.heads as f64 * dh / t)
+        }
+    };
+    let f = model.ffn as f64 / t;
+    let up = if model.family == Family::Llama { 2.0 * f } else { f };
+    TpLinears {
+        chunks: plan.tp,
+        attn: Linears {
+            first_fwd: acc.gemm_ns(n, qkv_out, h),
+            last_fwd: acc.gemm_ns(n, h, attn_width),
+            last_dgrad: acc.gemm_ns(n, attn_width, h),
+        },
+        mlp: Linears {
+            first_fwd: acc.gemm_ns(n, up, h),
+            last_fwd: acc.gemm_ns(n, h, f),
+            last_dgrad: acc.gemm_ns(n, f, h),
+        },
+    }
+}
+
+/// A TP all-gather of `bytes` feeding a GEMM of `gemm` ns: in `chunks` pieces, GEMM chunk i
+/// waiting for gather chunk i while the gathers run back to back on the TP stream.
+fn gather_into_gemm(bld: &mut Builder, bytes: u64, gemm: f64, chunks: u32, row: u32, phase: Phase) {
+    let parts: Vec<u32> = (0..chunks)
+        .map(|i| bld.coll_after(Collective::AllGather, TP, chunk_bytes(bytes, chunks, i), row, phase, bld.gate.clone()))
+        .collect();
+    for part in parts {
+        bld.gate.push(part);
+        bld.compute(gemm / chunks as f64, row, phase);
+    }
+}
+
+/// A GEMM of `gemm` ns whose output reduce-scatters in `chunks` pieces, each as its GEMM chunk
+/// ends; what follows waits for all of them.
+fn gemm_into_scatter(bld: &mut Builder, gemm: f64, bytes: u64, chunks: u32, row: u32, phase: Phase) {
+    let mut parts = Vec::with_capacity(chunks as usize);
+    for i in 0..chunks {
+        let g = bld.compute(gemm / chunks as f64, row, phase);
+        parts.push(bld.coll_after(Collective::ReduceScatter, TP, chunk_bytes(bytes, chunks, i), row, phase, vec![g]));
+    }
+    bld.gate.extend(parts);
+}
+
+/// Bytes of chunk `i` of `n` of a `bytes` buffer (the last takes the remainder).
+fn chunk_bytes(bytes: u64, n: u32, i: u32) -> u64 {
+    let n = n as u64;
+    if i as u64 == n - 1 {
+        bytes - bytes / n * (n - 1)
+    } else {
+        bytes / n
+    }
 }
 
 /// Bytes of the keys and values all-gathered in CP for one layer (bf16, TP-sharded heads).
@@ -690,16 +1040,31 @@ mod sizes {
     }
 
     #[test]
-    fn data_parallel_reduces_fp32_gradients_per_layer() {
+    fn data_parallel_reduces_fp32_gradients_and_gathers_bf16_parameters_once() {
+        // Every parameter of the GPU's TP shard once: 4-byte gradients reduce-scattered (all-
+        // reduced with DDP), 2-byte parameters all-gathered, in buckets of at least 40 M
+        // parameters but the last.
         let m = model(false);
+        let total = |p: &Plan, c: &str| -> Vec<u64> {
+            let g = generate(&m, p, &gpu(), true).unwrap();
+            g.workload.programs[0]
+                .ops
+                .iter()
+                .filter_map(|op| match op.kind {
+                    OpKind::Collective { collective, group: DP, bytes } if collective.name() == c => Some(bytes),
+                    _ => None,
+                })
+                .collect()
+        };
         let p = plan(8, 1, 1, 1, false, DataParallel::DistributedOptimizer);
-        let (coll, _) = sizes(&m, &p);
-        let layer = m.layer_params(0).0;
-        // Reduce-scatter of 4-byte gradients of the layer's TP shard; all-gather of 2-byte params.
-        assert!(coll.contains(&("reducescatter".into(), DP, 4 * layer / 8)));
-        assert!(coll.iter().any(|(c, g, _)| c == "allgather" && *g == DP));
-        let (coll, _) = sizes(&m, &plan(8, 1, 1, 1, false, DataParallel::Ddp));
-        assert!(coll.contains(&("allreduce".into(), DP, 4 * layer / 8)));
+        // 8 layers, input embedding and LM head split over TP 8, the final norm replicated.
+        let params = 8 * m.layer_params(0).0 / 8 + 2 * 32000 * 4096 / 8 + 4096;
+        let rs = total(&p, "reducescatter");
+        assert_eq!(rs.iter().sum::<u64>(), 4 * params);
+        assert!(rs[..rs.len() - 1].iter().all(|&b| b >= 4 * 40_000_000), "{rs:?}");
+        assert_eq!(total(&p, "allgather").iter().sum::<u64>(), 2 * params);
+        let ar = total(&plan(8, 1, 1, 1, false, DataParallel::Ddp), "allreduce");
+        assert_eq!(ar.iter().sum::<u64>(), 4 * params);
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub mod generate;
 pub mod hardware;
 pub mod memory;
 pub mod model;
+pub mod overlap;
 pub mod plan;
 pub mod rows_from_ops;
 pub mod search;

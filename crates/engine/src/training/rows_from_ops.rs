@@ -15,23 +15,26 @@
 //!   nothing else (again a serial chain); the SP re-gather, which runs under the data-gradient
 //!   GEMM, gets a row of its own; rows are added where the module's forward rows run out
 //!   (full recompute);
-//! - each layer's gradient reduction (issued after the last micro-batch's backward of the
-//!   layer) is the wg collective of that layer's last rows to run, in the file's first
-//!   micro-batch (SimAI runs the backward of the file's micro-batches last to first); the
-//!   embedding's on the embedding row; then the optimizer step and the parameter all-gathers.
+//! - each gradient bucket's reduction (issued in the last micro-batch's backward when the
+//!   weight gradient that completes it is done) is a wg collective of the last rows to run of
+//!   that weight gradient's module, in the file's first micro-batch (SimAI runs the backward of
+//!   the file's micro-batches last to first); then the optimizer step and the parameter
+//!   all-gathers.
 //!
 //! A SimAI file cannot carry: the other stages (the pipeline is a closed form in the report),
 //! point-to-point transfers (`pp_comm` in the header), the tied-embedding all-reduce between the
-//! first and last stage (no group for it), context parallelism, and the optimizer step waiting
-//! for the gradient reductions (wg collectives block nothing).
+//! first and last stage (no group for it), context parallelism, the optimizer step waiting for
+//! the gradient reductions (wg collectives block nothing), and the parameter all-gathers under
+//! the next forward (the file gathers after the optimizer step: [`FILE_OVERLAP`]).
 
 use std::collections::HashMap;
 
 use super::generate::{
-    generate, Generated, DP, DP_EP, EP, NO_LAYER, R_ATTN, R_CE, R_EMB, R_GATHER, R_GRAD, R_HEAD, R_MOE, R_OPT, TP,
+    generate_with, Generated, DP, DP_EP, EP, NO_LAYER, R_ATTN, R_CE, R_EMB, R_GATHER, R_GRAD, R_HEAD, R_MOE, R_OPT, TP,
 };
 use super::hardware::Accelerator;
 use super::model::Model;
+use super::overlap::Overlap;
 use super::plan::Plan;
 use super::simai_rows::stage_header;
 use crate::error::Result;
@@ -245,9 +248,14 @@ fn place_backward(prog: &Program, m: &mut Module, ops: &[u32]) {
     }
 }
 
+/// The overlaps a SimAI file can carry: Megatron-Core's defaults, but the parameter all-gathers
+/// after the optimizer step.
+pub const FILE_OVERLAP: Overlap =
+    Overlap { grad_reduce: None, param_gather: Some(false), tp_comm: None, p2p: None, bucket_size: None };
+
 /// The rows of `plan`'s first pipeline stage, derived from the generator's program (`plan` without CP).
 pub fn megatron_workload(model: &Model, plan: &Plan, acc: &Accelerator, flash: bool) -> Result<WorkloadFile> {
-    let Generated { workload, steps, op_layer, .. } = generate(model, plan, acc, flash)?;
+    let Generated { workload, steps, op_layer, .. } = generate_with(model, plan, acc, flash, &FILE_OVERLAP)?;
     let (prog, steps, layer) = (&workload.programs[0], &steps[0], &op_layer[0]);
     let m = plan.micro_batches();
     let ops_of = |forward: bool, mb: u32| -> Vec<u32> {
@@ -261,7 +269,7 @@ pub fn megatron_workload(model: &Model, plan: &Plan, acc: &Accelerator, flash: b
     let mut by_module: Vec<Vec<u32>> = vec![Vec::new(); mods.len()];
     for id in ops_of(false, 0) {
         let op = &prog.ops[id as usize];
-        if matches!(op.kind, OpKind::Send { .. } | OpKind::Recv { .. }) {
+        if matches!(op.kind, OpKind::Send { .. } | OpKind::Recv { .. }) || op.row == R_GRAD {
             continue;
         }
         let key = (layer[id as usize], op.row);
@@ -273,33 +281,26 @@ pub fn megatron_workload(model: &Model, plan: &Plan, acc: &Accelerator, flash: b
         place_backward(prog, md, ops);
         md.rows.reverse();
     }
-    // The gradient reductions of the last micro-batch, per layer, in issue order.
-    let mut reduce: HashMap<u32, Vec<Comm>> = HashMap::new();
-    for id in ops_of(false, m - 1) {
+    let end = steps.last().map_or(0, |(_, r)| r.end);
+    // The gradient reductions in DP (the tied-embedding all-reduce has no SimAI group), per
+    // module of the weight gradient each waits for (those started after the backward: the
+    // embedding's), in issue order.
+    let mut reduce: HashMap<(u32, u32), Vec<Comm>> = HashMap::new();
+    let reductions = ops_of(false, m - 1).into_iter().chain(end..prog.ops.len() as u32);
+    for id in reductions {
         let op = &prog.ops[id as usize];
-        if op.row == R_GRAD {
-            reduce.entry(layer[id as usize]).or_default().extend(comm(op));
+        if op.row == R_GRAD && matches!(group(op), Some(DP | DP_EP)) {
+            let key = op.deps.first().map(|&d| (layer[d as usize], prog.ops[d as usize].row));
+            let key = key.filter(|k| index.contains_key(k)).unwrap_or((NO_LAYER, R_EMB));
+            reduce.entry(key).or_default().extend(comm(op));
         }
     }
-    let end = steps.last().map_or(0, |(_, r)| r.end);
     let tail: Vec<&Op> = prog.ops[end as usize..].iter().collect();
-    // Embedding gradients reduced in DP (the tied-embedding all-reduce has no SimAI group).
-    let emb: Vec<Comm> = tail
-        .iter()
-        .filter(|op| op.row == R_GRAD && matches!(group(op), Some(DP | DP_EP)))
-        .filter_map(|op| comm(op))
-        .collect();
-    reduce.insert(NO_LAYER, emb);
     let mut first: Vec<Draft> = mods.iter().flat_map(|md| md.rows.clone()).collect();
-    // Each layer's reductions on its last rows to run (its first rows in the file), in issue order.
+    // Each module's reductions on its last rows to run (its first rows in the file), in issue order.
     let mut start = 0;
     for md in &mods {
-        let l = md.key.0;
-        if md.key.1 == R_CE || md.key.1 == R_HEAD {
-            start += md.rows.len();
-            continue;
-        }
-        if let Some(cs) = reduce.remove(&l) {
+        if let Some(cs) = reduce.remove(&md.key) {
             for (k, c) in cs.iter().rev().enumerate() {
                 first[start + k].wg = *c;
             }
@@ -438,7 +439,7 @@ mod tests {
                 .sum()
         };
         // train: the generator's program on the analytical network, stage 0.
-        let g = generate(m, p, acc, true).unwrap();
+        let g = generate_with(m, p, acc, true, &FILE_OVERLAP).unwrap();
         let cost = || Box::new(network_cost(&input).unwrap());
         let exec = Executor::new(&g.workload)
             .unwrap()
