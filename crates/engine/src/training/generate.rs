@@ -20,12 +20,24 @@
 //!   expert gathered (2·e·E·t bytes in TP, as AICB writes it), dispatch and combine all-to-alls
 //!   of 2·n_tok·k·h bytes (n_tok = b·s/(t·cp)), with all-gather / reduce-scatter of the received
 //!   tokens in expert-TP when t > 1; mirrored in backward.
-//! - DP: each layer's gradients reduce (all-reduce with DDP, reduce-scatter with the distributed
-//!   optimizer or ZeRO) as soon as the last micro-batch's backward of that layer is done
-//!   (`--overlap-grad-reduce`, one bucket per layer); then the optimizer step; then the
-//!   all-gather of updated parameters (distributed optimizer, ZeRO-1/2; dense parameters in DP,
-//!   experts' in DP_EP). ZeRO-3's per-layer parameter gathers are not issued yet.
-//! - Tied embeddings with PP > 1: the embedding gradient all-reduced between first and last stage.
+//! - DP (Megatron-Core's overlaps, [`super::overlap`]): gradients reduce (all-reduce with DDP,
+//!   reduce-scatter with the distributed optimizer or ZeRO; dense parameters in DP, experts' in
+//!   DP_EP) in buckets, only in the last micro-batch's backward: with `--overlap-grad-reduce`
+//!   (default) each bucket starts when the weight gradient completing it is done (interleaved:
+//!   a chunk's buckets together, `stage` backward steps after its last micro-batch, as
+//!   `align_grad_reduce` aligns them); without it all after the backward. Then the optimizer
+//!   step, then the all-gather of the updated parameters bucket by bucket (distributed
+//!   optimizer, ZeRO-1/2), or with `--overlap-param-gather` (default with the distributed
+//!   optimizer) under the next iteration's first forward, each block waiting for its buckets
+//!   (the iteration simulated is a steady-state one). ZeRO-3's per-layer gathers are not issued.
+//! - TP communication overlap (`--tp-comm-overlap`, off by default): the SP all-gather before a
+//!   block's first GEMM, the reduce-scatter after its last and, backward, the output-gradient
+//!   gather before that GEMM's data gradient, each in TP chunks pipelined with the GEMM.
+//! - P2P overlap (interleaved schedules, `overlap_p2p_comm`, default on): each receive is posted
+//!   when the previous step of its direction ends, a step ahead; without it (and without
+//!   interleaving) when the stage reaches the step.
+//! - Tied embeddings with PP > 1: the embedding gradient all-reduced between first and last
+//!   stage after the DP reductions (`finalize_model_grads`).
 //! - Full recompute replays each layer's forward, collectives included, before its backward.
 
 use super::costs::{BlockTimes, Costs};
@@ -137,10 +149,10 @@ impl Builder {
         self.gate.push(r);
     }
 
-    /// Send to the pipeline neighbour `offset` stages away, after the gate.
-    fn send(&mut self, offset: i32, bytes: u64) -> u32 {
+    /// Send to the pipeline neighbour `offset` stages away, after the gate; nothing waits for it.
+    fn send(&mut self, offset: i32, bytes: u64) {
         let deps = self.gate.clone();
-        self.push(OpKind::Send { peer: Peer { group: PP, offset }, bytes }, deps, R_PIPE, Phase::Other)
+        self.push(OpKind::Send { peer: Peer { group: PP, offset }, bytes }, deps, R_PIPE, Phase::Other);
     }
 
     /// A collective after the gate. Blocking ones become the gate.
@@ -238,18 +250,17 @@ pub fn generate_with(
             GradSync { launched: chunk_buckets.iter().map(|b| vec![false; b.len()]).collect(), ops: Vec::new() };
         let mut gather = (plan.dp == DataParallel::DistributedOptimizer && ov.param_gather)
             .then(|| ParamGather::new(&chunk_buckets, v == 1));
-        if let Some(g) = gather.as_mut() {
+        if let (Some(g), true) = (gather.as_mut(), v > 1) {
             // Interleaved (align_param_gather): the first two chunks' gathers start the iteration.
-            for c in 0..v.min(2) {
+            for c in 0..2 {
                 g.dispatch_chunk(&mut bld, c, &dp_groups);
             }
         }
         // Backward steps left per chunk: the last one is the micro-batch whose gradients reduce.
         let mut bwd_left = vec![m; v as usize];
         let (mut fwd_k, mut bwd_k) = (0u32, 0u32);
-        // Sends not waited on yet (without the P2P overlap the next step waits for them), and
-        // per direction the gate at the end of its last step (with it, receives post from there).
-        let mut sends: Vec<u32> = Vec::new();
+        // Per direction, the gate at the end of its last step: with the P2P overlap the next
+        // receive of that direction is posted from there, a step ahead.
         let mut after_last: [Vec<u32>; 2] = [Vec::new(), Vec::new()];
         for st in steps {
             let c = st.chunk;
@@ -260,7 +271,6 @@ pub fn generate_with(
                 let deps = if ov.p2p { after_last[st.forward as usize].clone() } else { bld.gate.clone() };
                 bld.recv(offset, p2p, deps);
             }
-            bld.gate.append(&mut sends);
             if st.forward {
                 if let Some(g) = gather.as_mut() {
                     // Interleaved: the gathers of the chunk after next, aligned across stages.
@@ -302,7 +312,7 @@ pub fn generate_with(
                         }
                     }
                 } else {
-                    sends.push(bld.send(1, p2p));
+                    bld.send(1, p2p);
                 }
             } else {
                 bwd_left[c as usize] -= 1;
@@ -332,7 +342,7 @@ pub fn generate_with(
                     bld.layer = NO_LAYER;
                 }
                 if !first(c) {
-                    sends.push(bld.send(-1, p2p));
+                    bld.send(-1, p2p);
                 } else {
                     if t > 1 && plan.sp {
                         // The backward of the forward reduce-scatter: gather the output gradient.
@@ -351,15 +361,9 @@ pub fn generate_with(
                 }
                 bwd_k += 1;
             }
-            if ov.p2p {
-                // Sends are never waited on; without the overlap the next step waits for them
-                // with its receive (Megatron's batched send/receive pairs).
-                sends.clear();
-            }
             after_last[st.forward as usize] = bld.gate.clone();
             spans.push((st, begin..bld.prog.ops.len() as u32));
         }
-        bld.gate.append(&mut sends);
         // Whatever has not started yet (all of it without the gradient overlap) starts now;
         // finalize_model_grads waits for every reduction, then all-reduces a tied embedding's
         // gradient between first and last stage, then the optimizer steps.
@@ -898,6 +902,10 @@ fn moe_bytes(model: &Model, plan: &Plan) -> (u64, u64, u64) {
     let a2a = 2 * tokens * k * model.hidden;
     (a2a, a2a * plan.tp as u64, 2 * plan.ep as u64 * experts * plan.tp as u64)
 }
+
+#[cfg(test)]
+#[path = "overlap_tests.rs"]
+mod overlap_tests;
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,334 @@
+//! Each of Megatron-Core's overlaps against hand-computed times on small iterations: every
+//! collective and transfer takes bytes / bandwidth (no latency), so where the schedule puts them
+//! gives the times in closed form from the compute ops' durations.
+
+use super::*;
+use crate::analytical::{Analytical, CollectiveCost, GroupShape};
+use crate::error::InputError;
+use crate::executor::{Execution, Executor};
+use crate::exposure::exposure;
+use crate::platform::Placement;
+
+/// Every communication at `bw` bytes per ns.
+struct Linear(f64);
+impl CollectiveCost for Linear {
+    fn collective_ns(&self, _: Collective, _: &GroupShape, bytes: u64) -> std::result::Result<f64, InputError> {
+        Ok(bytes as f64 / self.0)
+    }
+    fn transfer_ns(&self, _: bool, bytes: u64) -> std::result::Result<f64, InputError> {
+        Ok(bytes as f64 / self.0)
+    }
+}
+
+fn model() -> Model {
+    Model {
+        name: "small".into(),
+        family: Family::Llama,
+        layers: 8,
+        hidden: 1024,
+        heads: 8,
+        kv_heads: 8,
+        head_dim: None,
+        ffn: 4096,
+        vocab: 64,
+        seq_len: 1024,
+        moe: None,
+        mla: None,
+    }
+}
+
+fn plan(gpus: u32, tp: u32, pp: u32, vpp: u32, m: u32, dp: DataParallel) -> Plan {
+    let d = gpus / (tp * pp);
+    Plan {
+        gpus,
+        gpus_per_server: 8,
+        tp,
+        pp,
+        vpp,
+        ep: 1,
+        cp: 1,
+        mbs: 1,
+        gbs: m * d,
+        seq: 1024,
+        sp: tp > 1,
+        dp,
+        recompute: Recompute::None,
+        first_stage_layers: None,
+        last_stage_layers: None,
+    }
+}
+
+/// One layer's parameters: the bucket size that gives a bucket per layer.
+fn layer_params() -> u64 {
+    model().layer_params(0).0
+}
+
+fn run(p: &Plan, o: &Overlap, bw: f64) -> (Generated, Execution) {
+    let g = generate_with(&model(), p, &Accelerator::ideal(), true, o).unwrap();
+    let exec = Executor::new(&g.workload)
+        .unwrap()
+        .run(&mut Analytical::new(Box::new(Linear(bw)), Placement::servers(p.gpus, 8)), &mut |_| true)
+        .unwrap();
+    (g, exec)
+}
+
+/// Ops of stage `s` on `row` that are collectives in `group`, in issue order.
+fn colls(g: &Generated, s: usize, row: u32, group: GroupId) -> Vec<(u32, u64)> {
+    let ops = &g.workload.programs[s].ops;
+    (0..ops.len() as u32)
+        .filter_map(|i| match ops[i as usize].kind {
+            OpKind::Collective { group: gr, bytes, .. } if gr == group && ops[i as usize].row == row => {
+                Some((i, bytes))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn duration(e: &Execution, s: usize, i: u32) -> f64 {
+    e.timelines[s].end[i as usize] - e.timelines[s].start[i as usize]
+}
+
+/// The compute op of stage `s` on `row`, `layer` and `phase` in its last micro-batch's backward
+/// (or first micro-batch's forward).
+fn compute_op(g: &Generated, s: usize, forward: bool, layer: u32, row: u32, phase: Phase) -> u32 {
+    let steps = &g.steps[s];
+    let (_, range) = if forward {
+        steps.iter().find(|(st, _)| st.forward && st.micro_batch == 0).unwrap()
+    } else {
+        steps.iter().rev().find(|(st, _)| !st.forward).unwrap()
+    };
+    let ops = &g.workload.programs[s].ops;
+    range
+        .clone()
+        .find(|&i| {
+            let op = &ops[i as usize];
+            matches!(op.kind, OpKind::Compute { .. })
+                && op.row == row
+                && op.phase == phase
+                && g.op_layer[s][i as usize] == layer
+        })
+        .unwrap()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()) + 1e-6
+}
+
+/// The bandwidth at which `bytes` take half of `ns`.
+fn half_of(bytes: u64, ns: f64) -> f64 {
+    bytes as f64 / (0.5 * ns)
+}
+
+#[test]
+fn gradient_buckets_hide_under_the_backward_but_the_last() {
+    // PP 1, DP 2, a bucket per layer (the first also holds the LM head and final norm, the last
+    // is the embedding). Each bucket reduces in half a layer's backward, launched when its last
+    // gradient is ready, only in the last micro-batch's backward: every bucket but the last
+    // layer's and the embedding's ends under the backward, whatever the micro-batches.
+    for m in [1, 4] {
+        let p = plan(2, 1, 1, 1, m, DataParallel::Ddp);
+        let o = Overlap { bucket_size: Some(layer_params()), ..Overlap::default() };
+        let (g0, e0) = run(&p, &o, 1e9);
+        let attn0 = compute_op(&g0, 0, false, 0, R_ATTN, Phase::WeightGrad);
+        let mlp0 = compute_op(&g0, 0, false, 0, R_MLP, Phase::WeightGrad);
+        let layer_bwd = e0.timelines[0].end[attn0 as usize] - e0.timelines[0].start[mlp0 as usize];
+        let bw = half_of(4 * layer_params(), layer_bwd);
+        let (g, e) = run(&p, &o, bw);
+        let buckets = colls(&g, 0, R_GRAD, DP);
+        assert_eq!(buckets.len(), 9, "{buckets:?}");
+        assert_eq!(buckets[1].1, 4 * layer_params());
+        assert_eq!(buckets[8].1, 4 * 64 * 1024);
+        let tl = &e.timelines[0];
+        let ex = exposure(&g.workload.programs[0], tl, e.end_ns);
+        for &(i, _) in &buckets[..7] {
+            assert_eq!(ex.exposed[i as usize], 0.0, "m={m}: bucket {i} is hidden");
+        }
+        // Closed form: layer 0's bucket starts when its attention's weight gradient is done
+        // (A0); the embedding's after the embedding's backward (E) and after layer 0's; then
+        // the optimizer step.
+        let a0 = tl.end[compute_op(&g, 0, false, 0, R_ATTN, Phase::WeightGrad) as usize];
+        let emb = compute_op(&g, 0, false, NO_LAYER, R_EMB, Phase::WeightGrad);
+        let end_backward = tl.end[emb as usize];
+        let (r0, re) = (buckets[7].1 as f64 / bw, buckets[8].1 as f64 / bw);
+        assert!(close(tl.start[buckets[7].0 as usize], a0));
+        let opt = colls_free_optimizer(&g, &e);
+        let want = end_backward.max(a0 + r0) + re + opt;
+        assert!(close(e.end_ns, want), "m={m}: {} vs {want}", e.end_ns);
+        // Exposed: the last layer's bucket past the embedding's backward, and the embedding's.
+        let exposed: f64 = buckets.iter().map(|&(i, _)| ex.exposed[i as usize]).sum();
+        assert!(close(exposed, (a0 + r0 - end_backward).max(0.0) + re), "{exposed}");
+    }
+}
+
+/// The optimizer step's duration on stage 0.
+fn colls_free_optimizer(g: &Generated, e: &Execution) -> f64 {
+    let ops = &g.workload.programs[0].ops;
+    let i = (0..ops.len() as u32).rev().find(|&i| ops[i as usize].row == R_OPT).unwrap();
+    duration(e, 0, i)
+}
+
+#[test]
+fn without_the_gradient_overlap_one_bucket_runs_after_the_backward() {
+    // --overlap-grad-reduce off: bucketing off, the whole buffer reduces once the backward is
+    // done, fully exposed: iteration = backward end + 4·params/bw + optimizer.
+    let p = plan(2, 1, 1, 1, 4, DataParallel::Ddp);
+    let o = Overlap { grad_reduce: Some(false), ..Overlap::default() };
+    let bw = 1e3;
+    let (g, e) = run(&p, &o, bw);
+    let buckets = colls(&g, 0, R_GRAD, DP);
+    let params = 8 * layer_params() + 2 * 64 * 1024 + 1024;
+    assert_eq!(buckets, vec![(buckets[0].0, 4 * params)]);
+    let emb = compute_op(&g, 0, false, NO_LAYER, R_EMB, Phase::WeightGrad);
+    let want = e.timelines[0].end[emb as usize] + (4 * params) as f64 / bw + colls_free_optimizer(&g, &e);
+    assert!(close(e.end_ns, want), "{} vs {want}", e.end_ns);
+}
+
+#[test]
+fn later_pipeline_stages_reduce_in_one_bucket_when_their_backward_ends() {
+    // PP 2, one micro-batch: Megatron-Core buckets only the first stage; the last stage's
+    // gradients (its 4 layers, final norm and LM head) reduce as one bucket when its last
+    // weight gradient is done, under stage 0's backward.
+    let p = plan(4, 1, 2, 1, 1, DataParallel::Ddp);
+    let o = Overlap { bucket_size: Some(layer_params()), ..Overlap::default() };
+    let bw = 1e3;
+    let (g, e) = run(&p, &o, bw);
+    let last = colls(&g, 1, R_GRAD, DP);
+    assert_eq!(last.iter().map(|b| b.1).collect::<Vec<_>>(), vec![4 * (4 * layer_params() + 64 * 1024 + 1024)]);
+    let a4 = compute_op(&g, 1, false, 4, R_ATTN, Phase::WeightGrad);
+    assert!(close(e.timelines[1].start[last[0].0 as usize], e.timelines[1].end[a4 as usize]));
+    // Stage 0: a bucket per layer (4) and the embedding's.
+    assert_eq!(colls(&g, 0, R_GRAD, DP).len(), 5);
+}
+
+#[test]
+fn parameter_gathers_hide_under_the_forward_but_the_first() {
+    // Distributed optimizer, --overlap-param-gather: the gathers of the update run in the first
+    // micro-batch's forward, bucket by bucket in forward order (embedding, layer 0, …), each
+    // dispatched when the previous one is waited for. Layer k's gather (half a layer's forward)
+    // runs under layer k − 1's forward; the embedding's and layer 0's are exposed.
+    let p = plan(2, 1, 1, 1, 2, DataParallel::DistributedOptimizer);
+    let o = Overlap { bucket_size: Some(layer_params()), ..Overlap::default() };
+    let (g0, e0) = run(&p, &o, 1e9);
+    let (a, m) =
+        (compute_op(&g0, 0, true, 1, R_ATTN, Phase::Forward), compute_op(&g0, 0, true, 1, R_MLP, Phase::Forward));
+    let layer_fwd = duration(&e0, 0, a) + duration(&e0, 0, m);
+    let bw = half_of(2 * layer_params(), layer_fwd);
+    let (g, e) = run(&p, &o, bw);
+    let gathers = colls(&g, 0, R_GATHER, DP);
+    assert_eq!(gathers.len(), 9);
+    let first_backward = g.steps[0].iter().find(|(s, _)| !s.forward).unwrap().1.start;
+    assert!(gathers.iter().all(|&(i, _)| i < first_backward), "all in the first forward, none after the step");
+    let tl = &e.timelines[0];
+    let ex = exposure(&g.workload.programs[0], tl, e.end_ns);
+    for &(i, _) in &gathers[2..] {
+        assert_eq!(ex.exposed[i as usize], 0.0, "gather {i} hidden");
+    }
+    // Closed form: the embedding's gather (g_e) from the start, layer 0's (g_0) after it; layer
+    // 0's attention starts when layer 0's gather is done.
+    let (ge, g0) = (gathers[0].1 as f64 / bw, gathers[1].1 as f64 / bw);
+    assert_eq!(gathers[1].1, 2 * layer_params());
+    let attn0 = compute_op(&g, 0, true, 0, R_ATTN, Phase::Forward);
+    assert!(close(tl.start[attn0 as usize], ge + g0), "{} vs {}", tl.start[attn0 as usize], ge + g0);
+}
+
+#[test]
+fn tp_overlap_hides_the_collective_up_to_the_gemm() {
+    // --tp-comm-overlap, TP 2 with SP: the all-gather before the QKV GEMM and the reduce-scatter
+    // after the output projection in n = 2 chunks each, pipelined with the GEMM chunks. With a
+    // collective of c ns and GEMMs g1, g2 (the rest of the block r):
+    //   block = c/n + (n−1)·max(g1/n, c/n) + g1/n + r + g2/n + (n−1)·max(g2/n, c/n) + c/n,
+    // so the collectives are hidden up to c/n each while c ≤ the GEMM, and c − g(n−1)/n beyond.
+    let p = plan(2, 2, 1, 1, 1, DataParallel::Ddp);
+    let act = 2 * 1024 * 1024u64; // T = 2·b·s·h
+    for factor in [0.5, 3.0] {
+        let o = Overlap { tp_comm: Some(true), ..Overlap::default() };
+        let (g0, e0) = run(&p, &o, 1e9);
+        let ops = &g0.workload.programs[0].ops;
+        // Layer 0's attention forward: GEMM chunks, the rest, GEMM chunks.
+        let computes: Vec<u32> = (0..ops.len() as u32)
+            .filter(|&i| {
+                let op = &ops[i as usize];
+                matches!(op.kind, OpKind::Compute { .. })
+                    && op.row == R_ATTN
+                    && op.phase == Phase::Forward
+                    && g0.op_layer[0][i as usize] == 0
+            })
+            .collect();
+        assert_eq!(computes.len(), 5);
+        let d: Vec<f64> = computes.iter().map(|&i| duration(&e0, 0, i)).collect();
+        let (g1, r, g2) = (2.0 * d[0], d[2], 2.0 * d[3]);
+        let c = factor * g1;
+        let bw = act as f64 / c;
+        let (g, e) = run(&p, &o, bw);
+        let tp: Vec<u32> =
+            colls(&g, 0, R_ATTN, TP).iter().filter(|&&(i, _)| g.op_layer[0][i as usize] == 0).map(|x| x.0).collect();
+        // 2 gather chunks and 2 scatter chunks forward (the backward's follow).
+        let (first, last) = (tp[0], tp[3]);
+        let tl = &e.timelines[0];
+        let block = tl.end[last as usize] - tl.start[first as usize];
+        let n = 2.0;
+        let want = c / n + (g1 / n).max(c / n) + g1 / n + r + g2 / n + (g2 / n).max(c / n) + c / n;
+        assert!(close(block, want), "c = {factor}·g1: {block} vs {want}");
+        let hidden = 2.0 * c - (block - g1 - r - g2);
+        let most = (c - c / n).min(g1 - g1 / n) + (c - c / n).min(g2 - g2 / n);
+        assert!(close(hidden, most), "{hidden} vs {most}");
+    }
+}
+
+#[test]
+fn p2p_overlap_hides_the_pipeline_transfers() {
+    // Interleaved PP 4 × 2 chunks, 8 micro-batches; each transfer takes a quarter of a chunk's
+    // forward. With overlap_p2p_comm a receive is posted a step ahead, so once the sender has
+    // sent before the receiver's previous compute began, the compute that needs it starts the
+    // moment the previous one ends; without it (receive posted after the previous compute, send
+    // waited on) it starts a transfer time later at least.
+    let p = plan(4, 1, 4, 2, 8, DataParallel::Ddp);
+    let chunk_fwd = {
+        let (g, e) = run(&p, &Overlap::default(), 1e9);
+        let a = compute_op(&g, 0, true, 0, R_ATTN, Phase::Forward);
+        duration(&e, 0, a) + duration(&e, 0, compute_op(&g, 0, true, 0, R_MLP, Phase::Forward))
+    };
+    let bytes = 2 * 1024 * 1024u64;
+    let tau = 0.25 * chunk_fwd;
+    let bw = bytes as f64 / tau;
+    let gaps = |o: Overlap| -> Vec<f64> {
+        let (g, e) = run(&p, &o, bw);
+        let mut out = Vec::new();
+        for s in 1..3usize {
+            let ops = &g.workload.programs[s].ops;
+            let tl = &e.timelines[s];
+            let computes: Vec<u32> =
+                (0..ops.len() as u32).filter(|&i| matches!(ops[i as usize].kind, OpKind::Compute { .. })).collect();
+            for (r, op) in ops.iter().enumerate() {
+                let OpKind::Recv { peer, .. } = op.kind else { continue };
+                let Some(k) = computes.iter().position(|&c| c as usize > r) else { continue };
+                if k == 0 {
+                    continue;
+                }
+                let (prev, next) = (computes[k - 1], computes[k]);
+                // The matching send of the neighbour, by order on this direction.
+                let nth =
+                    ops[..r].iter().filter(|o| matches!(o.kind, OpKind::Recv { peer: q, .. } if q == peer)).count();
+                let ns = (s as i32 + peer.offset) as usize;
+                let sops = &g.workload.programs[ns].ops;
+                let send = sops
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, o)| matches!(o.kind, OpKind::Send { peer: q, .. } if q.offset == -peer.offset))
+                    .nth(nth)
+                    .unwrap()
+                    .0;
+                if e.timelines[ns].issued[send] <= tl.start[prev as usize] {
+                    out.push(tl.start[next as usize] - tl.end[prev as usize]);
+                }
+            }
+        }
+        out
+    };
+    let on = gaps(Overlap::default());
+    assert!(on.len() >= 8, "{}", on.len());
+    assert!(on.iter().all(|&g| g.abs() < 1e-6), "{on:?}");
+    let off = gaps(Overlap { p2p: Some(false), ..Overlap::default() });
+    assert!(off.len() >= 8 && off.iter().all(|&g| g >= tau * (1.0 - 1e-9)), "{off:?}");
+}
