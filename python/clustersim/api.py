@@ -162,6 +162,11 @@ def train(
     zero: int | None = None,
     recompute: str = "none",
     no_flash_attn: bool = False,
+    overlap_grad_reduce: bool | None = None,
+    overlap_param_gather: bool | None = None,
+    tp_comm_overlap: bool | None = None,
+    overlap_p2p_comm: bool | None = None,
+    ddp_bucket_size: int | None = None,
     gpus_per_server: int = 8,
     nics_per_server: int | None = None,
     nic_busbw: float | None = None,
@@ -217,7 +222,8 @@ def train(
 
 PLAN_OPTIONS = (
     "model gpus gbs gpu accelerators tp pp ep cp vpp mbs seq sp first_stage_layers last_stage_layers"
-    " dist_opt zero recompute no_flash_attn gpus_per_server nics_per_server nic_busbw layers hidden"
+    " dist_opt zero recompute no_flash_attn overlap_grad_reduce overlap_param_gather tp_comm_overlap"
+    " overlap_p2p_comm ddp_bucket_size gpus_per_server nics_per_server nic_busbw layers hidden"
     " heads kv_heads ffn vocab experts topk family"
 ).split()
 
@@ -268,6 +274,13 @@ def plan_options(
         dp="distributed_optimizer" if o.dist_opt else f"zero{o.zero}" if o.zero else "ddp",
         recompute=o.recompute,
         flash_attention=not o.no_flash_attn,
+        overlap={
+            "grad_reduce": o.overlap_grad_reduce,
+            "param_gather": o.overlap_param_gather,
+            "tp_comm": o.tp_comm_overlap,
+            "p2p": o.overlap_p2p_comm,
+            "bucket_size": o.ddp_bucket_size,
+        },
         gpus_per_server=o.gpus_per_server,
         nics_per_server=o.nics_per_server,
         nic_busbw=o.nic_busbw,

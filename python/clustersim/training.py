@@ -79,6 +79,7 @@ def input_document(
     dp: str = "ddp",
     recompute: str = "none",
     flash_attention: bool = True,
+    overlap: dict[str, Any] | None = None,
     gpus_per_server: int = 8,
     nics_per_server: int | None = None,
     nic_busbw: float | None = None,
@@ -146,6 +147,8 @@ def input_document(
             "nics_per_server": nics_per_server if nics_per_server is not None else gpus_per_server,
         },
         "flash_attention": flash_attention,
+        # Megatron-Core's overlaps; None keeps its default for the plan.
+        "overlap": {k: v for k, v in (overlap or {}).items() if v is not None},
         "allow_oom": allow_oom,
         "trace": trace,
     }

@@ -90,6 +90,28 @@ def add_plan_options(p: argparse.ArgumentParser) -> None:
     dp.add_argument("--zero", type=int, choices=[1, 2, 3], help="DeepSpeed ZeRO stage")
     p.add_argument("--recompute", choices=["none", "selective", "full"], default="none")
     p.add_argument("--no-flash-attn", action="store_true", help="unfused attention (s×s scores in HBM)")
+    on_off = argparse.BooleanOptionalAction
+    p.add_argument(
+        "--overlap-grad-reduce",
+        action=on_off,
+        help="gradient buckets reduced under the backward (default on)",
+    )
+    p.add_argument(
+        "--overlap-param-gather",
+        action=on_off,
+        help="parameter all-gathers under the next forward (default on with --dist-opt)",
+    )
+    p.add_argument(
+        "--tp-comm-overlap", action=on_off, help="TP collectives chunked under the GEMMs (default off)"
+    )
+    p.add_argument(
+        "--overlap-p2p-comm",
+        action=on_off,
+        help="pipeline receives posted a step ahead (default on with --vpp)",
+    )
+    p.add_argument(
+        "--ddp-bucket-size", type=count, help="parameters per gradient bucket (default max(40M, 1M×DP))"
+    )
     add_platform(p)
     p.add_argument(
         "-nic", "--nic-busbw", type=float, help="bus bandwidth per NIC, GB/s (default: the accelerator's)"

@@ -75,6 +75,7 @@ mod tests {
             accelerator: Accelerator::ideal(),
             network: Network { nvlink_busbw: 300.0, nvls_busbw: None, nic_busbw: 40.0, nics_per_server: 8 },
             flash_attention: true,
+            overlap: Default::default(),
             allow_oom: false,
             trace: false,
             fabric: None,

@@ -57,6 +57,9 @@ pub struct TrainingInput {
     pub network: Network,
     #[serde(default)]
     pub flash_attention: bool,
+    /// Megatron-Core's communication overlaps (absent: its defaults for the plan).
+    #[serde(default)]
+    pub overlap: overlap::Overlap,
     #[serde(default)]
     pub allow_oom: bool,
     /// Also return the Chrome/Perfetto trace of the simulated iteration.
@@ -227,7 +230,7 @@ pub fn run_training_memo(
             ),
         ));
     }
-    let generated = generate::generate(model, plan, acc, input.flash_attention)?;
+    let generated = generate::generate_with(model, plan, acc, input.flash_attention, &input.overlap)?;
     let w = &generated.workload;
     let config = match &input.fabric {
         None => None,
@@ -451,6 +454,7 @@ mod tests {
             accelerator,
             network,
             flash_attention: true,
+            overlap: overlap::Overlap::default(),
             allow_oom: false,
             trace: false,
             fabric: None,

@@ -425,6 +425,7 @@ mod tests {
             accelerator: h100(),
             network: Network { nvlink_busbw: 370.8, nvls_busbw: Some(475.0), nic_busbw: 48.5, nics_per_server: 8 },
             flash_attention: true,
+            overlap: Default::default(),
             allow_oom: true,
             trace: false,
             fabric: None,
