@@ -301,8 +301,16 @@ pub fn megatron_workload(model: &Model, plan: &Plan, acc: &Accelerator, flash: b
     let mut start = 0;
     for md in &mods {
         if let Some(cs) = reduce.remove(&md.key) {
+            // One wg collective per row; more buckets than rows merge into a row holding the same
+            // collective (their bytes add up).
+            let rows = &mut first[start..start + md.rows.len()];
             for (k, c) in cs.iter().rev().enumerate() {
-                first[start + k].wg = *c;
+                let slot = (k..rows.len())
+                    .chain(0..rows.len())
+                    .find(|&i| rows[i].wg == NONE || rows[i].wg.kind == c.kind)
+                    .unwrap_or(rows.len() - 1);
+                let bytes = if rows[slot].wg.kind == c.kind { rows[slot].wg.bytes } else { 0 };
+                rows[slot].wg = Comm { kind: c.kind, bytes: bytes + c.bytes };
             }
         }
         start += md.rows.len();
