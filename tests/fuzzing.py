@@ -211,9 +211,10 @@ MODEL_WORDS = ["llama", "gpt", "moe", "mla", "experts", "topk", "hidden", "heads
 ACCELERATORS = [
     "my-gpu:\n  matmul_tflops: 100\n  vector_tflops: 10\n  hbm_gb: 40\n  hbm_tbps: 1.5\n"
     "  nvlink_busbw: 100\n  nic_busbw: 20\n"
-    "  matmul_efficiency: [[1000000000, 0.7], [0, 0.1]]\n  memory_efficiency: [[1000000, 0.8], [0, 0.3]]\n"
+    "  sms: 100\n  gemm_efficiency: 0.7\n  hbm_efficiency: 0.8\n  attention_efficiency: 0.5\n"
     "  kernel_overhead_ns: 3000\n",
-    "_d: &d\n  matmul_efficiency: [[1000000000, 0.7], [0, 0.1]]\n  memory_efficiency: [[0, 0.5]]\n"
+    "_d: &d\n  sms: 100\n  gemm_tile: [128, 64]\n  gemm_efficiency: 0.7\n  hbm_efficiency: 0.5\n"
+    "  attention_efficiency: 0.5\n"
     "my-gpu:\n  <<: *d\n  matmul_tflops: 100\n  vector_tflops: 10\n  hbm_gb: 40\n  hbm_tbps: 1.5\n"
     "  nvlink_busbw: 100\n  nvls_busbw: 150\n  nic_busbw: 20\n",
 ]

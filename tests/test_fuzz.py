@@ -151,8 +151,8 @@ def test_found_accelerator_inputs() -> None:
     )
     assert error("my-gpu:\n  matmul_tflop\n") == ":1: my-gpu: expected a mapping of fields"
     assert error(base.replace("my-gpu", "&a")).startswith(": my-gpu: unknown name (valid: ")
-    curve = base.replace("[0, 0.1]]", "[0, 2]]")
-    assert error(curve) == ":8: matmul_efficiency: point 2: efficiency 2 must be from 1e-6 to 1"
+    efficiency = base.replace("gemm_efficiency: 0.7", "gemm_efficiency: 2")
+    assert error(efficiency) == ":9: gemm_efficiency: must be from 1e-6 to 1, got 2"
 
 
 @FUZZ

@@ -128,6 +128,13 @@ def run_training(input: str, *, progress: Progress = None, platform: Platform | 
 def layer_seconds(input: str) -> tuple[float, float]:
     """Forward and backward seconds of one dense layer for one micro-batch."""
 
+def iteration_kernels(input: str) -> list[tuple[str, str, str, float, int]]:
+    """The distinct kernels of one iteration (`input` as for run_training): class, shape, dtype,
+    the model's ns, and how many of the iteration's op lists hold the kernel."""
+
+def is_kernel_class(name: str) -> bool:
+    """Whether `name` is a kernel class of a kernel table (gemm, flash_attention, norm_bwd, ...)."""
+
 def enumerate_plans(input: str, space: str, *, gbs: int, at_most: bool, memory_gb: float) -> Columns:
     """Every valid plan of `space` (JSON: per axis a list of values, or null for all) for the model
     and cluster of `input` (run_training's document), global batch `gbs` exactly or, with

@@ -174,6 +174,7 @@ def train(
     experts: int | None = None,
     topk: int | None = None,
     family: str | None = None,
+    kernels: str | os.PathLike[str] | None = None,
     allow_oom: bool = False,
     topology: str | os.PathLike[str] | Topology | Platform | None = None,
     algo: str = "auto",
@@ -218,7 +219,7 @@ def train(
 PLAN_OPTIONS = (
     "model gpus gbs gpu accelerators tp pp ep cp vpp mbs seq sp first_stage_layers last_stage_layers"
     " dist_opt zero recompute no_flash_attn gpus_per_server nics_per_server nic_busbw layers hidden"
-    " heads kv_heads ffn vocab experts topk family"
+    " heads kv_heads ffn vocab experts topk family kernels"
 ).split()
 
 
@@ -231,7 +232,7 @@ def plan_options(
     from clustersim.catalog import lookup
     from clustersim.models import from_flags, resolve
 
-    o = SimpleNamespace(**({"family": None} | options))
+    o = SimpleNamespace(**({"family": None, "kernels": None} | options))
 
     if o.dist_opt and o.zero:
         raise InputError("command line: --dist-opt: cannot be combined with --zero")
@@ -253,6 +254,10 @@ def plan_options(
         moe.update({k: v for k, v in (("experts", o.experts), ("topk", o.topk)) if v})
         spec["moe"] = moe
     acc = lookup("accelerators", o.gpu, None if o.accelerators is None else os.fspath(o.accelerators))
+    if o.kernels is not None:
+        from clustersim.kernels.table import read_table
+
+        acc["measured_kernels"] = read_table(o.kernels)
     plan = dict(
         gpus=o.gpus,
         accelerator=acc,

@@ -21,7 +21,8 @@ HERE = Path(__file__).parent
 
 ACCELERATOR_RATES = ("matmul_tflops", "vector_tflops", "hbm_gb", "hbm_tbps")
 ACCELERATOR_LINKS = ("nvlink_busbw", "nic_busbw")
-ACCELERATOR_CURVES = ("matmul_efficiency", "memory_efficiency")
+ACCELERATOR_COMPUTE = ("sms", "gemm_efficiency", "hbm_efficiency", "attention_efficiency")
+ACCELERATOR_OPTIONAL = ("gemm_tile", "kernel_overhead_ns")
 
 
 def read_yaml(path: str | os.PathLike[str]) -> tuple[dict[str, Any], str]:
@@ -96,12 +97,13 @@ def check_accelerator(entry: dict[str, Any], path: str | os.PathLike[str], text:
     fields a run needs, of the right types and values. A missing field is reported at the
     entry's line."""
     name = str(entry.get("name", "accelerator"))
-    for key in (*ACCELERATOR_RATES, *ACCELERATOR_LINKS, *ACCELERATOR_CURVES):
+    for key in (*ACCELERATOR_RATES, *ACCELERATOR_LINKS, *ACCELERATOR_COMPUTE):
         if key not in entry:
             where = f"{path}:{line_of(text, name)}" if text is not None else str(path)
             raise InputError(f"{where}: {key}: missing in accelerator '{name}'")
     text = text or ""
-    for key in (*ACCELERATOR_RATES, *ACCELERATOR_LINKS, "nvls_busbw", "kernel_overhead_ns"):
+    numbers = (*ACCELERATOR_RATES, *ACCELERATOR_LINKS, *ACCELERATOR_COMPUTE, "nvls_busbw")
+    for key in (*numbers, "kernel_overhead_ns"):
         v = entry.get(key, 0)
         if not is_number(v) and not (key == "nvls_busbw" and v is None):
             fail(path, text, key, f"must be a finite number, got {v!r}")
@@ -109,13 +111,12 @@ def check_accelerator(entry: dict[str, Any], path: str | os.PathLike[str], text:
         v = entry.get(key)
         if v is not None and not 0 < v <= 1e9:
             fail(path, text, key, f"must be a bandwidth from 0 to 1e9 GB/s, got {v!r}")
-    for key in ACCELERATOR_CURVES:
-        v = entry[key]
-        if not isinstance(v, list) or not all(
-            isinstance(p, list) and len(p) == 2 and all(map(is_number, p)) for p in v
-        ):
-            fail(path, text, key, f"must be a list of [size, efficiency] pairs, got {v!r}")
-    fields = ("name", *ACCELERATOR_RATES, *ACCELERATOR_CURVES, "kernel_overhead_ns")
+    if not is_count(entry["sms"]):
+        fail(path, text, "sms", f"must be a whole number, got {entry['sms']!r}")
+    tile = entry.get("gemm_tile", [128, 128])
+    if not (isinstance(tile, list) and len(tile) == 2 and all(map(is_count, tile))):
+        fail(path, text, "gemm_tile", f"must be [rows, columns] in whole numbers, got {tile!r}")
+    fields = ("name", *ACCELERATOR_RATES, *ACCELERATOR_COMPUTE, *ACCELERATOR_OPTIONAL)
     engine_check("accelerator", {k: entry[k] for k in fields if k in entry}, path, text)
 
 

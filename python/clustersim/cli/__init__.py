@@ -17,6 +17,7 @@ from clustersim.cli import (
     calibrate,
     collective,
     compare,
+    kernels,
     replay,
     report,
     run,
@@ -44,6 +45,7 @@ COMMANDS = (
     bwtest,
     replay,
     calibrate,
+    kernels,
 )
 
 

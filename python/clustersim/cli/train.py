@@ -90,6 +90,11 @@ def add_plan_options(p: argparse.ArgumentParser) -> None:
     dp.add_argument("--zero", type=int, choices=[1, 2, 3], help="DeepSpeed ZeRO stage")
     p.add_argument("--recompute", choices=["none", "selective", "full"], default="none")
     p.add_argument("--no-flash-attn", action="store_true", help="unfused attention (s×s scores in HBM)")
+    p.add_argument(
+        "--kernels",
+        metavar="TABLE",
+        help="kernel table (CSV, `clustersim kernels measure`): measured times replace the compute model's",
+    )
     add_platform(p)
     p.add_argument(
         "-nic", "--nic-busbw", type=float, help="bus bandwidth per NIC, GB/s (default: the accelerator's)"
@@ -177,6 +182,10 @@ def print_result(result: TrainResult) -> None:
     print(f"iteration time  {r['iteration_s']:10.3f} s   ({shape})")
     print(f"throughput      {r['tokens_per_s']:10.0f} tokens/s")
     print(f"MFU             {r['mfu'] * 100:10.1f} %")
+    if "kernels" in r:
+        k = r["kernels"]
+        counts = f"{k['measured']:>10} measured (table), {k['modelled']} modelled"
+        print(f"kernels         {counts} (distinct kernels)")
     stages = r["stages"]
     whose = f" (stage {r['breakdown_stage']}, which finishes last)" if len(stages) > 1 else ""
     print(f"where the time goes{whose}:")

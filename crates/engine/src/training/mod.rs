@@ -5,6 +5,7 @@ pub mod batch;
 pub mod costs;
 pub mod generate;
 pub mod hardware;
+pub mod kernels;
 pub mod memory;
 pub mod model;
 pub mod plan;
@@ -197,6 +198,9 @@ pub struct TrainingReport {
     pub events: u64,
     pub ops: usize,
     pub layers: Vec<LayerTime>,
+    /// Distinct kernels timed from the measured kernel table and by the model (with a table).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernels: Option<kernels::KernelUse>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace: Option<String>,
 }
@@ -227,6 +231,13 @@ pub fn run_training_memo(
         ));
     }
     let generated = generate::generate(model, plan, acc, input.flash_attention)?;
+    let kernel_use = match acc.measured_kernels.is_empty() {
+        true => None,
+        false => {
+            let kernels = costs::iteration_kernels(model, plan, acc, input.flash_attention)?;
+            Some(kernels::KernelUse::of(&kernels, &acc.measured_kernels))
+        }
+    };
     let w = &generated.workload;
     let config = match &input.fabric {
         None => None,
@@ -300,6 +311,7 @@ pub fn run_training_memo(
         events: exec.events,
         ops: w.programs.iter().map(|p| p.ops.len()).sum(),
         layers,
+        kernels: kernel_use,
         trace: input.trace.then(|| crate::trace::chrome_trace(w, &exec)),
     })
 }
