@@ -9,7 +9,7 @@ TP 1 / PP 1 (FSDP's sharding), the published micro-batch and global batch, full 
 the row has activation checkpointing. MFU as the table defines it: (6·N + 12·L·d·s) FLOPs per
 token (N the published parameter count) over 989 TFLOP/s per GPU.
 
-    python3 benchmarks/h100_public.py [--write]
+    python3 benchmarks/h100_public.py
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 
 from clustersim.api import train
-from results import write_section
 
 # model: (d_model, layers, heads, parameters), from llm-foundry's yamls and the table.
 MPT = {
@@ -61,8 +60,7 @@ def predicted_mfu(name: str, gpus: int, mbs: int, gbs: int, ckpt: bool) -> float
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--write", action="store_true", help="write the table into benchmarks/RESULTS.md")
-    args = ap.parse_args()
+    ap.parse_args()
     lines = [
         "| model | GPUs | mbs × GA | recompute | predicted MFU % | published MFU % | error |",
         "|---|---|---|---|---|---|---|",
@@ -78,12 +76,7 @@ def main() -> None:
             f" | {err:+.1f}% |"
         )
     lines += ["", f"Mean absolute error {sum(errors) / len(errors):.1f}%; worst {max(errors):.1f}%."]
-    table = "\n".join(lines)
-    print(table)
-    if args.write:
-        write_section(
-            "h100-public", table, title="## Compute model on H100: public BF16 results (sanity check)"
-        )
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -223,10 +223,13 @@ fn layer_seconds(input: &str) -> PyResult<(f64, f64)> {
     engine_layer_seconds(&input).map_err(engine_err)
 }
 
-/// The distinct kernels of one iteration (`input` as for run_training): (class, shape, dtype,
-/// model ns, how many of the iteration's op lists hold it), the model's time without any table.
+/// One kernel of a kernel table: class, shape, dtype, the model's ns, how many op lists hold it.
+type KernelRow = (String, String, String, f64, usize);
+
+/// The distinct kernels of one iteration (`input` as for run_training), the model's time
+/// without any table.
 #[pyfunction]
-fn iteration_kernels(input: &str) -> PyResult<Vec<(String, String, String, f64, usize)>> {
+fn iteration_kernels(input: &str) -> PyResult<Vec<KernelRow>> {
     let mut input: TrainingInput =
         serde_json::from_str(input).map_err(|e| EngineInputError::new_err(format!("training input: {e}")))?;
     input.accelerator.check().map_err(engine_err)?;
