@@ -147,6 +147,17 @@ def test_the_good_row_reads_as_the_engine_takes_it(tmp_path):
     ]
 
 
+def test_the_stand_in_leaves_kernels_too_large_for_it_to_the_model(monkeypatch):
+    from clustersim.kernels import timing
+
+    # Adam holds 4 arrays of the 2.35 M parameters: above a limit of 4 M elements; the rest is below.
+    monkeypatch.setattr(timing, "STAND_IN_ELEMENTS", 4_000_000)
+    rows = measure(None, device="cpu", repeats=1, gpus=1, gbs=1, **SHAPE)
+    skipped = [r["kernel"] for r in rows if r["measured_us"] is None]
+    assert skipped == ["adam"]
+    assert rows_text(rows)[-1][4] == ""
+
+
 def test_cuda_without_a_gpu_is_an_input_error():
     pytest.importorskip("numpy")
     try:

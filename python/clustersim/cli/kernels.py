@@ -13,9 +13,9 @@ HELP = "time the kernels of a training iteration on a device and write a kernel 
 
 EPILOG = """\
 examples:
-  clustersim kernels measure --model llama3-8b --gpus 8 --gbs 8 -o results/llama3-8b-kernels.csv
-  clustersim kernels measure --model gpt-1.3b --gpus 1 --gbs 1 --device cpu -o results/kernels.csv
-  clustersim train --model llama3-8b --gpus 8 --gbs 8 --kernels results/llama3-8b-kernels.csv"""
+  clustersim kernels measure --layers 2 --hidden 256 --heads 4 --ffn 1024 --vocab 1000 --seq 128 --gpus 1 --gbs 2 --device cpu --repeats 1 -o results/tiny-kernels.csv
+  clustersim train --layers 2 --hidden 256 --heads 4 --ffn 1024 --vocab 1000 --seq 128 --gpus 1 --gbs 2 --kernels results/tiny-kernels.csv
+on a GPU (PyTorch): clustersim kernels measure --model llama3-8b --gpus 8 --gbs 8 -o llama3-8b-kernels.csv"""  # noqa: E501
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -52,8 +52,8 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 def measure(args: argparse.Namespace) -> int:
     from clustersim.kernels import measure as measure_kernels
-    from clustersim.kernels.measure import STAND_IN
     from clustersim.kernels.table import rows_text
+    from clustersim.kernels.timing import STAND_IN
     from clustersim.output import atomic_outputs, write_csv
 
     def progress(done: int, total: int) -> None:
@@ -72,6 +72,7 @@ def measure(args: argparse.Namespace) -> int:
     print(f"{len(rows)} distinct kernels timed on {STAND_IN if device == 'cpu-numpy' else device}")
     print(f"  {'kernel':<22}{'shape':<28}{'measured µs':>12}{'model µs':>12}")
     for r in rows:
-        print(f"  {r['kernel']:<22}{r['shape']:<28}{r['measured_us']:12.1f}{r['model_us']:12.1f}")
+        measured = "too large" if r["measured_us"] is None else f"{r['measured_us']:.1f}"
+        print(f"  {r['kernel']:<22}{r['shape']:<28}{measured:>12}{r['model_us']:12.1f}")
     wrote([args.output])
     return 0

@@ -58,23 +58,25 @@ def measure(
     """Every distinct kernel of one iteration of `model` under the plan `options`
     (`clustersim.api.train`'s keyword arguments), timed on `device` ("cuda": PyTorch on the GPU;
     "cpu": the NumPy stand-in; None: cuda when PyTorch sees one): rows of a kernel table with
-    the measured and the model's time in µs. `progress(done, total)` is called after each."""
-    from clustersim.kernels.measure import check_device, default_device, device_name, time_kernel
+    the measured and the model's time in µs (measured None for a kernel too large for the
+    stand-in). `progress(done, total)` is called after each."""
+    from clustersim.kernels import timing
 
-    device = device or default_device()
-    check_device(device)
+    device = device or timing.default_device()
+    timing.check_device(device)
     kernels = plan_kernels(model, **options)
-    name = device_name(device)
+    name = timing.device_name(device)
     rows = []
     for i, k in enumerate(kernels):
-        seconds = time_kernel(k.kernel, k.shape, device, repeats)
+        too_big = device == "cpu" and timing.stand_in_elements(k.kernel, k.shape) > timing.STAND_IN_ELEMENTS
+        seconds = None if too_big else timing.time_kernel(k.kernel, k.shape, device, repeats)
         rows.append(
             {
                 "kernel": k.kernel,
                 "shape": k.shape,
                 "dtype": k.dtype,
                 "device": name,
-                "measured_us": seconds * 1e6,
+                "measured_us": None if seconds is None else seconds * 1e6,
                 "model_us": k.model_s * 1e6,
             }
         )

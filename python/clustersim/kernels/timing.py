@@ -16,6 +16,9 @@ from typing import Any
 from clustersim.errors import InputError
 
 STAND_IN = "cpu (NumPy stand-in: plumbing only, not a GPU measurement)"
+# The stand-in's largest kernel, in float32 elements of its operands (2 GiB): larger ones keep
+# only the model's time (a real model's Adam or logits would not fit a laptop's memory).
+STAND_IN_ELEMENTS = 1 << 29
 
 
 def dims(shape: str) -> list[int]:
@@ -73,6 +76,20 @@ def time_kernel(kernel: str, shape: str, device: str, repeats: int) -> float:
         run()
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
+
+
+def stand_in_elements(kernel: str, shape: str) -> int:
+    """Float32 elements the NumPy stand-in holds for `kernel` of `shape`."""
+    d = dims(shape)
+    if kernel == "gemm":
+        b, m, n, k = d if len(d) == 4 else [1, *d]
+        return b * (m * k + k * n + m * n)
+    if kernel.startswith("flash_attention"):
+        bh, sq, sk, dqk, dv = d
+        return bh * (sq * dqk + sk * dqk + sk * dv + 2 * sq * sk)
+    if kernel == "adam":
+        return 4 * d[0]
+    return 3 * d[0] * d[1]
 
 
 def numpy_kernel(kernel: str, d: list[int]) -> Callable[[], Any]:
