@@ -25,7 +25,8 @@
 //! Timing: MSCCL++'s own step costs ([`MSCCLPP_LATENCY_US`]) with packets (LL: half of every
 //! packet is flags, efficiency 0.5) or put/get with a signal (Simple), one latency hop per
 //! dependent step. NCCL has none of these: the tuner weighs them under `--algo auto+extra`
-//! ([`Options::extra`]) only.
+//! ([`Options::extra`]) only. Being registered, they are among the algorithms whose analytical
+//! and flow times analytical/agreement.rs checks against each other.
 
 use super::choose::Options;
 use super::nccl::{Latency, Protocol};
