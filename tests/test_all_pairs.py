@@ -93,3 +93,12 @@ def test_run_and_train_accept_auto_plus_extra(run_cli):
     # One-shot cannot reduce the data-parallel gradients across servers: one line says why.
     rc, out, err = run_cli(*train, "--topology", "DCN+:16", "--algo", "one_shot")
     assert rc == 2 and len(err.strip().splitlines()) == 1 and "inside one server" in err, err
+
+
+def test_collective_command_takes_auto_plus_extra_and_says_it_in_bad_input(run_cli):
+    args = ("collective", "allreduce", "-b", "1K", "-e", "1K", "--topology", "Spectrum-X:8")
+    rc, out, err = run_cli(*args, "--algo", "auto+extra", "--json")
+    assert rc == 0, err
+    assert json.loads(out)["algorithm"] == ["one_shot"]
+    rc, out, err = run_cli(*args, "--algo", "three_shot")
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "auto+extra)" in err, err
