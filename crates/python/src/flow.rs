@@ -1,7 +1,7 @@
 //! Bindings of the flow model: flow completion times and collective sweeps on a SimAI topology
 //! (conversion only).
 
-use clustersim_engine::collective::choose::Options;
+use clustersim_engine::collective::choose::{algorithm_choice, Options};
 use clustersim_engine::flow::sweep::{self, SweepOptions};
 use clustersim_engine::flow::{completion_times, FlowSpec};
 use clustersim_engine::platform::Routing;
@@ -35,7 +35,8 @@ pub fn flow_completion_times(
 
 /// nccl-tests on the flow model: time (ns) and algorithm of `collective` for each S in `sizes`
 /// over the first `ranks` GPUs (all by default) of the fabric (a Platform or SimAI file text), each
-/// size on an idle network. `algorithm` is "auto" (NCCL's tuner) or an algorithm name;
+/// size on an idle network. `algorithm` is "auto" (NCCL's tuner), "auto+extra" (with the
+/// algorithms beyond NCCL's) or an algorithm name;
 /// `channels` 0 means the first server's NIC count (at least 2). `send_lat_us`, `nvls`, `pxn`,
 /// `nvlstree` are SimAI's AS_SEND_LAT, AS_NVLS_ENABLE, AS_PXN_ENABLE, AS_NVLSTREE_ENABLE;
 /// `qps` is NCCL_IB_QPS_PER_CONNECTION (0 = 1); `routing` "ecmp" or "spray"; `p2p_pxn`
@@ -68,14 +69,16 @@ pub fn collective_sweep(
     let topo = topology.platform().map_err(engine_err)?;
     py.detach(|| {
         let c = sweep::parse_collective(collective)?;
+        let (forced, extra) = algorithm_choice(algorithm)?;
         let choose = Options {
             send_lat_us,
             nvls_enable: nvls,
             pxn_enable: pxn,
             nvlstree_enable: nvlstree,
-            algorithm: sweep::algorithm_option(algorithm)?,
+            algorithm: forced,
             protocol: sweep::protocol_option(protocol)?,
             p2p_pxn,
+            extra,
         };
         let mut topo = topo;
         topo.routing = Routing::parse(routing)?;

@@ -92,6 +92,10 @@ impl Algorithm {
         Algorithm::NVLS_TREE,
         Algorithm::HIERARCHICAL,
         Algorithm::PXN,
+        Algorithm::ALL_PAIRS,
+        Algorithm::ONE_SHOT,
+        Algorithm::TWO_SHOT,
+        Algorithm::HIER_ALL_PAIRS,
     ];
 
     /// The algorithm of this name, case-insensitive, `-` for `_`, and the `_` optional.

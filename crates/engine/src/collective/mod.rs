@@ -41,10 +41,12 @@
 //! all-to-all; [`cost::direct_all_to_all_ns`] prices larger all-to-alls by symmetry instead.
 
 mod algorithm;
+mod all_pairs;
 pub mod choose;
 pub mod cost;
 mod direct;
 mod halving_doubling;
+mod hier_all_pairs;
 mod hierarchical;
 pub mod nccl;
 mod nvls;
@@ -350,7 +352,9 @@ mod tests {
                 // Reduce and broadcast must move S into (out of) each non-root rank: (n−1)·S.
                 let need = if matches!(c, Broadcast | Reduce) { need * (n - 1.0) / n } else { need };
                 assert!(sch.total_bytes() >= need * (1.0 - 1e-12), "{a:?} {c:?}: {} < {need}", sch.total_bytes());
-                assert!(sch.total_bytes() <= need * 3.0, "{a:?} {c:?}: {} moves far too much", sch.total_bytes());
+                // One-shot all-reduce sends all of S to every peer: n/2 times the need, by design.
+                let most = if a == Algorithm::ONE_SHOT { n / 2.0 } else { 3.0 };
+                assert!(sch.total_bytes() <= need * most, "{a:?} {c:?}: {} moves far too much", sch.total_bytes());
             }
         }
     }

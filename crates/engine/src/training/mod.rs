@@ -20,13 +20,14 @@ use std::rc::Rc;
 use crate::analytical::alpha_beta::{AlphaBeta, Bandwidths, PriceMemo};
 use crate::analytical::server_spec::{GpuType, NicType, ServerSpec};
 
+use crate::collective::choose::algorithm_choice;
 use crate::collective::choose::Options;
 use crate::driver::{simulate, Backend, FlowConfig};
 use crate::error::{InputError, Result};
 use crate::executor::Execution;
 use crate::exposure::{exposure, Exposure};
 use crate::flow::network::Tuning;
-use crate::flow::sweep::{algorithm_option, protocol_option};
+use crate::flow::sweep::protocol_option;
 use crate::platform::routing::Routes;
 use crate::platform::{Platform, Routing};
 use crate::workload::{OpKind, Workload};
@@ -82,7 +83,7 @@ pub struct Fabric {
     /// The catalog's accelerator names, which a platform file's GPUs may name.
     #[serde(default)]
     pub accelerators: Vec<String>,
-    /// "auto" (NCCL's tuner) or an algorithm name.
+    /// "auto" (NCCL's tuner), "auto+extra" (with the algorithms beyond NCCL's) or an algorithm name.
     pub algorithm: String,
     /// 0: one per group rank of a server, at most one per NIC ([`crate::collective::group_channels`]).
     pub channels: u32,
@@ -122,14 +123,16 @@ fn nccl_p2p_pxn() -> bool {
 
 impl Fabric {
     pub fn tuning(&self) -> Result<Tuning> {
+        let (algorithm, extra) = algorithm_choice(&self.algorithm)?;
         let options = Options {
             send_lat_us: self.send_lat_us,
             nvls_enable: self.nvls,
             pxn_enable: self.pxn,
             nvlstree_enable: self.nvlstree,
-            algorithm: algorithm_option(&self.algorithm)?,
+            algorithm,
             protocol: protocol_option(self.protocol.as_deref().unwrap_or("auto"))?,
             p2p_pxn: self.p2p_pxn,
+            extra,
         };
         Ok(Tuning { options, channels: self.channels, qps: self.qps, seed: self.seed })
     }
