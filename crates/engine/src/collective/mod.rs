@@ -49,6 +49,7 @@ mod hierarchical;
 pub mod nccl;
 mod nvls;
 mod pxn;
+pub mod reduction_server;
 mod ring;
 mod tree;
 
@@ -59,13 +60,16 @@ pub use algorithm::{Algorithm, Call, CollectiveAlgorithm};
 pub use nccl::{Protocol, Timing};
 pub use ring::ring_hops;
 
-/// Where a transfer starts or ends: a rank of the group (index into GroupTopo::ranks) or the
+/// Where a transfer starts or ends: a rank of the group (index into GroupTopo::ranks), the
 /// NVSwitch (in-switch reduction / multicast unit) of one server of the group (server index = position
-/// among the group's distinct servers, in order of first appearance in `ranks`).
+/// among the group's distinct servers, in order of first appearance in `ranks`), or a platform
+/// node that runs no rank (by node id: a reduction server's CPU, a switch that reduces), whose
+/// port rates the schedule's algorithm states ([`CollectiveAlgorithm::node_rates`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Endpoint {
     Rank(u32),
     Switch { server: u32 },
+    Node(u32),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
