@@ -19,6 +19,7 @@ from clustersim.table import Table
 
 if TYPE_CHECKING:
     from clustersim.platform import Platform
+    from clustersim.reduction_server import ReductionServers
     from clustersim.topology import Topology
 
 OPS = ("allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce")
@@ -71,6 +72,7 @@ def sweep(
     qps: int | None = None,
     routing: str = "ecmp",
     progress: Callable[[float], None] | None = None,
+    reduction: ReductionServers | None = None,
 ) -> Table:
     """Run `op` once per S in `sizes_bytes` on the flow model; nccl-tests' columns as a Table.
     `topology` is the engine's Platform (passed to it as it is), a Topology view, a SimAI or
@@ -78,7 +80,8 @@ def sweep(
     supplies NCCL_ALGO / NCCL_PROTO (where `algorithm` / `protocol` are "auto"), SimAI's AS_*
     switches and NCCL_IB_QPS_PER_CONNECTION (`qps`, queue pairs per connection, each its own ECMP
     hash, overrides it); `routing` is "ecmp" (per-flow hashing) or "spray" (per-packet spraying).
-    `progress(fraction)` is called after each size (each size runs on its own idle network)."""
+    `progress(fraction)` is called after each size (each size runs on its own idle network).
+    `reduction` runs all-reduce on reduction servers of the platform (`clustersim.reduction_server`)."""
     if op not in OPS:
         raise InputError(f"unknown collective '{op}' (valid: {', '.join(OPS)})")
     topo = load_topology(topology)
@@ -89,6 +92,8 @@ def sweep(
     if protocol != "auto":
         switches["protocol"] = protocol
     switches |= {"qps": qps_option(qps, env), "routing": routing}
+    if reduction is not None:
+        switches |= reduction.engine_options()
     runs = []
     for i, size in enumerate(sizes_bytes):
         runs += _engine.collective_sweep(
