@@ -22,10 +22,9 @@ import argparse
 import statistics
 import time
 
-from results import run_header, write_section
-
 from clustersim.api import collective
 from clustersim.reduction_server import ReductionServers, break_even, crossbar_text, platform
+from results import run_header, write_section
 
 MIB32 = 32 << 20
 OPTCAST = dict(chunk_bytes=float(8 << 20), nsplit=4, nreq=4)
@@ -38,7 +37,9 @@ SETTINGS = [
 ]
 
 
-def run(latency: float, env: dict[str, str], reduction: ReductionServers | None, runs: int) -> tuple[float, float]:
+def run(
+    latency: float, env: dict[str, str], reduction: ReductionServers | None, runs: int
+) -> tuple[float, float]:
     """(time µs, median wall s) of one 32 MiB all-reduce on the seed's set-up."""
     topo = platform(crossbar_text(latency_ns=latency))
     walls, us = [], 0.0
@@ -81,13 +82,18 @@ def main() -> None:
     for label, latency, env, reduce in SETTINGS:
         ring_us, wall = run(latency, env, None, args.runs)
         rows = [("ring", ring_us, wall)]
-        for name, split in (("reduction server, 512 KiB chunks", {}), ("reduction server, Optcast 8M/4/4", OPTCAST)):
+        for name, split in (
+            ("reduction server, 512 KiB chunks", {}),
+            ("reduction server, Optcast 8M/4/4", OPTCAST),
+        ):
             rs = ReductionServers("all", reduce, **split)  # type: ignore[arg-type]
             us, wall = run(latency, env, rs, args.runs)
             rows.append((name, us, wall))
         for name, us, wall in rows:
             gbps = MIB32 * 8 / (us * 1e3)
-            lines.append(f"| {label} | {name} | {us:.1f} | {gbps:.2f} | {ring_us / us:.3f} | {wall * 1e3:.1f} |")
+            lines.append(
+                f"| {label} | {name} | {us:.1f} | {gbps:.2f} | {ring_us / us:.3f} | {wall * 1e3:.1f} |"
+            )
     x = break_even(1, 32.0, 2, 4.0)
     lines += [
         "",

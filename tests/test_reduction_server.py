@@ -13,7 +13,6 @@ from clustersim.reduction_server import (
     leaf_spine_text,
     platform,
 )
-
 from conftest import ROOT
 
 MIB32 = 32 << 20
@@ -52,7 +51,12 @@ def test_break_even_is_the_seeds_x():
     # 32 = (32 + 4·2)(1 − x): x = 0.2.
     assert break_even(1, 32.0, 2, 4.0) == pytest.approx(0.2)
     c = cost_report(100.0, 70.0, 1, 32.0, 2, 4.0)
-    assert (c.reduction, c.break_even, c.servers_per_hour, c.pays_off) == (pytest.approx(0.3), 0.2, 40.0, True)
+    assert (c.reduction, c.break_even, c.servers_per_hour, c.pays_off) == (
+        pytest.approx(0.3),
+        0.2,
+        40.0,
+        True,
+    )
     with pytest.raises(InputError, match="servers"):
         break_even(1, 32.0, 0, 4.0)
     with pytest.raises(InputError, match="worker_price"):
@@ -61,7 +65,9 @@ def test_break_even_is_the_seeds_x():
 
 def test_cli_runs_all_reduce_on_the_servers_with_a_cost_report(run_cli):
     example = ROOT / "examples" / "optcast_4x4.platform"
-    rc, out, err = run_cli("collective", "allreduce", "-n", example, "--reduction-servers", "all", "--cost", "32,4,1")
+    rc, out, err = run_cli(
+        "collective", "allreduce", "-n", example, "--reduction-servers", "all", "--cost", "32,4,1"
+    )
     assert rc == 0, err
     assert "reduction_server" in out and "break-even 0.333" in out
     rc, out, err = run_cli("collective", "allreduce", "-n", example, "--reduction-servers", "cpu0,cpu1")

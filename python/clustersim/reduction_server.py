@@ -145,7 +145,9 @@ def leaf_spine_text(
     for name, v in (("leaves", leaves), ("spines", spines)):
         if v < 1:
             raise InputError(f"template: {name}: must be at least 1, got {v}")
-    lines = [f"# {clients} GPU clients, {servers} reduction servers on the {servers_on}s of a leaf-spine fabric"]
+    lines = [
+        f"# {clients} GPU clients, {servers} reduction servers on the {servers_on}s of a leaf-spine fabric"
+    ]
     lines += [f"node gpu{i} gpu type={gpu}" for i in range(clients)]
     lines += [f"node leaf{j} switch tier=tor" for j in range(leaves)]
     lines += [f"node spine{j} switch tier=spine" for j in range(spines)]

@@ -67,10 +67,16 @@ def add_reduction_servers(p: argparse.ArgumentParser) -> None:
         help="run all-reduce on reduction servers: all (every cpu node with a NIC), a count N (the first N"
         " cpu nodes) or cpu node names joined by commas",
     )
-    g.add_argument("--reduce-gbps", type=float, help="a server's reduction throughput, GB/s (default: its NIC rate)")
+    g.add_argument(
+        "--reduce-gbps", type=float, help="a server's reduction throughput, GB/s (default: its NIC rate)"
+    )
     g.add_argument("--rs-chunk", default="512K", help="Optcast's chunk size (K/M/G suffixes; default 512K)")
-    g.add_argument("--rs-nsplit", type=whole(0, 1 << 16), default=0, help="shards per chunk (default 0: one per server)")
-    g.add_argument("--rs-nreq", type=whole(1, 1 << 16), default=2, help="requests in flight per worker (default 2)")
+    g.add_argument(
+        "--rs-nsplit", type=whole(0, 1 << 16), default=0, help="shards per chunk (default 0: one per server)"
+    )
+    g.add_argument(
+        "--rs-nreq", type=whole(1, 1 << 16), default=2, help="requests in flight per worker (default 2)"
+    )
     g.add_argument(
         "--cost",
         metavar="P_GPU,P_SERVER[,W]",
@@ -86,10 +92,16 @@ def reduction_options(args: argparse.Namespace):  # noqa: ANN201 (ReductionServe
 
     if args.reduction_servers is None:
         if args.cost:
-            raise InputError("command line: --cost: compares against reduction servers; give --reduction-servers")
+            raise InputError(
+                "command line: --cost: compares against reduction servers; give --reduction-servers"
+            )
         return None
     return ReductionServers(
-        args.reduction_servers, args.reduce_gbps, float(parse_size(args.rs_chunk)), args.rs_nsplit, args.rs_nreq
+        args.reduction_servers,
+        args.reduce_gbps,
+        float(parse_size(args.rs_chunk)),
+        args.rs_nsplit,
+        args.rs_nreq,
     )
 
 
@@ -186,7 +198,8 @@ def print_cost(args: argparse.Namespace, table: Table, base: Table) -> None:
         verdict = "pays off" if c.pays_off else "does not pay off"
         print(
             f"# {r['size']:>13} B: {b['algorithm']} {c.base_us:.1f} us, servers {c.servers_us:.1f} us:"
-            f" x = {c.reduction:.3f} vs break-even {c.break_even:.3f} ({verdict} if all-reduce is all of the run)"
+            f" x = {c.reduction:.3f} vs break-even {c.break_even:.3f}"
+            f" ({verdict} if all-reduce is all of the run)"
         )
 
 
