@@ -42,6 +42,7 @@
 
 mod algorithm;
 pub mod choose;
+pub mod collnet;
 pub mod cost;
 mod direct;
 mod halving_doubling;
