@@ -179,6 +179,7 @@ def collective_sweep(
     chunk_bytes: float | None = None,
     nsplit: int = 0,
     nreq: int = 2,
+    switch_reduce_gbps: float | None = None,
 ) -> list[tuple[float, str, str]]:
     """(time ns, algorithm, protocol) of `collective` for each size, each on an idle network."""
 

@@ -309,13 +309,15 @@ def collective(
     env: Mapping[str, str] | None = None,
     progress: Progress | None = None,
     reduction: ReductionServers | None = None,
+    switch_reduce_gbps: float | None = None,
 ) -> CollectiveResult:
     """nccl-tests on the flow model (`clustersim collective`): `op` (allreduce, allgather,
     reducescatter, alltoall, broadcast, reduce) over the first `gpus` GPUs (default all) of
     `topology`, for sizes `minbytes`, ·`stepfactor`, … up to `maxbytes` (bytes, or text with a
     K/M/G suffix as nccl-tests takes them), each on an idle network. `env` (default the process
     environment) supplies NCCL_ALGO, NCCL_PROTO, NCCL_IB_QPS_PER_CONNECTION and SimAI's AS_*.
-    `reduction` runs all-reduce on reduction servers (`clustersim.reduction_server`)."""
+    `reduction` runs all-reduce on reduction servers (`clustersim.reduction_server`);
+    `switch_reduce_gbps` is a switch's reduction throughput for collnet_direct / collnet_chain."""
     from clustersim.fabric import ecmp_seeds as seed_range
     from clustersim.fabric import gpu_count, load_topology
     from clustersim.sweep import OPS, seed_table, sizes, sweep
@@ -333,6 +335,8 @@ def collective(
     )
     if reduction is not None:
         options["reduction"] = reduction
+    if switch_reduce_gbps is not None:
+        options["switch_reduce_gbps"] = switch_reduce_gbps
     tables = [
         sweep(
             topo,

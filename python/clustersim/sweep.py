@@ -36,6 +36,11 @@ def busbw_factor(op: str, n: int) -> float:
     return 1.0
 
 
+def in_network_factor(n: int) -> float:
+    """nccl-tests' busbw / algbw for an all-reduce reduced in the network on n ranks."""
+    return (n - 1) / (n + 1)
+
+
 def parse_size(text: str) -> int:
     """Bytes from '16M', '1G', '4096' (K/M/G are powers of two, as in nccl-tests)."""
     m = re.fullmatch(r"\s*(\d+)\s*([KMGkmg]?)[Bb]?\s*", text)
@@ -73,6 +78,7 @@ def sweep(
     routing: str = "ecmp",
     progress: Callable[[float], None] | None = None,
     reduction: ReductionServers | None = None,
+    switch_reduce_gbps: float | None = None,
 ) -> Table:
     """Run `op` once per S in `sizes_bytes` on the flow model; nccl-tests' columns as a Table.
     `topology` is the engine's Platform (passed to it as it is), a Topology view, a SimAI or
@@ -81,7 +87,9 @@ def sweep(
     switches and NCCL_IB_QPS_PER_CONNECTION (`qps`, queue pairs per connection, each its own ECMP
     hash, overrides it); `routing` is "ecmp" (per-flow hashing) or "spray" (per-packet spraying).
     `progress(fraction)` is called after each size (each size runs on its own idle network).
-    `reduction` runs all-reduce on reduction servers of the platform (`clustersim.reduction_server`)."""
+    `reduction` runs all-reduce on reduction servers of the platform (`clustersim.reduction_server`);
+    `switch_reduce_gbps` is a switch's reduction throughput for collnet_direct / collnet_chain, whose
+    busbw takes nccl-tests' in-network factor (n−1)/(n+1) (doc/PERFORMANCE.md)."""
     if op not in OPS:
         raise InputError(f"unknown collective '{op}' (valid: {', '.join(OPS)})")
     topo = load_topology(topology)
@@ -94,6 +102,8 @@ def sweep(
     switches |= {"qps": qps_option(qps, env), "routing": routing}
     if reduction is not None:
         switches |= reduction.engine_options()
+    if switch_reduce_gbps is not None:
+        switches["switch_reduce_gbps"] = switch_reduce_gbps
     runs = []
     for i, size in enumerate(sizes_bytes):
         runs += _engine.collective_sweep(
@@ -113,7 +123,10 @@ def sweep(
             "redop": ["sum" if reduces else "none"] * len(runs),
             "time_us": time_us,
             "algbw_GBps": algbw,
-            "busbw_GBps": [b * factor for b in algbw],
+            "busbw_GBps": [
+                b * (in_network_factor(n) if a.startswith("collnet") else factor)
+                for b, (_, a, _) in zip(algbw, runs, strict=True)
+            ],
             "algorithm": [a for _, a, _ in runs],
             "protocol": [p for _, _, p in runs],
         }

@@ -2,7 +2,8 @@
 //! (conversion only).
 
 use clustersim_engine::collective::choose::Options;
-use clustersim_engine::collective::reduction_server::{self, Split};
+use clustersim_engine::collective::on_platform::{self, PlatformOptions};
+use clustersim_engine::collective::reduction_server::Split;
 use clustersim_engine::flow::sweep::{self, SweepOptions};
 use clustersim_engine::flow::{completion_times, FlowSpec};
 use clustersim_engine::platform::Routing;
@@ -43,13 +44,14 @@ pub fn flow_completion_times(
 /// NCCL_P2P_PXN_LEVEL = 2 (NCCL's default: all-to-all between servers through PXN).
 /// `reduction_servers` ("all", a count or cpu node names) runs all-reduce on those reduction
 /// servers, reducing `reduce_gbps` each (None: as fast as their NICs), Optcast's `chunk_bytes`,
-/// `nsplit` (0: one shard per server) and `nreq` requests in flight.
+/// `nsplit` (0: one shard per server) and `nreq` requests in flight; `switch_reduce_gbps` is a
+/// reducing switch's throughput for `collnet_direct` / `collnet_chain`.
 #[pyfunction]
 #[pyo3(signature = (
     topology, collective, sizes, algorithm = "auto", channels = 0, ranks = None, seed = 0,
     send_lat_us = None, nvls = false, pxn = false, nvlstree = false, protocol = "auto", qps = 0,
     routing = "ecmp", p2p_pxn = true, reduction_servers = None, reduce_gbps = None, chunk_bytes = None,
-    nsplit = 0, nreq = 2
+    nsplit = 0, nreq = 2, switch_reduce_gbps = None
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn collective_sweep(
@@ -74,13 +76,15 @@ pub fn collective_sweep(
     chunk_bytes: Option<f64>,
     nsplit: u32,
     nreq: u32,
+    switch_reduce_gbps: Option<f64>,
 ) -> PyResult<Vec<(f64, String, String)>> {
     let mut topo = topology.platform().map_err(engine_err)?;
     py.detach(|| {
         let c = sweep::parse_collective(collective)?;
         let split = Split { chunk_bytes: chunk_bytes.unwrap_or(Split::default().chunk_bytes), nsplit, nreq };
-        let algorithm =
-            reduction_server::algorithm_option(&mut topo, algorithm, reduction_servers, reduce_gbps, split)?;
+        let servers = reduction_servers.map(str::to_string);
+        let platform = PlatformOptions { servers, reduce_gbps, split, switch_reduce_gbps };
+        let algorithm = on_platform::algorithm_option(&mut topo, algorithm, &platform)?;
         let choose = Options {
             send_lat_us,
             nvls_enable: nvls,

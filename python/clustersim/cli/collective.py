@@ -40,7 +40,9 @@ def add(sub: argparse._SubParsersAction) -> None:
         description="Time one collective over every GPU of a fabric (or the first -g) for each size, "
         "each on an idle network, and print nccl-tests' table. NCCL_ALGO and NCCL_PROTO are honoured "
         "as by NCCL, NCCL_P2P_PXN_LEVEL too (default 2: all-to-all between servers through PXN), "
-        "AS_SEND_LAT, AS_NVLS_ENABLE, AS_PXN_ENABLE and AS_NVLSTREE_ENABLE as in SimAI.",
+        "AS_SEND_LAT, AS_NVLS_ENABLE, AS_PXN_ENABLE and AS_NVLSTREE_ENABLE as in SimAI. In-network"
+        " reduction (--algo collnet_direct / collnet_chain, SHARP) reports busbw with nccl-tests'"
+        " in-network factor (n-1)/(n+1).",
         epilog=EPILOG,
     )
     p.add_argument("op", help=", ".join(OPS))
@@ -60,7 +62,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 def add_reduction_servers(p: argparse.ArgumentParser) -> None:
     """Reduction servers (Optcast) for all-reduce, and the seed's cost report."""
-    g = p.add_argument_group("reduction servers (all-reduce only)")
+    g = p.add_argument_group("reduction servers and in-network reduction (all-reduce only)")
     g.add_argument(
         "--reduction-servers",
         metavar="SERVERS",
@@ -78,6 +80,12 @@ def add_reduction_servers(p: argparse.ArgumentParser) -> None:
         "--rs-nreq", type=whole(1, 1 << 16), default=2, help="requests in flight per worker (default 2)"
     )
     g.add_argument(
+        "--switch-reduce-gbps",
+        type=float,
+        help="with --algo collnet_direct or collnet_chain: a switch's reduction throughput, GB/s"
+        " (default: as fast as its links)",
+    )
+    g.add_argument(
         "--cost",
         metavar="P_GPU,P_SERVER[,W]",
         help="also run without the servers and print the seed's cost report: GPU instance and server"
@@ -91,6 +99,10 @@ def reduction_options(args: argparse.Namespace):  # noqa: ANN201 (ReductionServe
     from clustersim.sweep import parse_size
 
     if args.reduction_servers is None:
+        if args.reduce_gbps is not None:
+            raise InputError(
+                "command line: --reduce-gbps: applies to reduction servers only; give --reduction-servers"
+            )
         if args.cost:
             raise InputError(
                 "command line: --cost: compares against reduction servers; give --reduction-servers"
@@ -121,6 +133,7 @@ def main(args: argparse.Namespace) -> int:
             ecmp_seeds=args.ecmp_seeds,
             progress=progress,
             reduction=reduction,
+            switch_reduce_gbps=args.switch_reduce_gbps,
             **fabric_options(args),
         )
         base = None

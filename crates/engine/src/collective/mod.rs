@@ -49,6 +49,7 @@ mod halving_doubling;
 mod hierarchical;
 pub mod nccl;
 mod nvls;
+pub mod on_platform;
 mod pxn;
 pub mod reduction_server;
 mod ring;

@@ -169,34 +169,6 @@ impl CollectiveAlgorithm for ReductionServer {
     }
 }
 
-/// The tuner's forced algorithm for `algorithm` ("auto" or a name, as
-/// [`crate::flow::sweep::algorithm_option`] reads it) when `servers` ([`select_servers`]) may
-/// name reduction servers on `topo`: with servers, "auto" and "reduction_server" run them (any
-/// other name is an error); without, "reduction_server" is an error.
-pub fn algorithm_option(
-    topo: &mut Platform,
-    algorithm: &str,
-    servers: Option<&str>,
-    reduce_gbps: Option<f64>,
-    split: Split,
-) -> Result<Option<Algorithm>> {
-    let named = algorithm.to_ascii_lowercase().replace(['-', '_'], "") == "reductionserver";
-    match servers {
-        Some(select) if named || algorithm.eq_ignore_ascii_case("auto") => {
-            Ok(Some(ReductionServer::on_platform(topo, select, reduce_gbps, split)?.algorithm()))
-        }
-        Some(_) => Err(bad(
-            "algorithm",
-            format!("'{algorithm}' does not run on reduction servers (use reduction_server or auto)"),
-        )),
-        None if named => Err(bad(
-            "reduction_servers",
-            "the reduction_server algorithm needs servers: name them (all, a count or cpu node names)".into(),
-        )),
-        None => crate::flow::sweep::algorithm_option(algorithm),
-    }
-}
-
 /// The CPU nodes `select` names: `all` (every cpu node with a NIC), a count N (the first N cpu
 /// nodes in platform order) or node names separated by commas.
 pub fn select_servers(topo: &Platform, select: &str) -> Result<Vec<u32>> {
