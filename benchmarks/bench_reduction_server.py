@@ -38,7 +38,7 @@ SETTINGS = [
 
 
 def run(
-    latency: float, env: dict[str, str], reduction: ReductionServers | None, runs: int
+    latency: float, env: dict[str, str], reduction: ReductionServers | None, runs: int, algo: str = "ring"
 ) -> tuple[float, float]:
     """(time µs, median wall s) of one 32 MiB all-reduce on the seed's set-up."""
     topo = platform(crossbar_text(latency_ns=latency))
@@ -50,7 +50,7 @@ def run(
             topo,
             minbytes=MIB32,
             maxbytes=MIB32,
-            algo="ring" if reduction is None else "auto",
+            algo=algo if reduction is None else "auto",
             env=env,
             reduction=reduction,
         )
@@ -74,7 +74,9 @@ def main() -> None:
         " says; reduction server 200·k/(k+1) (196.92 at 64 chunks of 512 KiB; 160 with Optcast's 8M"
         " chunks, k = 4), ratio 1.477 (1.5 in the limit). NCCL overheads: NCCL's latency constants"
         " (not the seed's measurements, which our copy withholds) on 1 µs links; R (the servers'"
-        " reduction throughput) is assumed: below B·n/(2(n−1)) ≈ 16.7 GB/s the ring wins.",
+        " reduction throughput) is assumed: below B·n/(2(n−1)) ≈ 16.7 GB/s the ring wins."
+        " collnet_direct: the same switch reduces (SHARP), no servers needed; its busbw in"
+        " `clustersim collective` takes nccl-tests' in-network factor (n−1)/(n+1).",
         "",
         "| overheads | algorithm | time (µs) | algbw (Gbit/s) | vs ring | sim wall (ms) |",
         "|---|---|---|---|---|---|",
@@ -89,6 +91,10 @@ def main() -> None:
             rs = ReductionServers("all", reduce, **split)  # type: ignore[arg-type]
             us, wall = run(latency, env, rs, args.runs)
             rows.append((name, us, wall))
+        if reduce is None:
+            # In-network reduction (SHARP) on the same switch, for comparison.
+            us, wall = run(latency, env, None, args.runs, "collnet_direct")
+            rows.append(("collnet_direct (switch reduces)", us, wall))
         for name, us, wall in rows:
             gbps = MIB32 * 8 / (us * 1e3)
             lines.append(
