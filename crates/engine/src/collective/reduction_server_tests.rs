@@ -176,3 +176,27 @@ fn bad_servers_are_one_line_errors_naming_the_field() {
     let e = schedule(Collective::AllGather, rs, &g, 1 << 20, 1).unwrap_err();
     assert!(e.to_string().contains("all-reduce only"), "{e}");
 }
+
+#[test]
+fn the_analytical_backend_prices_the_same_closed_form() {
+    // The analytical model (α–β on a server spec, no fabric) runs the same forced schedule:
+    // 4 one-GPU servers with a 25 GB/s NIC and 2 reduction servers at 25 GB/s.
+    use crate::analytical::alpha_beta::{AlphaBeta, Bandwidths};
+    use crate::analytical::server_spec::{GpuType, NicType, ServerSpec};
+    use crate::analytical::Analytical;
+    use crate::executor::Executor;
+    use crate::flow::sweep::sweep_workload;
+    let mut topo = crossbar(4, 2, B, B, 100.0, 0.0);
+    let rs = ReductionServer::on_platform(&mut topo, "all", None, Split::default()).unwrap().algorithm();
+    let mut spec = ServerSpec::new(1, 1, GpuType::H100, NicType::Cx7);
+    spec.nic_busbw = Some(B as f32);
+    let options = Options { algorithm: Some(rs), send_lat_us: Some(0.0), ..Options::default() };
+    let cost = AlphaBeta { platform: spec, bandwidths: Bandwidths::Builtin(None), nvls: false, options, memo: None };
+    let mut model = Analytical::new(Box::new(cost), Placement::servers(4, 1));
+    let w = sweep_workload(Collective::AllReduce, 4, &[S]);
+    let analytical = Executor::new(&w).unwrap().run(&mut model, &mut |_| true).unwrap().end_ns;
+    // Each server takes 4·u/2 per step.
+    let want = (S as f64 / PIPELINE_CHUNK_BYTES + 1.0) * 2.0 * PIPELINE_CHUNK_BYTES / B;
+    close(analytical, want);
+    close(both(topo, None, Split::default(), S).1, want);
+}
