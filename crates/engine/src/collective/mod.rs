@@ -7,7 +7,8 @@
 //! schedule, NCCL's timing of it (protocols and their latencies, efficiency, latency hops) and
 //! whether NCCL's tuner considers it — is one implementation of [`CollectiveAlgorithm`] in its
 //! own file (ring.rs, tree.rs, halving_doubling.rs, direct.rs, nvls.rs for NVLS and NVLS tree,
-//! hierarchical.rs, pxn.rs). The tuner ([`choose`]), the α–β price, the analytical model and the
+//! hierarchical.rs, pxn.rs; reduction_server.rs and collnet.rs, built from a platform whose
+//! nodes they use, on_platform.rs). The tuner ([`choose`]), the α–β price, the analytical model and the
 //! flow model only call the trait, through the Copy handle [`Algorithm`].
 //!
 //! Adding an algorithm:
