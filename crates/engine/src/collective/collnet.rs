@@ -25,6 +25,10 @@
 //! network 31 / 30 µs for direct / chain, Simple only; hardware.md §4) price it when tuned.
 //! The down path is one copy per rank through the leaf (SHARP multicasts once per leaf); on a
 //! non-blocking tree no link carries more than its GPUs' NIC share, so the time is the same.
+//! A bare schedule's step latency differs between the backends: the α–β price charges a
+//! GPU-to-GPU network path per step, the flow model each flow's GPU-to-switch path (one hop
+//! less); the bandwidth terms agree (tests on links without latency). Scaling a reducing
+//! switch's child links to R also slows other traffic on them in the same run.
 
 use std::collections::HashMap;
 

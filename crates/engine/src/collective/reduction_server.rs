@@ -24,7 +24,8 @@
 //! nsplit). With N_s ≥ n servers at the workers' rate and R ≥ B: T = S/B + u/B + (k+1)·α,
 //! algbw → B where a ring reaches B·n/(2(n−1)); with fewer servers T ≈ (n/N_s)·S/B_s, and with
 //! R lowest T ≈ (n/N_s)·S/R. α is the step latency the tuner's timing gives (the path latency for
-//! a bare schedule). NCCL does not model reduction servers: forced, they run with the
+//! a bare schedule: the α–β price charges a GPU-to-GPU network path, the flow model each flow's
+//! own GPU-to-server path; equal on the templates, whose host links have no latency). NCCL does not model reduction servers: forced, they run with the
 //! point-to-point latency constants over two network hops (up, down).
 
 use super::{Algorithm, Call, CollectiveAlgorithm, Endpoint, Grain, GroupTopo, Phase, Servers, Transfer};
