@@ -181,6 +181,12 @@ def collective_sweep(
     qps: int = 0,
     routing: str = "ecmp",
     p2p_pxn: bool = True,
+    reduction_servers: str | None = None,
+    reduce_gbps: float | None = None,
+    chunk_bytes: float | None = None,
+    nsplit: int = 0,
+    nreq: int = 2,
+    switch_reduce_gbps: float | None = None,
 ) -> list[tuple[float, str, str]]:
     """(time ns, algorithm, protocol) of `collective` for each size, each on an idle network."""
 

@@ -26,6 +26,7 @@ from clustersim.table import Table
 
 if TYPE_CHECKING:
     from clustersim.platform import Platform
+    from clustersim.reduction_server import ReductionServers
     from clustersim.topology import Topology
 
 __all__ = [
@@ -312,12 +313,16 @@ def collective(
     ecmp_seeds: int = 1,
     env: Mapping[str, str] | None = None,
     progress: Progress | None = None,
+    reduction: ReductionServers | None = None,
+    switch_reduce_gbps: float | None = None,
 ) -> CollectiveResult:
     """nccl-tests on the flow model (`clustersim collective`): `op` (allreduce, allgather,
     reducescatter, alltoall, broadcast, reduce) over the first `gpus` GPUs (default all) of
     `topology`, for sizes `minbytes`, ·`stepfactor`, … up to `maxbytes` (bytes, or text with a
     K/M/G suffix as nccl-tests takes them), each on an idle network. `env` (default the process
-    environment) supplies NCCL_ALGO, NCCL_PROTO, NCCL_IB_QPS_PER_CONNECTION and SimAI's AS_*."""
+    environment) supplies NCCL_ALGO, NCCL_PROTO, NCCL_IB_QPS_PER_CONNECTION and SimAI's AS_*.
+    `reduction` runs all-reduce on reduction servers (`clustersim.reduction_server`);
+    `switch_reduce_gbps` is a switch's reduction throughput for collnet_direct / collnet_chain."""
     from clustersim.fabric import ecmp_seeds as seed_range
     from clustersim.fabric import gpu_count, load_topology
     from clustersim.sweep import OPS, seed_table, sizes, sweep
@@ -333,6 +338,10 @@ def collective(
     options = dict(
         algorithm=algo, protocol=proto, channels=channels, gpus=gpus, env=env, qps=qps, routing=routing
     )
+    if reduction is not None:
+        options["reduction"] = reduction
+    if switch_reduce_gbps is not None:
+        options["switch_reduce_gbps"] = switch_reduce_gbps
     tables = [
         sweep(
             topo,

@@ -70,6 +70,13 @@ pub trait CollectiveAlgorithm: Sync {
     fn ring_latency(&self) -> bool {
         false
     }
+
+    /// (out, in) GB/s of platform node `node` where the schedule has it as an
+    /// [`super::Endpoint::Node`]: a node outside the group's servers, reached over the network.
+    /// Default: the algorithm uses no such node.
+    fn node_rates(&self, _node: u32) -> Option<(f64, f64)> {
+        None
+    }
 }
 
 /// A cheap handle on an algorithm: Copy, compared and hashed by name.

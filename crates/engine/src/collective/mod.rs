@@ -7,7 +7,8 @@
 //! schedule, NCCL's timing of it (protocols and their latencies, efficiency, latency hops) and
 //! whether NCCL's tuner considers it — is one implementation of [`CollectiveAlgorithm`] in its
 //! own file (ring.rs, tree.rs, halving_doubling.rs, direct.rs, nvls.rs for NVLS and NVLS tree,
-//! hierarchical.rs, pxn.rs). The tuner ([`choose`]), the α–β price, the analytical model and the
+//! hierarchical.rs, pxn.rs; reduction_server.rs and collnet.rs, built from a platform whose
+//! nodes they use, on_platform.rs). The tuner ([`choose`]), the α–β price, the analytical model and the
 //! flow model only call the trait, through the Copy handle [`Algorithm`].
 //!
 //! Adding an algorithm:
@@ -43,6 +44,7 @@
 mod algorithm;
 mod all_pairs;
 pub mod choose;
+pub mod collnet;
 pub mod cost;
 mod direct;
 mod halving_doubling;
@@ -50,7 +52,9 @@ mod hier_all_pairs;
 mod hierarchical;
 pub mod nccl;
 mod nvls;
+pub mod on_platform;
 mod pxn;
+pub mod reduction_server;
 mod ring;
 mod tree;
 
@@ -61,13 +65,16 @@ pub use algorithm::{Algorithm, Call, CollectiveAlgorithm};
 pub use nccl::{Protocol, Timing};
 pub use ring::ring_hops;
 
-/// Where a transfer starts or ends: a rank of the group (index into GroupTopo::ranks) or the
+/// Where a transfer starts or ends: a rank of the group (index into GroupTopo::ranks), the
 /// NVSwitch (in-switch reduction / multicast unit) of one server of the group (server index = position
-/// among the group's distinct servers, in order of first appearance in `ranks`).
+/// among the group's distinct servers, in order of first appearance in `ranks`), or a platform
+/// node that runs no rank (by node id: a reduction server's CPU, a switch that reduces), whose
+/// port rates the schedule's algorithm states ([`CollectiveAlgorithm::node_rates`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Endpoint {
     Rank(u32),
     Switch { server: u32 },
+    Node(u32),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
