@@ -184,8 +184,6 @@ def search(
     analytical backend and ranked by tokens/s. The global batch is `gbs` exactly, or with
     `max_gbs` the largest multiple of each plan's DP not above it (Calculon's rule). Other
     options are `train`'s. Raises InputError on bad input and when no plan fits."""
-    import inspect
-
     from clustersim import _engine
     from clustersim.api import PLAN_OPTIONS, plan_options, train
     from clustersim.training import input_document
@@ -203,8 +201,7 @@ def search(
 
     # The cluster and model as train takes them; the plan's own options at train's defaults (they
     # are defined once, in train), which the enumeration replaces.
-    options = {k: p.default for k, p in inspect.signature(train).parameters.items() if k in PLAN_OPTIONS}
-    del options["model"]
+    options = {k: v for k, v in (train.__kwdefaults__ or {}).items() if k in PLAN_OPTIONS}
     options.update(
         gpus=gpus, gbs=batch, gpu=gpu, accelerators=accelerators, seq=seq, no_flash_attn=no_flash_attn
     )

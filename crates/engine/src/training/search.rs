@@ -128,7 +128,7 @@ pub fn enumerate(
                                             last_stage_layers: None,
                                             ..cluster.clone()
                                         };
-                                        if plan.validate(model).is_err() {
+                                        if !plan.is_valid(model) {
                                             continue;
                                         }
                                         let memory = memory(model, &plan, flash_attention);
