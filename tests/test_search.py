@@ -63,7 +63,8 @@ def test_the_batch_gives_trains_numbers_plan_by_plan():
 
 def test_counts_a_hand_checked_space():
     only = dict(cp=[1], recompute=["none"], optimizer=["ddp"])
-    assert search(TINY, gpus=4, gbs=4, memory_gb=1e9, **only).candidates == 13
+    few = search(TINY, gpus=4, gbs=4, memory_gb=1e9, **only)
+    assert (few.visited, few.candidates) == (22, 13), "the Rust test's counts"
     # Every axis open: 7·15 + 6·3 plans with CP 1 and 14·15 with CP > 1 (the Rust test's count).
     result = search(TINY, gpus=4, gbs=4, memory_gb=1e9)
     assert (result.candidates, result.feasible, len(result.plans)) == (333, 333, 333)
@@ -130,7 +131,7 @@ def test_why_names_the_biggest_differences():
     columns |= {"tokens_per_s": [110.0, 100.0], "compute_s": [1.0, 1.0], "bubble_s": [0.1, 0.3]}
     columns["exposed_pp_comm_s"] = [0.06, 0.04]
     parts = ["compute", "exposed PP comm", "bubble"]
-    result = SearchResult("m", "a", 8, 2, 2, 80.0, Table(columns), parts, 1.0)
+    result = SearchResult("m", "a", 8, 3, 2, 2, 80.0, Table(columns), parts, 1.0)
     why = result.why()
     assert "10 % in tokens/s" in why and "PP 2 instead of 4" in why
     assert why.endswith("bubble -0.2 s, exposed PP comm +0.02 s"), why

@@ -42,6 +42,8 @@ class SearchResult(NamedTuple):
     model: str
     accelerator: str
     gpus: int
+    #: Combinations of the axes' values tried, valid or not (what Calculon counts as candidates).
+    visited: int
     #: Valid plans enumerated (train's rules), before the memory filter.
     candidates: int
     #: Of those, the plans that fit in `memory_gb` per GPU (all simulated).
@@ -97,6 +99,7 @@ class SearchResult(NamedTuple):
             "model": self.model,
             "accelerator": self.accelerator,
             "gpus": self.gpus,
+            "visited": self.visited,
             "candidates": self.candidates,
             "feasible": self.feasible,
             "memory_gb": self.memory_gb,
@@ -215,6 +218,7 @@ def search(
         raise InputError(f"search: memory_gb: must be a positive number of GB, got {memory_gb!r}")
 
     found = _engine.enumerate_plans(doc, json.dumps(space), gbs=batch, at_most=gbs is None, memory_gb=limit)
+    visited = found.pop("visited")
     rule = "GBS" if gbs is not None else "GBS at most"
     what = f"{spec.get('name', 'model')} on {gpus} × {acc['name']} with {rule} {batch}"
     if not found["fits"]:
@@ -243,6 +247,7 @@ def search(
         model=str(spec.get("name", "model")),
         accelerator=str(acc["name"]),
         gpus=gpus,
+        visited=visited,
         candidates=len(found["fits"]),
         feasible=len(keep),
         memory_gb=limit,

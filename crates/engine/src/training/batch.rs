@@ -82,6 +82,7 @@ mod tests {
         let space = Space { recompute: Some(vec![Recompute::Selective]), ..Space::default() };
         let plans: Vec<Plan> = enumerate(&model, &cluster, Batch::Exact(32), &space, true, 1e9)
             .unwrap()
+            .candidates
             .into_iter()
             .map(|c| c.plan)
             .collect();
