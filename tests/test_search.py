@@ -191,8 +191,14 @@ MEGATRON = {
     "N5": (gpt("gpt-39.1b", 8192, 48, 64), 512, 1536, "full", False, (8, 2)),
     "N6": (gpt("gpt-76.1b", 10240, 60, 80), 1024, 1792, "full", False, (8, 4)),
 }
-# Measured: the search prefers TP 2 with PP 4 / 8, 29 % and 17 % above the published TP 8 plans:
-# the model prices TP 8's all-reduces above PP's bubble more than Selene did (a fidelity gap).
+# Measured: the search prefers TP 2 with PP 4 / 8 (the published model-parallel sizes 8 and 16,
+# split otherwise), 29 % and 17 % above the published TP 8 plans. Not memory: both fit (N4: 45.4
+# and 47.9 GB of 80). Of N4's 2.24 s per iteration: TP 8's compute +1.56 s for the same FLOPs
+# (smaller GEMMs; LayerNorm, dropout and residual replicated without SP), its TP all-reduces
+# +1.07 s, its DP all-reduce +0.57 s more exposed (one rank per server: one NIC each), against
+# TP 2 + PP 4's bubble 0.91 s and PP traffic 0.05 s. The calibration (benchmarks/RESULTS.md)
+# leans the same way: at PP 1 the error falls from +6 % (TP 1) to −6 % (TP 8), and TP 8 plans
+# with PP err +3 % to +9 % — a fidelity gap of the compute and communication models.
 GAP = {"N4", "N5"}
 
 
