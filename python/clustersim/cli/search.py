@@ -140,8 +140,8 @@ def print_result(result: SearchResult, top: int) -> None:
 
     print(
         f"{result.model} on {result.gpus} × {result.accelerator}: {result.visited} combinations tried,"
-        f" {result.candidates} valid plans, {result.feasible} fit in {result.memory_gb:g} GB per GPU, simulated in {result.seconds:.2f} s"
-        f" ({result.plans_per_s:.0f} plans/s)"
+        f" {result.candidates} valid plans, {result.feasible} fit in {result.memory_gb:g} GB per GPU,"
+        f" simulated in {result.seconds:.2f} s ({result.plans_per_s:.0f} plans/s)"
     )
     table = result.top(top)
     parts = [p for p in result.parts if any(table[part_column(p)])]
