@@ -139,7 +139,8 @@ def enumerate_plans(input: str, space: str, *, gbs: int, at_most: bool, memory_g
     """Every valid plan of `space` (JSON: per axis a list of values, or null for all) for the model
     and cluster of `input` (run_training's document), global batch `gbs` exactly or, with
     `at_most`, the largest multiple of DP not above it: plan columns, dp, micro_batches, memory
-    (memory_gb, params_gb, grads_and_optimizer_gb, activations_gb) and `fits` (≤ memory_gb)."""
+    (memory_gb, params_gb, grads_and_optimizer_gb, activations_gb) and `fits` (≤ memory_gb); and
+    `visited`, the number of combinations of the axes' values tried, valid or not."""
 
 def simulate_plans(input: str, plans: Columns) -> Columns:
     """Plans given as columns (tp, pp, vpp, ep, cp, mbs, gbs, sp, optimizer, recompute) on the

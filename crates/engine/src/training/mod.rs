@@ -14,8 +14,7 @@ pub mod search;
 pub mod simai_rows;
 
 use serde::{Deserialize, Serialize};
-use std::cell::RefCell;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 use crate::analytical::alpha_beta::{AlphaBeta, Bandwidths, PriceMemo};
 use crate::analytical::server_spec::{GpuType, NicType, ServerSpec};
@@ -216,7 +215,7 @@ pub fn run_training(input: &TrainingInput, progress: &mut dyn FnMut(f64) -> bool
 pub fn run_training_memo(
     input: &TrainingInput,
     progress: &mut dyn FnMut(f64) -> bool,
-    memo: Option<&Rc<RefCell<PriceMemo>>>,
+    memo: Option<&Arc<Mutex<PriceMemo>>>,
 ) -> Result<TrainingReport> {
     let (model, plan, acc) = (&input.model, &input.plan, &input.accelerator);
     plan.validate(model)?;
