@@ -7,7 +7,9 @@ case "$host" in
     10.77.0.*) i="${host##*.}" ;;
     *) echo "netns_agent: $host is not a host of the emulated cluster (10.77.0.I)" >&2; exit 1 ;;
 esac
-# Each host its own temporary folder: Open MPI keeps a session directory per host name there, and
-# the namespaces share one file system and one host name.
+# Each host its own temporary folder (Open MPI keeps a session directory per host there, and the
+# namespaces share one file system) and its own host name, cs-emu-hI, in a UTS namespace: what
+# MPI_Get_processor_name reports, so measurements name the host each rank ran on.
 mkdir -p "/tmp/cs-emu-h$i"
-exec ip netns exec "cs-emu-h$i" env TMPDIR="/tmp/cs-emu-h$i" /bin/sh -c "$*"
+exec ip netns exec "cs-emu-h$i" unshare --uts env TMPDIR="/tmp/cs-emu-h$i" CS_EMU_HOST="cs-emu-h$i" \
+    /bin/sh -c 'hostname "$CS_EMU_HOST" && exec /bin/sh -c "$0"' "$*"

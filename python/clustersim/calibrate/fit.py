@@ -37,6 +37,8 @@ def fit(x: list[float], t: list[float], what: str) -> AlphaBeta:
     mx = sum(xi for xi, _ in large) / len(large)
     mt = sum(ti for _, ti in large) / len(large)
     sxx = sum((xi - mx) ** 2 for xi, _ in large)
+    if not sxx > 0:  # sizes too close to tell apart in floating point
+        raise InputError(f"{what}: fit: the sizes are too close together to fit a bandwidth")
     beta = sum((xi - mx) * (ti - mt) for xi, ti in large) / sxx
     if not beta > 0:
         raise InputError(f"{what}: fit: the times do not grow with the size, so no bandwidth")
