@@ -1,8 +1,8 @@
 """Measured against simulated on the emulated cluster (scripts/emulated_cluster.sh, 4 hosts at
 1 Gbit/s): shared by tests/test_emulated_cluster.py and benchmarks/bench_emulated.py.
 
-1. Calibration set, measured: bwtest g 1 and g 2 at 256 KiB, 1 MiB and 4 MiB per pair, and a
-   replay of all-reduce, all-gather and all-to-all at 512 KiB, 2 MiB and 8 MiB
+1. Calibration set, measured: bwtest g 1 and g 2 at 1, 4 and 16 MiB per pair, and a replay of
+   all-reduce, all-gather and all-to-all at 2, 8 and 32 MiB
    (tests/data/replay/emulated4_cal.txt).
 2. `clustersim calibrate` of those on the test bed's description
    (tests/data/platforms/emulated4_1gbit.platform): the scale-out links' efficiency and latency
@@ -28,7 +28,7 @@ DATA = ROOT / "tests" / "data"
 PLATFORM = DATA / "platforms" / "emulated4_1gbit.platform"
 CAL_WORKLOAD = DATA / "replay" / "emulated4_cal.txt"
 WORKLOAD = DATA / "replay" / "emulated4.txt"
-CAL_COUNTS = (8192, 32768, 131072)  # 32-byte words: 256 KiB, 1 MiB, 4 MiB per pair
+CAL_COUNTS = (32768, 131072, 524288)  # 32-byte words: 1, 4, 16 MiB per pair
 COUNTS = (262144, 1048576)  # 8 MiB, 32 MiB
 GROUPS = (1, 2)
 

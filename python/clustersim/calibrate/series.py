@@ -88,7 +88,9 @@ def parse_bwtest_json(text: str, path: str) -> dict[str, Any]:
 
     doc = _json(text, path)
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise InputError(f"{path}: format: expected a bwtest document ('{FORMAT}')")
+        raise InputError(
+            f"{path}: format: expected a bwtest document ('{FORMAT}'; a replay one is 'clustersim-replay/1')"
+        )
     if doc.get("mode") not in MODES:
         raise InputError(f"{path}: mode: expected one of {', '.join(MODES)}, got {_short(doc.get('mode'))}")
     for key in BWTEST_FIELDS:
