@@ -359,7 +359,7 @@ def read_calibration(text: str, file: str = "calibration.json") -> None:
         cal = parse_calibration(text, file)
         for op in cal.collectives:
             t = collective_time(cal, op, 1e-3)
-            if not 0 < t < float("inf"):
+            if not 0 <= t < float("inf"):
                 raise Failure(f"{op}: calibrated time out of range: {t}")
     except InputError as e:
         refused(e, file)

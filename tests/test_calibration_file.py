@@ -109,7 +109,7 @@ BAD = [
     ),
     (
         bad(lambda d: d["collectives"]["allreduce"].update(call_latency_us="fast")),
-        ":12: collectives.allreduce.call_latency_us: expected a number from 0 to 1e6, got 'fast'",
+        ":12: collectives.allreduce.call_latency_us: expected a number from -1e6 to 1e6, got 'fast'",
     ),
     (
         bad(lambda d: d["collectives"].update(gather={})),

@@ -9,9 +9,10 @@ Applied the same way everywhere (`calibrated`): each link of class c (scale-up: 
 NVSwitch; scale-out: every other) gets bandwidth × e and latency × k, so every collective,
 transfer and bwtest pattern on the fabric is priced on the rescaled links. Where a command
 reports one collective's time by itself (`collective`'s rows, `replay --compare-topology`'s
-ops), that time t on the rescaled fabric becomes a_c + t / e_c (`collective_time`): what one
-factor per link class cannot hold — Open MPI's ring all-reduce reaching a smaller share of the
-link than its all-to-all — is fitted per collective. Other keys (the series, residuals) are the
+ops), that time t on the rescaled fabric becomes a_c + t / e_c (`collective_time`; a_c may be
+negative, calibrate/model.py says why; a time below 0, far under the measured sizes, is 0): what
+one factor per link class cannot hold — Open MPI's ring all-reduce reaching a smaller share of
+the link than its all-to-all — is fitted per collective. Other keys (the series, residuals) are the
 report and are not read. Errors name the file, the line where the field is and the field.
 """
 
@@ -78,7 +79,8 @@ def _section(
     doc: dict[str, Any], kind: tuple[str, str], names: tuple[str, ...], fields: tuple[str, str], fail: Any
 ) -> dict[str, tuple[float, float]]:
     """`doc[name]` (kind: name, one entry's noun): an object of `names` (each optional), each
-    holding the two `fields`: the first a factor from 1/MOST to MOST, the second from 0 to MOST."""
+    holding the two `fields`: the first a factor from 1/MOST to MOST, the second a latency factor
+    from 0 to MOST (classes) or a call latency from −MOST to MOST µs (collectives)."""
     name, noun = kind
     section = doc.get(name, {})
     if not isinstance(section, dict):
@@ -92,7 +94,7 @@ def _section(
         values = []
         for i, field in enumerate(fields):
             v = entry.get(field, None)
-            lo = 1 / MOST if i == 0 else 0.0
+            lo = 1 / MOST if i == 0 else 0.0 if name == "classes" else -MOST
             ok = (
                 isinstance(v, (int, float))
                 and not isinstance(v, bool)
@@ -100,7 +102,11 @@ def _section(
                 and lo <= v <= MOST
             )
             if not ok:
-                what = "a factor from 1e-6 to 1e6" if i == 0 else "a number from 0 to 1e6"
+                what = (
+                    "a factor from 1e-6 to 1e6"
+                    if i == 0
+                    else f"a number from {'0' if lo == 0 else '-1e6'} to 1e6"
+                )
                 fail((name, key, field), f"expected {what}, got {_short(v)}")
             values.append(float(v))
         out[key] = (values[0], values[1])
@@ -135,7 +141,7 @@ def collective_time(cal: CalibrationFile | None, op: str, seconds: float) -> flo
     if cal is None or op not in cal.collectives:
         return seconds
     e, a = cal.collectives[op]
-    return a + seconds / e
+    return max(0.0, a + seconds / e)
 
 
 def calibrate_table(cal: CalibrationFile, op: str, table: Table) -> Table:

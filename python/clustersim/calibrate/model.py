@@ -14,11 +14,12 @@ bwtest series, they alone set its e and k: the pattern loads every link at once,
 class's rate is defined; collectives on it then get factors of their own.
 
 Per collective, on the recalibrated fabric: from the fits of its measured (α_m, β_m) and
-simulated (α_s, β_s) series, e_c = β_s / β_m and a_c = max(0, α_m − α_s / e_c), so that
-a_c + t_s / e_c has the measured α and β (the mean over the collective's series). What they
-hold: the collective's implementation (a ring's dependent steps, the MPI library's own
-overheads) reaching another share of the links than the class's pattern, and its software
-latency per call.
+simulated (α_s, β_s) series, e_c = β_s / β_m and a_c = α_m − α_s / e_c, so that a_c + t_s / e_c
+has the measured α and β (the mean over the collective's series). What they hold: the
+collective's implementation (a ring's dependent steps, the MPI library's own overheads) reaching
+another share of the links than the class's pattern, and its latency per call beyond the links'.
+a_c is negative where the links' fitted latency, paid once per step of the algorithm, already
+gives the collective more latency than it measured.
 """
 
 from __future__ import annotations
@@ -193,5 +194,5 @@ def collective_factors(
             continue
         sim = fit(s.x, times, f"{s.source} (simulated)")
         e = sim.beta_s_per_byte / m.beta_s_per_byte
-        sums.setdefault(s.kind, []).append((e, max(0.0, m.alpha_s - sim.alpha_s / e)))
+        sums.setdefault(s.kind, []).append((e, m.alpha_s - sim.alpha_s / e))
     return {k: (sum(e for e, _ in v) / len(v), sum(a for _, a in v) / len(v)) for k, v in sums.items()}
