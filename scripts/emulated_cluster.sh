@@ -13,8 +13,13 @@
 # The same test bed as a clustersim platform: tests/data/platforms/emulated4_1gbit.txt (a SimAI
 # topology file: each host one rank with its own NIC, all on one switch).
 set -euo pipefail
+# CS_EMU_NET=X (1-254) builds a second cluster beside the default one: namespaces cs-emuX-…,
+# addresses 10.77.X.…, so sessions sharing a machine do not tear down each other's hosts.
+NET="${CS_EMU_NET:-0}"
+[[ "$NET" =~ ^[0-9]+$ && "$NET" -le 254 ]] || { echo "emulated_cluster: CS_EMU_NET must be 0 to 254, got '$NET'" >&2; exit 2; }
 PREFIX=cs-emu
-SUBNET=10.77.0
+[ "$NET" = 0 ] || PREFIX="cs-emu$NET"
+SUBNET="10.77.$NET"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 TBF="burst 256kb limit 4mb"
 
@@ -36,7 +41,7 @@ up() {
     ip netns exec "$PREFIX-sw" ip link set br0 up
     # attach NS ADDRESS SHAPED: a veth from namespace NS to the bridge, NS side at ADDRESS.
     attach() {
-        local ns="$1" addr="$2" shaped="$3" here="v$4" there="s$4"
+        local ns="$1" addr="$2" shaped="$3" here="v$NET$4" there="s$NET$4"
         ip netns add "$ns"
         ip link add "$here" type veth peer name "$there"
         ip link set "$here" netns "$ns"

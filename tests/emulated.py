@@ -31,6 +31,16 @@ WORKLOAD = DATA / "replay" / "emulated4.txt"
 CAL_COUNTS = (32768, 131072, 524288)  # 32-byte words: 1, 4, 16 MiB per pair
 COUNTS = (262144, 1048576)  # 8 MiB, 32 MiB
 GROUPS = (1, 2)
+# The cluster's number (scripts/emulated_cluster.sh): namespaces and addresses of its hosts.
+NET = int(os.environ.get("CS_EMU_NET", "0"))
+
+
+def namespace(i: int) -> str:
+    return f"cs-emu{NET or ''}-h{i}"
+
+
+def address(i: int) -> str:
+    return f"10.77.{NET}.{i}"
 
 
 def why_not() -> str | None:
@@ -44,10 +54,11 @@ def why_not() -> str | None:
             return f"{tool} is not installed"
     if importlib.util.find_spec("mpi4py") is None:
         return "mpi4py is not installed (the extra clustersim[mpi])"
-    probe = subprocess.run(["ip", "netns", "add", "cs-emu-probe"], capture_output=True, text=True)
-    if probe.returncode != 0:
-        return f"this machine does not allow network namespaces: {probe.stderr.strip()}"
-    subprocess.run(["ip", "netns", "del", "cs-emu-probe"], check=True)
+    probe = f"cs-emu-probe{os.getpid()}"
+    made = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
+    if made.returncode != 0:
+        return f"this machine does not allow network namespaces: {made.stderr.strip()}"
+    subprocess.run(["ip", "netns", "del", probe], check=True)
     return None
 
 

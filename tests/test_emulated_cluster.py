@@ -18,7 +18,7 @@ import time
 
 import pytest
 from conftest import DATA, ROOT
-from emulated import why_not
+from emulated import address, namespace, why_not
 
 SCRIPT = ROOT / "scripts" / "emulated_cluster.sh"
 PLATFORM = DATA / "platforms" / "emulated4_1gbit.platform"
@@ -57,13 +57,13 @@ else:
 
 
 def in_host(i: int, *args: object, **kw: object) -> subprocess.Popen:
-    return subprocess.Popen(["ip", "netns", "exec", f"cs-emu-h{i}", *map(str, args)], text=True, **kw)
+    return subprocess.Popen(["ip", "netns", "exec", namespace(i), *map(str, args)], text=True, **kw)
 
 
 def test_one_stream_runs_at_the_shaped_rate(cluster):
     server = in_host(2, sys.executable, "-c", STREAM, "server")
     time.sleep(0.5)
-    client = in_host(1, sys.executable, "-c", STREAM, "client", "10.77.0.2", 40, stdout=subprocess.PIPE)
+    client = in_host(1, sys.executable, "-c", STREAM, "client", address(2), 40, stdout=subprocess.PIPE)
     out, _ = client.communicate(timeout=60)
     server.wait(timeout=10)
     rate = float(out)
