@@ -316,3 +316,11 @@ def test_malformed_replay_documents_name_the_field(tmp_path, change, error):
     assert rc != 0 and stdout == ""
     (line,) = stderr.strip().splitlines()
     assert line.startswith(f"clustersim: error: {error}"), line
+
+
+def test_times_beyond_floating_point_are_refused():
+    """Found by fuzzing the replay reader: times of 1e308 s made the slope infinite."""
+    from clustersim.errors import InputError
+
+    with pytest.raises(InputError, match=r"^r.json: fit: the times are too large to fit"):
+        fit([1.0, 1.5], [1e-300, 1.7e308], "r.json")
