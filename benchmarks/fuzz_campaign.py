@@ -4,7 +4,7 @@ kind of failure. The engine's readers have their own campaign (`scripts/fuzz.sh`
 
     python benchmarks/fuzz_campaign.py [--cases N] [--reader NAME] [--seed S]
 
-Readers: topology, model, accelerator, nccl-tests, bwtest.
+Readers: topology, model, accelerator, nccl-tests, bwtest, replay, calibration.
 """
 
 from __future__ import annotations
@@ -26,11 +26,15 @@ from fuzzing import (  # noqa: E402 - tests/ is put on the path just above
     ACCELERATORS,
     BWTEST_JSON,
     BWTEST_WORDS,
+    CALIBRATION_WORDS,
+    CALIBRATIONS,
     MODEL_JSON,
     MODEL_WORDS,
     MODEL_YAML,
     NCCL_LOGS,
     NCCL_WORDS,
+    REPLAY_JSON,
+    REPLAY_WORDS,
     TOPOLOGIES,
     TOPOLOGY_WORDS,
     Failure,
@@ -38,8 +42,10 @@ from fuzzing import (  # noqa: E402 - tests/ is put on the path just above
     mutate,
     read_accelerator,
     read_bwtest,
+    read_calibration,
     read_model,
     read_nccl,
+    read_replay,
     read_topology,
     run_reader,
 )
@@ -63,6 +69,8 @@ def readers(scratch: Scratch) -> dict[str, Callable[[random.Random], tuple[Calla
         "topology": lambda rnd: (read_topology, mutate(rnd, TOPOLOGIES, TOPOLOGY_WORDS)),
         "nccl-tests": lambda rnd: (read_nccl, mutate(rnd, NCCL_LOGS, NCCL_WORDS)),
         "bwtest": lambda rnd: (read_bwtest, mutate(rnd, BWTEST_JSON, BWTEST_WORDS)),
+        "replay": lambda rnd: (read_replay, mutate(rnd, REPLAY_JSON, REPLAY_WORDS)),
+        "calibration": lambda rnd: (read_calibration, mutate(rnd, CALIBRATIONS, CALIBRATION_WORDS)),
         "model": model,
         "accelerator": accelerator,
     }

@@ -290,6 +290,26 @@ BWTEST_WORDS = ["format", "mode", "ranks", "group_size", "groups", "message_byte
                 "hosts", "mpi", "simulate", "clustersim-bwtest/1", "1e-300"]  # fmt: skip
 
 
+_EMULATED = Path(__file__).parent / "data" / "emulated"
+REPLAY_JSON = [(_EMULATED / "cal-replay.json").read_text(encoding="utf-8")]
+REPLAY_WORDS = ["format", "ranks", "hosts", "ops", "collective", "bytes", "time_s", "allreduce", "alltoall",
+                "broadcast", "compute_ns", "clustersim-replay/1", "1e-300", "cs-emu-h1"]  # fmt: skip
+CALIBRATIONS = [
+    (_EMULATED / "calibration.json").read_text(encoding="utf-8"),
+    json.dumps(
+        {"format": "clustersim-calibration/1",
+         "classes": {"scale-up": {"bandwidth_efficiency": 0.9, "latency_factor": 1.0},
+                     "scale-out": {"bandwidth_efficiency": 0.5, "latency_factor": 3}},
+         "collectives": {"reducescatter": {"bandwidth_efficiency": 1, "call_latency_us": 0},
+                         "broadcast": {"bandwidth_efficiency": 0.25, "call_latency_us": 12.5}}},
+        indent=1,
+    ),
+]  # fmt: skip
+CALIBRATION_WORDS = ["format", "classes", "collectives", "scale-up", "scale-out", "bandwidth_efficiency",
+                     "latency_factor", "call_latency_us", "allgather", "clustersim-calibration/1", "1e-7",
+                     "1000001"]  # fmt: skip
+
+
 def read_nccl(text: str, file: str = "all_reduce_perf.txt") -> None:
     """A log parsed, turned into series and fitted: every row a positive time, every fit finite."""
     from clustersim.calibrate.fit import fit
@@ -314,4 +334,34 @@ def read_bwtest(text: str, file: str = "bw.json") -> None:
         parse_bwtest_json(text, file)
     except InputError as e:
         refused(e, file, whole_file=lambda m: True)
+        raise
+
+
+def read_replay(text: str, file: str = "replay.json") -> None:
+    """A replay document read, turned into series and fitted (errors name the file and the field)."""
+    from clustersim.calibrate.fit import fit
+    from clustersim.calibrate.series import parse_replay_json, replay_series
+
+    try:
+        for s in replay_series([(file, parse_replay_json(text, file))]):
+            ab = fit(s.x, s.times_s, s.source)
+            if not (0 <= ab.alpha_s < float("inf") and 0 < ab.beta_s_per_byte < float("inf")):
+                raise Failure(f"fit out of range: {ab}")
+    except InputError as e:
+        refused(e, file, whole_file=lambda m: True)
+        raise
+
+
+def read_calibration(text: str, file: str = "calibration.json") -> None:
+    """A calibration file read and applied to a collective's time (every error at file:line: field)."""
+    from clustersim.calibrate.file import collective_time, parse_calibration
+
+    try:
+        cal = parse_calibration(text, file)
+        for op in cal.collectives:
+            t = collective_time(cal, op, 1e-3)
+            if not 0 <= t < float("inf"):
+                raise Failure(f"{op}: calibrated time out of range: {t}")
+    except InputError as e:
+        refused(e, file)
         raise

@@ -169,3 +169,19 @@ def test_bwtest_json(rnd: random.Random) -> None:
     from fuzzing import BWTEST_JSON, BWTEST_WORDS, read_bwtest
 
     run_reader(read_bwtest, mutate(rnd, BWTEST_JSON, BWTEST_WORDS))
+
+
+@FUZZ
+@given(st.randoms(use_true_random=False))
+def test_replay_json(rnd: random.Random) -> None:
+    from fuzzing import REPLAY_JSON, REPLAY_WORDS, read_replay
+
+    run_reader(read_replay, mutate(rnd, REPLAY_JSON, REPLAY_WORDS))
+
+
+@FUZZ
+@given(st.randoms(use_true_random=False))
+def test_calibration_files(rnd: random.Random) -> None:
+    from fuzzing import CALIBRATION_WORDS, CALIBRATIONS, read_calibration
+
+    run_reader(read_calibration, mutate(rnd, CALIBRATIONS, CALIBRATION_WORDS))

@@ -56,6 +56,7 @@ def run(
     routing: str = "ecmp",
     routes: str | os.PathLike[str] | None = None,
     ecmp_seeds: int = 1,
+    calibration: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
     **options: Any,
 ) -> AnalyticalResult:
@@ -64,10 +65,12 @@ def run(
     `NAME[:GPUS]`, the engine's Platform or a Topology view of one). `options` are `simulate`'s
     (gpus, gpus_per_server, …). With
     `ecmp_seeds` N > 1 the run is repeated for seeds `seed` … `seed` + N − 1: the result is the
-    first seed's, and its `ecmp_seeds` holds every seed's summary with mean, min and max."""
+    first seed's, and its `ecmp_seeds` holds every seed's summary with mean, min and max.
+    `calibration` (a file `clustersim calibrate` wrote) rescales the fabric's link classes."""
     from clustersim.fabric import ecmp_seeds as seed_range
     from clustersim.fabric import qps_option, seed_stats
 
+    topology = _calibrated(topology, calibration)
     seeds = seed_range(seed, ecmp_seeds)
     flow = dict(topology=topology, algorithm=algo, channels=channels, routes=routes, routing=routing)
     flow["qps"] = qps_option(qps)
@@ -81,6 +84,19 @@ def run(
         columns = [k for k in result.summary if k.endswith("_us")]
         result = result._replace(ecmp_seeds=seed_stats(rows, columns))
     return result
+
+
+def _calibrated(
+    topology: str | os.PathLike[str] | Topology | Platform | None, calibration: str | os.PathLike[str] | None
+) -> Any:
+    """The fabric with the calibration file's link classes applied (clustersim.calibrate.file)."""
+    if calibration is None:
+        return topology
+    from clustersim.calibrate.file import calibrated, read_calibration
+
+    if topology is None:
+        raise InputError(f"--calibration {calibration}: rescales a fabric's links; give the fabric (-n)")
+    return calibrated(topology, read_calibration(calibration))
 
 
 def _part(progress: Progress, k: int, n: int) -> Progress:
@@ -184,6 +200,7 @@ def train(
     qps: int | None = None,
     routing: str = "ecmp",
     routes: str | os.PathLike[str] | None = None,
+    calibration: str | os.PathLike[str] | None = None,
     trace: bool = False,
     progress: Progress | None = None,
 ) -> TrainResult:
@@ -198,6 +215,7 @@ def train(
         model, **{k: v for k, v in locals().items() if k in PLAN_OPTIONS and k != "model"}
     )
     flow = {}
+    topology = _calibrated(topology, calibration)
     if topology is not None:
         from clustersim.fabric import qps_option
 
@@ -312,6 +330,7 @@ def collective(
     routing: str = "ecmp",
     ecmp_seeds: int = 1,
     env: Mapping[str, str] | None = None,
+    calibration: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
     reduction: ReductionServers | None = None,
     switch_reduce_gbps: float | None = None,
@@ -322,7 +341,9 @@ def collective(
     K/M/G suffix as nccl-tests takes them), each on an idle network. `env` (default the process
     environment) supplies NCCL_ALGO, NCCL_PROTO, NCCL_IB_QPS_PER_CONNECTION and SimAI's AS_*.
     `reduction` runs all-reduce on reduction servers (`clustersim.reduction_server`);
-    `switch_reduce_gbps` is a switch's reduction throughput for collnet_direct / collnet_chain."""
+    `switch_reduce_gbps` is a switch's reduction throughput for collnet_direct / collnet_chain.
+    `calibration` (a file `clustersim calibrate` wrote) rescales the fabric's link classes, and
+    each row's time t becomes a_c + t / e_c where the file fits `op` itself."""
     from clustersim.fabric import ecmp_seeds as seed_range
     from clustersim.fabric import gpu_count, load_topology
     from clustersim.sweep import OPS, seed_table, sizes, sweep
@@ -334,7 +355,7 @@ def collective(
         raise InputError(f"--channels: must be 0 (auto) or more, got {channels!r}")
     todo = sizes(_bytes(minbytes), _bytes(maxbytes), stepfactor)
     seeds = seed_range(seed, ecmp_seeds)
-    topo = load_topology(topology)
+    topo = load_topology(_calibrated(topology, calibration))
     options = dict(
         algorithm=algo, protocol=proto, channels=channels, gpus=gpus, env=env, qps=qps, routing=routing
     )
@@ -353,6 +374,10 @@ def collective(
         )
         for k, s in enumerate(seeds)
     ]
+    if calibration is not None:
+        from clustersim.calibrate.file import calibrate_table, read_calibration
+
+        tables = [calibrate_table(read_calibration(calibration), name, t) for t in tables]
     table = tables[0] if len(seeds) == 1 else seed_table(seeds, tables)
     ranks = gpus if gpus is not None else gpu_count(topo)
     return CollectiveResult(name, ranks, {c: table[c] for c in table.columns})

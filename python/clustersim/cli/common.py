@@ -127,6 +127,16 @@ def add_fabric(p: argparse.ArgumentParser, *, required: bool, what: str) -> None
         default="ecmp",
         help="ecmp: per-flow hashing (default); spray: per-packet spraying / adaptive routing (Spectrum-X)",
     )
+    add_calibration(p)
+
+
+def add_calibration(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--calibration",
+        metavar="FILE",
+        help="calibration file of `clustersim calibrate` (PREFIXcalibration.json): the fabric's link classes"
+        " rescaled to the measured bandwidth and latency, measured collectives' own fits applied",
+    )
 
 
 def add_routes(p: argparse.ArgumentParser) -> None:
@@ -157,6 +167,7 @@ def fabric_options(args: argparse.Namespace) -> dict[str, Any]:
         seed=args.seed,
         qps=args.qps,
         routing=args.routing,
+        calibration=args.calibration,
     )
 
 

@@ -121,7 +121,8 @@ def main(args: argparse.Namespace) -> int:
     from clustersim.training import chart_inputs, layers_rows, stage_table, stages_rows
 
     no_charts_without_prefix(args)
-    flow = fabric_options(args) | {"routes": args.routes} if args.topology is not None else {}
+    fabric = args.topology is not None or args.calibration is not None
+    flow = fabric_options(args) | {"routes": args.routes} if fabric else {}
     progress = progress_for(args)
     try:
         result = train(
