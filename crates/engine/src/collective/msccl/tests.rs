@@ -1,0 +1,165 @@
+use super::*;
+use crate::analytical::alpha_beta::{AlphaBeta, Bandwidths};
+use crate::analytical::server_spec::{GpuType, NicType, ServerSpec};
+use crate::analytical::Analytical;
+use crate::collective::choose::Options;
+use crate::collective::nccl::call_latency_ns;
+use crate::collective::ring::{ring_hops, ring_order};
+use crate::collective::{group_channels, schedule};
+use crate::executor::Executor;
+use crate::flow::network::{FlowNetwork, Tuning};
+use crate::flow::sweep::sweep_workload;
+use crate::platform::{Link, NodeKind, Placement, Platform};
+
+/// An MSCCL ring all-reduce in MSCCL's format: one thread block per channel, channel c going
+/// round `orders[c]` (group ranks) on its own n chunks of the buffer. The rank at position i of a
+/// ring sends chunk (i − k) mod n at step k: a send, n − 2 receive-reduce-sends, a
+/// receive-reduce-copy-send (the chunk is then reduced everywhere it has been), n − 2
+/// receive-copy-sends and a receive: 2(n − 1) transfers.
+pub(crate) fn ring_all_reduce_xml(orders: &[Vec<u32>], proto: &str) -> String {
+    let (n, c) = (orders[0].len(), orders.len());
+    let mut x = format!(
+        "<algo name=\"ring\" proto=\"{proto}\" nchannels=\"{c}\" nchunksperloop=\"{}\" ngpus=\"{n}\" coll=\"allreduce\" inplace=\"1\">\n",
+        n * c
+    );
+    for gpu in 0..n as u32 {
+        x += &format!("  <gpu id=\"{gpu}\" i_chunks=\"{}\" o_chunks=\"0\" s_chunks=\"0\">\n", n * c);
+        for (ch, order) in orders.iter().enumerate() {
+            let i = order.iter().position(|&r| r == gpu).expect("every rank is on every ring");
+            let (next, prev) = (order[(i + 1) % n], order[(i + n - 1) % n]);
+            x += &format!("    <tb id=\"{ch}\" send=\"{next}\" recv=\"{prev}\" chan=\"{ch}\">\n");
+            for k in 0..2 * n - 1 {
+                let ty = match k {
+                    0 => "s",
+                    k if k < n - 1 => "rrs",
+                    k if k == n - 1 => "rrcs",
+                    k if k < 2 * n - 2 => "rcs",
+                    _ => "r",
+                };
+                let off = ch * n + (i + 2 * n - k) % n;
+                x += &format!(
+                    "      <step s=\"{k}\" type=\"{ty}\" srcbuf=\"i\" srcoff=\"{off}\" dstbuf=\"i\" dstoff=\"{off}\" cnt=\"1\" depid=\"-1\" deps=\"-1\" hasdep=\"0\"/>\n"
+                );
+            }
+            x += "    </tb>\n";
+        }
+        x += "  </gpu>\n";
+    }
+    x + "</algo>\n"
+}
+
+/// The built-in ring's orders on `g` over `channels` channels.
+fn orders(g: &GroupTopo, channels: u32) -> Vec<Vec<u32>> {
+    (0..channels).map(|ch| ring_order(g.servers(), ch)).collect()
+}
+
+fn algorithm(text: &str) -> Algorithm {
+    let program = Program::parse("ring.xml", text).unwrap();
+    Algorithm::new(Box::leak(Box::new(Msccl { name: "msccl:ring.xml", program })))
+}
+
+const NVLINK: f64 = 360.0;
+const NIC: f64 = 50.0;
+
+/// Servers of m GPUs, one NVSwitch each, every GPU's NIC on one switch (as in agreement.rs).
+fn fabric(n: u32, m: u32) -> Platform {
+    let servers = n / m;
+    let kinds =
+        [vec![NodeKind::Gpu; n as usize], vec![NodeKind::NvSwitch; servers as usize], vec![NodeKind::Switch]].concat();
+    let mut links = Vec::new();
+    for gpu in 0..n {
+        for (peer, bandwidth) in [(n + gpu / m, NVLINK), (n + servers, NIC)] {
+            for (src, dst) in [(gpu, peer), (peer, gpu)] {
+                links.push(Link { src, dst, bandwidth, latency_ns: 0.0, error_rate: 0.0 });
+            }
+        }
+    }
+    Platform::from_parts("msccl", kinds, links, m, "H100").unwrap()
+}
+
+/// (analytical, flow) ns of an all-reduce of `bytes` on n ranks in servers of m.
+fn run_both(n: u32, m: u32, bytes: u64, options: Options) -> (f64, f64) {
+    let w = sweep_workload(Collective::AllReduce, n, &[bytes]);
+    let mut platform = ServerSpec::new(m, m, GpuType::H100, NicType::Cx7);
+    platform.nvlink_busbw = Some(NVLINK as f32);
+    platform.nic_busbw = Some(NIC as f32);
+    let cost =
+        AlphaBeta { platform, bandwidths: Bandwidths::Builtin(None), nvls: false, options: options.clone(), memo: None };
+    let mut analytical = Analytical::new(Box::new(cost), Placement::servers(n, m));
+    let a = Executor::new(&w).unwrap().run(&mut analytical, &mut |_| true).unwrap().end_ns;
+    let tuning = Tuning { options, ..Tuning::default() };
+    let mut flow = FlowNetwork::tuned(fabric(n, m), &tuning, |s| s).unwrap();
+    let f = Executor::new(&w).unwrap().run(&mut flow, &mut |_| true).unwrap().end_ns;
+    (a, f)
+}
+
+/// For each group (n ranks, servers of m), protocol and size: (ring, MSCCL ring) on both
+/// backends, the MSCCL ring written for the channels both backends give the group.
+fn ring_pairs(groups: &[(u32, u32)], send_lat_us: Option<f64>, mut check: impl FnMut(u32, u32, Protocol, u64, (f64, f64), (f64, f64))) {
+    for &(n, m) in groups {
+        let ranks: Vec<u32> = (0..n).collect();
+        let g = GroupTopo::on_servers(&ranks, m, false);
+        let channels = group_channels(&g, m.max(2));
+        for p in Protocol::ALL {
+            let msccl = algorithm(&ring_all_reduce_xml(&orders(&g, channels), p.name()));
+            for bytes in [4096u64, 1 << 20, 96 << 20] {
+                let opts = |a| Options { algorithm: Some(a), protocol: Some(p), send_lat_us, ..Options::default() };
+                let ring = run_both(n, m, bytes, opts(Algorithm::RING));
+                let ours = run_both(n, m, bytes, opts(msccl));
+                check(n, m, p, bytes, ring, ours);
+            }
+        }
+    }
+}
+
+#[test]
+fn the_ring_program_is_2_n_minus_1_repeats_of_the_ring_hops() {
+    let ranks: Vec<u32> = (0..8).collect();
+    let g = GroupTopo::on_servers(&ranks, 4, false);
+    let msccl = algorithm(&ring_all_reduce_xml(&orders(&g, 2), "Simple"));
+    let p = &msccl.phases(Collective::AllReduce, &g, g.servers(), 1.6e7, 2, Grain::Steps);
+    let ring = schedule(Collective::AllReduce, Algorithm::RING, &g, 16_000_000, 2).unwrap().phases;
+    // The levels are equal and merge into one phase of the ring's transfers.
+    let hops = |p: &Phase| {
+        let mut h: Vec<_> = p.transfers.iter().map(|t| (format!("{:?}→{:?}", t.src, t.dst), t.bytes)).collect();
+        h.sort_by(|a, b| a.0.cmp(&b.0));
+        (h, p.repeat)
+    };
+    assert_eq!(hops(&p[0]), hops(&ring[0]));
+    assert_eq!((p.len(), p[0].repeat, p[0].transfers.len()), (1, 14, 16));
+}
+
+#[test]
+fn an_msccl_ring_all_reduce_is_the_built_in_ring_on_both_backends() {
+    // One server (NCCL's hop count is the ring's) and one GPU per server (every hop crosses).
+    let mut cases = 0;
+    ring_pairs(&[(2, 2), (4, 4), (8, 8), (2, 1), (4, 1), (16, 1)], None, |n, m, p, bytes, ring, ours| {
+        let case = format!("n={n} m={m} {} S={bytes}: ring {ring:?}, msccl {ours:?}", p.name());
+        assert!((ring.0 - ours.0).abs() < 1e-3 && (ring.1 - ours.1).abs() < 1e-3, "{case}");
+        cases += 1;
+    });
+    assert_eq!(cases, 6 * 3 * 3);
+}
+
+#[test]
+fn on_servers_of_several_gpus_only_the_latency_hops_differ() {
+    // 2 and 4 servers of 4: with AS_SEND_LAT (latency per phase step) the two are equal; with
+    // NCCL's latencies the MSCCL ring counts 2(n − 1) network hops where NCCL's ring formula
+    // counts 2(N − 1), and both backends add exactly that difference.
+    let groups = [(8, 4), (16, 4)];
+    ring_pairs(&groups, Some(2.0), |n, m, p, bytes, ring, ours| {
+        let case = format!("n={n} m={m} {} S={bytes}: ring {ring:?}, msccl {ours:?}", p.name());
+        assert!((ring.0 - ours.0).abs() < 1e-3 && (ring.1 - ours.1).abs() < 1e-3, "{case}");
+    });
+    ring_pairs(&groups, None, |n, m, p, bytes, ring, ours| {
+        let nodes = n / m;
+        let i = Protocol::ALL.iter().position(|&q| q == p).unwrap();
+        let lat = |hops| {
+            call_latency_ns(Collective::AllReduce, Algorithm::RING, p, RING_LATENCY_US[i], hops, nodes, (0.0, 0.0))
+        };
+        let extra = lat((0, 2 * (n - 1))) - lat(ring_hops(Collective::AllReduce, n, nodes));
+        assert!(extra > 0.0);
+        let case = format!("n={n} m={m} {} S={bytes}: ring {ring:?}, msccl {ours:?}, +{extra}", p.name());
+        assert!((ours.0 - ring.0 - extra).abs() < 1e-3 && (ours.1 - ring.1 - extra).abs() < 1e-3, "{case}");
+    });
+}
