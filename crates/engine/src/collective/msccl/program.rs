@@ -93,43 +93,32 @@ fn nodes(xml: &Xml) -> Vec<Node<'_>> {
 }
 
 /// Pair every receive with its send: on a connection (sender, receiver, channel) the k-th step
-/// that sends is received by the k-th step that receives. A connection is one thread block at
-/// each end, as MSCCL's executor builds one per (peer, channel).
+/// that sends is received by the k-th step that receives. Where several thread blocks of a GPU
+/// share one end of a connection (msccl-tools writes such programs), their steps take turns in
+/// the order the GPU's own dependencies give them ([`local_order`]).
 fn match_sends(file: &str, xml: &Xml, nodes: &mut [Node]) -> Result<(), InputError> {
     use std::collections::BTreeMap;
-    // Connection → (thread block line, its sending / receiving steps in order).
-    type Ends = BTreeMap<(u32, u32, u32), (usize, Vec<usize>)>;
-    let (mut sends, mut recvs): (Ends, Ends) = (BTreeMap::new(), BTreeMap::new());
+    let local = local_order(nodes);
+    // Connection → its sending (receiving) steps, in turn.
+    let (mut sends, mut recvs): (BTreeMap<_, Vec<usize>>, BTreeMap<_, Vec<usize>>) = Default::default();
     let mut i = 0;
     for g in &xml.gpus {
         for tb in &g.tbs {
-            for (side, peer, is_end) in [(&mut sends, tb.send, true), (&mut recvs, tb.recv, false)] {
-                let Some(peer) = peer else { continue };
-                let key = if is_end { (g.id, peer, tb.chan) } else { (peer, g.id, tb.chan) };
-                let steps = (i..i + tb.steps.len())
-                    .filter(|&n| if is_end { nodes[n].step.kind.sends() } else { nodes[n].step.kind.receives() })
-                    .collect();
-                if let Some((line, _)) = side.insert(key, (tb.line, steps)) {
-                    let (verb, whom) = if is_end { ("send to", peer) } else { ("receive from", peer) };
-                    return Err(InputError::at(
-                        file,
-                        tb.line,
-                        if is_end { "send" } else { "recv" },
-                        format!(
-                            "two thread blocks of gpu {} {verb} gpu {whom} on channel {} (the other on line {line})",
-                            g.id, tb.chan
-                        ),
-                    ));
+            for n in i..i + tb.steps.len() {
+                let kind = nodes[n].step.kind;
+                if let (true, Some(dst)) = (kind.sends(), tb.send) {
+                    sends.entry((g.id, dst, tb.chan)).or_default().push(n);
+                }
+                if let (true, Some(src)) = (kind.receives(), tb.recv) {
+                    recvs.entry((src, g.id, tb.chan)).or_default().push(n);
                 }
             }
             i += tb.steps.len();
         }
     }
-    for (&(src, dst, chan), (line, out)) in &sends {
-        let Some((rline, inn)) = recvs.get(&(src, dst, chan)) else {
-            if out.is_empty() {
-                continue;
-            }
+    for (&(src, dst, chan), out) in &mut sends {
+        out.sort_by_key(|&n| local[n]);
+        let Some(inn) = recvs.get_mut(&(src, dst, chan)) else {
             return Err(InputError::at(
                 file,
                 nodes[out[0]].step.line,
@@ -137,11 +126,13 @@ fn match_sends(file: &str, xml: &Xml, nodes: &mut [Node]) -> Result<(), InputErr
                 format!("gpu {src} sends to gpu {dst} on channel {chan}, but no tb of gpu {dst} receives from gpu {src} on it"),
             ));
         };
+        inn.sort_by_key(|&n| local[n]);
         if out.len() != inn.len() {
-            let (l, field) = if out.len() > inn.len() { (*line, "send") } else { (*rline, "recv") };
+            // Point at the first step without a partner.
+            let (extra, field) = if out.len() > inn.len() { (out[inn.len()], "send") } else { (inn[out.len()], "recv") };
             return Err(InputError::at(
                 file,
-                l,
+                nodes[extra].step.line,
                 field,
                 format!(
                     "gpu {src} sends {} times to gpu {dst} on channel {chan}, and gpu {dst} receives {} times: every send needs its receive",
@@ -150,7 +141,7 @@ fn match_sends(file: &str, xml: &Xml, nodes: &mut [Node]) -> Result<(), InputErr
                 ),
             ));
         }
-        for (&s, &r) in out.iter().zip(inn) {
+        for (&s, &r) in out.iter().zip(inn.iter()) {
             if nodes[s].step.cnt != nodes[r].step.cnt {
                 return Err(InputError::at(
                     file,
@@ -165,36 +156,43 @@ fn match_sends(file: &str, xml: &Xml, nodes: &mut [Node]) -> Result<(), InputErr
             nodes[r].sender = Some(s);
         }
     }
-    for (&(src, dst, chan), (_, inn)) in &recvs {
-        if !inn.is_empty() && !sends.contains_key(&(src, dst, chan)) {
-            return Err(InputError::at(
-                file,
-                nodes[inn[0]].step.line,
-                "recv",
-                format!("gpu {dst} receives from gpu {src} on channel {chan}, but no tb of gpu {src} sends to it"),
-            ));
-        }
+    if let Some((&(src, dst, chan), inn)) = recvs.iter().find(|(k, _)| !sends.contains_key(k)) {
+        return Err(InputError::at(
+            file,
+            nodes[inn[0]].step.line,
+            "recv",
+            format!("gpu {dst} receives from gpu {src} on channel {chan}, but no tb of gpu {src} sends to it"),
+        ));
     }
     Ok(())
 }
 
-/// What a step waits for: the previous step of its thread block, its `depid`/`deps`, its sender.
-fn waits_for<'a>(n: &'a Node) -> impl Iterator<Item = usize> + 'a {
-    [n.prev, n.dep, n.sender].into_iter().flatten()
+/// Each step's position in an order that respects every GPU's own dependencies (the previous
+/// step of its thread block, its `depid`/`deps`); steps on a cycle come last (the cycle is
+/// reported by [`topological_order`]).
+fn local_order(nodes: &[Node]) -> Vec<usize> {
+    let local = |n: &Node| [n.prev, n.dep].into_iter().flatten().collect::<Vec<_>>();
+    let waits: Vec<Vec<usize>> = nodes.iter().map(local).collect();
+    let order = kahn(nodes.len(), |i| waits[i].iter().copied());
+    let mut rank = vec![usize::MAX; nodes.len()];
+    for (k, &i) in order.iter().enumerate() {
+        rank[i] = k;
+    }
+    rank
 }
 
-/// The steps in an order where each comes after everything it waits for; a cycle (a program
-/// that would deadlock) is an error at one of its steps.
-fn topological_order(file: &str, nodes: &[Node]) -> Result<Vec<usize>, InputError> {
-    let mut waiting = vec![0u32; nodes.len()];
-    let mut unblocks: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
-    for (i, n) in nodes.iter().enumerate() {
-        for w in waits_for(n) {
+/// Kahn's algorithm over `n` nodes, node i waiting for `waits(i)`: an order in which each node
+/// comes after what it waits for, as far as one exists (nodes on or behind a cycle are left out).
+fn kahn<I: Iterator<Item = usize>>(n: usize, waits: impl Fn(usize) -> I) -> Vec<usize> {
+    let mut waiting = vec![0u32; n];
+    let mut unblocks: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for i in 0..n {
+        for w in waits(i) {
             waiting[i] += 1;
             unblocks[w].push(i);
         }
     }
-    let mut order: Vec<usize> = (0..nodes.len()).filter(|&i| waiting[i] == 0).collect();
+    let mut order: Vec<usize> = (0..n).filter(|&i| waiting[i] == 0).collect();
     let mut k = 0;
     while k < order.len() {
         for &j in &unblocks[order[k]] {
@@ -205,15 +203,31 @@ fn topological_order(file: &str, nodes: &[Node]) -> Result<Vec<usize>, InputErro
         }
         k += 1;
     }
+    order
+}
+
+/// What a step waits for: the previous step of its thread block, its `depid`/`deps`, its sender.
+fn waits_for<'a>(n: &'a Node) -> impl Iterator<Item = usize> + 'a {
+    [n.prev, n.dep, n.sender].into_iter().flatten()
+}
+
+/// The steps in an order where each comes after everything it waits for; a cycle (a program
+/// that would deadlock) is an error at one of its steps.
+fn topological_order(file: &str, nodes: &[Node]) -> Result<Vec<usize>, InputError> {
+    let order = kahn(nodes.len(), |i| waits_for(&nodes[i]));
     if order.len() == nodes.len() {
         return Ok(order);
     }
+    let mut left = vec![true; nodes.len()];
+    for &i in &order {
+        left[i] = false;
+    }
     // Every step left waits on another step left: walking back from one reaches a cycle.
     let mut seen = vec![false; nodes.len()];
-    let mut at = (0..nodes.len()).find(|&i| waiting[i] > 0).expect("some step is left");
+    let mut at = (0..nodes.len()).find(|&i| left[i]).expect("some step is left");
     while !seen[at] {
         seen[at] = true;
-        at = waits_for(&nodes[at]).find(|&w| waiting[w] > 0).expect("a blocked step waits on a blocked step");
+        at = waits_for(&nodes[at]).find(|&w| left[w]).expect("a blocked step waits on a blocked step");
     }
     let n = &nodes[at];
     Err(InputError::at(

@@ -79,7 +79,11 @@ fn fabric(n: u32, m: u32) -> Platform {
 
 /// (analytical, flow) ns of an all-reduce of `bytes` on n ranks in servers of m.
 fn run_both(n: u32, m: u32, bytes: u64, options: Options) -> (f64, f64) {
-    let w = sweep_workload(Collective::AllReduce, n, &[bytes]);
+    run_both_on(Collective::AllReduce, n, m, bytes, options)
+}
+
+fn run_both_on(c: Collective, n: u32, m: u32, bytes: u64, options: Options) -> (f64, f64) {
+    let w = sweep_workload(c, n, &[bytes]);
     let mut platform = ServerSpec::new(m, m, GpuType::H100, NicType::Cx7);
     platform.nvlink_busbw = Some(NVLINK as f32);
     platform.nic_busbw = Some(NIC as f32);
@@ -162,4 +166,65 @@ fn on_servers_of_several_gpus_only_the_latency_hops_differ() {
         let case = format!("n={n} m={m} {} S={bytes}: ring {ring:?}, msccl {ours:?}, +{extra}", p.name());
         assert!((ours.0 - ring.0 - extra).abs() < 1e-3 && (ours.1 - ring.1 - extra).abs() < 1e-3, "{case}");
     });
+}
+
+fn example(name: &str) -> String {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/msccl");
+    dir.join(name).to_str().unwrap().to_string()
+}
+
+/// Chunks sent in all by a file, counted from its text alone: the `cnt` of every sending step.
+fn chunks_sent(text: &str) -> u64 {
+    let value = |line: &str, attr: &str| {
+        let from = line.find(&format!(" {attr}=\"")).unwrap() + attr.len() + 3;
+        line[from..from + line[from..].find('"').unwrap()].to_string()
+    };
+    text.lines()
+        .filter(|l| l.trim_start().starts_with("<step"))
+        .filter(|l| ["s", "rcs", "rrs", "rrcs"].contains(&value(l, "type").as_str()))
+        .map(|l| value(l, "cnt").parse::<u64>().unwrap())
+        .sum()
+}
+
+#[test]
+fn the_example_files_run_on_both_backends() {
+    // (file, collective, protocol, phases, transfers of the first phase where known: the
+    // all-gather is one round of direct sends, 8 × 7 pairs on 2 channels each; the all-pairs
+    // all-reduce two rounds (reduce-scatter, all-gather) of 8 × 7 sends, one phase repeated)
+    let files = [
+        ("allgather_ndv5_ll.xml", Collective::AllGather, Protocol::LL, 1, 112),
+        ("allreduce_allpairs_ll.xml", Collective::AllReduce, Protocol::LL, 1, 56),
+        ("allreduce_ndv2.xml", Collective::AllReduce, Protocol::Simple, 0, 0),
+        ("allreduce_ndv5_simple.xml", Collective::AllReduce, Protocol::Simple, 0, 0),
+    ];
+    for (file, c, protocol, phases, first) in files {
+        let path = example(file);
+        let a = Algorithm::parse(&format!("msccl:{path}")).unwrap();
+        assert_eq!(a.name(), format!("msccl:{path}"));
+        // Read once per process: naming the file again gives the same leaked program.
+        let again = Algorithm::parse(&format!("MSCCL:{path}")).unwrap();
+        assert!(std::ptr::eq(a.name().as_ptr(), again.name().as_ptr()) && a == again);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let program = Program::parse(file, &text).unwrap();
+        assert_eq!((program.collective, program.protocol, program.ngpus), (c, protocol, 8));
+        let ranks: Vec<u32> = (0..8).collect();
+        for m in [8, 1] {
+            let g = GroupTopo::on_servers(&ranks, m, false);
+            let s = 1u64 << 26;
+            let sch = schedule(c, a, &g, s, 1).unwrap();
+            // Every chunk the file sends is on the wire once.
+            let want = chunks_sent(&text) as f64 * s as f64 / program.nchunksperloop as f64;
+            assert!((sch.total_bytes() - want).abs() < 1e-6 * want, "{file}: {} vs {want}", sch.total_bytes());
+            // At least what the collective must move (nccl-tests' bus bandwidth factor).
+            assert!(sch.total_bytes() >= s as f64 * c.busbw_factor(8) * 8.0 * (1.0 - 1e-12), "{file}");
+            if phases > 0 {
+                assert_eq!((sch.phases.len(), sch.phases[0].transfers.len()), (phases, first), "{file}");
+            }
+            let opts = Options { algorithm: Some(a), ..Options::default() };
+            for bytes in [4096u64, 64 << 20] {
+                let (an, fl) = run_both_on(c, 8, m, bytes, opts.clone());
+                assert!(an > 0.0 && (an - fl).abs() <= 0.01 * fl, "{file} m={m} S={bytes}: analytical {an}, flow {fl}");
+            }
+        }
+    }
 }
