@@ -129,7 +129,8 @@ fn match_sends(file: &str, xml: &Xml, nodes: &mut [Node]) -> Result<(), InputErr
         inn.sort_by_key(|&n| local[n]);
         if out.len() != inn.len() {
             // Point at the first step without a partner.
-            let (extra, field) = if out.len() > inn.len() { (out[inn.len()], "send") } else { (inn[out.len()], "recv") };
+            let (extra, field) =
+                if out.len() > inn.len() { (out[inn.len()], "send") } else { (inn[out.len()], "recv") };
             return Err(InputError::at(
                 file,
                 nodes[extra].step.line,
@@ -234,7 +235,10 @@ fn topological_order(file: &str, nodes: &[Node]) -> Result<Vec<usize>, InputErro
         file,
         n.step.line,
         "depid",
-        format!("gpu {} tb {}: this step waits on itself through a dependency cycle (the program would deadlock)", n.gpu, n.tb),
+        format!(
+            "gpu {} tb {}: this step waits on itself through a dependency cycle (the program would deadlock)",
+            n.gpu, n.tb
+        ),
     ))
 }
 

@@ -87,8 +87,13 @@ fn run_both_on(c: Collective, n: u32, m: u32, bytes: u64, options: Options) -> (
     let mut platform = ServerSpec::new(m, m, GpuType::H100, NicType::Cx7);
     platform.nvlink_busbw = Some(NVLINK as f32);
     platform.nic_busbw = Some(NIC as f32);
-    let cost =
-        AlphaBeta { platform, bandwidths: Bandwidths::Builtin(None), nvls: false, options: options.clone(), memo: None };
+    let cost = AlphaBeta {
+        platform,
+        bandwidths: Bandwidths::Builtin(None),
+        nvls: false,
+        options: options.clone(),
+        memo: None,
+    };
     let mut analytical = Analytical::new(Box::new(cost), Placement::servers(n, m));
     let a = Executor::new(&w).unwrap().run(&mut analytical, &mut |_| true).unwrap().end_ns;
     let tuning = Tuning { options, ..Tuning::default() };
@@ -99,7 +104,11 @@ fn run_both_on(c: Collective, n: u32, m: u32, bytes: u64, options: Options) -> (
 
 /// For each group (n ranks, servers of m), protocol and size: (ring, MSCCL ring) on both
 /// backends, the MSCCL ring written for the channels both backends give the group.
-fn ring_pairs(groups: &[(u32, u32)], send_lat_us: Option<f64>, mut check: impl FnMut(u32, u32, Protocol, u64, (f64, f64), (f64, f64))) {
+fn ring_pairs(
+    groups: &[(u32, u32)],
+    send_lat_us: Option<f64>,
+    mut check: impl FnMut(u32, u32, Protocol, u64, (f64, f64), (f64, f64)),
+) {
     for &(n, m) in groups {
         let ranks: Vec<u32> = (0..n).collect();
         let g = GroupTopo::on_servers(&ranks, m, false);
@@ -227,4 +236,90 @@ fn the_example_files_run_on_both_backends() {
             }
         }
     }
+}
+
+/// `text` with `from` replaced by `to` on line `line` (1-based).
+fn edit(text: &str, line: usize, from: &str, to: &str) -> String {
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    assert!(lines[line - 1].contains(from), "line {line} has no {from:?}: {}", lines[line - 1]);
+    lines[line - 1] = lines[line - 1].replacen(from, to, 1);
+    lines.join("\n")
+}
+
+#[test]
+fn bad_files_are_one_line_errors_naming_line_and_field() {
+    // A ring of 4, one channel: line 1 <algo>, 2 <gpu 0>, 3 its <tb>, 4–10 its steps 0–6,
+    // 13 <gpu 1>, 14 its <tb>, 15–21 its steps.
+    let ring = ring_all_reduce_xml(&[vec![0, 1, 2, 3]], "Simple");
+    let without_last_receive: String = {
+        let mut lines: Vec<&str> = ring.lines().collect();
+        lines.remove(20);
+        lines.join("\n")
+    };
+    let cases: Vec<(&str, String, usize, &str, &str)> = vec![
+        ("malformed", ring.replacen("</tb>", "", 1), 12, "xml", "malformed XML"),
+        ("empty", String::new(), 1, "xml", "malformed XML"),
+        ("not MSCCL", "<topology/>".into(), 1, "algo", "not MSCCL's <algo>"),
+        ("a DTD", format!("<!DOCTYPE algo>\n{ring}"), 1, "xml", "DTD"),
+        ("missing attribute", edit(&ring, 4, " cnt=\"1\"", ""), 4, "cnt", "no 'cnt' attribute"),
+        ("not a number", edit(&ring, 4, "cnt=\"1\"", "cnt=\"one\""), 4, "cnt", "expected a whole number"),
+        ("unknown step type", edit(&ring, 4, "type=\"s\"", "type=\"sr\""), 4, "type", "unknown step type 'sr'"),
+        ("unknown buffer", edit(&ring, 4, "srcbuf=\"i\"", "srcbuf=\"x\""), 4, "srcbuf", "unknown buffer 'x'"),
+        ("chunks out of range", edit(&ring, 4, "srcoff=\"0\"", "srcoff=\"4\""), 4, "srcoff", "beyond its 4 chunks"),
+        ("peer absent", edit(&ring, 3, "send=\"1\"", "send=\"9\""), 3, "send", "peer 9 is not in the program's 4 GPUs"),
+        ("own peer", edit(&ring, 3, "send=\"1\"", "send=\"0\""), 3, "send", "its own peer"),
+        ("channel", edit(&ring, 3, "chan=\"0\"", "chan=\"1\""), 3, "chan", "nchannels=\"1\""),
+        (
+            "send without receive",
+            without_last_receive,
+            9,
+            "send",
+            "sends 6 times to gpu 1 on channel 0, and gpu 1 receives 5",
+        ),
+        (
+            "no receiving tb",
+            edit(&ring, 14, "recv=\"0\"", "recv=\"2\""),
+            4,
+            "send",
+            "no tb of gpu 1 receives from gpu 0",
+        ),
+        ("count mismatch", edit(&ring, 16, "cnt=\"1\"", "cnt=\"0\""), 16, "cnt", "receives 0 chunks from gpu 0"),
+        ("cycle", edit(&ring, 4, "depid=\"-1\" deps=\"-1\"", "depid=\"0\" deps=\"2\""), 4, "depid", "dependency cycle"),
+        ("missing tb", edit(&ring, 4, "depid=\"-1\" deps=\"-1\"", "depid=\"5\" deps=\"0\""), 4, "depid", "no tb 5"),
+        ("missing step", edit(&ring, 4, "depid=\"-1\" deps=\"-1\"", "depid=\"0\" deps=\"9\""), 4, "deps", "no step 9"),
+        ("step order", edit(&ring, 5, "s=\"1\"", "s=\"2\""), 5, "s", "numbered 0, 1"),
+        ("unknown element", edit(&ring, 4, "<step", "<stpe"), 4, "step", "unknown element <stpe>"),
+        ("duplicate gpu", edit(&ring, 13, "id=\"1\"", "id=\"0\""), 13, "id", "described twice (first on line 2)"),
+        ("gpu out of range", edit(&ring, 13, "id=\"1\"", "id=\"4\""), 13, "id", "out of range"),
+        (
+            "collective",
+            edit(&ring, 1, "coll=\"allreduce\"", "coll=\"custom\""),
+            1,
+            "coll",
+            "unknown collective 'custom'",
+        ),
+        ("protocol", edit(&ring, 1, "proto=\"Simple\"", "proto=\"Fast\""), 1, "proto", "unknown protocol 'Fast'"),
+        ("no gpus", edit(&ring, 1, "ngpus=\"4\"", "ngpus=\"0\""), 1, "ngpus", "out of range"),
+    ];
+    for (what, text, line, field, message) in cases {
+        let e = Program::parse("ring.xml", &text).expect_err(what);
+        let shown = e.to_string();
+        assert!(!e.is_internal() && !shown.contains('\n'), "{what}: {shown}");
+        assert!(shown.starts_with(&format!("ring.xml:{line}: {field}: ")), "{what}: {shown}");
+        assert!(shown.contains(message), "{what}: {shown}");
+    }
+    // The program must fit the call: its collective, its GPU count.
+    let ranks: Vec<u32> = (0..8).collect();
+    let a = algorithm(&ring);
+    let e = schedule(Collective::AllGather, a, &GroupTopo::on_servers(&ranks[..4], 8, false), 1 << 20, 1).unwrap_err();
+    assert!(
+        e.message.contains("msccl:ring.xml cannot run allgather") && e.message.contains("program is an allreduce"),
+        "{e}"
+    );
+    let e = schedule(Collective::AllReduce, a, &GroupTopo::on_servers(&ranks, 8, false), 1 << 20, 1).unwrap_err();
+    assert!(e.message.contains("on 8 ranks") && e.message.contains("ngpus=\"4\""), "{e}");
+    // A file that cannot be read, or no file at all.
+    let e = Algorithm::parse("msccl:/no/such/file.xml").unwrap_err();
+    assert!(e.to_string().starts_with("/no/such/file.xml: algorithm: cannot read"), "{e}");
+    assert!(Algorithm::parse("msccl:").unwrap_err().message.contains("names no file"));
 }

@@ -128,9 +128,8 @@ impl<'input> Reader<'_, 'input> {
     }
 
     fn text<'n>(&self, n: Node<'n, 'input>, attr: &str) -> Result<&'n str, InputError> {
-        n.attribute(attr).ok_or_else(|| {
-            self.err(n, attr, format!("<{}> has no '{attr}' attribute", n.tag_name().name()))
-        })
+        n.attribute(attr)
+            .ok_or_else(|| self.err(n, attr, format!("<{}> has no '{attr}' attribute", n.tag_name().name())))
     }
 
     /// An integer attribute in `lo..=hi`.
@@ -153,7 +152,11 @@ impl<'input> Reader<'_, 'input> {
             if c.is_element() {
                 if c.tag_name().name() != tag {
                     let found = clip(c.tag_name().name());
-                    return Err(self.err(c, tag, format!("unknown element <{found}> inside <{}>", n.tag_name().name())));
+                    return Err(self.err(
+                        c,
+                        tag,
+                        format!("unknown element <{found}> inside <{}>", n.tag_name().name()),
+                    ));
                 }
                 out.push(c);
             }
@@ -188,9 +191,8 @@ pub fn parse(file: &str, text: &str) -> Result<Xml, InputError> {
         r.err(algo, "coll", format!("unknown collective '{}' (valid: {})", clip(coll), names.join(", ")))
     })?;
     let proto = r.text(algo, "proto")?;
-    let protocol = Protocol::parse(proto).map_err(|_| {
-        r.err(algo, "proto", format!("unknown protocol '{}' (valid: Simple, LL, LL128)", clip(proto)))
-    })?;
+    let protocol = Protocol::parse(proto)
+        .map_err(|_| r.err(algo, "proto", format!("unknown protocol '{}' (valid: Simple, LL, LL128)", clip(proto))))?;
     let nchannels = r.int(algo, "nchannels", 1, MAX_GPUS)? as u32;
     let nchunksperloop = r.int(algo, "nchunksperloop", 1, MAX_COUNT)? as u32;
     let mut gpus: Vec<Gpu> = Vec::new();
@@ -209,7 +211,11 @@ pub fn parse(file: &str, text: &str) -> Result<Xml, InputError> {
         for t in r.children(g, "tb")? {
             let tb = thread_block(&r, t, id, ngpus, nchannels, &chunks)?;
             if let Some(first) = tbs.iter().find(|x| x.id == tb.id) {
-                return Err(r.err(t, "id", format!("tb {} of gpu {id} is described twice (first on line {})", tb.id, first.line)));
+                return Err(r.err(
+                    t,
+                    "id",
+                    format!("tb {} of gpu {id} is described twice (first on line {})", tb.id, first.line),
+                ));
             }
             tbs.push(tb);
         }
@@ -248,7 +254,11 @@ fn thread_block(
     for (k, s) in r.children(t, "step")?.into_iter().enumerate() {
         let index = r.int(s, "s", 0, MAX_COUNT)?;
         if index != k as i64 {
-            return Err(r.err(s, "s", format!("step {index} is the tb's step {k}: steps must be numbered 0, 1, … in order")));
+            return Err(r.err(
+                s,
+                "s",
+                format!("step {index} is the tb's step {k}: steps must be numbered 0, 1, … in order"),
+            ));
         }
         let ty = r.text(s, "type")?;
         let kind = StepType::ALL.iter().find(|(n, _)| *n == ty).map(|(_, k)| *k).ok_or_else(|| {
@@ -278,7 +288,11 @@ fn thread_block(
         r.int(s, "hasdep", 0, 1)?;
         for (does, peer, attr) in [(kind.sends(), send, "send"), (kind.receives(), recv, "recv")] {
             if does && peer.is_none() {
-                return Err(r.err(s, "type", format!("a '{ty}' step needs a peer to {attr}, but its tb has {attr}=\"-1\"")));
+                return Err(r.err(
+                    s,
+                    "type",
+                    format!("a '{ty}' step needs a peer to {attr}, but its tb has {attr}=\"-1\""),
+                ));
             }
         }
         let dep = (depid >= 0).then_some((depid as u32, deps as u32));
@@ -296,7 +310,12 @@ fn check_dependencies(file: &str, gpu: u32, tbs: &[ThreadBlock]) -> Result<(), I
         };
         if deps as usize >= target.steps.len() {
             let n = target.steps.len();
-            return Err(InputError::at(file, step.line, "deps", format!("tb {depid} of gpu {gpu} has {n} steps, no step {deps}")));
+            return Err(InputError::at(
+                file,
+                step.line,
+                "deps",
+                format!("tb {depid} of gpu {gpu} has {n} steps, no step {deps}"),
+            ));
         }
     }
     Ok(())
