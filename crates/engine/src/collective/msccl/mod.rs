@@ -49,7 +49,7 @@ pub mod xml;
 use std::sync::Mutex;
 
 use super::nccl::{Latency, Protocol, RING_LATENCY_US};
-use super::{send, Algorithm, CollectiveAlgorithm, Grain, GroupTopo, Phase, Servers};
+use super::{Algorithm, CollectiveAlgorithm, Grain, GroupTopo, Phase, Servers};
 use crate::error::InputError;
 use crate::workload::Collective;
 pub use program::Program;
@@ -100,12 +100,7 @@ impl CollectiveAlgorithm for Msccl {
     }
 
     fn phases(&self, _c: Collective, _g: &GroupTopo, _s: &Servers, bytes: f64, _ch: u32, _grain: Grain) -> Vec<Phase> {
-        let chunk = bytes / self.program.nchunksperloop as f64;
-        let phase = |l: &program::Level| Phase {
-            transfers: l.moves.iter().map(|m| send(m.src, m.dst, m.chunks as f64 * chunk)).collect(),
-            repeat: l.repeat,
-        };
-        self.program.levels.iter().map(phase).collect()
+        self.program.phases(bytes)
     }
 
     fn protocols(&self) -> Vec<(Protocol, Latency)> {

@@ -3,7 +3,7 @@
 //! documentation of [`super`]).
 
 use super::xml::{Step, Xml};
-use crate::collective::Protocol;
+use crate::collective::{send, Phase, Protocol};
 use crate::error::InputError;
 use crate::workload::Collective;
 
@@ -32,6 +32,18 @@ pub struct Program {
     pub ngpus: u32,
     pub nchunksperloop: u32,
     pub levels: Vec<Level>,
+}
+
+impl Program {
+    /// The phases of a call of S = `bytes`: each level's moves of `chunks` · S / nchunksperloop.
+    pub fn phases(&self, bytes: f64) -> Vec<Phase> {
+        let chunk = bytes / self.nchunksperloop as f64;
+        let phase = |l: &Level| Phase {
+            transfers: l.moves.iter().map(|m| send(m.src, m.dst, m.chunks as f64 * chunk)).collect(),
+            repeat: l.repeat,
+        };
+        self.levels.iter().map(phase).collect()
+    }
 }
 
 /// A step of the whole program: where it is and what it waits for.
