@@ -34,18 +34,6 @@ pub struct Program {
     pub levels: Vec<Level>,
 }
 
-impl Program {
-    /// The phases of a call of S = `bytes`: each level's moves of `chunks` · S / nchunksperloop.
-    pub fn phases(&self, bytes: f64) -> Vec<Phase> {
-        let chunk = bytes / self.nchunksperloop as f64;
-        let phase = |l: &Level| Phase {
-            transfers: l.moves.iter().map(|m| send(m.src, m.dst, m.chunks as f64 * chunk)).collect(),
-            repeat: l.repeat,
-        };
-        self.levels.iter().map(phase).collect()
-    }
-}
-
 /// A step of the whole program: where it is and what it waits for.
 struct Node<'a> {
     gpu: u32,
@@ -76,6 +64,16 @@ impl Program {
             nchunksperloop: xml.nchunksperloop,
             levels,
         })
+    }
+
+    /// The phases of a call of S = `bytes`: each level's moves of `chunks` · S / nchunksperloop.
+    pub fn phases(&self, bytes: f64) -> Vec<Phase> {
+        let chunk = bytes / self.nchunksperloop as f64;
+        let phase = |l: &Level| Phase {
+            transfers: l.moves.iter().map(|m| send(m.src, m.dst, m.chunks as f64 * chunk)).collect(),
+            repeat: l.repeat,
+        };
+        self.levels.iter().map(phase).collect()
     }
 }
 
