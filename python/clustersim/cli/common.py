@@ -101,7 +101,9 @@ def add_fabric(p: argparse.ArgumentParser, *, required: bool, what: str) -> None
         help=f"{what}: a SimAI topology file (clustersim topo writes them) or a template NAME[:GPUS]"
         " (Spectrum-X:64, AlibabaHPN, DCN+, fat-tree:8)",
     )
-    p.add_argument("--algo", default="auto", help="collective algorithm, or auto (NCCL's tuner; default)")
+    p.add_argument(
+        "--algo", default="auto", help="collective algorithm, msccl:FILE.xml, or auto (NCCL's tuner; default)"
+    )
     p.add_argument(
         "--channels",
         type=whole(0, 1024),

@@ -114,8 +114,8 @@ fn match_sends(file: &str, xml: &Xml, nodes: &mut [Node]) -> Result<(), InputErr
     let mut i = 0;
     for g in &xml.gpus {
         for tb in &g.tbs {
-            for n in i..i + tb.steps.len() {
-                let kind = nodes[n].step.kind;
+            for (k, step) in tb.steps.iter().enumerate() {
+                let (n, kind) = (i + k, step.kind);
                 if let (true, Some(dst)) = (kind.sends(), tb.send) {
                     sends.entry((g.id, dst, tb.chan)).or_default().push(n);
                 }
@@ -195,14 +195,15 @@ fn local_order(nodes: &[Node]) -> Vec<usize> {
 /// Kahn's algorithm over `n` nodes, node i waiting for `waits(i)`: an order in which each node
 /// comes after what it waits for, as far as one exists (nodes on or behind a cycle are left out).
 fn kahn<I: Iterator<Item = usize>>(n: usize, waits: impl Fn(usize) -> I) -> Vec<usize> {
-    let mut waiting = vec![0u32; n];
     let mut unblocks: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for i in 0..n {
-        for w in waits(i) {
-            waiting[i] += 1;
-            unblocks[w].push(i);
-        }
-    }
+    let mut waiting: Vec<u32> = (0..n)
+        .map(|i| {
+            waits(i).fold(0, |count, w| {
+                unblocks[w].push(i);
+                count + 1
+            })
+        })
+        .collect();
     let mut order: Vec<usize> = (0..n).filter(|&i| waiting[i] == 0).collect();
     let mut k = 0;
     while k < order.len() {
