@@ -30,10 +30,10 @@ CHILD = """
 import json, sys, time
 from clustersim.sweep import sweep
 from clustersim.topology import simai_template
-gpus, op, algo, channels = json.loads(sys.argv[1])
+gpus, op, algo, proto = json.loads(sys.argv[1])
 topo = simai_template("Spectrum-X", gpu=gpus)
 start = time.perf_counter()
-t = sweep(topo, op, [64 << 20], algorithm=algo, protocol="Simple", channels=channels, env={})
+t = sweep(topo, op, [64 << 20], algorithm=algo, protocol=proto, channels=1, env={})
 print(json.dumps([time.perf_counter() - start, t["time_us"][0]]))
 """
 
@@ -47,20 +47,20 @@ def main() -> None:
     cases = []
     for path in sorted(EXAMPLES.glob("*.xml")):
         op = "allgather" if "allgather" in path.name else "allreduce"
-        cases.append((path.name, 8, op, f"msccl:{path}", 1, path.stat().st_size))
+        cases.append((path.name, 8, op, f"msccl:{path}", "auto", path.stat().st_size))
     for n in (64, 256):
         path = tmp / f"ring{n}.xml"
         path.write_text(ring_xml(n, "Simple"))
-        cases.append((f"MSCCL ring, {n} GPUs", n, "allreduce", f"msccl:{path}", 1, path.stat().st_size))
-        cases.append((f"built-in ring, {n} GPUs", n, "allreduce", "ring", 1, 0))
+        cases.append((f"MSCCL ring, {n} GPUs", n, "allreduce", f"msccl:{path}", "auto", path.stat().st_size))
+        cases.append((f"built-in ring, {n} GPUs (Simple, 1 channel)", n, "allreduce", "ring", "Simple", 0))
     lines = [
         run_header(args.runs),
         "",
         "| case | XML size | sweep s (read + run) | simulated time, µs |",
         "|---|---:|---:|---:|",
     ]
-    for label, gpus, op, algo, channels, size in cases:
-        runs = [measure_child(CHILD, [gpus, op, algo, channels], timeout=600) for _ in range(args.runs)]
+    for label, gpus, op, algo, proto, size in cases:
+        runs = [measure_child(CHILD, [gpus, op, algo, proto], timeout=600) for _ in range(args.runs)]
         wall = statistics.median(float(r[0]) for r in runs)
         xml = f"{size / 1e3:,.0f} KB" if size else "–"
         lines.append(f"| {label} | {xml} | {wall:.3f} | {float(runs[0][1]):,.1f} |")

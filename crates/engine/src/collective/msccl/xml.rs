@@ -112,15 +112,17 @@ pub struct Xml {
     pub gpus: Vec<Gpu>,
 }
 
-/// Where errors point: the file and the text (for line numbers).
-struct Reader<'a, 'input> {
+/// Where errors point: the file, and where each line of its text starts.
+struct Reader<'a> {
     file: &'a str,
-    doc: &'a Document<'input>,
+    /// Byte offset of every line's start (roxmltree's `text_pos_at` rescans the text each time:
+    /// quadratic over a large program).
+    line_starts: Vec<usize>,
 }
 
-impl<'input> Reader<'_, 'input> {
+impl<'input> Reader<'_> {
     fn line(&self, n: Node) -> usize {
-        self.doc.text_pos_at(n.range().start).row as usize
+        self.line_starts.partition_point(|&s| s <= n.range().start)
     }
 
     fn err(&self, n: Node, field: &str, message: String) -> InputError {
@@ -178,7 +180,8 @@ fn clip(s: &str) -> String {
 pub fn parse(file: &str, text: &str) -> Result<Xml, InputError> {
     let options = ParsingOptions { allow_dtd: false, ..ParsingOptions::default() };
     let doc = Document::parse_with_options(text, options).map_err(|e| malformed(file, text, &e))?;
-    let r = Reader { file, doc: &doc };
+    let line_starts = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
+    let r = Reader { file, line_starts };
     let algo = doc.root_element();
     if algo.tag_name().name() != "algo" {
         let found = clip(algo.tag_name().name());
