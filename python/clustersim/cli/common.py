@@ -105,8 +105,8 @@ def add_fabric(p: argparse.ArgumentParser, *, required: bool, what: str) -> None
         "--algo",
         default="auto",
         help="collective algorithm (ring, tree, direct, all_pairs, one_shot, two_shot, hier_all_pairs, ...),"
-        " auto (NCCL's tuner; default) or auto+extra (NCCL's tuner also weighing the algorithms NCCL"
-        " lacks: MSCCL++'s all-pairs family)",
+        " msccl:FILE.xml (an MSCCL algorithm file), auto (NCCL's tuner; default) or auto+extra (NCCL's"
+        " tuner also weighing the algorithms NCCL lacks: MSCCL++'s all-pairs family)",
     )
     p.add_argument(
         "--channels",

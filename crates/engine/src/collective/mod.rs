@@ -21,6 +21,9 @@
 //! 2. `mod my_algo;` below, and `Algorithm::MY_ALGO` in the registry [`Algorithm::ALL`] so
 //!    NCCL_ALGO / `--algo` parse its name, the tuner may offer it and error messages list it.
 //!
+//! An algorithm can also be read at run time from an MSCCL program (`--algo msccl:FILE.xml`,
+//! [`msccl`]): it implements the same trait and is never registered.
+//!
 //! Nothing else changes: both backends run and price any schedule the same way. An algorithm
 //! need not even be registered to run when forced (`Options::algorithm`): the test
 //! `an_algorithm_defined_in_one_place_runs_on_both_backends` (analytical/agreement.rs) defines a
@@ -50,6 +53,7 @@ mod direct;
 mod halving_doubling;
 mod hier_all_pairs;
 mod hierarchical;
+pub mod msccl;
 pub mod nccl;
 mod nvls;
 pub mod on_platform;
