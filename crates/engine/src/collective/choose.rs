@@ -66,8 +66,12 @@ pub fn algorithm_choice(algo: &str) -> Result<(Option<Algorithm>, bool), InputEr
         return Ok((None, true));
     }
     Algorithm::parse(key).map(|a| (Some(a), false)).map_err(|mut e| {
-        let names = e.message.trim_end_matches(')').replace("(valid: ", "(valid: auto, ");
-        e.message = format!("{names}, {AUTO_EXTRA})");
+        // An unknown name lists the valid ones: add the tuner's choices (a bad MSCCL file's
+        // error stays as it is).
+        if e.message.contains("(valid: ") {
+            let names = e.message.trim_end_matches(')').replace("(valid: ", "(valid: auto, ");
+            e.message = format!("{names}, {AUTO_EXTRA})");
+        }
         e
     })
 }
