@@ -485,7 +485,7 @@ fn read_link(
     for (key, v) in map {
         let f = format!("{at}: {key}");
         match key.as_str() {
-            "source" | "target" | "key" => {}
+            "source" | "target" | "key" | "id" => {}
             "bandwidth" => bandwidth = Some(doc.rate(&f, v)?),
             "latency" => latency_ns = Some(doc.time(&f, v)?),
             "directed" => simplex = doc.flag(&f, v)?,
