@@ -212,6 +212,16 @@ impl PyPlatform {
             .collect()
     }
 
+    /// The nodes of the path our router gives flow `flow` from node `src` to node `dst` (seeded
+    /// per-flow ECMP; the SimGrid export writes flow 0's).
+    #[pyo3(signature = (src, dst, flow = 0, seed = 0))]
+    fn route(&self, src: u32, dst: u32, flow: u64, seed: u64) -> PyResult<Vec<u32>> {
+        let mut router = clustersim_engine::platform::routing::Router::new(&self.inner, seed);
+        let mut links = Vec::new();
+        router.route(&self.inner, src, dst, flow, &mut links).map_err(engine_err)?;
+        Ok(std::iter::once(src).chain(links.iter().map(|&l| self.inner.links[l as usize].dst)).collect())
+    }
+
     /// Ranks (GPUs that run one).
     #[getter]
     fn ranks(&self) -> u32 {

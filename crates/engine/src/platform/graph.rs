@@ -40,6 +40,10 @@ use super::xpu::{check_capacity, Catalog, Dtype, XpuSpec};
 use super::{Link, MemoryKind, MemorySpec, NodeAttrs, NodeKind, Placement, Platform, Tier};
 use crate::error::{InputError, Result};
 
+/// The slowest rate accepted, bytes/ns (1 byte/s): slower is a unit mistake, and a rate this
+/// small still writes back and reads again unchanged.
+const MIN_RATE: f64 = 1e-9;
+
 /// Attributes NetworkX itself writes into node-link data (ignored).
 const NETWORKX_KEYS: [&str; 3] = ["directed", "multigraph", "key"];
 
@@ -69,11 +73,16 @@ impl Doc<'_> {
         }
     }
 
-    /// Bytes/s as bytes/ns.
+    /// Bytes/s as bytes/ns (checked once converted, so that no rate underflows to 0).
     fn rate(&self, field: &str, v: &Value) -> Result<f64> {
         let per_ns = |s: &str| s.parse::<f64>().ok().map(|x| x / 1e9).or_else(|| parse_rate(s));
         let x = self.quantity(field, v, "a rate in bytes/s (or like 900GB/s)", |s| per_ns(s).map(|b| b * 1e9))?;
-        Ok(self.positive(field, x)? / 1e9)
+        let b = x / 1e9;
+        if b.is_finite() && b >= MIN_RATE {
+            Ok(b)
+        } else {
+            Err(self.err(field, format!("{x} bytes/s must be positive and finite (at least 1 byte/s)")))
+        }
     }
 
     /// Seconds as ns.
