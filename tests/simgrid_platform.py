@@ -22,7 +22,9 @@ from simgrid_reference import SYSTEM_PYTHON
 Flow = tuple[str, str, float, float]
 
 
-def completion_times(xml: str, flows: list[Flow], equal_share: bool = True, timeout: float = 600) -> list[float]:
+def completion_times(
+    xml: str, flows: list[Flow], equal_share: bool = True, timeout: float = 600
+) -> list[float]:
     """Completion time (s, absolute) of each flow, simulated by SimGrid on the platform `xml`."""
     doc = {"xml": xml, "flows": [list(f) for f in flows], "equal_share": equal_share}
     proc = subprocess.run(

@@ -116,7 +116,9 @@ def random_platform(seed: int):
         if rng.random() < 0.5:
             graph.add_node(name, kind="xpu", type=rng.choice(["h100", "a100", "v100"]))
         else:
-            graph.add_node(name, kind="xpu", fp16_flops=rng.uniform(1e13, 1e15), memory=rng.uniform(1e9, 1e11))
+            graph.add_node(
+                name, kind="xpu", fp16_flops=rng.uniform(1e13, 1e15), memory=rng.uniform(1e9, 1e11)
+            )
         leaves.append(name)
     for i in range(rng.randint(0, 4)):
         graph.add_node(f"m{i}", kind="memory", memory_kind=rng.choice(["dram", "cxl"]), memory="inf")

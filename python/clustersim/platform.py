@@ -95,10 +95,11 @@ def parse_graph(name: str, text: str, lines: dict[str, int] | None = None) -> Pl
 def _with_line(e: InputError, name: str, lines: dict[str, int]) -> InputError:
     """The engine's error with the line of the node or link it names, where known."""
     message = str(e)
-    m = re.match(re.escape(name) + r": (node '(.*?)'|link (\d+))", message)
+    m = re.match(re.escape(name) + r": (node '(.*?)'|node #(\d+)|link (\d+))", message)
     if m is None:
         return e
-    key = f"node {m.group(2)}" if m.group(2) is not None else f"link {m.group(3)}"
+    node, index, link = m.group(2), m.group(3), m.group(4)
+    key = f"node {node}" if node is not None else f"node #{index}" if index is not None else f"link {link}"
     if key not in lines:
         return e
     return InputError(f"{name}:{lines[key]}{message[len(name) :]}")
@@ -159,7 +160,9 @@ def _yaml_lines(tree: Any) -> dict[str, int]:
             line = item.start_mark.line + 1
             if key.value != "nodes":
                 lines[f"link {i}"] = line
-            elif isinstance(item, yaml.MappingNode):
+            else:
+                lines[f"node #{i}"] = line
+            if key.value == "nodes" and isinstance(item, yaml.MappingNode):
                 ids = [v.value for k, v in item.value if k.value == "id" and isinstance(v, yaml.ScalarNode)]
                 if ids:
                     lines.setdefault(f"node {ids[0]}", line)
@@ -205,8 +208,12 @@ def read_graphml(path: str | os.PathLike[str]) -> Platform:
     import networkx as nx
 
     name = os.fspath(path)
+    import warnings
+
     try:
-        graph = nx.read_graphml(name)
+        with warnings.catch_warnings():  # NetworkX warns of keys without a type: read as text
+            warnings.simplefilter("ignore")
+            graph = nx.read_graphml(name)
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"{name}: cannot read: {getattr(e, 'strerror', None) or e}") from None
     except (ET.ParseError, nx.NetworkXError, ValueError, KeyError, TypeError, IndexError) as e:

@@ -134,6 +134,20 @@ fn type_name(v: &Value) -> &'static str {
     }
 }
 
+/// Whether an id can stand in an error's field (`file:line: field: problem` has no other colon).
+fn plain(id: &str) -> bool {
+    !id.contains(':') && !id.chars().any(char::is_control)
+}
+
+/// How errors name node `i` with id `id`: by its id where it is plain, else by its position.
+fn node_label(i: usize, id: &str) -> String {
+    if plain(id) {
+        format!("node '{id}'")
+    } else {
+        format!("node #{i}")
+    }
+}
+
 /// A node id as text: strings as they are, integers in decimal.
 fn id_text(v: &Value) -> Option<String> {
     match v {
@@ -160,7 +174,10 @@ impl Platform {
         let top = value.as_object().ok_or_else(|| doc.err("(top level)", "expected a mapping with nodes and links"))?;
         for key in top.keys() {
             if !matches!(key.as_str(), "nodes" | "links" | "edges" | "ranks" | "graph" | "directed" | "multigraph") {
-                return Err(doc.err(key, "unknown key (valid: graph, nodes, links or edges, ranks, directed)"));
+                return Err(doc.err(
+                    "(top level)",
+                    format!("unknown key '{key}' (valid: graph, nodes, links or edges, ranks, directed)"),
+                ));
             }
         }
         let directed = match top.get("directed") {
@@ -194,9 +211,9 @@ impl Platform {
             let name = id_text(id).ok_or_else(|| {
                 doc.err(&format!("{at}: id"), format!("expected a string or an integer, got {}", type_name(id)))
             })?;
-            let (kind, a) = read_node(&doc, &format!("node '{name}'"), map, name.clone(), catalog)?;
+            let (kind, a) = read_node(&doc, &node_label(i, &name), map, name.clone(), catalog)?;
             if ids.insert(name.clone(), i as u32).is_some() {
-                return Err(doc.err(&format!("node '{name}'"), "id: two nodes have this id"));
+                return Err(doc.err(&node_label(i, &name), "id: two nodes have this id"));
             }
             kinds.push(kind);
             attrs.push(a);
@@ -486,7 +503,7 @@ fn read_link(
         Ok((name, id))
     };
     let ((s, a), (t, b)) = (end("source")?, end("target")?);
-    let at = format!("link {i} ({s} -> {t})");
+    let at = if plain(&s) && plain(&t) { format!("link {i} ({s} -> {t})") } else { at };
     if a == b {
         return Err(doc.err(&format!("{at}: target"), "a link from a node to itself"));
     }
