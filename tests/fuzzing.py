@@ -336,6 +336,7 @@ links:
   - {source: x0, target: sw, bandwidth: 900GB/s, latency: 100ns}
   - {source: x1, target: sw, bandwidth: 9.0e+11, latency: 1.0e-07}
   - {source: 7, target: tor, bandwidth: 12.5GB/s, latency: 5us}
+  - {source: sw, target: tor, bandwidth: 100GB/s, latency: 1us}
   - {source: x0, target: tor, bandwidth: 12.5GB/s, latency: 5us}
   - {source: x0, target: csw, bandwidth: 128GB/s, latency: 200ns}
   - {source: cxl, target: csw, bandwidth: 128GB/s, latency: 200ns, directed: true}
