@@ -142,3 +142,19 @@ def test_random_platforms_move_flows_as_our_flow_model_does(seed):
     platform, flows = random_platform(seed)
     ours, theirs = compare(platform, flows)
     assert theirs == pytest.approx(ours, rel=REL, abs=2.0)
+
+
+@pytest.mark.parametrize("routing", ["floyd", "dijkstra"])
+def test_compact_routing_loads_and_finds_the_unique_paths(routing):
+    # SimGrid finds routes itself; where the shortest path is unique (an XPU to its CXL
+    # expander, to host DRAM, to an XPU in another rack) it is ours, and a lone flow takes as long.
+    platform = hcsim("hcsim-cxl", [("h100", 32)], servers_per_tor=2)
+    index = {n: i for i, n in enumerate(platform.names)}
+    pairs = [("s0.x1", "s0.cxlmem1"), ("s1.x6", "s1.dram1"), ("s0.x0", "s3.x5"), ("s2.cxlmem3", "s2.x3")]
+    flows = [(index[a], index[b], 1e6 * (i + 1), i * 1e7) for i, (a, b) in enumerate(pairs)]
+    ours = _engine.flow_completion_times(platform, flows, None, 0)
+    xml = platform.to_simgrid(routing, "fp32")
+    theirs = completion_times(
+        xml, [(a, b, f[2], f[3] * 1e-9) for (a, b), f in zip(pairs, flows, strict=True)], False
+    )
+    assert [t * 1e9 for t in theirs] == pytest.approx(ours, rel=1e-6)
