@@ -97,7 +97,12 @@ fn bad_documents_name_the_node_or_link_and_the_field() {
     bad(r#""kind": "xpu", "type": "h100""#, r#""kind": "xpu""#, "node 'x0': type", "an XPU needs a type");
     bad(r#"  "ranks""#, r#"  "rank""#, "(top level)", "unknown key 'rank'");
     bad(r#"{"id": "csw""#, r#"{"id": "c:sw""#, "link 2: target", "no node 'csw'");
-    bad(r#"{"id": "csw", "kind": "cxl_switch"}"#, r#"{"id": "c:sw", "kind": "router"}"#, "node #4: kind", "unknown kind");
+    bad(
+        r#"{"id": "csw", "kind": "cxl_switch"}"#,
+        r#"{"id": "c:sw", "kind": "router"}"#,
+        "node #4: kind",
+        "unknown kind",
+    );
     // JSON syntax errors carry the line.
     let e = parse(&DOC.replace("\"tier\": \"tor\"}", "\"tier\": \"tor\"")).unwrap_err();
     assert_eq!((e.line, e.field.as_deref()), (Some(10), Some("JSON")), "{e}");
