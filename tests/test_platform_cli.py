@@ -21,7 +21,7 @@ def cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
 
 
 def summary(*args: str) -> dict:
-    out = cli(*args, "--summary-json")
+    out = cli(*args, "--json")
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -70,8 +70,18 @@ def canonical(platform) -> tuple:
 
 
 def test_exports_read_back_to_the_same_platform(tmp_path):
-    out = cli("hcsim-cxl", "--mix", "h100:16,a100:8", "--servers-per-tor", "2", "--dram", "512GB",
-              "--simgrid", "p.xml", "--graphml", "p.graphml", "--json", "p.json", cwd=tmp_path)  # fmt: skip
+    exports = ["--simgrid", "p.xml", "--graphml", "p.graphml", "--graph-json", "p.json"]
+    out = cli(
+        "hcsim-cxl",
+        "--mix",
+        "h100:16,a100:8",
+        "--servers-per-tor",
+        "2",
+        "--dram",
+        "512GB",
+        *exports,
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stderr
     assert "wrote p.xml, p.graphml, p.json" in out.stdout
     built = hcsim("hcsim-cxl", [("h100", 16), ("a100", 8)], servers_per_tor=2, dram_bytes=512e9)
@@ -170,11 +180,22 @@ def test_bad_documents_are_one_line_errors(tmp_path, old, new, where, says, suff
 def test_the_command_exits_2_and_writes_nothing(tmp_path, suffix):
     path = tmp_path / f"p{suffix}"
     path.write_text(DOC.replace('"kind": "switch"', '"kind": "router"'))
-    out = cli(str(path), "--json", "out.json", "--simgrid", "out.xml", cwd=tmp_path)
+    out = cli(str(path), "--graph-json", "out.json", "--simgrid", "out.xml", cwd=tmp_path)
     assert out.returncode == 2
     assert out.stderr.startswith(f"clustersim: error: {path}:5: node 'sw': kind: unknown kind 'router'")
     assert len(out.stderr.strip().splitlines()) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
+
+
+def test_attribute_names_that_cannot_stand_in_the_field_go_into_the_message(tmp_path):
+    # Found by fuzzing (YAML: a key with a leading no-break space; GraphML: ' type').
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        "nodes:\n- {id: a, kind: xpu, type: h100}\n- {id: s, kind: switch, \u00a0tier: tor}\nlinks: []\n"
+    )
+    with pytest.raises(InputError, match=r"p\.yaml:3: node 's': a switch node has no attribute ") as e:
+        read_platform(path)
+    assert len(str(e.value).splitlines()) == 1
 
 
 def test_yaml_errors_carry_the_line_of_the_node_or_link(tmp_path):

@@ -1,5 +1,6 @@
 """`clustersim platform`: build a platform of typed devices (HCSim's templates) or read one (graph
-document, platform file, SimAI file), summarise it, and export it (SimGrid XML, GraphML, JSON)."""
+document, platform file, SimAI file), summarise it, and export it (SimGrid XML, GraphML, a JSON
+graph document)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import re
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from clustersim.cli.common import count, print_json, subcommand, wrote
+from clustersim.cli.common import add_json, count, print_json, subcommand, wrote
 from clustersim.errors import InputError
 
 if TYPE_CHECKING:
@@ -21,8 +22,8 @@ EPILOG = """\
 examples:
   clustersim platform hcsim-cxl --xpus 64 --simgrid results/hcsim-cxl-64.xml
   clustersim platform hcsim-pcie --mix h100:128,a100:128 --link nic_tor=25GB/s,2us
-  clustersim platform hcsim-cxl --xpus 1024 --link cxl=256GB/s,1us --json results/cxl.json
-  clustersim platform my-system.yaml --graphml results/my-system.graphml
+  clustersim platform hcsim-cxl --xpus 1024 --link cxl=256GB/s,1us --graph-json results/cxl.json
+  clustersim platform results/cxl.json --graphml results/cxl.graphml --json
 
 link classes (Table 5 of the HCSim paper; dram is ours): tor_core 12.5GB/s,5us  nic_tor 12.5GB/s,5us
   upi 62.4GB/s,100ns  pcie 128GB/s,250ns  xpu 900GB/s,100ns  cxl 128GB/s,200ns  dram 512GB/s,100ns"""
@@ -80,8 +81,8 @@ def add(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--dtype", default="fp32", help="data type of the SimGrid host speeds (default fp32)")
     p.add_argument("--graphml", metavar="OUT", help="write the platform as GraphML")
-    p.add_argument("--json", metavar="OUT", help="write the platform as a JSON graph document")
-    p.add_argument("--summary-json", action="store_true", help="print the summary as JSON on stdout")
+    p.add_argument("--graph-json", metavar="OUT", help="write the platform as a JSON graph document")
+    add_json(p, "the summary")
     p.set_defaults(func=main)
 
 
@@ -240,7 +241,7 @@ def main(args: argparse.Namespace) -> int:
     if args.simgrid is not None and routing == "auto":
         hosts = sum(k in ("gpu", "cpu", "memory") for k in platform.kinds)
         routing = "full" if hosts <= SIMGRID_FULL_HOSTS else "dijkstra"
-    outputs = [(args.simgrid, "simgrid"), (args.graphml, "graphml"), (args.json, "json")]
+    outputs = [(args.simgrid, "simgrid"), (args.graphml, "graphml"), (args.graph_json, "json")]
     texts = {}
     for path, kind in outputs:
         if path is None:
@@ -257,7 +258,7 @@ def main(args: argparse.Namespace) -> int:
     if args.simgrid is not None:
         doc["simgrid_routing"] = routing
     doc["outputs"] = list(texts)
-    if args.summary_json:
+    if args.json:
         print_json(doc)
         return 0
     types = ", ".join(f"{n} {t}" for t, n in doc["xpus_by_type"].items())

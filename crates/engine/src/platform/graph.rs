@@ -139,6 +139,11 @@ fn plain(id: &str) -> bool {
     !id.contains(':') && !id.chars().any(char::is_control)
 }
 
+/// Whether an attribute name can stand in an error's field: plain, and not starting with a space.
+fn plain_key(key: &str) -> bool {
+    plain(key) && !key.is_empty() && !key.starts_with(char::is_whitespace)
+}
+
 /// How errors name node `i` with id `id`: by its id where it is plain, else by its position.
 fn node_label(i: usize, id: &str) -> String {
     if plain(id) {
@@ -389,7 +394,8 @@ fn read_node(
     // own: the node gives FLOPS of its own (a user-defined XPU, or a catalog one overridden).
     let mut mem = MemorySpec { kind: MemoryKind::Dram, capacity_bytes: 0.0, bandwidth: f64::INFINITY, latency_ns: 0.0 };
     for (key, v) in map {
-        let f = field(key);
+        // A key that cannot stand in the field (a colon, leading space) is named in the message.
+        let f = if plain_key(key) { field(key) } else { at.to_string() };
         match (kind, key.as_str()) {
             (_, "id" | "kind") => {}
             (_, k) if NETWORKX_KEYS.contains(&k) => {}
@@ -400,7 +406,7 @@ fn read_node(
             (NodeKind::Gpu, k) if k.ends_with("_flops") => {
                 let d = Dtype::parse(&k[..k.len() - 6]).ok_or_else(|| {
                     let valid: Vec<String> = Dtype::ALL.iter().map(|d| format!("{}_flops", d.name())).collect();
-                    doc.err(&f, format!("unknown data type (valid: {})", valid.join(", ")))
+                    doc.err(&f, format!("{key:?}: unknown data type (valid: {})", valid.join(", ")))
                 })?;
                 let x = doc.quantity(&f, v, "FLOP/s", |s| s.parse().ok())?;
                 xpu.set_flops(d, doc.positive(&f, x)?);
@@ -423,7 +429,7 @@ fn read_node(
                 );
             }
             (NodeKind::NvSwitch, "reduction") => a.reduction = doc.flag(&f, v)?,
-            _ => return Err(doc.err(&f, format!("a {} node has no attribute '{key}'", kind.name()))),
+            _ => return Err(doc.err(&f, format!("a {} node has no attribute {key:?}", kind.name()))),
         }
     }
     match kind {
@@ -509,13 +515,18 @@ fn read_link(
     }
     let (mut bandwidth, mut latency_ns, mut simplex) = (None, None, directed);
     for (key, v) in map {
-        let f = format!("{at}: {key}");
+        let f = if plain_key(key) { format!("{at}: {key}") } else { at.clone() };
         match key.as_str() {
             "source" | "target" | "key" | "id" => {}
             "bandwidth" => bandwidth = Some(doc.rate(&f, v)?),
             "latency" => latency_ns = Some(doc.time(&f, v)?),
             "directed" => simplex = doc.flag(&f, v)?,
-            _ => return Err(doc.err(&f, "unknown attribute (valid: source, target, bandwidth, latency, directed)")),
+            _ => {
+                return Err(doc.err(
+                    &f,
+                    format!("unknown attribute {key:?} (valid: source, target, bandwidth, latency, directed)"),
+                ))
+            }
         }
     }
     let bandwidth = bandwidth.ok_or_else(|| doc.err(&format!("{at}: bandwidth"), "missing (bytes/s)"))?;

@@ -90,7 +90,8 @@ fn bad_documents_name_the_node_or_link_and_the_field() {
     bad(r#""memory": "64GB""#, r#""memory": "64 parsecs""#, "node '7': memory", "not a capacity");
     bad(r#""memory": "inf""#, r#""memory": 1e40"#, "node 'm0': memory", "more than any memory device holds");
     bad(r#""memory": "64GB""#, r#""memory": 5e18, "x": 1"#, "node '7': memory", "more than any memory device holds");
-    bad(r#""tier": "tor""#, r#""tier": "tor", "colour": "red""#, "node 'tor': colour", "no attribute 'colour'");
+    bad(r#""tier": "tor""#, r#""tier": "tor", "colour": "red""#, "node 'tor': colour", "no attribute \"colour\"");
+    bad(r#""tier": "tor""#, r#""tier": "tor", "\u00a0tier": 1"#, "node 'tor'", "no attribute");
     bad(r#""fp32_flops": "1e14""#, r#""fp99_flops": 1"#, "node '7': fp99_flops", "unknown data type");
     bad(r#""ranks": [7, "x0"]"#, r#""ranks": [7, "tor"]"#, "ranks[1]", "not an XPU");
     bad(r#"{"id": "sw""#, r#"{"id": "x0""#, "node 'x0'", "two nodes have this id");
