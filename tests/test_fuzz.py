@@ -17,12 +17,18 @@ from fuzzing import (
     MODEL_JSON,
     MODEL_WORDS,
     MODEL_YAML,
+    PLATFORM_GRAPHML_WORDS,
+    PLATFORM_WORDS,
+    PLATFORM_YAML,
     TOPOLOGIES,
     TOPOLOGY_WORDS,
     Scratch,
     mutate,
+    platform_graphml_seeds,
     read_accelerator,
     read_model,
+    read_platform_graphml,
+    read_platform_yaml,
     read_topology,
     run_reader,
 )
@@ -63,6 +69,26 @@ def test_model_files(scratch: Scratch, rnd: random.Random) -> None:
 @given(rnd=st.randoms(use_true_random=False))
 def test_accelerator_files(scratch: Scratch, rnd: random.Random) -> None:
     run_reader(lambda t: read_accelerator(scratch, t), mutate(rnd, ACCELERATORS, ACCELERATOR_WORDS))
+
+
+@FUZZ
+@given(rnd=st.randoms(use_true_random=False))
+def test_platform_yaml_files(rnd: random.Random) -> None:
+    run_reader(read_platform_yaml, mutate(rnd, PLATFORM_YAML, PLATFORM_WORDS))
+
+
+@FUZZ
+@given(rnd=st.randoms(use_true_random=False))
+def test_platform_graphml_files(scratch: Scratch, rnd: random.Random) -> None:
+    seeds = platform_graphml_seeds()
+    run_reader(lambda t: read_platform_graphml(scratch, t), mutate(rnd, seeds, PLATFORM_GRAPHML_WORDS))
+
+
+def test_platform_seeds_are_accepted(scratch: Scratch) -> None:
+    for text in PLATFORM_YAML:
+        assert run_reader(read_platform_yaml, text) == "accepted"
+    for text in platform_graphml_seeds():
+        assert run_reader(lambda t: read_platform_graphml(scratch, t), text) == "accepted"
 
 
 def test_seeds_are_accepted(scratch: Scratch) -> None:

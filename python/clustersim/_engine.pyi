@@ -72,6 +72,38 @@ class Platform:
         """(device node, scale-up domain, rail) of every rank."""
     @property
     def accelerator_types(self) -> list[str]: ...
+    @staticmethod
+    def parse_graph(
+        path: str, text: str, catalog: Sequence[tuple[str, dict[str, float], float, float | None]]
+    ) -> Platform:
+        """A platform graph document (node-link JSON, HCSim's Table 2 attributes); `catalog` as
+        (name, FLOP/s by data type, HBM bytes, HBM bytes/s)."""
+    @staticmethod
+    def hcsim(
+        source: str,
+        coherent: bool,
+        mix: Sequence[tuple[str, int]],
+        catalog: Sequence[tuple[str, dict[str, float], float, float | None]],
+        xpus_per_server: int = 8,
+        servers_per_tor: int = 16,
+        cpus_per_server: int = 2,
+        nics_per_server: int = 2,
+        pcie_uplinks: int = 4,
+        links: dict[str, tuple[float, float]] = ...,
+        cxl_uplink: float | None = None,
+        dram_bytes: float = ...,
+        cxl_memory_bytes: float = ...,
+    ) -> Platform:
+        """HCSim's Fig. 6a system, or Fig. 6b when `coherent`; links by class as (GB/s, ns)."""
+    def to_graph_json(self, name: str) -> str:
+        """The platform as a graph document that `parse_graph` reads back."""
+    def to_simgrid(self, routing: str = "full", dtype: str = "fp32", seed: int = 0) -> str:
+        """SimGrid platform XML; routing full, floyd or dijkstra."""
+    def route(self, src: int, dst: int, flow: int = 0, seed: int = 0) -> list[int]:
+        """Nodes of the path our router gives flow `flow` from `src` to `dst`."""
+    @property
+    def node_specs(self) -> list[tuple[str, float, str, str]]:
+        """Per node: (XPU type or "", memory bytes or 0, "hbm"/"dram"/"cxl" or "", tier or "")."""
 
 def parse_rate(text: str) -> float | None:
     """An ns-3 DataRate string in GB/s (bytes/ns); None if it is not one."""
