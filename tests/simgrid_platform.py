@@ -13,11 +13,10 @@ untouched (exact for flows that never share a link).
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
-from simgrid_reference import SYSTEM_PYTHON
+from simgrid_reference import run_under_system_python
 
 Flow = tuple[str, str, float, float]
 
@@ -27,17 +26,7 @@ def completion_times(
 ) -> list[float]:
     """Completion time (s, absolute) of each flow, simulated by SimGrid on the platform `xml`."""
     doc = {"xml": xml, "flows": [list(f) for f in flows], "equal_share": equal_share}
-    proc = subprocess.run(
-        [SYSTEM_PYTHON, __file__],
-        input=json.dumps(doc),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"SimGrid run failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_under_system_python(__file__, doc, timeout)
 
 
 def seconds(text: str) -> float:
