@@ -29,7 +29,11 @@ fn bad(field: &str, message: String) -> InputError {
 /// the platform's switches; other names as [`super::choose::algorithm_choice`] reads them (with
 /// whether the tuner may pick the extra algorithms). Options that the algorithm does not use are
 /// errors. May scale `topo`'s links (the reduction throughputs).
-pub fn algorithm_option(topo: &mut Platform, algorithm: &str, o: &PlatformOptions) -> Result<(Option<Algorithm>, bool)> {
+pub fn algorithm_option(
+    topo: &mut Platform,
+    algorithm: &str,
+    o: &PlatformOptions,
+) -> Result<(Option<Algorithm>, bool)> {
     let key = algorithm.to_ascii_lowercase().replace(['-', '_'], "");
     let collnet = match key.as_str() {
         "collnetdirect" => Some(Variant::Direct),
