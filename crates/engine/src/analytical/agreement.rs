@@ -49,11 +49,17 @@ fn both(c: Collective, algorithm: Algorithm, n: u32, m: u32, bytes: u64) -> (f64
 
 /// (analytical, flow) ns of `w` on n ranks in servers of m.
 fn run_both(w: &Workload, n: u32, m: u32, options: Options) -> (f64, f64) {
+    run_both_nvls(w, n, m, options, true)
+}
+
+/// [`run_both`] with NVLS present (`nvls`) or not; other test modules run their algorithms on
+/// the same fabric through it.
+pub(crate) fn run_both_nvls(w: &Workload, n: u32, m: u32, options: Options, nvls: bool) -> (f64, f64) {
     let mut platform = ServerSpec::new(m, m, GpuType::H100, NicType::Cx7);
     platform.nvlink_busbw = Some(NVLINK as f32);
     platform.nic_busbw = Some(NIC as f32);
     let cost =
-        AlphaBeta { platform, bandwidths: Bandwidths::Builtin(None), nvls: true, options: options.clone(), memo: None };
+        AlphaBeta { platform, bandwidths: Bandwidths::Builtin(None), nvls, options: options.clone(), memo: None };
     let mut analytical = Analytical::new(Box::new(cost), Placement::servers(n, m));
     let a = Executor::new(w).unwrap().run(&mut analytical, &mut |_| true).unwrap().end_ns;
     let tuning = Tuning { options, ..Tuning::default() };

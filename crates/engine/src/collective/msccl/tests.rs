@@ -1,15 +1,10 @@
 use super::*;
-use crate::analytical::alpha_beta::{AlphaBeta, Bandwidths};
-use crate::analytical::server_spec::{GpuType, NicType, ServerSpec};
-use crate::analytical::Analytical;
+use crate::analytical::agreement::run_both_nvls;
 use crate::collective::choose::Options;
 use crate::collective::nccl::call_latency_ns;
 use crate::collective::ring::{ring_hops, ring_order};
 use crate::collective::{group_channels, schedule};
-use crate::executor::Executor;
-use crate::flow::network::{FlowNetwork, Tuning};
 use crate::flow::sweep::sweep_workload;
-use crate::platform::{Link, NodeKind, Placement, Platform};
 
 /// An MSCCL ring all-reduce in MSCCL's format: one thread block per channel, channel c going
 /// round `orders[c]` (group ranks) on its own n chunks of the buffer. The rank at position i of a
@@ -58,48 +53,14 @@ fn algorithm(text: &str) -> Algorithm {
     Algorithm::new(Box::leak(Box::new(Msccl { name: "msccl:ring.xml", program })))
 }
 
-const NVLINK: f64 = 360.0;
-const NIC: f64 = 50.0;
-
-/// Servers of m GPUs, one NVSwitch each, every GPU's NIC on one switch (as in agreement.rs).
-fn fabric(n: u32, m: u32) -> Platform {
-    let servers = n / m;
-    let kinds =
-        [vec![NodeKind::Gpu; n as usize], vec![NodeKind::NvSwitch; servers as usize], vec![NodeKind::Switch]].concat();
-    let mut links = Vec::new();
-    for gpu in 0..n {
-        for (peer, bandwidth) in [(n + gpu / m, NVLINK), (n + servers, NIC)] {
-            for (src, dst) in [(gpu, peer), (peer, gpu)] {
-                links.push(Link { src, dst, bandwidth, latency_ns: 0.0, error_rate: 0.0 });
-            }
-        }
-    }
-    Platform::from_parts("msccl", kinds, links, m, "H100").unwrap()
-}
-
 /// (analytical, flow) ns of an all-reduce of `bytes` on n ranks in servers of m.
 fn run_both(n: u32, m: u32, bytes: u64, options: Options) -> (f64, f64) {
     run_both_on(Collective::AllReduce, n, m, bytes, options)
 }
 
 fn run_both_on(c: Collective, n: u32, m: u32, bytes: u64, options: Options) -> (f64, f64) {
-    let w = sweep_workload(c, n, &[bytes]);
-    let mut platform = ServerSpec::new(m, m, GpuType::H100, NicType::Cx7);
-    platform.nvlink_busbw = Some(NVLINK as f32);
-    platform.nic_busbw = Some(NIC as f32);
-    let cost = AlphaBeta {
-        platform,
-        bandwidths: Bandwidths::Builtin(None),
-        nvls: false,
-        options: options.clone(),
-        memo: None,
-    };
-    let mut analytical = Analytical::new(Box::new(cost), Placement::servers(n, m));
-    let a = Executor::new(&w).unwrap().run(&mut analytical, &mut |_| true).unwrap().end_ns;
-    let tuning = Tuning { options, ..Tuning::default() };
-    let mut flow = FlowNetwork::tuned(fabric(n, m), &tuning, |s| s).unwrap();
-    let f = Executor::new(&w).unwrap().run(&mut flow, &mut |_| true).unwrap().end_ns;
-    (a, f)
+    // The fabric of analytical/agreement.rs, without NVLS.
+    run_both_nvls(&sweep_workload(c, n, &[bytes]), n, m, options, false)
 }
 
 /// For each group (n ranks, servers of m), protocol and size: (ring, MSCCL ring) on both
