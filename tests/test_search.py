@@ -74,9 +74,10 @@ def test_counts_a_hand_checked_space():
 
 
 # Calculon's study (benchmarks/bench_search.py), as the search ranked it before its speed-up
-# (re-pinned after the per-kernel compute model, commit 165df14): candidates, plans that fit, and the best five with their iteration times and
-# tokens/s, bit for bit. Cheaper rejection, the kept catalog and the batch must change none of
-# them (a deliberate change of the compute or network model changes these numbers: re-pin them).
+# (re-pinned after the per-kernel compute model, commit 165df14): candidates, plans that fit,
+# and the best five with their iteration times and tokens/s, bit for bit. Cheaper rejection, the
+# kept catalog and the batch must change none of them (a deliberate change of the compute or
+# network model changes these numbers: re-pin them).
 STUDY_PIN = (90, 16)
 STUDY_TOP = [
     ((8, 1, 1, 641, 3, 1923, True, "none", "zero3"), 16.28685657756798, 241808.72357065254),
