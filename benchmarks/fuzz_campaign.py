@@ -4,7 +4,8 @@ kind of failure. The engine's readers have their own campaign (`scripts/fuzz.sh`
 
     python benchmarks/fuzz_campaign.py [--cases N] [--reader NAME] [--seed S]
 
-Readers: topology, model, accelerator, nccl-tests, bwtest.
+Readers: topology, model, accelerator, nccl-tests, bwtest, replay, calibration, platform-yaml,
+platform-graphml.
 """
 
 from __future__ import annotations
@@ -26,20 +27,32 @@ from fuzzing import (  # noqa: E402 - tests/ is put on the path just above
     ACCELERATORS,
     BWTEST_JSON,
     BWTEST_WORDS,
+    CALIBRATION_WORDS,
+    CALIBRATIONS,
     MODEL_JSON,
     MODEL_WORDS,
     MODEL_YAML,
     NCCL_LOGS,
     NCCL_WORDS,
+    PLATFORM_GRAPHML_WORDS,
+    PLATFORM_WORDS,
+    PLATFORM_YAML,
+    REPLAY_JSON,
+    REPLAY_WORDS,
     TOPOLOGIES,
     TOPOLOGY_WORDS,
     Failure,
     Scratch,
     mutate,
+    platform_graphml_seeds,
     read_accelerator,
     read_bwtest,
+    read_calibration,
     read_model,
     read_nccl,
+    read_platform_graphml,
+    read_platform_yaml,
+    read_replay,
     read_topology,
     run_reader,
 )
@@ -59,10 +72,19 @@ def readers(scratch: Scratch) -> dict[str, Callable[[random.Random], tuple[Calla
         run = rnd.randrange(RUN_EVERY) == 0
         return (lambda t: read_accelerator(scratch, t, run=run)), mutate(rnd, ACCELERATORS, ACCELERATOR_WORDS)
 
+    graphml = platform_graphml_seeds()
+
+    def platform_graphml(rnd: random.Random) -> tuple[Callable[[str], object], str]:
+        return (lambda t: read_platform_graphml(scratch, t)), mutate(rnd, graphml, PLATFORM_GRAPHML_WORDS)
+
     return {
         "topology": lambda rnd: (read_topology, mutate(rnd, TOPOLOGIES, TOPOLOGY_WORDS)),
+        "platform-yaml": lambda rnd: (read_platform_yaml, mutate(rnd, PLATFORM_YAML, PLATFORM_WORDS)),
+        "platform-graphml": platform_graphml,
         "nccl-tests": lambda rnd: (read_nccl, mutate(rnd, NCCL_LOGS, NCCL_WORDS)),
         "bwtest": lambda rnd: (read_bwtest, mutate(rnd, BWTEST_JSON, BWTEST_WORDS)),
+        "replay": lambda rnd: (read_replay, mutate(rnd, REPLAY_JSON, REPLAY_WORDS)),
+        "calibration": lambda rnd: (read_calibration, mutate(rnd, CALIBRATIONS, CALIBRATION_WORDS)),
         "model": model,
         "accelerator": accelerator,
     }

@@ -211,9 +211,10 @@ MODEL_WORDS = ["llama", "gpt", "moe", "mla", "experts", "topk", "hidden", "heads
 ACCELERATORS = [
     "my-gpu:\n  matmul_tflops: 100\n  vector_tflops: 10\n  hbm_gb: 40\n  hbm_tbps: 1.5\n"
     "  nvlink_busbw: 100\n  nic_busbw: 20\n"
-    "  matmul_efficiency: [[1000000000, 0.7], [0, 0.1]]\n  memory_efficiency: [[1000000, 0.8], [0, 0.3]]\n"
+    "  sms: 100\n  gemm_efficiency: 0.7\n  hbm_efficiency: 0.8\n  attention_efficiency: 0.5\n"
     "  kernel_overhead_ns: 3000\n",
-    "_d: &d\n  matmul_efficiency: [[1000000000, 0.7], [0, 0.1]]\n  memory_efficiency: [[0, 0.5]]\n"
+    "_d: &d\n  sms: 100\n  gemm_tile: [128, 64]\n  gemm_efficiency: 0.7\n  hbm_efficiency: 0.5\n"
+    "  attention_efficiency: 0.5\n"
     "my-gpu:\n  <<: *d\n  matmul_tflops: 100\n  vector_tflops: 10\n  hbm_gb: 40\n  hbm_tbps: 1.5\n"
     "  nvlink_busbw: 100\n  nvls_busbw: 150\n  nic_busbw: 20\n",
 ]
@@ -289,6 +290,26 @@ BWTEST_WORDS = ["format", "mode", "ranks", "group_size", "groups", "message_byte
                 "hosts", "mpi", "simulate", "clustersim-bwtest/1", "1e-300"]  # fmt: skip
 
 
+_EMULATED = Path(__file__).parent / "data" / "emulated"
+REPLAY_JSON = [(_EMULATED / "cal-replay.json").read_text(encoding="utf-8")]
+REPLAY_WORDS = ["format", "ranks", "hosts", "ops", "collective", "bytes", "time_s", "allreduce", "alltoall",
+                "broadcast", "compute_ns", "clustersim-replay/1", "1e-300", "cs-emu-h1"]  # fmt: skip
+CALIBRATIONS = [
+    (_EMULATED / "calibration.json").read_text(encoding="utf-8"),
+    json.dumps(
+        {"format": "clustersim-calibration/1",
+         "classes": {"scale-up": {"bandwidth_efficiency": 0.9, "latency_factor": 1.0},
+                     "scale-out": {"bandwidth_efficiency": 0.5, "latency_factor": 3}},
+         "collectives": {"reducescatter": {"bandwidth_efficiency": 1, "call_latency_us": 0},
+                         "broadcast": {"bandwidth_efficiency": 0.25, "call_latency_us": 12.5}}},
+        indent=1,
+    ),
+]  # fmt: skip
+CALIBRATION_WORDS = ["format", "classes", "collectives", "scale-up", "scale-out", "bandwidth_efficiency",
+                     "latency_factor", "call_latency_us", "allgather", "clustersim-calibration/1", "1e-7",
+                     "1000001"]  # fmt: skip
+
+
 def read_nccl(text: str, file: str = "all_reduce_perf.txt") -> None:
     """A log parsed, turned into series and fitted: every row a positive time, every fit finite."""
     from clustersim.calibrate.fit import fit
@@ -314,3 +335,133 @@ def read_bwtest(text: str, file: str = "bw.json") -> None:
     except InputError as e:
         refused(e, file, whole_file=lambda m: True)
         raise
+
+
+def read_replay(text: str, file: str = "replay.json") -> None:
+    """A replay document read, turned into series and fitted (errors name the file and the field)."""
+    from clustersim.calibrate.fit import fit
+    from clustersim.calibrate.series import parse_replay_json, replay_series
+
+    try:
+        for s in replay_series([(file, parse_replay_json(text, file))]):
+            ab = fit(s.x, s.times_s, s.source)
+            if not (0 <= ab.alpha_s < float("inf") and 0 < ab.beta_s_per_byte < float("inf")):
+                raise Failure(f"fit out of range: {ab}")
+    except InputError as e:
+        refused(e, file, whole_file=lambda m: True)
+        raise
+
+
+def read_calibration(text: str, file: str = "calibration.json") -> None:
+    """A calibration file read and applied to a collective's time (every error at file:line: field)."""
+    from clustersim.calibrate.file import collective_time, parse_calibration
+
+    try:
+        cal = parse_calibration(text, file)
+        for op in cal.collectives:
+            t = collective_time(cal, op, 1e-3)
+            if not 0 <= t < float("inf"):
+                raise Failure(f"{op}: calibrated time out of range: {t}")
+    except InputError as e:
+        refused(e, file)
+        raise
+
+
+# --- platform graph documents: YAML and GraphML (python/clustersim/platform.py; the engine reads
+# the JSON form they become, and has its own campaign of it) -------------------------------------
+
+PLATFORM_YAML = [
+    """\
+graph: {name: two servers}
+nodes:
+  - {id: x0, kind: xpu, type: h100}
+  - {id: x1, kind: xpu, type: my-asic, fp16_flops: 4.0e+14, fp32_flops: 1e14, memory: 64GB}
+  - {id: 7, kind: xpu, type: v100, memory_bandwidth: 900GB/s}
+  - {id: sw, kind: xpu_switch, reduction: true}
+  - {id: cpu, kind: cpu, forward: yes}
+  - {id: dram, kind: memory, memory_kind: dram, memory: 1TiB, bandwidth: 2.0e+11, latency: 100ns}
+  - {id: cxl, kind: memory, memory_kind: cxl, memory: inf}
+  - {id: csw, kind: cxl_switch}
+  - {id: tor, kind: switch, tier: tor}
+links:
+  - {source: x0, target: sw, bandwidth: 900GB/s, latency: 100ns}
+  - {source: x1, target: sw, bandwidth: 9.0e+11, latency: 1.0e-07}
+  - {source: 7, target: tor, bandwidth: 12.5GB/s, latency: 5us}
+  - {source: sw, target: tor, bandwidth: 100GB/s, latency: 1us}
+  - {source: x0, target: tor, bandwidth: 12.5GB/s, latency: 5us}
+  - {source: x0, target: csw, bandwidth: 128GB/s, latency: 200ns}
+  - {source: cxl, target: csw, bandwidth: 128GB/s, latency: 200ns, directed: true}
+  - {source: csw, target: cxl, bandwidth: 64GB/s, latency: 200ns, directed: true}
+  - {source: cpu, target: dram, bandwidth: 400Gbps, latency: 0}
+  - {source: cpu, target: tor, bandwidth: 1.0e+10, latency: 1.0e-06}
+ranks: [x1, x0, 7]
+""",
+    """\
+nodes:
+- id: a
+  kind: gpu
+  type: A100
+- id: b
+  kind: accelerator
+  bf16_flops: 1.0e+15
+  memory: 80000000000
+- id: s
+  kind: switch
+edges:
+- source: a
+  target: s
+  bandwidth: 25000000000.0
+  latency: 5.0e-07
+- source: b
+  target: s
+  bandwidth: 25000000000.0
+  latency: 5.0e-07
+""",
+]
+PLATFORM_WORDS = [
+    "xpu", "xpu_switch", "switch", "cpu", "nic", "memory", "pcie_switch", "cxl_switch", "kind", "type",
+    "h100", "fp16_flops", "fp32_flops", "memory_kind", "tier", "reduction", "forward", "source", "target",
+    "bandwidth", "latency", "directed", "ranks", "inf", "1e40", "128GB/s", "200ns", "-1", "0", ".nan",
+    "null", "[]", "{}",
+]  # fmt: skip
+PLATFORM_GRAPHML_WORDS = ["node", "edge", "data", "key", "double", "string", "boolean", "true", "inf", "gpu"]
+
+
+def platform_graphml_seeds() -> list[str]:
+    """A one-server HCSim Fig. 6b system of 4 XPUs as `clustersim platform --graphml` writes it."""
+    from clustersim.platform import graphml_text, hcsim
+
+    return [graphml_text(hcsim("hcsim-cxl", [("h100", 4)], xpus_per_server=4, dram_bytes=1e12))]
+
+
+def _written_back(platform: object) -> None:
+    """An accepted platform, written as a graph document and read again, is the same platform."""
+    from clustersim.platform import parse_graph
+
+    text = platform.to_graph_json("fuzz")  # type: ignore[attr-defined]
+    if parse_graph("written", text).to_graph_json("fuzz") != text:
+        raise Failure("written back as a graph document, read as another platform")
+
+
+def read_platform_yaml(text: str, file: str = "platform.yaml") -> None:
+    from clustersim.platform import parse_yaml
+
+    try:
+        platform = parse_yaml(file, text)
+    except InputError as e:
+        # Errors about a node or link name it (and its line where the YAML has one).
+        refused(e, file, whole_file=lambda m: True)
+        raise
+    _written_back(platform)
+
+
+def read_platform_graphml(scratch: Scratch, text: str) -> None:
+    from clustersim.platform import read_graphml
+
+    path = scratch.write("platform.graphml", text)
+    try:
+        platform = read_graphml(path)
+    except InputError as e:
+        refused(e, path, whole_file=lambda m: True)
+        raise
+    _written_back(platform)

@@ -61,8 +61,14 @@ def completion_times(
         "routes": routes,
         "equal_share": equal_share,
     }
+    return run_under_system_python(__file__, doc, timeout)
+
+
+def run_under_system_python(script: str, doc: dict, timeout: float) -> list[float]:
+    """`script` run by the system Python (which has SimGrid) on `doc` as JSON on stdin: the list
+    its last line of output holds."""
     proc = subprocess.run(
-        [SYSTEM_PYTHON, __file__],
+        [SYSTEM_PYTHON, script],
         input=json.dumps(doc),
         capture_output=True,
         text=True,

@@ -237,3 +237,90 @@ def test_the_busbw_file_feeds_clustersim_analytical(tmp_path):
         "analytical", "-w", workload, "-busbw", busbw, "-g", "8", "-r", "m-", cwd=tmp_path
     )
     assert rc == 0, stderr
+
+
+def replay_doc(ops, hosts):
+    """A replay document (clustersim replay's replay.json) of (collective, ranks, bytes, seconds) ops."""
+    rows = [
+        {"op": k, "row": k + 1, "layer_name": f"r{k}", "phase": "fwd", "collective": c, "group": "TP"}
+        | {"ranks": n, "workload_bytes": b, "bytes": b, "time_s": t}
+        for k, (c, n, b, t) in enumerate(ops)
+    ]
+    rows.append({"op": len(rows), "row": 1, "layer_name": "r0", "phase": "fwd", "compute_ns": 5, "time_s": 0})
+    return json.dumps(
+        {"format": "clustersim-replay/1", "workload": "w.txt", "ranks": len(hosts), "scale": 1.0,
+         "compute": "skip", "iterations": 1, "warmup": 0, "hosts": hosts, "iteration_s": 1.0,
+         "ops": rows, "pp_transfers": []}
+    )  # fmt: skip
+
+
+def test_replay_documents_are_measurements(tmp_path):
+    """Replayed ops of one collective over two documents make one series; α and β of exact α–β
+    times are recovered, and a fabric's link classes are recalibrated to them."""
+    alpha, busbw = 300e-6, 0.1  # s, GB/s
+    hosts = ["h0", "h1", "h2", "h3"]
+    f = busbw_factor("allgather", 4)
+    sizes = [1 << 20, 4 << 20, 16 << 20, 64 << 20]
+    ops = [("allgather", 4, s, alpha + f * s / (busbw * 1e9)) for s in sizes]
+    ops += [("alltoall", 4, s, 2 * alpha + f * s / (busbw * 0.5e9)) for s in sizes[:2]]
+    (tmp_path / "a.json").write_text(replay_doc(ops[:2] + ops[4:], hosts))
+    (tmp_path / "b.json").write_text(replay_doc(ops[2:4] + ops[5:], hosts))
+    rc, stdout, stderr = run_clustersim("calibrate", "a.json", "b.json", "-o", "c-", cwd=tmp_path)
+    assert rc == 0, stderr
+    by_kind = {s["kind"]: s for s in json.loads((tmp_path / "c-calibration.json").read_text())["series"]}
+    s = by_kind["allgather"]
+    assert s["sizes"] == sizes and s["source"] == "a.json (+1)" and s["link_class"] == "scale-out"
+    assert s["alpha_us"] == pytest.approx(300, rel=1e-6) and s["bandwidth_GBps"] == pytest.approx(
+        0.1, rel=1e-6
+    )
+    assert by_kind["alltoall"]["bandwidth_GBps"] == pytest.approx(0.05, rel=1e-6)
+
+
+def test_a_real_replay_document_is_read():
+    """Measured on the emulated cluster (tests/data/emulated/cal-replay.json, 4 hosts at 1 Gbit/s)."""
+    from clustersim.calibrate.series import from_replay
+
+    found = {s.kind: s for s in from_replay([str(DATA / "emulated" / "cal-replay.json")])}
+    assert sorted(found) == ["allgather", "allreduce", "alltoall"]
+    for s in found.values():
+        assert s.ranks == 4 and s.hosts == ["cs-emu-h1", "cs-emu-h2", "cs-emu-h3", "cs-emu-h4"]
+        assert s.link_class == "scale-out" and len(s.sizes) == 3 and all(t > 0 for t in s.times_s)
+
+
+@pytest.mark.parametrize(
+    "change, error",
+    [
+        (
+            lambda d: d.update(format="x"),
+            "r.json: format: expected a bwtest document ('clustersim-bwtest/1'; a replay one",
+        ),
+        (lambda d: d.update(hosts=["h0"]), "r.json: hosts: expected one host name per rank"),
+        (
+            lambda d: d["ops"][0].update(time_s=-1),
+            "r.json: ops[0].time_s: expected a positive number of seconds",
+        ),
+        (
+            lambda d: d["ops"][1].update(collective="gather"),
+            "r.json: ops[1].collective: expected one of allreduce",
+        ),
+        (lambda d: d["ops"][0].update(ranks=8), "r.json: ops[0].ranks: 8, more than the document's 4"),
+    ],
+)
+def test_malformed_replay_documents_name_the_field(tmp_path, change, error):
+    doc = json.loads(
+        replay_doc([("allreduce", 4, 1 << 20, 0.01), ("allreduce", 4, 4 << 20, 0.03)], list("abcd"))
+    )
+    change(doc)
+    (tmp_path / "r.json").write_text(json.dumps(doc))
+    rc, stdout, stderr = run_clustersim("calibrate", "r.json", "-o", "c-", cwd=tmp_path)
+    assert rc != 0 and stdout == ""
+    (line,) = stderr.strip().splitlines()
+    assert line.startswith(f"clustersim: error: {error}"), line
+
+
+def test_times_beyond_floating_point_are_refused():
+    """Found by fuzzing the replay reader: times of 1e308 s made the slope infinite."""
+    from clustersim.errors import InputError
+
+    with pytest.raises(InputError, match=r"^r.json: fit: the times are too large to fit"):
+        fit([1.0, 1.5], [1e-300, 1.7e308], "r.json")

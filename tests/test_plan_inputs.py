@@ -149,12 +149,14 @@ mygpu:
   hbm_tbps: 3.0
   nvlink_busbw: 300
   nic_busbw: 48.5
-  matmul_efficiency: [[0, 0.6]]
-  memory_efficiency: [[0, 0.8]]
+  sms: 100
+  gemm_efficiency: 0.7
+  hbm_efficiency: 0.8
+  attention_efficiency: 0.5
 """
 
 
-@pytest.mark.parametrize("field", ["hbm_tbps", "matmul_efficiency", "nic_busbw"])
+@pytest.mark.parametrize("field", ["hbm_tbps", "gemm_efficiency", "nic_busbw"])
 def test_a_custom_accelerator_missing_a_field_names_file_line_and_field(run_cli, tmp_path, field):
     path = tmp_path / "gpus.yaml"
     path.write_text(
@@ -171,10 +173,10 @@ def test_an_accelerator_mapping_missing_a_field_is_an_input_error():
     from clustersim.training import layer_times
 
     acc = {"name": "mygpu", "matmul_tflops": 500, "vector_tflops": 30, "hbm_gb": 96, "hbm_tbps": 3.0}
-    acc |= {"nvlink_busbw": 300, "nic_busbw": 48.5, "matmul_efficiency": [[0, 0.6]]}
+    acc |= {"nvlink_busbw": 300, "nic_busbw": 48.5, "sms": 100, "gemm_efficiency": 0.7, "hbm_efficiency": 0.8}
     with pytest.raises(clustersim.InputError) as e:
         layer_times("llama3-8b", accelerator=acc, gpus=8, tp=8, gbs=8)
-    assert str(e.value) == "accelerator: memory_efficiency: missing in accelerator 'mygpu'"
+    assert str(e.value) == "accelerator: attention_efficiency: missing in accelerator 'mygpu'"
 
 
 def test_memory_reports_the_headroom_of_a_real_run(run_cli):

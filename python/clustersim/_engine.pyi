@@ -72,6 +72,38 @@ class Platform:
         """(device node, scale-up domain, rail) of every rank."""
     @property
     def accelerator_types(self) -> list[str]: ...
+    @staticmethod
+    def parse_graph(
+        path: str, text: str, catalog: Sequence[tuple[str, dict[str, float], float, float | None]]
+    ) -> Platform:
+        """A platform graph document (node-link JSON, HCSim's Table 2 attributes); `catalog` as
+        (name, FLOP/s by data type, HBM bytes, HBM bytes/s)."""
+    @staticmethod
+    def hcsim(
+        source: str,
+        coherent: bool,
+        mix: Sequence[tuple[str, int]],
+        catalog: Sequence[tuple[str, dict[str, float], float, float | None]],
+        xpus_per_server: int = 8,
+        servers_per_tor: int = 16,
+        cpus_per_server: int = 2,
+        nics_per_server: int = 2,
+        pcie_uplinks: int = 4,
+        links: dict[str, tuple[float, float]] = ...,
+        cxl_uplink: float | None = None,
+        dram_bytes: float = ...,
+        cxl_memory_bytes: float = ...,
+    ) -> Platform:
+        """HCSim's Fig. 6a system, or Fig. 6b when `coherent`; links by class as (GB/s, ns)."""
+    def to_graph_json(self, name: str) -> str:
+        """The platform as a graph document that `parse_graph` reads back."""
+    def to_simgrid(self, routing: str = "full", dtype: str = "fp32", seed: int = 0) -> str:
+        """SimGrid platform XML; routing full, floyd or dijkstra."""
+    def route(self, src: int, dst: int, flow: int = 0, seed: int = 0) -> list[int]:
+        """Nodes of the path our router gives flow `flow` from `src` to `dst`."""
+    @property
+    def node_specs(self) -> list[tuple[str, float, str, str]]:
+        """Per node: (XPU type or "", memory bytes or 0, "hbm"/"dram"/"cxl" or "", tier or "")."""
 
 def parse_rate(text: str) -> float | None:
     """An ns-3 DataRate string in GB/s (bytes/ns); None if it is not one."""
@@ -128,11 +160,19 @@ def run_training(input: str, *, progress: Progress = None, platform: Platform | 
 def layer_seconds(input: str) -> tuple[float, float]:
     """Forward and backward seconds of one dense layer for one micro-batch."""
 
+def iteration_kernels(input: str) -> list[tuple[str, str, str, float, int]]:
+    """The distinct kernels of one iteration (`input` as for run_training): class, shape, dtype,
+    the model's ns, and how many of the iteration's op lists hold the kernel."""
+
+def is_kernel_class(name: str) -> bool:
+    """Whether `name` is a kernel class of a kernel table (gemm, flash_attention, norm_bwd, ...)."""
+
 def enumerate_plans(input: str, space: str, *, gbs: int, at_most: bool, memory_gb: float) -> Columns:
     """Every valid plan of `space` (JSON: per axis a list of values, or null for all) for the model
     and cluster of `input` (run_training's document), global batch `gbs` exactly or, with
     `at_most`, the largest multiple of DP not above it: plan columns, dp, micro_batches, memory
-    (memory_gb, params_gb, grads_and_optimizer_gb, activations_gb) and `fits` (≤ memory_gb)."""
+    (memory_gb, params_gb, grads_and_optimizer_gb, activations_gb) and `fits` (≤ memory_gb); and
+    `visited`, the number of combinations of the axes' values tried, valid or not."""
 
 def simulate_plans(input: str, plans: Columns) -> Columns:
     """Plans given as columns (tp, pp, vpp, ep, cp, mbs, gbs, sp, optimizer, recompute) on the
@@ -174,6 +214,12 @@ def collective_sweep(
     qps: int = 0,
     routing: str = "ecmp",
     p2p_pxn: bool = True,
+    reduction_servers: str | None = None,
+    reduce_gbps: float | None = None,
+    chunk_bytes: float | None = None,
+    nsplit: int = 0,
+    nreq: int = 2,
+    switch_reduce_gbps: float | None = None,
 ) -> list[tuple[float, str, str]]:
     """(time ns, algorithm, protocol) of `collective` for each size, each on an idle network."""
 

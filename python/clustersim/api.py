@@ -26,6 +26,7 @@ from clustersim.table import Table
 
 if TYPE_CHECKING:
     from clustersim.platform import Platform
+    from clustersim.reduction_server import ReductionServers
     from clustersim.topology import Topology
 
 __all__ = [
@@ -55,6 +56,7 @@ def run(
     routing: str = "ecmp",
     routes: str | os.PathLike[str] | None = None,
     ecmp_seeds: int = 1,
+    calibration: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
     **options: Any,
 ) -> AnalyticalResult:
@@ -63,10 +65,12 @@ def run(
     `NAME[:GPUS]`, the engine's Platform or a Topology view of one). `options` are `simulate`'s
     (gpus, gpus_per_server, …). With
     `ecmp_seeds` N > 1 the run is repeated for seeds `seed` … `seed` + N − 1: the result is the
-    first seed's, and its `ecmp_seeds` holds every seed's summary with mean, min and max."""
+    first seed's, and its `ecmp_seeds` holds every seed's summary with mean, min and max.
+    `calibration` (a file `clustersim calibrate` wrote) rescales the fabric's link classes."""
     from clustersim.fabric import ecmp_seeds as seed_range
     from clustersim.fabric import qps_option, seed_stats
 
+    topology = _calibrated(topology, calibration)
     seeds = seed_range(seed, ecmp_seeds)
     flow = dict(topology=topology, algorithm=algo, channels=channels, routes=routes, routing=routing)
     flow["qps"] = qps_option(qps)
@@ -80,6 +84,19 @@ def run(
         columns = [k for k in result.summary if k.endswith("_us")]
         result = result._replace(ecmp_seeds=seed_stats(rows, columns))
     return result
+
+
+def _calibrated(
+    topology: str | os.PathLike[str] | Topology | Platform | None, calibration: str | os.PathLike[str] | None
+) -> Any:
+    """The fabric with the calibration file's link classes applied (clustersim.calibrate.file)."""
+    if calibration is None:
+        return topology
+    from clustersim.calibrate.file import calibrated, read_calibration
+
+    if topology is None:
+        raise InputError(f"--calibration {calibration}: rescales a fabric's links; give the fabric (-n)")
+    return calibrated(topology, read_calibration(calibration))
 
 
 def _part(progress: Progress, k: int, n: int) -> Progress:
@@ -179,6 +196,7 @@ def train(
     experts: int | None = None,
     topk: int | None = None,
     family: str | None = None,
+    kernels: str | os.PathLike[str] | None = None,
     allow_oom: bool = False,
     topology: str | os.PathLike[str] | Topology | Platform | None = None,
     algo: str = "auto",
@@ -187,6 +205,7 @@ def train(
     qps: int | None = None,
     routing: str = "ecmp",
     routes: str | os.PathLike[str] | None = None,
+    calibration: str | os.PathLike[str] | None = None,
     trace: bool = False,
     progress: Progress | None = None,
 ) -> TrainResult:
@@ -201,6 +220,7 @@ def train(
         model, **{k: v for k, v in locals().items() if k in PLAN_OPTIONS and k != "model"}
     )
     flow = {}
+    topology = _calibrated(topology, calibration)
     if topology is not None:
         from clustersim.fabric import qps_option
 
@@ -224,7 +244,7 @@ PLAN_OPTIONS = (
     "model gpus gbs gpu accelerators tp pp ep cp vpp mbs seq sp first_stage_layers last_stage_layers"
     " dist_opt zero recompute no_flash_attn overlap_grad_reduce overlap_param_gather tp_comm_overlap"
     " overlap_p2p_comm ddp_bucket_size gpus_per_server nics_per_server nic_busbw layers hidden"
-    " heads kv_heads ffn vocab experts topk family"
+    " heads kv_heads ffn vocab experts topk family kernels"
 ).split()
 
 
@@ -237,7 +257,7 @@ def plan_options(
     from clustersim.catalog import lookup
     from clustersim.models import from_flags, resolve
 
-    o = SimpleNamespace(**({"family": None} | options))
+    o = SimpleNamespace(**({"family": None, "kernels": None} | options))
 
     if o.dist_opt and o.zero:
         raise InputError("command line: --dist-opt: cannot be combined with --zero")
@@ -259,6 +279,10 @@ def plan_options(
         moe.update({k: v for k, v in (("experts", o.experts), ("topk", o.topk)) if v})
         spec["moe"] = moe
     acc = lookup("accelerators", o.gpu, None if o.accelerators is None else os.fspath(o.accelerators))
+    if o.kernels is not None:
+        from clustersim.kernels.table import read_table
+
+        acc["measured_kernels"] = read_table(o.kernels)
     plan = dict(
         gpus=o.gpus,
         accelerator=acc,
@@ -319,13 +343,20 @@ def collective(
     routing: str = "ecmp",
     ecmp_seeds: int = 1,
     env: Mapping[str, str] | None = None,
+    calibration: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
+    reduction: ReductionServers | None = None,
+    switch_reduce_gbps: float | None = None,
 ) -> CollectiveResult:
     """nccl-tests on the flow model (`clustersim collective`): `op` (allreduce, allgather,
     reducescatter, alltoall, broadcast, reduce) over the first `gpus` GPUs (default all) of
     `topology`, for sizes `minbytes`, ·`stepfactor`, … up to `maxbytes` (bytes, or text with a
     K/M/G suffix as nccl-tests takes them), each on an idle network. `env` (default the process
-    environment) supplies NCCL_ALGO, NCCL_PROTO, NCCL_IB_QPS_PER_CONNECTION and SimAI's AS_*."""
+    environment) supplies NCCL_ALGO, NCCL_PROTO, NCCL_IB_QPS_PER_CONNECTION and SimAI's AS_*.
+    `reduction` runs all-reduce on reduction servers (`clustersim.reduction_server`);
+    `switch_reduce_gbps` is a switch's reduction throughput for collnet_direct / collnet_chain.
+    `calibration` (a file `clustersim calibrate` wrote) rescales the fabric's link classes, and
+    each row's time t becomes a_c + t / e_c where the file fits `op` itself."""
     from clustersim.fabric import ecmp_seeds as seed_range
     from clustersim.fabric import gpu_count, load_topology
     from clustersim.sweep import OPS, seed_table, sizes, sweep
@@ -337,10 +368,14 @@ def collective(
         raise InputError(f"--channels: must be 0 (auto) or more, got {channels!r}")
     todo = sizes(_bytes(minbytes), _bytes(maxbytes), stepfactor)
     seeds = seed_range(seed, ecmp_seeds)
-    topo = load_topology(topology)
+    topo = load_topology(_calibrated(topology, calibration))
     options = dict(
         algorithm=algo, protocol=proto, channels=channels, gpus=gpus, env=env, qps=qps, routing=routing
     )
+    if reduction is not None:
+        options["reduction"] = reduction
+    if switch_reduce_gbps is not None:
+        options["switch_reduce_gbps"] = switch_reduce_gbps
     tables = [
         sweep(
             topo,
@@ -352,6 +387,10 @@ def collective(
         )
         for k, s in enumerate(seeds)
     ]
+    if calibration is not None:
+        from clustersim.calibrate.file import calibrate_table, read_calibration
+
+        tables = [calibrate_table(read_calibration(calibration), name, t) for t in tables]
     table = tables[0] if len(seeds) == 1 else seed_table(seeds, tables)
     ranks = gpus if gpus is not None else gpu_count(topo)
     return CollectiveResult(name, ranks, {c: table[c] for c in table.columns})

@@ -42,6 +42,8 @@ class SearchResult(NamedTuple):
     model: str
     accelerator: str
     gpus: int
+    #: Combinations of the axes' values tried, valid or not (what Calculon counts as candidates).
+    visited: int
     #: Valid plans enumerated (train's rules), before the memory filter.
     candidates: int
     #: Of those, the plans that fit in `memory_gb` per GPU (all simulated).
@@ -97,6 +99,7 @@ class SearchResult(NamedTuple):
             "model": self.model,
             "accelerator": self.accelerator,
             "gpus": self.gpus,
+            "visited": self.visited,
             "candidates": self.candidates,
             "feasible": self.feasible,
             "memory_gb": self.memory_gb,
@@ -184,8 +187,6 @@ def search(
     analytical backend and ranked by tokens/s. The global batch is `gbs` exactly, or with
     `max_gbs` the largest multiple of each plan's DP not above it (Calculon's rule). Other
     options are `train`'s. Raises InputError on bad input and when no plan fits."""
-    import inspect
-
     from clustersim import _engine
     from clustersim.api import PLAN_OPTIONS, plan_options, train
     from clustersim.training import input_document
@@ -203,8 +204,7 @@ def search(
 
     # The cluster and model as train takes them; the plan's own options at train's defaults (they
     # are defined once, in train), which the enumeration replaces.
-    options = {k: p.default for k, p in inspect.signature(train).parameters.items() if k in PLAN_OPTIONS}
-    del options["model"]
+    options = {k: v for k, v in (train.__kwdefaults__ or {}).items() if k in PLAN_OPTIONS}
     options.update(
         gpus=gpus, gbs=batch, gpu=gpu, accelerators=accelerators, seq=seq, no_flash_attn=no_flash_attn
     )
@@ -218,6 +218,7 @@ def search(
         raise InputError(f"search: memory_gb: must be a positive number of GB, got {memory_gb!r}")
 
     found = _engine.enumerate_plans(doc, json.dumps(space), gbs=batch, at_most=gbs is None, memory_gb=limit)
+    visited = found.pop("visited")
     rule = "GBS" if gbs is not None else "GBS at most"
     what = f"{spec.get('name', 'model')} on {gpus} × {acc['name']} with {rule} {batch}"
     if not found["fits"]:
@@ -246,6 +247,7 @@ def search(
         model=str(spec.get("name", "model")),
         accelerator=str(acc["name"]),
         gpus=gpus,
+        visited=visited,
         candidates=len(found["fits"]),
         feasible=len(keep),
         memory_gb=limit,

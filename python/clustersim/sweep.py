@@ -19,6 +19,7 @@ from clustersim.table import Table
 
 if TYPE_CHECKING:
     from clustersim.platform import Platform
+    from clustersim.reduction_server import ReductionServers
     from clustersim.topology import Topology
 
 OPS = ("allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce")
@@ -33,6 +34,11 @@ def busbw_factor(op: str, n: int) -> float:
     if op in ("allgather", "reducescatter", "alltoall"):
         return (n - 1) / n
     return 1.0
+
+
+def in_network_factor(n: int) -> float:
+    """nccl-tests' busbw / algbw for an all-reduce reduced in the network on n ranks."""
+    return (n - 1) / (n + 1)
 
 
 def parse_size(text: str) -> int:
@@ -71,6 +77,8 @@ def sweep(
     qps: int | None = None,
     routing: str = "ecmp",
     progress: Callable[[float], None] | None = None,
+    reduction: ReductionServers | None = None,
+    switch_reduce_gbps: float | None = None,
 ) -> Table:
     """Run `op` once per S in `sizes_bytes` on the flow model; nccl-tests' columns as a Table.
     `topology` is the engine's Platform (passed to it as it is), a Topology view, a SimAI or
@@ -78,7 +86,10 @@ def sweep(
     supplies NCCL_ALGO / NCCL_PROTO (where `algorithm` / `protocol` are "auto"), SimAI's AS_*
     switches and NCCL_IB_QPS_PER_CONNECTION (`qps`, queue pairs per connection, each its own ECMP
     hash, overrides it); `routing` is "ecmp" (per-flow hashing) or "spray" (per-packet spraying).
-    `progress(fraction)` is called after each size (each size runs on its own idle network)."""
+    `progress(fraction)` is called after each size (each size runs on its own idle network).
+    `reduction` runs all-reduce on reduction servers of the platform (`clustersim.reduction_server`);
+    `switch_reduce_gbps` is a switch's reduction throughput for collnet_direct / collnet_chain, whose
+    busbw takes nccl-tests' in-network factor (n−1)/(n+1) (doc/PERFORMANCE.md)."""
     if op not in OPS:
         raise InputError(f"unknown collective '{op}' (valid: {', '.join(OPS)})")
     topo = load_topology(topology)
@@ -89,6 +100,10 @@ def sweep(
     if protocol != "auto":
         switches["protocol"] = protocol
     switches |= {"qps": qps_option(qps, env), "routing": routing}
+    if reduction is not None:
+        switches |= reduction.engine_options()
+    if switch_reduce_gbps is not None:
+        switches["switch_reduce_gbps"] = switch_reduce_gbps
     runs = []
     for i, size in enumerate(sizes_bytes):
         runs += _engine.collective_sweep(
@@ -108,7 +123,10 @@ def sweep(
             "redop": ["sum" if reduces else "none"] * len(runs),
             "time_us": time_us,
             "algbw_GBps": algbw,
-            "busbw_GBps": [b * factor for b in algbw],
+            "busbw_GBps": [
+                b * (in_network_factor(n) if a.startswith("collnet") else factor)
+                for b, (_, a, _) in zip(algbw, runs, strict=True)
+            ],
             "algorithm": [a for _, a, _ in runs],
             "protocol": [p for _, _, p in runs],
         }

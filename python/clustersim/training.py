@@ -134,9 +134,13 @@ def input_document(
                 "vector_tflops",
                 "hbm_gb",
                 "hbm_tbps",
-                "matmul_efficiency",
-                "memory_efficiency",
+                "sms",
+                "gemm_tile",
+                "gemm_efficiency",
+                "hbm_efficiency",
+                "attention_efficiency",
                 "kernel_overhead_ns",
+                "measured_kernels",
             )
             if k in acc
         },

@@ -60,7 +60,7 @@ fn a_megatron_plan_round_trips() {
     .unwrap();
     let acc: Accelerator = serde_json::from_str(
         r#"{"name": "a", "matmul_tflops": 300, "vector_tflops": 20, "hbm_gb": 80, "hbm_tbps": 2,
-            "matmul_efficiency": [[0, 0.7]], "memory_efficiency": [[0, 0.8]]}"#,
+            "sms": 100, "gemm_efficiency": 0.7, "hbm_efficiency": 0.8, "attention_efficiency": 0.5}"#,
     )
     .unwrap();
     let w = generate(&model, &plan, &acc, true).unwrap().workload;

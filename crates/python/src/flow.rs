@@ -2,6 +2,8 @@
 //! (conversion only).
 
 use clustersim_engine::collective::choose::Options;
+use clustersim_engine::collective::on_platform::{self, PlatformOptions};
+use clustersim_engine::collective::reduction_server::Split;
 use clustersim_engine::flow::sweep::{self, SweepOptions};
 use clustersim_engine::flow::{completion_times, FlowSpec};
 use clustersim_engine::platform::Routing;
@@ -35,16 +37,22 @@ pub fn flow_completion_times(
 
 /// nccl-tests on the flow model: time (ns) and algorithm of `collective` for each S in `sizes`
 /// over the first `ranks` GPUs (all by default) of the fabric (a Platform or SimAI file text), each
-/// size on an idle network. `algorithm` is "auto" (NCCL's tuner) or an algorithm name;
+/// size on an idle network. `algorithm` is "auto" (NCCL's tuner), "auto+extra" (with the
+/// algorithms beyond NCCL's) or an algorithm name;
 /// `channels` 0 means the first server's NIC count (at least 2). `send_lat_us`, `nvls`, `pxn`,
 /// `nvlstree` are SimAI's AS_SEND_LAT, AS_NVLS_ENABLE, AS_PXN_ENABLE, AS_NVLSTREE_ENABLE;
 /// `qps` is NCCL_IB_QPS_PER_CONNECTION (0 = 1); `routing` "ecmp" or "spray"; `p2p_pxn`
 /// NCCL_P2P_PXN_LEVEL = 2 (NCCL's default: all-to-all between servers through PXN).
+/// `reduction_servers` ("all", a count or cpu node names) runs all-reduce on those reduction
+/// servers, reducing `reduce_gbps` each (None: as fast as their NICs), Optcast's `chunk_bytes`,
+/// `nsplit` (0: one shard per server) and `nreq` requests in flight; `switch_reduce_gbps` is a
+/// reducing switch's throughput for `collnet_direct` / `collnet_chain`.
 #[pyfunction]
 #[pyo3(signature = (
     topology, collective, sizes, algorithm = "auto", channels = 0, ranks = None, seed = 0,
     send_lat_us = None, nvls = false, pxn = false, nvlstree = false, protocol = "auto", qps = 0,
-    routing = "ecmp", p2p_pxn = true
+    routing = "ecmp", p2p_pxn = true, reduction_servers = None, reduce_gbps = None, chunk_bytes = None,
+    nsplit = 0, nreq = 2, switch_reduce_gbps = None
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn collective_sweep(
@@ -64,20 +72,30 @@ pub fn collective_sweep(
     qps: u32,
     routing: &str,
     p2p_pxn: bool,
+    reduction_servers: Option<&str>,
+    reduce_gbps: Option<f64>,
+    chunk_bytes: Option<f64>,
+    nsplit: u32,
+    nreq: u32,
+    switch_reduce_gbps: Option<f64>,
 ) -> PyResult<Vec<(f64, String, String)>> {
-    let topo = topology.platform().map_err(engine_err)?;
+    let mut topo = topology.platform().map_err(engine_err)?;
     py.detach(|| {
         let c = sweep::parse_collective(collective)?;
+        let split = Split { chunk_bytes: chunk_bytes.unwrap_or(Split::default().chunk_bytes), nsplit, nreq };
+        let servers = reduction_servers.map(str::to_string);
+        let platform = PlatformOptions { servers, reduce_gbps, split, switch_reduce_gbps };
+        let (algorithm, extra) = on_platform::algorithm_option(&mut topo, algorithm, &platform)?;
         let choose = Options {
             send_lat_us,
             nvls_enable: nvls,
             pxn_enable: pxn,
             nvlstree_enable: nvlstree,
-            algorithm: sweep::algorithm_option(algorithm)?,
+            algorithm,
             protocol: sweep::protocol_option(protocol)?,
             p2p_pxn,
+            extra,
         };
-        let mut topo = topo;
         topo.routing = Routing::parse(routing)?;
         let opts = SweepOptions { choose, channels, ranks, seed, qps };
         let points = sweep::sweep(topo, c, &sizes, &opts)?;

@@ -13,7 +13,9 @@ use clustersim_engine::simai::file::WorkloadFile;
 use clustersim_engine::simai::report::{Report, LAYER_COLUMNS, SUMMARY_COLUMNS};
 use clustersim_engine::simai::run::{run_analytical as engine_run, RunConfig};
 use clustersim_engine::trace::chrome_trace;
+use clustersim_engine::training::costs::iteration_kernels as engine_iteration_kernels;
 use clustersim_engine::training::hardware::Accelerator;
+use clustersim_engine::training::kernels::is_class;
 use clustersim_engine::training::model::Model;
 use clustersim_engine::training::simai_rows::{simai_workload, Flavor};
 use clustersim_engine::training::{
@@ -221,6 +223,35 @@ fn layer_seconds(input: &str) -> PyResult<(f64, f64)> {
     engine_layer_seconds(&input).map_err(engine_err)
 }
 
+/// One kernel of a kernel table: class, shape, dtype, the model's ns, how many op lists hold it.
+type KernelRow = (String, String, String, f64, usize);
+
+/// The distinct kernels of one iteration (`input` as for run_training), the model's time
+/// without any table.
+#[pyfunction]
+fn iteration_kernels(input: &str) -> PyResult<Vec<KernelRow>> {
+    let mut input: TrainingInput =
+        serde_json::from_str(input).map_err(|e| EngineInputError::new_err(format!("training input: {e}")))?;
+    input.accelerator.check().map_err(engine_err)?;
+    input.accelerator.measured_kernels = Default::default();
+    let acc = &input.accelerator;
+    let kernels =
+        engine_iteration_kernels(&input.model, &input.plan, acc, input.flash_attention).map_err(engine_err)?;
+    Ok(kernels
+        .into_iter()
+        .map(|(k, n)| {
+            let (class, shape, dtype) = k.key();
+            (class, shape, dtype.to_string(), k.model_ns(acc), n)
+        })
+        .collect())
+}
+
+/// Whether `name` is a kernel class of a kernel table.
+#[pyfunction]
+fn is_kernel_class(name: &str) -> bool {
+    is_class(name)
+}
+
 /// A training iteration as SimAI workload file text (`input` as for run_training): Megatron's
 /// collectives, or AICB's rows with `aicb_compat`.
 #[pyfunction]
@@ -317,6 +348,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rewrite_workload, m)?)?;
     m.add_function(wrap_pyfunction!(run_training, m)?)?;
     m.add_function(wrap_pyfunction!(layer_seconds, m)?)?;
+    m.add_function(wrap_pyfunction!(iteration_kernels, m)?)?;
+    m.add_function(wrap_pyfunction!(is_kernel_class, m)?)?;
     m.add_function(wrap_pyfunction!(generate_workload, m)?)?;
     m.add_function(wrap_pyfunction!(inspect_workload, m)?)?;
     m.add_function(wrap_pyfunction!(check_description, m)?)?;

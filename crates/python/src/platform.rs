@@ -1,10 +1,38 @@
 //! The platform as Python sees it: a handle on the engine's [`Platform`] with bulk array views,
 //! never a second model.
 
+use std::collections::HashMap;
+
+use clustersim_engine::platform::hcsim::{Figure, HcsimParams, LinkFigures};
+use clustersim_engine::platform::simgrid::SimgridRouting;
+use clustersim_engine::platform::xpu::{Catalog, Dtype, XpuSpec};
 use clustersim_engine::platform::{simai, Link, NodeKind, Platform};
 use pyo3::prelude::*;
 
 use crate::engine_err;
+
+/// Catalog entries as Python gives them: (name, FLOP/s by dtype name, HBM bytes, HBM bytes/s).
+type CatalogEntry = (String, HashMap<String, f64>, f64, Option<f64>);
+
+fn catalog(entries: Vec<CatalogEntry>) -> PyResult<Catalog> {
+    let mut out = Vec::with_capacity(entries.len());
+    for (name, flops, memory_bytes, bandwidth) in entries {
+        let mut spec = XpuSpec { memory_bytes, memory_bandwidth: bandwidth.map(|b| b / 1e9), ..XpuSpec::default() };
+        for (d, f) in flops {
+            let dtype = Dtype::parse(&d).ok_or_else(|| {
+                engine_err(clustersim_engine::Error::field(
+                    "accelerator catalog",
+                    &name,
+                    format!("unknown data type '{d}'"),
+                ))
+            })?;
+            spec.set_flops(dtype, f);
+        }
+        spec.check("accelerator catalog", &name).map_err(engine_err)?;
+        out.push((name, spec));
+    }
+    Ok(Catalog { entries: out })
+}
 
 /// Full-duplex links as arrays: src, dst, bandwidth (GB/s), latency (ns), error rate.
 type DuplexLinks = (Vec<u32>, Vec<u32>, Vec<f64>, Vec<f64>, Vec<f64>);
@@ -75,6 +103,123 @@ impl PyPlatform {
         py.detach(|| Platform::from_parts(source, kinds, links, gpus_per_server, gpu_type))
             .map(|inner| PyPlatform { inner })
             .map_err(engine_err)
+    }
+
+    /// A platform graph document (NetworkX node-link JSON with HCSim's attribute names; see the
+    /// engine's `platform::graph`); `catalog` as (name, FLOP/s by dtype, HBM bytes, HBM B/s).
+    #[staticmethod]
+    fn parse_graph(py: Python<'_>, path: &str, text: &str, catalog: Vec<CatalogEntry>) -> PyResult<PyPlatform> {
+        let catalog = self::catalog(catalog)?;
+        py.detach(|| Platform::parse_graph_json(path, text, &catalog))
+            .map(|inner| PyPlatform { inner })
+            .map_err(engine_err)
+    }
+
+    /// One of HCSim's systems (Fig. 6a, or 6b when `coherent`): XPU types and counts in rank
+    /// order (`mix`), link classes overridden by name with (GB/s, ns), rates in GB/s, capacities
+    /// in bytes (inf: unbounded).
+    #[staticmethod]
+    #[pyo3(signature = (source, coherent, mix, catalog, xpus_per_server = 8, servers_per_tor = 16,
+        cpus_per_server = 2, nics_per_server = 2, pcie_uplinks = 4, links = HashMap::new(), cxl_uplink = None,
+        dram_bytes = f64::INFINITY, cxl_memory_bytes = f64::INFINITY))]
+    #[allow(clippy::too_many_arguments)]
+    fn hcsim(
+        py: Python<'_>,
+        source: &str,
+        coherent: bool,
+        mix: Vec<(String, u32)>,
+        catalog: Vec<CatalogEntry>,
+        xpus_per_server: u32,
+        servers_per_tor: u32,
+        cpus_per_server: u32,
+        nics_per_server: u32,
+        pcie_uplinks: u32,
+        links: HashMap<String, (f64, f64)>,
+        cxl_uplink: Option<f64>,
+        dram_bytes: f64,
+        cxl_memory_bytes: f64,
+    ) -> PyResult<PyPlatform> {
+        let catalog = self::catalog(catalog)?;
+        let mut figures = LinkFigures::TABLE5;
+        for (name, (bandwidth, latency_ns)) in links {
+            let names: Vec<&str> = LinkFigures::TABLE5.all().iter().map(|x| x.0).collect();
+            let slot = figures.get_mut(&name).ok_or_else(|| {
+                engine_err(clustersim_engine::Error::field(
+                    source,
+                    "link",
+                    format!("unknown link class '{name}' (valid: {})", names.join(", ")),
+                ))
+            })?;
+            *slot = Figure { bandwidth, latency_ns };
+        }
+        let params = HcsimParams {
+            coherent,
+            mix,
+            xpus_per_server,
+            servers_per_tor,
+            cpus_per_server,
+            nics_per_server,
+            pcie_uplinks,
+            links: figures,
+            cxl_uplink,
+            dram_bytes,
+            cxl_memory_bytes,
+        };
+        py.detach(|| Platform::hcsim(source, &params, &catalog)).map(|inner| PyPlatform { inner }).map_err(engine_err)
+    }
+
+    /// The platform as a graph document (JSON text) that `parse_graph` reads back.
+    fn to_graph_json(&self, py: Python<'_>, name: &str) -> String {
+        py.detach(|| self.inner.to_graph_json(name))
+    }
+
+    /// The SimGrid platform XML; `routing` full, floyd or dijkstra; `dtype` the XPU speed's data type.
+    #[pyo3(signature = (routing = "full", dtype = "fp32", seed = 0))]
+    fn to_simgrid(&self, py: Python<'_>, routing: &str, dtype: &str, seed: u64) -> PyResult<String> {
+        let bad = |f: &str, m: String| engine_err(clustersim_engine::Error::field("command line", f, m));
+        let routing = SimgridRouting::parse(routing)
+            .ok_or_else(|| bad("--simgrid-routing", format!("'{routing}' is not full, floyd or dijkstra")))?;
+        let dtype = Dtype::parse(dtype).ok_or_else(|| {
+            let names: Vec<&str> = Dtype::ALL.iter().map(|d| d.name()).collect();
+            bad("--dtype", format!("'{dtype}' is not a data type ({})", names.join(", ")))
+        })?;
+        py.detach(|| self.inner.to_simgrid(routing, dtype, seed)).map_err(engine_err)
+    }
+
+    /// Per node: (accelerator type or "", HBM or memory device capacity in bytes or 0, memory
+    /// kind "hbm"/"dram"/"cxl" or "", switch tier or "").
+    #[getter]
+    fn node_specs(&self) -> Vec<(String, f64, &'static str, &'static str)> {
+        use clustersim_engine::platform::{MemoryKind, Tier};
+        (0..self.inner.node_count())
+            .map(|v| {
+                let a = self.inner.attrs.get(v as usize).cloned().unwrap_or_default();
+                let gpu = self.inner.kinds[v as usize] == NodeKind::Gpu;
+                let ty = if gpu { self.inner.accelerator_type(v).to_string() } else { String::new() };
+                let (bytes, kind) = match (&a.xpu, a.memory) {
+                    (Some(x), _) => (x.memory_bytes, "hbm"),
+                    (_, Some(m)) => (m.capacity_bytes, if m.kind == MemoryKind::Cxl { "cxl" } else { "dram" }),
+                    _ => (0.0, ""),
+                };
+                let tier = match a.tier {
+                    Some(Tier::Tor) => "tor",
+                    Some(Tier::Spine) => "spine",
+                    Some(Tier::Core) => "core",
+                    None => "",
+                };
+                (ty, bytes, kind, tier)
+            })
+            .collect()
+    }
+
+    /// The nodes of the path our router gives flow `flow` from node `src` to node `dst` (seeded
+    /// per-flow ECMP; the SimGrid export writes flow 0's).
+    #[pyo3(signature = (src, dst, flow = 0, seed = 0))]
+    fn route(&self, src: u32, dst: u32, flow: u64, seed: u64) -> PyResult<Vec<u32>> {
+        let mut router = clustersim_engine::platform::routing::Router::new(&self.inner, seed);
+        let mut links = Vec::new();
+        router.route(&self.inner, src, dst, flow, &mut links).map_err(engine_err)?;
+        Ok(std::iter::once(src).chain(links.iter().map(|&l| self.inner.links[l as usize].dst)).collect())
     }
 
     /// Ranks (GPUs that run one).

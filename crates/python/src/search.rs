@@ -3,7 +3,7 @@
 
 use clustersim_engine::training::batch::run_plans;
 use clustersim_engine::training::plan::Plan;
-use clustersim_engine::training::search::{enumerate, Batch, Candidate, Space};
+use clustersim_engine::training::search::{enumerate, Batch, Enumeration, Space};
 use clustersim_engine::training::TrainingInput;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -29,7 +29,7 @@ fn from_name<T: DeserializeOwned>(column: &str, s: &str) -> PyResult<T> {
 /// Every valid plan of `space` (JSON: per axis a list of values or null for all) for the model
 /// and cluster of `input` (run_training's document), global batch `gbs` exactly or, with
 /// `at_most`, the largest multiple of DP not above it; as columns, with memory per GPU and
-/// whether it fits in `memory_gb`.
+/// whether it fits in `memory_gb`; and `visited`, the combinations tried, valid or not.
 #[pyfunction]
 #[pyo3(signature = (input, space, *, gbs, at_most, memory_gb))]
 pub fn enumerate_plans<'py>(
@@ -44,10 +44,12 @@ pub fn enumerate_plans<'py>(
     let space: Space =
         serde_json::from_str(space).map_err(|e| EngineInputError::new_err(format!("search space: {e}")))?;
     let batch = if at_most { Batch::AtMost(gbs) } else { Batch::Exact(gbs) };
-    let found: Vec<Candidate> = py
+    let found: Enumeration = py
         .detach(|| enumerate(&base.model, &base.plan, batch, &space, base.flash_attention, memory_gb))
         .map_err(engine_err)?;
+    let (found, visited) = (found.candidates, found.visited);
     let out = PyDict::new(py);
+    out.set_item("visited", visited)?;
     let plans: Vec<&Plan> = found.iter().map(|c| &c.plan).collect();
     plan_columns(&out, &plans)?;
     out.set_item("dp", plans.iter().map(|p| p.dp_size()).collect::<Vec<_>>())?;

@@ -8,6 +8,7 @@ the smallest third, α = mean(t_i − β·x_i) (never below 0). 1/β is the achi
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 from clustersim.errors import InputError
@@ -37,11 +38,15 @@ def fit(x: list[float], t: list[float], what: str) -> AlphaBeta:
     mx = sum(xi for xi, _ in large) / len(large)
     mt = sum(ti for _, ti in large) / len(large)
     sxx = sum((xi - mx) ** 2 for xi, _ in large)
+    if not sxx > 0:  # sizes too close to tell apart in floating point
+        raise InputError(f"{what}: fit: the sizes are too close together to fit a bandwidth")
     beta = sum((xi - mx) * (ti - mt) for xi, ti in large) / sxx
     if not beta > 0:
         raise InputError(f"{what}: fit: the times do not grow with the size, so no bandwidth")
     small = points[:k]
     alpha = max(0.0, sum(ti - beta * xi for xi, ti in small) / len(small))
+    if not (beta < math.inf and alpha < math.inf):  # times near the float limit
+        raise InputError(f"{what}: fit: the times are too large to fit (beyond floating point)")
     return AlphaBeta(alpha, beta)
 
 

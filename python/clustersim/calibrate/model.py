@@ -9,7 +9,17 @@ bandwidths and the latency factor k = α_m / α_s its link latencies (from bwtes
 the flow model times a collective's latency with NCCL's per-call model, not the links').
 Where the model clamps a
 link (NCCL's achievable NVLink rate) one scaling does not land, so it is repeated on the
-recalibrated fabric until e and k are within 0.1 % of 1 (at most 8 rounds).
+recalibrated fabric until e and k are within 0.1 % of 1 (at most 8 rounds). Where a class has
+bwtest series, they alone set its e and k: the pattern loads every link at once, as the link
+class's rate is defined; collectives on it then get factors of their own.
+
+Per collective, on the recalibrated fabric: from the fits of its measured (α_m, β_m) and
+simulated (α_s, β_s) series, e_c = β_s / β_m and a_c = α_m − α_s / e_c, so that a_c + t_s / e_c
+has the measured α and β (the mean over the collective's series). What they hold: the
+collective's implementation (a ring's dependent steps, the MPI library's own overheads) reaching
+another share of the links than the class's pattern, and its latency per call beyond the links'.
+a_c is negative where the links' fitted latency, paid once per step of the algorithm, already
+gives the collective more latency than it measured.
 """
 
 from __future__ import annotations
@@ -106,7 +116,10 @@ def class_factors(
     series (1 without any, or where α_s = 0): a collective's latency on the flow model is NCCL's
     per-call model, which link latencies do not enter."""
     sums: dict[str, list[list[float]]] = {}
+    paced = {c for s, c in zip(series, classes, strict=True) if s.kind == "bwtest"}
     for s, c, m, times in zip(series, classes, measured, simulated, strict=True):
+        if c in paced and s.kind != "bwtest":
+            continue
         sim = fit(s.x, times, f"{s.source} (simulated)")
         sums.setdefault(c, [[], []])
         sums[c][0].append(sim.beta_s_per_byte / m.beta_s_per_byte)
@@ -124,6 +137,10 @@ class Calibration(NamedTuple):
     classes: list[str]
     before: list[list[float]]
     after: list[list[float]]
+    #: Per collective: (bandwidth efficiency e_c, call latency a_c in s) on the rescaled fabric.
+    collectives: dict[str, tuple[float, float]]
+    #: The series' times with the collectives' factors applied (bwtest series as `after`).
+    corrected: list[list[float]]
 
 
 def calibrate(series: list[Series], measured: list[AlphaBeta], topo: Topology, where: str) -> Calibration:
@@ -158,4 +175,24 @@ def calibrate(series: list[Series], measured: list[AlphaBeta], topo: Topology, w
     factors = {c: (e, k) for c, (e, k) in total.items()}
     current = scaled(topo, factors, where)
     platform = current.platform
-    return Calibration(current, factors, inert, classes, before, [simulate(s, platform) for s in series])
+    after = [simulate(s, platform) for s in series]
+    per_op = collective_factors(series, measured, after)
+    corrected = [
+        [per_op[s.kind][1] + t / per_op[s.kind][0] for t in times] if s.kind in per_op else times
+        for s, times in zip(series, after, strict=True)
+    ]
+    return Calibration(current, factors, inert, classes, before, after, per_op, corrected)
+
+
+def collective_factors(
+    series: list[Series], measured: list[AlphaBeta], simulated: list[list[float]]
+) -> dict[str, tuple[float, float]]:
+    """Per collective kind: the mean (e_c, a_c) over its series (module docs)."""
+    sums: dict[str, list[tuple[float, float]]] = {}
+    for s, m, times in zip(series, measured, simulated, strict=True):
+        if s.kind == "bwtest":
+            continue
+        sim = fit(s.x, times, f"{s.source} (simulated)")
+        e = sim.beta_s_per_byte / m.beta_s_per_byte
+        sums.setdefault(s.kind, []).append((e, m.alpha_s - sim.alpha_s / e))
+    return {k: (sum(e for e, _ in v) / len(v), sum(a for _, a in v) / len(v)) for k, v in sums.items()}

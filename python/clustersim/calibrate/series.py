@@ -3,8 +3,12 @@ range of sizes, with what loads the bottleneck per byte (x = load · S) and the 
 traffic crosses (scale-up: every rank on one host; scale-out: more than one host).
 
 Sources: nccl-tests logs (`nccl_log`; a size's time is the mean of its out-of-place and in-place
-times) and bwtest JSON documents (`clustersim bwtest -o`; documents of one pattern, host set and
-mode at different counts make one series, each count's time the step's mean iteration time).
+times), bwtest JSON documents (`clustersim bwtest -o`; documents of one pattern, host set and
+mode at different counts make one series, each count's time the step's mean iteration time) and
+replay JSON documents (`clustersim replay`'s replay.json; the ops of one collective on one group
+size and host set, over every document given, make one series, each size's time the mean of its
+ops' times). A replayed group smaller than the world ran on hosts the document does not name
+one by one: its series takes the world's link class and no host list.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any, NamedTuple
 from clustersim.analytical import read_text
 from clustersim.calibrate.nccl_log import NcclRun, read_nccl_log
 from clustersim.errors import InputError
+from clustersim.sweep import busbw_factor
 
 SCALE_UP, SCALE_OUT = "scale-up", "scale-out"
 
@@ -54,8 +59,6 @@ def from_nccl_log(path: str | os.PathLike[str]) -> list[Series]:
 
 
 def nccl_series(runs: list[NcclRun]) -> list[Series]:
-    from clustersim.sweep import busbw_factor
-
     out = []
     for run in runs:
         by_size: dict[int, list[float]] = defaultdict(list)
@@ -83,14 +86,11 @@ def read_bwtest_json(path: str | os.PathLike[str]) -> dict[str, Any]:
 def parse_bwtest_json(text: str, path: str) -> dict[str, Any]:
     from clustersim.bwtest.report import FORMAT
 
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(f"{path}:{e.lineno}: JSON: {e.msg}") from None
-    except (ValueError, RecursionError) as e:  # an integer of too many digits, nesting too deep
-        raise InputError(f"{path}: JSON: {str(e).splitlines()[0]}") from None
+    doc = _json(text, path)
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise InputError(f"{path}: format: expected a bwtest document ('{FORMAT}')")
+        raise InputError(
+            f"{path}: format: expected a bwtest document ('{FORMAT}'; a replay one is 'clustersim-replay/1')"
+        )
     if doc.get("mode") not in MODES:
         raise InputError(f"{path}: mode: expected one of {', '.join(MODES)}, got {_short(doc.get('mode'))}")
     for key in BWTEST_FIELDS:
@@ -111,6 +111,125 @@ def parse_bwtest_json(text: str, path: str) -> dict[str, Any]:
     ):
         raise InputError(f"{path}: hosts: expected one host name per rank")
     return doc
+
+
+REPLAY_OPS = ("allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce")
+
+
+def read_replay_json(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A replay document, its collectives' fields checked (errors name the file and field)."""
+    return parse_replay_json(read_text(path, "replay JSON"), os.fspath(path))
+
+
+def parse_replay_json(text: str, path: str) -> dict[str, Any]:
+    from clustersim.replay.report import FORMAT
+
+    doc = _json(text, path)
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise InputError(f"{path}: format: expected a replay document ('{FORMAT}')")
+    ranks = doc.get("ranks")
+    if not _whole(ranks):
+        raise InputError(f"{path}: ranks: expected a whole number from 1 to 2^62, got {_short(ranks)}")
+    hosts = doc.get("hosts")
+    if not isinstance(hosts, list) or len(hosts) != ranks or not all(isinstance(h, str) for h in hosts):
+        raise InputError(f"{path}: hosts: expected one host name per rank")
+    ops = doc.get("ops")
+    if not isinstance(ops, list):
+        raise InputError(f"{path}: ops: expected a list of the replayed ops, got {_short(ops)}")
+    for k, op in enumerate(ops):
+        where = f"{path}: ops[{k}]"
+        if not isinstance(op, dict):
+            raise InputError(f"{where}: expected an object, got {_short(op)}")
+        t = op.get("time_s")
+        if not _seconds(t) and not (t == 0 and "collective" not in op):
+            raise InputError(f"{where}.time_s: expected a positive number of seconds, got {_short(t)}")
+        if "collective" not in op:
+            continue  # a compute step
+        if op["collective"] not in REPLAY_OPS:
+            raise InputError(
+                f"{where}.collective: expected one of {', '.join(REPLAY_OPS)}, got {_short(op['collective'])}"
+            )
+        for key in ("ranks", "bytes"):
+            if not _whole(op.get(key)):
+                raise InputError(
+                    f"{where}.{key}: expected a whole number from 1 to 2^62, got {_short(op.get(key))}"
+                )
+        if op["ranks"] > ranks:
+            raise InputError(f"{where}.ranks: {op['ranks']}, more than the document's {ranks}")
+    return doc
+
+
+def from_replay(paths: list[str]) -> list[Series]:
+    return replay_series([(path, read_replay_json(path)) for path in paths])
+
+
+def replay_series(docs: list[tuple[str, dict[str, Any]]]) -> list[Series]:
+    """One series per collective, group size and host set, over the (path, document) pairs."""
+    runs: dict[tuple[Any, ...], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    sources: dict[tuple[Any, ...], list[str]] = defaultdict(list)
+    for path, doc in docs:
+        for op in doc["ops"]:
+            if "collective" in op:
+                hosts = tuple(doc["hosts"]) if op["ranks"] == doc["ranks"] else None
+                key = (op["collective"], op["ranks"], hosts, link_class(doc["hosts"]))
+                runs[key][op["bytes"]].append(op["time_s"])
+                if path not in sources[key]:
+                    sources[key].append(path)
+    out = []
+    for key, by_size in runs.items():
+        collective, ranks, hosts, cls = key
+        if ranks < 2:
+            continue  # a group of one moves nothing
+        sizes = sorted(by_size)
+        times = [sum(by_size[s]) / len(by_size[s]) for s in sizes]
+        first = sources[key][0]
+        source = first if len(sources[key]) == 1 else f"{first} (+{len(sources[key]) - 1})"
+        load = busbw_factor(collective, ranks)
+        out.append(
+            Series(
+                source,
+                collective,
+                ranks,
+                None,
+                cls,
+                sizes,
+                times,
+                load,
+                None if hosts is None else list(hosts),
+            )
+        )
+    return out
+
+
+def read_series(paths: list[str]) -> list[Series]:
+    """Every measurement file as series: *.json by its format (bwtest or replay), others as
+    nccl-tests logs."""
+    bwtest, replay, logs = [], [], []
+    for path in paths:
+        if not str(path).endswith(".json"):
+            logs.append(path)
+        elif '"clustersim-replay/' in read_text(path, "measurement JSON")[:4096]:
+            replay.append(path)
+        else:
+            bwtest.append(path)
+    return [s for f in logs for s in from_nccl_log(f)] + from_bwtest(bwtest) + from_replay(replay)
+
+
+def _json(text: str, path: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(f"{path}:{e.lineno}: JSON: {e.msg}") from None
+    except (ValueError, RecursionError) as e:  # an integer of too many digits, nesting too deep
+        raise InputError(f"{path}: JSON: {str(e).splitlines()[0]}") from None
+
+
+def _whole(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 2**62
+
+
+def _seconds(t: object) -> bool:
+    return isinstance(t, (int, float)) and not isinstance(t, bool) and 0 < t < float("inf")
 
 
 def _short(value: object) -> str:

@@ -17,6 +17,8 @@ from clustersim.cli import (
     calibrate,
     collective,
     compare,
+    kernels,
+    platform,
     replay,
     report,
     run,
@@ -37,6 +39,7 @@ COMMANDS = (
     search,
     workload,
     topo,
+    platform,
     collective,
     sweep,
     report,
@@ -44,6 +47,7 @@ COMMANDS = (
     bwtest,
     replay,
     calibrate,
+    kernels,
 )
 
 

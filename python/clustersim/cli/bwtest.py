@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from clustersim.cli.common import add_json, count, print_json, subcommand, whole
+from clustersim.cli.common import add_calibration, add_json, count, print_json, subcommand, whole
 
 HELP = "bisection bandwidth tester: measured over MPI, or simulated on a fabric"
 
@@ -44,6 +44,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         metavar="FABRIC",
         help="the platform: a SimAI topology file, a platform file or a template NAME[:GPUS]",
     )
+    add_calibration(p)
     p.add_argument("-np", "--ranks", type=count, help="with --simulate: ranks (default: all of -n)")
     p.add_argument(
         "--routing",
@@ -65,10 +66,16 @@ def main(args: argparse.Namespace) -> int:
     from clustersim.bwtest.simulate import platform_of, rank_devices, simulate
     from clustersim.errors import InputError
 
+    if args.calibration is not None and not args.simulate:
+        raise InputError("command line: --calibration: calibrates the simulation; give --simulate")
     if args.simulate:
         if args.topology is None:
             raise InputError("command line: --simulate: give the platform with -n/--topology")
         platform = platform_of(args.topology)
+        if args.calibration is not None:
+            from clustersim.calibrate.file import calibrated, read_calibration
+
+            platform = calibrated(args.topology, read_calibration(args.calibration))
         ranks = args.ranks or len(platform.placement[0])
         comm = None
     else:

@@ -1,4 +1,4 @@
-"""`clustersim calibrate`: fit the network model to nccl-tests logs and bwtest measurements."""
+"""`clustersim calibrate`: fit the network model to nccl-tests logs, bwtest and replay measurements."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 
 from clustersim.cli.common import add_json, print_json, subcommand
 
-HELP = "fit latency and bandwidth per link class to nccl-tests logs and bwtest JSON"
+HELP = "fit latency and bandwidth per link class to nccl-tests logs, bwtest and replay JSON"
 
 EPILOG = """\
 examples:
@@ -27,12 +27,16 @@ def add(sub: argparse._SubParsersAction) -> None:
         "per rank each way): β by least squares on the largest sizes, α on the smallest; print the measured "
         "and fitted times side by side. With -n, also simulate each series on that fabric, rescale its link "
         "classes (scale-up: NVLink; scale-out: NICs and switches) to the fits, and print the simulated times "
-        "before and after. Writes PREFIXcalibration.json, PREFIXbusbw.yaml (SimAI's format; clustersim "
-        "analytical -busbw) and, with -n, PREFIXtopology.txt (the recalibrated fabric, for -n of run, "
-        "collective, train).",
+        "before and after, and fit each measured collective's own bandwidth efficiency and latency per "
+        "call on the rescaled links. Writes PREFIXcalibration.json (the calibration file: --calibration of "
+        "run, collective, train, bwtest --simulate, replay --compare-topology), PREFIXbusbw.yaml "
+        "(SimAI's format; clustersim analytical -busbw) and, with -n, PREFIXtopology.txt (the "
+        "recalibrated fabric, for -n of run, collective, train).",
         epilog=EPILOG,
     )
-    p.add_argument("files", nargs="+", metavar="FILE", help="nccl-tests logs, bwtest JSON documents (*.json)")
+    p.add_argument(
+        "files", nargs="+", metavar="FILE", help="nccl-tests logs, bwtest and replay JSON documents (*.json)"
+    )
     p.add_argument(
         "-n",
         "--topology",
@@ -49,21 +53,30 @@ def main(args: argparse.Namespace) -> int:
     from clustersim.calibrate.fit import fit
     from clustersim.output import atomic_outputs, write_text
 
-    found = [s for f in args.files if not f.endswith(".json") for s in series.from_nccl_log(f)]
-    found += series.from_bwtest([f for f in args.files if f.endswith(".json")])
+    found = series.read_series(args.files)
     fits = [fit(s.x, s.times_s, s.source) for s in found]
     classes = [s.link_class for s in found]
     before = after = [None] * len(found)
     cal = None
     if args.topology is not None:
         cal = model.calibrate(found, fits, model.editable(args.topology), str(args.topology))
-        classes, before, after = cal.classes, cal.before, cal.after
+        classes, before, after = cal.classes, cal.before, cal.corrected
     docs = [report.series_doc(*row) for row in zip(found, fits, classes, before, after, strict=True)]
-    doc = {"format": report.FORMAT, "topology": args.topology, "series": docs, "classes": {}}
+    doc = {
+        "format": report.FORMAT,
+        "topology": args.topology,
+        "series": docs,
+        "classes": {},
+        "collectives": {},
+    }
     if cal is not None:
         doc["classes"] = {
             c: {"bandwidth_efficiency": e, "latency_factor": k, "inert": sorted(cal.inert[c])}
             for c, (e, k) in cal.factors.items()
+        }
+        doc["collectives"] = {
+            op: {"bandwidth_efficiency": e, "call_latency_us": a * 1e6}
+            for op, (e, a) in cal.collectives.items()
         }
     written = [f"{args.output}calibration.json"]
     busbw = report.busbw_yaml(docs, args.files)
@@ -84,5 +97,8 @@ def main(args: argparse.Namespace) -> int:
         inert = f" (the model does not respond to: {', '.join(f['inert'])}; left at 1)" if f["inert"] else ""
         e, k = f["bandwidth_efficiency"], f["latency_factor"]
         print(f"# {c} links: bandwidth × {e:.4f}, latency × {k:.4f}{inert}")
+    for op, f in doc["collectives"].items():
+        e, a = f["bandwidth_efficiency"], f["call_latency_us"]
+        print(f"# {op} on the rescaled links: {a:.2f} us + time / {e:.4f}")
     print("# wrote " + ", ".join(written))
     return 0

@@ -15,13 +15,16 @@ from clustersim.cli.common import (
     fabric_options,
     progress_for,
     subcommand,
+    whole,
 )
+from clustersim.errors import InputError
 from clustersim.table import Table
 
 EPILOG = """\
 examples:
   clustersim collective allreduce -b 16M -e 512M -f 2 -n Spectrum-X:32
-  clustersim collective alltoall -b 1M -e 4M -f 4 -n DCN+:64 --ecmp-seeds 3 --csv results/alltoall.csv"""
+  clustersim collective alltoall -b 1M -e 4M -f 4 -n DCN+:64 --ecmp-seeds 3 --csv results/alltoall.csv
+  clustersim collective allreduce -n examples/optcast_4x4.platform --reduction-servers all --cost 32,4,1"""
 
 
 HELP = "nccl-tests-style sweep of one collective on the flow model"
@@ -37,7 +40,9 @@ def add(sub: argparse._SubParsersAction) -> None:
         description="Time one collective over every GPU of a fabric (or the first -g) for each size, "
         "each on an idle network, and print nccl-tests' table. NCCL_ALGO and NCCL_PROTO are honoured "
         "as by NCCL, NCCL_P2P_PXN_LEVEL too (default 2: all-to-all between servers through PXN), "
-        "AS_SEND_LAT, AS_NVLS_ENABLE, AS_PXN_ENABLE and AS_NVLSTREE_ENABLE as in SimAI.",
+        "AS_SEND_LAT, AS_NVLS_ENABLE, AS_PXN_ENABLE and AS_NVLSTREE_ENABLE as in SimAI. In-network"
+        " reduction (--algo collnet_direct / collnet_chain, SHARP) reports busbw with nccl-tests'"
+        " in-network factor (n-1)/(n+1).",
         epilog=EPILOG,
     )
     p.add_argument("op", help=", ".join(OPS))
@@ -51,13 +56,72 @@ def add(sub: argparse._SubParsersAction) -> None:
     add_json(p, "the table")
     p.add_argument("--csv", metavar="FILE", help="also write the table to this CSV file")
     add_progress(p)
+    add_reduction_servers(p)
     p.set_defaults(func=main)
+
+
+def add_reduction_servers(p: argparse.ArgumentParser) -> None:
+    """Reduction servers (Optcast) for all-reduce, and the seed's cost report."""
+    g = p.add_argument_group("reduction servers and in-network reduction (all-reduce only)")
+    g.add_argument(
+        "--reduction-servers",
+        metavar="SERVERS",
+        help="run all-reduce on reduction servers: all (every cpu node with a NIC), a count N (the first N"
+        " cpu nodes) or cpu node names joined by commas",
+    )
+    g.add_argument(
+        "--reduce-gbps", type=float, help="a server's reduction throughput, GB/s (default: its NIC rate)"
+    )
+    g.add_argument("--rs-chunk", default="512K", help="Optcast's chunk size (K/M/G suffixes; default 512K)")
+    g.add_argument(
+        "--rs-nsplit", type=whole(0, 1 << 16), default=0, help="shards per chunk (default 0: one per server)"
+    )
+    g.add_argument(
+        "--rs-nreq", type=whole(1, 1 << 16), default=2, help="requests in flight per worker (default 2)"
+    )
+    g.add_argument(
+        "--switch-reduce-gbps",
+        type=float,
+        help="with --algo collnet_direct or collnet_chain: a switch's reduction throughput, GB/s"
+        " (default: as fast as its links)",
+    )
+    g.add_argument(
+        "--cost",
+        metavar="P_GPU,P_SERVER[,W]",
+        help="also run without the servers and print the seed's cost report: GPU instance and server"
+        " prices per hour, W GPU instances (default: one per scale-up domain of the ranks)",
+    )
+
+
+def reduction_options(args: argparse.Namespace):  # noqa: ANN201 (ReductionServers | None)
+    """The reduction-server options of `add_reduction_servers`, or None."""
+    from clustersim.reduction_server import ReductionServers
+    from clustersim.sweep import parse_size
+
+    if args.reduction_servers is None:
+        if args.reduce_gbps is not None:
+            raise InputError(
+                "command line: --reduce-gbps: applies to reduction servers only; give --reduction-servers"
+            )
+        if args.cost:
+            raise InputError(
+                "command line: --cost: compares against reduction servers; give --reduction-servers"
+            )
+        return None
+    return ReductionServers(
+        args.reduction_servers,
+        args.reduce_gbps,
+        float(parse_size(args.rs_chunk)),
+        args.rs_nsplit,
+        args.rs_nreq,
+    )
 
 
 def main(args: argparse.Namespace) -> int:
     from clustersim.api import collective
 
     progress = progress_for(args, args.op)
+    reduction = reduction_options(args)
     try:
         table = collective(
             args.op,
@@ -68,8 +132,22 @@ def main(args: argparse.Namespace) -> int:
             gpus=args.gpus,
             ecmp_seeds=args.ecmp_seeds,
             progress=progress,
+            reduction=reduction,
+            switch_reduce_gbps=args.switch_reduce_gbps,
             **fabric_options(args),
         )
+        base = None
+        if args.cost:
+            base = collective(
+                args.op,
+                minbytes=args.minbytes,
+                maxbytes=args.maxbytes,
+                stepfactor=args.stepfactor,
+                proto=args.proto,
+                gpus=args.gpus,
+                ecmp_seeds=args.ecmp_seeds,
+                **fabric_options(args),
+            )
     finally:
         progress.close()
     if args.csv:
@@ -81,6 +159,8 @@ def main(args: argparse.Namespace) -> int:
         print(json.dumps(table.to_dict()))
         return 0
     print_table(table)
+    if base is not None:
+        print_cost(args, table, base)
     if args.csv:
         print(f"# wrote {args.csv}")
     return 0
@@ -102,3 +182,47 @@ def print_table(table: Table) -> None:
     busbw = [b for i, b in enumerate(table["busbw_GBps"]) if not seeded or table["seed"][i] == "mean"]
     print(f"# Avg bus bandwidth    : {sum(busbw) / len(busbw):g}")
     sys.stdout.flush()
+
+
+def print_cost(args: argparse.Namespace, table: Table, base: Table) -> None:
+    """The seed's cost report per size: the all-reduce's time reduction against the break-even x."""
+    from clustersim.fabric import load_topology
+    from clustersim.reduction_server import cost_report
+
+    parts = args.cost.split(",")
+    try:
+        prices = [float(v) for v in parts[:2]]
+        workers = int(parts[2]) if len(parts) > 2 else None
+    except ValueError:
+        prices, workers = [], None
+    if len(prices) != 2 or len(parts) > 3:
+        raise InputError(f"command line: --cost: expected P_GPU,P_SERVER[,W], got '{args.cost}'")
+    topo = load_topology(args.topology)
+    n = args.gpus if args.gpus is not None else topo.ranks
+    if workers is None:
+        workers = len(set(topo.placement[1][:n]))
+    servers = server_count(topo, args.reduction_servers)
+    print(f"# cost: {workers} GPU instances at {prices[0]:g}/h, {servers} servers at {prices[1]:g}/h")
+    seeded = "seed" in table.columns
+    for r, b in zip(table.rows(), base.rows(), strict=True):
+        if seeded and r["seed"] != "mean":
+            continue
+        c = cost_report(b["time_us"], r["time_us"], workers, prices[0], servers, prices[1])
+        verdict = "pays off" if c.pays_off else "does not pay off"
+        print(
+            f"# {r['size']:>13} B: {b['algorithm']} {c.base_us:.1f} us, servers {c.servers_us:.1f} us:"
+            f" x = {c.reduction:.3f} vs break-even {c.break_even:.3f}"
+            f" ({verdict} if all-reduce is all of the run)"
+        )
+
+
+def server_count(topo, servers: str) -> int:  # noqa: ANN001 (the engine's Platform)
+    """How many servers `--reduction-servers` names (the engine has checked them)."""
+    text = servers.strip()
+    if text.isdigit():
+        return int(text)
+    if text.lower() != "all":
+        return len([s for s in text.split(",") if s.strip()])
+    kinds = topo.kinds
+    src, dst, _, _ = topo.links
+    return len({a for a, b in zip(src, dst, strict=True) if kinds[a] == "cpu" and kinds[b] == "nic"})

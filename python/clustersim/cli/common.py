@@ -101,7 +101,13 @@ def add_fabric(p: argparse.ArgumentParser, *, required: bool, what: str) -> None
         help=f"{what}: a SimAI topology file (clustersim topo writes them) or a template NAME[:GPUS]"
         " (Spectrum-X:64, AlibabaHPN, DCN+, fat-tree:8)",
     )
-    p.add_argument("--algo", default="auto", help="collective algorithm, or auto (NCCL's tuner; default)")
+    p.add_argument(
+        "--algo",
+        default="auto",
+        help="collective algorithm (ring, tree, direct, all_pairs, one_shot, two_shot, hier_all_pairs, ...),"
+        " msccl:FILE.xml (an MSCCL algorithm file), auto (NCCL's tuner; default) or auto+extra (NCCL's"
+        " tuner also weighing the algorithms NCCL lacks: MSCCL++'s all-pairs family)",
+    )
     p.add_argument(
         "--channels",
         type=whole(0, 1024),
@@ -120,6 +126,16 @@ def add_fabric(p: argparse.ArgumentParser, *, required: bool, what: str) -> None
         choices=["ecmp", "spray"],
         default="ecmp",
         help="ecmp: per-flow hashing (default); spray: per-packet spraying / adaptive routing (Spectrum-X)",
+    )
+    add_calibration(p)
+
+
+def add_calibration(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--calibration",
+        metavar="FILE",
+        help="calibration file of `clustersim calibrate` (PREFIXcalibration.json): the fabric's link classes"
+        " rescaled to the measured bandwidth and latency, measured collectives' own fits applied",
     )
 
 
@@ -151,6 +167,7 @@ def fabric_options(args: argparse.Namespace) -> dict[str, Any]:
         seed=args.seed,
         qps=args.qps,
         routing=args.routing,
+        calibration=args.calibration,
     )
 
 

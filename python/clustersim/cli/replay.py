@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from clustersim.cli.common import add_json, subcommand, whole, wrote
+from clustersim.cli.common import add_calibration, add_json, subcommand, whole, wrote
 
 if TYPE_CHECKING:
     from clustersim.replay.plan import Plan
@@ -74,6 +74,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         help="also simulate the same (scaled) workload on FABRIC (a SimAI topology file, a platform file or a"
         " template NAME[:GPUS]) with the flow model; writes <prefix>compare.csv, measured beside simulated",
     )
+    add_calibration(p)
     p.add_argument(
         "--dry-run",
         action="store_true",
@@ -104,6 +105,15 @@ def main(args: argparse.Namespace) -> int:
     from clustersim.replay.report import document, result, trace
 
     plan = plans.load(args.workload)  # every rank reads it, so every rank refuses it alike
+    cal = None
+    if args.calibration is not None:
+        from clustersim.calibrate.file import read_calibration
+
+        if args.compare_topology is None:
+            raise InputError(
+                "command line: --calibration: calibrates the comparison; give --compare-topology"
+            )
+        cal = read_calibration(args.calibration)
     if args.dry_run:
         dry_run(plan, args.scale)
         return 0
@@ -116,7 +126,7 @@ def main(args: argparse.Namespace) -> int:
         plans.check_memory(plan, args.scale, node.Get_size(), plans.available_bytes())
         if args.compare_topology is not None and comm.Get_rank() == 0:
             # Simulated first: a fabric the workload does not fit is refused before the replay runs.
-            simulated = compare.simulate(plan, args.scale, args.compare_topology)
+            simulated = compare.simulate(plan, args.scale, args.compare_topology, cal)
         refusal = None
     except InputError as e:
         refusal = str(e)

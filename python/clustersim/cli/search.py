@@ -139,9 +139,9 @@ def print_result(result: SearchResult, top: int) -> None:
     from clustersim.search import part_column
 
     print(
-        f"{result.model} on {result.gpus} × {result.accelerator}: {result.candidates} valid plans,"
-        f" {result.feasible} fit in {result.memory_gb:g} GB per GPU, simulated in {result.seconds:.2f} s"
-        f" ({result.plans_per_s:.0f} plans/s)"
+        f"{result.model} on {result.gpus} × {result.accelerator}: {result.visited} combinations tried,"
+        f" {result.candidates} valid plans, {result.feasible} fit in {result.memory_gb:g} GB per GPU,"
+        f" simulated in {result.seconds:.2f} s ({result.plans_per_s:.0f} plans/s)"
     )
     table = result.top(top)
     parts = [p for p in result.parts if any(table[part_column(p)])]

@@ -112,6 +112,11 @@ def add_plan_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--ddp-bucket-size", type=count, help="parameters per gradient bucket (default max(40M, 1M×DP))"
     )
+    p.add_argument(
+        "--kernels",
+        metavar="TABLE",
+        help="kernel table (CSV, `clustersim kernels measure`): measured times replace the compute model's",
+    )
     add_platform(p)
     p.add_argument(
         "-nic", "--nic-busbw", type=float, help="bus bandwidth per NIC, GB/s (default: the accelerator's)"
@@ -138,7 +143,8 @@ def main(args: argparse.Namespace) -> int:
     from clustersim.training import chart_inputs, layers_rows, stage_table, stages_rows
 
     no_charts_without_prefix(args)
-    flow = fabric_options(args) | {"routes": args.routes} if args.topology is not None else {}
+    fabric = args.topology is not None or args.calibration is not None
+    flow = fabric_options(args) | {"routes": args.routes} if fabric else {}
     progress = progress_for(args)
     try:
         result = train(
@@ -199,6 +205,10 @@ def print_result(result: TrainResult) -> None:
     print(f"iteration time  {r['iteration_s']:10.3f} s   ({shape})")
     print(f"throughput      {r['tokens_per_s']:10.0f} tokens/s")
     print(f"MFU             {r['mfu'] * 100:10.1f} %")
+    if "kernels" in r:
+        k = r["kernels"]
+        counts = f"{k['measured']:>10} measured (table), {k['modelled']} modelled"
+        print(f"kernels         {counts} (distinct kernels)")
     stages = r["stages"]
     whose = f" (stage {r['breakdown_stage']}, which finishes last)" if len(stages) > 1 else ""
     print(f"where the time goes{whose}:")

@@ -65,7 +65,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         description=(
             "Write one pipeline stage of a Megatron-Core iteration as a SimAI workload file: the"
             " collectives Megatron issues, or with --aicb-compat exactly the rows AICB writes."
-            " Compute times come from clustersim's roofline model."
+            " Compute times come from clustersim's per-kernel compute model."
         ),
         epilog="example: clustersim workload generate --model gpt-175b --gpus 1024 --tp 8 --pp 8 --sp "
         "--gbs 1024 --seq 2048 -o results/gpt175b.txt",

@@ -1,15 +1,20 @@
 """`--compare-topology`: the same workload — its sizes times `--scale`, as replayed — simulated on
 a described fabric with the flow model (`clustersim.run`), beside the measured times per row and
-phase (total comm, µs) and for the iteration's summary."""
+phase (total comm, µs) and for the iteration's summary. With `--calibration`, the fabric's link
+classes are rescaled and each row's phase of one collective gets that collective's own fit
+(`clustersim.calibrate.file`); the summary is the rescaled fabric's."""
 
 from __future__ import annotations
 
 import os
 import tempfile
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clustersim.analytical import AnalyticalResult
 from clustersim.replay.plan import Plan
+
+if TYPE_CHECKING:
+    from clustersim.calibrate.file import CalibrationFile
 
 # Byte fields of a row in the engine's normalised text (name, reserved, then per phase
 # compute, type, bytes), and the header's pp_comm.
@@ -37,12 +42,15 @@ def scaled_text(plan: Plan, scale: float) -> str:
     return "\n".join(out) + "\n"
 
 
-def simulate(plan: Plan, scale: float, topology: str, **flow: Any) -> AnalyticalResult:
+def simulate(
+    plan: Plan, scale: float, topology: str, cal: CalibrationFile | None = None, **flow: Any
+) -> AnalyticalResult:
     """The flow model's iteration of the scaled workload on `topology`, one rank per GPU."""
     from clustersim.api import run
+    from clustersim.calibrate.file import calibrated
     from clustersim.fabric import load_topology
 
-    platform = load_topology(topology)
+    platform = load_topology(topology) if cal is None else calibrated(topology, cal)
     fd, path = tempfile.mkstemp(suffix=".txt", prefix="replay-")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -50,7 +58,25 @@ def simulate(plan: Plan, scale: float, topology: str, **flow: Any) -> Analytical
         got = run(path, platform, gpus=plan.ranks, gpus_per_server=platform.gpus_per_server, **flow)
     finally:
         os.unlink(path)
-    return got._replace(workload=plan.path)
+    got = got._replace(workload=plan.path)
+    return got if cal is None else per_collective(plan, got, cal)
+
+
+def per_collective(plan: Plan, got: AnalyticalResult, cal: CalibrationFile) -> AnalyticalResult:
+    """Each row's phase of exactly one collective with that collective's fit applied."""
+    from clustersim.calibrate.file import collective_time
+    from clustersim.table import Table
+
+    ops: dict[tuple[int, str], list[str]] = {}
+    for s in plan.steps:
+        if s.collective:
+            ops.setdefault((s.row, s.phase), []).append(s.collective)
+    columns = {c: list(got.layers[c]) for c in got.layers.columns}
+    for (row, phase), names in ops.items():
+        if len(names) == 1:
+            key = f"{phase} total comm"
+            columns[key][row] = collective_time(cal, names[0], columns[key][row] * 1e-6) * 1e6
+    return got._replace(layers=Table(columns))
 
 
 def rows(measured: AnalyticalResult, simulated: AnalyticalResult) -> list[list[object]]:

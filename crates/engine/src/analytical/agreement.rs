@@ -49,11 +49,17 @@ fn both(c: Collective, algorithm: Algorithm, n: u32, m: u32, bytes: u64) -> (f64
 
 /// (analytical, flow) ns of `w` on n ranks in servers of m.
 fn run_both(w: &Workload, n: u32, m: u32, options: Options) -> (f64, f64) {
+    run_both_nvls(w, n, m, options, true)
+}
+
+/// [`run_both`] with NVLS present (`nvls`) or not; other test modules run their algorithms on
+/// the same fabric through it.
+pub(crate) fn run_both_nvls(w: &Workload, n: u32, m: u32, options: Options, nvls: bool) -> (f64, f64) {
     let mut platform = ServerSpec::new(m, m, GpuType::H100, NicType::Cx7);
     platform.nvlink_busbw = Some(NVLINK as f32);
     platform.nic_busbw = Some(NIC as f32);
     let cost =
-        AlphaBeta { platform, bandwidths: Bandwidths::Builtin(None), nvls: true, options: options.clone(), memo: None };
+        AlphaBeta { platform, bandwidths: Bandwidths::Builtin(None), nvls, options: options.clone(), memo: None };
     let mut analytical = Analytical::new(Box::new(cost), Placement::servers(n, m));
     let a = Executor::new(w).unwrap().run(&mut analytical, &mut |_| true).unwrap().end_ns;
     let tuning = Tuning { options, ..Tuning::default() };
@@ -62,14 +68,15 @@ fn run_both(w: &Workload, n: u32, m: u32, options: Options) -> (f64, f64) {
     (a, f)
 }
 
-fn check(sizes: &[u32]) {
+/// Every valid algorithm of every collective on each group size, except those in `skip`.
+fn check(sizes: &[u32], skip: &[Algorithm]) {
     let mut worst: (f64, String) = (0.0, String::new());
     for &n in sizes {
         let m = n.min(8);
         let ranks: Vec<u32> = (0..n).collect();
         let g = GroupTopo::on_servers(&ranks, m, true);
         for c in Collective::ALL {
-            for algorithm in valid_algorithms(c, &g) {
+            for algorithm in valid_algorithms(c, &g).into_iter().filter(|a| !skip.contains(a)) {
                 for bytes in [4096u64, 64 << 20] {
                     let (a, f) = both(c, algorithm, n, m, bytes);
                     let off = (a - f).abs() / f;
@@ -88,13 +95,16 @@ fn check(sizes: &[u32]) {
 
 #[test]
 fn every_algorithm_agrees_on_small_groups() {
-    check(&[2, 8, 64]);
+    check(&[2, 8, 64], &[]);
 }
 
 #[test]
 fn every_algorithm_agrees_on_1024_ranks() {
     // Direct and PXN all-to-all are n(n−1) ≈ 1 M flows here: about half a minute in all.
-    check(&[1024]);
+    // Flat all-pairs all-gather and reduce-scatter are the same one phase of n(n−1) transfers of
+    // S/n as direct all-to-all, so the flow model meets nothing new in them here (only their
+    // timing differs, checked at 2, 8 and 64), at 1 M flows each: with them this test takes 40 % longer.
+    check(&[1024], &[Algorithm::ALL_PAIRS]);
 }
 
 /// Two pipeline stages of `n / 2` ranks each; every rank of the first sends `bytes` to its peer.

@@ -39,8 +39,7 @@ use crate::collective::{group_channels, ring_hops, Algorithm, GroupTopo, DIRECT_
 use crate::error::InputError;
 use crate::int_hash::IntMap;
 use crate::workload::Collective;
-use std::cell::RefCell;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Where bus bandwidths come from.
 pub enum Bandwidths {
@@ -58,8 +57,9 @@ pub struct AlphaBeta {
     pub nvls: bool,
     /// The algorithm choice, as the flow model makes it (NCCL_ALGO / NCCL_PROTO / AS_*).
     pub options: Options,
-    /// Tuner choices already worked out, shared with other runs (None: price every time).
-    pub memo: Option<Rc<RefCell<PriceMemo>>>,
+    /// Tuner choices already worked out, shared with other runs, on any thread (None: price
+    /// every time).
+    pub memo: Option<Arc<Mutex<PriceMemo>>>,
 }
 
 /// (collective, S, servers spanned, NVLink-bound wanted, (server, rail) of each group rank).
@@ -71,6 +71,11 @@ type MemoKey = (Collective, u64, u32, bool, Vec<(u32, u32)>);
 pub struct PriceMemo {
     model: Option<(ServerSpec, Options, bool)>,
     prices: IntMap<MemoKey, (f64, f64, bool)>,
+}
+
+/// The memo, also after a panic elsewhere (its prices are written whole or not at all).
+fn lock(memo: &Mutex<PriceMemo>) -> MutexGuard<'_, PriceMemo> {
+    memo.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl AlphaBeta {
@@ -110,16 +115,23 @@ impl AlphaBeta {
             .collect();
         let Some(places) = places else { return self.tuned(c, g, bytes, bound) };
         let key = (c, bytes, g.nodes, bound, places);
-        let mut memo = memo.borrow_mut();
         let model = (self.platform.clone(), self.options.clone(), self.nvls);
-        if memo.model.as_ref() != Some(&model) {
-            *memo = PriceMemo { model: Some(model), prices: IntMap::default() };
+        {
+            let mut kept = lock(memo);
+            if kept.model.as_ref() != Some(&model) {
+                *kept = PriceMemo { model: Some(model.clone()), prices: IntMap::default() };
+            }
+            if let Some(&t) = kept.prices.get(&key) {
+                return Ok(t);
+            }
         }
-        if let Some(&t) = memo.prices.get(&key) {
-            return Ok(t);
-        }
+        // Worked out unlocked, so other threads go on; one that works out the same key too
+        // finds the same price.
         let t = self.tuned(c, g, bytes, bound)?;
-        memo.prices.insert(key, t);
+        let mut kept = lock(memo);
+        if kept.model.as_ref() == Some(&model) {
+            kept.prices.insert(key, t);
+        }
         Ok(t)
     }
 
@@ -330,7 +342,7 @@ mod tests {
     #[test]
     fn a_shared_memo_gives_the_unmemoised_prices() {
         let shapes = [shape("TP", 1, 8), shape("DP", 16, 1), shape("DP", 2, 8), shape("EP", 4, 2), shape("EP", 512, 8)];
-        let memo = Rc::new(RefCell::new(PriceMemo::default()));
+        let memo = Arc::new(Mutex::new(PriceMemo::default()));
         let a100 = || model(Bandwidths::Builtin(Some(RatioTables::builtin())));
         let h800 = || AlphaBeta::nccl(ServerSpec::new(8, 8, GpuType::H800, NicType::Cx7), Bandwidths::Builtin(None));
         for (round, fresh) in [a100, h800, a100].into_iter().enumerate() {
@@ -346,7 +358,7 @@ mod tests {
                     }
                 }
                 // Every price worked out once per model: the second pass found them all.
-                assert_eq!(memo.borrow().prices.len(), shapes.len() * 4 * 3, "round {round} pass {pass}");
+                assert_eq!(lock(&memo).prices.len(), shapes.len() * 4 * 3, "round {round} pass {pass}");
             }
         }
     }

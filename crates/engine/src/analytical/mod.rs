@@ -2,7 +2,7 @@
 //! what else is in flight (no link sharing). Which closed form is a [`CollectiveCost`].
 
 #[cfg(test)]
-mod agreement;
+pub(crate) mod agreement;
 pub mod alpha_beta;
 pub mod busbw_file;
 pub mod ratio;

@@ -70,6 +70,13 @@ pub trait CollectiveAlgorithm: Sync {
     fn ring_latency(&self) -> bool {
         false
     }
+
+    /// (out, in) GB/s of platform node `node` where the schedule has it as an
+    /// [`super::Endpoint::Node`]: a node outside the group's servers, reached over the network.
+    /// Default: the algorithm uses no such node.
+    fn node_rates(&self, _node: u32) -> Option<(f64, f64)> {
+        None
+    }
 }
 
 /// A cheap handle on an algorithm: Copy, compared and hashed by name.
@@ -92,14 +99,25 @@ impl Algorithm {
         Algorithm::NVLS_TREE,
         Algorithm::HIERARCHICAL,
         Algorithm::PXN,
+        Algorithm::ALL_PAIRS,
+        Algorithm::ONE_SHOT,
+        Algorithm::TWO_SHOT,
+        Algorithm::HIER_ALL_PAIRS,
     ];
 
-    /// The algorithm of this name, case-insensitive, `-` for `_`, and the `_` optional.
+    /// The algorithm of this name, case-insensitive, `-` for `_`, and the `_` optional; or
+    /// `msccl:FILE.xml`, the MSCCL program in that file ([`super::msccl`]).
     pub fn parse(name: &str) -> Result<Algorithm, InputError> {
+        if let Some(path) = name.get(..6).filter(|p| p.eq_ignore_ascii_case("msccl:")).map(|_| &name[6..]) {
+            if path.is_empty() {
+                return Err(err("algorithm", "msccl: names no file (msccl:FILE.xml)".into()));
+            }
+            return super::msccl::load(path);
+        }
         let key = name.to_ascii_lowercase().replace('-', "_");
         Algorithm::ALL.iter().copied().find(|a| a.name() == key || a.name().replace('_', "") == key).ok_or_else(|| {
             let names: Vec<&str> = Algorithm::ALL.iter().map(|a| a.name()).collect();
-            err("algorithm", format!("unknown algorithm '{name}' (valid: {})", names.join(", ")))
+            err("algorithm", format!("unknown algorithm '{name}' (valid: {}, msccl:FILE.xml)", names.join(", ")))
         })
     }
 }

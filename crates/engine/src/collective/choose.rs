@@ -15,6 +15,10 @@
 //! and NVLS tree when enabled, PXN when enabled and the group spans servers, and PXN in place of
 //! direct for all-to-all between servers under `NCCL_P2P_PXN_LEVEL=2`. Halving-doubling and
 //! hierarchical run only when forced.
+//!
+//! `--algo auto+extra` ([`AUTO_EXTRA`], [`Options::extra`]) widens the candidates beyond NCCL's:
+//! algorithms NCCL does not have (the MSCCL++ all-pairs family, [`super::all_pairs`]) offer
+//! themselves too, and the least predicted time still wins. Plain `auto` is NCCL's tuner alone.
 
 use super::cost::{timed_ns, Links};
 use super::nccl::{call_latency_ns, Protocol, Timing};
@@ -42,6 +46,34 @@ pub struct Options {
     /// servers (all-to-all, which NCCL builds from sends and receives) always leaves through the
     /// source server's GPU on the destination's rail; 0 or 1 (false): sends go direct.
     pub p2p_pxn: bool,
+    /// `--algo auto+extra`: algorithms beyond NCCL's that offer themselves when asked are
+    /// candidates too; false (plain `auto`): NCCL's tuner as it is.
+    pub extra: bool,
+}
+
+/// `--algo` (and NCCL_ALGO) for NCCL's tuner widened to the algorithms beyond NCCL ([`Options::extra`]).
+pub const AUTO_EXTRA: &str = "auto+extra";
+
+/// The tuner's (forced algorithm, extra) for `--algo`: "auto" is NCCL's tuner (None, false),
+/// [`AUTO_EXTRA`] the tuner with the extra candidates (None, true), else a name for
+/// [`Algorithm::parse`] (forced). Case-insensitive.
+pub fn algorithm_choice(algo: &str) -> Result<(Option<Algorithm>, bool), InputError> {
+    let key = algo.trim();
+    if key.eq_ignore_ascii_case("auto") {
+        return Ok((None, false));
+    }
+    if key.eq_ignore_ascii_case(AUTO_EXTRA) {
+        return Ok((None, true));
+    }
+    Algorithm::parse(key).map(|a| (Some(a), false)).map_err(|mut e| {
+        // An unknown name lists the valid ones: add the tuner's choices (a bad MSCCL file's
+        // error stays as it is).
+        if e.message.contains("(valid: ") {
+            let names = e.message.trim_end_matches(')').replace("(valid: ", "(valid: auto, ");
+            e.message = format!("{names}, {AUTO_EXTRA})");
+        }
+        e
+    })
 }
 
 impl Default for Options {
@@ -54,6 +86,7 @@ impl Default for Options {
             algorithm: None,
             protocol: None,
             p2p_pxn: true,
+            extra: false,
         }
     }
 }

@@ -11,7 +11,10 @@
 //! α(phase) = step latency + (α_net if any transfer crosses servers, else α_nv), or 0
 //! ```
 //!
-//! out_k(e) / in_k(e): bytes leaving / entering e on ports of kind k in one repetition. lat, eff
+//! out_k(e) / in_k(e): bytes leaving / entering e on ports of kind k in one repetition. A
+//! platform node outside the group ([`Endpoint::Node`]: a reduction server, a reducing switch)
+//! has a network port only, at the (out, in) rates its algorithm states, so its term is
+//! max(out(e)/B_out(e), in(e)/B_in(e)). lat, eff
 //! and the step latency are the schedule's [`Timing`] (NCCL's per-call latency, protocol and
 //! algorithm efficiency, [`super::nccl`]); a schedule whose latency is all per call has α = 0,
 //! a bare one ([`Timing::RAW`]) pays the physical α of its links every step. GB/s are 10⁹ B/s, so
@@ -60,15 +63,46 @@ pub fn timed_ns(s: &Schedule, timing: &Timing, g: &GroupTopo, links: &Links) -> 
     let servers = g.servers();
     let n = g.size() as usize;
     let nodes = servers.members.len();
-    // Port loads, indexed by rank, then switches after the ranks (switches have NVLink ports only).
+    // Platform nodes outside the group (reduction servers, reducing switches): their ports
+    // follow the switches, network only, at the rates the algorithm states.
+    let mut extra: Vec<(u32, f64, f64)> = Vec::new();
+    for t in s.phases.iter().flat_map(|p| &p.transfers) {
+        for e in [t.src, t.dst] {
+            if let Endpoint::Node(v) = e {
+                if !extra.iter().any(|x| x.0 == v) {
+                    let (out, inn) = s.algorithm.node_rates(v).ok_or_else(|| {
+                        InputError::internal(
+                            "collective schedule",
+                            format!("{} states no rates of node {v}", s.algorithm.name()),
+                        )
+                    })?;
+                    if !(out > 0.0 && inn > 0.0) {
+                        return Err(err(
+                            "node_rates",
+                            format!("node {v} needs positive rates, got {out} and {inn} GB/s"),
+                        ));
+                    }
+                    extra.push((v, out, inn));
+                }
+            }
+        }
+    }
+    let ports = n + nodes + extra.len();
+    // Port loads, indexed by rank, then switches after the ranks (switches have NVLink ports
+    // only), then the extra nodes (network ports only).
     let mut out_nv = vec![0.0; n + nodes];
     let mut in_nv = vec![0.0; n + nodes];
-    let mut out_net = vec![0.0; n];
-    let mut in_net = vec![0.0; n];
+    let mut out_net = vec![0.0; ports];
+    let mut in_net = vec![0.0; ports];
     let locate = |e: Endpoint| -> Result<(usize, usize), InputError> {
         match e {
             Endpoint::Rank(r) if (r as usize) < n => Ok((r as usize, servers.of_rank[r as usize] as usize)),
             Endpoint::Switch { server } if (server as usize) < nodes => Ok((n + server as usize, server as usize)),
+            // A node of its own, on no server of the group.
+            Endpoint::Node(v) => {
+                let i = extra.iter().position(|x| x.0 == v).unwrap_or(0);
+                Ok((n + nodes + i, usize::MAX - i))
+            }
             _ => Err(InputError::internal(
                 "collective schedule",
                 format!("{e:?} is not in this group of {n} ranks on {nodes} servers"),
@@ -83,10 +117,12 @@ pub fn timed_ns(s: &Schedule, timing: &Timing, g: &GroupTopo, links: &Links) -> 
             if !(t.bytes >= 0.0 && t.bytes.is_finite()) {
                 return Err(InputError::internal("collective schedule", format!("transfer of {} bytes", t.bytes)));
             }
-            if sa == sb {
+            if sa == sb && a >= n + nodes {
+                return Err(InputError::internal("collective schedule", format!("{:?} sends to itself", t.src)));
+            } else if sa == sb {
                 out_nv[a] += t.bytes;
                 in_nv[b] += t.bytes;
-            } else if a >= n || b >= n {
+            } else if (n..n + nodes).contains(&a) || (n..n + nodes).contains(&b) {
                 return Err(InputError::internal(
                     "collective schedule",
                     format!("{:?} → {:?}: a switch reaches only its own server", t.src, t.dst),
@@ -104,6 +140,10 @@ pub fn timed_ns(s: &Schedule, timing: &Timing, g: &GroupTopo, links: &Links) -> 
             if e < n {
                 busiest = busiest.max(out_net[e].max(in_net[e]) / links.nic_gbps);
             }
+        }
+        for (i, &(_, out, inn)) in extra.iter().enumerate() {
+            let e = n + nodes + i;
+            busiest = busiest.max(out_net[e] / out).max(in_net[e] / inn);
         }
         let alpha = timing
             .step_latency_ns

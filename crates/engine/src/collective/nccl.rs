@@ -176,6 +176,7 @@ pub fn schedule_hops(servers: &Servers, s: &Schedule) -> (u32, u32) {
     let crosses = |p: &super::Phase| {
         p.transfers.iter().any(|t| match (t.src, t.dst) {
             (Endpoint::Rank(a), Endpoint::Rank(b)) => servers.of_rank[a as usize] != servers.of_rank[b as usize],
+            (Endpoint::Node(_), _) | (_, Endpoint::Node(_)) => true,
             _ => false,
         })
     };

@@ -158,7 +158,7 @@ mod tests {
             .filter(|t| matches!((t.src, t.dst), (Endpoint::Rank(a), Endpoint::Rank(b)) if s.of_rank[a as usize] != s.of_rank[b as usize]))
             .map(|t| match t.src {
                 Endpoint::Rank(a) => a,
-                Endpoint::Switch { .. } => u32::MAX,
+                _ => u32::MAX,
             })
             .collect();
         leavers.sort_unstable();

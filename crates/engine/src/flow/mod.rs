@@ -3,7 +3,8 @@
 //! A flow f of S_f bytes on path P_f (directed links) issued at t_f first waits its path latency
 //! α_f = Σ_{l∈P_f} lat_l — SimGrid-style, the latency is paid before the flow starts and loads
 //! no link — then transfers at a rate r_f(t), finishing at T_f with ∫_{t_f+α_f}^{T_f} r_f dt = S_f.
-//! A flow on no link (src = dst) finishes as soon as it starts.
+//! A flow on no link (src = dst) finishes as soon as it starts; one of no bytes, after its wait
+//! (α + 0·β, as [`crate::collective::cost`] prices a transfer of no bytes).
 //!
 //! Rates are the max-min fair allocation over the links, each of capacity C_l (bytes/ns):
 //! Σ_{f∋l} r_f ≤ C_l, and no r_f can grow without shrinking some r_g ≤ r_f. Progressive filling
@@ -539,11 +540,17 @@ impl FlowSim {
         }
     }
 
+    /// Active flow `f` has moved its last byte at `now`: off its links, then done.
     fn finish_flow(&mut self, f: u32, now: f64, finished: &mut Vec<(u64, f64)>) {
-        let i = f as usize;
         self.detach(f, true);
-        self.set_bneck(i, NO_LINK);
+        self.set_bneck(f as usize, NO_LINK);
         self.active -= 1;
+        self.done(f, now, finished);
+    }
+
+    /// Flow `f` is done at `now`; its batch's run ends with its last flow.
+    fn done(&mut self, f: u32, now: f64, finished: &mut Vec<(u64, f64)>) {
+        let i = f as usize;
         self.state[i] = State::Done;
         self.rate[i] = 0.0;
         self.rem[i] = 0.0;
@@ -706,12 +713,14 @@ impl FlowSim {
             return;
         }
         if kind == Kind::Activate && self.state[i] == State::Waiting {
-            self.state[i] = State::Active;
             self.upd[i] = now;
             self.rate[i] = 0.0;
             if self.path[i].is_empty() || self.rem[i] <= 0.0 {
-                self.finish_flow(f, now, finished);
+                // Nothing to move (no link, or no bytes): done once its wait is over, never on
+                // a link — α + 0·β, as the α–β price has it.
+                self.done(f, now, finished);
             } else {
+                self.state[i] = State::Active;
                 self.attach(f);
             }
         } else if kind == Kind::Finish && self.state[i] == State::Active {

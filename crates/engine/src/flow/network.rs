@@ -6,7 +6,8 @@
 //! rank r of `src`'s class sending to r + (dst − src). Rank r is GPU node r of the topology.
 //! Transfers between GPUs of one server go through the server's NVSwitches, split evenly over
 //! them as NVLink traffic spreads over all switch planes; a `Switch` endpoint is split the same
-//! way.
+//! way. A `Node` endpoint is that platform node (a reduction server's CPU, a switch that
+//! reduces), reached as the fabric routes to it.
 //!
 //! A collective runs with its schedule's timing ([`crate::collective::nccl`]): its wire carries
 //! bytes / efficiency (the protocol's flags, the algorithm's efficiency); NCCL's per-call latency
@@ -304,6 +305,11 @@ impl FlowNetwork {
                 }
                 Ok(nvs.to_vec())
             }
+            Endpoint::Node(v) if v < self.topo.node_count() && self.topo.rank_on(v).is_none() => Ok(vec![v]),
+            Endpoint::Node(v) => Err(InputError::internal(
+                "collective schedule",
+                format!("node {v} is not a platform node outside the ranks ({} nodes)", self.topo.node_count()),
+            )),
         }
     }
 

@@ -217,17 +217,6 @@ pub fn parse_collective(name: &str) -> Result<Collective> {
     })
 }
 
-/// The tuner's options for `algorithm` ("auto" or a name for [`Algorithm::parse`]).
-pub fn algorithm_option(algorithm: &str) -> Result<Option<Algorithm>> {
-    if algorithm.eq_ignore_ascii_case("auto") {
-        return Ok(None);
-    }
-    Algorithm::parse(algorithm).map(Some).map_err(|mut e| {
-        e.message = e.message.replace("(valid: ", "(valid: auto, ");
-        e
-    })
-}
-
 /// "auto" (NCCL's choice per size) or a protocol name.
 pub fn protocol_option(protocol: &str) -> Result<Option<Protocol>> {
     if protocol.eq_ignore_ascii_case("auto") {
@@ -242,6 +231,7 @@ pub fn protocol_option(protocol: &str) -> Result<Option<Protocol>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collective::choose::algorithm_choice;
     use crate::platform::Link;
 
     fn both(links: &mut Vec<Link>, a: u32, b: u32, bandwidth: f64, latency_ns: f64) {
@@ -339,7 +329,10 @@ mod tests {
         assert!(a2a.message.contains("valid here: direct"), "{a2a}");
         assert!(parse_collective("all_gather").is_ok());
         assert!(parse_collective("gather").unwrap_err().message.contains("allreduce"));
-        assert!(algorithm_option("bruck").unwrap_err().message.contains("auto, ring"));
-        assert_eq!(algorithm_option("AUTO").unwrap(), None);
+        let bruck = algorithm_choice("bruck").unwrap_err();
+        assert!(bruck.message.contains("(valid: auto, ring") && bruck.message.ends_with("auto+extra)"), "{bruck}");
+        assert_eq!(algorithm_choice("AUTO").unwrap(), (None, false));
+        assert_eq!(algorithm_choice("Auto+Extra").unwrap(), (None, true));
+        assert_eq!(algorithm_choice("ring").unwrap(), (Some(Algorithm::RING), false));
     }
 }

@@ -536,3 +536,56 @@ fn alltoall_speed() {
         assert!(e.end_ns >= (n - 8) as f64 / n as f64 * (64u64 << 20) as f64 / 50.0);
     }
 }
+
+#[test]
+fn zero_byte_flows_end_after_their_path_latency() {
+    // α + 0·β: a flow of no bytes waits its path latency (2 hops of 500 ns) and ends, beside
+    // flows that move bytes and without slowing them; one on no link ends as it starts.
+    let t = leaf_spine(4, 1, 0, 50.0, 50.0, 500.0);
+    let flows = [flow(0, 1, 1e6, 100.0), flow(2, 3, 0.0, 50.0), flow(0, 1, 0.0, 0.0), flow(1, 1, 0.0, 7.0)];
+    let c = completion_times(&t, &flows, None, 0).unwrap();
+    assert_eq!(c, vec![100.0 + 1000.0 + 1e6 / 50.0, 1050.0, 1000.0, 7.0]);
+    // In repeated batches (fast-forwarded, then resumed by a stranger on the zero-byte flow's
+    // links) as when every run is simulated.
+    let t = leaf_spine(4, 1, 0, 2.0, 2.0, 30.0);
+    let batches = vec![
+        (vec![(0, 1, 1000.0), (2, 3, 0.0)], 20, 0.0),
+        (vec![(2, 3, 250.0)], 1, 4321.0),
+        (vec![(3, 2, 0.0)], 5, 100.0),
+    ];
+    let (fast, _, carried_fast) = run_batches(&t, &batches, true, true);
+    let (slow, _, carried_slow) = run_batches(&t, &batches, false, false);
+    for (a, b) in fast.iter().zip(&slow).chain(carried_fast.iter().zip(&carried_slow)) {
+        assert!(close(*a, *b, 1e-12), "{fast:?} vs {slow:?}");
+    }
+    // Batch 0 runs alone (the stranger shares no link with its 1000-byte flow): 20 runs of
+    // α + S/B; batch 2 is 5 latencies of 2 hops.
+    assert!(close(fast[0], 20.0 * (60.0 + 1000.0 / 2.0), 1e-12), "{fast:?}");
+    assert_eq!(fast[2], 100.0 + 5.0 * 60.0);
+}
+
+#[test]
+fn a_schedule_phase_with_a_zero_byte_transfer_runs_as_alpha_beta_prices_it() {
+    use crate::collective::cost::{schedule_ns, Links};
+    use crate::collective::{Endpoint, GroupTopo, Phase, Schedule, Timing, Transfer};
+    // 4 GPUs on one switch, 10 B/ns and 100 ns per link: every path is 2 hops, α = 200 ns.
+    let t = leaf_spine(4, 1, 0, 10.0, 10.0, 100.0);
+    let send = |a, b, bytes| Transfer { src: Endpoint::Rank(a), dst: Endpoint::Rank(b), bytes };
+    let schedule = Schedule {
+        algorithm: Algorithm::RING,
+        phases: vec![
+            Phase { transfers: vec![send(0, 1, 1000.0), send(2, 3, 0.0)], repeat: 3 },
+            Phase { transfers: vec![send(1, 2, 0.0)], repeat: 1 },
+        ],
+        timing: Timing::RAW,
+    };
+    let s = schedule.clone();
+    let mut net = FlowNetwork::new(t, Box::new(move |_, _, _| Ok(s.clone())), 0, false);
+    let flow = Executor::new(&allreduce_workload(4, 1000)).unwrap().run(&mut net, &mut |_| true).unwrap().end_ns - 10.0;
+    // 3 (α + S/B) for the first phase, α for the second.
+    assert!(close(flow, 3.0 * (200.0 + 100.0) + 200.0, 1e-12), "{flow}");
+    let links = Links { nvlink_gbps: 100.0, nic_gbps: 10.0, alpha_nvlink_ns: 50.0, alpha_net_ns: 200.0, arch: None };
+    let ranks = [0, 1, 2, 3];
+    let priced = schedule_ns(&schedule, &GroupTopo::on_servers(&ranks, 1, false), &links).unwrap();
+    assert!(close(priced, flow, 1e-12), "analytical {priced} vs flow {flow}");
+}

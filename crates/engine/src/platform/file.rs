@@ -29,7 +29,7 @@ use super::{Link, MemoryKind, MemorySpec, NodeAttrs, NodeKind, Placement, Platfo
 use crate::error::{InputError, Result};
 
 /// Bytes of a capacity like `80GB`, `512GiB` or `4096` (bytes).
-fn parse_bytes(s: &str) -> Option<f64> {
+pub(crate) fn parse_bytes(s: &str) -> Option<f64> {
     let split = s.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
     let value: f64 = num.parse().ok()?;
@@ -198,26 +198,31 @@ impl<'a> Reader<'a> {
         if device.is_empty() {
             return Err(InputError::field(self.file, "nodes", "no gpu nodes: a platform needs accelerators"));
         }
-        // Scale-up domains: GPUs joined through NVSwitches (union-find over those links).
-        let mut parent: Vec<u32> = (0..self.kinds.len() as u32).collect();
-        fn root(parent: &mut [u32], mut v: u32) -> u32 {
-            while parent[v as usize] != v {
-                parent[v as usize] = parent[parent[v as usize] as usize];
-                v = parent[v as usize];
-            }
-            v
-        }
-        for l in &self.links {
-            let (ka, kb) = (self.kinds[l.src as usize], self.kinds[l.dst as usize]);
-            let scale_up = |k: NodeKind| matches!(k, NodeKind::Gpu | NodeKind::NvSwitch);
-            if scale_up(ka) && scale_up(kb) && (ka == NodeKind::NvSwitch || kb == NodeKind::NvSwitch) {
-                let (a, b) = (root(&mut parent, l.src), root(&mut parent, l.dst));
-                parent[a as usize] = b;
-            }
-        }
-        let domain: Vec<u32> = device.iter().map(|&d| root(&mut parent, d)).collect();
+        let domain = scale_up_domains(&self.kinds, &self.links, &device);
         Placement::new(self.file, device, &domain)
     }
+}
+
+/// The scale-up domain of each of `device`: GPUs joined through NVSwitches (union-find over
+/// those links) share one; a GPU on no NVSwitch is its own. Ids are node ids (any, unordered).
+pub(crate) fn scale_up_domains(kinds: &[NodeKind], links: &[Link], device: &[u32]) -> Vec<u32> {
+    let mut parent: Vec<u32> = (0..kinds.len() as u32).collect();
+    fn root(parent: &mut [u32], mut v: u32) -> u32 {
+        while parent[v as usize] != v {
+            parent[v as usize] = parent[parent[v as usize] as usize];
+            v = parent[v as usize];
+        }
+        v
+    }
+    for l in links {
+        let (ka, kb) = (kinds[l.src as usize], kinds[l.dst as usize]);
+        let scale_up = |k: NodeKind| matches!(k, NodeKind::Gpu | NodeKind::NvSwitch);
+        if scale_up(ka) && scale_up(kb) && (ka == NodeKind::NvSwitch || kb == NodeKind::NvSwitch) {
+            let (a, b) = (root(&mut parent, l.src), root(&mut parent, l.dst));
+            parent[a as usize] = b;
+        }
+    }
+    device.iter().map(|&d| root(&mut parent, d)).collect()
 }
 
 impl Platform {

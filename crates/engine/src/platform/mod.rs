@@ -12,9 +12,13 @@
 //! GPU's link to a ToR is its NIC link.
 
 pub mod file;
+pub mod graph;
+pub mod hcsim;
 mod placement;
 pub mod routing;
 pub mod simai;
+pub mod simgrid;
+pub mod xpu;
 
 pub use placement::Placement;
 
@@ -129,6 +133,8 @@ pub struct NodeAttrs {
     pub name: Option<String>,
     /// Accelerator type, a catalog name (A100, H100, MI300X, ...); None: the platform's `gpu_type`.
     pub accelerator: Option<String>,
+    /// The accelerator's FLOPS per dtype and local memory, where the input gave or resolved one.
+    pub xpu: Option<xpu::XpuSpec>,
     pub memory: Option<MemorySpec>,
     /// A scale-up switch that reduces in-network (NVLS).
     pub reduction: bool,

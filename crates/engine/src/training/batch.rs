@@ -1,11 +1,10 @@
 //! Many plans of one model on one cluster, simulated in parallel on rayon's threads: each plan
 //! exactly as [`run_training`] runs it alone (same input but the plan), so a search and `train`
-//! give the same numbers bit for bit. The plans of each piece rayon splits off share one
-//! [`PriceMemo`]: plans that place their groups alike price each collective once.
+//! give the same numbers bit for bit. The plans share one [`PriceMemo`], whichever thread runs
+//! them: plans that place their groups alike price each collective once.
 
 use rayon::prelude::*;
-use std::cell::RefCell;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 use super::plan::Plan;
 use super::{run_training_memo, TrainingInput, TrainingReport};
@@ -15,15 +14,13 @@ use crate::error::Result;
 /// `base` with each of `plans` in turn, in the order given. Memory is not checked here (the
 /// search has already chosen what fits), and no trace is kept.
 pub fn run_plans(base: &TrainingInput, plans: &[Plan]) -> Vec<Result<TrainingReport>> {
+    let memo = Arc::new(Mutex::new(PriceMemo::default()));
     plans
         .par_iter()
-        .map_init(
-            || Rc::new(RefCell::new(PriceMemo::default())),
-            |memo, plan| {
-                let input = TrainingInput { plan: plan.clone(), allow_oom: true, trace: false, ..base.clone() };
-                run_training_memo(&input, &mut |_| true, Some(memo))
-            },
-        )
+        .map(|plan| {
+            let input = TrainingInput { plan: plan.clone(), allow_oom: true, trace: false, ..base.clone() };
+            run_training_memo(&input, &mut |_| true, Some(&memo))
+        })
         .collect()
 }
 
@@ -83,6 +80,7 @@ mod tests {
         let space = Space { recompute: Some(vec![Recompute::Selective]), ..Space::default() };
         let plans: Vec<Plan> = enumerate(&model, &cluster, Batch::Exact(32), &space, true, 1e9)
             .unwrap()
+            .candidates
             .into_iter()
             .map(|c| c.plan)
             .collect();

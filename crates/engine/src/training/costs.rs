@@ -1,14 +1,20 @@
-//! Compute time of each block of a transformer layer on one GPU, from the roofline of its ops.
+//! The kernels of each block of a transformer layer on one GPU, and their compute time
+//! ([`super::kernels`] prices each).
 //!
 //! Per micro-batch of b sequences of s tokens (s already divided by CP), on one TP rank:
 //! GEMMs are [n × k]·[k × out] with n = b·s tokens and the output (or input) dimension split by
-//! TP; element-wise ops (norms, activations, dropout, residual adds, softmax) are HBM-bound, on
-//! n/t tokens with sequence parallelism. Backward GEMMs are two GEMMs each (data and weight
-//! gradient); backward element-wise ops move about twice the bytes of forward.
+//! TP; backward, each is a data-gradient GEMM [n × out]·[out × k] and a weight-gradient GEMM
+//! [k × n]·[n × out]. Element-wise ops (norms, activations, dropout, residual adds, softmax) run
+//! on n/t tokens with sequence parallelism; their backward kernels move about twice the bytes.
+//! These lists are the one op list of an iteration: the generator times them, and
+//! `clustersim kernels measure` lists and times the same kernels on a real device.
 
+use super::generate::stage_params;
 use super::hardware::Accelerator;
+use super::kernels::{distinct, Kernel, Pointwise};
 use super::model::{Family, Model};
-use super::plan::{Plan, Recompute};
+use super::plan::{DataParallel, Plan, Recompute};
+use crate::error::Result;
 
 /// ns of the pieces of one layer, forward and backward.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -23,6 +29,42 @@ pub struct BlockTimes {
     pub mlp_bwd_weight: f64,
 }
 
+/// The kernels of the pieces of one layer, as [`BlockTimes`] times them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BlockKernels {
+    pub attn_fwd: Vec<Kernel>,
+    pub attn_bwd_data: Vec<Kernel>,
+    pub attn_bwd_weight: Vec<Kernel>,
+    pub attn_core_fwd: Vec<Kernel>,
+    pub mlp_fwd: Vec<Kernel>,
+    pub mlp_bwd_data: Vec<Kernel>,
+    pub mlp_bwd_weight: Vec<Kernel>,
+}
+
+impl BlockKernels {
+    /// Every kernel of the layer's forward and backward, once each time it runs.
+    pub fn all(&self) -> impl Iterator<Item = &Kernel> {
+        [
+            &self.attn_fwd,
+            &self.attn_bwd_data,
+            &self.attn_bwd_weight,
+            &self.mlp_fwd,
+            &self.mlp_bwd_data,
+            &self.mlp_bwd_weight,
+        ]
+        .into_iter()
+        .flatten()
+    }
+}
+
+/// Forward, data-gradient and weight-gradient kernels of a piece of a layer.
+#[derive(Default)]
+struct Pass {
+    fwd: Vec<Kernel>,
+    data: Vec<Kernel>,
+    weight: Vec<Kernel>,
+}
+
 pub struct Costs<'a> {
     pub acc: &'a Accelerator,
     pub model: &'a Model,
@@ -31,150 +73,316 @@ pub struct Costs<'a> {
 }
 
 impl Costs<'_> {
-    fn tokens(&self) -> f64 {
-        self.plan.mbs as f64 * (self.plan.seq / self.plan.cp as u64) as f64
-    }
-
-    /// HBM-bound element-wise op over `elems` 2-byte elements, read `reads` times, written once.
-    fn elementwise(&self, elems: f64, reads: f64) -> f64 {
-        self.acc.roofline_ns(elems * 4.0, elems * 2.0 * (reads + 1.0), false)
+    fn tokens(&self) -> u64 {
+        self.plan.mbs as u64 * (self.plan.seq / self.plan.cp as u64)
     }
 
     /// Tokens the element-wise ops of a layer see (n/t with sequence parallelism).
-    fn ew_tokens(&self) -> f64 {
+    fn ew_tokens(&self) -> u64 {
         if self.plan.sp {
-            self.tokens() / self.plan.tp as f64
+            self.tokens() / self.plan.tp as u64
         } else {
             self.tokens()
         }
     }
 
-    /// Forward and backward (data, weight) time of a GEMM n×k by k×out.
-    fn gemm(&self, n: f64, k: f64, out: f64) -> (f64, f64, f64) {
-        let a = self.acc;
-        (a.gemm_ns(n, out, k), a.gemm_ns(n, k, out), a.gemm_ns(k, out, n))
+    fn ns(&self, kernels: &[Kernel]) -> f64 {
+        kernels.iter().map(|k| k.ns(self.acc)).sum()
     }
 
-    pub fn attention_core(&self) -> (f64, f64) {
+    /// A GEMM n×k by k×out: forward, data gradient, weight gradient, added to `pass`.
+    fn linear(pass: &mut Pass, n: u64, k: u64, out: u64) {
+        pass.fwd.push(Kernel::Gemm { m: n, n: out, k, batch: 1 });
+        pass.data.push(Kernel::Gemm { m: n, n: k, k: out, batch: 1 });
+        pass.weight.push(Kernel::Gemm { m: k, n: out, k: n, batch: 1 });
+    }
+
+    fn pointwise(pass: &mut Pass, op: Pointwise, rows: u64, cols: u64) {
+        pass.fwd.push(Kernel::Elementwise { op, backward: false, rows, cols });
+        pass.data.push(Kernel::Elementwise { op, backward: true, rows, cols });
+    }
+
+    /// The attention core (scores, softmax, context) forward and backward kernels.
+    pub fn attention_core_kernels(&self) -> (Vec<Kernel>, Vec<Kernel>) {
         let m = self.model;
-        let t = self.plan.tp as f64;
-        let (b, s_q) = (self.plan.mbs as f64, (self.plan.seq / self.plan.cp as u64) as f64);
+        let t = self.plan.tp as u64;
+        let (b, s_q) = (self.plan.mbs as u64, self.plan.seq / self.plan.cp as u64);
         // Keys span the whole sequence (CP gathers them); heads split by TP.
-        let s_k = self.plan.seq as f64;
-        let heads = m.heads as f64 / t;
+        let s_k = self.plan.seq;
+        let bh = b * m.heads / t;
         let (dqk, dv) = match &m.mla {
-            Some(x) => ((x.qk_nope + x.qk_rope) as f64, x.v_head as f64),
-            None => (m.head_dim() as f64, m.head_dim() as f64),
+            Some(x) => (x.qk_nope + x.qk_rope, x.v_head),
+            None => (m.head_dim(), m.head_dim()),
         };
-        let flops = 2.0 * b * heads * s_q * s_k * (dqk + dv);
         if self.flash_attention {
-            // Fused kernel: causal masking skips half of the blocks; reads Q, K, V, writes O.
-            let bytes = 2.0 * b * heads * (s_q * (dqk + dv) + s_k * (dqk + dv));
-            let fwd = self.acc.roofline_ns(flops / 2.0, bytes, true);
-            (fwd, 2.5 * fwd)
-        } else {
-            // Two batched GEMMs and softmax/mask/dropout passes over the b·heads·s·s scores.
-            let scores = b * heads * s_q * s_k;
-            let gemms = self.acc.roofline_ns(flops, 2.0 * scores + 2.0 * b * heads * (s_q + s_k) * (dqk + dv), true);
-            let softmax = self.elementwise(scores, 1.0) + self.elementwise(scores, 1.0) * 0.75;
-            (gemms + softmax, 2.0 * gemms + 2.0 * softmax)
+            let k = |backward| Kernel::FlashAttention { backward, batch_heads: bh, s_q, s_k, d_qk: dqk, d_v: dv };
+            return (vec![k(false)], vec![k(true)]);
+        }
+        // Unfused: scores Q·Kᵀ and context P·V as batched GEMMs, softmax (with mask and dropout)
+        // over the b·heads·s_q·s_k scores; backward, two GEMMs per forward GEMM.
+        let gemm = |m, n, k| Kernel::Gemm { m, n, k, batch: bh };
+        let softmax = |backward| Kernel::Elementwise { op: Pointwise::Softmax, backward, rows: bh * s_q, cols: s_k };
+        let fwd = vec![gemm(s_q, s_k, dqk), softmax(false), gemm(s_q, dv, s_k)];
+        let bwd = vec![
+            gemm(s_q, s_k, dv), // dP = dO·Vᵀ
+            gemm(s_k, dv, s_q), // dV = Pᵀ·dO
+            softmax(true),
+            gemm(s_q, dqk, s_k), // dQ = dS·K
+            gemm(s_k, dqk, s_q), // dK = dSᵀ·Q
+        ];
+        (fwd, bwd)
+    }
+
+    /// Forward and backward time of the attention core.
+    pub fn attention_core(&self) -> (f64, f64) {
+        let (f, b) = self.attention_core_kernels();
+        (self.ns(&f), self.ns(&b))
+    }
+
+    /// The kernels of one layer (dense, or MoE when `moe_layer`).
+    pub fn layer_kernels(&self, moe_layer: bool) -> BlockKernels {
+        let m = self.model;
+        let t = self.plan.tp as u64;
+        let n = self.tokens();
+        let h = m.hidden;
+        let ew = self.ew_tokens();
+        let gated = m.family == Family::Llama;
+        // Attention: norm, projections, core, output projection, dropout + residual.
+        let mut attn = Pass::default();
+        Self::pointwise(&mut attn, Pointwise::Norm, ew, h);
+        match &m.mla {
+            Some(x) => {
+                let a = m.heads / t;
+                Self::linear(&mut attn, n, h, x.q_lora);
+                Self::linear(&mut attn, n, x.q_lora, a * (x.qk_nope + x.qk_rope));
+                Self::linear(&mut attn, n, h, x.kv_lora + x.qk_rope);
+                Self::linear(&mut attn, n, x.kv_lora, a * (x.qk_nope + x.v_head));
+            }
+            None => Self::linear(&mut attn, n, h, (m.heads + 2 * m.kv_heads) * m.head_dim() / t),
+        }
+        let (core_f, mut core_b) = self.attention_core_kernels();
+        attn.fwd.extend(&core_f);
+        // Selective recompute runs the attention core again inside the backward (full
+        // recompute replays the whole forward, collectives included: the generator issues it).
+        if self.plan.recompute == Recompute::Selective {
+            core_b.extend(&core_f);
+        }
+        attn.data.extend(core_b);
+        let out_in = match &m.mla {
+            Some(x) => m.heads / t * x.v_head,
+            None => m.heads * m.head_dim() / t,
+        };
+        Self::linear(&mut attn, n, out_in, h);
+        Self::pointwise(&mut attn, Pointwise::Residual, ew, h);
+
+        // MLP (dense, or the experts this rank hosts, with uniform routing).
+        let mut mlp = Pass::default();
+        Self::pointwise(&mut mlp, Pointwise::Norm, ew, h);
+        let (ffn, tokens) = match (&m.moe, moe_layer) {
+            // Each token goes to k experts; EP spreads them, so a rank processes n·k tokens
+            // through experts of width expert_ffn (plus the shared experts on all n tokens).
+            (Some(moe), true) => (moe.expert_ffn, n * moe.topk as u64),
+            _ => (m.ffn, n),
+        };
+        let up = |width: u64| if gated { 2 * width / t } else { width / t };
+        let act = if gated { Pointwise::Swiglu } else { Pointwise::Gelu };
+        if let (Some(moe), true) = (&m.moe, moe_layer) {
+            // Router: n × h by h × E, then the permutation of the dispatched tokens.
+            Self::linear(&mut mlp, n, h, moe.experts as u64);
+            Self::pointwise(&mut mlp, Pointwise::Permute, tokens, h);
+        }
+        Self::linear(&mut mlp, tokens, h, up(ffn));
+        Self::pointwise(&mut mlp, act, tokens, ffn / t);
+        Self::linear(&mut mlp, tokens, ffn / t, h);
+        if let (Some(moe), true) = (&m.moe, moe_layer) {
+            let sf = moe.shared_ffn * moe.shared_experts as u64;
+            if sf > 0 {
+                Self::linear(&mut mlp, n, h, up(sf));
+                Self::pointwise(&mut mlp, act, n, sf / t);
+                Self::linear(&mut mlp, n, sf / t, h);
+            }
+            Self::pointwise(&mut mlp, Pointwise::Permute, tokens, h);
+        }
+        Self::pointwise(&mut mlp, Pointwise::Residual, ew, h);
+        BlockKernels {
+            attn_fwd: attn.fwd,
+            attn_bwd_data: attn.data,
+            attn_bwd_weight: attn.weight,
+            attn_core_fwd: core_f,
+            mlp_fwd: mlp.fwd,
+            mlp_bwd_data: mlp.data,
+            mlp_bwd_weight: mlp.weight,
         }
     }
 
     pub fn layer(&self, moe_layer: bool) -> BlockTimes {
-        let m = self.model;
-        let t = self.plan.tp as f64;
-        let n = self.tokens();
-        let h = m.hidden as f64;
-        let ew = self.ew_tokens();
-        let norm = self.elementwise(ew * h, 1.0);
-        let residual = self.elementwise(ew * h, 2.0);
-        // Attention projections.
-        let (qkv, out) = match &m.mla {
-            Some(x) => {
-                let a = m.heads as f64 / t;
-                let q = self.gemm(n, h, x.q_lora as f64);
-                let q2 = self.gemm(n, x.q_lora as f64, a * (x.qk_nope + x.qk_rope) as f64);
-                let kv = self.gemm(n, h, (x.kv_lora + x.qk_rope) as f64);
-                let kv2 = self.gemm(n, x.kv_lora as f64, a * (x.qk_nope + x.v_head) as f64);
-                let sum = (q.0 + q2.0 + kv.0 + kv2.0, q.1 + q2.1 + kv.1 + kv2.1, q.2 + q2.2 + kv.2 + kv2.2);
-                (sum, self.gemm(n, a * x.v_head as f64, h))
-            }
-            None => {
-                let dh = m.head_dim() as f64;
-                let qkv_out = (m.heads + 2 * m.kv_heads) as f64 * dh / t;
-                (self.gemm(n, h, qkv_out), self.gemm(n, m.heads as f64 * dh / t, h))
-            }
-        };
-        let (core_f, core_b) = self.attention_core();
-        let mut bt = BlockTimes {
-            attn_core_fwd: core_f,
-            attn_fwd: norm + qkv.0 + core_f + out.0 + residual,
-            attn_bwd_data: 2.0 * norm + qkv.1 + core_b + out.1 + 2.0 * residual,
-            attn_bwd_weight: qkv.2 + out.2,
-            ..Default::default()
-        };
-        // MLP (dense, or the experts this rank hosts, with uniform routing).
-        let gated = m.family == Family::Llama;
-        let (ffn, tokens) = match (&m.moe, moe_layer) {
-            (Some(moe), true) => {
-                // Each token goes to k experts; EP spreads them, so a rank processes n·k tokens
-                // through experts of width expert_ffn (plus the shared experts on all n tokens).
-                (moe.expert_ffn as f64, n * moe.topk as f64)
-            }
-            _ => (m.ffn as f64, n),
-        };
-        let up_width = if gated { 2.0 * ffn / t } else { ffn / t };
-        let fc1 = self.gemm(tokens, h, up_width);
-        let fc2 = self.gemm(tokens, ffn / t, h);
-        let act = self.elementwise(tokens * ffn / t, if gated { 2.0 } else { 1.0 });
-        let mut mlp = (fc1.0 + fc2.0 + act, fc1.1 + fc2.1 + 2.0 * act, fc1.2 + fc2.2);
-        if let (Some(moe), true) = (&m.moe, moe_layer) {
-            let sf = moe.shared_ffn as f64 * moe.shared_experts as f64;
-            if sf > 0.0 {
-                let s1 = self.gemm(n, h, if gated { 2.0 * sf / t } else { sf / t });
-                let s2 = self.gemm(n, sf / t, h);
-                mlp = (mlp.0 + s1.0 + s2.0, mlp.1 + s1.1 + s2.1, mlp.2 + s1.2 + s2.2);
-            }
-            // Router: n × h by h × E, plus permutation of the dispatched tokens.
-            let router = self.gemm(n, h, moe.experts as f64);
-            let permute = self.elementwise(tokens * h, 1.0) * 2.0;
-            mlp = (mlp.0 + router.0 + permute, mlp.1 + router.1 + permute, mlp.2 + router.2);
+        let k = self.layer_kernels(moe_layer);
+        BlockTimes {
+            attn_fwd: self.ns(&k.attn_fwd),
+            attn_bwd_data: self.ns(&k.attn_bwd_data),
+            attn_bwd_weight: self.ns(&k.attn_bwd_weight),
+            attn_core_fwd: self.ns(&k.attn_core_fwd),
+            mlp_fwd: self.ns(&k.mlp_fwd),
+            mlp_bwd_data: self.ns(&k.mlp_bwd_data),
+            mlp_bwd_weight: self.ns(&k.mlp_bwd_weight),
         }
-        bt.mlp_fwd = norm + mlp.0 + residual;
-        bt.mlp_bwd_data = 2.0 * norm + mlp.1 + 2.0 * residual;
-        bt.mlp_bwd_weight = mlp.2;
-        // Selective recompute runs the attention core again inside the backward (full recompute
-        // replays the whole forward, collectives included: the generator issues it).
-        if self.plan.recompute == Recompute::Selective {
-            bt.attn_bwd_data += core_f;
-        }
-        bt
     }
 
-    /// Embedding lookup (first stage) forward and backward.
+    /// Embedding lookup (first stage) forward and backward kernels.
+    pub fn embedding_kernels(&self) -> (Vec<Kernel>, Vec<Kernel>) {
+        let mut p = Pass::default();
+        Self::pointwise(&mut p, Pointwise::Embedding, self.ew_tokens(), self.model.hidden);
+        (p.fwd, p.data)
+    }
+
     pub fn embedding(&self) -> (f64, f64) {
-        let h = self.model.hidden as f64;
-        let e = self.elementwise(self.ew_tokens() * h, 1.0);
-        (e, 2.0 * e)
+        let (f, b) = self.embedding_kernels();
+        (self.ns(&f), self.ns(&b))
     }
 
-    /// Final norm, LM head (vocabulary split by TP) and cross-entropy, forward and backward.
-    pub fn head(&self) -> (f64, f64) {
+    /// Final norm, LM head (vocabulary split by TP) and cross-entropy, forward and backward
+    /// kernels.
+    pub fn head_kernels(&self) -> (Vec<Kernel>, Vec<Kernel>) {
         let m = self.model;
         let n = self.tokens();
-        let h = m.hidden as f64;
-        let v = m.vocab as f64 / self.plan.tp as f64;
-        let (f, d, w) = self.gemm(n, h, v);
-        let norm = self.elementwise(self.ew_tokens() * h, 1.0);
+        let v = m.vocab / self.plan.tp as u64;
+        let mut p = Pass::default();
+        Self::pointwise(&mut p, Pointwise::Norm, self.ew_tokens(), m.hidden);
+        Self::linear(&mut p, n, m.hidden, v);
         // Logits in fp32: softmax, loss and its gradient over n × V/t.
-        let ce = self.acc.roofline_ns(5.0 * n * v, 4.0 * n * v * 3.0, false);
-        (norm + f + ce, 2.0 * norm + d + w + ce)
+        Self::pointwise(&mut p, Pointwise::CrossEntropy, n, v);
+        p.data.extend(p.weight);
+        (p.fwd, p.data)
     }
 
-    /// Mixed-precision Adam step over `params` parameters held by this GPU: read fp32 master
-    /// weights, m, v and gradients, write master, m, v and the bf16 copy (34 B per parameter).
+    pub fn head(&self) -> (f64, f64) {
+        let (f, b) = self.head_kernels();
+        (self.ns(&f), self.ns(&b))
+    }
+
+    /// Mixed-precision Adam step over `params` parameters held by this GPU.
     pub fn optimizer(&self, params: f64) -> f64 {
-        self.acc.roofline_ns(12.0 * params, 34.0 * params, false)
+        Kernel::Optimizer { params: params.round() as u64 }.ns(self.acc)
+    }
+}
+
+/// Parameters whose optimizer step `stage`'s GPUs run: all they hold with DDP, their 1/(DP·CP)
+/// share with the distributed optimizer or ZeRO (as the generator issues the step).
+pub fn optimizer_params(model: &Model, plan: &Plan, stage: u32) -> f64 {
+    let (params, _) = stage_params(model, plan, stage);
+    match plan.dp {
+        DataParallel::Ddp => params as f64,
+        _ => params as f64 / (plan.dp_size() * plan.cp) as f64,
+    }
+}
+
+/// The distinct kernels of one iteration (every stage's), each with how many of the lists
+/// (layer blocks, embedding, head, optimizer steps) hold it: what `kernels measure` times.
+pub fn iteration_kernels(
+    model: &Model,
+    plan: &Plan,
+    acc: &Accelerator,
+    flash_attention: bool,
+) -> Result<Vec<(Kernel, usize)>> {
+    plan.validate(model)?;
+    let c = Costs { acc, model, plan, flash_attention };
+    let mut all = Vec::new();
+    let (f, b) = c.embedding_kernels();
+    all.extend(f.into_iter().chain(b));
+    for moe in [false, true] {
+        if (0..model.layers).any(|l| model.is_moe_layer(l) == moe) {
+            all.extend(c.layer_kernels(moe).all());
+        }
+    }
+    let (f, b) = c.head_kernels();
+    all.extend(f.into_iter().chain(b));
+    for stage in 0..plan.pp {
+        all.push(Kernel::Optimizer { params: optimizer_params(model, plan, stage).round() as u64 });
+    }
+    Ok(distinct(&all))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::model::Family;
+    use super::super::plan::DataParallel;
+    use super::*;
+
+    fn gpt(hidden: u64, heads: u64) -> Model {
+        Model {
+            name: "gpt".into(),
+            family: Family::Gpt,
+            layers: 2,
+            hidden,
+            heads,
+            kv_heads: heads,
+            head_dim: None,
+            ffn: 4 * hidden,
+            vocab: 51200,
+            seq_len: 2048,
+            moe: None,
+            mla: None,
+        }
+    }
+
+    fn plan(tp: u32, sp: bool, recompute: Recompute) -> Plan {
+        Plan {
+            gpus: tp,
+            gpus_per_server: 8,
+            tp,
+            pp: 1,
+            vpp: 1,
+            ep: 1,
+            cp: 1,
+            mbs: 1,
+            gbs: 1,
+            seq: 2048,
+            sp,
+            dp: DataParallel::Ddp,
+            recompute,
+            first_stage_layers: None,
+            last_stage_layers: None,
+        }
+    }
+
+    #[test]
+    fn a_gpt_layer_has_megatrons_gemms_and_each_backward_has_two() {
+        let (m, p) = (gpt(6144, 48), plan(8, true, Recompute::None));
+        let acc = Accelerator::ideal();
+        let k = Costs { acc: &acc, model: &m, plan: &p, flash_attention: true }.layer_kernels(false);
+        let gemms = |v: &[Kernel]| v.iter().filter(|k| matches!(k, Kernel::Gemm { .. })).copied().collect::<Vec<_>>();
+        // QKV (2048 × 6144 by 6144 × 3·6144/8), output (768 → 6144), fc1 (→ 3072), fc2 (3072 → 6144).
+        let g = |m, n, k| Kernel::Gemm { m, n, k, batch: 1 };
+        assert_eq!(gemms(&k.attn_fwd), vec![g(2048, 2304, 6144), g(2048, 6144, 768)]);
+        assert_eq!(gemms(&k.mlp_fwd), vec![g(2048, 3072, 6144), g(2048, 6144, 3072)]);
+        assert_eq!(gemms(&k.attn_bwd_weight), vec![g(6144, 2304, 2048), g(768, 6144, 2048)]);
+        assert_eq!(gemms(&k.mlp_bwd_data), vec![g(2048, 6144, 3072), g(2048, 3072, 6144)]);
+        // Norms and residuals on the sequence-parallel shard: 2048/8 tokens × 6144.
+        assert!(k.mlp_fwd.contains(&Kernel::Elementwise {
+            op: Pointwise::Norm,
+            backward: false,
+            rows: 256,
+            cols: 6144
+        }));
+        assert_eq!(k.attn_core_fwd.len(), 1);
+    }
+
+    #[test]
+    fn block_times_are_the_sums_of_their_kernels() {
+        let (m, p) = (gpt(4096, 32), plan(2, false, Recompute::Selective));
+        let acc = Accelerator { sms: 108, gemm_tile: [128, 128], kernel_overhead_ns: 2000.0, ..Accelerator::ideal() };
+        let c = Costs { acc: &acc, model: &m, plan: &p, flash_attention: false };
+        let (k, t) = (c.layer_kernels(false), c.layer(false));
+        let sum = |v: &[Kernel]| v.iter().map(|k| k.model_ns(&acc)).sum::<f64>();
+        assert_eq!(t.mlp_fwd, sum(&k.mlp_fwd));
+        assert_eq!(t.attn_bwd_data, sum(&k.attn_bwd_data));
+        // Selective recompute: the backward holds the core's forward kernels once more.
+        let (core_f, core_b) = c.attention_core_kernels();
+        assert_eq!(core_f.len(), 3);
+        for kernel in core_f.iter().chain(&core_b) {
+            assert!(k.attn_bwd_data.contains(kernel));
+        }
+        // Norm, QKV data gradient, core (backward and recomputed), output data gradient, residual.
+        assert_eq!(k.attn_bwd_data.len(), 1 + 1 + core_b.len() + core_f.len() + 1 + 1);
     }
 }

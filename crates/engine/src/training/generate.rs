@@ -42,6 +42,7 @@
 
 use super::costs::{BlockTimes, Costs};
 use super::hardware::Accelerator;
+use super::kernels::Kernel;
 use super::model::{Family, Model};
 use super::overlap::{buckets, Block, Bucket, Buffer, Overlap};
 use super::plan::{DataParallel, Plan, Recompute};
@@ -820,34 +821,29 @@ struct Linears {
     last_dgrad: f64,
 }
 
-/// The GEMM shapes of costs.rs's blocks (tokens n = b·s/cp; widths split by TP), timed by the
-/// accelerator's GEMM model.
+/// The GEMM shapes of costs.rs's blocks (tokens n = b·s/cp; widths split by TP), timed as
+/// those kernels are (measured where the run's kernel table has them).
 fn tp_linears(model: &Model, plan: &Plan, acc: &Accelerator) -> TpLinears {
-    let t = plan.tp as f64;
-    let n = plan.mbs as f64 * (plan.seq / plan.cp as u64) as f64;
-    let h = model.hidden as f64;
+    let t = plan.tp as u64;
+    let n = plan.mbs as u64 * (plan.seq / plan.cp as u64);
+    let h = model.hidden;
     let (qkv_out, attn_width) = match &model.mla {
         // The down-projections consume the gathered input.
-        Some(x) => ((x.q_lora + x.kv_lora + x.qk_rope) as f64, (model.heads * x.v_head) as f64 / t),
-        None => {
-            let dh = model.head_dim() as f64;
-            ((model.heads + 2 * model.kv_heads) as f64 * dh / t, model.heads as f64 * dh / t)
-        }
+        Some(x) => (x.q_lora + x.kv_lora + x.qk_rope, model.heads / t * x.v_head),
+        None => ((model.heads + 2 * model.kv_heads) * model.head_dim() / t, model.heads * model.head_dim() / t),
     };
-    let f = model.ffn as f64 / t;
-    let up = if model.family == Family::Llama { 2.0 * f } else { f };
+    let f = model.ffn / t;
+    let up = if model.family == Family::Llama { 2 * model.ffn / t } else { f };
+    // C[m×n] = A[m×k]·B[k×n].
+    let gemm = |m: u64, n: u64, k: u64| Kernel::Gemm { m, n, k, batch: 1 }.ns(acc);
     TpLinears {
         chunks: plan.tp,
         attn: Linears {
-            first_fwd: acc.gemm_ns(n, qkv_out, h),
-            last_fwd: acc.gemm_ns(n, h, attn_width),
-            last_dgrad: acc.gemm_ns(n, attn_width, h),
+            first_fwd: gemm(n, qkv_out, h),
+            last_fwd: gemm(n, h, attn_width),
+            last_dgrad: gemm(n, attn_width, h),
         },
-        mlp: Linears {
-            first_fwd: acc.gemm_ns(n, up, h),
-            last_fwd: acc.gemm_ns(n, h, f),
-            last_dgrad: acc.gemm_ns(n, f, h),
-        },
+        mlp: Linears { first_fwd: gemm(n, up, h), last_fwd: gemm(n, h, f), last_dgrad: gemm(n, f, h) },
     }
 }
 

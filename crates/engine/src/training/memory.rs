@@ -138,24 +138,7 @@ pub fn communicators(model: &Model, plan: &Plan) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::training::model::Family;
-
-    fn llama3_70b() -> Model {
-        Model {
-            name: "llama3-70b".into(),
-            family: Family::Llama,
-            layers: 80,
-            hidden: 8192,
-            heads: 64,
-            kv_heads: 8,
-            head_dim: None,
-            ffn: 28672,
-            vocab: 128256,
-            seq_len: 8192,
-            moe: None,
-            mla: None,
-        }
-    }
+    use crate::training::model::llama3_70b;
 
     fn plan(gpus: u32, tp: u32, pp: u32, vpp: u32, gbs: u32) -> Plan {
         Plan {

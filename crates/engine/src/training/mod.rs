@@ -5,6 +5,7 @@ pub mod batch;
 pub mod costs;
 pub mod generate;
 pub mod hardware;
+pub mod kernels;
 pub mod memory;
 pub mod model;
 pub mod overlap;
@@ -14,19 +15,19 @@ pub mod search;
 pub mod simai_rows;
 
 use serde::{Deserialize, Serialize};
-use std::cell::RefCell;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 use crate::analytical::alpha_beta::{AlphaBeta, Bandwidths, PriceMemo};
 use crate::analytical::server_spec::{GpuType, NicType, ServerSpec};
 
+use crate::collective::choose::algorithm_choice;
 use crate::collective::choose::Options;
 use crate::driver::{simulate, Backend, FlowConfig};
 use crate::error::{InputError, Result};
 use crate::executor::Execution;
 use crate::exposure::{exposure, Exposure};
 use crate::flow::network::Tuning;
-use crate::flow::sweep::{algorithm_option, protocol_option};
+use crate::flow::sweep::protocol_option;
 use crate::platform::routing::Routes;
 use crate::platform::{Platform, Routing};
 use crate::workload::{OpKind, Workload};
@@ -85,7 +86,7 @@ pub struct Fabric {
     /// The catalog's accelerator names, which a platform file's GPUs may name.
     #[serde(default)]
     pub accelerators: Vec<String>,
-    /// "auto" (NCCL's tuner) or an algorithm name.
+    /// "auto" (NCCL's tuner), "auto+extra" (with the algorithms beyond NCCL's) or an algorithm name.
     pub algorithm: String,
     /// 0: one per group rank of a server, at most one per NIC ([`crate::collective::group_channels`]).
     pub channels: u32,
@@ -125,14 +126,16 @@ fn nccl_p2p_pxn() -> bool {
 
 impl Fabric {
     pub fn tuning(&self) -> Result<Tuning> {
+        let (algorithm, extra) = algorithm_choice(&self.algorithm)?;
         let options = Options {
             send_lat_us: self.send_lat_us,
             nvls_enable: self.nvls,
             pxn_enable: self.pxn,
             nvlstree_enable: self.nvlstree,
-            algorithm: algorithm_option(&self.algorithm)?,
+            algorithm,
             protocol: protocol_option(self.protocol.as_deref().unwrap_or("auto"))?,
             p2p_pxn: self.p2p_pxn,
+            extra,
         };
         Ok(Tuning { options, channels: self.channels, qps: self.qps, seed: self.seed })
     }
@@ -201,6 +204,9 @@ pub struct TrainingReport {
     pub events: u64,
     pub ops: usize,
     pub layers: Vec<LayerTime>,
+    /// Distinct kernels timed from the measured kernel table and by the model (with a table).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernels: Option<kernels::KernelUse>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace: Option<String>,
 }
@@ -213,7 +219,7 @@ pub fn run_training(input: &TrainingInput, progress: &mut dyn FnMut(f64) -> bool
 pub fn run_training_memo(
     input: &TrainingInput,
     progress: &mut dyn FnMut(f64) -> bool,
-    memo: Option<&Rc<RefCell<PriceMemo>>>,
+    memo: Option<&Arc<Mutex<PriceMemo>>>,
 ) -> Result<TrainingReport> {
     let (model, plan, acc) = (&input.model, &input.plan, &input.accelerator);
     plan.validate(model)?;
@@ -231,6 +237,13 @@ pub fn run_training_memo(
         ));
     }
     let generated = generate::generate_with(model, plan, acc, input.flash_attention, &input.overlap)?;
+    let kernel_use = match acc.measured_kernels.is_empty() {
+        true => None,
+        false => {
+            let kernels = costs::iteration_kernels(model, plan, acc, input.flash_attention)?;
+            Some(kernels::KernelUse::of(&kernels, &acc.measured_kernels))
+        }
+    };
     let w = &generated.workload;
     let config = match &input.fabric {
         None => None,
@@ -304,6 +317,7 @@ pub fn run_training_memo(
         events: exec.events,
         ops: w.programs.iter().map(|p| p.ops.len()).sum(),
         layers,
+        kernels: kernel_use,
         trace: input.trace.then(|| crate::trace::chrome_trace(w, &exec)),
     })
 }

@@ -217,6 +217,25 @@ impl Model {
     }
 }
 
+/// Llama 3 70B as its config gives it: the fixture of several modules' tests.
+#[cfg(test)]
+pub(crate) fn llama3_70b() -> Model {
+    Model {
+        name: "llama3-70b".into(),
+        family: Family::Llama,
+        layers: 80,
+        hidden: 8192,
+        heads: 64,
+        kv_heads: 8,
+        head_dim: None,
+        ffn: 28672,
+        vocab: 128256,
+        seq_len: 8192,
+        moe: None,
+        mla: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

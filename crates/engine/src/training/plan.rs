@@ -111,10 +111,27 @@ impl Plan {
 
     /// Check the plan against the model; errors list the valid choices.
     pub fn validate(&self, m: &Model) -> Result<()> {
+        self.check(m, true)
+    }
+
+    /// Whether [`Plan::validate`] accepts the plan, without writing the message of a rejection:
+    /// a search rejects most of the candidates it visits and never shows why (formatting those
+    /// messages was a fifth of a search's time).
+    pub fn is_valid(&self, m: &Model) -> bool {
+        self.check(m, false).is_ok()
+    }
+
+    /// [`Plan::validate`]'s rules, one definition; a rejection's message is written only if
+    /// `explain`.
+    fn check(&self, m: &Model, explain: bool) -> Result<()> {
         m.check()?;
-        let bad = |field: &str, msg: String| Err(InputError::field("plan", field, msg));
+        let bad = |field: &str, msg: &dyn Fn() -> String| {
+            Err(InputError::field("plan", field, if explain { msg() } else { String::new() }))
+        };
         if self.gpus > MAX_GPUS {
-            return bad("gpus", format!("{} GPUs are more than clustersim simulates (at most {MAX_GPUS})", self.gpus));
+            return bad("gpus", &|| {
+                format!("{} GPUs are more than clustersim simulates (at most {MAX_GPUS})", self.gpus)
+            });
         }
         for (field, v) in [
             ("gpus", self.gpus),
@@ -128,14 +145,14 @@ impl Plan {
             ("gpus_per_server", self.gpus_per_server),
         ] {
             if v == 0 {
-                return bad(field, "must be at least 1".into());
+                return bad(field, &|| "must be at least 1".into());
             }
         }
         // Layout factors at most the GPUs, batch and sequence bounded: no product below
         // overflows, and an iteration has a bounded number of micro-batches.
         for (field, v) in [("tp", self.tp), ("pp", self.pp), ("ep", self.ep), ("cp", self.cp)] {
             if v > self.gpus {
-                return bad(field, format!("{v} is more than the {} GPUs", self.gpus));
+                return bad(field, &|| format!("{v} is more than the {} GPUs", self.gpus));
             }
         }
         for (field, v, max) in [
@@ -146,38 +163,38 @@ impl Plan {
             ("seq", self.seq, 1 << 22),
         ] {
             if v > max {
-                return bad(field, format!("{v} is more than clustersim simulates (at most {max})"));
+                return bad(field, &|| format!("{v} is more than clustersim simulates (at most {max})"));
             }
         }
         let mp = self.tp as u128 * self.pp as u128 * self.cp as u128;
         if mp > self.gpus as u128 {
-            return bad("gpus", format!("{} GPUs are fewer than TP×PP×CP = {mp}", self.gpus));
+            return bad("gpus", &|| format!("{} GPUs are fewer than TP×PP×CP = {mp}", self.gpus));
         }
         if !m.heads.is_multiple_of(self.tp as u64) || !m.kv_heads.is_multiple_of(self.tp as u64) && m.mla.is_none() {
-            return bad(
-                "tp",
+            return bad("tp", &|| {
                 format!(
                     "TP {} must divide the {} attention heads and {} KV heads (valid: {})",
                     self.tp,
                     m.heads,
                     m.kv_heads,
                     divisors_text(gcd(m.heads, m.kv_heads))
-                ),
-            );
+                )
+            });
         }
         let gps = self.gpus_per_server;
         if self.tp > gps && !self.tp.is_multiple_of(gps) || self.tp < gps && !gps.is_multiple_of(self.tp) {
-            return bad("tp", format!("TP {} must divide the {gps} GPUs per server or be a multiple of it (valid: {} or multiples of {gps})", self.tp, divisors_text(gps as u64)));
+            return bad("tp", &|| {
+                format!("TP {} must divide the {gps} GPUs per server or be a multiple of it (valid: {} or multiples of {gps})", self.tp, divisors_text(gps as u64))
+            });
         }
         let mp = self.tp * self.pp * self.cp;
         if !self.gpus.is_multiple_of(mp) {
-            return bad(
-                "gpus",
-                format!("{} GPUs are not divisible by TP×PP×CP = {mp} (valid: multiples of {mp})", self.gpus),
-            );
+            return bad("gpus", &|| {
+                format!("{} GPUs are not divisible by TP×PP×CP = {mp} (valid: multiples of {mp})", self.gpus)
+            });
         }
         if self.gpus > gps && !self.gpus.is_multiple_of(gps) {
-            return bad("gpus", format!("{} GPUs do not fill whole servers of {gps}", self.gpus));
+            return bad("gpus", &|| format!("{} GPUs do not fill whole servers of {gps}", self.gpus));
         }
         if self.first_stage_layers.is_some() || self.last_stage_layers.is_some() {
             let (f, l) = (self.first_stage_layers.unwrap_or(0), self.last_stage_layers.unwrap_or(0));
@@ -188,13 +205,12 @@ impl Plan {
                 && l >= 1
                 && rest.is_some_and(|r| if middle == 0 { r == 0 } else { r.is_multiple_of(middle) && r > 0 });
             if !ok {
-                return bad(
-                    "first_stage_layers",
+                return bad("first_stage_layers", &|| {
                     format!(
                         "uneven stages need PP ≥ 2 and the {} layers minus first ({f}) and last ({l}) to split evenly over the {middle} middle stages",
                         m.layers
-                    ),
-                );
+                    )
+                });
             }
             // Megatron-Core's TransformerConfig: each stage's layers split evenly over its chunks.
             let per_middle = rest.unwrap_or(0) / middle.max(1);
@@ -203,10 +219,9 @@ impl Plan {
                 .into_iter()
                 .find(|&(what, n)| !n.is_multiple_of(v) && (middle > 0 || what != "each middle stage"))
             {
-                return bad(
-                    "vpp",
-                    format!("VPP {v} must divide the layers of the {what} ({n}), as Megatron-Core requires with uneven stages"),
-                );
+                return bad("vpp", &|| {
+                    format!("VPP {v} must divide the layers of the {what} ({n}), as Megatron-Core requires with uneven stages")
+                });
             }
         } else {
             let chunks = self.pp * self.vpp;
@@ -216,92 +231,84 @@ impl Plan {
                 } else {
                     format!("PP {}", self.pp)
                 };
-                return bad(
-                    "pp",
+                return bad("pp", &|| {
                     format!(
                         "{what} must divide the {} layers (valid PP×VPP: {}; or give the first and last stage's layers)",
                         m.layers,
                         divisors_text(m.layers as u64)
-                    ),
-                );
+                    )
+                });
             }
         }
         // Megatron's ColumnParallelLinear splits the FFN width over TP (and Megatron-Core's
         // experts over expert TP, which defaults to TP).
         let widths = [("ffn", m.ffn), ("moe.expert_ffn", m.moe.as_ref().map_or(0, |e| e.expert_ffn))];
         if let Some((what, w)) = widths.into_iter().find(|&(_, w)| !w.is_multiple_of(self.tp as u64)) {
-            return bad(
-                "tp",
+            return bad("tp", &|| {
                 format!(
                     "TP {} must divide the model's {what} width {w} (Megatron splits it over TP; valid: {})",
                     self.tp,
                     divisors_text(gcd(gcd(m.heads, m.kv_heads), w))
-                ),
-            );
+                )
+            });
         }
         if m.moe.is_some() && self.tp > 1 && !self.sp {
-            return bad("sp", "Megatron runs MoE with TP only with sequence parallelism (--sp)".into());
+            return bad("sp", &|| "Megatron runs MoE with TP only with sequence parallelism (--sp)".into());
         }
         let dp = self.dp_size();
         let unit = self.mbs as u64 * dp as u64;
         if !(self.gbs as u64).is_multiple_of(unit) {
-            return bad(
-                "gbs",
+            return bad("gbs", &|| {
                 format!(
                     "global batch {} is not divisible by MBS×DP = {}×{dp} = {unit} (valid: multiples of {unit})",
                     self.gbs, self.mbs
-                ),
-            );
+                )
+            });
         }
         if self.gbs as u64 / unit > 1 << 16 {
             let mb = self.gbs as u64 / unit;
-            return bad(
-                "gbs",
-                format!("{mb} micro-batches per iteration are more than clustersim simulates (at most 65536)"),
-            );
+            return bad("gbs", &|| {
+                format!("{mb} micro-batches per iteration are more than clustersim simulates (at most 65536)")
+            });
         }
         let mb = self.micro_batches();
         if self.vpp > 1 && !mb.is_multiple_of(self.pp) {
-            return bad(
-                "vpp",
-                format!("interleaved schedules need the {mb} micro-batches to be a multiple of PP {}", self.pp),
-            );
+            return bad("vpp", &|| {
+                format!("interleaved schedules need the {mb} micro-batches to be a multiple of PP {}", self.pp)
+            });
         }
         if self.ep > 1 {
             let Some(moe) = &m.moe else {
-                return bad(
-                    "ep",
-                    format!("EP {} needs a mixture-of-experts model; {} is dense (valid: 1)", self.ep, m.name),
-                );
+                return bad("ep", &|| {
+                    format!("EP {} needs a mixture-of-experts model; {} is dense (valid: 1)", self.ep, m.name)
+                });
             };
             if moe.experts % self.ep != 0 {
-                return bad(
-                    "ep",
+                return bad("ep", &|| {
                     format!(
                         "EP {} must divide the {} experts (valid: {})",
                         self.ep,
                         moe.experts,
                         divisors_text(moe.experts as u64)
-                    ),
-                );
+                    )
+                });
             }
             if !dp.is_multiple_of(self.ep) {
-                return bad(
-                    "ep",
+                return bad("ep", &|| {
                     format!(
                         "EP {} must divide DP = {dp} (valid: {})",
                         self.ep,
                         divisors_text(gcd(dp as u64, moe.experts as u64))
-                    ),
-                );
+                    )
+                });
             }
         }
         if !self.seq.is_multiple_of(2 * self.cp as u64) && self.cp > 1 {
-            return bad("cp", format!("CP {} needs the sequence {} to split into 2·CP chunks", self.cp, self.seq));
+            return bad("cp", &|| format!("CP {} needs the sequence {} to split into 2·CP chunks", self.cp, self.seq));
         }
         if self.sp && self.tp == 1 {
             // Megatron switches it off with a warning; clustersim's Python side does the same.
-            return bad("sp", "sequence parallelism needs TP > 1 (Megatron switches it off at TP 1)".into());
+            return bad("sp", &|| "sequence parallelism needs TP > 1 (Megatron switches it off at TP 1)".into());
         }
         Ok(())
     }
@@ -381,6 +388,67 @@ mod tests {
         );
         let e = plan(32, 8, 4, 2, Some((4, 6))).validate(&model(28, 14336)).unwrap_err();
         assert!(e.to_string().contains("each middle stage (9)"), "{e}");
+    }
+
+    #[test]
+    fn is_valid_is_validate_without_the_message() {
+        // Every rule hit, and passed: odd and even sizes, uneven stages, MoE and dense.
+        let moe = super::super::model::Moe {
+            experts: 8,
+            topk: 2,
+            expert_ffn: 14336,
+            shared_experts: 0,
+            shared_ffn: 0,
+            dense_layers: 0,
+        };
+        let models = [model(28, 14336), Model { moe: Some(moe), ..model(28, 14336) }];
+        let sizes = [1, 2, 3, 4, 8];
+        let options =
+            [(1, 48, true, None), (2, 48, false, Some((4, 4))), (3, 32, true, Some((1, 2))), (1, 0, false, None)];
+        let (mut valid, mut invalid) = (0, 0);
+        for (m, gpus, tp, pp, vpp, ep, cp, (mbs, gbs, sp, stages)) in iproduct(&models, &sizes, &options) {
+            let p = Plan {
+                tp,
+                pp,
+                vpp,
+                ep,
+                cp,
+                mbs,
+                gbs,
+                sp,
+                first_stage_layers: stages.map(|s: (u32, u32)| s.0),
+                last_stage_layers: stages.map(|s| s.1),
+                ..plan(gpus, 1, 1, 1, None)
+            };
+            let checked = p.validate(m);
+            assert_eq!(p.is_valid(m), checked.is_ok(), "{p:?}: {checked:?}");
+            *if checked.is_ok() { &mut valid } else { &mut invalid } += 1;
+        }
+        assert!(valid > 50 && invalid > 1000, "{valid} valid, {invalid} invalid");
+    }
+
+    type Case<'a, O> = (&'a Model, u32, u32, u32, u32, u32, u32, O);
+
+    /// Each model on 8, 12 and 16 GPUs with every TP, PP, VPP, EP and CP of `sizes` and each of
+    /// `options`.
+    fn iproduct<'a, O: Copy>(models: &'a [Model], sizes: &[u32], options: &[O]) -> Vec<Case<'a, O>> {
+        let mut out = Vec::new();
+        for m in models {
+            for gpus in [8, 12, 16] {
+                for &tp in sizes {
+                    for &pp in sizes {
+                        for &vpp in sizes {
+                            for &ep in sizes {
+                                for &cp in sizes {
+                                    out.extend(options.iter().map(|&o| (m, gpus, tp, pp, vpp, ep, cp, o)));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        out
     }
 
     #[test]

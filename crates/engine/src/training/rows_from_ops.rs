@@ -360,26 +360,10 @@ mod tests {
     use crate::exposure::exposure;
     use crate::platform::Placement;
     use crate::simai::build::{BuildOptions, Overlap, SimaiWorkload};
-    use crate::training::model::{Family, Moe};
+    use crate::training::model::llama3_70b;
+    use crate::training::model::Moe;
     use crate::training::plan::{DataParallel, Recompute};
     use crate::training::{network_cost, Network, TrainingInput};
-
-    fn llama70b() -> Model {
-        Model {
-            name: "llama3-70b".into(),
-            family: Family::Llama,
-            layers: 80,
-            hidden: 8192,
-            heads: 64,
-            kv_heads: 8,
-            head_dim: None,
-            ffn: 28672,
-            vocab: 128256,
-            seq_len: 8192,
-            moe: None,
-            mla: None,
-        }
-    }
 
     fn mixtral() -> Model {
         let moe = Moe { experts: 8, topk: 2, expert_ffn: 14336, shared_experts: 0, shared_ffn: 0, dense_layers: 0 };
@@ -391,7 +375,7 @@ mod tests {
             ffn: 14336,
             vocab: 32000,
             moe: Some(moe),
-            ..llama70b()
+            ..llama3_70b()
         }
     }
 
@@ -500,12 +484,12 @@ mod tests {
 
     #[test]
     fn llama3_70b_tp8_pp4_sp_distributed_optimizer() {
-        assert_agree(llama70b(), plan(1024, 8, 4, 1, 128, true, DataParallel::DistributedOptimizer), 0.005);
+        assert_agree(llama3_70b(), plan(1024, 8, 4, 1, 128, true, DataParallel::DistributedOptimizer), 0.005);
     }
 
     #[test]
     fn llama3_70b_tp8_without_sp_ddp() {
-        assert_agree(llama70b(), plan(64, 8, 1, 1, 16, false, DataParallel::Ddp), 0.005);
+        assert_agree(llama3_70b(), plan(64, 8, 1, 1, 16, false, DataParallel::Ddp), 0.005);
     }
 
     #[test]
@@ -520,7 +504,7 @@ mod tests {
     fn full_recompute() {
         let mut p = plan(64, 8, 2, 1, 16, true, DataParallel::Ddp);
         p.recompute = Recompute::Full;
-        assert_agree(llama70b(), p, 0.005);
+        assert_agree(llama3_70b(), p, 0.005);
     }
 
     #[test]
@@ -528,7 +512,7 @@ mod tests {
         // The derived rows of Llama 3 70B TP8 PP4 SP: per micro-batch, embedding RS/AG and per
         // layer 2 × (AG, RS) forward and 2 × (RS, AG, re-gather AG) backward, all of T bytes.
         let p = plan(1024, 8, 4, 1, 64, true, DataParallel::DistributedOptimizer);
-        let f = megatron_workload(&llama70b(), &p, &h100(), true).unwrap();
+        let f = megatron_workload(&llama3_70b(), &p, &h100(), true).unwrap();
         let t = 2 * 8192 * 8192;
         let count = |pick: fn(&Row) -> Comm, c: crate::workload::Collective| {
             f.rows.iter().filter(|r| pick(r) == Comm { kind: CommType::Collective(c, Scope::Plain), bytes: t }).count()

@@ -46,6 +46,14 @@ pub struct Space {
     pub dp: Option<Vec<DataParallel>>,
 }
 
+/// The valid plans of a space, and how many combinations of the axes' values were tried to find
+/// them, valid or not (what Calculon counts as its candidates).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Enumeration {
+    pub candidates: Vec<Candidate>,
+    pub visited: u64,
+}
+
 /// A valid plan, its memory per GPU, and whether that fits.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Candidate {
@@ -65,7 +73,8 @@ const SHARDING: [DataParallel; 5] = [
 
 /// Every valid plan of `space` for `model` on the cluster of `cluster` (its gpus,
 /// gpus_per_server and seq; the other fields are ignored), in a fixed order (TP, PP, CP, EP, VPP,
-/// MBS, SP, recompute, data-parallel kind; each ascending), with memory against `memory_gb`.
+/// MBS, SP, recompute, data-parallel kind; each ascending), with memory against `memory_gb`, and
+/// the number of combinations tried.
 pub fn enumerate(
     model: &Model,
     cluster: &Plan,
@@ -73,7 +82,7 @@ pub fn enumerate(
     space: &Space,
     flash_attention: bool,
     memory_gb: f64,
-) -> Result<Vec<Candidate>> {
+) -> Result<Enumeration> {
     // The cluster and model checked by train's rules on the plainest plan: their errors as train
     // reports them, not as "no valid plan".
     let gbs = match batch {
@@ -89,6 +98,7 @@ pub fn enumerate(
     };
     let gpus = cluster.gpus;
     let mut out = Vec::new();
+    let mut visited = 0;
     for tp in keep(divisors(gpus as u64), &space.tp) {
         for pp in keep(divisors((gpus / tp) as u64), &space.pp) {
             for cp in keep(divisors((gpus / (tp * pp)) as u64), &space.cp) {
@@ -128,7 +138,8 @@ pub fn enumerate(
                                             last_stage_layers: None,
                                             ..cluster.clone()
                                         };
-                                        if plan.validate(model).is_err() {
+                                        visited += 1;
+                                        if !plan.is_valid(model) {
                                             continue;
                                         }
                                         let memory = memory(model, &plan, flash_attention);
@@ -143,7 +154,7 @@ pub fn enumerate(
             }
         }
     }
-    Ok(out)
+    Ok(Enumeration { candidates: out, visited })
 }
 
 fn allowed<T: PartialEq>(only: &Option<Vec<T>>, v: T) -> bool {
@@ -206,7 +217,11 @@ mod tests {
             ..Space::default()
         };
         let all = enumerate(&model(2, 2), &cluster(4), Batch::Exact(4), &space, true, 1e9).unwrap();
-        assert_eq!(all.len(), 13);
+        assert_eq!(all.candidates.len(), 13);
+        // Tried, valid or not (MBS over the divisors of GBS / DP; SP off and on for TP > 1): TP 1
+        // with PP 1, 2, 4 (DP 4, 2, 1): 1 + 2 + 3 MBS; TP 2 with PP 1, 2: 2 · (2 + 3); TP 4, PP 1:
+        // 2 · 3 (TP 4 and PP 4 fail: 2 heads, 2 layers).
+        assert_eq!(all.visited, 1 + 2 + 3 + 2 * (2 + 3) + 2 * 3);
         // Every axis opened: ×3 recompute, and ×5 data-parallel kinds where DP·CP > 1. CP 1:
         // TP 1 PP 1 (1 plan), TP 1 PP 2 (2), TP 2 PP 1 (4): 7·15; TP 2 PP 2 (DP 1: 6): 6·3.
         // CP 2 (seq 1024 splits into 4 chunks): TP 1 PP 1 (DP 2, MBS 1, 2): 2, TP 1 PP 2 (DP 1,
@@ -214,29 +229,29 @@ mod tests {
         // all with DP·CP > 1: 14·15.
         let everything = enumerate(&model(2, 2), &cluster(4), Batch::Exact(4), &Space::default(), true, 1e9).unwrap();
         let (with_cp1, with_cp) = (7 * 15 + 6 * 3, 14 * 15);
-        assert_eq!(everything.len(), with_cp1 + with_cp);
+        assert_eq!(everything.candidates.len(), with_cp1 + with_cp);
     }
 
     #[test]
     fn at_most_takes_the_largest_multiple_of_dp() {
         let space = Space { tp: Some(vec![1]), pp: Some(vec![1]), cp: Some(vec![1]), ..Space::default() };
         let all = enumerate(&model(2, 2), &cluster(24), Batch::AtMost(50), &space, true, 1e9).unwrap();
-        assert!(!all.is_empty());
-        assert!(all.iter().all(|c| c.plan.gbs == 48), "DP 24: 48 is the largest multiple ≤ 50");
+        assert!(!all.candidates.is_empty());
+        assert!(all.candidates.iter().all(|c| c.plan.gbs == 48), "DP 24: 48 is the largest multiple ≤ 50");
     }
 
     #[test]
     fn memory_is_trains_and_the_limit_splits_fits() {
         let all = enumerate(&model(4, 4), &cluster(8), Batch::Exact(8), &Space::default(), true, 1e9).unwrap();
-        let mut sizes: Vec<f64> = all.iter().map(|c| c.memory.total_gb).collect();
+        let mut sizes: Vec<f64> = all.candidates.iter().map(|c| c.memory.total_gb).collect();
         sizes.sort_by(f64::total_cmp);
         let limit = sizes[sizes.len() / 2];
         let some = enumerate(&model(4, 4), &cluster(8), Batch::Exact(8), &Space::default(), true, limit).unwrap();
-        for c in &some {
+        for c in &some.candidates {
             assert_eq!(c.memory, memory(&model(4, 4), &c.plan, true));
             assert_eq!(c.fits, c.memory.total_gb <= limit);
         }
-        assert!(some.iter().any(|c| c.fits) && some.iter().any(|c| !c.fits));
+        assert!(some.candidates.iter().any(|c| c.fits) && some.candidates.iter().any(|c| !c.fits));
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! the cases. A failure prints its input, shrunk, and the broken property.
 
 mod guard;
+mod msccl;
 mod mutate;
 mod readers;
 

@@ -4,7 +4,9 @@
 use clustersim_engine::analytical::busbw_file::BusbwTable;
 use clustersim_engine::analytical::ratio::{RatioTable, RatioTables};
 use clustersim_engine::analytical::server_spec::{GpuType, NicType, ServerSpec};
+use clustersim_engine::platform::hcsim::HcsimParams;
 use clustersim_engine::platform::routing::Routes;
+use clustersim_engine::platform::xpu::{Catalog, Dtype, XpuSpec};
 use clustersim_engine::platform::{NodeKind, Platform};
 use clustersim_engine::simai::build::{BuildOptions, Overlap, SimaiWorkload, MAX_GPUS};
 use clustersim_engine::simai::file::WorkloadFile;
@@ -496,8 +498,8 @@ fn rng_pick<'a>(rng: &mut Rng, seeds: &'a [Value]) -> &'a Value {
 /// sends them): tiny models, so that each input runs a whole iteration.
 fn training_seeds() -> Vec<Value> {
     let acc = r#"{"name": "h100", "matmul_tflops": 989, "vector_tflops": 67, "hbm_gb": 80, "hbm_tbps": 3.35,
-        "matmul_efficiency": [[1000000000000, 0.78], [100000000, 0.2], [0, 0.1]],
-        "memory_efficiency": [[100000000, 0.9], [0, 0.3]], "kernel_overhead_ns": 4000}"#;
+        "sms": 132, "gemm_efficiency": 0.75, "hbm_efficiency": 0.7, "attention_efficiency": 0.55,
+        "kernel_overhead_ns": 2000}"#;
     let net = r#"{"nvlink_busbw": 360, "nvls_busbw": 480, "nic_busbw": 48, "nics_per_server": 4}"#;
     let plan = r#"{"gpus": 8, "gpus_per_server": 4, "tp": 2, "pp": 2, "vpp": 1, "ep": 1, "cp": 1, "mbs": 1,
         "gbs": 4, "seq": 256, "sp": true, "dp": "ddp", "recompute": "none"}"#;
@@ -555,5 +557,127 @@ fn training_inputs() {
             mutate_json(rng, seed, TRAINING_WORDS)
         },
         training,
+    );
+}
+
+/// Platform graph documents (node-link JSON with HCSim's Table 2 attributes; YAML, GraphML and
+/// NetworkX graphs reach the engine as these): a hand-written one with every kind and attribute
+/// form, and a one-server HCSim Fig. 6b system of 4 XPUs as the engine writes it.
+fn graph_seeds() -> (Vec<Value>, Catalog) {
+    let mut h100 = XpuSpec { memory_bytes: 80e9, memory_bandwidth: Some(3350.0), ..XpuSpec::default() };
+    h100.set_flops(Dtype::Fp16, 989e12);
+    h100.set_flops(Dtype::Fp32, 67e12);
+    let catalog = Catalog { entries: vec![("H100".into(), h100)] };
+    let hand = r#"{"graph": {"name": "hand"}, "directed": false,
+      "nodes": [{"id": "x0", "kind": "xpu", "type": "h100"},
+                {"id": 7, "kind": "xpu", "fp16_flops": 4e14, "fp32_flops": "1e14", "memory": "64GB", "memory_bandwidth": "1TB/s"},
+                {"id": "sw", "kind": "xpu_switch", "reduction": true},
+                {"id": "m0", "kind": "memory", "memory_kind": "cxl", "memory": "inf", "latency": "250ns", "bandwidth": 6.4e10},
+                {"id": "c", "kind": "cpu", "forward": "yes"}, {"id": "d", "kind": "memory", "memory": 1e12},
+                {"id": "csw", "kind": "cxl_switch"}, {"id": "n", "kind": "nic"}, {"id": "p", "kind": "pcie_switch"},
+                {"id": "tor", "kind": "switch", "tier": "tor"}],
+      "links": [{"source": "x0", "target": "sw", "bandwidth": 9e11, "latency": 1e-7},
+                {"source": 7, "target": "sw", "bandwidth": "900GB/s", "latency": "100ns"},
+                {"source": "x0", "target": "csw", "bandwidth": 1.28e11, "latency": 2e-7},
+                {"source": "m0", "target": "csw", "bandwidth": 1.28e11, "latency": 2e-7, "directed": true},
+                {"source": "c", "target": "d", "bandwidth": "400Gbps", "latency": 0},
+                {"source": "p", "target": "c", "bandwidth": 5e11, "latency": 2.5e-7},
+                {"source": 7, "target": "p", "bandwidth": 1.28e11, "latency": 2.5e-7},
+                {"source": "p", "target": "n", "bandwidth": 1.28e11, "latency": 2.5e-7},
+                {"source": "n", "target": "tor", "bandwidth": 1.25e10, "latency": 5e-6}],
+      "ranks": [7, "x0"]}"#;
+    let mut params = HcsimParams::paper(true, "H100", 4);
+    params.xpus_per_server = 4;
+    let built = Platform::hcsim("t", &params, &catalog).unwrap().to_graph_json("hcsim-cxl");
+    ([hand, built.as_str()].iter().map(|t| serde_json::from_str(t).unwrap()).collect(), catalog)
+}
+
+const GRAPH_WORDS: &[&str] = &[
+    "xpu",
+    "gpu",
+    "xpu_switch",
+    "nvswitch",
+    "switch",
+    "cpu",
+    "nic",
+    "memory",
+    "pcie_switch",
+    "cxl_switch",
+    "id",
+    "kind",
+    "type",
+    "fp16_flops",
+    "fp32_flops",
+    "bf16_flops",
+    "memory_bandwidth",
+    "memory_kind",
+    "dram",
+    "cxl",
+    "tier",
+    "tor",
+    "core",
+    "reduction",
+    "forward",
+    "source",
+    "target",
+    "bandwidth",
+    "latency",
+    "directed",
+    "ranks",
+    "links",
+    "edges",
+    "nodes",
+    "inf",
+    "64GB",
+    "1e40",
+    "128GB/s",
+    "200ns",
+    "-1",
+    "0",
+    "nan",
+];
+
+/// Whether two platforms agree up to the rounding of a write and read (rates and times go
+/// through bytes/s and s in the document).
+fn same_platform(a: &Platform, b: &Platform) -> bool {
+    let close = |x: f64, y: f64| x == y || (x - y).abs() <= 1e-12 * x.abs().max(y.abs());
+    a.kinds == b.kinds
+        && a.placement == b.placement
+        && a.links.len() == b.links.len()
+        && a.links.iter().zip(&b.links).all(|(x, y)| {
+            (x.src, x.dst) == (y.src, y.dst) && close(x.bandwidth, y.bandwidth) && close(x.latency_ns, y.latency_ns)
+        })
+        && (0..a.node_count())
+            .all(|v| a.node_name(v) == b.node_name(v) && a.accelerator_type(v) == b.accelerator_type(v))
+}
+
+/// A graph document: refused with the node or link and the field named, or written back and
+/// read again to the same platform.
+fn platform_graph(text: &str, catalog: &Catalog) -> Verdict {
+    match Platform::parse_graph_json(FILE, text, catalog) {
+        // Only a JSON syntax error has a line: the others name the node or link instead.
+        Err(e) => refused(FILE, &e, |e| e.field.as_deref() != Some("JSON")),
+        Ok(p) => {
+            let written = p.to_graph_json("fuzz");
+            let again = Platform::parse_graph_json(FILE, &written, catalog)
+                .map_err(|e| format!("written back, refused: {e}"))?;
+            if !same_platform(&p, &again) {
+                return Err("written back, read as another platform".into());
+            }
+            Ok(Outcome::Accepted)
+        }
+    }
+}
+
+#[test]
+fn platform_graph_documents() {
+    let (seeds, catalog) = graph_seeds();
+    campaign(
+        "platform graph JSON",
+        |rng: &mut Rng| {
+            let seed = rng_pick(rng, &seeds);
+            mutate_json(rng, seed, GRAPH_WORDS)
+        },
+        |text| platform_graph(text, &catalog),
     );
 }

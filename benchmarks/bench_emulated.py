@@ -1,0 +1,97 @@
+"""Measured against simulated on the emulated cluster (issue 12): 4 hosts at 1 Gbit/s
+(scripts/emulated_cluster.sh), calibrated on one set of sizes, compared on others
+(tests/emulated.py says which). Needs root, iproute2, Open MPI and mpi4py.
+
+    sudo python3 benchmarks/bench_emulated.py [--write]
+
+Prints, and with --write puts in benchmarks/RESULTS.md: the calibration (link class and
+per-collective factors), each calibration series' residuals, and the compared table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+import emulated  # noqa: E402 - tests/ is put on the path just above
+from results import run_header, write_section  # noqa: E402
+
+
+def tables(report: dict, rows: list[dict]) -> str:
+    load = os.getloadavg()
+    lines = [
+        run_header(1),
+        "",
+        f"Load average during the run: {load[0]:.1f} (1 min), {load[1]:.1f} (5 min).",
+        "",
+    ]
+    lines += ["Calibration (fitted on the calibration set):", ""]
+    lines += ["| link class / collective | bandwidth efficiency | latency |", "|---|---|---|"]
+    for c, f in report["classes"].items():
+        lines.append(
+            f"| {c} links | × {f['bandwidth_efficiency']:.3f} | link latency × {f['latency_factor']:.1f} |"
+        )
+    for op, f in report["collectives"].items():
+        lines.append(
+            f"| {op} (on the rescaled links) | ÷ {f['bandwidth_efficiency']:.3f} |"
+            f" + {f['call_latency_us']:.0f} µs per call |"
+        )
+    lines += ["", "Residuals of the calibration set (relative, model − measured):", ""]
+    lines += ["| series | sizes (B) | α–β fit rms / max | calibrated model rms / max |", "|---|---|---|---|"]
+    for s in report["series"]:
+        what = s["kind"] if s["group_size"] is None else f"bwtest g={s['group_size']}"
+        fit, after = s["fit_residual"], s["after_residual"]
+        sizes = ", ".join(str(x) for x in s["sizes"])
+        lines.append(
+            f"| {what} | {sizes} | {fit['rms']:.1%} / {fit['max_abs']:.1%} |"
+            f" {after['rms']:.1%} / {after['max_abs']:.1%} |"
+        )
+    lines += ["", "Compared set (other sizes than the calibration's):", ""]
+    lines += [
+        "| pattern | size (B) | unit | measured | simulated, uncalibrated | error"
+        " | simulated, calibrated | error |"
+    ]
+    lines += ["|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(
+            f"| {r['what']} | {r['bytes']} | {r['unit']} | {r['measured']:.3f} | {r['before']:.3f} |"
+            f" {r['error_before']:+.1%} | {r['after']:.3f} | {r['error_after']:+.1%} |"
+        )
+    worst = max(abs(r["error_after"]) for r in rows)
+    lines += ["", f"Worst error after calibration: {worst:.1%} (the issue asks ≤ 15 %)."]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--write", action="store_true", help="write the tables into benchmarks/RESULTS.md")
+    ap.add_argument("--keep", metavar="DIR", help="keep the measured files in DIR")
+    args = ap.parse_args()
+    reason = emulated.why_not()
+    if reason is not None:
+        raise SystemExit(f"bench_emulated: {reason}")
+    emulated.up()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            where = Path(args.keep) if args.keep else Path(tmp)
+            where.mkdir(parents=True, exist_ok=True)
+            report, rows = emulated.experiment(where)
+    finally:
+        emulated.down()
+    text = tables(report, rows)
+    print(text)
+    if args.write:
+        write_section(
+            "emulated",
+            text,
+            title="## Measured vs simulated on the emulated cluster, calibrated (issue 12, Must show 1)",
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,395 @@
+//! The per-kernel compute model: each kernel's time from its shape and the device, or from a
+//! measured kernel table when the run has one.
+//!
+//! - GEMM C[m×n] = A[m×k]·B[k×n] (`batch` of them): the output is cut into tiles of tm×tn
+//!   (the accelerator's `gemm_tile`), tiles = batch·⌈m/tm⌉·⌈n/tn⌉, run in
+//!   waves = ⌈tiles / SMs⌉ with one tile per SM per wave; a wave takes one tile's FLOPs at one
+//!   SM's share of the peak, times the achievable fraction ε_gemm:
+//!   t = max(waves · 2·tm·tn·k / (peak/SMs · ε_gemm), 2·batch·(mk + kn + mn) / (B_hbm · ε_hbm)) + t_launch.
+//!   A tile count one above a multiple of the SM count costs a whole extra wave (tile/wave
+//!   quantisation, as NVIDIA's "Matrix Multiplication Background" user guide describes it).
+//! - Flash attention (causal, fused): FLOPs 2·bh·s_q·s_k·(d_qk + d_v)/2 forward and 2.5× that
+//!   backward (the backward recomputes the scores and makes 5 GEMMs to the forward's 2,
+//!   Dao 2023 §3.1); bytes Q, K, V, O (and their gradients backward). Roofline at
+//!   ε_attention · peak and ε_hbm · B_hbm, plus t_launch.
+//! - Element-wise ops (norms, activations, dropout + residual, softmax, cross-entropy, embedding
+//!   lookup, MoE permutation) are HBM-bound: t = bytes / (B_hbm · ε_hbm) + t_launch, bytes per
+//!   element as [`Pointwise::bytes_per_element`] says; backward ones move twice the bytes.
+//! - The optimizer step (mixed-precision Adam) reads fp32 master weights, m, v and gradients and
+//!   writes master, m, v and the bf16 copy: 34 B per parameter, HBM-bound.
+//!
+//! Device constants (SMs, peak, HBM bandwidth) come from datasheets; ε_gemm, ε_hbm and
+//! t_launch are fitted once on the Megatron-LM A100 results (benchmarks/calibrate.py) and serve
+//! every accelerator; ε_attention is FlashAttention-2's published fraction of the A100 peak.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::hardware::Accelerator;
+use crate::error::{InputError, Result};
+
+/// Element-wise ops of a transformer iteration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Pointwise {
+    /// LayerNorm or RMSNorm over the hidden dimension.
+    Norm,
+    /// Dropout and the residual add.
+    Residual,
+    Gelu,
+    /// SiLU of the gate times the up projection.
+    Swiglu,
+    /// Scale, causal mask, softmax and dropout over the attention scores (unfused attention).
+    Softmax,
+    /// Vocabulary-parallel cross-entropy over fp32 logits.
+    CrossEntropy,
+    /// Embedding lookup.
+    Embedding,
+    /// MoE token permutation (dispatch order) and its inverse.
+    Permute,
+}
+
+impl Pointwise {
+    const ALL: [Pointwise; 8] = [
+        Pointwise::Norm,
+        Pointwise::Residual,
+        Pointwise::Gelu,
+        Pointwise::Swiglu,
+        Pointwise::Softmax,
+        Pointwise::CrossEntropy,
+        Pointwise::Embedding,
+        Pointwise::Permute,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Pointwise::Norm => "norm",
+            Pointwise::Residual => "dropout_add",
+            Pointwise::Gelu => "gelu",
+            Pointwise::Swiglu => "swiglu",
+            Pointwise::Softmax => "softmax",
+            Pointwise::CrossEntropy => "cross_entropy",
+            Pointwise::Embedding => "embedding",
+            Pointwise::Permute => "moe_permute",
+        }
+    }
+
+    /// HBM bytes per element of the forward op: bf16 reads and the write (2 B each); the
+    /// softmax adds its dropout (a read, a write and a 1-byte mask); cross-entropy makes three
+    /// passes over fp32 logits.
+    pub fn bytes_per_element(self) -> f64 {
+        match self {
+            Pointwise::Norm | Pointwise::Gelu | Pointwise::Embedding | Pointwise::Permute => 4.0,
+            Pointwise::Residual | Pointwise::Swiglu => 6.0,
+            Pointwise::Softmax => 7.0,
+            Pointwise::CrossEntropy => 12.0,
+        }
+    }
+
+    /// Backward bytes over forward bytes: 2 (the input and the output gradient are read, the
+    /// input gradient written), except for ops whose backward is the same pass again: the
+    /// cross-entropy gradient (softmax minus one-hot) and the un-permutation.
+    fn backward_factor(self) -> f64 {
+        match self {
+            Pointwise::CrossEntropy | Pointwise::Permute => 1.0,
+            _ => 2.0,
+        }
+    }
+
+    fn dtype(self) -> &'static str {
+        if self == Pointwise::CrossEntropy {
+            "fp32"
+        } else {
+            "bf16"
+        }
+    }
+}
+
+/// One kernel of an iteration, by what its time depends on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Kernel {
+    /// `batch` products C[m×n] = A[m×k]·B[k×n] in bf16.
+    Gemm { m: u64, n: u64, k: u64, batch: u64 },
+    /// Fused causal attention over `batch_heads` (micro-batch × heads on this GPU) heads.
+    FlashAttention { backward: bool, batch_heads: u64, s_q: u64, s_k: u64, d_qk: u64, d_v: u64 },
+    /// An element-wise op over `rows` × `cols` elements.
+    Elementwise { op: Pointwise, backward: bool, rows: u64, cols: u64 },
+    /// Adam over `params` parameters.
+    Optimizer { params: u64 },
+}
+
+/// Bytes of one bf16 element.
+const BF16: f64 = 2.0;
+/// Adam's HBM traffic per parameter (see the module doc).
+const ADAM_BYTES: f64 = 34.0;
+
+impl Kernel {
+    /// The kernel's name in a kernel table: (class, shape, dtype).
+    pub fn key(&self) -> (String, String, &'static str) {
+        let bwd = |b: bool| if b { "_bwd" } else { "" };
+        match *self {
+            Kernel::Gemm { m, n, k, batch: 1 } => ("gemm".into(), format!("{m}x{n}x{k}"), "bf16"),
+            Kernel::Gemm { m, n, k, batch } => ("gemm".into(), format!("{batch}x{m}x{n}x{k}"), "bf16"),
+            Kernel::FlashAttention { backward, batch_heads, s_q, s_k, d_qk, d_v } => {
+                (format!("flash_attention{}", bwd(backward)), format!("{batch_heads}x{s_q}x{s_k}x{d_qk}x{d_v}"), "bf16")
+            }
+            Kernel::Elementwise { op, backward, rows, cols } => {
+                (format!("{}{}", op.name(), bwd(backward)), format!("{rows}x{cols}"), op.dtype())
+            }
+            Kernel::Optimizer { params } => ("adam".into(), params.to_string(), "fp32"),
+        }
+    }
+
+    /// The kernel's time on `acc` by the model (ns).
+    pub fn model_ns(&self, acc: &Accelerator) -> f64 {
+        let bw = acc.hbm_tbps * 1e3 * acc.hbm_efficiency; // B/ns
+        let peak = acc.matmul_tflops * 1e3; // FLOP/ns
+        let body = match *self {
+            Kernel::Gemm { m, n, k, batch } => {
+                let [tm, tn] = acc.gemm_tile.map(u64::from);
+                let tiles = batch * m.div_ceil(tm) * n.div_ceil(tn);
+                let waves = tiles.div_ceil(acc.sms as u64) as f64;
+                let per_sm = peak / acc.sms as f64 * acc.gemm_efficiency;
+                let compute = waves * 2.0 * (tm * tn * k) as f64 / per_sm;
+                let bytes = BF16 * batch as f64 * (m * k + k * n + m * n) as f64;
+                compute.max(bytes / bw)
+            }
+            Kernel::FlashAttention { backward, batch_heads, s_q, s_k, d_qk, d_v } => {
+                let (bh, sq, sk, d) = (batch_heads as f64, s_q as f64, s_k as f64, (d_qk + d_v) as f64);
+                let fwd_flops = bh * sq * sk * d; // 2·bh·s_q·s_k·d / 2 (causal)
+                let bytes = BF16 * bh * (sq + sk) * d;
+                let (flops, bytes) = if backward { (2.5 * fwd_flops, 2.0 * bytes) } else { (fwd_flops, bytes) };
+                (flops / (peak * acc.attention_efficiency)).max(bytes / bw)
+            }
+            Kernel::Elementwise { op, backward, rows, cols } => {
+                let factor = if backward { op.backward_factor() } else { 1.0 };
+                factor * op.bytes_per_element() * (rows * cols) as f64 / bw
+            }
+            Kernel::Optimizer { params } => ADAM_BYTES * params as f64 / bw,
+        };
+        body + acc.kernel_overhead_ns
+    }
+
+    /// The kernel's time on `acc`: measured when its table has the kernel, else the model's.
+    pub fn ns(&self, acc: &Accelerator) -> f64 {
+        if acc.measured_kernels.is_empty() {
+            return self.model_ns(acc);
+        }
+        acc.measured_kernels.get(self).unwrap_or_else(|| self.model_ns(acc))
+    }
+}
+
+/// A measured time of one kernel, as a kernel table row gives it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Measured {
+    pub kernel: String,
+    pub shape: String,
+    pub dtype: String,
+    pub ns: f64,
+}
+
+/// Measured kernel times by (class, shape, dtype).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(from = "Vec<Measured>")]
+pub struct KernelTable(HashMap<(String, String, String), f64>);
+
+impl From<Vec<Measured>> for KernelTable {
+    fn from(rows: Vec<Measured>) -> Self {
+        KernelTable(rows.into_iter().map(|r| ((r.kernel, r.shape, r.dtype), r.ns)).collect())
+    }
+}
+
+impl KernelTable {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn get(&self, kernel: &Kernel) -> Option<f64> {
+        let (class, shape, dtype) = kernel.key();
+        self.0.get(&(class, shape, dtype.to_string())).copied()
+    }
+
+    /// Times finite and ≥ 0; kernel classes known. Errors name the `kernels` field of the row.
+    pub fn check(&self) -> Result<()> {
+        for ((class, shape, _), ns) in &self.0 {
+            if !(ns.is_finite() && *ns >= 0.0) {
+                return Err(InputError::field(
+                    "kernels",
+                    "measured",
+                    format!("{class} {shape}: time {ns} ns must be a finite number ≥ 0"),
+                ));
+            }
+            if !is_class(class) {
+                return Err(InputError::field("kernels", "kernel", format!("unknown kernel class {class:?}")));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether `class` names a kernel class of [`Kernel::key`].
+pub fn is_class(class: &str) -> bool {
+    let base = class.strip_suffix("_bwd").unwrap_or(class);
+    matches!(class, "gemm" | "adam") || base == "flash_attention" || Pointwise::ALL.iter().any(|p| p.name() == base)
+}
+
+/// How many distinct kernels of an iteration a run timed from its measured table and how many
+/// from the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct KernelUse {
+    pub measured: usize,
+    pub modelled: usize,
+}
+
+impl KernelUse {
+    pub fn of(kernels: &[(Kernel, usize)], table: &KernelTable) -> KernelUse {
+        let measured = kernels.iter().filter(|(k, _)| table.get(k).is_some()).count();
+        KernelUse { measured, modelled: kernels.len() - measured }
+    }
+}
+
+/// The distinct kernels of a list, in first-seen order, each with how often it occurs.
+pub fn distinct(kernels: &[Kernel]) -> Vec<(Kernel, usize)> {
+    let mut out: Vec<(Kernel, usize)> = Vec::new();
+    for k in kernels {
+        match out.iter_mut().find(|(d, _)| d == k) {
+            Some((_, n)) => *n += 1,
+            None => out.push((*k, 1)),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An A100-like device: 108 SMs, 312 TFLOP/s, 2 TB/s, 128×128 tiles, no launch overhead.
+    fn gpu() -> Accelerator {
+        Accelerator {
+            sms: 108,
+            matmul_tflops: 312.0,
+            hbm_tbps: 2.0,
+            gemm_efficiency: 0.8,
+            hbm_efficiency: 0.9,
+            attention_efficiency: 0.5,
+            gemm_tile: [128, 128],
+            kernel_overhead_ns: 0.0,
+            ..Accelerator::ideal()
+        }
+    }
+
+    /// One wave of 128×128 tiles with depth k: 2·128²·k FLOPs at one SM's share of 0.8 × peak.
+    fn wave_ns(k: u64) -> f64 {
+        2.0 * 128.0 * 128.0 * k as f64 / (312e3 / 108.0 * 0.8)
+    }
+
+    #[test]
+    fn a_tile_count_one_above_the_sm_count_costs_a_second_wave() {
+        let acc = gpu();
+        // 108 tiles: 12 × 9 of 128×128 fill the 108 SMs once; one more row of tiles (109+) needs
+        // a second wave, which takes as long as the first.
+        let full = Kernel::Gemm { m: 12 * 128, n: 9 * 128, k: 8192, batch: 1 }.model_ns(&acc);
+        assert!((full - wave_ns(8192)).abs() < 1e-6 * full, "{full}");
+        let over = Kernel::Gemm { m: 12 * 128 + 1, n: 9 * 128, k: 8192, batch: 1 }.model_ns(&acc);
+        assert!((over - 2.0 * wave_ns(8192)).abs() < 1e-6 * over, "{over}");
+        // A batched GEMM counts every product's tiles: 12 products of 3 × 3 tiles are one wave.
+        let batched = Kernel::Gemm { m: 384, n: 384, k: 8192, batch: 12 }.model_ns(&acc);
+        assert!((batched - wave_ns(8192)).abs() < 1e-6 * batched);
+        let one_more = Kernel::Gemm { m: 384, n: 384, k: 8192, batch: 13 }.model_ns(&acc);
+        assert!((one_more - 2.0 * wave_ns(8192)).abs() < 1e-6 * one_more);
+    }
+
+    #[test]
+    fn time_is_flat_within_a_wave_and_steps_at_each_wave() {
+        let acc = gpu();
+        // n spans 12 tiles, so every 9 tiles (1152 rows) of m are one more wave.
+        let t = |m: u64| Kernel::Gemm { m, n: 12 * 128, k: 8192, batch: 1 }.model_ns(&acc);
+        assert_eq!(t(1), t(9 * 128));
+        assert!((t(9 * 128 + 1) / t(9 * 128) - 2.0).abs() < 1e-9);
+        assert!((t(27 * 128 + 1) / t(9 * 128) - 4.0).abs() < 1e-9);
+        // Large and aligned: the sustained rate is ε_gemm × peak.
+        let (m, n, k) = (108 * 128 * 4, 128 * 8, 4096);
+        let rate = 2.0 * (m * n * k) as f64 / Kernel::Gemm { m, n, k, batch: 1 }.model_ns(&acc);
+        assert!((rate - 0.8 * 312e3).abs() < 1e-6 * rate);
+    }
+
+    #[test]
+    fn thin_gemms_are_bound_by_memory_and_launches_add_their_overhead() {
+        let mut acc = gpu();
+        // m = n = 4096, k = 8: bytes 2·(2·4096·8 + 4096²) at 0.9 × 2 TB/s beat one wave's
+        // compute (2·128²·8 FLOPs per SM, 16 waves).
+        let (m, n, k) = (4096u64, 4096u64, 8u64);
+        let bytes = 2.0 * (m * k + k * n + m * n) as f64;
+        let memory = bytes / (2e3 * 0.9);
+        assert!(memory > 16.0 * wave_ns(8));
+        assert!((Kernel::Gemm { m, n, k, batch: 1 }.model_ns(&acc) - memory).abs() < 1e-6 * memory);
+        acc.kernel_overhead_ns = 3000.0;
+        assert!((Kernel::Gemm { m, n, k, batch: 1 }.model_ns(&acc) - memory - 3000.0).abs() < 1e-6 * memory);
+    }
+
+    #[test]
+    fn element_wise_ops_move_their_bytes_at_the_achievable_bandwidth() {
+        let acc = gpu();
+        // LayerNorm over 8192 tokens × 4096: read and write bf16, 4 B per element, at 1.8 TB/s;
+        // its backward twice that; dropout + residual 6 B; cross-entropy 12 B both ways.
+        let (rows, cols) = (8192u64, 4096u64);
+        let n = (rows * cols) as f64;
+        let t = |op, backward| Kernel::Elementwise { op, backward, rows, cols }.model_ns(&acc);
+        assert!((t(Pointwise::Norm, false) - 4.0 * n / 1800.0).abs() < 1e-6);
+        assert!((t(Pointwise::Norm, true) - 8.0 * n / 1800.0).abs() < 1e-6);
+        assert!((t(Pointwise::Residual, false) - 6.0 * n / 1800.0).abs() < 1e-6);
+        assert!((t(Pointwise::CrossEntropy, true) - 12.0 * n / 1800.0).abs() < 1e-6);
+        // Adam: 34 B per parameter.
+        let adam = Kernel::Optimizer { params: 1_000_000_000 }.model_ns(&acc);
+        assert!((adam - 34e9 / 1800.0).abs() < 1e-3);
+    }
+
+    #[test]
+    fn flash_attention_is_compute_bound_at_long_sequences_and_memory_bound_at_short() {
+        let acc = gpu();
+        // 32 heads of 4096 tokens, d = 128: causal FLOPs 2·32·4096²·256 / 2 at 0.5 × 312 TFLOP/s.
+        let k = |s, backward| Kernel::FlashAttention { backward, batch_heads: 32, s_q: s, s_k: s, d_qk: 128, d_v: 128 };
+        let flops = 32.0 * 4096.0 * 4096.0 * 256.0;
+        assert!((k(4096, false).model_ns(&acc) - flops / 156e3).abs() < 1e-6);
+        assert!((k(4096, true).model_ns(&acc) - 2.5 * flops / 156e3).abs() < 1e-6);
+        // 8 tokens: FLOPs 32·8·8·256 (3.4 ns at 156 TFLOP/s), bytes 2·32·16·256 (146 ns at 1.8 TB/s).
+        let bytes = 2.0 * 32.0 * 16.0 * 256.0;
+        assert!((k(8, false).model_ns(&acc) - bytes / 1800.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_measured_time_replaces_the_model_for_that_kernel_only() {
+        let mut acc = gpu();
+        let g = Kernel::Gemm { m: 4096, n: 4096, k: 4096, batch: 1 };
+        let other = Kernel::Gemm { m: 4096, n: 4096, k: 2048, batch: 1 };
+        assert_eq!(g.key(), ("gemm".into(), "4096x4096x4096".into(), "bf16"));
+        acc.measured_kernels = KernelTable::from(vec![Measured {
+            kernel: "gemm".into(),
+            shape: "4096x4096x4096".into(),
+            dtype: "bf16".into(),
+            ns: 123.0,
+        }]);
+        assert_eq!(g.ns(&acc), 123.0);
+        assert_eq!(other.ns(&acc), other.model_ns(&acc));
+    }
+
+    #[test]
+    fn every_key_names_a_known_class() {
+        let kernels = [
+            Kernel::Gemm { m: 1, n: 2, k: 3, batch: 4 },
+            Kernel::FlashAttention { backward: true, batch_heads: 1, s_q: 2, s_k: 2, d_qk: 3, d_v: 3 },
+            Kernel::Optimizer { params: 5 },
+        ];
+        let pointwise = Pointwise::ALL.map(|op| Kernel::Elementwise { op, backward: true, rows: 1, cols: 2 });
+        for k in kernels.iter().chain(&pointwise) {
+            assert!(is_class(&k.key().0), "{:?}", k.key());
+        }
+        assert!(!is_class("gemm_bwd") && !is_class("conv"));
+        assert_eq!(distinct(&[kernels[0], kernels[2], kernels[0]]), vec![(kernels[0], 2), (kernels[2], 1)]);
+    }
+}

@@ -1,0 +1,170 @@
+"""Measured against simulated on the emulated cluster (scripts/emulated_cluster.sh, 4 hosts at
+1 Gbit/s): shared by tests/test_emulated_cluster.py and benchmarks/bench_emulated.py.
+
+1. Calibration set, measured: bwtest g 1 and g 2 at 1, 4 and 16 MiB per pair, and a replay of
+   all-reduce, all-gather and all-to-all at 2, 8 and 32 MiB
+   (tests/data/replay/emulated4_cal.txt).
+2. `clustersim calibrate` of those on the test bed's description
+   (tests/data/platforms/emulated4_1gbit.platform): the scale-out links' efficiency and latency
+   from bwtest, each collective's own efficiency and call latency from the replay.
+3. Compared set, other sizes: bwtest g 1 and g 2 at 8 MiB and 32 MiB per pair, and a replay of
+   the three collectives at 1, 4 and 16 MiB (tests/data/replay/emulated4.txt), each measured,
+   then simulated on the description with the calibration file (`--calibration`), and before it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "scripts" / "emulated_cluster.sh"
+DATA = ROOT / "tests" / "data"
+PLATFORM = DATA / "platforms" / "emulated4_1gbit.platform"
+CAL_WORKLOAD = DATA / "replay" / "emulated4_cal.txt"
+WORKLOAD = DATA / "replay" / "emulated4.txt"
+CAL_COUNTS = (32768, 131072, 524288)  # 32-byte words: 1, 4, 16 MiB per pair
+COUNTS = (262144, 1048576)  # 8 MiB, 32 MiB
+GROUPS = (1, 2)
+# The cluster's number (scripts/emulated_cluster.sh): namespaces and addresses of its hosts.
+NET = int(os.environ.get("CS_EMU_NET", "0"))
+
+
+def namespace(i: int) -> str:
+    return f"cs-emu{NET or ''}-h{i}"
+
+
+def address(i: int) -> str:
+    return f"10.77.{NET}.{i}"
+
+
+def why_not() -> str | None:
+    """Why the emulated cluster cannot run here, or None."""
+    import importlib.util
+
+    if os.geteuid() != 0:
+        return "network namespaces need root"
+    for tool in ("ip", "tc", "mpirun"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed"
+    if importlib.util.find_spec("mpi4py") is None:
+        return "mpi4py is not installed (the extra clustersim[mpi])"
+    probe = f"cs-emu-probe{os.getpid()}"
+    made = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
+    if made.returncode != 0:
+        return f"this machine does not allow network namespaces: {made.stderr.strip()}"
+    subprocess.run(["ip", "netns", "del", probe], check=True)
+    return None
+
+
+def up() -> None:
+    subprocess.run(["bash", SCRIPT, "up", "4", "1gbit"], check=True, timeout=60)
+
+
+def down() -> None:
+    subprocess.run(["bash", SCRIPT, "down"], check=True, timeout=60)
+
+
+def mpirun(*args: object, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    cmd = ["bash", str(SCRIPT), "mpirun", "-np", "4", sys.executable, "-m", "clustersim", *map(str, args)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed: {proc.stderr[-2000:]}")
+    return proc
+
+
+def bwtest(g: int, count: int, iters: int, out: Path) -> dict[str, Any]:
+    mpirun("bwtest", "-g", g, "--count", count, "--iters", iters, "-o", out, cwd=out.parent)
+    return json.loads(out.read_text())
+
+
+def replay(workload: Path, iterations: int, prefix: Path) -> dict[str, Any]:
+    mpirun(
+        "replay",
+        "-w",
+        workload,
+        "--compute",
+        "skip",
+        "--iterations",
+        iterations,
+        "-r",
+        prefix,
+        cwd=prefix.parent,
+    )
+    return json.loads(Path(f"{prefix}replay.json").read_text())
+
+
+def measure_calibration_set(tmp: Path) -> list[Path]:
+    files = [tmp / f"cal-bw-g{g}-{c}.json" for g in GROUPS for c in CAL_COUNTS]
+    for g in GROUPS:
+        for c in CAL_COUNTS:
+            bwtest(g, c, 5, tmp / f"cal-bw-g{g}-{c}.json")
+    replay(CAL_WORKLOAD, 3, tmp / "cal-")
+    return [*files, tmp / "cal-replay.json"]
+
+
+def calibrate(files: list[Path], tmp: Path) -> tuple[Path, dict[str, Any]]:
+    """The calibration file of the measured set on the description, and its report."""
+    cmd = [sys.executable, "-m", "clustersim", "calibrate", *map(str, files), "-n", str(PLATFORM)]
+    cmd += ["-o", str(tmp / "fit-")]
+    subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=300, cwd=tmp)
+    path = tmp / "fit-calibration.json"
+    return path, json.loads(path.read_text())
+
+
+def compare(cal_file: Path, tmp: Path) -> list[dict[str, Any]]:
+    """The compared set: one row per bwtest (pattern, size) and per replayed op, measured, simulated
+    before calibration and after."""
+    from clustersim.bwtest.pattern import Pattern
+    from clustersim.bwtest.simulate import platform_of, simulate
+    from clustersim.calibrate.file import calibrated, read_calibration
+    from clustersim.replay import compare as replay_compare
+    from clustersim.replay.plan import load
+
+    cal = read_calibration(cal_file)
+    plain, fitted = platform_of(PLATFORM), calibrated(PLATFORM, cal)
+    rows = []
+    for g in GROUPS:
+        for c in COUNTS:
+            doc = bwtest(g, c, 3, tmp / f"bw-g{g}-{c}.json")
+            pattern = Pattern.of(4, g, c)
+            measured = doc["aggregate"]["group_bandwidth_GBps"]
+            sims = [pattern.bandwidth_GBps(simulate(pattern, p, PLATFORM)[1]) for p in (plain, fitted)]
+            what = f"bwtest g={g} ({4 // g} groups)"
+            rows.append(_row(what, pattern.message_bytes, "GB/s per group", measured, *sims))
+    doc = replay(WORKLOAD, 3, tmp / "cmp-")
+    plan = load(WORKLOAD)
+    before = replay_compare.simulate(plan, 1.0, str(PLATFORM))
+    after = replay_compare.simulate(plan, 1.0, str(PLATFORM), cal)
+    for op in doc["ops"]:
+        if "collective" in op:
+            r, ph = op["row"] - 1, op["phase"]
+            sims = [x.layers[f"{ph} total comm"][r] / 1e3 for x in (before, after)]
+            what = f"replay {op['collective']} on {op['ranks']}"
+            rows.append(_row(what, op["bytes"], "ms", op["time_s"] * 1e3, *sims))
+    return rows
+
+
+def _row(what: str, size: int, unit: str, measured: float, before: float, after: float) -> dict[str, Any]:
+    return {
+        "what": what,
+        "bytes": size,
+        "unit": unit,
+        "measured": measured,
+        "before": before,
+        "after": after,
+        "error_before": (before - measured) / measured,
+        "error_after": (after - measured) / measured,
+    }
+
+
+def experiment(tmp: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The calibration report and the compared rows (the cluster must be up)."""
+    files = measure_calibration_set(tmp)
+    cal_file, report = calibrate(files, tmp)
+    return report, compare(cal_file, tmp)
