@@ -439,34 +439,12 @@ pub fn single_layer(model: &Model, plan: &Plan, acc: &Accelerator, flash_attenti
     (w, fwd_end)
 }
 
-/// Parameters this GPU holds for `stage` (dense and expert), divided by TP (and EP for experts).
+/// Parameters this GPU holds for `stage` (all, and routed experts'), divided by TP (and EP for
+/// experts): its gradient buffers, every chunk's (one definition of what a stage holds).
 pub fn stage_params(model: &Model, plan: &Plan, stage: u32) -> (u64, u64) {
-    let mut dense = 0u64;
-    let mut expert = 0u64;
-    for c in 0..plan.vpp {
-        for l in plan.chunk_layers(model.layers, stage, c) {
-            let (d, x) = layer_param_split(model, l);
-            dense += d / plan.tp as u64;
-            expert += x / (plan.tp * plan.ep) as u64;
-        }
-    }
-    if stage == 0 || stage == plan.pp - 1 {
-        dense += model.vocab * model.hidden / plan.tp as u64;
-    }
-    (dense + expert, expert)
-}
-
-/// (dense, routed-expert) parameters of layer `l`.
-fn layer_param_split(model: &Model, l: u32) -> (u64, u64) {
-    let (total, _) = model.layer_params(l);
-    match &model.moe {
-        Some(moe) if model.is_moe_layer(l) => {
-            let k = if model.family == Family::Gpt { 2 } else { 3 };
-            let routed = moe.experts as u64 * k * model.hidden * moe.expert_ffn;
-            (total - routed, routed)
-        }
-        _ => (total, 0),
-    }
+    (0..plan.vpp).flat_map(|c| buckets(model, plan, stage, c, None)).fold((0, 0), |(all, expert), b| {
+        (all + b.params, expert + if b.buffer == Buffer::Expert { b.params } else { 0 })
+    })
 }
 
 /// Megatron's model FLOPs of one iteration: 3 × forward, forward = 2 × active matmul parameters

@@ -5,7 +5,7 @@
 //! - Gradient buckets: a model chunk's parameters are laid out in reverse registration order
 //!   (the order backward produces their gradients) and cut into buckets: a bucket closes at the
 //!   first parameter that brings it to `bucket_size` parameters or more (default
-//!   max(40 M, 1 M × DP×CP); `resolve_ddp_bucket_size`). Bucketing is off (one bucket per buffer)
+//!   max(40 M, 1 M × DP), `DistributedDataParallel.__init__`). Bucketing is off (one bucket per buffer)
 //!   without `--overlap-grad-reduce`, on pipeline stages other than the first and for model
 //!   chunks other than the first (`per_chunk_disable_bucketing`). Dense and expert parameters
 //!   live in separate buffers (reduced in DP×CP and in expert DP). With the distributed
@@ -26,13 +26,12 @@ use crate::error::{InputError, Result};
 #[serde(deny_unknown_fields)]
 pub struct Overlap {
     /// `--overlap-grad-reduce`: each gradient bucket's all-reduce / reduce-scatter starts when
-    /// its last gradient of the last micro-batch is ready. Default on (Megatron-Core's training
-    /// recipes set it; the bare flag defaults off).
+    /// its last gradient of the last micro-batch is ready. Default off, as Megatron-LM's flag.
     #[serde(default)]
     pub grad_reduce: Option<bool>,
     /// `--overlap-param-gather`: the distributed optimizer's parameter all-gathers run bucket by
-    /// bucket under the next forward instead of after the optimizer step. Default on with the
-    /// distributed optimizer and the gradient overlap.
+    /// bucket under the next forward instead of after the optimizer step. Default off, as
+    /// Megatron-LM's flag; needs the distributed optimizer and `grad_reduce`.
     #[serde(default)]
     pub param_gather: Option<bool>,
     /// `--tp-comm-overlap` (Transformer Engine userbuffers): TP all-gathers and reduce-scatters
@@ -65,8 +64,8 @@ impl Overlap {
     pub fn resolve(&self, plan: &Plan) -> Result<Overlaps> {
         let bad = |field: &str, msg: &str| Err(InputError::field("overlap", field, msg));
         let dist_opt = plan.dp == DataParallel::DistributedOptimizer;
-        let grad_reduce = self.grad_reduce.unwrap_or(true);
-        let param_gather = self.param_gather.unwrap_or(dist_opt && grad_reduce);
+        let grad_reduce = self.grad_reduce.unwrap_or(false);
+        let param_gather = self.param_gather.unwrap_or(false);
         if param_gather && !dist_opt {
             return bad("param_gather", "overlapping the parameter all-gather needs the distributed optimizer");
         }
@@ -82,8 +81,9 @@ impl Overlap {
         if plan.vpp > 1 && !p2p && plan.pp <= 2 {
             return bad("p2p", "interleaving without P2P overlap needs PP > 2, as in Megatron");
         }
-        let dp_cp = (plan.dp_size() * plan.cp) as u64;
-        let bucket_size = self.bucket_size.unwrap_or((1_000_000 * dp_cp).max(40_000_000));
+        // The data-parallel group without CP sizes the buckets (`dp_group` in `__init__`).
+        let dp = plan.dp_size() as u64;
+        let bucket_size = self.bucket_size.unwrap_or((1_000_000 * dp).max(40_000_000));
         if bucket_size == 0 {
             return bad("bucket_size", "must be at least 1 parameter");
         }
@@ -135,8 +135,10 @@ pub fn buckets(model: &Model, plan: &Plan, stage: u32, chunk: u32, bucket_size: 
     // (block, buffer, parameters on this GPU, shared embedding) in backward order.
     let mut tensors: Vec<(Block, Buffer, u64, bool)> = Vec::new();
     let h = model.hidden;
+    let gpt = model.family == Family::Gpt;
     if last_stage {
-        tensors.push((Block::Head, Buffer::Dense, h, false));
+        // Final norm (LayerNorm: weight and bias), replicated over TP.
+        tensors.push((Block::Head, Buffer::Dense, if gpt { 2 * h } else { h }, false));
         if !tied || plan.pp > 1 {
             tensors.push((Block::Head, Buffer::Dense, model.vocab * h / t, tied));
         }
@@ -154,6 +156,10 @@ pub fn buckets(model: &Model, plan: &Plan, stage: u32, chunk: u32, bucket_size: 
         tensors.push((Block::Attn(l), Buffer::Dense, dense.attn.1 / t, false));
     }
     if first_stage {
+        if gpt {
+            // Learned position embeddings, replicated over TP.
+            tensors.push((Block::Embedding, Buffer::Dense, model.seq_len * h, false));
+        }
         tensors.push((Block::Embedding, Buffer::Dense, model.vocab * h / t, tied && plan.pp > 1));
     }
     let mut out = Vec::new();
@@ -298,7 +304,12 @@ mod tests {
     fn defaults_follow_the_plan_and_megatron_refuses_the_rest() {
         let mut p = plan(8, 2, DataParallel::DistributedOptimizer);
         let o = Overlap::default().resolve(&p).unwrap();
-        assert_eq!((o.grad_reduce, o.param_gather, o.tp_comm, o.p2p), (true, true, false, false));
+        // Megatron-LM's flags: all off; the P2P overlap on, but only with interleaving.
+        assert_eq!((o.grad_reduce, o.param_gather, o.tp_comm, o.p2p), (false, false, false, false));
+        let e = Overlap { param_gather: Some(true), ..Overlap::default() }.resolve(&p).unwrap_err();
+        assert!(e.to_string().contains("--overlap-grad-reduce"), "{e}");
+        let both = Overlap { grad_reduce: Some(true), param_gather: Some(true), ..Overlap::default() };
+        assert!(both.resolve(&p).unwrap().param_gather);
         p.vpp = 2;
         assert!(Overlap::default().resolve(&p).unwrap().p2p);
         let e = Overlap { p2p: Some(false), ..Overlap::default() }.resolve(&p).unwrap_err();

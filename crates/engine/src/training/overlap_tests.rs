@@ -58,6 +58,12 @@ fn plan(gpus: u32, tp: u32, pp: u32, vpp: u32, m: u32, dp: DataParallel) -> Plan
     }
 }
 
+/// The data-parallel overlaps `p` can have, on (Megatron-LM's flags default off).
+fn on(p: &Plan) -> Overlap {
+    let param_gather = p.dp == DataParallel::DistributedOptimizer;
+    Overlap { grad_reduce: Some(true), param_gather: Some(param_gather), ..Overlap::default() }
+}
+
 /// One layer's parameters: the bucket size that gives a bucket per layer.
 fn layer_params() -> u64 {
     model().layer_params(0).0
@@ -128,7 +134,7 @@ fn gradient_buckets_hide_under_the_backward_but_the_last() {
     // layer's and the embedding's ends under the backward, whatever the micro-batches.
     for m in [1, 4] {
         let p = plan(2, 1, 1, 1, m, DataParallel::Ddp);
-        let o = Overlap { bucket_size: Some(layer_params()), ..Overlap::default() };
+        let o = Overlap { bucket_size: Some(layer_params()), ..on(&p) };
         let (g0, e0) = run(&p, &o, 1e9);
         let attn0 = compute_op(&g0, 0, false, 0, R_ATTN, Phase::WeightGrad);
         let mlp0 = compute_op(&g0, 0, false, 0, R_MLP, Phase::WeightGrad);
@@ -190,7 +196,7 @@ fn later_pipeline_stages_reduce_in_one_bucket_when_their_backward_ends() {
     // gradients (its 4 layers, final norm and LM head) reduce as one bucket when its last
     // weight gradient is done, under stage 0's backward.
     let p = plan(4, 1, 2, 1, 1, DataParallel::Ddp);
-    let o = Overlap { bucket_size: Some(layer_params()), ..Overlap::default() };
+    let o = Overlap { bucket_size: Some(layer_params()), ..on(&p) };
     let bw = 1e3;
     let (g, e) = run(&p, &o, bw);
     let last = colls(&g, 1, R_GRAD, DP);
@@ -208,7 +214,7 @@ fn parameter_gathers_hide_under_the_forward_but_the_first() {
     // dispatched when the previous one is waited for. Layer k's gather (half a layer's forward)
     // runs under layer k − 1's forward; the embedding's and layer 0's are exposed.
     let p = plan(2, 1, 1, 1, 2, DataParallel::DistributedOptimizer);
-    let o = Overlap { bucket_size: Some(layer_params()), ..Overlap::default() };
+    let o = Overlap { bucket_size: Some(layer_params()), ..on(&p) };
     let (g0, e0) = run(&p, &o, 1e9);
     let (a, m) =
         (compute_op(&g0, 0, true, 1, R_ATTN, Phase::Forward), compute_op(&g0, 0, true, 1, R_MLP, Phase::Forward));

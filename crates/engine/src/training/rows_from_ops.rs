@@ -18,8 +18,9 @@
 //! - each gradient bucket's reduction (issued in the last micro-batch's backward when the
 //!   weight gradient that completes it is done) is a wg collective of the last rows to run of
 //!   that weight gradient's module, in the file's first micro-batch (SimAI runs the backward of
-//!   the file's micro-batches last to first); then the optimizer step and the parameter
-//!   all-gathers.
+//!   the file's micro-batches last to first); reductions started after the backward (all of
+//!   them without `--overlap-grad-reduce`, Megatron-LM's default) get rows of their own, as the
+//!   parameter all-gathers after the optimizer step do.
 //!
 //! A SimAI file cannot carry: the other stages (the pipeline is a closed form in the report),
 //! point-to-point transfers (`pp_comm` in the header), the tied-embedding all-reduce between the
@@ -39,7 +40,7 @@ use super::plan::Plan;
 use super::simai_rows::stage_header;
 use crate::error::Result;
 use crate::simai::file::{Comm, CommType, Row, Scope, WorkloadFile};
-use crate::workload::{GroupId, Op, OpKind, Phase, Program};
+use crate::workload::{Collective, GroupId, Op, OpKind, Phase, Program};
 
 const NONE: Comm = Comm { kind: CommType::None, bytes: 0 };
 
@@ -282,12 +283,11 @@ pub fn megatron_workload(model: &Model, plan: &Plan, acc: &Accelerator, flash: b
         md.rows.reverse();
     }
     let end = steps.last().map_or(0, |(_, r)| r.end);
-    // The gradient reductions in DP (the tied-embedding all-reduce has no SimAI group), per
-    // module of the weight gradient each waits for (those started after the backward: the
-    // embedding's), in issue order.
+    // The gradient reductions in DP (the tied-embedding all-reduce has no SimAI group) started
+    // in the last micro-batch's backward, per module of the weight gradient each waits for, in
+    // issue order; those started after the backward get rows of their own.
     let mut reduce: HashMap<(u32, u32), Vec<Comm>> = HashMap::new();
-    let reductions = ops_of(false, m - 1).into_iter().chain(end..prog.ops.len() as u32);
-    for id in reductions {
+    for id in ops_of(false, m - 1) {
         let op = &prog.ops[id as usize];
         if op.row == R_GRAD && matches!(group(op), Some(DP | DP_EP)) {
             let key = op.deps.first().map(|&d| (layer[d as usize], prog.ops[d as usize].row));
@@ -316,12 +316,21 @@ pub fn megatron_workload(model: &Model, plan: &Plan, acc: &Accelerator, flash: b
         start += md.rows.len();
     }
     let mut rows = Vec::new();
-    for op in &tail {
-        if op.row == R_GATHER {
-            let name = if group(op) == Some(DP_EP) { "expert_params_all_gather" } else { "dense_params_all_gather" };
-            let mut d = Draft::new(name);
-            d.wg = comm(op).expect("parameter gathers are in DP or DP_EP");
-            rows.push(d.row());
+    // Rows of their own, gathers before reductions: SimAI runs them last, in reverse.
+    for gathers in [true, false] {
+        for op in &tail {
+            let Some(c @ Comm { kind: CommType::Collective(coll, _), .. }) = comm(op) else { continue };
+            if (op.row == R_GATHER) == gathers && matches!(op.row, R_GATHER | R_GRAD) {
+                let buffer = if group(op) == Some(DP_EP) { "expert" } else { "dense" };
+                let what = match coll {
+                    Collective::AllGather => "params_all_gather",
+                    Collective::ReduceScatter => "grads_reduce_scatter",
+                    _ => "grads_all_reduce",
+                };
+                let mut d = Draft::new(&format!("{buffer}_{what}"));
+                d.wg = c;
+                rows.push(d.row());
+            }
         }
     }
     let optimizer: f64 = tail
