@@ -141,9 +141,11 @@ def workload_text_from(args: list[str]) -> str:
 )
 def test_rows_derived_from_the_generator_equal_todays(name):
     """Rows derived from the generator's ops against the rows written before (same plan): the
-    TP/EP rows row for row (names, types, groups, sizes), the DP bytes per collective. Two
+    TP/EP rows row for row (names, types, groups, sizes), the DP bytes per collective. Three
     documented fixes: full recompute now replays each layer's forward collectives in backward,
-    and ZeRO-3 has no parameter all-gather after the optimizer step (it gathers per layer)."""
+    ZeRO-3 has no parameter all-gather after the optimizer step (it gathers per layer), and the
+    gradients of an untied LM head at PP 1, the final norm and GPT's position embeddings are
+    reduced too (the files' dense-gradient bytes were raised by exactly those)."""
     args, header, before = golden(name)
     got_header, after = rows(workload_text_from(args))
     assert got_header == header
