@@ -94,12 +94,12 @@ def add_plan_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--overlap-grad-reduce",
         action=on_off,
-        help="gradient buckets reduced under the backward (default on)",
+        help="gradient buckets reduced under the backward (default off, as in Megatron-LM)",
     )
     p.add_argument(
         "--overlap-param-gather",
         action=on_off,
-        help="parameter all-gathers under the next forward (default on with --dist-opt)",
+        help="parameter all-gathers under the next forward (--dist-opt and --overlap-grad-reduce; default off)",
     )
     p.add_argument(
         "--tp-comm-overlap", action=on_off, help="TP collectives chunked under the GEMMs (default off)"

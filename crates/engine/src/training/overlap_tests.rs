@@ -212,30 +212,38 @@ fn parameter_gathers_hide_under_the_forward_but_the_first() {
     // Distributed optimizer, --overlap-param-gather: the gathers of the update run in the first
     // micro-batch's forward, bucket by bucket in forward order (embedding, layer 0, …), each
     // dispatched when the previous one is waited for. Layer k's gather (half a layer's forward)
-    // runs under layer k − 1's forward; the embedding's and layer 0's are exposed.
-    let p = plan(2, 1, 1, 1, 2, DataParallel::DistributedOptimizer);
-    let o = Overlap { bucket_size: Some(layer_params()), ..on(&p) };
-    let (g0, e0) = run(&p, &o, 1e9);
-    let (a, m) =
-        (compute_op(&g0, 0, true, 1, R_ATTN, Phase::Forward), compute_op(&g0, 0, true, 1, R_MLP, Phase::Forward));
-    let layer_fwd = duration(&e0, 0, a) + duration(&e0, 0, m);
-    let bw = half_of(2 * layer_params(), layer_fwd);
-    let (g, e) = run(&p, &o, bw);
-    let gathers = colls(&g, 0, R_GATHER, DP);
-    assert_eq!(gathers.len(), 9);
-    let first_backward = g.steps[0].iter().find(|(s, _)| !s.forward).unwrap().1.start;
-    assert!(gathers.iter().all(|&(i, _)| i < first_backward), "all in the first forward, none after the step");
-    let tl = &e.timelines[0];
-    let ex = exposure(&g.workload.programs[0], tl, e.end_ns);
-    for &(i, _) in &gathers[2..] {
-        assert_eq!(ex.exposed[i as usize], 0.0, "gather {i} hidden");
+    // runs under layer k − 1's forward; the embedding's and layer 0's are exposed, with one
+    // micro-batch as with several (only the first forward gathers).
+    for m in [1, 2] {
+        let p = plan(2, 1, 1, 1, m, DataParallel::DistributedOptimizer);
+        let o = Overlap { bucket_size: Some(layer_params()), ..on(&p) };
+        let (g0, e0) = run(&p, &o, 1e9);
+        let (a, mlp) =
+            (compute_op(&g0, 0, true, 1, R_ATTN, Phase::Forward), compute_op(&g0, 0, true, 1, R_MLP, Phase::Forward));
+        let layer_fwd = duration(&e0, 0, a) + duration(&e0, 0, mlp);
+        let bw = half_of(2 * layer_params(), layer_fwd);
+        let (g, e) = run(&p, &o, bw);
+        let gathers = colls(&g, 0, R_GATHER, DP);
+        assert_eq!(gathers.len(), 9);
+        let first_backward = g.steps[0].iter().find(|(s, _)| !s.forward).unwrap().1.start;
+        assert!(gathers.iter().all(|&(i, _)| i < first_backward), "all in the first forward, none after the step");
+        let tl = &e.timelines[0];
+        let ex = exposure(&g.workload.programs[0], tl, e.end_ns);
+        for &(i, _) in &gathers[2..] {
+            assert_eq!(ex.exposed[i as usize], 0.0, "m={m}: gather {i} hidden");
+        }
+        // Closed form: the embedding's gather (g_e) from the start, layer 0's (g_0) after it,
+        // under the embedding's forward (f_e < g_0); layer 0's attention starts when layer 0's
+        // gather is done: exposed g_e + g_0 − f_e.
+        let (ge, g0) = (gathers[0].1 as f64 / bw, gathers[1].1 as f64 / bw);
+        assert_eq!(gathers[1].1, 2 * layer_params());
+        let attn0 = compute_op(&g, 0, true, 0, R_ATTN, Phase::Forward);
+        assert!(close(tl.start[attn0 as usize], ge + g0), "{} vs {}", tl.start[attn0 as usize], ge + g0);
+        let fe = duration(&e, 0, compute_op(&g, 0, true, NO_LAYER, R_EMB, Phase::Forward));
+        assert!(fe < g0);
+        let exposed: f64 = gathers.iter().map(|&(i, _)| ex.exposed[i as usize]).sum();
+        assert!(close(exposed, ge + g0 - fe), "m={m}: {exposed} vs {}", ge + g0 - fe);
     }
-    // Closed form: the embedding's gather (g_e) from the start, layer 0's (g_0) after it; layer
-    // 0's attention starts when layer 0's gather is done.
-    let (ge, g0) = (gathers[0].1 as f64 / bw, gathers[1].1 as f64 / bw);
-    assert_eq!(gathers[1].1, 2 * layer_params());
-    let attn0 = compute_op(&g, 0, true, 0, R_ATTN, Phase::Forward);
-    assert!(close(tl.start[attn0 as usize], ge + g0), "{} vs {}", tl.start[attn0 as usize], ge + g0);
 }
 
 #[test]
@@ -337,4 +345,59 @@ fn p2p_overlap_hides_the_pipeline_transfers() {
     assert!(on.iter().all(|&g| g.abs() < 1e-6), "{on:?}");
     let off = gaps(Overlap { p2p: Some(false), ..Overlap::default() });
     assert!(off.len() >= 8 && off.iter().all(|&g| g >= tau * (1.0 - 1e-9)), "{off:?}");
+}
+
+#[test]
+fn interleaved_chunks_reduce_together_aligned_across_stages() {
+    // PP 2 × 2 chunks, 4 micro-batches, --overlap-grad-reduce (align_grad_reduce): a chunk's
+    // gradients (one bucket: the model is small) reduce when stage s has run s backward steps
+    // past the chunk's last micro-batch; the last chunk to finish (chunk 0) at the end of the
+    // backward. Chunk 1's reduction, taking half a chunk's backward, ends under chunk 0's last
+    // backward steps; chunk 0's is exposed whole.
+    let p = plan(4, 1, 2, 2, 4, DataParallel::Ddp);
+    let o = on(&p);
+    let chunk_bwd = {
+        let (g, e) = run(&p, &o, 1e9);
+        let (_, r) = g.steps[0].iter().rev().find(|(s, _)| !s.forward).unwrap();
+        let ops = &g.workload.programs[0].ops;
+        r.clone().filter(|&i| matches!(ops[i as usize].kind, OpKind::Compute { .. })).map(|i| duration(&e, 0, i)).sum()
+    };
+    let bytes = 4 * 2 * layer_params();
+    let bw = half_of(bytes, chunk_bwd);
+    let (g, e) = run(&p, &o, bw);
+    for s in 0..2usize {
+        let steps = &g.steps[s];
+        let bwd: Vec<_> = steps.iter().filter(|(st, _)| !st.forward).collect();
+        let last_of_chunk1 = bwd.iter().position(|(st, _)| st.chunk == 1 && st.micro_batch == 3).unwrap();
+        let reductions = colls(&g, s, R_GRAD, DP);
+        assert_eq!(reductions.len(), 2, "stage {s}: one bucket per chunk");
+        let (chunk1, chunk0) = (reductions[0], reductions[1]);
+        // Chunk 1 (2 layers; the LM head and final norm on the last stage) starts at the end of
+        // the backward step s steps past its last one.
+        let head = if s == 1 { 64 * 1024 + 1024 } else { 0 };
+        assert_eq!(chunk1.1, 4 * (2 * layer_params() + head));
+        let (_, r) = bwd[last_of_chunk1 + s];
+        assert!(r.contains(&chunk1.0), "stage {s}: issued in that step");
+        let tl = &e.timelines[s];
+        let ops = &g.workload.programs[s].ops;
+        // When a step's compute ends.
+        let step_end = |r: &std::ops::Range<u32>| {
+            r.clone()
+                .filter(|&i| matches!(ops[i as usize].kind, OpKind::Compute { .. }))
+                .map(|i| tl.end[i as usize])
+                .fold(0.0, f64::max)
+        };
+        assert!(close(tl.start[chunk1.0 as usize], step_end(r)), "stage {s}");
+        let ex = exposure(&g.workload.programs[s], tl, e.end_ns);
+        if s == 0 {
+            // Done before the backward is: it delays nothing (the pipeline transfers' gaps
+            // leave a little of it uncovered by compute).
+            let backward_end = step_end(&bwd.last().unwrap().1);
+            assert!(tl.end[chunk1.0 as usize] < backward_end);
+            assert!(close(tl.start[chunk0.0 as usize], backward_end));
+            // Chunk 0 (2 layers and the embedding) after the last backward step, exposed whole.
+            assert_eq!(chunk0.1, 4 * (2 * layer_params() + 64 * 1024));
+            assert!(close(ex.exposed[chunk0.0 as usize], chunk0.1 as f64 / bw), "{}", ex.exposed[chunk0.0 as usize]);
+        }
+    }
 }
