@@ -99,7 +99,7 @@ def add_plan_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--overlap-param-gather",
         action=on_off,
-        help="parameter all-gathers under the next forward (--dist-opt and --overlap-grad-reduce; default off)",
+        help="parameter all-gathers under the next forward (needs --dist-opt, --overlap-grad-reduce; off)",
     )
     p.add_argument(
         "--tp-comm-overlap", action=on_off, help="TP collectives chunked under the GEMMs (default off)"
