@@ -25,4 +25,5 @@ def test_a100_calibration_holds():
     assert sum(errors) / len(errors) <= 5.0, out
     assert max(errors) <= 10.0, out
     mean, worst = re.search(r"Mean absolute error ([\d.]+)%.*worst ([\d.]+)%", out).groups()
-    assert (float(mean), float(worst)) == (round(sum(errors) / 25, 1), round(max(errors), 1))
+    # The summary is of the unrounded errors, the rows show them to 0.1 %: within 0.05 + 0.05.
+    assert abs(float(mean) - sum(errors) / 25) <= 0.1 + 1e-9 and float(worst) == round(max(errors), 1)
