@@ -14,9 +14,9 @@ stated); micro-batch 1, no interleaving and no recompute (not stated). The overl
 the overlap model (issue 14 item 2): with this module's branch they are Megatron-Core's defaults
 of the simulator, if any; the columns `exposed comm` and `bubble` show what the schedule adds to
 the compute, and `compute alone` the rate with neither (the compute model by itself: an upper
-bound of what any overlap can reach). Compared per GPU in Megatron's own model FLOPs (megatron/training/training.py
-`num_floating_point_operations`: 12·B·s·L·h²·(2 + s/h + 4 + V/(2·L·h)) for these models), which is
-how the README's TFLOP/s and MFU (over 989 TFLOP/s) are counted.
+bound of what any overlap can reach). Compared per GPU in Megatron's own model FLOPs
+(megatron/training/training.py `num_floating_point_operations`: 12·B·s·L·h²·(2 + s/h + 4 +
+V/(2·L·h)) for these models), which is how the README's TFLOP/s and MFU (over 989) are counted.
 
 Not compared, and why: NeMo's performance summaries (docs/source/performance/performance_summary.md
 of NVIDIA/NeMo, 24.07: GPT3 5B-175B, Llama 2/3, Nemotron on DGX-H100) and Megatron-Bridge's
@@ -94,7 +94,9 @@ def megatron_flops(hidden: int, layers: int, gbs: int) -> float:
     return 12 * gbs * s * layers * hidden * hidden * (6 + s / hidden + v / (2 * layers * hidden))
 
 
-def simulate_megatron(heads: int, hidden: int, layers: int, tp: int, pp: int, gpus: int, gbs: int) -> TrainResult:
+def simulate_megatron(
+    heads: int, hidden: int, layers: int, tp: int, pp: int, gpus: int, gbs: int
+) -> TrainResult:
     model = {"name": f"gpt-h{hidden}", "family": "gpt", "layers": layers, "hidden": hidden, "heads": heads}
     model |= {"ffn": 4 * hidden, "vocab": MEGATRON_VOCAB, "seq_len": MEGATRON_SEQ}
     return train(model, gpus=gpus, gbs=gbs, tp=tp, pp=pp, mbs=1, sp=tp > 1, dist_opt=True, allow_oom=True)
@@ -127,7 +129,8 @@ def mosaic_mfu(name: str, gpus: int, mbs: int, gbs: int, ckpt: bool) -> float:
     d, layers, heads, params = MPT[name]
     model = {"name": name, "family": "gpt", "layers": layers, "hidden": d, "heads": heads, "ffn": 4 * d}
     model |= {"vocab": 50368, "seq_len": MOSAIC_SEQ}
-    r = train(model, gpus=gpus, gbs=gbs, mbs=mbs, zero=3, recompute="full" if ckpt else "none", allow_oom=True)
+    recompute = "full" if ckpt else "none"
+    r = train(model, gpus=gpus, gbs=gbs, mbs=mbs, zero=3, recompute=recompute, allow_oom=True)
     flops_per_token = 6 * params + 12 * layers * d * MOSAIC_SEQ
     return 100 * flops_per_token * r.tokens_per_s / gpus / PEAK
 

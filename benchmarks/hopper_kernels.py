@@ -129,13 +129,13 @@ def main() -> None:
     ]
     for seq, fwd_pub, bwd_pub in ATTENTION:
         fwd, bwd = attention_rates(seq)
-        lines.append(
-            f"| {seq} | {fwd:.0f} | {fwd_pub} | {fwd / fwd_pub:.2f} | {bwd:.0f} | {bwd_pub} | {bwd / bwd_pub:.2f} |"
-        )
+        fwd_cells = f"{fwd:.0f} | {fwd_pub} | {fwd / fwd_pub:.2f}"
+        lines.append(f"| {seq} | {fwd_cells} | {bwd:.0f} | {bwd_pub} | {bwd / bwd_pub:.2f} |")
     table = "\n".join(lines)
     print(table)
     if args.write:
-        write_section("i14-h100-kernels", table, title="## Hopper kernels: model vs published measurements (issue 14)")
+        title = "## Hopper kernels: model vs published measurements (issue 14)"
+        write_section("i14-h100-kernels", table, title=title)
 
 
 if __name__ == "__main__":
