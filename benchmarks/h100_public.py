@@ -3,17 +3,17 @@ model is fitted on A100 only and carried to Hopper by kernel-level measurements,
 python/clustersim/catalog/accelerators.yaml and benchmarks/hopper_kernels.py).
 
 Table 1, Megatron-Core (the framework the simulator models): NVIDIA/Megatron-LM README, "Performance
-Benchmarking", images/model_table.png (commit of the mirror read here: README section "Weak
-Scaling Results"): GPT models of 1.7B-462B parameters on 48-6144 H100s, vocabulary 131072,
+Benchmarking", images/model_table.png (the table image as of commit f2e5db4, 2024-07-15; README
+at d98e8a6): GPT models of 1.7B-462B parameters on 48-6144 H100s, vocabulary 131072,
 sequence 4096, BF16, data parallelism 48 with the distributed optimizer, "--overlap-grad-reduce,
 --overlap-param-gather, --tp-comm-overlap, and PP overlap"; throughput end to end (data loading,
 optimizer, communication, logging included). Parameter counts fit GeLU MLPs of 4h with untied
 input and output embeddings (12·L·h² + 2·V·h: 1.7B, 7.1B, ...). Simulated with the published
 TP, PP, DP and batch; sequence parallelism with TP > 1 (Megatron-Core's recommended setting; not
-stated); micro-batch 1, no interleaving and no recompute (not stated). The overlaps are options of
-the overlap model (issue 14 item 2): with this module's branch they are Megatron-Core's defaults
-of the simulator, if any; the columns `exposed comm` and `bubble` show what the schedule adds to
-the compute, and `compute alone` the rate with neither (the compute model by itself: an upper
+stated); micro-batch 1, no interleaving and no recompute (not stated). The overlaps belong to the
+overlap model (issue 14 item 2), not to this script: rows get whatever the simulator does by
+default for a distributed-optimizer plan. The columns `exposed comm` and `bubble` show what the
+schedule adds to the compute, and `compute alone` the rate with neither (the compute model by itself: an upper
 bound of what any overlap can reach). Compared per GPU in Megatron's own model FLOPs
 (megatron/training/training.py `num_floating_point_operations`: 12·B·s·L·h²·(2 + s/h + 4 +
 V/(2·L·h)) for these models), which is how the README's TFLOP/s and MFU (over 989) are counted.
