@@ -50,7 +50,8 @@ def test_the_batch_gives_trains_numbers_plan_by_plan():
     dense = dict(model="llama3-8b", gpus=16, layers=8, seq=2048)
     result = search(**dense, gbs=32, memory_gb=1e6)
     rows = pick(result, lambda r: r["cp"] > 1, 4) + pick(result, lambda r: r["vpp"] > 1, 4)
-    rows += pick(result, lambda r: r["cp"] == 1 and r["vpp"] == 1, 4)
+    rows += pick(result, lambda r: r["cp"] == 1 and r["vpp"] == 1, 2)
+    rows += pick(result, lambda r: r["cp"] == 1 and r["vpp"] == 1 and r["optimizer"] == "ddp", 2)
     moe = search(**SMALL_MOE, gpus=16, gbs=32, memory_gb=1e6, seq=1024)
     rows_moe = pick(moe, lambda r: r["ep"] > 1, 6) + pick(moe, lambda r: r["ep"] == 1, 2)
     assert len(rows) == 12 and len(rows_moe) == 8
