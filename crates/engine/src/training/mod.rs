@@ -348,6 +348,12 @@ pub fn run_training_memo(
     })
 }
 
+/// The iteration of `input` as IR, on its accelerator or its mix of types ([`mix`]).
+pub fn generate_input(input: &TrainingInput) -> Result<generate::Generated> {
+    let devices = mix::devices(&input.plan, &input.accelerator, input.mix.as_ref())?;
+    generate::generate_mixed(&input.model, &input.plan, &devices.types, &devices.rank_type, input.flash_attention)
+}
+
 /// Busy fraction and MFU of each accelerator type of a mixed job ([`mix`]): rank class c's
 /// compute time and model FLOPs count once per rank of the class.
 fn type_use(
