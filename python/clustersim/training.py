@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from clustersim import _engine
-from clustersim.catalog import check_accelerator, lookup
+from clustersim.catalog import check_accelerator, lookup, peaks
 from clustersim.errors import InputError
 from clustersim.fabric import fabric_document, load_topology
 from clustersim.models import resolve
@@ -135,6 +135,7 @@ def input_document(
     else:
         acc = dict(accelerator)
         check_accelerator(acc, "accelerator", None)
+        acc = peaks(acc)
     m.setdefault("kv_heads", m.get("heads"))
     types = [acc] if mix is None else [a for a, _ in mix]
     nvls = [a.get("nvls_busbw") for a in types]
