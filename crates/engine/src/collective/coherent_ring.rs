@@ -22,6 +22,12 @@
 //! schedule here is therefore the reduce-scatter alone, and the collective ends when it does; a
 //! consumer that is bound by those remote reads is not slowed by them in this model.
 //!
+//! NCCL times it as its ring reduce-scatter: the ring's protocols and latency constants, n − 1
+//! hops, and the ring's rules (an intra-server hop of a multi-server ring costs at least the
+//! network post overhead). One rule goes beyond: NCCL's ×1.4 on the latency of a multi-server
+//! Simple ring all-reduce applies too, the call being an all-reduce, so with Simple the
+//! coherent ring's latency term is up to 1.4× its reduce-scatter's (conservative).
+//!
 //! It runs only when forced (`--algo coherent_ring`) and only on a coherent platform: where the
 //! run has one, [`check_platform`] refuses the name on a platform whose XPUs share no CXL fabric.
 //! On a bare group (the analytical model's servers) it runs as any forced schedule does.
@@ -70,6 +76,11 @@ impl CollectiveAlgorithm for CoherentRing {
     /// The reduce-scatter's hops: n − 1, N − 1 of them across servers.
     fn hops(&self, call: &Call) -> (u32, u32) {
         ring::ring_hops(Collective::ReduceScatter, call.group.size(), call.servers.members.len() as u32)
+    }
+
+    /// NCCL's ring rules (module doc).
+    fn ring_latency(&self) -> bool {
+        true
     }
 }
 
@@ -156,12 +167,19 @@ mod tests {
         Catalog { entries: vec![("H100".into(), h100)] }
     }
 
-    /// Flow-model ns of one all-reduce of `bytes` on every XPU of `platform` with `algorithm`.
-    fn on_platform(platform: Platform, algorithm: Algorithm, bytes: u64) -> f64 {
+    /// Flow-model ns of one `c` of `bytes` on every XPU of `platform` with `algorithm` and
+    /// NCCL's timing (`protocol`, or its choice).
+    fn on_platform(
+        platform: Platform,
+        algorithm: Algorithm,
+        c: Collective,
+        bytes: u64,
+        protocol: Option<Protocol>,
+    ) -> f64 {
         let n = platform.placement.ranks();
-        let options = Options { algorithm: Some(algorithm), ..Options::default() };
+        let options = Options { algorithm: Some(algorithm), protocol, ..Options::default() };
         let mut flow = FlowNetwork::tuned(platform, &Tuning { options, ..Tuning::default() }, |s| s).unwrap();
-        let w = sweep_workload(Collective::AllReduce, n, &[bytes]);
+        let w = sweep_workload(c, n, &[bytes]);
         Executor::new(&w).unwrap().run(&mut flow, &mut |_| true).unwrap().end_ns
     }
 
@@ -181,9 +199,15 @@ mod tests {
         // 256 MiB over 32 XPUs on 4 servers: the bandwidth term dominates, so the coherent ring
         // takes about half the ring's time (the same hops, half the steps).
         let s = 256u64 << 20;
-        let ring = on_platform(cxl.clone(), Algorithm::RING, s);
-        let coherent = on_platform(cxl, Algorithm::COHERENT_RING, s);
+        let ring = on_platform(cxl.clone(), Algorithm::RING, Collective::AllReduce, s, None);
+        let coherent = on_platform(cxl.clone(), Algorithm::COHERENT_RING, Collective::AllReduce, s, None);
         let ratio = coherent / ring;
         assert!((0.45..0.55).contains(&ratio), "coherent {coherent} ns vs ring {ring} ns: {ratio}");
+        // NCCL times it as its ring reduce-scatter of the same S (with LL and LL128; Simple adds ×1.4).
+        for (p, s) in [(Protocol::LL, 1u64 << 20), (Protocol::LL128, s)] {
+            let rs = on_platform(cxl.clone(), Algorithm::RING, Collective::ReduceScatter, s, Some(p));
+            let coherent = on_platform(cxl.clone(), Algorithm::COHERENT_RING, Collective::AllReduce, s, Some(p));
+            assert!((coherent - rs).abs() <= 1e-12 * rs, "{p:?}: {coherent} vs {rs}");
+        }
     }
 }
