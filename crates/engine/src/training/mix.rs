@@ -14,6 +14,10 @@
 //! types (every count is a multiple of TP): its collectives run inside every layer, and
 //! Megatron shards a layer evenly.
 //!
+//! The plan must fit in every type's HBM (the memory per GPU is the same on every type). The
+//! analytical network of a mixed job (set by the front end) runs at the slowest type's NVLink,
+//! NVLS and NIC figures: a collective moves at its slowest member's pace.
+//!
 //! Utilisation per type: busy = Σ over its GPUs of compute time / (n · T); MFU = Σ over its GPUs
 //! of their model FLOPs / (n · T · peak), a GPU's model FLOPs being its stage's FLOPs
 //! ([`super::generate::stage_model_flops`]) over the G / PP GPUs of the stage.

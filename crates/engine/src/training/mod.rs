@@ -378,8 +378,7 @@ fn type_use(
         .enumerate()
         .map(|(ty, acc)| {
             let (mut compute_ns, mut flops) = (0.0, 0.0);
-            for (c, &(stage, t)) in generated.classes.iter().enumerate().filter(|(_, cl)| cl.1 == ty as u32) {
-                debug_assert_eq!(t, ty as u32);
+            for (c, &(stage, _)) in generated.classes.iter().enumerate().filter(|(_, cl)| cl.1 == ty as u32) {
                 compute_ns += ranks[c] as f64 * per_stage[c].1.compute_ns;
                 flops += ranks[c] as f64 * per_gpu_flops[stage as usize];
             }
