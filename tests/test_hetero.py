@@ -123,3 +123,17 @@ def test_coherent_ring_halves_the_ring_on_hcsim_cxl_and_is_refused_on_pcie(run_c
         "clustersim: error: collective: algorithm: coherent_ring needs a cache-coherent platform"
         " (every XPU on a CXL switch, as hcsim-cxl); this one is not"
     ]
+
+
+def test_the_ir_of_a_mixed_job_has_a_program_per_stage_and_type():
+    from clustersim.catalog import lookup
+    from clustersim.workload import Workload
+
+    h, a = lookup("accelerators", "h100"), lookup("accelerators", "a100")
+    plan = dict(gpus=32, tp=8, pp=2, gbs=32, seq=2048, accelerator=h)
+    # PP 2 of 16 GPUs each: stage 0 on H100s, stage 1 on A100s, in rank order.
+    w = Workload.from_training("llama3-8b", mix=[(h, 16), (a, 16)], **plan)
+    assert w.num_programs == 2 and w.rank_class == [0] * 16 + [1] * 16
+    # A type boundary inside stage 0: two classes there.
+    w = Workload.from_training("llama3-8b", mix=[(h, 8), (a, 24)], **plan)
+    assert w.num_programs == 3 and w.rank_class == [0] * 8 + [1] * 8 + [2] * 16
