@@ -137,3 +137,21 @@ def test_the_ir_of_a_mixed_job_has_a_program_per_stage_and_type():
     # A type boundary inside stage 0: two classes there.
     w = Workload.from_training("llama3-8b", mix=[(h, 8), (a, 24)], **plan)
     assert w.num_programs == 3 and w.rank_class == [0] * 8 + [1] * 8 + [2] * 16
+
+
+def test_on_a_typed_fabric_the_mix_must_be_the_fabrics(run_cli, tmp_path):
+    # HCSim's coherent system with a ToR of 8 H100s and one of 8 A100s.
+    fabric = str(tmp_path / "mix.json")
+    code, _, err = run_cli(
+        "platform", "hcsim-cxl", "--mix", "h100:8,a100:8", "--servers-per-tor", "1", "--graph-json", fabric
+    )
+    assert code == 0, err
+    args = ["--model", "llama3-8b", "-g", "16", "--tp", "8", "--gbs", "16", "--seq", "2048", "-n", fabric]
+    code, out, err = run_cli("train", *args, "--gpu", "h100:8,a100:8", "--json")
+    assert code == 0, err
+    assert [t["accelerator"] for t in json.loads(out)["per_type"]] == ["h100", "a100"]
+    code, out, err = run_cli("train", *args, "--gpu", "a100:8,h100:8")
+    assert code != 0 and out == ""
+    assert err.strip().splitlines() == [
+        f"clustersim: error: {fabric}: mix: rank 0 runs on H100 's0.x0' but the mix makes it a100"
+    ]

@@ -14,7 +14,8 @@
 //! types (every count is a multiple of TP): its collectives run inside every layer, and
 //! Megatron shards a layer evenly.
 //!
-//! The plan must fit in every type's HBM (the memory per GPU is the same on every type). The
+//! On a fabric whose accelerators name their types, each rank's type must be its device's
+//! ([`check_fabric`]). The plan must fit in every type's HBM (the memory per GPU is the same on every type). The
 //! analytical network of a mixed job (set by the front end) runs at the slowest type's NVLink,
 //! NVLS and NIC figures: a collective moves at its slowest member's pace.
 //!
@@ -28,6 +29,7 @@ use super::hardware::Accelerator;
 use super::plan::Plan;
 use crate::error::{InputError, Result};
 use crate::layout::Axis;
+use crate::platform::Platform;
 
 /// One type of a mix and how many GPUs run it.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -144,6 +146,27 @@ pub fn devices<'a>(plan: &Plan, single: &'a Accelerator, mix: Option<&'a Mix>) -
         }
     };
     Ok(Devices { types, gpus, rank_type })
+}
+
+/// A mixed job on a fabric whose accelerators name their types (a typed platform, e.g.
+/// `hcsim-cxl --mix`): each rank's type must be its device's. `source` names the fabric.
+pub fn check_fabric(devices: &Devices, fabric: &Platform, source: &str) -> Result<()> {
+    if fabric.attrs.is_empty() {
+        return Ok(()); // a SimAI file names one type for all its GPUs, and none of them here
+    }
+    let ranks = (devices.rank_type.len() as u32).min(fabric.placement.ranks());
+    for r in 0..ranks {
+        let node = fabric.placement.device(r);
+        let (on, given) = (fabric.accelerator_type(node), &devices.types[devices.rank_type[r as usize] as usize].name);
+        if !on.eq_ignore_ascii_case(given) {
+            return Err(InputError::field(
+                source,
+                "mix",
+                format!("rank {r} runs on {} '{}' but the mix makes it {given}", on, fabric.node_name(node)),
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -274,6 +274,9 @@ pub fn run_training_memo(
                     ),
                 ));
             }
+            if input.mix.is_some() {
+                mix::check_fabric(&devices, topo, &f.path)?;
+            }
             Some(cfg)
         }
     };
