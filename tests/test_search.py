@@ -50,7 +50,8 @@ def test_the_batch_gives_trains_numbers_plan_by_plan():
     dense = dict(model="llama3-8b", gpus=16, layers=8, seq=2048)
     result = search(**dense, gbs=32, memory_gb=1e6)
     rows = pick(result, lambda r: r["cp"] > 1, 4) + pick(result, lambda r: r["vpp"] > 1, 4)
-    rows += pick(result, lambda r: r["cp"] == 1 and r["vpp"] == 1, 4)
+    rows += pick(result, lambda r: r["cp"] == 1 and r["vpp"] == 1, 2)
+    rows += pick(result, lambda r: r["cp"] == 1 and r["vpp"] == 1 and r["optimizer"] == "ddp", 2)
     moe = search(**SMALL_MOE, gpus=16, gbs=32, memory_gb=1e6, seq=1024)
     rows_moe = pick(moe, lambda r: r["ep"] > 1, 6) + pick(moe, lambda r: r["ep"] == 1, 2)
     assert len(rows) == 12 and len(rows_moe) == 8
@@ -182,42 +183,60 @@ def gpt(name: str, hidden: int, layers: int, heads: int) -> dict:
     return shape | {"ffn": 4 * hidden, "vocab": 51200, "seq_len": 2048}
 
 
-# Megatron-LM's published A100 runs (shared/data/calibration/megatron_a100.csv): Korthikanti et al.
-# 2022 Table 5 (K4, K6: SP + selective recompute) and Narayanan et al. 2021's weak-scaling table
-# (N4–N6: full recompute); no flash attention then. The search over TP and PP, the rest as
-# published (micro-batch 1, no interleaving, DDP), should find the published plan or one within 3 %.
+# Megatron-LM's published A100 runs (shared/data/calibration/megatron_a100.csv), each with the plan its
+# authors ran and the options Megatron-LM then offered; no flash attention then.
+# - Korthikanti et al. 2022 Table 5 (K4, K6): SP + selective recompute, DDP; micro-batch 1 and no
+#   interleaving as the CSV assumes (no script of these runs is published).
+# - Narayanan et al. 2021's weak-scaling table (N4–N6) as the paper's own scripts run it
+#   (NVIDIA/Megatron-LM examples/sc21/run_table_1.sh, commit de7dc40): N4 TP 8 PP 1 MBS 8, N5 TP 8
+#   PP 2 MBS 4, N6 TP 8 PP 4 MBS 2 with 5 layers per virtual stage (VPP 3); --checkpoint-activations
+#   (full recompute), DDP. Megatron-LM then had no SP, selective recompute or distributed optimizer,
+#   and refused interleaving unless PP > 2 (megatron/arguments.py at de7dc40); TP, PP, the
+#   micro-batch and interleaving are searched.
 MEGATRON = {
-    "K4": (gpt("gpt-175b", 12288, 96, 96), 64, 64, "selective", True, (8, 8)),
-    "K6": (gpt("gpt-530b", 20480, 105, 128), 280, 280, "selective", True, (8, 35)),
-    "N4": (gpt("gpt-18.4b", 6144, 40, 48), 256, 1024, "full", False, (8, 1)),
-    "N5": (gpt("gpt-39.1b", 8192, 48, 64), 512, 1536, "full", False, (8, 2)),
-    "N6": (gpt("gpt-76.1b", 10240, 60, 80), 1024, 1792, "full", False, (8, 4)),
+    "K4": (gpt("gpt-175b", 12288, 96, 96), 64, 64, "selective", True, (8, 8, 1, 1)),
+    "K6": (gpt("gpt-530b", 20480, 105, 128), 280, 280, "selective", True, (8, 35, 1, 1)),
+    "N4": (gpt("gpt-18.4b", 6144, 40, 48), 256, 1024, "full", False, (8, 1, 8, 1)),
+    "N5": (gpt("gpt-39.1b", 8192, 48, 64), 512, 1536, "full", False, (8, 2, 4, 1)),
+    "N6": (gpt("gpt-76.1b", 10240, 60, 80), 1024, 1792, "full", False, (8, 4, 2, 3)),
 }
-# Measured: the search prefers TP 2 with PP 4 / 8 (the published model-parallel sizes 8 and 16,
-# split otherwise), 29 % and 17 % above the published TP 8 plans. Not memory: both fit (N4: 45.4
-# and 47.9 GB of 80). Of N4's 2.24 s per iteration: TP 8's compute +1.56 s for the same FLOPs
-# (smaller GEMMs; LayerNorm, dropout and residual replicated without SP), its TP all-reduces
-# +1.07 s, its DP all-reduce +0.57 s more exposed (one rank per server: one NIC each), against
-# TP 2 + PP 4's bubble 0.91 s and PP traffic 0.05 s. The calibration (benchmarks/RESULTS.md)
-# leans the same way: at PP 1 the error falls from +6 % (TP 1) to −6 % (TP 8), and TP 8 plans
-# with PP err +3 % to +9 % — a fidelity gap of the compute and communication models.
+# Measured (benchmarks/RESULTS.md, "Megatron-LM's published plans"): the search prefers TP 2 with
+# PP 4 (N4: PP 4, MBS 2, VPP 5, 8.4 % faster) and PP 8 (N5: MBS 1, VPP 3, 13.3 % faster); N6's best
+# is the published plan. Not the micro-batch (at MBS 8 TP 8's GEMMs lose nothing to wave
+# quantisation), not memory (all fit: 49–55 GB of 80). TP 8's extra cost is Megatron's own: its
+# TP all-reduces (N4 +0.78 s) and LayerNorm, dropout and residual replicated on every TP rank
+# without SP (+0.69 s; Korthikanti et al. Table 4 measure their forward within 20 % of ours),
+# against PP 4's bubble and traffic (0.87 s). NVIDIA's later recipe for the same shape (NeMo
+# launcher gpt3/20b.yaml: h 6144, 48 heads) also runs TP 4, not 8. Whether the published TP 8
+# plans were the fastest has no published measurement: the xfails stay until one decides it.
 GAP = {"N4", "N5"}
+GAP_REASON = "the search prefers TP 2 + PP to the published TP 8 (8.4 %, 13.3 %); see the comment"
+
+
+def megatron_space(row: str) -> dict:
+    """The search options of a published run: its recompute and SP fixed, DDP; the micro-batch and
+    interleaving searched for Narayanan's rows (Megatron-LM offered them), fixed for Korthikanti's."""
+    _, _, _, recompute, sp, (_, _, mbs, vpp) = MEGATRON[row]
+    only = dict(recompute=[recompute], sp=[sp], cp=[1], optimizer=["ddp"])
+    return only if row.startswith("N") else only | dict(mbs=[mbs], vpp=[vpp])
 
 
 @pytest.mark.parametrize(
     "row",
     [
-        pytest.param(k, marks=pytest.mark.xfail(strict=True, reason="fidelity gap")) if k in GAP else k
+        pytest.param(k, marks=pytest.mark.xfail(strict=True, reason=GAP_REASON)) if k in GAP else k
         for k in MEGATRON
     ],
 )
 def test_the_best_plan_is_megatrons_published_one_or_within_3_percent(row):
-    model, gpus, gbs, recompute, sp, published = MEGATRON[row]
-    only = dict(recompute=[recompute], sp=[sp], cp=[1], vpp=[1], mbs=[1], optimizer=["ddp"])
-    result = search(model, gpus=gpus, gbs=gbs, gpu="a100", no_flash_attn=True, **only)
-    theirs = [r for r in result.plans.rows() if (r["tp"], r["pp"]) == published]
+    model, gpus, gbs, _, _, published = MEGATRON[row]
+    result = search(model, gpus=gpus, gbs=gbs, gpu="a100", no_flash_attn=True, **megatron_space(row))
+    plan = lambda r: (r["tp"], r["pp"], r["mbs"], r["vpp"])  # noqa: E731
+    # Megatron-LM then interleaved only with PP > 2.
+    allowed = [r for r in result.plans.rows() if r["vpp"] == 1 or r["pp"] > 2 or row.startswith("K")]
+    theirs = [r for r in allowed if plan(r) == published]
     assert theirs, "the published plan fits"
-    assert result.best["tokens_per_s"] <= 1.03 * theirs[0]["tokens_per_s"], result.best
+    assert allowed[0]["tokens_per_s"] <= 1.03 * theirs[0]["tokens_per_s"], allowed[0]
 
 
 @pytest.mark.parametrize(

@@ -3,8 +3,9 @@
 //!
 //! One description per accelerator type, no per-model factors. SMs, peak and HBM bandwidth
 //! come from datasheets; `gemm_efficiency`, `hbm_efficiency` and `kernel_overhead_ns` are fitted
-//! on the Megatron-LM A100 results (benchmarks/calibrate.py); `attention_efficiency` is
-//! FlashAttention-2's published fraction of the peak (the catalog names each source).
+//! on the Megatron-LM A100 results (benchmarks/calibrate.py) and carried to other accelerators
+//! by kernel-level measurements; `attention_efficiency` is the fused-attention kernel's
+//! published fraction of the peak (the catalog names each figure and source).
 
 use serde::Deserialize;
 
