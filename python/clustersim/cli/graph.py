@@ -47,7 +47,9 @@ def add(sub: argparse._SubParsersAction) -> None:
         allow_abbrev=False,
     )
     r.add_argument("graph", metavar="GRAPH", help="workload graph: .json (node-link) or .graphml")
-    r.add_argument("--platform", required=True, metavar="TEMPLATE|FILE", help="hcsim-pcie, hcsim-cxl or a file")
+    r.add_argument(
+        "--platform", required=True, metavar="TEMPLATE|FILE", help="hcsim-pcie, hcsim-cxl or a file"
+    )
     r.add_argument("--xpus", type=count, help="XPUs of a template (default: the --mix, else 4096)")
     r.add_argument("--mix", metavar="TYPE:N,...", help="XPU types of a template, per ToR (default h100)")
     r.add_argument(
@@ -57,8 +59,12 @@ def add(sub: argparse._SubParsersAction) -> None:
         metavar="CLASS=RATE,LATENCY",
         help="override a template's link class, e.g. cxl=256GB/s,1us (see clustersim platform --help)",
     )
-    r.add_argument("--dram", metavar="CAPACITY", help="a template's extension memory per CPU (default unbounded)")
-    r.add_argument("--cxl-memory", metavar="CAPACITY", help="a template's CXL memory per XPU (default unbounded)")
+    r.add_argument(
+        "--dram", metavar="CAPACITY", help="a template's extension memory per CPU (default: no end)"
+    )
+    r.add_argument(
+        "--cxl-memory", metavar="CAPACITY", help="a template's CXL memory per XPU (default: no end)"
+    )
     r.add_argument("--iterations", type=count, help="iterations to run (default: the graph's, else 1)")
     r.add_argument(
         "--access",
