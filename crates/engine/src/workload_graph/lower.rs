@@ -33,6 +33,9 @@ use crate::layout::Layout;
 use crate::platform::{NodeKind, Platform};
 use crate::workload::{Group, GroupId, Membership, Op, OpKind, Peer, Phase, Program, Workload};
 
+/// The most vertex runs (vertices × iterations) one lowering unrolls: 2^26, some 10 GB of ops.
+pub const MAX_VERTEX_RUNS: u64 = 1 << 26;
+
 /// How a compute vertex reads remote memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Access {
@@ -180,6 +183,12 @@ pub fn lower(file: &str, g: &WorkloadGraph, platform: &Platform, o: &Options) ->
     let res = Resolver { file, platform, names };
     let iterations = g.iteration_count(file, o.iterations)?;
     let n = g.vertices.len();
+    if u64::from(iterations) * n as u64 > MAX_VERTEX_RUNS {
+        return Err(res.err(
+            "iterations",
+            format!("{iterations} iterations of {n} vertices is more than 2^26 vertex runs to simulate"),
+        ));
+    }
     let labels: Vec<String> = g.vertices.iter().enumerate().map(|(i, v)| vertex_label(&v.id, i)).collect();
     // Ranks of every vertex.
     let mut ranks = Vec::with_capacity(n);
