@@ -271,6 +271,7 @@ def run_workload_graph(
     platform: Platform,
     iterations: int | None = None,
     access: str = "auto",
+    algorithm: str = "auto",
     trace: bool = False,
     progress: Progress = None,
 ) -> dict[str, Any]:

@@ -98,6 +98,11 @@ def graphml_text(text: str) -> str:
     return "\n".join(nx.generate_graphml(graph)) + "\n"
 
 
+def normalize(text: str, name: str = "graph") -> str:
+    """A graph document checked by the engine and written back in the engine's form."""
+    return _engine.normalize_workload_graph(name, text)
+
+
 def read_workload_graph(path: str | os.PathLike[str]) -> str:
     """Read a workload graph (.graphml, else node-link JSON) as the engine's document."""
     name = os.fspath(path)
@@ -113,15 +118,125 @@ def run(
     name: str = "graph",
     iterations: int | None = None,
     access: str = "auto",
+    algorithm: str = "auto",
     trace: bool = False,
     progress: Callable[[float], object] | None = None,
 ) -> dict[str, Any]:
     """Run a graph document on `platform` (the engine's `workload_graph::run`): iteration end
     times (ns), per-class time breakdowns (compute, exposed reads of remote memory, collectives,
-    point-to-point, idle), placed bytes, and the Chrome trace when `trace`."""
+    point-to-point, idle), placed bytes, and the Chrome trace when `trace`; `algorithm` runs
+    every collective with that algorithm (auto: NCCL's tuner)."""
     if access not in ACCESS:
         raise InputError(f"command line: --access: '{access}' is not one of {', '.join(ACCESS)}")
     result: dict[str, Any] = _engine.run_workload_graph(
-        name, text, platform, iterations=iterations, access=access, trace=trace, progress=progress
+        name,
+        text,
+        platform,
+        iterations=iterations,
+        access=access,
+        algorithm=algorithm,
+        trace=trace,
+        progress=progress,
     )
     return result
+
+
+def llama2_13b(
+    batch: int = 1,
+    *,
+    layers: int = 40,
+    hidden: int = 5120,
+    seq: int = 4096,
+    heads: int = 40,
+    element_bytes: int = 4,
+    iterations: int = 1,
+) -> dict[str, Any]:
+    """The HCSim paper's LLaMA2-13B data-parallel workload graph (§3.1 (2), Fig. 7): `layers`
+    decoders of hidden size h = `hidden`, sequence s = `seq`, `batch` b per XPU, every vertex on
+    every XPU (`*`), each decoder's gradients all-reduced after its backward pass, and the loop
+    closed by not_first edges from each all-reduce to its decoder's first forward vertex. Like the
+    paper (Table 4) the decoder is GPT-shaped: a 4h MLP with GeLU, LayerNorm.
+
+    Per layer, with e = `element_bytes` (FP32: 4), t = b·s tokens:
+    - linear h_in → h_out: forward 2·t·h_in·h_out FLOPs reading e·(h_in·h_out + t·h_in) bytes
+      (weights, input); backward twice the FLOPs, reading 16 bytes per weight (FP32 weight,
+      gradient, Adam's two moments) and e·2·t·(h_in + h_out) (saved input, output gradient,
+      input gradient written, output read);
+    - self-attention (a = `heads`): forward 4·t·s·h FLOPs (QKᵀ and the weighted sum of V),
+      reading e·(3·t·h + 2·b·a·s²) (Q, K, V; the score matrix written and read back); backward
+      twice the FLOPs and the bytes;
+    - LayerNorm, dropout, GeLU, add: 5, 1, 8 and 1 FLOPs per element, reading their inputs (e per
+      element; add two) forward and twice that backward (negligible FLOPs, as in Table 4).
+    The all-reduce of decoder l carries its parameters' gradients: e·(12h² + 13h) bytes."""
+    if min(batch, layers, hidden, seq, heads, element_bytes, iterations) < 1:
+        raise InputError("command line: llama2-13b: every size must be at least 1")
+    b, s, h, a, e = batch, seq, hidden, heads, element_bytes
+    t = b * s
+    dtype = {2: "fp16", 4: "fp32", 8: "fp64"}.get(e)
+    if dtype is None:
+        raise InputError(f"command line: --element-bytes: {e} is not 2, 4 or 8")
+
+    def linear(h_in: int, h_out: int) -> tuple[float, float, float, float]:
+        fwd_flops = 2.0 * t * h_in * h_out
+        return (
+            fwd_flops,
+            e * (h_in * h_out + t * h_in),
+            2 * fwd_flops,
+            16.0 * h_in * h_out + e * 2.0 * t * (h_in + h_out),
+        )
+
+    def elementwise(flops_per: float, n: int, inputs: int = 1) -> tuple[float, float, float, float]:
+        return flops_per * t * n, e * inputs * t * n, 2 * flops_per * t * n, 2.0 * e * inputs * t * n
+
+    attention = (4.0 * t * s * h, e * (3.0 * t * h + 2.0 * b * a * s * s))
+    parts: list[tuple[str, tuple[float, float, float, float]]] = [
+        ("layernorm1", elementwise(5, h)),
+        ("linear_k", linear(h, h)),
+        ("linear_q", linear(h, h)),
+        ("linear_v", linear(h, h)),
+        ("attention", (attention[0], attention[1], 2 * attention[0], 2 * attention[1])),
+        ("linear_out", linear(h, h)),
+        ("dropout1", elementwise(1, h)),
+        ("add1", elementwise(1, h, inputs=2)),
+        ("layernorm2", elementwise(5, h)),
+        ("linear_up", linear(h, 4 * h)),
+        ("gelu", elementwise(8, 4 * h)),
+        ("linear_down", linear(4 * h, h)),
+        ("dropout2", elementwise(1, h)),
+        ("add2", elementwise(1, h, inputs=2)),
+    ]
+    nodes: list[dict[str, Any]] = []
+    links: list[dict[str, Any]] = []
+
+    def compute(vid: str, flops: float, nbytes: float) -> None:
+        nodes.append({"id": vid, "kind": "compute", "xpu": "*", "flops": round(flops), "dtype": dtype,
+                      "bytes": round(nbytes)})  # fmt: skip
+
+    previous = None
+    for layer in range(layers):
+        for name, (flops, nbytes, _, _) in parts:
+            vid = f"d{layer}.fwd.{name}"
+            compute(vid, flops, nbytes)
+            if previous is not None:
+                links.append({"source": previous, "target": vid})
+            previous = vid
+    grad_bytes = e * (12 * h * h + 13 * h)
+    for layer in reversed(range(layers)):
+        for name, (_, _, flops, nbytes) in reversed(parts):
+            vid = f"d{layer}.bwd.{name}"
+            compute(vid, flops, nbytes)
+            links.append({"source": previous, "target": vid})
+            previous = vid
+        sync = f"d{layer}.allreduce"
+        nodes.append({"id": sync, "kind": "communication", "pattern": "allreduce", "participants": "*",
+                      "bytes": grad_bytes})  # fmt: skip
+        links.append({"source": previous, "target": sync})
+        links.append({"source": sync, "target": f"d{layer}.fwd.{parts[0][0]}", "not_first": True})
+    name = f"llama2-13b b={b} (decoders {layers}, hidden {h}, seq {s}, {dtype})"
+    return {
+        "directed": True,
+        "multigraph": False,
+        "graph": {"name": name, "iterations": iterations},
+        "nodes": nodes,
+        "links": links,
+    }

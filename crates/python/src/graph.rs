@@ -1,6 +1,7 @@
 //! Bindings of workload graphs (HCSim's Table 3): check a graph document, run it on a platform
 //! (conversion only; the engine's `workload_graph` does the work).
 
+use clustersim_engine::collective::choose;
 use clustersim_engine::flow::network::Tuning;
 use clustersim_engine::trace::chrome_trace;
 use clustersim_engine::workload_graph::lower::{Access, Options};
@@ -21,11 +22,12 @@ pub fn normalize_workload_graph(py: Python<'_>, path: &str, text: &str) -> PyRes
 }
 
 /// Run a workload graph document on `platform`: `iterations` overrides the graph's count,
-/// `access` is auto (coherent on CXL memory, copy on DRAM), copy or coherent. Returns the
+/// `access` is auto (coherent on CXL memory, copy on DRAM), copy or coherent; `algorithm` is
+/// the collectives' (auto: NCCL's tuner, or a name as `clustersim collective --algo`). Returns the
 /// iteration end times (ns), the run's end, per-class breakdowns, placed bytes and, when asked,
 /// a Chrome trace.
 #[pyfunction]
-#[pyo3(signature = (path, text, platform, iterations = None, access = "auto", trace = false, progress = None))]
+#[pyo3(signature = (path, text, platform, iterations = None, access = "auto", algorithm = "auto", trace = false, progress = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn run_workload_graph<'py>(
     py: Python<'py>,
@@ -34,6 +36,7 @@ pub fn run_workload_graph<'py>(
     platform: PyRef<'_, PyPlatform>,
     iterations: Option<u32>,
     access: &str,
+    algorithm: &str,
     trace: bool,
     progress: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
@@ -42,11 +45,13 @@ pub fn run_workload_graph<'py>(
     })?;
     let graph = py.detach(|| WorkloadGraph::parse_json(path, text)).map_err(engine_err)?;
     let options = Options { iterations, access };
+    let (forced, extra) = choose::algorithm_choice(algorithm).map_err(engine_err)?;
+    let tuning =
+        Tuning { options: choose::Options { algorithm: forced, extra, ..Default::default() }, ..Default::default() };
     let mut failure = None;
     let started = std::time::Instant::now();
-    let run = run_graph(path, &graph, &platform.inner, &options, &Tuning::default(), &mut |f| {
-        report(py, &progress, f, &mut failure)
-    });
+    let run =
+        run_graph(path, &graph, &platform.inner, &options, &tuning, &mut |f| report(py, &progress, f, &mut failure));
     let seconds = started.elapsed().as_secs_f64();
     if let Some(e) = failure {
         return Err(e);

@@ -14,9 +14,9 @@ HELP = "run workload graphs (HCSim's compute/communication vertices) on platform
 
 EPILOG = """\
 examples:
-  clustersim graph llama2-13b --xpus 64 -o results/llama-64.json
-  clustersim graph run results/llama-64.json --platform hcsim-cxl --xpus 64 -r results/llama-64-cxl-
-  clustersim graph run results/llama-64.json --platform hcsim-pcie --xpus 64 --json
+  clustersim graph llama2-13b --batch 1 -o results/llama.json
+  clustersim graph run results/llama.json --platform hcsim-cxl --xpus 64 -r results/llama-64-cxl-
+  clustersim graph run results/llama.json --platform hcsim-pcie --xpus 64 --json
   clustersim graph run my_graph.graphml --platform results/cxl.json --iterations 3 --access copy"""
 
 
@@ -72,10 +72,36 @@ def add(sub: argparse._SubParsersAction) -> None:
         default="auto",
         help="remote memory: auto (in place on CXL, copied from DRAM), always copy, always in place",
     )
+    r.add_argument(
+        "--algorithm",
+        default="auto",
+        help="collective algorithm (default auto: NCCL's tuner; names as clustersim collective --algo)",
+    )
     r.add_argument("-r", "--result", metavar="PREFIX", help="write PREFIXsummary.json and PREFIXtrace.json")
     add_json(r, "the summary")
     add_progress(r)
     r.set_defaults(func=main_run)
+    g = commands.add_parser(
+        "llama2-13b",
+        help="write the HCSim paper's LLaMA2-13B data-parallel workload graph",
+        description=(
+            "Write the LLaMA2-13B data-parallel training graph of the HCSim paper (Fig. 7): 40 decoders,"
+            " hidden 5120, sequence 4096, batch b per XPU, FP32, every vertex on every XPU, one gradient"
+            " all-reduce per decoder; FLOPs and bytes per layer from the layer shapes"
+            " (docs/workload-graph-format.md compares them with the paper's Table 4)."
+        ),
+        allow_abbrev=False,
+    )
+    g.add_argument("-o", "--output", required=True, metavar="OUT", help="the graph: .json or .graphml")
+    g.add_argument("--batch", type=count, default=1, help="micro-batch per XPU (default 1)")
+    g.add_argument("--layers", type=count, default=40, help="decoders (default 40)")
+    g.add_argument("--hidden", type=count, default=5120, help="hidden size (default 5120)")
+    g.add_argument("--seq", type=count, default=4096, help="sequence length (default 4096)")
+    g.add_argument("--heads", type=count, default=40, help="attention heads (default 40)")
+    g.add_argument("--element-bytes", type=count, default=4, help="bytes per element: 4 FP32 (default), 2")
+    g.add_argument("--iterations", type=count, default=1, help="the graph's iteration count (default 1)")
+    add_json(g, "the summary")
+    g.set_defaults(func=main_llama)
 
 
 def platform_of(args: argparse.Namespace) -> tuple[Any, str]:
@@ -119,6 +145,7 @@ def main_run(args: argparse.Namespace) -> int:
             name=args.graph,
             iterations=args.iterations,
             access=args.access,
+            algorithm=args.algorithm,
             trace=args.result is not None,
             progress=progress,
         )
@@ -174,4 +201,46 @@ def main_run(args: argparse.Namespace) -> int:
     )
     print(f"simulated {doc['ops']} ops in {doc['simulate_seconds']:.3f} s")
     wrote(written)
+    return 0
+
+
+def main_llama(args: argparse.Namespace) -> int:
+    import json
+
+    from clustersim import workload_graph
+    from clustersim.output import atomic_outputs, write_text
+
+    doc = workload_graph.llama2_13b(
+        args.batch,
+        layers=args.layers,
+        hidden=args.hidden,
+        seq=args.seq,
+        heads=args.heads,
+        element_bytes=args.element_bytes,
+        iterations=args.iterations,
+    )
+    text = workload_graph.normalize(json.dumps(doc), args.output)
+    out = workload_graph.graphml_text(text) if args.output.lower().endswith(".graphml") else text
+    with atomic_outputs() as stage:
+        write_text(stage(args.output), out)
+    compute = [n for n in doc["nodes"] if n["kind"] == "compute"]
+    summary = {
+        "name": doc["graph"]["name"],
+        "vertices": len(doc["nodes"]),
+        "edges": len(doc["links"]),
+        "flops_per_xpu": sum(n["flops"] for n in compute),
+        "bytes_per_xpu": sum(n["bytes"] for n in compute),
+        "allreduce_bytes": sum(n["bytes"] for n in doc["nodes"] if n["kind"] == "communication"),
+        "outputs": [args.output],
+    }
+    if args.json:
+        print_json(summary)
+        return 0
+    print(
+        f"{summary['name']}: {summary['vertices']} vertices, {summary['edges']} edges;"
+        f" per XPU and iteration {summary['flops_per_xpu'] / 1e12:.4g} TFLOP,"
+        f" {summary['bytes_per_xpu'] / 1e9:.4g} GB of memory accessed,"
+        f" {summary['allreduce_bytes'] / 1e9:.4g} GB all-reduced"
+    )
+    wrote([args.output])
     return 0
