@@ -112,3 +112,25 @@ def test_bad_graphs_are_one_line_errors(tmp_path):
     g.add_node("fp", flops="lots")
     with pytest.raises(InputError, match="vertex 'fp': flops: 'lots' is not a number"):
         workload_graph.from_networkx(g)
+
+
+def test_the_llama2_13b_graph_has_the_layer_formulas_and_coherence_pays(tmp_path):
+    doc = workload_graph.llama2_13b(2, layers=2)
+    nodes = {n["id"]: n for n in doc["nodes"]}
+    assert len(nodes) == 2 * (14 + 14 + 1)
+    t, h = 2 * 4096, 5120
+    assert nodes["d0.fwd.linear_k"]["flops"] == 2 * t * h * h
+    assert nodes["d1.bwd.linear_up"]["flops"] == 2 * 2 * t * h * 4 * h
+    assert nodes["d0.fwd.linear_k"]["bytes"] == 4 * (h * h + t * h)
+    assert nodes["d0.allreduce"]["bytes"] == 4 * (12 * h * h + 13 * h)
+    assert {"source": "d1.allreduce", "target": "d1.fwd.layernorm1", "not_first": True} in doc["links"]
+    out = tmp_path / "llama.json"
+    made = cli("llama2-13b", "--layers", "4", "-o", str(out), "--json")
+    assert made.returncode == 0, made.stderr
+    times = {}
+    for template in ("hcsim-cxl", "hcsim-pcie"):
+        ran = cli("run", str(out), "--platform", template, "--xpus", "16", "--json")
+        assert ran.returncode == 0, ran.stderr
+        times[template] = json.loads(ran.stdout)["iteration_ns"]
+    # The paper's first finding (Fig. 8): the coherent system is faster.
+    assert times["hcsim-cxl"] < times["hcsim-pcie"]
