@@ -11,6 +11,7 @@ from clustersim import _engine
 from clustersim.catalog import check_accelerator, lookup
 from clustersim.fabric import fabric_document, load_topology
 from clustersim.models import resolve
+from clustersim.reduction_server import ReductionServers, needs_fabric
 from clustersim.table import Table
 
 if TYPE_CHECKING:
@@ -93,11 +94,15 @@ def input_document(
     routing: str = "ecmp",
     first_stage_layers: int | None = None,
     last_stage_layers: int | None = None,
+    reduction: ReductionServers | None = None,
+    switch_reduce_gbps: float | None = None,
 ) -> dict[str, Any]:
     """The engine's input: model, plan (sizes, batch, options), accelerator and network (the
     analytical model on the accelerator's links, or with `topology` the flow model on that fabric:
     a SimAI topology or platform file, a template NAME[:GPUS], a Platform or a Topology; the
-    document names it, and `train` hands the engine its Platform)."""
+    document names it, and `train` hands the engine its Platform). `reduction` (reduction
+    servers) and `switch_reduce_gbps` (CollNet) take the all-reduces across servers on the fabric
+    (clustersim.reduction_server)."""
     m = resolve(model) if isinstance(model, str) else dict(model)
     if isinstance(accelerator, str):
         acc = lookup("accelerators", accelerator)
@@ -153,7 +158,9 @@ def input_document(
         "allow_oom": allow_oom,
         "trace": trace,
     }
-    if topology is not None:
+    if topology is None:
+        needs_fabric(reduction, switch_reduce_gbps)
+    else:
         # The flow backend: communication becomes transfers on this fabric (the engine gets its Platform).
         doc["fabric"] = fabric_document(
             topology,
@@ -163,6 +170,8 @@ def input_document(
             routes=routes,
             qps=qps,
             routing=routing,
+            reduction=reduction,
+            switch_reduce_gbps=switch_reduce_gbps,
         )
     return doc
 

@@ -76,6 +76,14 @@ impl FlowNetwork {
         let nvls = (0..topo.placement.domains()).any(|d| topo.reduces_in_switch(d));
         let mut net = FlowNetwork::new(topo, scheduler, t.seed, nvls);
         net.qps = t.qps.max(1);
+        let o = &t.options;
+        net.per_group = Collective::ALL
+            .into_iter()
+            .filter(|&c| {
+                let all_reduce = o.all_reduce.filter(|_| c == Collective::AllReduce);
+                [o.algorithm, all_reduce].into_iter().flatten().any(|a| a.per_group())
+            })
+            .collect();
         net.rate_class = links.class.clone();
         // Point-to-point sends wait NCCL's p2p latency, or AS_SEND_LAT and their path latency.
         net.p2p_wait = match t.options.send_lat_us {
@@ -113,8 +121,9 @@ fn cap_nvlink(topo: &mut Platform) {
     }
 }
 
-/// A schedule's cache key: collective, bytes, [`schedule_shape`].
-type ScheduleKey = (Collective, u64, Vec<(u32, u32, u32)>);
+/// A schedule's cache key: collective, bytes, [`schedule_shape`], and the member ranks where the
+/// schedule depends on them ([`crate::collective::CollectiveAlgorithm::per_group`]).
+type ScheduleKey = (Collective, u64, Vec<(u32, u32, u32)>, Option<Vec<u32>>);
 
 /// What a group's schedule depends on besides the collective and its size: for each member in
 /// group order, its scale-up domain (numbered by first appearance), its rail there (which PXN
@@ -175,6 +184,9 @@ pub struct FlowNetwork {
     instances: HashMap<(GroupId, u32), Rc<Vec<Vec<u32>>>>,
     /// Schedules by (collective, bytes, [`schedule_shape`] of the members).
     schedules: HashMap<ScheduleKey, Rc<Schedule>>,
+    /// Collectives whose forced algorithm's schedule depends on the group's own GPUs
+    /// ([`crate::collective::CollectiveAlgorithm::per_group`]): their schedules are kept per group, not per shape.
+    per_group: Vec<Collective>,
     /// Routes by communication: a communicator keeps its connections, and so their ECMP paths,
     /// from one call to the next (as NCCL does).
     routes: HashMap<RouteKey, Routed>,
@@ -208,6 +220,7 @@ impl FlowNetwork {
             rate_class: Vec::new(),
             instances: HashMap::new(),
             schedules: HashMap::new(),
+            per_group: Vec::new(),
             routes: HashMap::new(),
             runs: Vec::new(),
             free_runs: Vec::new(),
@@ -354,7 +367,8 @@ impl FlowNetwork {
     }
 
     fn schedule_for(&mut self, c: Collective, ranks: &[u32], bytes: u64) -> Result<Rc<Schedule>> {
-        let key = (c, bytes, schedule_shape(ranks, &self.topo.placement, &self.rate_class));
+        let own = self.per_group.contains(&c).then(|| ranks.to_vec());
+        let key = (c, bytes, schedule_shape(ranks, &self.topo.placement, &self.rate_class), own);
         if let Some(s) = self.schedules.get(&key) {
             return Ok(s.clone());
         }
