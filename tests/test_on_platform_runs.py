@@ -197,3 +197,11 @@ def test_the_api_refuses_servers_without_a_fabric():
             seq=256,
             reduction=ReductionServers(),
         )
+
+
+def test_servers_as_text_are_the_default_split(workload):
+    # A sweep spec gives options as plain values: `reduction: all` is ReductionServers("all").
+    text = row_us(run(workload, CROSSBAR, **ON_4, reduction="cpu0,cpu1"))
+    assert text == row_us(run(workload, CROSSBAR, **ON_4, reduction=ReductionServers("cpu0,cpu1")))
+    with pytest.raises(InputError, match="reduction: expected ReductionServers"):
+        run(workload, CROSSBAR, **ON_4, reduction=4)

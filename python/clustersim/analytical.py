@@ -133,7 +133,7 @@ def simulate(
     progress: Callable[[float], None] | None = None,
     qps: int = 0,
     routing: str = "ecmp",
-    reduction: ReductionServers | None = None,
+    reduction: ReductionServers | str | None = None,
     switch_reduce_gbps: float | None = None,
 ) -> AnalyticalResult:
     """Simulate one training iteration of a SimAI workload file on the analytical backend.

@@ -58,7 +58,7 @@ def run(
     ecmp_seeds: int = 1,
     calibration: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
-    reduction: ReductionServers | None = None,
+    reduction: ReductionServers | str | None = None,
     switch_reduce_gbps: float | None = None,
     **options: Any,
 ) -> AnalyticalResult:
@@ -208,7 +208,7 @@ def train(
     calibration: str | os.PathLike[str] | None = None,
     trace: bool = False,
     progress: Progress | None = None,
-    reduction: ReductionServers | None = None,
+    reduction: ReductionServers | str | None = None,
     switch_reduce_gbps: float | None = None,
 ) -> TrainResult:
     """One Megatron-Core training iteration of `model` (catalog name, YAML/JSON file, Hugging Face
@@ -340,7 +340,7 @@ def collective(
     env: Mapping[str, str] | None = None,
     calibration: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
-    reduction: ReductionServers | None = None,
+    reduction: ReductionServers | str | None = None,
     switch_reduce_gbps: float | None = None,
 ) -> CollectiveResult:
     """nccl-tests on the flow model (`clustersim collective`): `op` (allreduce, allgather,

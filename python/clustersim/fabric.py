@@ -162,7 +162,7 @@ def fabric_document(
     env: Mapping[str, str] | None = None,
     qps: int = 0,
     routing: str = "ecmp",
-    reduction: ReductionServers | None = None,
+    reduction: ReductionServers | str | None = None,
     switch_reduce_gbps: float | None = None,
 ) -> dict[str, Any]:
     """The engine's "fabric" options, for the `Platform` given next to it (`load_topology`):

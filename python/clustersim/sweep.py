@@ -78,7 +78,7 @@ def sweep(
     qps: int | None = None,
     routing: str = "ecmp",
     progress: Callable[[float], None] | None = None,
-    reduction: ReductionServers | None = None,
+    reduction: ReductionServers | str | None = None,
     switch_reduce_gbps: float | None = None,
 ) -> Table:
     """Run `op` once per S in `sizes_bytes` on the flow model; nccl-tests' columns as a Table.

@@ -94,7 +94,7 @@ def input_document(
     routing: str = "ecmp",
     first_stage_layers: int | None = None,
     last_stage_layers: int | None = None,
-    reduction: ReductionServers | None = None,
+    reduction: ReductionServers | str | None = None,
     switch_reduce_gbps: float | None = None,
 ) -> dict[str, Any]:
     """The engine's input: model, plan (sizes, batch, options), accelerator and network (the
