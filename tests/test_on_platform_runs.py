@@ -205,3 +205,23 @@ def test_servers_as_text_are_the_default_split(workload):
     assert text == row_us(run(workload, CROSSBAR, **ON_4, reduction=ReductionServers("cpu0,cpu1")))
     with pytest.raises(InputError, match="reduction: expected ReductionServers"):
         run(workload, CROSSBAR, **ON_4, reduction=4)
+
+
+def test_a_sweep_spec_varies_the_servers(run_cli, tmp_path):
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "command: collective\n"
+        f"fixed: {{op: allreduce, topology: '{CROSSBAR}', minbytes: 32M, maxbytes: 32M}}\n"
+        "grid:\n  reduction: [all, '2']\n"
+    )
+    rc, out, err = run_cli("sweep", spec, "--csv", tmp_path / "s.csv")
+    assert rc == 0, err
+    rows = (tmp_path / "s.csv").read_text().splitlines()
+    head = rows[0].split(",")
+    got = {
+        r.split(",")[head.index("reduction")]: float(r.split(",")[head.index("time_us")]) for r in rows[1:]
+    }
+    for servers in ("all", "2"):
+        assert got[servers] == pytest.approx(
+            collective_us("allreduce", 32 * MIB, reduction=servers), rel=1e-12
+        )
