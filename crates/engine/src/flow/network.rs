@@ -76,14 +76,7 @@ impl FlowNetwork {
         let nvls = (0..topo.placement.domains()).any(|d| topo.reduces_in_switch(d));
         let mut net = FlowNetwork::new(topo, scheduler, t.seed, nvls);
         net.qps = t.qps.max(1);
-        let o = &t.options;
-        net.per_group = Collective::ALL
-            .into_iter()
-            .filter(|&c| {
-                let all_reduce = o.all_reduce.filter(|_| c == Collective::AllReduce);
-                [o.algorithm, all_reduce].into_iter().flatten().any(|a| a.per_group())
-            })
-            .collect();
+        net.forced = t.options.clone();
         net.rate_class = links.class.clone();
         // Point-to-point sends wait NCCL's p2p latency, or AS_SEND_LAT and their path latency.
         net.p2p_wait = match t.options.send_lat_us {
@@ -184,9 +177,10 @@ pub struct FlowNetwork {
     instances: HashMap<(GroupId, u32), Rc<Vec<Vec<u32>>>>,
     /// Schedules by (collective, bytes, [`schedule_shape`] of the members).
     schedules: HashMap<ScheduleKey, Rc<Schedule>>,
-    /// Collectives whose forced algorithm's schedule depends on the group's own GPUs
-    /// ([`crate::collective::CollectiveAlgorithm::per_group`]): their schedules are kept per group, not per shape.
-    per_group: Vec<Collective>,
+    /// The tuner's options: where they force an algorithm whose schedule depends on the group's
+    /// own GPUs ([`crate::collective::CollectiveAlgorithm::per_group`]), schedules are kept per
+    /// group, not per shape.
+    forced: Options,
     /// Routes by communication: a communicator keeps its connections, and so their ECMP paths,
     /// from one call to the next (as NCCL does).
     routes: HashMap<RouteKey, Routed>,
@@ -220,7 +214,7 @@ impl FlowNetwork {
             rate_class: Vec::new(),
             instances: HashMap::new(),
             schedules: HashMap::new(),
-            per_group: Vec::new(),
+            forced: Options::default(),
             routes: HashMap::new(),
             runs: Vec::new(),
             free_runs: Vec::new(),
@@ -367,12 +361,12 @@ impl FlowNetwork {
     }
 
     fn schedule_for(&mut self, c: Collective, ranks: &[u32], bytes: u64) -> Result<Rc<Schedule>> {
-        let own = self.per_group.contains(&c).then(|| ranks.to_vec());
+        let g = GroupTopo::new(ranks, &self.topo.placement, self.nvls);
+        let own = self.forced.forced(c, &g).is_some_and(|a| a.per_group()).then(|| ranks.to_vec());
         let key = (c, bytes, schedule_shape(ranks, &self.topo.placement, &self.rate_class), own);
         if let Some(s) = self.schedules.get(&key) {
             return Ok(s.clone());
         }
-        let g = GroupTopo::new(ranks, &self.topo.placement, self.nvls);
         let s = Rc::new((self.scheduler)(c, &g, bytes)?);
         self.schedules.insert(key, s.clone());
         Ok(s)
