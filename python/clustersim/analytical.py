@@ -6,11 +6,14 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from clustersim import _engine
 from clustersim.errors import InputError
 from clustersim.table import Table
+
+if TYPE_CHECKING:
+    from clustersim.reduction_server import ReductionServers
 
 SIMAI = "simai"
 # Summary keys in SimAI's order, with the names the JSON output uses.
@@ -130,6 +133,8 @@ def simulate(
     progress: Callable[[float], None] | None = None,
     qps: int = 0,
     routing: str = "ecmp",
+    reduction: ReductionServers | str | None = None,
+    switch_reduce_gbps: float | None = None,
 ) -> AnalyticalResult:
     """Simulate one training iteration of a SimAI workload file on the analytical backend.
 
@@ -142,6 +147,9 @@ def simulate(
     per NIC), routed with seeded ECMP (or along the routes of the `routes` file) and sharing links
     max-min fairly; `qps` queue pairs per
     connection (0: NCCL's default, 1) are hashed one by one, or `routing="spray"` sprays packets.
+    `reduction` (reduction servers on the fabric's cpu nodes) or `switch_reduce_gbps` with
+    `algorithm` collnet_direct / collnet_chain run every all-reduce across servers on them, the
+    other collectives as `algorithm` says (clustersim.reduction_server).
     Raises `clustersim.InputError` with file, line and field on bad input.
     """
     if compat not in (None, SIMAI):
@@ -161,7 +169,11 @@ def simulate(
     if run_name is None:
         run_name = Path(workload).stem + "-"
     fabric, platform = None, None
-    if topology is not None:
+    if topology is None:
+        from clustersim.reduction_server import needs_fabric
+
+        needs_fabric(reduction, switch_reduce_gbps)
+    else:
         from clustersim.fabric import fabric_document, load_topology
 
         platform = load_topology(topology)
@@ -173,6 +185,8 @@ def simulate(
             routes=routes,
             qps=qps,
             routing=routing,
+            reduction=reduction,
+            switch_reduce_gbps=switch_reduce_gbps,
         )
     raw = _engine.run_analytical(
         str(workload),

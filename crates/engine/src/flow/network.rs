@@ -76,6 +76,7 @@ impl FlowNetwork {
         let nvls = (0..topo.placement.domains()).any(|d| topo.reduces_in_switch(d));
         let mut net = FlowNetwork::new(topo, scheduler, t.seed, nvls);
         net.qps = t.qps.max(1);
+        net.forced = t.options.clone();
         net.rate_class = links.class.clone();
         // Point-to-point sends wait NCCL's p2p latency, or AS_SEND_LAT and their path latency.
         net.p2p_wait = match t.options.send_lat_us {
@@ -113,8 +114,9 @@ fn cap_nvlink(topo: &mut Platform) {
     }
 }
 
-/// A schedule's cache key: collective, bytes, [`schedule_shape`].
-type ScheduleKey = (Collective, u64, Vec<(u32, u32, u32)>);
+/// A schedule's cache key: collective, bytes, [`schedule_shape`], and the member ranks where the
+/// schedule depends on them ([`crate::collective::CollectiveAlgorithm::per_group`]).
+type ScheduleKey = (Collective, u64, Vec<(u32, u32, u32)>, Option<Vec<u32>>);
 
 /// What a group's schedule depends on besides the collective and its size: for each member in
 /// group order, its scale-up domain (numbered by first appearance), its rail there (which PXN
@@ -181,6 +183,10 @@ pub struct FlowNetwork {
     instances: HashMap<(GroupId, u32), Rc<Vec<Vec<u32>>>>,
     /// Schedules by (collective, bytes, [`schedule_shape`] of the members).
     schedules: HashMap<ScheduleKey, Rc<Schedule>>,
+    /// The tuner's options: where they force an algorithm whose schedule depends on the group's
+    /// own GPUs ([`crate::collective::CollectiveAlgorithm::per_group`]), schedules are kept per
+    /// group, not per shape.
+    forced: Options,
     /// Routes by communication: a communicator keeps its connections, and so their ECMP paths,
     /// from one call to the next (as NCCL does).
     routes: HashMap<RouteKey, Routed>,
@@ -214,6 +220,7 @@ impl FlowNetwork {
             rate_class: Vec::new(),
             instances: HashMap::new(),
             schedules: HashMap::new(),
+            forced: Options::default(),
             routes: HashMap::new(),
             runs: Vec::new(),
             free_runs: Vec::new(),
@@ -360,11 +367,12 @@ impl FlowNetwork {
     }
 
     fn schedule_for(&mut self, c: Collective, ranks: &[u32], bytes: u64) -> Result<Rc<Schedule>> {
-        let key = (c, bytes, schedule_shape(ranks, &self.topo.placement, &self.rate_class));
+        let g = GroupTopo::new(ranks, &self.topo.placement, self.nvls);
+        let own = self.forced.forced(c, &g).is_some_and(|a| a.per_group()).then(|| ranks.to_vec());
+        let key = (c, bytes, schedule_shape(ranks, &self.topo.placement, &self.rate_class), own);
         if let Some(s) = self.schedules.get(&key) {
             return Ok(s.clone());
         }
-        let g = GroupTopo::new(ranks, &self.topo.placement, self.nvls);
         let s = Rc::new((self.scheduler)(c, &g, bytes)?);
         self.schedules.insert(key, s.clone());
         Ok(s)
