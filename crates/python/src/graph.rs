@@ -1,8 +1,8 @@
 //! Bindings of workload graphs (HCSim's Table 3): check a graph document, run it on a platform
 //! (conversion only; the engine's `workload_graph` does the work).
 
-use clustersim_engine::collective::choose;
 use clustersim_engine::collective::on_platform::{self, PlatformOptions};
+use clustersim_engine::collective::{choose, coherent_ring};
 use clustersim_engine::flow::network::Tuning;
 use clustersim_engine::trace::chrome_trace;
 use clustersim_engine::workload_graph::lower::{Access, Options};
@@ -48,10 +48,11 @@ pub fn run_workload_graph<'py>(
     let options = Options { iterations, access };
     // The algorithm as every command reads it (NCCL's, CollNet on the platform's switches, ...).
     let mut topo = platform.inner.clone();
-    let (forced, extra) =
-        on_platform::algorithm_option(&mut topo, algorithm, &PlatformOptions::default()).map_err(engine_err)?;
-    let tuning =
-        Tuning { options: choose::Options { algorithm: forced, extra, ..Default::default() }, ..Default::default() };
+    let mut choose = choose::Options::default();
+    on_platform::algorithm_options(&mut topo, algorithm, &PlatformOptions::default(), &mut choose)
+        .map_err(engine_err)?;
+    coherent_ring::check_platform(choose.algorithm, &topo, "graph run").map_err(engine_err)?;
+    let tuning = Tuning { options: choose, ..Default::default() };
     let mut failure = None;
     let started = std::time::Instant::now();
     let run = run_graph(path, &graph, &topo, &options, &tuning, &mut |f| report(py, &progress, f, &mut failure));
