@@ -11,7 +11,6 @@ per-collective factors), each calibration series' residuals, and the compared ta
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -22,12 +21,13 @@ import emulated  # noqa: E402 - tests/ is put on the path just above
 from results import run_header, write_section  # noqa: E402
 
 
-def tables(report: dict, rows: list[dict]) -> str:
-    load = os.getloadavg()
+def tables(report: dict, rows: list[dict], conditions: dict) -> str:
+    lost = ", ".join(f"{k} {v}" for k, v in conditions["network"].items())
     lines = [
         run_header(1),
         "",
-        f"Load average during the run: {load[0]:.1f} (1 min), {load[1]:.1f} (5 min).",
+        f"Load average (1 min) {conditions['load_before']:.1f} at the start, {conditions['load_after']:.1f}"
+        f" at the end. Lost and repaired in the network meanwhile: {lost}.",
         "",
     ]
     lines += ["Calibration (fitted on the calibration set):", ""]
@@ -80,10 +80,10 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             where = Path(args.keep) if args.keep else Path(tmp)
             where.mkdir(parents=True, exist_ok=True)
-            report, rows = emulated.experiment(where)
+            report, rows, conditions = emulated.experiment(where)
     finally:
         emulated.down()
-    text = tables(report, rows)
+    text = tables(report, rows, conditions)
     print(text)
     if args.write:
         write_section(

@@ -62,6 +62,45 @@ def why_not() -> str | None:
     return None
 
 
+def link(i: int, side: str) -> tuple[str, str]:
+    """(namespace, device) of host i's veth: its own end ("host") or the switch port ("switch")."""
+    if side == "host":
+        return namespace(i), f"v{NET}h{i}"
+    return f"cs-emu{NET or ''}-sw", f"s{NET}h{i}"
+
+
+# TCP's counters of loss and its repair, summed over the hosts (nstat; RFC 4898 names).
+TCP_COUNTERS = ("TcpRetransSegs", "TcpExtTCPLossProbes", "TcpExtTCPTimeouts", "TcpExtTCPSackRecovery")
+
+
+def network_counters(hosts: int = 4) -> dict[str, int]:
+    """Packets the tbf queues dropped (both ends of every host link) and TCP's loss counters."""
+    import re
+
+    out = {"tbf_dropped": 0} | dict.fromkeys(TCP_COUNTERS, 0)
+    for i in range(1, hosts + 1):
+        for side in ("host", "switch"):
+            ns, dev = link(i, side)
+            text = subprocess.run(
+                ["ip", "netns", "exec", ns, "tc", "-s", "qdisc", "show", "dev", dev],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+            out["tbf_dropped"] += sum(int(n) for n in re.findall(r"dropped (\d+)", text))
+        text = subprocess.run(
+            ["ip", "netns", "exec", namespace(i), "nstat", "-az", *TCP_COUNTERS],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for line in text.splitlines():
+            name, *rest = line.split()
+            if name in out and rest:
+                out[name] += int(rest[0])
+    return out
+
+
 def up() -> None:
     subprocess.run(["bash", SCRIPT, "up", "4", "1gbit"], check=True, timeout=60)
 
@@ -100,12 +139,11 @@ def replay(workload: Path, iterations: int, prefix: Path) -> dict[str, Any]:
 
 
 def measure_calibration_set(tmp: Path) -> list[Path]:
-    files = [tmp / f"cal-bw-g{g}-{c}.json" for g in GROUPS for c in CAL_COUNTS]
     for g in GROUPS:
         for c in CAL_COUNTS:
             bwtest(g, c, 5, tmp / f"cal-bw-g{g}-{c}.json")
     replay(CAL_WORKLOAD, 3, tmp / "cal-")
-    return [*files, tmp / "cal-replay.json"]
+    return calibration_files(tmp)
 
 
 def calibrate(files: list[Path], tmp: Path) -> tuple[Path, dict[str, Any]]:
@@ -117,9 +155,16 @@ def calibrate(files: list[Path], tmp: Path) -> tuple[Path, dict[str, Any]]:
     return path, json.loads(path.read_text())
 
 
+def measure_compared_set(tmp: Path) -> None:
+    for g in GROUPS:
+        for c in COUNTS:
+            bwtest(g, c, 3, tmp / f"bw-g{g}-{c}.json")
+    replay(WORKLOAD, 3, tmp / "cmp-")
+
+
 def compare(cal_file: Path, tmp: Path) -> list[dict[str, Any]]:
-    """The compared set: one row per bwtest (pattern, size) and per replayed op, measured, simulated
-    before calibration and after."""
+    """The compared set measured in `tmp` (`measure_compared_set`): one row per bwtest (pattern,
+    size) and per replayed op, measured, simulated before calibration and after."""
     from clustersim.bwtest.pattern import Pattern
     from clustersim.bwtest.simulate import platform_of, simulate
     from clustersim.calibrate.file import calibrated, read_calibration
@@ -131,13 +176,13 @@ def compare(cal_file: Path, tmp: Path) -> list[dict[str, Any]]:
     rows = []
     for g in GROUPS:
         for c in COUNTS:
-            doc = bwtest(g, c, 3, tmp / f"bw-g{g}-{c}.json")
+            doc = json.loads((tmp / f"bw-g{g}-{c}.json").read_text())
             pattern = Pattern.of(4, g, c)
             measured = doc["aggregate"]["group_bandwidth_GBps"]
             sims = [pattern.bandwidth_GBps(simulate(pattern, p, PLATFORM)[1]) for p in (plain, fitted)]
             what = f"bwtest g={g} ({4 // g} groups)"
             rows.append(_row(what, pattern.message_bytes, "GB/s per group", measured, *sims))
-    doc = replay(WORKLOAD, 3, tmp / "cmp-")
+    doc = json.loads((tmp / "cmp-replay.json").read_text())
     plan = load(WORKLOAD)
     before = replay_compare.simulate(plan, 1.0, str(PLATFORM))
     after = replay_compare.simulate(plan, 1.0, str(PLATFORM), cal)
@@ -148,6 +193,11 @@ def compare(cal_file: Path, tmp: Path) -> list[dict[str, Any]]:
             what = f"replay {op['collective']} on {op['ranks']}"
             rows.append(_row(what, op["bytes"], "ms", op["time_s"] * 1e3, *sims))
     return rows
+
+
+def calibration_files(tmp: Path) -> list[Path]:
+    """The calibration set's files in `tmp`, as `measure_calibration_set` names them."""
+    return [tmp / f"cal-bw-g{g}-{c}.json" for g in GROUPS for c in CAL_COUNTS] + [tmp / "cal-replay.json"]
 
 
 def _row(what: str, size: int, unit: str, measured: float, before: float, after: float) -> dict[str, Any]:
@@ -163,8 +213,14 @@ def _row(what: str, size: int, unit: str, measured: float, before: float, after:
     }
 
 
-def experiment(tmp: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The calibration report and the compared rows (the cluster must be up)."""
+def experiment(tmp: Path) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
+    """The calibration report, the compared rows, and the conditions they were measured in: the
+    load average before and after, and what the network lost meanwhile (the cluster must be up)."""
+    start, load = network_counters(), os.getloadavg()[0]
     files = measure_calibration_set(tmp)
+    measure_compared_set(tmp)
     cal_file, report = calibrate(files, tmp)
-    return report, compare(cal_file, tmp)
+    rows = compare(cal_file, tmp)
+    end = network_counters()
+    lost = {k: end[k] - start[k] for k in start}
+    return report, rows, {"load_before": load, "load_after": os.getloadavg()[0], "network": lost}
