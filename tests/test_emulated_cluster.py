@@ -4,9 +4,10 @@ rate; bwtest under mpirun runs across the namespaces, below the bound of the tes
 description (tests/data/platforms/emulated4_1gbit.platform) — so its bytes crossed the shaped
 links, not shared memory; more ranks than hosts are refused; and, calibrated on one set of
 sizes, the description's simulated bwtest bandwidths and replayed collectives' times agree with
-the measured ones at other sizes within 15 % (tests/emulated.py). Skipped, with the reason, where
-namespaces, tc or MPI are missing; the agreement also on a machine too busy to time anything
-(load average above its cores: the ranks would wait for the scheduler, not the network)."""
+the measured ones at other sizes, between the calibrated ones, within 15 % (tests/emulated.py).
+Skipped, with the reason, where namespaces, tc or MPI are missing; the agreement also on a
+machine too busy to time anything (load average above its cores, at the start or the end of
+the run: the ranks would wait for the scheduler, not the network)."""
 
 from __future__ import annotations
 
