@@ -223,6 +223,9 @@ def _row(what: str, size: int, unit: str, measured: float, before: float, after:
 def experiment(tmp: Path) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
     """The calibration report, the compared rows, and the conditions they were measured in: the
     load average before and after, and what the network lost meanwhile (the cluster must be up)."""
+    import time
+
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     start, load = network_counters(), os.getloadavg()[0]
     files = measure_calibration_set(tmp)
     measure_compared_set(tmp)
@@ -230,4 +233,5 @@ def experiment(tmp: Path) -> tuple[dict[str, Any], list[dict[str, Any]], dict[st
     rows = compare(cal_file, tmp)
     end = network_counters()
     lost = {k: end[k] - start[k] for k in start}
-    return report, rows, {"load_before": load, "load_after": os.getloadavg()[0], "network": lost}
+    conditions = {"utc": when, "load_before": load, "load_after": os.getloadavg()[0], "network": lost}
+    return report, rows, conditions
