@@ -45,7 +45,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         epilog=EPILOG,
     )
     add_workload_options(p)
-    add_calibration(p)
+    add_calibration(p, "the NVLink and NIC bandwidths times the fitted scale-up and scale-out efficiencies")
     p.set_defaults(func=main, topology=None)
 
 

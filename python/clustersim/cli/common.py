@@ -130,12 +130,15 @@ def add_fabric(p: argparse.ArgumentParser, *, required: bool, what: str) -> None
     add_calibration(p)
 
 
-def add_calibration(p: argparse.ArgumentParser) -> None:
+def add_calibration(
+    p: argparse.ArgumentParser,
+    what: str = "the fabric's link classes rescaled to the measured bandwidth and latency, measured"
+    " collectives' own fits applied",
+) -> None:
     p.add_argument(
         "--calibration",
         metavar="FILE",
-        help="calibration file of `clustersim calibrate` (PREFIXcalibration.json): the fabric's link classes"
-        " rescaled to the measured bandwidth and latency, measured collectives' own fits applied",
+        help=f"calibration file of `clustersim calibrate` (PREFIXcalibration.json): {what}",
     )
 
 
