@@ -15,8 +15,8 @@ class's rate is defined; collectives on it then get factors of their own.
 
 Per collective, on the recalibrated fabric: e_c and a_c such that a_c + t_s / e_c fits the
 measured times t_m of all its series (simulated t_s at the same sizes), by least squares on the
-relative residuals (`fit.correction`): on exact α–β data, a_c + t_s / e_c has the measured α and
-β. Every point weighs by its relative error, so one odd size (an MPI library switching algorithm
+relative residuals (`fit.correction`), which gives a and e back exactly from times that are
+a + t_s / e. Every point weighs by its relative error, so one odd size (an MPI library switching algorithm
 at one size, a stall) moves the fit by its share only. What they hold: the
 collective's implementation (a ring's dependent steps, the MPI library's own overheads) reaching
 another share of the links than the class's pattern, and its latency per call beyond the links'.
