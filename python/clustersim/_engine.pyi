@@ -125,6 +125,9 @@ def end_to_end_csv(
 ) -> str:
     """SimAI's EndToEnd CSV (the engine's writer): summary in its 9 columns' order, 15 values a layer."""
 
+def server_busbw(gpu_type: str, nic_type: str) -> tuple[float, float]:
+    """The analytical model's NVLink bus bandwidth per GPU and bus bandwidth per NIC (GB/s)."""
+
 def run_analytical(
     path: str,
     text: str,

@@ -131,9 +131,9 @@ def input_document(
     document names it, and `train` hands the engine its Platform). `mix` lists accelerator
     entries with their GPU counts for a job of several types, assigned by `mix_by` ("rank" or
     "stage"); the analytical network then runs at the slowest type's NVLink, NVLS and NIC figures
-    (a collective moves at its slowest member's pace; NVLS only where every type has it). `reduction` (reduction
-    servers) and `switch_reduce_gbps` (CollNet) take the all-reduces across servers on the fabric
-    (clustersim.reduction_server)."""
+    (a collective moves at its slowest member's pace; NVLS only where every type has it).
+    `reduction` (reduction servers) and `switch_reduce_gbps` (CollNet) take the all-reduces across
+    servers on the fabric (clustersim.reduction_server)."""
     m = resolve(model) if isinstance(model, str) else dict(model)
     if isinstance(accelerator, str):
         acc = lookup("accelerators", accelerator)

@@ -59,6 +59,14 @@ fn platform(
     })
 }
 
+/// The analytical model's built-in bus bandwidths (GB/s): NVLink per GPU of `gpu_type`, per NIC of
+/// `nic_type` (what `-nv` and `-nic` override).
+#[pyfunction]
+fn server_busbw(gpu_type: &str, nic_type: &str) -> PyResult<(f32, f32)> {
+    let spec = platform(1, 1, gpu_type, nic_type, None, None)?;
+    Ok((spec.nvlink(), spec.nic_bw()))
+}
+
 /// A busbw table given as (path, text).
 fn busbw_table(busbw: Option<(String, String)>) -> PyResult<Option<BusbwTable>> {
     busbw.map(|(p, t)| BusbwTable::parse(&p, &t)).transpose().map_err(engine_err)
@@ -335,6 +343,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("PanicException", m.py().get_type::<pyo3::panic::PanicException>())?;
     m.add_function(wrap_pyfunction!(run_analytical, m)?)?;
     m.add_function(wrap_pyfunction!(end_to_end_csv, m)?)?;
+    m.add_function(wrap_pyfunction!(server_busbw, m)?)?;
     m.add_class::<platform::PyPlatform>()?;
     for f in [
         wrap_pyfunction!(platform::parse_rate, m)?,

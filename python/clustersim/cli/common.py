@@ -182,12 +182,15 @@ def reduction_options(args: argparse.Namespace):  # noqa: ANN201 (ReductionServe
     )
 
 
-def add_calibration(p: argparse.ArgumentParser) -> None:
+def add_calibration(
+    p: argparse.ArgumentParser,
+    what: str = "the fabric's link classes rescaled to the measured bandwidth and latency, measured"
+    " collectives' own fits applied",
+) -> None:
     p.add_argument(
         "--calibration",
         metavar="FILE",
-        help="calibration file of `clustersim calibrate` (PREFIXcalibration.json): the fabric's link classes"
-        " rescaled to the measured bandwidth and latency, measured collectives' own fits applied",
+        help=f"calibration file of `clustersim calibrate` (PREFIXcalibration.json): {what}",
     )
 
 
