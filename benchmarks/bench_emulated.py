@@ -2,7 +2,8 @@
 (scripts/emulated_cluster.sh), calibrated on one set of sizes, compared on others
 (tests/emulated.py says which). Needs root, iproute2, Open MPI and mpi4py.
 
-    sudo python3 benchmarks/bench_emulated.py [--write]
+    sudo python3 benchmarks/bench_emulated.py [--write] [--keep DIR]
+    python3 benchmarks/bench_emulated.py --from DIR [--write]   # the files a --keep run kept
 
 Prints, and with --write puts in benchmarks/RESULTS.md: the calibration (link class and
 per-collective factors), each calibration series' residuals, and the compared table.
@@ -11,7 +12,9 @@ per-collective factors), each calibration series' residuals, and the compared ta
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import platform
 import sys
 import tempfile
 from pathlib import Path
@@ -19,15 +22,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import emulated  # noqa: E402 - tests/ is put on the path just above
-from results import run_header, write_section  # noqa: E402
+from results import write_section  # noqa: E402
 
 
-def tables(report: dict, rows: list[dict]) -> str:
-    load = os.getloadavg()
+def tables(report: dict, rows: list[dict], conditions: dict) -> str:
+    lost = ", ".join(f"{k} {v}" for k, v in conditions["network"].items())
     lines = [
-        run_header(1),
+        f"Measured {conditions['utc']} on {platform.machine()}, {os.cpu_count()} cores; one run, each"
+        f" bwtest and replayed op the mean of its {emulated.ITERATIONS} timed iterations.",
         "",
-        f"Load average during the run: {load[0]:.1f} (1 min), {load[1]:.1f} (5 min).",
+        f"Load average (1 min) {conditions['load_before']:.1f} at the start, {conditions['load_after']:.1f}"
+        f" at the end. Lost and repaired in the network meanwhile: {lost}.",
         "",
     ]
     lines += ["Calibration (fitted on the calibration set):", ""]
@@ -71,26 +76,42 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--write", action="store_true", help="write the tables into benchmarks/RESULTS.md")
     ap.add_argument("--keep", metavar="DIR", help="keep the measured files in DIR")
+    ap.add_argument(
+        "--from", dest="source", metavar="DIR", help="calibrate and compare the files kept in DIR (no MPI)"
+    )
     args = ap.parse_args()
+    if args.source is not None:
+        where = Path(args.source)
+        with tempfile.TemporaryDirectory() as tmp:
+            cal, report = emulated.calibrate(emulated.calibration_files(where), Path(tmp))
+            rows = emulated.compare(cal, where)
+        conditions = json.loads((where / "conditions.json").read_text())
+    else:
+        report, rows, conditions = measure(args.keep)
+    text = tables(report, rows, conditions)
+    print(text)
+    if args.write:
+        write_section(
+            "emulated-a2a",
+            text,
+            title="## All-to-all on the emulated cluster, and the calibration's fit (issue 12)",
+        )
+
+
+def measure(keep: str | None) -> tuple[dict, list[dict], dict]:
     reason = emulated.why_not()
     if reason is not None:
         raise SystemExit(f"bench_emulated: {reason}")
     emulated.up()
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            where = Path(args.keep) if args.keep else Path(tmp)
+            where = Path(keep) if keep else Path(tmp)
             where.mkdir(parents=True, exist_ok=True)
-            report, rows = emulated.experiment(where)
+            report, rows, conditions = emulated.experiment(where)
+            (where / "conditions.json").write_text(json.dumps(conditions, indent=1) + "\n")
     finally:
         emulated.down()
-    text = tables(report, rows)
-    print(text)
-    if args.write:
-        write_section(
-            "emulated",
-            text,
-            title="## Measured vs simulated on the emulated cluster, calibrated (issue 12, Must show 1)",
-        )
+    return report, rows, conditions
 
 
 if __name__ == "__main__":

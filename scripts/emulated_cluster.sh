@@ -91,11 +91,15 @@ run_mpi() {
     mkdir -p "/tmp/$PREFIX-head"
     # Two TCP connections per pair of ranks: Open MPI's one connection carrying both directions
     # reaches half the rate each way. Idle ranks yield the CPU: busy-polling ranks on a machine of
-    # fewer cores than hosts starve the ones that have data to move.
+    # fewer cores than hosts starve the ones that have data to move. All-to-all as the model (and
+    # NCCL) runs it, every send and receive posted at once (Open MPI's "linear"): Open MPI 4.1's
+    # fixed rules pick pairwise exchange for blocks of 512 KiB to 1 MiB on 4 to 7 ranks, so one
+    # size in the middle of a measured range would run another algorithm, n − 1 dependent steps.
     exec ip netns exec "$PREFIX-head" env TMPDIR="/tmp/$PREFIX-head" mpirun --allow-run-as-root --host "$joined" \
         --mca plm_rsh_agent "$HERE/netns_agent.sh" --mca btl tcp,self \
         --mca btl_tcp_if_include "$SUBNET.0/24" --mca oob_tcp_if_include "$SUBNET.0/24" \
-        --mca btl_tcp_links 2 --mca mpi_yield_when_idle 1 "$@"
+        --mca btl_tcp_links 2 --mca mpi_yield_when_idle 1 \
+        --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_alltoall_algorithm 1 "$@"
 }
 
 case "${1:-}" in

@@ -84,6 +84,42 @@ def test_calibration_needs_a_fabric(tmp_path, files):
     ]
 
 
+def test_analytical_takes_the_nvlink_and_nic_bandwidths_rescaled(tmp_path):
+    """`analytical` has no links: its NVLink and NIC bus bandwidths (-nv, -nic, else the GPU and
+    NIC types') are the scale-up and scale-out classes, × their efficiencies. TP pairs share a
+    server (NVLink), DP pairs do not (NIC), so each class moves its own part."""
+    cal = tmp_path / "cal.json"
+    doc = CALIBRATION | {"classes": {"scale-up": {"bandwidth_efficiency": 0.25, "latency_factor": 3.0}}}
+    doc["classes"]["scale-out"] = CALIBRATION["classes"]["scale-out"]
+    cal.write_text(json.dumps(doc))
+    base = ["analytical", "-w", WORKLOAD, "-g_p_s", "2"]
+    runs = {
+        "calibrated": [*base, "--calibration", cal],
+        "rescaled": [*base, "-nv", 370.8 * 0.25, "-nic", 48.5 * 0.5],  # H100 and CX7 (the defaults)
+        "given": [*base, "-nv", 400, "-nic", 40, "--calibration", cal],
+        "given rescaled": [*base, "-nv", 100, "-nic", 20],
+        "plain": base,
+        "NIC only": [*base, "-nic", 48.5 * 0.5],
+    }
+    got = {name: cli_json(tmp_path, *args)["summary_us"] for name, args in runs.items()}
+    assert got["calibrated"] == pytest.approx(got["rescaled"], rel=1e-6)  # bandwidths are f32
+    assert got["given"] == pytest.approx(got["given rescaled"], rel=1e-6)
+    assert len({json.dumps(got[k]) for k in ("calibrated", "plain", "NIC only")}) == 3
+
+
+def test_analytical_takes_a_calibration_or_a_busbw_file_not_both(tmp_path, files):
+    cal, _ = files
+    busbw = DATA.parent.parent / "examples" / "busbw.yaml"
+    rc, stdout, stderr = run_clustersim(
+        "analytical", "-w", WORKLOAD, "--calibration", cal, "-busbw", busbw, cwd=tmp_path
+    )
+    assert rc != 0 and stdout == ""
+    assert stderr.strip().splitlines() == [
+        "clustersim: error: command line: --calibration: rescales the built-in NVLink and NIC"
+        f" bandwidths, and -busbw {busbw} replaces them by measured ones: give one of the two"
+    ]
+
+
 def bad(change):
     doc = json.loads(json.dumps(CALIBRATION))
     change(doc)

@@ -4,9 +4,10 @@ rate; bwtest under mpirun runs across the namespaces, below the bound of the tes
 description (tests/data/platforms/emulated4_1gbit.platform) — so its bytes crossed the shaped
 links, not shared memory; more ranks than hosts are refused; and, calibrated on one set of
 sizes, the description's simulated bwtest bandwidths and replayed collectives' times agree with
-the measured ones at other sizes within 15 % (tests/emulated.py). Skipped, with the reason, where
-namespaces, tc or MPI are missing; the agreement also on a machine too busy to time anything
-(load average above its cores: the ranks would wait for the scheduler, not the network)."""
+the measured ones at other sizes, between the calibrated ones, within 15 % (tests/emulated.py).
+Skipped, with the reason, where namespaces, tc or MPI are missing; the agreement also on a
+machine too busy to time anything (load average above its cores, at the start or the end of
+the run: the ranks would wait for the scheduler, not the network)."""
 
 from __future__ import annotations
 
@@ -114,19 +115,19 @@ def busy() -> str | None:
     return None
 
 
-# Not yet met on a quiet machine (2026-11-24 09:23 UTC, load < 2; RESULTS.md, "Emulated cluster on a
-# quiet machine"): bwtest within 4 %, all-reduce and all-gather within 9.2 %, but all-to-all
-# +22 % to +47 %: fitted on 2–32 MiB, where 32 MiB suffers incast losses the model lacks.
-@pytest.mark.xfail(reason="all-to-all after calibration is 22–47 % high (issue 12)", strict=False)
 def test_calibrated_model_agrees_with_the_cluster_within_15_percent(cluster, tmp_path):
     import emulated
 
     reason = busy()
     if reason is not None:
         pytest.skip(reason)
-    report, rows = emulated.experiment(tmp_path)
+    report, rows, conditions = emulated.experiment(tmp_path)
+    print(conditions)
+    reason = busy()
+    if reason is not None:  # the load came while measuring
+        pytest.skip(f"{reason} by the end of the run")
     assert set(report["classes"]) == {"scale-out"}
     assert set(report["collectives"]) == {"allreduce", "allgather", "alltoall"}
     assert len(rows) == 4 + 9 and all(r["bytes"] >= 1 << 20 for r in rows)
     worst = max(rows, key=lambda r: abs(r["error_after"]))
-    assert abs(worst["error_after"]) <= 0.15, rows
+    assert abs(worst["error_after"]) <= 0.15, (rows, conditions)

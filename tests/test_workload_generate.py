@@ -193,3 +193,18 @@ def test_aicb_compat_requires_sp_for_moe_with_tp(run_cli):
     args = "--model aicb-mixtral-8x7b --gpus 128 --tp 2 --ep 8 --gbs 256 --aicb-compat -o w.txt"
     code, _, err = run_cli("workload", "generate", *args.split())
     assert code == 2 and "sequence parallelism" in err
+
+
+@pytest.mark.parametrize("dp_opt", ["", "--dist-opt"])
+def test_one_micro_batch_writes_the_rows_of_several(dp_opt, run_cli, tmp_path):
+    # With one micro-batch the gradient reductions fall in the only backward (a panic before).
+    base = "--model llama3-8b --layers 2 -g 4 --seq 1024 --gpu a100".split() + dp_opt.split()
+    texts = []
+    for gbs in ("4", "8"):
+        code, _, err = run_cli("workload", "generate", *base, "--gbs", gbs, "-o", f"w{gbs}.txt")
+        assert code == 0, err
+        texts.append(rows((tmp_path / f"w{gbs}.txt").read_text()))
+    (h1, one), (h2, two) = texts
+    assert "ga: 1 " in h1 and "ga: 2 " in h2
+    # The file lists every micro-batch; the first carries the gradient reductions.
+    assert one == two[: len(one)] and len(two) > len(one) and any(r[5] != "NONE" for r in one)

@@ -6,11 +6,15 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from clustersim import _engine
 from clustersim.errors import InputError
 from clustersim.table import Table
+
+if TYPE_CHECKING:
+    from clustersim.calibrate.file import CalibrationFile
+    from clustersim.reduction_server import ReductionServers
 
 SIMAI = "simai"
 # Summary keys in SimAI's order, with the names the JSON output uses.
@@ -103,6 +107,21 @@ class AnalyticalResult(NamedTuple):
         } | seeds
 
 
+def calibrated_busbw(
+    cal: CalibrationFile, gpu_type: str, nic_type: str, nvlink: float | None, nic: float | None
+) -> tuple[float, float]:
+    """The analytical model's NVLink and NIC bus bandwidths (GB/s: `-nv` and `-nic`, else those of
+    the GPU and NIC types) times the calibration's scale-up and scale-out bandwidth efficiencies,
+    as a fabric's NVLink and NIC links are rescaled. The latency factors have nothing to scale
+    here: the model's latency is NCCL's per call, not the links' (calibrate/model.py)."""
+    from clustersim.calibrate.series import SCALE_OUT, SCALE_UP
+
+    built_in = _engine.server_busbw(gpu_type, nic_type)
+    nvlink = built_in[0] if nvlink is None else nvlink
+    nic = built_in[1] if nic is None else nic
+    return nvlink * cal.classes.get(SCALE_UP, (1.0, 1.0))[0], nic * cal.classes.get(SCALE_OUT, (1.0, 1.0))[0]
+
+
 def simulate(
     workload: str | os.PathLike[str],
     *,
@@ -130,6 +149,9 @@ def simulate(
     progress: Callable[[float], None] | None = None,
     qps: int = 0,
     routing: str = "ecmp",
+    reduction: ReductionServers | str | None = None,
+    switch_reduce_gbps: float | None = None,
+    calibration: str | os.PathLike[str] | None = None,
 ) -> AnalyticalResult:
     """Simulate one training iteration of a SimAI workload file on the analytical backend.
 
@@ -142,6 +164,11 @@ def simulate(
     per NIC), routed with seeded ECMP (or along the routes of the `routes` file) and sharing links
     max-min fairly; `qps` queue pairs per
     connection (0: NCCL's default, 1) are hashed one by one, or `routing="spray"` sprays packets.
+    `reduction` (reduction servers on the fabric's cpu nodes) or `switch_reduce_gbps` with
+    `algorithm` collnet_direct / collnet_chain run every all-reduce across servers on them, the
+    other collectives as `algorithm` says (clustersim.reduction_server).
+    `calibration` (a file `clustersim calibrate` wrote) rescales the bandwidths by link class
+    (`calibrated_busbw`; with `topology`, the fabric's links).
     Raises `clustersim.InputError` with file, line and field on bad input.
     """
     if compat not in (None, SIMAI):
@@ -161,7 +188,24 @@ def simulate(
     if run_name is None:
         run_name = Path(workload).stem + "-"
     fabric, platform = None, None
-    if topology is not None:
+    if calibration is not None:
+        from clustersim.calibrate.file import calibrated, read_calibration
+
+        cal = read_calibration(calibration)
+        if topology is not None:
+            topology = calibrated(topology, cal)
+        elif busbw is not None:
+            raise InputError(
+                f"command line: --calibration: rescales the built-in NVLink and NIC bandwidths, and"
+                f" -busbw {busbw} replaces them by measured ones: give one of the two"
+            )
+        else:
+            nvlink_busbw, nic_busbw = calibrated_busbw(cal, gpu_type, nic_type, nvlink_busbw, nic_busbw)
+    if topology is None:
+        from clustersim.reduction_server import needs_fabric
+
+        needs_fabric(reduction, switch_reduce_gbps)
+    else:
         from clustersim.fabric import fabric_document, load_topology
 
         platform = load_topology(topology)
@@ -173,6 +217,8 @@ def simulate(
             routes=routes,
             qps=qps,
             routing=routing,
+            reduction=reduction,
+            switch_reduce_gbps=switch_reduce_gbps,
         )
     raw = _engine.run_analytical(
         str(workload),

@@ -58,6 +58,8 @@ def run(
     ecmp_seeds: int = 1,
     calibration: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
+    reduction: ReductionServers | str | None = None,
+    switch_reduce_gbps: float | None = None,
     **options: Any,
 ) -> AnalyticalResult:
     """A SimAI workload on a fabric with the flow model (`clustersim run`): every collective
@@ -66,14 +68,17 @@ def run(
     (gpus, gpus_per_server, …). With
     `ecmp_seeds` N > 1 the run is repeated for seeds `seed` … `seed` + N − 1: the result is the
     first seed's, and its `ecmp_seeds` holds every seed's summary with mean, min and max.
-    `calibration` (a file `clustersim calibrate` wrote) rescales the fabric's link classes."""
+    `calibration` (a file `clustersim calibrate` wrote) rescales the fabric's link classes.
+    `reduction` runs every all-reduce across servers on reduction servers
+    (`clustersim.reduction_server`), as `--algo collnet_direct` / `collnet_chain` run it on the
+    fabric's switches (reducing `switch_reduce_gbps` each); the other collectives run as `algo` says."""
     from clustersim.fabric import ecmp_seeds as seed_range
     from clustersim.fabric import qps_option, seed_stats
 
     topology = _calibrated(topology, calibration)
     seeds = seed_range(seed, ecmp_seeds)
     flow = dict(topology=topology, algorithm=algo, channels=channels, routes=routes, routing=routing)
-    flow["qps"] = qps_option(qps)
+    flow |= dict(qps=qps_option(qps), reduction=reduction, switch_reduce_gbps=switch_reduce_gbps)
     results = []
     for k, s in enumerate(seeds):
         step = None if progress is None else _part(progress, k, len(seeds))
@@ -209,25 +214,28 @@ def train(
     calibration: str | os.PathLike[str] | None = None,
     trace: bool = False,
     progress: Progress | None = None,
+    reduction: ReductionServers | str | None = None,
+    switch_reduce_gbps: float | None = None,
 ) -> TrainResult:
     """One Megatron-Core training iteration of `model` (catalog name, YAML/JSON file, Hugging Face
     config.json, a dict, or None: the shape keyword arguments alone, named "custom") with a parallel
     plan (`clustersim train`). `gpu` is a catalog name, or a mix of types with their GPU counts
     ("h100:128,a100:128", summing to `gpus`) assigned in rank order (`mix_by="rank"`) or by whole
     pipeline stages (`mix_by="stage"`); the result then has `per_type` utilisation. With `topology` the
-    communication runs on that fabric with the flow model. Raises InputError on bad input and,
+    communication runs on that fabric with the flow model; `reduction` and `switch_reduce_gbps` as
+    for `run`. Raises InputError on bad input and,
     unless `allow_oom`, on a plan that does not fit in memory."""
     from clustersim.training import train as run_training
 
     spec, acc, plan = plan_options(
         model, **{k: v for k, v in locals().items() if k in PLAN_OPTIONS and k != "model"}
     )
-    flow = {}
+    flow: dict[str, Any] = dict(reduction=reduction, switch_reduce_gbps=switch_reduce_gbps)
     topology = _calibrated(topology, calibration)
     if topology is not None:
         from clustersim.fabric import qps_option
 
-        flow = dict(
+        flow |= dict(
             topology=topology,
             algorithm=algo,
             channels=channels,
@@ -383,7 +391,7 @@ def collective(
     env: Mapping[str, str] | None = None,
     calibration: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
-    reduction: ReductionServers | None = None,
+    reduction: ReductionServers | str | None = None,
     switch_reduce_gbps: float | None = None,
 ) -> CollectiveResult:
     """nccl-tests on the flow model (`clustersim collective`): `op` (allreduce, allgather,

@@ -21,6 +21,7 @@ from clustersim.errors import InputError
 
 if TYPE_CHECKING:
     from clustersim.platform import Platform
+    from clustersim.reduction_server import ReductionServers
     from clustersim.topology import Topology
 
 # NCCL's most queue pairs per connection (NCCL_IB_MAX_QPS); each QP becomes a flow of its own.
@@ -161,6 +162,8 @@ def fabric_document(
     env: Mapping[str, str] | None = None,
     qps: int = 0,
     routing: str = "ecmp",
+    reduction: ReductionServers | str | None = None,
+    switch_reduce_gbps: float | None = None,
 ) -> dict[str, Any]:
     """The engine's "fabric" options, for the `Platform` given next to it (`load_topology`):
     where the topology came from (for messages), the algorithm ("auto": NCCL's tuner), channels
@@ -169,7 +172,11 @@ def fabric_document(
     nodes), NCCL_ALGO (where `algorithm` is "auto"), NCCL_PROTO and SimAI's AS_* switches from
     `env` (default: the process environment); `qps` queue pairs per connection
     (NCCL_IB_QPS_PER_CONNECTION, 0 = 1), each hashed on its own, and `routing` "ecmp" (per-flow
-    hashing) or "spray" (per-packet spraying / adaptive routing, as Spectrum-X does)."""
+    hashing) or "spray" (per-packet spraying / adaptive routing, as Spectrum-X does);
+    `reduction` (reduction servers) and `switch_reduce_gbps` (CollNet) take the all-reduces
+    across servers (clustersim.reduction_server.on_platform_options)."""
+    from clustersim.reduction_server import on_platform_options
+
     doc = {
         "path": str(topology) if isinstance(topology, (str, os.PathLike)) else "topology",
         "algorithm": algorithm,
@@ -183,4 +190,4 @@ def fabric_document(
     switches = tuning_env(os.environ if env is None else env)
     if algorithm != "auto":
         switches.pop("algorithm", None)
-    return doc | switches
+    return doc | switches | on_platform_options(reduction, switch_reduce_gbps)

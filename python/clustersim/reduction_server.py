@@ -34,7 +34,7 @@ class ReductionServers:
     nreq: int = 2
 
     def engine_options(self) -> dict[str, object]:
-        """Keyword arguments of the engine's collective sweep."""
+        """Keyword arguments of the engine's collective sweep (and keys of its fabric document)."""
         return {
             "reduction_servers": self.servers,
             "reduce_gbps": self.reduce_gbps,
@@ -42,6 +42,32 @@ class ReductionServers:
             "nsplit": self.nsplit,
             "nreq": self.nreq,
         }
+
+
+def on_platform_options(
+    reduction: ReductionServers | str | None, switch_reduce_gbps: float | None
+) -> dict[str, object]:
+    """The engine's options for algorithms built from the platform, the same for `collective`,
+    `run` and `train`: reduction servers (all-reduce on them; a string is `ReductionServers`'
+    `servers` with the other fields' defaults, as a sweep spec gives it) and a reducing switch's
+    throughput (for --algo collnet_direct / collnet_chain); options left unset are left out."""
+    if isinstance(reduction, str):
+        reduction = ReductionServers(reduction)
+    if reduction is not None and not isinstance(reduction, ReductionServers):
+        raise InputError(
+            f"reduction: expected ReductionServers or the servers as text (all, N, names), got {reduction!r}"
+        )
+    options = {} if reduction is None else reduction.engine_options()
+    options["switch_reduce_gbps"] = switch_reduce_gbps
+    return {k: v for k, v in options.items() if v is not None}
+
+
+def needs_fabric(reduction: ReductionServers | str | None, switch_reduce_gbps: float | None) -> None:
+    """Refuse reduction servers or a switch throughput for a run without a fabric (the analytical
+    model has no cpu nodes or switches to put them on)."""
+    for flag, value in (("--reduction-servers", reduction), ("--switch-reduce-gbps", switch_reduce_gbps)):
+        if value is not None:
+            raise InputError(f"command line: {flag}: runs on a fabric's nodes; give the fabric (-n)")
 
 
 def break_even(workers: int, worker_price: float, servers: int, server_price: float) -> float:

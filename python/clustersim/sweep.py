@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from clustersim import _engine
 from clustersim.errors import InputError
 from clustersim.fabric import gpu_count, load_topology, qps_option, tuning_env
+from clustersim.reduction_server import on_platform_options
 from clustersim.table import Table
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ def sweep(
     qps: int | None = None,
     routing: str = "ecmp",
     progress: Callable[[float], None] | None = None,
-    reduction: ReductionServers | None = None,
+    reduction: ReductionServers | str | None = None,
     switch_reduce_gbps: float | None = None,
 ) -> Table:
     """Run `op` once per S in `sizes_bytes` on the flow model; nccl-tests' columns as a Table.
@@ -100,10 +101,7 @@ def sweep(
     if protocol != "auto":
         switches["protocol"] = protocol
     switches |= {"qps": qps_option(qps, env), "routing": routing}
-    if reduction is not None:
-        switches |= reduction.engine_options()
-    if switch_reduce_gbps is not None:
-        switches["switch_reduce_gbps"] = switch_reduce_gbps
+    switches |= on_platform_options(reduction, switch_reduce_gbps)
     runs = []
     for i, size in enumerate(sizes_bytes):
         runs += _engine.collective_sweep(

@@ -12,6 +12,7 @@ from clustersim.catalog import check_accelerator, lookup, peaks
 from clustersim.errors import InputError
 from clustersim.fabric import fabric_document, load_topology
 from clustersim.models import resolve
+from clustersim.reduction_server import ReductionServers, needs_fabric
 from clustersim.table import Table
 
 if TYPE_CHECKING:
@@ -122,6 +123,8 @@ def input_document(
     last_stage_layers: int | None = None,
     mix: list[tuple[dict[str, Any], int]] | None = None,
     mix_by: str = "rank",
+    reduction: ReductionServers | str | None = None,
+    switch_reduce_gbps: float | None = None,
 ) -> dict[str, Any]:
     """The engine's input: model, plan (sizes, batch, options), accelerator and network (the
     analytical model on the accelerator's links, or with `topology` the flow model on that fabric:
@@ -129,7 +132,9 @@ def input_document(
     document names it, and `train` hands the engine its Platform). `mix` lists accelerator
     entries with their GPU counts for a job of several types, assigned by `mix_by` ("rank" or
     "stage"); the analytical network then runs at the slowest type's NVLink, NVLS and NIC figures
-    (a collective moves at its slowest member's pace; NVLS only where every type has it)."""
+    (a collective moves at its slowest member's pace; NVLS only where every type has it).
+    `reduction` (reduction servers) and `switch_reduce_gbps` (CollNet) take the all-reduces across
+    servers on the fabric (clustersim.reduction_server)."""
     m = resolve(model) if isinstance(model, str) else dict(model)
     if isinstance(accelerator, str):
         acc = lookup("accelerators", accelerator)
@@ -177,7 +182,9 @@ def input_document(
     if mix is not None:
         parts = [{"accelerator": {k: a[k] for k in ACCELERATOR_KEYS if k in a}, "gpus": n} for a, n in mix]
         doc["mix"] = {"parts": parts, "by": mix_by}
-    if topology is not None:
+    if topology is None:
+        needs_fabric(reduction, switch_reduce_gbps)
+    else:
         # The flow backend: communication becomes transfers on this fabric (the engine gets its Platform).
         doc["fabric"] = fabric_document(
             topology,
@@ -187,6 +194,8 @@ def input_document(
             routes=routes,
             qps=qps,
             routing=routing,
+            reduction=reduction,
+            switch_reduce_gbps=switch_reduce_gbps,
         )
     return doc
 

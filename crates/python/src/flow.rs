@@ -85,17 +85,21 @@ pub fn collective_sweep(
         let split = Split { chunk_bytes: chunk_bytes.unwrap_or(Split::default().chunk_bytes), nsplit, nreq };
         let servers = reduction_servers.map(str::to_string);
         let platform = PlatformOptions { servers, reduce_gbps, split, switch_reduce_gbps };
-        let (algorithm, extra) = on_platform::algorithm_option(&mut topo, algorithm, &platform)?;
-        let choose = Options {
+        let mut choose = Options {
             send_lat_us,
             nvls_enable: nvls,
             pxn_enable: pxn,
             nvlstree_enable: nvlstree,
-            algorithm,
             protocol: sweep::protocol_option(protocol)?,
             p2p_pxn,
-            extra,
+            ..Options::default()
         };
+        on_platform::algorithm_options(&mut topo, algorithm, &platform, &mut choose)?;
+        clustersim_engine::collective::coherent_ring::check_platform(choose.algorithm, &topo, "collective")?;
+        // One collective is timed, on the group asked for: an all-reduce algorithm (reduction
+        // servers, CollNet) is forced on it, inside one server too, and refused on another
+        // collective as the algorithm refuses it.
+        choose.algorithm = choose.all_reduce.take().or(choose.algorithm);
         topo.routing = Routing::parse(routing)?;
         let opts = SweepOptions { choose, channels, ranks, seed, qps };
         let points = sweep::sweep(topo, c, &sizes, &opts)?;

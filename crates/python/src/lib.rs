@@ -1,6 +1,7 @@
 //! Python bindings of clustersim's engine: argument conversion and result packing only.
 
 mod flow;
+mod graph;
 mod platform;
 mod search;
 mod workload;
@@ -56,6 +57,14 @@ fn platform(
         nvlink_busbw,
         nic_busbw,
     })
+}
+
+/// The analytical model's built-in bus bandwidths (GB/s): NVLink per GPU of `gpu_type`, per NIC of
+/// `nic_type` (what `-nv` and `-nic` override).
+#[pyfunction]
+fn server_busbw(gpu_type: &str, nic_type: &str) -> PyResult<(f32, f32)> {
+    let spec = platform(1, 1, gpu_type, nic_type, None, None)?;
+    Ok((spec.nvlink(), spec.nic_bw()))
 }
 
 /// A busbw table given as (path, text).
@@ -334,6 +343,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("PanicException", m.py().get_type::<pyo3::panic::PanicException>())?;
     m.add_function(wrap_pyfunction!(run_analytical, m)?)?;
     m.add_function(wrap_pyfunction!(end_to_end_csv, m)?)?;
+    m.add_function(wrap_pyfunction!(server_busbw, m)?)?;
     m.add_class::<platform::PyPlatform>()?;
     for f in [
         wrap_pyfunction!(platform::parse_rate, m)?,
@@ -355,6 +365,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_description, m)?)?;
     m.add_function(wrap_pyfunction!(search::enumerate_plans, m)?)?;
     m.add_function(wrap_pyfunction!(search::simulate_plans, m)?)?;
+    m.add_function(wrap_pyfunction!(graph::normalize_workload_graph, m)?)?;
+    m.add_function(wrap_pyfunction!(graph::run_workload_graph, m)?)?;
     workload::register(m)?;
     Ok(())
 }

@@ -4,6 +4,12 @@ the two ends, so each parameter is fitted where it governs: β by least squares 
 third of the sizes (at least two), t ≈ a + β·x there; then α by least squares with β fixed on
 the smallest third, α = mean(t_i − β·x_i) (never below 0). 1/β is the achievable bandwidth
 (busbw for nccl-tests), α the latency. On exact α–β data both are recovered exactly.
+
+A model's correction, t_m ≈ a + t_s / e (measured t_m, modelled t_s at the same sizes), is fitted
+instead by least squares on the relative residuals over every point, min Σ ((a + u·t_s − t_m)/t_m)²
+with u = 1/e: linear in (a, u), so a 2 × 2 normal system. Every size counts by how far off it is
+relative to its own time — the measure the comparisons use — and no single point sets a
+parameter by itself, as the smallest size sets α and the largest two set β above.
 """
 
 from __future__ import annotations
@@ -48,6 +54,26 @@ def fit(x: list[float], t: list[float], what: str) -> AlphaBeta:
     if not (beta < math.inf and alpha < math.inf):  # times near the float limit
         raise InputError(f"{what}: fit: the times are too large to fit (beyond floating point)")
     return AlphaBeta(alpha, beta)
+
+
+def correction(modelled: list[float], measured: list[float], what: str) -> tuple[float, float]:
+    """(e, a) of measured ≈ a + modelled / e, by least squares on the relative residuals."""
+    if len(set(modelled)) < 2:
+        raise InputError(f"{what}: fit: needs at least two sizes, got {len(set(modelled))}")
+    q = [1 / t for t in measured]  # the residual (a·q + u·r − 1) is relative to the measured time
+    r = [s / t for s, t in zip(modelled, measured, strict=True)]
+    qq, rr = sum(x * x for x in q), sum(y * y for y in r)
+    qr = sum(x * y for x, y in zip(q, r, strict=True))
+    det = qq * rr - qr * qr
+    if not det > 1e-12 * qq * rr:  # the modelled times are (nearly) all equal
+        raise InputError(f"{what}: fit: the sizes are too close together to fit a correction")
+    a = (rr * sum(q) - qr * sum(r)) / det
+    u = (qq * sum(r) - qr * sum(q)) / det
+    if not u > 0:
+        raise InputError(f"{what}: fit: the measured times do not grow with the modelled ones")
+    if not (math.isfinite(a) and math.isfinite(u)):
+        raise InputError(f"{what}: fit: the times are too large to fit (beyond floating point)")
+    return 1 / u, a
 
 
 def relative_errors(model: list[float], measured: list[float]) -> list[float]:

@@ -13,9 +13,11 @@ recalibrated fabric until e and k are within 0.1 % of 1 (at most 8 rounds). Wher
 bwtest series, they alone set its e and k: the pattern loads every link at once, as the link
 class's rate is defined; collectives on it then get factors of their own.
 
-Per collective, on the recalibrated fabric: from the fits of its measured (α_m, β_m) and
-simulated (α_s, β_s) series, e_c = β_s / β_m and a_c = α_m − α_s / e_c, so that a_c + t_s / e_c
-has the measured α and β (the mean over the collective's series). What they hold: the
+Per collective, on the recalibrated fabric: e_c and a_c such that a_c + t_s / e_c fits the
+measured times t_m of all its series (simulated t_s at the same sizes), by least squares on the
+relative residuals (`fit.correction`), which gives a and e back exactly from times that are
+a + t_s / e. Every point weighs by its relative error, so one odd size (an MPI library switching algorithm
+at one size, a stall) moves the fit by its share only. What they hold: the
 collective's implementation (a ring's dependent steps, the MPI library's own overheads) reaching
 another share of the links than the class's pattern, and its latency per call beyond the links'.
 a_c is negative where the links' fitted latency, paid once per step of the algorithm, already
@@ -27,7 +29,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, NamedTuple
 
-from clustersim.calibrate.fit import AlphaBeta, fit
+from clustersim.calibrate.fit import AlphaBeta, correction, fit
 from clustersim.calibrate.series import SCALE_OUT, SCALE_UP, Series
 from clustersim.errors import InputError
 
@@ -176,7 +178,7 @@ def calibrate(series: list[Series], measured: list[AlphaBeta], topo: Topology, w
     current = scaled(topo, factors, where)
     platform = current.platform
     after = [simulate(s, platform) for s in series]
-    per_op = collective_factors(series, measured, after)
+    per_op = collective_factors(series, after)
     corrected = [
         [per_op[s.kind][1] + t / per_op[s.kind][0] for t in times] if s.kind in per_op else times
         for s, times in zip(series, after, strict=True)
@@ -184,15 +186,13 @@ def calibrate(series: list[Series], measured: list[AlphaBeta], topo: Topology, w
     return Calibration(current, factors, inert, classes, before, after, per_op, corrected)
 
 
-def collective_factors(
-    series: list[Series], measured: list[AlphaBeta], simulated: list[list[float]]
-) -> dict[str, tuple[float, float]]:
-    """Per collective kind: the mean (e_c, a_c) over its series (module docs)."""
-    sums: dict[str, list[tuple[float, float]]] = {}
-    for s, m, times in zip(series, measured, simulated, strict=True):
-        if s.kind == "bwtest":
-            continue
-        sim = fit(s.x, times, f"{s.source} (simulated)")
-        e = sim.beta_s_per_byte / m.beta_s_per_byte
-        sums.setdefault(s.kind, []).append((e, m.alpha_s - sim.alpha_s / e))
-    return {k: (sum(e for e, _ in v) / len(v), sum(a for _, a in v) / len(v)) for k, v in sums.items()}
+def collective_factors(series: list[Series], simulated: list[list[float]]) -> dict[str, tuple[float, float]]:
+    """Per collective kind: (e_c, a_c) fitted over every point of its series (module docs)."""
+    points: dict[str, tuple[list[float], list[float], list[str]]] = {}
+    for s, times in zip(series, simulated, strict=True):
+        if s.kind != "bwtest":
+            sim, measured, sources = points.setdefault(s.kind, ([], [], []))
+            sim += times
+            measured += s.times_s
+            sources.append(s.source)
+    return {k: correction(sim, m, ", ".join(src)) for k, (sim, m, src) in points.items()}

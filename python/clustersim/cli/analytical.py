@@ -11,6 +11,7 @@ from typing import Any
 
 from clustersim.analytical import AnalyticalResult
 from clustersim.cli.common import (
+    add_calibration,
     add_json,
     add_platform,
     add_progress,
@@ -44,6 +45,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         epilog=EPILOG,
     )
     add_workload_options(p)
+    add_calibration(p, "the NVLink and NIC bandwidths times the fitted scale-up and scale-out efficiencies")
     p.set_defaults(func=main, topology=None)
 
 
@@ -120,7 +122,8 @@ def main(args: argparse.Namespace) -> int:
     prefix = output_prefix(args)
     progress = progress_for(args)
     try:
-        result = simulate(args.workload, progress=progress, **simulate_options(args, prefix))
+        options = simulate_options(args, prefix)
+        result = simulate(args.workload, progress=progress, calibration=args.calibration, **options)
     finally:
         progress.close()
     report(args, result, prefix)

@@ -15,7 +15,6 @@ from clustersim.cli.common import (
     fabric_options,
     progress_for,
     subcommand,
-    whole,
 )
 from clustersim.errors import InputError
 from clustersim.table import Table
@@ -56,64 +55,17 @@ def add(sub: argparse._SubParsersAction) -> None:
     add_json(p, "the table")
     p.add_argument("--csv", metavar="FILE", help="also write the table to this CSV file")
     add_progress(p)
-    add_reduction_servers(p)
+    add_cost(p)
     p.set_defaults(func=main)
 
 
-def add_reduction_servers(p: argparse.ArgumentParser) -> None:
-    """Reduction servers (Optcast) for all-reduce, and the seed's cost report."""
-    g = p.add_argument_group("reduction servers and in-network reduction (all-reduce only)")
-    g.add_argument(
-        "--reduction-servers",
-        metavar="SERVERS",
-        help="run all-reduce on reduction servers: all (every cpu node with a NIC), a count N (the first N"
-        " cpu nodes) or cpu node names joined by commas",
-    )
-    g.add_argument(
-        "--reduce-gbps", type=float, help="a server's reduction throughput, GB/s (default: its NIC rate)"
-    )
-    g.add_argument("--rs-chunk", default="512K", help="Optcast's chunk size (K/M/G suffixes; default 512K)")
-    g.add_argument(
-        "--rs-nsplit", type=whole(0, 1 << 16), default=0, help="shards per chunk (default 0: one per server)"
-    )
-    g.add_argument(
-        "--rs-nreq", type=whole(1, 1 << 16), default=2, help="requests in flight per worker (default 2)"
-    )
-    g.add_argument(
-        "--switch-reduce-gbps",
-        type=float,
-        help="with --algo collnet_direct or collnet_chain: a switch's reduction throughput, GB/s"
-        " (default: as fast as its links)",
-    )
-    g.add_argument(
+def add_cost(p: argparse.ArgumentParser) -> None:
+    """The seed's cost report for reduction servers (add_fabric's --reduction-servers)."""
+    p.add_argument(
         "--cost",
         metavar="P_GPU,P_SERVER[,W]",
-        help="also run without the servers and print the seed's cost report: GPU instance and server"
-        " prices per hour, W GPU instances (default: one per scale-up domain of the ranks)",
-    )
-
-
-def reduction_options(args: argparse.Namespace):  # noqa: ANN201 (ReductionServers | None)
-    """The reduction-server options of `add_reduction_servers`, or None."""
-    from clustersim.reduction_server import ReductionServers
-    from clustersim.sweep import parse_size
-
-    if args.reduction_servers is None:
-        if args.reduce_gbps is not None:
-            raise InputError(
-                "command line: --reduce-gbps: applies to reduction servers only; give --reduction-servers"
-            )
-        if args.cost:
-            raise InputError(
-                "command line: --cost: compares against reduction servers; give --reduction-servers"
-            )
-        return None
-    return ReductionServers(
-        args.reduction_servers,
-        args.reduce_gbps,
-        float(parse_size(args.rs_chunk)),
-        args.rs_nsplit,
-        args.rs_nreq,
+        help="also run without the reduction servers and print the seed's cost report: GPU instance and"
+        " server prices per hour, W GPU instances (default: one per scale-up domain of the ranks)",
     )
 
 
@@ -121,33 +73,22 @@ def main(args: argparse.Namespace) -> int:
     from clustersim.api import collective
 
     progress = progress_for(args, args.op)
-    reduction = reduction_options(args)
+    fabric = fabric_options(args)
+    if args.cost and fabric["reduction"] is None:
+        raise InputError("command line: --cost: compares against reduction servers; give --reduction-servers")
+    sweep = dict(
+        minbytes=args.minbytes,
+        maxbytes=args.maxbytes,
+        stepfactor=args.stepfactor,
+        proto=args.proto,
+        gpus=args.gpus,
+        ecmp_seeds=args.ecmp_seeds,
+    )
     try:
-        table = collective(
-            args.op,
-            minbytes=args.minbytes,
-            maxbytes=args.maxbytes,
-            stepfactor=args.stepfactor,
-            proto=args.proto,
-            gpus=args.gpus,
-            ecmp_seeds=args.ecmp_seeds,
-            progress=progress,
-            reduction=reduction,
-            switch_reduce_gbps=args.switch_reduce_gbps,
-            **fabric_options(args),
-        )
+        table = collective(args.op, progress=progress, **sweep, **fabric)
         base = None
         if args.cost:
-            base = collective(
-                args.op,
-                minbytes=args.minbytes,
-                maxbytes=args.maxbytes,
-                stepfactor=args.stepfactor,
-                proto=args.proto,
-                gpus=args.gpus,
-                ecmp_seeds=args.ecmp_seeds,
-                **fabric_options(args),
-            )
+            base = collective(args.op, **sweep, **(fabric | dict(reduction=None)))
     finally:
         progress.close()
     if args.csv:

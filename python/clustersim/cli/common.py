@@ -129,14 +129,68 @@ def add_fabric(p: argparse.ArgumentParser, *, required: bool, what: str) -> None
         help="ecmp: per-flow hashing (default); spray: per-packet spraying / adaptive routing (Spectrum-X)",
     )
     add_calibration(p)
+    add_on_platform(p)
 
 
-def add_calibration(p: argparse.ArgumentParser) -> None:
+def add_on_platform(p: argparse.ArgumentParser) -> None:
+    """Reduction servers (Optcast) and in-network reduction (CollNet): they take the all-reduces
+    across servers, every other collective runs as --algo says."""
+    g = p.add_argument_group(
+        "reduction servers and in-network reduction (all-reduces across servers; other collectives as --algo)"
+    )
+    g.add_argument(
+        "--reduction-servers",
+        metavar="SERVERS",
+        help="run all-reduce on reduction servers: all (every cpu node with a NIC), a count N (the first N"
+        " cpu nodes) or cpu node names joined by commas",
+    )
+    g.add_argument(
+        "--reduce-gbps", type=float, help="a server's reduction throughput, GB/s (default: its NIC rate)"
+    )
+    g.add_argument("--rs-chunk", default="512K", help="Optcast's chunk size (K/M/G suffixes; default 512K)")
+    g.add_argument(
+        "--rs-nsplit", type=whole(0, 1 << 16), default=0, help="shards per chunk (default 0: one per server)"
+    )
+    g.add_argument(
+        "--rs-nreq", type=whole(1, 1 << 16), default=2, help="requests in flight per worker (default 2)"
+    )
+    g.add_argument(
+        "--switch-reduce-gbps",
+        type=float,
+        help="with --algo collnet_direct or collnet_chain (all-reduce reduced in the switches, SHARP):"
+        " a switch's reduction throughput, GB/s (default: as fast as its links)",
+    )
+
+
+def reduction_options(args: argparse.Namespace):  # noqa: ANN201 (ReductionServers | None)
+    """The reduction servers of `add_on_platform`'s flags, or None."""
+    from clustersim.reduction_server import ReductionServers
+    from clustersim.sweep import parse_size
+
+    if args.reduction_servers is None:
+        if args.reduce_gbps is not None:
+            raise InputError(
+                "command line: --reduce-gbps: applies to reduction servers only; give --reduction-servers"
+            )
+        return None
+    return ReductionServers(
+        args.reduction_servers,
+        args.reduce_gbps,
+        float(parse_size(args.rs_chunk)),
+        args.rs_nsplit,
+        args.rs_nreq,
+    )
+
+
+def add_calibration(
+    p: argparse.ArgumentParser,
+    what: str = "the fabric's link classes rescaled to the measured bandwidth and latency, measured"
+    " collectives' own fits applied",
+) -> None:
     p.add_argument(
         "--calibration",
         metavar="FILE",
-        help="calibration file of `clustersim calibrate` (PREFIXcalibration.json): the fabric's link classes"
-        " rescaled to the measured bandwidth and latency, measured collectives' own fits applied",
+        help=f"calibration file of `clustersim calibrate` (PREFIXcalibration.json): {what}",
     )
 
 
@@ -169,6 +223,8 @@ def fabric_options(args: argparse.Namespace) -> dict[str, Any]:
         qps=args.qps,
         routing=args.routing,
         calibration=args.calibration,
+        reduction=reduction_options(args),
+        switch_reduce_gbps=args.switch_reduce_gbps,
     )
 
 

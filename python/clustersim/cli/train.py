@@ -157,7 +157,10 @@ def main(args: argparse.Namespace) -> int:
 
     no_charts_without_prefix(args)
     fabric = args.topology is not None or args.calibration is not None
-    flow = fabric_options(args) | {"routes": args.routes} if fabric else {}
+    flow = fabric_options(args) | {"routes": args.routes}
+    if not fabric:
+        # Reduction servers without a fabric are refused by train(); the rest is the fabric's.
+        flow = {k: flow[k] for k in ("reduction", "switch_reduce_gbps")}
     progress = progress_for(args)
     try:
         result = train(

@@ -10,6 +10,7 @@
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::ops::Deref;
+use std::sync::Mutex;
 
 use super::choose::Options;
 use super::cost::Links;
@@ -71,6 +72,13 @@ pub trait CollectiveAlgorithm: Sync {
         false
     }
 
+    /// Whether its schedule depends on which GPUs the group holds, not only on the group's
+    /// shape (each member's server, rail and rate class): true for one that names the switches
+    /// its GPUs hang off (CollNet). Default false: groups of one shape share a schedule.
+    fn per_group(&self) -> bool {
+        false
+    }
+
     /// (out, in) GB/s of platform node `node` where the schedule has it as an
     /// [`super::Endpoint::Node`]: a node outside the group's servers, reached over the network.
     /// Default: the algorithm uses no such node.
@@ -79,13 +87,43 @@ pub trait CollectiveAlgorithm: Sync {
     }
 }
 
-/// A cheap handle on an algorithm: Copy, compared and hashed by name.
+/// A cheap handle on an algorithm: Copy, compared and hashed by name and, for an algorithm
+/// built at run time ([`Algorithm::built`]), by which one: two MSCCL programs read from one path,
+/// or reduction servers of two configurations, share a name but are different algorithms, and
+/// every cache keyed by algorithm (the tuner's price memo, the options it is keyed by) tells them
+/// apart.
 #[derive(Clone, Copy)]
-pub struct Algorithm(&'static dyn CollectiveAlgorithm);
+pub struct Algorithm {
+    algorithm: &'static dyn CollectiveAlgorithm,
+    /// 0 for the registered algorithms; else the number [`Algorithm::built`] gave it.
+    id: u32,
+}
+
+/// Algorithms built at run time, by the key of what they were built from.
+static BUILT: Mutex<Vec<(String, Algorithm)>> = Mutex::new(Vec::new());
 
 impl Algorithm {
     pub const fn new(algorithm: &'static dyn CollectiveAlgorithm) -> Algorithm {
-        Algorithm(algorithm)
+        Algorithm { algorithm, id: 0 }
+    }
+
+    /// The algorithm built from what `key` describes (every parameter it depends on: an MSCCL
+    /// file's path and text, a reduction-server configuration): built by `build` the first time
+    /// and kept for the life of the process (handles are `&'static`), so a run or a sweep that
+    /// builds the same one many times holds one copy and gets equal handles, while algorithms
+    /// of different keys never compare equal, whatever their names.
+    pub fn built<E>(
+        key: String,
+        build: impl FnOnce() -> Result<Box<dyn CollectiveAlgorithm>, E>,
+    ) -> Result<Algorithm, E> {
+        let mut built = BUILT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some((_, a)) = built.iter().find(|(k, _)| *k == key) {
+            return Ok(*a);
+        }
+        let id = u32::try_from(built.len() + 1).expect("fewer than 2^32 algorithms built");
+        let algorithm = Algorithm { algorithm: Box::leak(build()?), id };
+        built.push((key, algorithm));
+        Ok(algorithm)
     }
 
     /// Every algorithm, listed once: the order the tuner tries them (the first of equal
@@ -127,13 +165,13 @@ impl Deref for Algorithm {
     type Target = dyn CollectiveAlgorithm;
 
     fn deref(&self) -> &Self::Target {
-        self.0
+        self.algorithm
     }
 }
 
 impl PartialEq for Algorithm {
     fn eq(&self, other: &Algorithm) -> bool {
-        self.name() == other.name()
+        self.id == other.id && self.name() == other.name()
     }
 }
 
@@ -142,11 +180,83 @@ impl Eq for Algorithm {}
 impl Hash for Algorithm {
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.name().hash(state);
+        self.id.hash(state);
     }
 }
 
 impl fmt::Debug for Algorithm {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analytical::alpha_beta::{AlphaBeta, Bandwidths, PriceMemo};
+    use crate::analytical::server_spec::{GpuType, NicType, ServerSpec};
+    use crate::analytical::{CollectiveCost, GroupShape};
+    use crate::platform::Placement;
+    use std::rc::Rc;
+    use std::sync::Arc;
+
+    const MSCCL_DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/msccl/");
+
+    /// 1 GiB all-reduce on one A100 server of 8 GPUs with `algorithm` forced, priced through `memo`.
+    fn price(algorithm: Algorithm, memo: Option<&Arc<Mutex<PriceMemo>>>) -> f64 {
+        let mut m = AlphaBeta::nccl(ServerSpec::new(8, 8, GpuType::A100, NicType::Cx7), Bandwidths::Builtin(None));
+        m.options.algorithm = Some(algorithm);
+        m.memo = memo.cloned();
+        let ranks: Vec<u32> = (0..8).collect();
+        let placement = Rc::new(Placement::servers(8, 8));
+        let g = GroupShape { name: "TP".into(), size: 8, nodes: 1, per_node: 8, tp: 8, ep: 1, ranks, placement };
+        m.collective_ns(Collective::AllReduce, &g, 1 << 30).unwrap()
+    }
+
+    #[test]
+    fn two_msccl_programs_under_one_name_do_not_share_a_memo_entry() {
+        // One path, two programs (a file rewritten, or one relative path from two directories):
+        // one name, two algorithms; the price memo, keyed by the tuner's options, keeps them apart.
+        let dir = std::env::temp_dir().join(format!("clustersim-memo-key-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("allreduce.xml");
+        let path_text = path.to_str().unwrap();
+        let memo = Arc::new(Mutex::new(PriceMemo::default()));
+        let mut seen = Vec::new();
+        for file in ["allreduce_ndv2.xml", "allreduce_allpairs_ll.xml", "allreduce_ndv2.xml"] {
+            std::fs::copy(format!("{MSCCL_DATA}{file}"), &path).unwrap();
+            let a = Algorithm::parse(&format!("msccl:{path_text}")).unwrap();
+            let alone = price(a, None);
+            assert_eq!(price(a, Some(&memo)), alone, "{file}");
+            assert_eq!(price(a, Some(&memo)), alone, "{file}, from the memo");
+            seen.push((a, alone));
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+        let [(ndv2, t_ndv2), (pairs, t_pairs), (again, t_again)] = seen[..] else { unreachable!() };
+        assert_eq!(ndv2.name(), pairs.name());
+        assert_ne!(ndv2, pairs);
+        assert_ne!(t_ndv2, t_pairs);
+        // The same program read again is the same algorithm (a sweep holds one copy).
+        assert_eq!((ndv2, t_ndv2), (again, t_again));
+    }
+
+    #[test]
+    fn built_algorithms_are_equal_exactly_when_built_from_the_same_key() {
+        use crate::collective::reduction_server::{ReductionServer, Server, Split};
+        let servers = |gbps: f64| vec![Server { node: 9, out_gbps: gbps, in_gbps: gbps }];
+        let one = ReductionServer::new(servers(25.0), Split::default()).unwrap().algorithm();
+        let same = ReductionServer::new(servers(25.0), Split::default()).unwrap().algorithm();
+        let slower = ReductionServer::new(servers(12.5), Split::default()).unwrap().algorithm();
+        let split = Split { nreq: 1, ..Split::default() };
+        let serial = ReductionServer::new(servers(25.0), split).unwrap().algorithm();
+        assert_eq!(one, same);
+        // As hash keys: three algorithms.
+        let set: std::collections::HashSet<Algorithm> = [one, same, slower, serial].into_iter().collect();
+        assert_eq!(set.len(), 3);
+        assert!(one != slower && one != serial && slower != serial);
+        assert_eq!(one.name(), slower.name());
+        // Registered algorithms keep comparing by name.
+        assert_eq!(Algorithm::parse("ring").unwrap(), Algorithm::RING);
+        assert_ne!(Algorithm::RING, Algorithm::TREE);
     }
 }

@@ -19,6 +19,10 @@
 //! `--algo auto+extra` ([`AUTO_EXTRA`], [`Options::extra`]) widens the candidates beyond NCCL's:
 //! algorithms NCCL does not have (the MSCCL++ all-pairs family, [`super::all_pairs`]) offer
 //! themselves too, and the least predicted time still wins. Plain `auto` is NCCL's tuner alone.
+//!
+//! [`Options::all_reduce`] sends every all-reduce across servers to one algorithm built from the
+//! platform (reduction servers, CollNet), while every other collective keeps the forced algorithm
+//! or the tuner's choice: the way a job runs with NCCL's CollNet plugin or a reduction server.
 
 use super::cost::{timed_ns, Links};
 use super::nccl::{call_latency_ns, Protocol, Timing};
@@ -49,6 +53,22 @@ pub struct Options {
     /// `--algo auto+extra`: algorithms beyond NCCL's that offer themselves when asked are
     /// candidates too; false (plain `auto`): NCCL's tuner as it is.
     pub extra: bool,
+    /// The algorithm of every all-reduce across servers (reduction servers, CollNet: built from
+    /// the platform, [`super::on_platform`]), whatever `algorithm` says; every other collective,
+    /// and an all-reduce inside one server, keeps `algorithm` or the tuner's choice.
+    pub all_reduce: Option<Algorithm>,
+}
+
+impl Options {
+    /// The algorithm forced on `c` on `g`: [`Options::all_reduce`] for an all-reduce across
+    /// servers (NCCL runs CollNet only on communicators spanning nodes, and NVLink inside a
+    /// server is faster than any NIC to a reduction server), else [`Options::algorithm`].
+    pub fn forced(&self, c: Collective, g: &GroupTopo) -> Option<Algorithm> {
+        match self.all_reduce {
+            Some(a) if c == Collective::AllReduce && g.servers().members.len() > 1 => Some(a),
+            _ => self.algorithm,
+        }
+    }
 }
 
 /// `--algo` (and NCCL_ALGO) for NCCL's tuner widened to the algorithms beyond NCCL ([`Options::extra`]).
@@ -87,6 +107,7 @@ impl Default for Options {
             protocol: None,
             p2p_pxn: true,
             extra: false,
+            all_reduce: None,
         }
     }
 }
@@ -146,7 +167,8 @@ pub fn choose(
             return Err(super::err("send_lat_us", format!("AS_SEND_LAT must be a non-negative number of µs, got {x}")));
         }
     }
-    let candidates: Vec<Algorithm> = match opts.algorithm {
+    let forced = opts.forced(c, g);
+    let candidates: Vec<Algorithm> = match forced {
         Some(a) => vec![a],
         None => {
             let servers = g.servers();
@@ -185,7 +207,7 @@ pub fn choose(
     }
     let Some((algorithm, timing, predicted_ns, schedule)) = best else {
         let valid: Vec<&str> = valid_algorithms(c, g).iter().map(|a| a.name()).collect();
-        let forced = match (opts.algorithm, opts.protocol) {
+        let forced = match (forced, opts.protocol) {
             (Some(a), Some(p)) => format!("; {} does not run {}", a.name(), p.name()),
             _ => String::new(),
         };
@@ -265,6 +287,29 @@ mod tests {
         let nvls = Options { algorithm: Some(Algorithm::NVLS), ..Options::default() };
         let e = choose(AllReduce, &g, 1 << 20, 8, &LINKS, &nvls).unwrap_err();
         assert!(e.message.contains("inside one server"), "{e}");
+    }
+
+    #[test]
+    fn an_all_reduce_algorithm_takes_only_the_all_reduces_across_servers() {
+        // Halving-doubling stands for an algorithm built from the platform: never offered, so
+        // wherever it runs, the all-reduce override put it there.
+        let (two, one): (Vec<u32>, Vec<u32>) = ((0..16).collect(), (0..8).collect());
+        let hd = Options { all_reduce: Some(Algorithm::HALVING_DOUBLING), ..Options::default() };
+        let ring = Options { algorithm: Some(Algorithm::RING), ..hd.clone() };
+        for bytes in [1 << 10, 1 << 30] {
+            assert_eq!(pick(AllReduce, &two, bytes, &hd).algorithm, Algorithm::HALVING_DOUBLING);
+            assert_eq!(pick(AllReduce, &two, bytes, &ring).algorithm, Algorithm::HALVING_DOUBLING);
+            // Everything else is as without it: the tuner's choice, or the forced algorithm.
+            for c in [AllGather, ReduceScatter, AllToAll, Broadcast] {
+                assert_eq!(pick(c, &two, bytes, &hd), pick(c, &two, bytes, &Options::default()), "{c:?}");
+            }
+            for c in [AllGather, ReduceScatter, Broadcast] {
+                assert_eq!(pick(c, &two, bytes, &ring).algorithm, Algorithm::RING, "{c:?}");
+            }
+            // An all-reduce inside one server stays on NVLink with NCCL's choice.
+            assert_eq!(pick(AllReduce, &one, bytes, &hd), pick(AllReduce, &one, bytes, &Options::default()));
+            assert_eq!(pick(AllReduce, &one, bytes, &ring).algorithm, Algorithm::RING);
+        }
     }
 
     #[test]

@@ -132,9 +132,17 @@ impl CollNet {
         Ok(CollNet { variant, leaf, up, rates })
     }
 
-    /// A handle that runs this configuration (it lives as long as the process: one per run).
+    /// A handle that runs this configuration: one per distinct configuration (its variant,
+    /// trees and switch rates), kept for the life of the process ([`Algorithm::built`]).
     pub fn algorithm(self) -> Algorithm {
-        Algorithm::new(Box::leak(Box::new(self)))
+        fn sorted<V: Clone>(m: &HashMap<u32, V>) -> Vec<(u32, V)> {
+            let mut v: Vec<(u32, V)> = m.iter().map(|(&k, v)| (k, v.clone())).collect();
+            v.sort_unstable_by_key(|e| e.0);
+            v
+        }
+        let (leaf, up, rates) = (sorted(&self.leaf), sorted(&self.up), sorted(&self.rates));
+        let key = format!("collnet {:?} {leaf:?} {up:?} {rates:?}", self.variant);
+        Algorithm::built(key, || Ok::<_, InputError>(Box::new(self))).expect("built infallibly")
     }
 
     /// Group ranks that talk to the network with their rail: every rank (direct), each
@@ -266,6 +274,10 @@ impl CollectiveAlgorithm for CollNet {
 
     fn node_rates(&self, node: u32) -> Option<(f64, f64)> {
         self.rates.get(&node).copied()
+    }
+
+    fn per_group(&self) -> bool {
+        true
     }
 }
 

@@ -4,7 +4,10 @@ use super::*;
 use crate::collective::choose::Options;
 use crate::collective::cost::schedule_ns;
 use crate::collective::{schedule, PIPELINE_CHUNK_BYTES};
-use crate::flow::sweep::{sweep, SweepOptions, TunerLinks};
+use crate::driver::{simulate, Backend};
+use crate::flow::network::{FlowNetwork, Tuning};
+use crate::flow::sweep::{sweep, sweep_workload, SweepOptions, TunerLinks};
+use crate::layout::Layout;
 use crate::platform::{Link, Placement};
 
 const B: f64 = 50.0;
@@ -94,6 +97,25 @@ fn direct_and_chain_inside_servers() {
     check(both(fabric(4, 2, 4, 0, B), Variant::Direct, None), (K + 3.0) * U / (2.0 * B));
     // Chain: the head sends u to the switch: k + 3 steps of u/B.
     check(both(fabric(4, 2, 4, 0, B), Variant::Chain, None), (K + 3.0) * U / B);
+}
+
+#[test]
+fn groups_of_one_shape_reduce_on_their_own_leaves() {
+    // 8 one-GPU servers, leaves of 4 joined by a spine at B per uplink; two groups of 4 (one per
+    // leaf, the same shape) all-reduce at once, CollNet taking the all-reduces. Each reduces on
+    // its own leaf, as alone: (k + 1)·u/B. A schedule shared by shape would send the second
+    // group's shards to the first group's leaf, over the spine.
+    let mut topo = fabric(8, 1, 4, 1, B);
+    let algo = CollNet::on_platform(&mut topo, Variant::Direct, None).unwrap().algorithm();
+    let mut w = sweep_workload(Collective::AllReduce, 4, &[S]);
+    w.layout = Layout::megatron(4, 1, 1, 2, 1);
+    w.rank_class = vec![0; 8];
+    let options = Options { all_reduce: Some(algo), send_lat_us: Some(0.0), ..Options::default() };
+    let net = FlowNetwork::tuned(topo, &Tuning { options, channels: 1, ..Tuning::default() }, |s| s).unwrap();
+    let run = simulate(&w, Backend::FlowNetwork(Box::new(net)), &mut |_| true).unwrap().execution;
+    let (start, end) = (run.timelines[0].start[0], run.timelines[0].end[0]);
+    let want = (K + 1.0) * U / B;
+    assert!((end - start - want).abs() <= 1e-9 * want, "{} vs {want}", end - start);
 }
 
 #[test]

@@ -48,7 +48,8 @@ pub struct Server {
 }
 
 /// How workers use the servers (Optcast's `--chunksize`, `--nsplit`, `--nreq`).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
+#[serde(default)]
 pub struct Split {
     pub chunk_bytes: f64,
     /// Shards per chunk; 0: one per server.
@@ -107,9 +108,11 @@ impl ReductionServer {
         ReductionServer::new(servers, split)
     }
 
-    /// A handle that runs this configuration (it lives as long as the process: one per run).
+    /// A handle that runs this configuration: one per distinct configuration, kept for the
+    /// life of the process ([`Algorithm::built`]), so two configurations never share a cache entry.
     pub fn algorithm(self) -> Algorithm {
-        Algorithm::new(Box::leak(Box::new(self)))
+        let key = format!("{self:?}");
+        Algorithm::built(key, || Ok::<_, InputError>(Box::new(self))).expect("built infallibly")
     }
 
     fn nsplit(&self) -> u32 {
@@ -176,7 +179,7 @@ pub fn select_servers(topo: &Platform, select: &str) -> Result<Vec<u32>> {
     let select = select.trim();
     let cpus: Vec<u32> = (0..topo.node_count()).filter(|&v| topo.kinds[v as usize] == NodeKind::Cpu).collect();
     let nodes: Vec<u32> = if select.eq_ignore_ascii_case("all") {
-        cpus.into_iter().filter(|&v| !nics_of(topo, v).is_empty()).collect()
+        cpus.iter().copied().filter(|&v| !nics_of(topo, v).is_empty()).collect()
     } else if let Ok(count) = select.parse::<u32>() {
         if count as usize > cpus.len() {
             return Err(bad(
@@ -203,12 +206,12 @@ pub fn select_servers(topo: &Platform, select: &str) -> Result<Vec<u32>> {
         nodes
     };
     if nodes.is_empty() {
-        return Err(bad(
-            "reduction_servers",
-            format!(
-                "'{select}' selects 0 servers: a reduction server all-reduce needs at least one cpu node with a NIC"
-            ),
-        ));
+        let why = if cpus.is_empty() {
+            "the platform has no cpu nodes (the templates are GPU servers only: describe the servers in a platform file, as examples/optcast_4x4.platform does)"
+        } else {
+            "a reduction server all-reduce needs at least one cpu node with a NIC"
+        };
+        return Err(bad("reduction_servers", format!("'{select}' selects 0 servers: {why}")));
     }
     for &v in &nodes {
         if nics_of(topo, v).is_empty() {

@@ -76,6 +76,7 @@ impl FlowNetwork {
         let nvls = (0..topo.placement.domains()).any(|d| topo.reduces_in_switch(d));
         let mut net = FlowNetwork::new(topo, scheduler, t.seed, nvls);
         net.qps = t.qps.max(1);
+        net.forced = t.options.clone();
         net.rate_class = links.class.clone();
         // Point-to-point sends wait NCCL's p2p latency, or AS_SEND_LAT and their path latency.
         net.p2p_wait = match t.options.send_lat_us {
@@ -113,8 +114,9 @@ fn cap_nvlink(topo: &mut Platform) {
     }
 }
 
-/// A schedule's cache key: collective, bytes, [`schedule_shape`].
-type ScheduleKey = (Collective, u64, Vec<(u32, u32, u32)>);
+/// A schedule's cache key: collective, bytes, [`schedule_shape`], and the member ranks where the
+/// schedule depends on them ([`crate::collective::CollectiveAlgorithm::per_group`]).
+type ScheduleKey = (Collective, u64, Vec<(u32, u32, u32)>, Option<Vec<u32>>);
 
 /// What a group's schedule depends on besides the collective and its size: for each member in
 /// group order, its scale-up domain (numbered by first appearance), its rail there (which PXN
@@ -135,6 +137,10 @@ fn schedule_shape(ranks: &[u32], placement: &Placement, rate_class: &[u32]) -> V
         .collect()
 }
 
+/// Flows between platform nodes in groups, each group's flows waiting the same extra latency:
+/// (extra ns, [(source node, destination node, bytes)]).
+pub type NodeFlows = Vec<(f64, Vec<(u32, u32, f64)>)>;
+
 /// One phase ready to start: flows as (links, bytes), how many runs, and what each flow waits.
 type ReadyPhase = (Vec<(Rc<[u32]>, f64)>, u32, Wait);
 
@@ -148,6 +154,8 @@ type Routed = Rc<Vec<Rc<[ReadyPhase]>>>;
 enum RouteKey {
     Collective(GroupId, u32, Collective, u64),
     Transfer(u32, u32, u64),
+    /// Flows between platform nodes ([`FlowNetwork::start_node_flows`]): the caller's key, bytes.
+    Nodes(u64, u64),
 }
 
 /// One group instance (or all pairs of a transfer) working through its phases.
@@ -175,6 +183,10 @@ pub struct FlowNetwork {
     instances: HashMap<(GroupId, u32), Rc<Vec<Vec<u32>>>>,
     /// Schedules by (collective, bytes, [`schedule_shape`] of the members).
     schedules: HashMap<ScheduleKey, Rc<Schedule>>,
+    /// The tuner's options: where they force an algorithm whose schedule depends on the group's
+    /// own GPUs ([`crate::collective::CollectiveAlgorithm::per_group`]), schedules are kept per
+    /// group, not per shape.
+    forced: Options,
     /// Routes by communication: a communicator keeps its connections, and so their ECMP paths,
     /// from one call to the next (as NCCL does).
     routes: HashMap<RouteKey, Routed>,
@@ -208,6 +220,7 @@ impl FlowNetwork {
             rate_class: Vec::new(),
             instances: HashMap::new(),
             schedules: HashMap::new(),
+            forced: Options::default(),
             routes: HashMap::new(),
             runs: Vec::new(),
             free_runs: Vec::new(),
@@ -354,11 +367,12 @@ impl FlowNetwork {
     }
 
     fn schedule_for(&mut self, c: Collective, ranks: &[u32], bytes: u64) -> Result<Rc<Schedule>> {
-        let key = (c, bytes, schedule_shape(ranks, &self.topo.placement, &self.rate_class));
+        let g = GroupTopo::new(ranks, &self.topo.placement, self.nvls);
+        let own = self.forced.forced(c, &g).is_some_and(|a| a.per_group()).then(|| ranks.to_vec());
+        let key = (c, bytes, schedule_shape(ranks, &self.topo.placement, &self.rate_class), own);
         if let Some(s) = self.schedules.get(&key) {
             return Ok(s.clone());
         }
-        let g = GroupTopo::new(ranks, &self.topo.placement, self.nvls);
         let s = Rc::new((self.scheduler)(c, &g, bytes)?);
         self.schedules.insert(key, s.clone());
         Ok(s)
@@ -429,6 +443,47 @@ impl FlowNetwork {
         let routed = Rc::new(routed);
         self.routes.insert(key, routed.clone());
         Ok(routed)
+    }
+
+    /// Start a communication of flows between any platform nodes (a workload graph's reads of
+    /// remote memory): each group of (source node, destination node, bytes) waits its path
+    /// latency plus its `extra_ns` and then moves as the fabric routes it; the communication
+    /// ends when every flow has. Routed the first time `key` (the caller's name for it) comes
+    /// with these bytes; `groups` is only called then.
+    pub fn start_node_flows(
+        &mut self,
+        now_ns: f64,
+        token: u64,
+        key: (u64, u64),
+        groups: impl FnOnce() -> NodeFlows,
+    ) -> Result<()> {
+        self.clock = now_ns;
+        let key = RouteKey::Nodes(key.0, key.1);
+        let routed = match self.routes.get(&key) {
+            Some(r) => r.clone(),
+            None => {
+                let mut all: Vec<Rc<[ReadyPhase]>> = Vec::new();
+                for (extra_ns, pairs) in groups() {
+                    let mut flows = Vec::with_capacity(pairs.len());
+                    for (a, b, bytes) in pairs {
+                        self.flows_between(a, b, bytes, &mut flows)?;
+                    }
+                    all.push(Rc::from([(flows, 1, Wait::Path { extra_ns })]));
+                }
+                let r = Rc::new(all);
+                self.routes.insert(key, r.clone());
+                r
+            }
+        };
+        if routed.is_empty() {
+            self.ready.push(token);
+            return Ok(());
+        }
+        self.pending.insert(token, routed.len() as u32);
+        for phases in routed.iter() {
+            self.launch(now_ns, token, phases.clone(), 0);
+        }
+        Ok(())
     }
 
     fn instance_done(&mut self, token: u64) {

@@ -21,8 +21,8 @@ use std::sync::{Arc, Mutex};
 use crate::analytical::alpha_beta::{AlphaBeta, Bandwidths, PriceMemo};
 use crate::analytical::server_spec::{GpuType, NicType, ServerSpec};
 
-use crate::collective::choose::algorithm_choice;
 use crate::collective::choose::Options;
+use crate::collective::on_platform::{self, PlatformOptions};
 use crate::driver::{simulate, Backend, FlowConfig};
 use crate::error::{InputError, Result};
 use crate::executor::Execution;
@@ -122,6 +122,10 @@ pub struct Fabric {
     pub routes: Option<String>,
     #[serde(default)]
     pub routes_path: Option<String>,
+    /// Reduction servers and reducing switches: the all-reduces across servers run on them,
+    /// every other collective as `algorithm` says ([`on_platform::algorithm_options`]).
+    #[serde(flatten)]
+    pub on_platform: PlatformOptions,
 }
 
 fn nccl_p2p_pxn() -> bool {
@@ -129,18 +133,19 @@ fn nccl_p2p_pxn() -> bool {
 }
 
 impl Fabric {
-    pub fn tuning(&self) -> Result<Tuning> {
-        let (algorithm, extra) = algorithm_choice(&self.algorithm)?;
-        let options = Options {
+    /// How collectives run on `topology`, which the reduction options may scale (a reduction
+    /// server's or a switch's throughput caps the links into it).
+    pub fn tuning(&self, topology: &mut Platform) -> Result<Tuning> {
+        let mut options = Options {
             send_lat_us: self.send_lat_us,
             nvls_enable: self.nvls,
             pxn_enable: self.pxn,
             nvlstree_enable: self.nvlstree,
-            algorithm,
             protocol: protocol_option(self.protocol.as_deref().unwrap_or("auto"))?,
             p2p_pxn: self.p2p_pxn,
-            extra,
+            ..Options::default()
         };
+        on_platform::algorithm_options(topology, &self.algorithm, &self.on_platform, &mut options)?;
         Ok(Tuning { options, channels: self.channels, qps: self.qps, seed: self.seed })
     }
 
@@ -157,7 +162,7 @@ impl Fabric {
             None => Routes::default(),
             Some(text) => Routes::parse(self.routes_path.as_deref().unwrap_or("routes"), text, &topology)?,
         };
-        let tuning = self.tuning()?;
+        let tuning = self.tuning(&mut topology)?;
         crate::collective::coherent_ring::check_platform(tuning.options.algorithm, &topology, &self.path)?;
         Ok(FlowConfig { topology, tuning, routes })
     }

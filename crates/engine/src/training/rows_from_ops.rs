@@ -165,7 +165,8 @@ fn forward_modules(plan: &Plan, prog: &Program, layer: &[u32], ops: &[u32]) -> V
     };
     for &id in ops {
         let op = &prog.ops[id as usize];
-        if matches!(op.kind, OpKind::Send { .. } | OpKind::Recv { .. }) {
+        // Gradient reductions are read below; with one micro-batch they sit in this backward too.
+        if matches!(op.kind, OpKind::Send { .. } | OpKind::Recv { .. }) || op.row == R_GRAD {
             continue;
         }
         let key = (layer[id as usize], op.row);
@@ -270,6 +271,7 @@ pub fn megatron_workload(model: &Model, plan: &Plan, acc: &Accelerator, flash: b
     let mut by_module: Vec<Vec<u32>> = vec![Vec::new(); mods.len()];
     for id in ops_of(false, 0) {
         let op = &prog.ops[id as usize];
+        // Gradient reductions are read below; with one micro-batch they sit in this backward too.
         if matches!(op.kind, OpKind::Send { .. } | OpKind::Recv { .. }) || op.row == R_GRAD {
             continue;
         }

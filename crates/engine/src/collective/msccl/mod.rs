@@ -46,8 +46,6 @@
 pub mod program;
 pub mod xml;
 
-use std::sync::Mutex;
-
 use super::nccl::{Latency, Protocol, RING_LATENCY_US};
 use super::{Algorithm, CollectiveAlgorithm, Grain, GroupTopo, Phase, Servers};
 use crate::error::InputError;
@@ -68,22 +66,18 @@ impl Msccl {
 
 /// The algorithm in the MSCCL file at `path` (as `--algo msccl:PATH` names it).
 ///
-/// Algorithm handles are `&'static`, so a program is leaked: each distinct (path, text) is
-/// parsed and leaked once per process and cached, so a run or a sweep that names the file many
-/// times holds one copy, and a file edited between runs of a long Python session is read anew.
+/// Built once per distinct (path, text) ([`Algorithm::built`]): a run or a sweep that names the
+/// file many times holds one copy, a file edited between runs of a long Python session is read
+/// anew, and two programs under one name (the same relative path from two directories, an
+/// edited file) are different algorithms to every cache.
 pub fn load(path: &str) -> Result<Algorithm, InputError> {
-    static LOADED: Mutex<Vec<(String, String, Algorithm)>> = Mutex::new(Vec::new());
     let text = std::fs::read_to_string(path)
         .map_err(|e| InputError::field(path, "algorithm", format!("cannot read the MSCCL algorithm file: {e}")))?;
-    let mut loaded = LOADED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some((_, _, a)) = loaded.iter().find(|(p, t, _)| p == path && *t == text) {
-        return Ok(*a);
-    }
-    let program = Program::parse(path, &text)?;
-    let name: &'static str = Box::leak(format!("msccl:{path}").into_boxed_str());
-    let algorithm = Algorithm::new(Box::leak(Box::new(Msccl { name, program })));
-    loaded.push((path.to_string(), text, algorithm));
-    Ok(algorithm)
+    Algorithm::built(format!("msccl\0{path}\0{text}"), || {
+        let program = Program::parse(path, &text)?;
+        let name: &'static str = Box::leak(format!("msccl:{path}").into_boxed_str());
+        Ok(Box::new(Msccl { name, program }))
+    })
 }
 
 impl CollectiveAlgorithm for Msccl {
