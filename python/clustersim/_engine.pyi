@@ -260,3 +260,20 @@ def simulate_workload(
 def check_description(kind: str, doc: str) -> tuple[str, str] | None:
     """Check a model or accelerator description (`kind` "model" or "accelerator", `doc` JSON) as a
     run will: None, or (field, problem)."""
+
+def normalize_workload_graph(path: str, text: str) -> str:
+    """Read a workload graph document (node-link JSON, HCSim's Table 3) and write it back as the
+    engine writes it."""
+
+def run_workload_graph(
+    path: str,
+    text: str,
+    platform: Platform,
+    iterations: int | None = None,
+    access: str = "auto",
+    algorithm: str = "auto",
+    trace: bool = False,
+    progress: Progress = None,
+) -> dict[str, Any]:
+    """A workload graph document on `platform` with the flow model: iteration end times (ns),
+    per-class breakdowns, placed bytes, per-link bytes and (with `trace`) a Chrome trace."""

@@ -17,5 +17,6 @@ pub mod simai;
 pub mod trace;
 pub mod training;
 pub mod workload;
+pub mod workload_graph;
 
 pub use error::{Error, InputError, Result};

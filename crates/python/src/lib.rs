@@ -1,6 +1,7 @@
 //! Python bindings of clustersim's engine: argument conversion and result packing only.
 
 mod flow;
+mod graph;
 mod platform;
 mod search;
 mod workload;
@@ -355,6 +356,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_description, m)?)?;
     m.add_function(wrap_pyfunction!(search::enumerate_plans, m)?)?;
     m.add_function(wrap_pyfunction!(search::simulate_plans, m)?)?;
+    m.add_function(wrap_pyfunction!(graph::normalize_workload_graph, m)?)?;
+    m.add_function(wrap_pyfunction!(graph::run_workload_graph, m)?)?;
     workload::register(m)?;
     Ok(())
 }

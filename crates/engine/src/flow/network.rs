@@ -135,6 +135,10 @@ fn schedule_shape(ranks: &[u32], placement: &Placement, rate_class: &[u32]) -> V
         .collect()
 }
 
+/// Flows between platform nodes in groups, each group's flows waiting the same extra latency:
+/// (extra ns, [(source node, destination node, bytes)]).
+pub type NodeFlows = Vec<(f64, Vec<(u32, u32, f64)>)>;
+
 /// One phase ready to start: flows as (links, bytes), how many runs, and what each flow waits.
 type ReadyPhase = (Vec<(Rc<[u32]>, f64)>, u32, Wait);
 
@@ -148,6 +152,8 @@ type Routed = Rc<Vec<Rc<[ReadyPhase]>>>;
 enum RouteKey {
     Collective(GroupId, u32, Collective, u64),
     Transfer(u32, u32, u64),
+    /// Flows between platform nodes ([`FlowNetwork::start_node_flows`]): the caller's key, bytes.
+    Nodes(u64, u64),
 }
 
 /// One group instance (or all pairs of a transfer) working through its phases.
@@ -429,6 +435,47 @@ impl FlowNetwork {
         let routed = Rc::new(routed);
         self.routes.insert(key, routed.clone());
         Ok(routed)
+    }
+
+    /// Start a communication of flows between any platform nodes (a workload graph's reads of
+    /// remote memory): each group of (source node, destination node, bytes) waits its path
+    /// latency plus its `extra_ns` and then moves as the fabric routes it; the communication
+    /// ends when every flow has. Routed the first time `key` (the caller's name for it) comes
+    /// with these bytes; `groups` is only called then.
+    pub fn start_node_flows(
+        &mut self,
+        now_ns: f64,
+        token: u64,
+        key: (u64, u64),
+        groups: impl FnOnce() -> NodeFlows,
+    ) -> Result<()> {
+        self.clock = now_ns;
+        let key = RouteKey::Nodes(key.0, key.1);
+        let routed = match self.routes.get(&key) {
+            Some(r) => r.clone(),
+            None => {
+                let mut all: Vec<Rc<[ReadyPhase]>> = Vec::new();
+                for (extra_ns, pairs) in groups() {
+                    let mut flows = Vec::with_capacity(pairs.len());
+                    for (a, b, bytes) in pairs {
+                        self.flows_between(a, b, bytes, &mut flows)?;
+                    }
+                    all.push(Rc::from([(flows, 1, Wait::Path { extra_ns })]));
+                }
+                let r = Rc::new(all);
+                self.routes.insert(key, r.clone());
+                r
+            }
+        };
+        if routed.is_empty() {
+            self.ready.push(token);
+            return Ok(());
+        }
+        self.pending.insert(token, routed.len() as u32);
+        for phases in routed.iter() {
+            self.launch(now_ns, token, phases.clone(), 0);
+        }
+        Ok(())
     }
 
     fn instance_done(&mut self, token: u64) {

@@ -12,6 +12,7 @@ mod guard;
 mod msccl;
 mod mutate;
 mod readers;
+mod workload_graph;
 
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};

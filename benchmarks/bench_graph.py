@@ -1,0 +1,77 @@
+"""Time one iteration of the HCSim paper's LLaMA2-13B data-parallel workload graph (batch 1 per
+XPU, FP32, 40 decoders) on its coherent system (`hcsim-cxl`, Fig. 6b) at 1024 and 4096 XPUs —
+HCSim took 756.6 s for 1024 (Li et al. 2025, §3.2) — with each all-reduce algorithm asked for.
+
+Each case is a fresh subprocess: build the platform, generate and check the graph
+(`clustersim.workload_graph.llama2_13b`), run it (`clustersim.workload_graph.run`: lowering,
+memory placement, the executor on the flow model). Peak RSS is the child's. Median of --runs.
+
+    python3 benchmarks/bench_graph.py [--runs 3] [--ring] [--write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+
+from results import measure_child, run_header, write_section
+
+CHILD = """
+import json, resource, sys, time
+from clustersim import workload_graph as wg
+from clustersim.platform import hcsim
+xpus, algorithm = json.loads(sys.argv[1])
+start = time.perf_counter()
+p = hcsim("hcsim-cxl", [("h100", xpus)])
+built = time.perf_counter()
+text = wg.normalize(json.dumps(wg.llama2_13b(1)))
+made = time.perf_counter()
+r = wg.run(text, p, algorithm=algorithm)
+ran = time.perf_counter()
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1000
+print(json.dumps([built - start, made - built, ran - made, r["end_ns"] / 1e6, r["events"], rss]))
+"""
+
+CASES = [
+    (1024, "halving_doubling"),
+    (1024, "hierarchical"),
+    (4096, "halving_doubling"),
+    (4096, "hierarchical"),
+]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--ring", action="store_true", help="also NCCL's choice (ring) at 1024 XPUs, once")
+    ap.add_argument("--write", action="store_true", help="record the result in benchmarks/RESULTS.md")
+    args = ap.parse_args()
+    lines = [
+        run_header(args.runs),
+        "",
+        "| hcsim-cxl XPUs | all-reduce | platform s | graph s | run s | iteration ms | executor events |"
+        " peak RSS MB |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    cases = CASES + ([(1024, "ring")] if args.ring else [])
+    for xpus, algorithm in cases:
+        runs = 1 if algorithm == "ring" else args.runs
+        measured = [measure_child(CHILD, [xpus, algorithm], timeout=3600) for _ in range(runs)]
+        med = [statistics.median(float(r[i]) for r in measured) for i in range(len(measured[0]))]
+        build, graph, run, iteration_ms, events, rss = med
+        note = " (1 run)" if runs == 1 else ""
+        lines.append(
+            f"| {xpus} | {algorithm}{note} | {build:.3f} | {graph:.3f} | {run:.2f} | {iteration_ms:.1f} |"
+            f" {events:.0f} | {rss:.0f} |"
+        )
+        print(lines[-1], flush=True)
+    body = "\n".join(lines)
+    print(body)
+    if args.write:
+        write_section(
+            "bench_graph", body, title="## Workload graphs: LLaMA2-13B on HCSim's coherent system (issue 11)"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+//! Bindings of workload graphs (HCSim's Table 3): check a graph document, run it on a platform
+//! (conversion only; the engine's `workload_graph` does the work).
+
+use clustersim_engine::collective::choose;
+use clustersim_engine::flow::network::Tuning;
+use clustersim_engine::trace::chrome_trace;
+use clustersim_engine::workload_graph::lower::{Access, Options};
+use clustersim_engine::workload_graph::run::run_graph;
+use clustersim_engine::workload_graph::WorkloadGraph;
+use clustersim_engine::Error;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+use crate::platform::PyPlatform;
+use crate::{engine_err, report};
+
+/// Read a workload graph document (`path` names it in errors) and write it back in the form
+/// the engine writes (a check, and a normaliser for graphs built elsewhere).
+#[pyfunction]
+pub fn normalize_workload_graph(py: Python<'_>, path: &str, text: &str) -> PyResult<String> {
+    py.detach(|| WorkloadGraph::parse_json(path, text).map(|g| g.to_json())).map_err(engine_err)
+}
+
+/// Run a workload graph document on `platform`: `iterations` overrides the graph's count,
+/// `access` is auto (coherent on CXL memory, copy on DRAM), copy or coherent; `algorithm` is
+/// the collectives' (auto: NCCL's tuner, or a name as `clustersim collective --algo`). Returns the
+/// iteration end times (ns), the run's end, per-class breakdowns, placed bytes and, when asked,
+/// a Chrome trace.
+#[pyfunction]
+#[pyo3(signature = (path, text, platform, iterations = None, access = "auto", algorithm = "auto", trace = false, progress = None))]
+#[allow(clippy::too_many_arguments)]
+pub fn run_workload_graph<'py>(
+    py: Python<'py>,
+    path: &str,
+    text: &str,
+    platform: PyRef<'_, PyPlatform>,
+    iterations: Option<u32>,
+    access: &str,
+    algorithm: &str,
+    trace: bool,
+    progress: Option<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let access = Access::parse(access).ok_or_else(|| {
+        engine_err(Error::field("command line", "access", format!("'{access}' is not auto, copy or coherent")))
+    })?;
+    let graph = py.detach(|| WorkloadGraph::parse_json(path, text)).map_err(engine_err)?;
+    let options = Options { iterations, access };
+    let (forced, extra) = choose::algorithm_choice(algorithm).map_err(engine_err)?;
+    let tuning =
+        Tuning { options: choose::Options { algorithm: forced, extra, ..Default::default() }, ..Default::default() };
+    let mut failure = None;
+    let started = std::time::Instant::now();
+    let run =
+        run_graph(path, &graph, &platform.inner, &options, &tuning, &mut |f| report(py, &progress, f, &mut failure));
+    let seconds = started.elapsed().as_secs_f64();
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let run = run.map_err(engine_err)?;
+    let w = &run.lowered.workload;
+    let out = PyDict::new(py);
+    out.set_item("name", &graph.name)?;
+    out.set_item("vertices", graph.vertices.len())?;
+    out.set_item("edges", graph.edges.len())?;
+    out.set_item("iterations", run.lowered.iterations)?;
+    out.set_item("iteration_end_ns", &run.iteration_end_ns)?;
+    out.set_item("end_ns", run.execution.end_ns)?;
+    out.set_item("events", run.execution.events)?;
+    out.set_item("ops", w.programs.iter().map(|p| p.ops.len()).sum::<usize>())?;
+    out.set_item("simulate_seconds", seconds)?;
+    let placed = &run.lowered.placed_bytes;
+    out.set_item("placed_bytes", vec![("hbm", placed[0]), ("dram", placed[1]), ("cxl", placed[2])])?;
+    out.set_item("spilled_copies", run.lowered.spilled)?;
+    let reps = w.class_representatives();
+    let mut sizes = vec![0u32; reps.len()];
+    for &c in &w.rank_class {
+        sizes[c as usize] += 1;
+    }
+    let classes = PyList::empty(py);
+    for (c, b) in run.breakdown.iter().enumerate() {
+        let d = PyDict::new(py);
+        d.set_item("first_rank", reps[c])?;
+        d.set_item("ranks", sizes[c])?;
+        d.set_item("compute_ns", b.compute_ns)?;
+        d.set_item("read_ns", b.read_ns)?;
+        d.set_item("collective_ns", b.collective_ns)?;
+        d.set_item("p2p_ns", b.p2p_ns)?;
+        d.set_item("idle_ns", b.idle_ns)?;
+        classes.append(d)?;
+    }
+    out.set_item("classes", classes)?;
+    out.set_item("link_bytes", &run.link_bytes)?;
+    if trace {
+        out.set_item("trace", chrome_trace(w, &run.execution))?;
+    }
+    Ok(out)
+}

@@ -1,0 +1,246 @@
+"""`clustersim graph`: run a workload graph (HCSim's Table 3) on a platform of typed devices, and
+write the paper's LLaMA2-13B workload graph."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from clustersim.cli.common import add_json, add_progress, count, print_json, progress_for, subcommand, wrote
+from clustersim.errors import InputError
+
+HELP = "run workload graphs (HCSim's compute/communication vertices) on platforms; write LLaMA2-13B's"
+
+EPILOG = """\
+examples:
+  clustersim graph llama2-13b --batch 1 -o results/llama.json
+  clustersim graph run results/llama.json --platform hcsim-cxl --xpus 64 -r results/llama-64-cxl-
+  clustersim graph run results/llama.json --platform hcsim-pcie --xpus 64 --json
+  clustersim graph run my_graph.graphml --platform results/cxl.json --iterations 3 --access copy"""
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    p = subcommand(
+        sub,
+        "graph",
+        help=HELP,
+        description=(
+            "Workload graphs as in the HCSim paper: compute vertices (FLOPs, bytes of memory and where"
+            " they live, the XPU they run on) and communication vertices (collectives, point-to-point)"
+            " joined by dependency edges, cycles closed by not_first edges, run for an iteration count."
+            " Format: docs/workload-graph-format.md."
+        ),
+        epilog=EPILOG,
+    )
+    commands = p.add_subparsers(dest="graph_command", required=True, metavar="ACTION")
+    r = commands.add_parser(
+        "run",
+        help="run a workload graph on a platform",
+        description=(
+            "Run a workload graph (node-link JSON or GraphML) on a platform (hcsim-pcie, hcsim-cxl or a"
+            " platform file) with the flow model: compute at the XPU's roofline, remote memory copied"
+            " first (host DRAM) or read in place (CXL), collectives by NCCL's algorithms on the"
+            " platform. Prints the iteration time and where the time went; -r PREFIX writes"
+            " PREFIXsummary.json and PREFIXtrace.json (Chrome/Perfetto)."
+        ),
+        allow_abbrev=False,
+    )
+    r.add_argument("graph", metavar="GRAPH", help="workload graph: .json (node-link) or .graphml")
+    r.add_argument(
+        "--platform", required=True, metavar="TEMPLATE|FILE", help="hcsim-pcie, hcsim-cxl or a file"
+    )
+    r.add_argument("--xpus", type=count, help="XPUs of a template (default: the --mix, else 4096)")
+    r.add_argument("--mix", metavar="TYPE:N,...", help="XPU types of a template, per ToR (default h100)")
+    r.add_argument(
+        "--link",
+        action="append",
+        default=[],
+        metavar="CLASS=RATE,LATENCY",
+        help="override a template's link class, e.g. cxl=256GB/s,1us (see clustersim platform --help)",
+    )
+    r.add_argument(
+        "--dram", metavar="CAPACITY", help="a template's extension memory per CPU (default: no end)"
+    )
+    r.add_argument(
+        "--cxl-memory", metavar="CAPACITY", help="a template's CXL memory per XPU (default: no end)"
+    )
+    r.add_argument("--iterations", type=count, help="iterations to run (default: the graph's, else 1)")
+    r.add_argument(
+        "--access",
+        choices=("auto", "copy", "coherent"),
+        default="auto",
+        help="remote memory: auto (in place on CXL, copied from DRAM), always copy, always in place",
+    )
+    r.add_argument(
+        "--algorithm",
+        default="auto",
+        help="collective algorithm (default auto: NCCL's tuner; names as clustersim collective --algo)",
+    )
+    r.add_argument("-r", "--result", metavar="PREFIX", help="write PREFIXsummary.json and PREFIXtrace.json")
+    add_json(r, "the summary")
+    add_progress(r)
+    r.set_defaults(func=main_run)
+    g = commands.add_parser(
+        "llama2-13b",
+        help="write the HCSim paper's LLaMA2-13B data-parallel workload graph",
+        description=(
+            "Write the LLaMA2-13B data-parallel training graph of the HCSim paper (Fig. 7): 40 decoders,"
+            " hidden 5120, sequence 4096, batch b per XPU, FP32, every vertex on every XPU, one gradient"
+            " all-reduce per decoder; FLOPs and bytes per layer from the layer shapes"
+            " (docs/workload-graph-format.md compares them with the paper's Table 4)."
+        ),
+        allow_abbrev=False,
+    )
+    g.add_argument("-o", "--output", required=True, metavar="OUT", help="the graph: .json or .graphml")
+    g.add_argument("--batch", type=count, default=1, help="micro-batch per XPU (default 1)")
+    g.add_argument("--layers", type=count, default=40, help="decoders (default 40)")
+    g.add_argument("--hidden", type=count, default=5120, help="hidden size (default 5120)")
+    g.add_argument("--seq", type=count, default=4096, help="sequence length (default 4096)")
+    g.add_argument("--heads", type=count, default=40, help="attention heads (default 40)")
+    g.add_argument("--element-bytes", type=count, default=4, help="bytes per element: 4 FP32 (default), 2")
+    g.add_argument("--iterations", type=count, default=1, help="the graph's iteration count (default 1)")
+    add_json(g, "the summary")
+    g.set_defaults(func=main_llama)
+
+
+def platform_of(args: argparse.Namespace) -> tuple[Any, str]:
+    """The platform `--platform` names, through `clustersim platform`'s builder."""
+    from clustersim.cli import platform as platform_cli
+
+    full = argparse.Namespace(
+        platform=args.platform,
+        xpus=args.xpus,
+        mix=args.mix,
+        link=args.link,
+        xpus_per_server=8,
+        servers_per_tor=16,
+        cpus_per_server=2,
+        nics_per_server=2,
+        pcie_uplinks=4,
+        cxl_uplink=None,
+        dram=args.dram,
+        cxl_memory=args.cxl_memory,
+    )
+    return platform_cli.build(full)
+
+
+def _ms(ns: float) -> str:
+    return f"{ns / 1e6:.3f} ms"
+
+
+def main_run(args: argparse.Namespace) -> int:
+    from clustersim import workload_graph
+    from clustersim.output import atomic_outputs, write_text
+
+    if not Path(args.graph).is_file():
+        raise InputError(f"command line: GRAPH: '{args.graph}' is not a file")
+    text = workload_graph.read_workload_graph(args.graph)
+    platform, platform_name = platform_of(args)
+    progress = progress_for(args)
+    try:
+        result = workload_graph.run(
+            text,
+            platform,
+            name=args.graph,
+            iterations=args.iterations,
+            access=args.access,
+            algorithm=args.algorithm,
+            trace=args.result is not None,
+            progress=progress,
+        )
+    finally:
+        progress.close()
+    trace = result.pop("trace", None)
+    link_bytes = result.pop("link_bytes")
+    ends = result["iteration_end_ns"]
+    times = [e - (ends[i - 1] if i else 0.0) for i, e in enumerate(ends)]
+    doc = {
+        "graph": args.graph,
+        "platform": platform_name,
+        "xpus": len(platform.placement[0]),
+        "access": args.access,
+        "iteration_ns": times[-1],
+        "iteration_times_ns": times,
+        "iterations_per_s": 1e9 / times[-1] if times[-1] > 0 else None,
+        "busiest_link_bytes": max(link_bytes, default=0.0),
+        **result,
+    }
+    doc["placed_bytes"] = dict(doc["placed_bytes"])
+    written: list[str] = []
+    if args.result is not None:
+        names = [args.result + "summary.json", args.result + "trace.json"]
+        import json
+
+        with atomic_outputs() as stage:
+            write_text(stage(names[0]), json.dumps(doc, indent=2, allow_nan=False) + "\n")
+            write_text(stage(names[1]), trace or "")
+        written = names
+    if args.json:
+        print_json(doc | {"outputs": written})
+        return 0
+    print(
+        f"{args.graph}: {doc['vertices']} vertices, {doc['edges']} edges, {doc['iterations']} iteration(s)"
+        f" on {platform_name} ({doc['xpus']} XPUs, access {args.access})"
+    )
+    last = len(times) - 1
+    rate = f" ({doc['iterations_per_s']:.4g} iterations/s)" if doc["iterations_per_s"] else ""
+    print(f"iteration time: {_ms(times[-1])} (iteration {last}){rate}; run ends at {_ms(doc['end_ns'])}")
+    if len(times) > 1:
+        print("iterations: " + ", ".join(_ms(t) for t in times))
+    for c in doc["classes"]:
+        print(
+            f"  ranks {c['first_rank']}.. ({c['ranks']}): compute {_ms(c['compute_ns'])}, exposed reads"
+            f" {_ms(c['read_ns'])}, collectives {_ms(c['collective_ns'])}, p2p {_ms(c['p2p_ns'])},"
+            f" idle {_ms(c['idle_ns'])}"
+        )
+    placed = doc["placed_bytes"]
+    print(
+        f"memory: HBM {placed['hbm'] / 1e9:.4g} GB, host DRAM {placed['dram'] / 1e9:.4g} GB,"
+        f" CXL {placed['cxl'] / 1e9:.4g} GB ({doc['spilled_copies']} vertex copies spilled)"
+    )
+    print(f"simulated {doc['ops']} ops in {doc['simulate_seconds']:.3f} s")
+    wrote(written)
+    return 0
+
+
+def main_llama(args: argparse.Namespace) -> int:
+    import json
+
+    from clustersim import workload_graph
+    from clustersim.output import atomic_outputs, write_text
+
+    doc = workload_graph.llama2_13b(
+        args.batch,
+        layers=args.layers,
+        hidden=args.hidden,
+        seq=args.seq,
+        heads=args.heads,
+        element_bytes=args.element_bytes,
+        iterations=args.iterations,
+    )
+    text = workload_graph.normalize(json.dumps(doc), args.output)
+    out = workload_graph.graphml_text(text) if args.output.lower().endswith(".graphml") else text
+    with atomic_outputs() as stage:
+        write_text(stage(args.output), out)
+    compute = [n for n in doc["nodes"] if n["kind"] == "compute"]
+    summary = {
+        "name": doc["graph"]["name"],
+        "vertices": len(doc["nodes"]),
+        "edges": len(doc["links"]),
+        "flops_per_xpu": sum(n["flops"] for n in compute),
+        "bytes_per_xpu": sum(n["bytes"] for n in compute),
+        "allreduce_bytes": sum(n["bytes"] for n in doc["nodes"] if n["kind"] == "communication"),
+        "outputs": [args.output],
+    }
+    if args.json:
+        print_json(summary)
+        return 0
+    print(
+        f"{summary['name']}: {summary['vertices']} vertices, {summary['edges']} edges;"
+        f" per XPU and iteration {summary['flops_per_xpu'] / 1e12:.4g} TFLOP,"
+        f" {summary['bytes_per_xpu'] / 1e9:.4g} GB of memory accessed,"
+        f" {summary['allreduce_bytes'] / 1e9:.4g} GB all-reduced"
+    )
+    wrote([args.output])
+    return 0

@@ -1,0 +1,136 @@
+"""`clustersim graph run` and the workload-graph API: graphs from JSON, GraphML and NetworkX reach
+the one engine reader and run on a platform; closed forms hold through Python; bad input is one
+line naming the file, the vertex or edge and the field."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import networkx as nx
+import pytest
+from clustersim import workload_graph
+from clustersim.errors import InputError
+from clustersim.platform import parse_graph
+
+# Two user-defined XPUs of 1 TFLOP/s fp32 and 1 GB of HBM, each with CXL memory behind a switch:
+# XPU-switch 10 GB/s 100 ns, switch-memory 20 GB/s 50 ns (a lone read: bytes / 10 + 150 ns).
+PLATFORM = {
+    "nodes": [
+        {"id": "x0", "kind": "xpu", "fp32_flops": 1e12, "memory": 1e9},
+        {"id": "x1", "kind": "xpu", "fp32_flops": 1e12, "memory": 1e9},
+        {"id": "sw", "kind": "switch"},
+        {"id": "m0", "kind": "memory", "memory_kind": "cxl", "memory": "inf"},
+        {"id": "m1", "kind": "memory", "memory_kind": "cxl", "memory": "inf"},
+    ],
+    "links": [
+        {"source": "x0", "target": "sw", "bandwidth": 1e10, "latency": 1e-7},
+        {"source": "x1", "target": "sw", "bandwidth": 1e10, "latency": 1e-7},
+        {"source": "m0", "target": "sw", "bandwidth": 2e10, "latency": 5e-8},
+        {"source": "m1", "target": "sw", "bandwidth": 2e10, "latency": 5e-8},
+    ],
+}
+
+
+def small_graph() -> nx.DiGraph:
+    """Forward, backward (spilling 2 GB of 3 to CXL), all-reduce; the loop closed by not_first."""
+    g = nx.DiGraph(name="small", iterations=2)
+    g.add_node("fp", kind="compute", xpu="*", flops=1e12, bytes=5e8)
+    g.add_node("bp", kind="compute", xpu="*", flops=1e11, bytes=3e9)
+    g.add_node("ar", kind="communication", pattern="allreduce", participants="*", bytes=1e6)
+    g.add_edge("fp", "bp")
+    g.add_edge("bp", "ar")
+    g.add_edge("ar", "fp", not_first=True)
+    return g
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "clustersim", "graph", *args]
+    return subprocess.run(command, capture_output=True, text=True)
+
+
+def test_a_networkx_graph_runs_with_its_closed_forms():
+    platform = parse_graph("p.json", json.dumps(PLATFORM))
+    g = nx.DiGraph(name="one")
+    g.add_node("a", kind="compute", xpu="x0", flops=2e12)
+    r = workload_graph.run(workload_graph.from_networkx(g), platform)
+    assert r["end_ns"] == 2e9  # 2e12 FLOPs / 1e12 FLOP/s
+    # 3 GB on 1 GB of HBM: 2 GB read in place from CXL (2e8 + 150 ns) beside 0.1 s of compute.
+    g.add_node("a", flops=1e11, bytes=3e9)
+    r = workload_graph.run(workload_graph.from_networkx(g), platform)
+    assert r["end_ns"] == pytest.approx(2e8 + 150, rel=1e-12)
+    r = workload_graph.run(workload_graph.from_networkx(g), platform, access="copy")
+    assert r["end_ns"] == pytest.approx(2e8 + 150 + 1e8, rel=1e-12)
+    assert r["placed_bytes"] == [("hbm", 1e9), ("dram", 0.0), ("cxl", 2e9)]
+
+
+def test_graphml_and_json_reach_the_same_graph(tmp_path):
+    text = workload_graph.from_networkx(small_graph())
+    path = tmp_path / "g.graphml"
+    path.write_text(workload_graph.graphml_text(text))
+    assert workload_graph.read_workload_graph(path) == text
+    (tmp_path / "g.json").write_text(text)
+    assert workload_graph.read_workload_graph(tmp_path / "g.json") == text
+
+
+def test_the_cli_runs_a_graph_on_hcsims_systems_and_writes_a_trace(tmp_path):
+    graph = tmp_path / "g.json"
+    graph.write_text(workload_graph.from_networkx(small_graph()))
+    docs = {}
+    for template in ("hcsim-cxl", "hcsim-pcie"):
+        prefix = str(tmp_path / f"{template}-")
+        out = cli("run", str(graph), "--platform", template, "--xpus", "16", "-r", prefix, "--json")
+        assert out.returncode == 0, out.stderr
+        docs[template] = json.loads(out.stdout)
+        trace = json.loads((tmp_path / f"{template}-trace.json").read_text())
+        assert any(e.get("ph") == "X" for e in trace["traceEvents"])
+        assert json.loads((tmp_path / f"{template}-summary.json").read_text())["iteration_ns"] > 0
+    cxl, pcie = docs["hcsim-cxl"], docs["hcsim-pcie"]
+    assert cxl["iterations"] == 2 and len(cxl["iteration_times_ns"]) == 2
+    # Nothing spills at 16 × 80 GB for 3.5 GB a copy: only the all-reduce differs (CXL fabric vs Ethernet).
+    assert cxl["placed_bytes"]["hbm"] == 16 * 3.5e9 and cxl["spilled_copies"] == 0
+    assert cxl["iteration_ns"] < pcie["iteration_ns"]
+    text = cli("run", str(graph), "--platform", "hcsim-cxl", "--xpus", "16")
+    assert text.returncode == 0 and "iteration time:" in text.stdout
+
+
+def test_bad_graphs_are_one_line_errors(tmp_path):
+    graph = tmp_path / "g.json"
+    g = nx.DiGraph()
+    g.add_node("a", kind="compute", xpu="s9.x0", flops=1)
+    graph.write_text(json.dumps(workload_graph.graph_document(g)))
+    out = cli("run", str(graph), "--platform", "hcsim-cxl", "--xpus", "16")
+    assert out.returncode == 2
+    message = f"clustersim: error: {graph}: vertex 'a': xpu: no node 's9.x0' in the platform"
+    assert out.stderr.strip().splitlines() == [message]
+    g = small_graph()
+    del g.graph["iterations"]
+    with pytest.raises(InputError, match=r"graph: iterations: missing: the graph has a cycle \(through edge"):
+        platform = parse_graph("p.json", json.dumps(PLATFORM))
+        workload_graph.run(workload_graph.from_networkx(g), platform)
+    g.add_node("fp", flops="lots")
+    with pytest.raises(InputError, match="vertex 'fp': flops: 'lots' is not a number"):
+        workload_graph.from_networkx(g)
+
+
+def test_the_llama2_13b_graph_has_the_layer_formulas_and_coherence_pays(tmp_path):
+    doc = workload_graph.llama2_13b(2, layers=2)
+    nodes = {n["id"]: n for n in doc["nodes"]}
+    assert len(nodes) == 2 * (14 + 14 + 1)
+    t, h = 2 * 4096, 5120
+    assert nodes["d0.fwd.linear_k"]["flops"] == 2 * t * h * h
+    assert nodes["d1.bwd.linear_up"]["flops"] == 2 * 2 * t * h * 4 * h
+    assert nodes["d0.fwd.linear_k"]["bytes"] == 4 * (h * h + t * h)
+    assert nodes["d0.allreduce"]["bytes"] == 4 * (12 * h * h + 13 * h)
+    assert {"source": "d1.allreduce", "target": "d1.fwd.layernorm1", "not_first": True} in doc["links"]
+    out = tmp_path / "llama.json"
+    made = cli("llama2-13b", "--layers", "4", "-o", str(out), "--json")
+    assert made.returncode == 0, made.stderr
+    times = {}
+    for template in ("hcsim-cxl", "hcsim-pcie"):
+        ran = cli("run", str(out), "--platform", template, "--xpus", "16", "--json")
+        assert ran.returncode == 0, ran.stderr
+        times[template] = json.loads(ran.stdout)["iteration_ns"]
+    # The paper's first finding (Fig. 8): the coherent system is faster.
+    assert times["hcsim-cxl"] < times["hcsim-pcie"]
