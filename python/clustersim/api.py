@@ -164,6 +164,7 @@ def train(
     gpus: int,
     gbs: int,
     gpu: str = "h100",
+    mix_by: str = "rank",
     accelerators: str | os.PathLike[str] | None = None,
     tp: int = 1,
     pp: int = 1,
@@ -206,7 +207,9 @@ def train(
 ) -> TrainResult:
     """One Megatron-Core training iteration of `model` (catalog name, YAML/JSON file, Hugging Face
     config.json, a dict, or None: the shape keyword arguments alone, named "custom") with a parallel
-    plan (`clustersim train`). With `topology` the
+    plan (`clustersim train`). `gpu` is a catalog name, or a mix of types with their GPU counts
+    ("h100:128,a100:128", summing to `gpus`) assigned in rank order (`mix_by="rank"`) or by whole
+    pipeline stages (`mix_by="stage"`); the result then has `per_type` utilisation. With `topology` the
     communication runs on that fabric with the flow model. Raises InputError on bad input and,
     unless `allow_oom`, on a plan that does not fit in memory."""
     from clustersim.training import train as run_training
@@ -231,12 +234,17 @@ def train(
     data = run_training(spec, allow_oom=allow_oom, trace=trace, progress=progress, **plan, **flow)
     text = data.pop("trace", None)
     return TrainResult(
-        model=spec["name"], accelerator=acc["name"], gpus=gpus, data=data, trace=text, accelerator_spec=acc
+        model=spec["name"],
+        accelerator=acc["name"] if "mix" not in plan else gpu.replace(" ", ""),
+        gpus=gpus,
+        data=data,
+        trace=text,
+        accelerator_spec=acc,
     )
 
 
 PLAN_OPTIONS = (
-    "model gpus gbs gpu accelerators tp pp ep cp vpp mbs seq sp first_stage_layers last_stage_layers"
+    "model gpus gbs gpu mix_by accelerators tp pp ep cp vpp mbs seq sp first_stage_layers last_stage_layers"
     " dist_opt zero recompute no_flash_attn gpus_per_server nics_per_server nic_busbw layers hidden"
     " heads kv_heads ffn vocab experts topk family kernels"
 ).split()
@@ -251,7 +259,7 @@ def plan_options(
     from clustersim.catalog import lookup
     from clustersim.models import from_flags, resolve
 
-    o = SimpleNamespace(**({"family": None, "kernels": None} | options))
+    o = SimpleNamespace(**({"family": None, "kernels": None, "mix_by": "rank"} | options))
 
     if o.dist_opt and o.zero:
         raise InputError("command line: --dist-opt: cannot be combined with --zero")
@@ -272,7 +280,13 @@ def plan_options(
         moe = dict(spec.get("moe") or {"expert_ffn": spec["ffn"], "topk": 1, "experts": 1})
         moe.update({k: v for k, v in (("experts", o.experts), ("topk", o.topk)) if v})
         spec["moe"] = moe
-    acc = lookup("accelerators", o.gpu, None if o.accelerators is None else os.fspath(o.accelerators))
+    extra = None if o.accelerators is None else os.fspath(o.accelerators)
+    mix = gpu_mix(o.gpu, o.gpus, o.mix_by, extra)
+    acc = mix[0][0] if mix is not None else lookup("accelerators", o.gpu, extra)
+    if o.kernels is not None and mix is not None:
+        raise InputError(
+            f"command line: --kernels: a kernel table times one accelerator type, not the mix {o.gpu}"
+        )
     if o.kernels is not None:
         from clustersim.kernels.table import read_table
 
@@ -298,7 +312,31 @@ def plan_options(
         first_stage_layers=o.first_stage_layers,
         last_stage_layers=o.last_stage_layers,
     )
+    if mix is not None:
+        plan.update(mix=mix, mix_by=o.mix_by)
     return spec, acc, plan
+
+
+def gpu_mix(gpu: str, gpus: int, mix_by: str, extra: str | None) -> list[tuple[dict[str, Any], int]] | None:
+    """`--gpu` as a mix of accelerator types ("h100:128,a100:128": catalog entries with their GPU
+    counts, which the engine checks against the plan), or None for one type's name."""
+    from clustersim.catalog import lookup
+
+    if mix_by not in ("rank", "stage"):
+        raise InputError(f"command line: --mix-by: '{mix_by}' is not rank or stage")
+    if ":" not in gpu:
+        if mix_by != "rank":
+            raise InputError(f"command line: --mix-by: assigns a mix of types; --gpu {gpu} names one type")
+        return None
+    mix = []
+    for part in gpu.split(","):
+        name, _, count = part.strip().partition(":")
+        if not name or not count.strip().isdigit():
+            raise InputError(
+                f"command line: --gpu: '{part.strip()}' is not TYPE:COUNT (e.g. h100:128,a100:128)"
+            )
+        mix.append((lookup("accelerators", name.strip(), extra), int(count)))
+    return mix
 
 
 class CollectiveResult(Table):

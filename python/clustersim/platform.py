@@ -44,18 +44,12 @@ def accelerator_names() -> list[str]:
 @functools.lru_cache(maxsize=1)
 def xpu_catalog() -> tuple[CatalogEntry, ...]:
     """The catalog's accelerators as the engine's XPU specs: (NAME, FLOP/s by data type, HBM bytes,
-    HBM bytes/s). FLOP/s per data type from an entry's `tflops` table, else its dense matmul
-    figure for fp16 and bf16 and its vector figure for fp32."""
+    HBM bytes/s), FLOP/s per data type from each entry's `tflops` table."""
     from clustersim.catalog import HERE, load_yaml
 
     out = []
     for name, entry in load_yaml(HERE / "accelerators.yaml").items():
-        table = entry.get("tflops") or {
-            "fp16": entry["matmul_tflops"],
-            "bf16": entry["matmul_tflops"],
-            "fp32": entry["vector_tflops"],
-        }
-        flops = {dtype: float(t) * 1e12 for dtype, t in table.items()}
+        flops = {dtype: float(t) * 1e12 for dtype, t in entry["tflops"].items()}
         out.append((name.upper(), flops, float(entry["hbm_gb"]) * 1e9, float(entry["hbm_tbps"]) * 1e12))
     return tuple(out)
 

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from clustersim import _engine
-from clustersim.catalog import check_accelerator, lookup
+from clustersim.catalog import check_accelerator, lookup, peaks
+from clustersim.errors import InputError
 from clustersim.fabric import fabric_document, load_topology
 from clustersim.models import resolve
 from clustersim.table import Table
@@ -53,13 +54,38 @@ def train(
 def workload_text(model: str | dict[str, Any], *, aicb_compat: bool = False, **plan: Any) -> str:
     """One iteration of one pipeline stage as a SimAI workload file (same arguments as `train`):
     the collectives Megatron-Core issues, or with `aicb_compat` the rows AICB writes."""
+    one_type(plan, "a SimAI workload file")
     return _engine.generate_workload(json.dumps(input_document(model, **plan)), aicb_compat=aicb_compat)
 
 
 def layer_times(model: str | dict[str, Any], **plan: Any) -> tuple[float, float]:
     """Forward and backward seconds of one dense layer for one micro-batch, TP communication
     included (same arguments as `train`)."""
+    one_type(plan, "a layer's time")
     return _engine.layer_seconds(json.dumps(input_document(model, **plan)))
+
+
+def one_type(plan: dict[str, Any], what: str) -> None:
+    """Refuse a mix of accelerator types where `what` describes one type."""
+    if plan.get("mix") is not None:
+        names = ",".join(f"{acc['name']}:{n}" for acc, n in plan["mix"])
+        raise InputError(f"command line: --gpu: {what} describes one accelerator type, not the mix {names}")
+
+
+ACCELERATOR_KEYS = (
+    "name",
+    "matmul_tflops",
+    "vector_tflops",
+    "hbm_gb",
+    "hbm_tbps",
+    "sms",
+    "gemm_tile",
+    "gemm_efficiency",
+    "hbm_efficiency",
+    "attention_efficiency",
+    "kernel_overhead_ns",
+    "measured_kernels",
+)
 
 
 def input_document(
@@ -93,18 +119,27 @@ def input_document(
     routing: str = "ecmp",
     first_stage_layers: int | None = None,
     last_stage_layers: int | None = None,
+    mix: list[tuple[dict[str, Any], int]] | None = None,
+    mix_by: str = "rank",
 ) -> dict[str, Any]:
     """The engine's input: model, plan (sizes, batch, options), accelerator and network (the
     analytical model on the accelerator's links, or with `topology` the flow model on that fabric:
     a SimAI topology or platform file, a template NAME[:GPUS], a Platform or a Topology; the
-    document names it, and `train` hands the engine its Platform)."""
+    document names it, and `train` hands the engine its Platform). `mix` lists accelerator
+    entries with their GPU counts for a job of several types, assigned by `mix_by` ("rank" or
+    "stage"); the analytical network then runs at the slowest type's NVLink, NVLS and NIC figures
+    (a collective moves at its slowest member's pace; NVLS only where every type has it)."""
     m = resolve(model) if isinstance(model, str) else dict(model)
     if isinstance(accelerator, str):
         acc = lookup("accelerators", accelerator)
     else:
         acc = dict(accelerator)
         check_accelerator(acc, "accelerator", None)
+        acc = peaks(acc)
     m.setdefault("kv_heads", m.get("heads"))
+    types = [acc] if mix is None else [a for a, _ in mix]
+    nvls = [a.get("nvls_busbw") for a in types]
+    nvls = None if None in nvls else nvls
     doc = {
         "model": {k: m[k] for k in MODEL_KEYS if k in m} | {"name": m.get("name", "model")},
         "plan": {
@@ -125,34 +160,20 @@ def input_document(
             "first_stage_layers": first_stage_layers,
             "last_stage_layers": last_stage_layers,
         },
-        "accelerator": {
-            k: acc[k]
-            for k in (
-                "name",
-                "matmul_tflops",
-                "vector_tflops",
-                "hbm_gb",
-                "hbm_tbps",
-                "sms",
-                "gemm_tile",
-                "gemm_efficiency",
-                "hbm_efficiency",
-                "attention_efficiency",
-                "kernel_overhead_ns",
-                "measured_kernels",
-            )
-            if k in acc
-        },
+        "accelerator": {k: acc[k] for k in ACCELERATOR_KEYS if k in acc},
         "network": {
-            "nvlink_busbw": acc["nvlink_busbw"],
-            "nvls_busbw": acc.get("nvls_busbw"),
-            "nic_busbw": nic_busbw if nic_busbw is not None else acc["nic_busbw"],
+            "nvlink_busbw": min(a["nvlink_busbw"] for a in types),
+            "nvls_busbw": None if nvls is None else min(nvls),
+            "nic_busbw": nic_busbw if nic_busbw is not None else min(a["nic_busbw"] for a in types),
             "nics_per_server": nics_per_server if nics_per_server is not None else gpus_per_server,
         },
         "flash_attention": flash_attention,
         "allow_oom": allow_oom,
         "trace": trace,
     }
+    if mix is not None:
+        parts = [{"accelerator": {k: a[k] for k in ACCELERATOR_KEYS if k in a}, "gpus": n} for a, n in mix]
+        doc["mix"] = {"parts": parts, "by": mix_by}
     if topology is not None:
         # The flow backend: communication becomes transfers on this fabric (the engine gets its Platform).
         doc["fabric"] = fabric_document(

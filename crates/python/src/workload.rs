@@ -8,7 +8,7 @@ use clustersim_engine::platform::Placement;
 use clustersim_engine::simai::build::{BuildOptions, Overlap, SimaiWorkload};
 use clustersim_engine::simai::file::WorkloadFile;
 use clustersim_engine::simai::run::{cost_model, RunConfig};
-use clustersim_engine::training::generate::generate;
+use clustersim_engine::training::generate_input;
 use clustersim_engine::training::TrainingInput;
 use clustersim_engine::workload::columns::{Columns, KINDS, PHASE_NAMES};
 use clustersim_engine::workload::{Collective, Workload};
@@ -111,7 +111,7 @@ fn workload_from_simai<'py>(
 fn workload_from_training<'py>(py: Python<'py>, input: &str) -> PyResult<Bound<'py, PyDict>> {
     let input: TrainingInput =
         serde_json::from_str(input).map_err(|e| EngineInputError::new_err(format!("training input: {e}")))?;
-    let g = generate(&input.model, &input.plan, &input.accelerator, input.flash_attention).map_err(engine_err)?;
+    let g = generate_input(&input).map_err(engine_err)?;
     pack(py, &g.workload)
 }
 

@@ -21,7 +21,10 @@ from clustersim.errors import InputError
 
 HERE = Path(__file__).parent
 
-ACCELERATOR_RATES = ("matmul_tflops", "vector_tflops", "hbm_gb", "hbm_tbps")
+ACCELERATOR_RATES = ("hbm_gb", "hbm_tbps")
+# The compute model's two peaks, derived from an entry's per-data-type `tflops` table (`peaks`).
+ACCELERATOR_PEAKS = ("matmul_tflops", "vector_tflops")
+DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8")
 ACCELERATOR_LINKS = ("nvlink_busbw", "nic_busbw")
 ACCELERATOR_COMPUTE = ("sms", "gemm_efficiency", "hbm_efficiency", "attention_efficiency")
 ACCELERATOR_OPTIONAL = ("gemm_tile", "kernel_overhead_ns")
@@ -94,17 +97,40 @@ def engine_check(kind: str, doc: dict[str, Any], path: str | os.PathLike[str], t
         fail(path, text, *problem)
 
 
+def peaks(entry: dict[str, Any]) -> dict[str, Any]:
+    """The entry with the compute model's peaks taken from its `tflops` table (TFLOP/s per data
+    type, the one place a peak is written): `matmul_tflops`, the dense tensor-core peak, is
+    bf16's (fp16's where there is no bf16, as on V100); `vector_tflops` is fp32's. An entry
+    without a table (an older user file) gives the two itself."""
+    table = entry.get("tflops")
+    if not isinstance(table, dict):
+        return entry
+    matmul = table.get("bf16", table.get("fp16"))
+    return entry | {"matmul_tflops": matmul, "vector_tflops": table.get("fp32")}
+
+
 def check_accelerator(entry: dict[str, Any], path: str | os.PathLike[str], text: str | None) -> None:
     """An accelerator from a user's file (or, with `text` None, a mapping given in Python): the
     fields a run needs, of the right types and values. A missing field is reported at the
-    entry's line."""
+    entry's line. Peaks come from the `tflops` table, or from `matmul_tflops` and
+    `vector_tflops` in a file without one (given beside a table, they must be its figures)."""
     name = str(entry.get("name", "accelerator"))
-    for key in (*ACCELERATOR_RATES, *ACCELERATOR_LINKS, *ACCELERATOR_COMPUTE):
+    given = [k for k in ACCELERATOR_PEAKS if k in entry]
+    peak_keys = ("tflops",) if "tflops" in entry or not given else ACCELERATOR_PEAKS
+    for key in (*peak_keys, *ACCELERATOR_RATES, *ACCELERATOR_LINKS, *ACCELERATOR_COMPUTE):
         if key not in entry:
             where = f"{path}:{line_of(text, name)}" if text is not None else str(path)
             raise InputError(f"{where}: {key}: missing in accelerator '{name}'")
     text = text or ""
-    numbers = (*ACCELERATOR_RATES, *ACCELERATOR_LINKS, *ACCELERATOR_COMPUTE, "nvls_busbw")
+    if "tflops" in entry:
+        check_tflops(entry["tflops"], path, text)
+    derived = peaks(entry)
+    for key in given:
+        if entry[key] != derived[key]:
+            problem = f"{entry[key]!r} is not the tflops table's {derived[key]!r} (give the table alone)"
+            fail(path, text, key, problem)
+    entry = derived
+    numbers = (*ACCELERATOR_PEAKS, *ACCELERATOR_RATES, *ACCELERATOR_LINKS, *ACCELERATOR_COMPUTE, "nvls_busbw")
     for key in (*numbers, "kernel_overhead_ns"):
         v = entry.get(key, 0)
         if not is_number(v) and not (key == "nvls_busbw" and v is None):
@@ -118,8 +144,22 @@ def check_accelerator(entry: dict[str, Any], path: str | os.PathLike[str], text:
     tile = entry.get("gemm_tile", [128, 128])
     if not (isinstance(tile, list) and len(tile) == 2 and all(map(is_count, tile))):
         fail(path, text, "gemm_tile", f"must be [rows, columns] in whole numbers, got {tile!r}")
-    fields = ("name", *ACCELERATOR_RATES, *ACCELERATOR_COMPUTE, *ACCELERATOR_OPTIONAL)
+    fields = ("name", *ACCELERATOR_PEAKS, *ACCELERATOR_RATES, *ACCELERATOR_COMPUTE, *ACCELERATOR_OPTIONAL)
     engine_check("accelerator", {k: entry[k] for k in fields if k in entry}, path, text)
+
+
+def check_tflops(table: object, path: str | os.PathLike[str], text: str) -> None:
+    """A `tflops` table: positive TFLOP/s by data type, fp32 and bf16 or fp16 among them."""
+    if not isinstance(table, dict):
+        fail(path, text, "tflops", f"must map data types ({', '.join(DTYPES)}) to TFLOP/s, got {table!r}")
+    for dtype, v in table.items():
+        if dtype not in DTYPES:
+            fail(path, text, "tflops", f"unknown data type {dtype!r} (valid: {', '.join(DTYPES)})")
+        if not (is_number(v) and v > 0):
+            fail(path, text, "tflops", f"{dtype}: must be a positive number of TFLOP/s, got {v!r}")
+    for need in (("fp32",), ("bf16", "fp16")):
+        if not any(d in table for d in need):
+            fail(path, text, "tflops", f"needs {' or '.join(need)} (the compute model's peaks)")
 
 
 @functools.cache
@@ -173,4 +213,4 @@ def lookup(kind: str, name: str, extra: str | os.PathLike[str] | None = None) ->
     entry = dict(entries[key], name=key)
     if extra is not None and kind == "accelerators" and key in set(map(str, own)):
         check_accelerator(entry, extra, text)
-    return entry
+    return peaks(entry) if kind == "accelerators" else entry

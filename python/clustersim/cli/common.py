@@ -104,7 +104,8 @@ def add_fabric(p: argparse.ArgumentParser, *, required: bool, what: str) -> None
     p.add_argument(
         "--algo",
         default="auto",
-        help="collective algorithm (ring, tree, direct, all_pairs, one_shot, two_shot, hier_all_pairs, ...),"
+        help="collective algorithm (ring, tree, direct, all_pairs, one_shot, two_shot, hier_all_pairs,"
+        " coherent_ring on a CXL-coherent platform, ...),"
         " msccl:FILE.xml (an MSCCL algorithm file), auto (NCCL's tuner; default) or auto+extra (NCCL's"
         " tuner also weighing the algorithms NCCL lacks: MSCCL++'s all-pairs family)",
     )

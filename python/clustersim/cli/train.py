@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 EPILOG = """\
 examples:
   clustersim train --model llama3-70b --gpus 1024 --gpu h100 --tp 8 --pp 4 --vpp 2 --gbs 1024 --seq 8192 --sp --dist-opt
-  clustersim train --model llama3-8b --gpus 16 --tp 8 --gbs 16 --seq 2048 -n Spectrum-X:16 -r results/llama3-8b- -v"""  # noqa: E501
+  clustersim train --model llama3-8b --gpus 16 --tp 8 --gbs 16 --seq 2048 -n Spectrum-X:16 -r results/llama3-8b- -v
+  clustersim train --model llama2-13b --gpus 256 --gpu h100:128,a100:128 --tp 8 --gbs 256 --seq 4096 --dist-opt"""  # noqa: E501
 
 
 HELP = "simulate one training iteration of a model with a parallel plan (Megatron-Core)"
@@ -70,7 +71,19 @@ def add_plan_options(p: argparse.ArgumentParser) -> None:
         " --layers --hidden --heads --ffn --vocab --seq (and --kv-heads, --family) alone, named custom",
     )
     p.add_argument("-g", "--gpus", type=count, required=True, help="number of GPUs")
-    p.add_argument("--gpu", default="h100", help="accelerator name from the catalog (default h100)")
+    p.add_argument(
+        "--gpu",
+        default="h100",
+        help="accelerator name from the catalog (default h100), or a mix of types with their GPU counts"
+        " summing to --gpus, e.g. h100:128,a100:128 (a heterogeneous job: reports utilisation per type)",
+    )
+    p.add_argument(
+        "--mix-by",
+        choices=["rank", "stage"],
+        default="rank",
+        help="assign a --gpu mix in rank order (default; a type boundary inside a pipeline stage mixes its"
+        " data-parallel groups) or by whole pipeline stages",
+    )
     p.add_argument("--accelerators", help="YAML file of extra accelerator descriptions")
     for name, what in (("tp", "tensor"), ("pp", "pipeline"), ("ep", "expert"), ("cp", "context")):
         p.add_argument(f"--{name}", type=count, default=1, help=f"{what}-parallel size (default 1)")
@@ -183,6 +196,9 @@ def print_result(result: TrainResult) -> None:
     print(f"iteration time  {r['iteration_s']:10.3f} s   ({shape})")
     print(f"throughput      {r['tokens_per_s']:10.0f} tokens/s")
     print(f"MFU             {r['mfu'] * 100:10.1f} %")
+    for t in r.get("per_type", []):
+        use = f"busy {t['busy'] * 100:5.1f} %, MFU {t['mfu'] * 100:5.1f} %"
+        print(f"  {t['accelerator']:<12}{t['gpus']:>6} GPUs   {use}")
     if "kernels" in r:
         k = r["kernels"]
         counts = f"{k['measured']:>10} measured (table), {k['modelled']} modelled"
@@ -196,17 +212,22 @@ def print_result(result: TrainResult) -> None:
     if len(stages) > 1:
         print(
             f"critical stage  {r['critical_stage']:>10}     busiest; bounded by {r['critical_bound']}"
-            f" ({stages[r['critical_stage']]['busy_s']:.3f} s busy)"
+            f" ({max(s['busy_s'] for s in stages):.3f} s busy)"
         )
-        print("  stage   compute s   exposed comm s   bubble s   largest exposed comm")
+        # A mixed job lists each (stage, type) of ranks.
+        typed = any("accelerator" in s for s in stages)
+        head = f"   {'type':<10}" if typed else ""
+        print(f"  stage{head}   compute s   exposed comm s   bubble s   largest exposed comm")
         for s in stages:
             compute, exposed, bubble = stage_parts(s)
             comm = [(v, k) for k, v in s["breakdown_s"] if k.startswith("exposed ") and v > 0]
             top = max(comm)[1].removeprefix("exposed ") if comm else "-"
-            print(f"  {s['stage']:>5} {compute:11.3f} {exposed:16.3f} {bubble:10.3f}   {top}")
+            kind = f"   {s.get('accelerator', ''):<10}" if typed else ""
+            print(f"  {s['stage']:>5}{kind} {compute:11.3f} {exposed:16.3f} {bubble:10.3f}   {top}")
     mem = r["memory"]
     fits = "fits" if r["memory_fits"] else "DOES NOT FIT"
-    print(f"memory per GPU  {mem['total_gb']:10.1f} GB ({fits} in {acc.get('hbm_gb')} GB):")
+    room = "every type's HBM" if "per_type" in r else f"{acc.get('hbm_gb')} GB"
+    print(f"memory per GPU  {mem['total_gb']:10.1f} GB ({fits} in {room}):")
     for key, what in MEMORY_PARTS:
         print(f"  {what:<36}{mem[key]:8.2f} GB")
 

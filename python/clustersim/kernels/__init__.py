@@ -28,8 +28,9 @@ class KernelRow(NamedTuple):
 def iteration_kernels(model: str | dict[str, Any], **plan: Any) -> list[KernelRow]:
     """The distinct kernels of one iteration of `model` with `plan` (`clustersim.training.train`'s
     keyword arguments)."""
-    from clustersim.training import input_document
+    from clustersim.training import input_document, one_type
 
+    one_type(plan, "a kernel list")
     doc = json.dumps(input_document(model, **plan))
     return [KernelRow(c, s, d, ns / 1e9, n) for c, s, d, ns, n in _engine.iteration_kernels(doc)]
 

@@ -103,6 +103,7 @@ impl Algorithm {
         Algorithm::ONE_SHOT,
         Algorithm::TWO_SHOT,
         Algorithm::HIER_ALL_PAIRS,
+        Algorithm::COHERENT_RING,
     ];
 
     /// The algorithm of this name, case-insensitive, `-` for `_`, and the `_` optional; or

@@ -7,7 +7,7 @@
 //! schedule, NCCL's timing of it (protocols and their latencies, efficiency, latency hops) and
 //! whether NCCL's tuner considers it — is one implementation of [`CollectiveAlgorithm`] in its
 //! own file (ring.rs, tree.rs, halving_doubling.rs, direct.rs, nvls.rs for NVLS and NVLS tree,
-//! hierarchical.rs, pxn.rs; reduction_server.rs and collnet.rs, built from a platform whose
+//! hierarchical.rs, pxn.rs, coherent_ring.rs; reduction_server.rs and collnet.rs, built from a platform whose
 //! nodes they use, on_platform.rs). The tuner ([`choose`]), the α–β price, the analytical model and the
 //! flow model only call the trait, through the Copy handle [`Algorithm`].
 //!
@@ -47,6 +47,7 @@
 mod algorithm;
 mod all_pairs;
 pub mod choose;
+pub mod coherent_ring;
 pub mod collnet;
 pub mod cost;
 mod direct;
@@ -362,6 +363,8 @@ mod tests {
                 let need = s as f64 * c.busbw_factor(g.size()) * n;
                 // Reduce and broadcast must move S into (out of) each non-root rank: (n−1)·S.
                 let need = if matches!(c, Broadcast | Reduce) { need * (n - 1.0) / n } else { need };
+                // The coherent ring leaves the reduced shards where they are (read in place): half.
+                let need = if a == Algorithm::COHERENT_RING { need / 2.0 } else { need };
                 assert!(sch.total_bytes() >= need * (1.0 - 1e-12), "{a:?} {c:?}: {} < {need}", sch.total_bytes());
                 // One-shot all-reduce sends all of S to every peer: n/2 times the need, by design.
                 let most = if a == Algorithm::ONE_SHOT { n / 2.0 } else { 3.0 };

@@ -62,6 +62,10 @@ pub fn algorithm_option(
             "reduction_servers",
             "the reduction_server algorithm needs servers: name them (all, a count or cpu node names)".into(),
         )),
-        (None, None) => Ok(super::choose::algorithm_choice(algorithm)?),
+        (None, None) => {
+            let choice = super::choose::algorithm_choice(algorithm)?;
+            super::coherent_ring::check_platform(choice.0, topo, "collective")?;
+            Ok(choice)
+        }
     }
 }

@@ -75,6 +75,7 @@ mod tests {
             allow_oom: false,
             trace: false,
             fabric: None,
+            mix: None,
         };
         let space = Space { recompute: Some(vec![Recompute::Selective]), ..Space::default() };
         let plans: Vec<Plan> = enumerate(&model, &cluster, Batch::Exact(32), &space, true, 1e9)

@@ -159,15 +159,33 @@ pub struct Generated {
     pub steps: Vec<Vec<(Step, std::ops::Range<u32>)>>,
     /// Per stage: the transformer layer of each op ([`NO_LAYER`] outside the layers).
     pub op_layer: Vec<Vec<u32>>,
+    /// (pipeline stage, accelerator type) of each rank class: one class per stage, or with a
+    /// mix of types one per (stage, type) present ([`super::mix`]).
+    pub classes: Vec<(u32, u32)>,
 }
 
 pub fn generate(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: bool) -> Result<Generated> {
+    generate_mixed(model, plan, &[acc], &[], flash_attention)
+}
+
+/// [`generate`] on accelerators of several types: rank r runs on `types[rank_type[r]]` (type 0
+/// where `rank_type` is empty). Ranks of one stage and type form a rank class; classes are
+/// numbered stage by stage, types in order within a stage.
+pub fn generate_mixed(
+    model: &Model,
+    plan: &Plan,
+    types: &[&Accelerator],
+    rank_type: &[u32],
+    flash_attention: bool,
+) -> Result<Generated> {
     plan.validate(model)?;
-    acc.check()?;
+    for acc in types {
+        acc.check()?;
+    }
     let (t, p, v, cp, e) = (plan.tp, plan.pp, plan.vpp, plan.cp, plan.ep);
     let dp = plan.dp_size();
     let m = plan.micro_batches();
-    let layout = Layout::megatron(t, cp, e, dp / e, p);
+    let layout = plan.layout();
     let dims = |axes: &[Axis]| Membership::Dims(layout.mask(axes));
     let world = plan.gpus;
     // Embedding group: each first-stage rank with its last-stage peer (tied embeddings).
@@ -182,11 +200,15 @@ pub fn generate(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: 
         Group { name: "PP".into(), members: dims(&[Axis::Pp]) },
         Group { name: "EMB".into(), members: emb },
     ];
-    let costs = Costs { acc, model, plan, flash_attention };
-    let dense = costs.layer(false);
-    let moe_times = model.moe.as_ref().map(|_| costs.layer(true));
-    let (emb_f, emb_b) = costs.embedding();
-    let (head_f, head_b) = costs.head();
+    let type_of = |r: u32| rank_type.get(r as usize).copied().unwrap_or(0);
+    let mut present = vec![false; (p as usize) * types.len()];
+    for r in 0..world {
+        present[layout.coord(r, Axis::Pp) as usize * types.len() + type_of(r) as usize] = true;
+    }
+    let classes: Vec<(u32, u32)> = (0..p)
+        .flat_map(|s| (0..types.len() as u32).map(move |ty| (s, ty)))
+        .filter(|&(s, ty)| present[s as usize * types.len() + ty as usize])
+        .collect();
     let b = plan.mbs as u64;
     let s = plan.seq / cp as u64;
     let h = model.hidden;
@@ -194,10 +216,15 @@ pub fn generate(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: 
     let p2p = if plan.sp { act / t as u64 } else { act };
     let tied = model.family == Family::Gpt && p > 1;
 
-    let mut programs = Vec::with_capacity(p as usize);
-    let mut all_steps = Vec::with_capacity(p as usize);
-    let mut op_layer = Vec::with_capacity(p as usize);
-    for stage in 0..p {
+    let mut programs = Vec::with_capacity(classes.len());
+    let mut all_steps = Vec::with_capacity(classes.len());
+    let mut op_layer = Vec::with_capacity(classes.len());
+    for &(stage, ty) in &classes {
+        let costs = Costs { acc: types[ty as usize], model, plan, flash_attention };
+        let dense = costs.layer(false);
+        let moe_times = model.moe.as_ref().map(|_| costs.layer(true));
+        let (emb_f, emb_b) = costs.embedding();
+        let (head_f, head_b) = costs.head();
         let mut bld = Builder::new();
         let mut spans = Vec::new();
         let chunk_layers = |c: u32| plan.chunk_layers(model.layers, stage, c);
@@ -316,17 +343,22 @@ pub fn generate(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: 
         all_steps.push(spans);
         op_layer.push(bld.op_layer);
     }
-    let rank_class = (0..world).map(|r| layout.coord(r, Axis::Pp)).collect();
+    let rank_class = (0..world)
+        .map(|r| {
+            let key = (layout.coord(r, Axis::Pp), type_of(r));
+            classes.iter().position(|&c| c == key).unwrap_or(0) as u32
+        })
+        .collect();
     let model_flops = model_flops(model, plan);
     let workload = Workload {
         layout,
         groups,
         programs,
-        class_program: (0..p).collect(),
+        class_program: (0..classes.len() as u32).collect(),
         rank_class,
         rows: ROWS.iter().map(|s| s.to_string()).collect(),
     };
-    Ok(Generated { workload, model_flops, steps: all_steps, op_layer })
+    Ok(Generated { workload, model_flops, steps: all_steps, op_layer, classes })
 }
 
 /// One dense layer's forward then backward (with its recompute) for one micro-batch on one TP
@@ -391,17 +423,35 @@ fn layer_param_split(model: &Model, l: u32) -> (u64, u64) {
 /// per token + 4·s·(a·d_head) per layer for attention scores and context + the LM head.
 pub fn model_flops(model: &Model, plan: &Plan) -> f64 {
     let tokens = plan.gbs as f64 * plan.seq as f64;
-    let h = model.hidden as f64;
-    let mut per_token = 2.0 * h * model.vocab as f64;
+    let mut per_token = 2.0 * model.hidden as f64 * model.vocab as f64;
+    for l in 0..model.layers {
+        per_token += layer_flops_per_token(model, plan, l);
+    }
+    3.0 * per_token * tokens
+}
+
+/// The part of [`model_flops`] pipeline stage `stage` computes: its layers, and the LM head on
+/// the last stage (the embedding lookup has no matmul FLOPs).
+pub fn stage_model_flops(model: &Model, plan: &Plan, stage: u32) -> f64 {
+    let tokens = plan.gbs as f64 * plan.seq as f64;
+    let mut per_token = if stage + 1 == plan.pp { 2.0 * model.hidden as f64 * model.vocab as f64 } else { 0.0 };
+    for c in 0..plan.vpp {
+        for l in plan.chunk_layers(model.layers, stage, c) {
+            per_token += layer_flops_per_token(model, plan, l);
+        }
+    }
+    3.0 * per_token * tokens
+}
+
+/// Forward model FLOPs per token of layer `l`: its active matmul parameters twice, and the
+/// attention scores and context.
+fn layer_flops_per_token(model: &Model, plan: &Plan, l: u32) -> f64 {
     let attn_width = match &model.mla {
         Some(x) => model.heads as f64 * ((x.qk_nope + x.qk_rope + x.v_head) as f64 / 2.0),
         None => (model.heads * model.head_dim()) as f64,
     };
-    for l in 0..model.layers {
-        let (_, active) = model.layer_params(l);
-        per_token += 2.0 * active as f64 + 4.0 * plan.seq as f64 * attn_width;
-    }
-    3.0 * per_token * tokens
+    let (_, active) = model.layer_params(l);
+    2.0 * active as f64 + 4.0 * plan.seq as f64 * attn_width
 }
 
 fn forward_layer(bld: &mut Builder, model: &Model, plan: &Plan, bt: &BlockTimes, moe: bool, act: u64) {

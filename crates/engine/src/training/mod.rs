@@ -7,6 +7,7 @@ pub mod generate;
 pub mod hardware;
 pub mod kernels;
 pub mod memory;
+pub mod mix;
 pub mod model;
 pub mod plan;
 pub mod rows_from_ops;
@@ -66,6 +67,9 @@ pub struct TrainingInput {
     /// of the analytical one.
     #[serde(default)]
     pub fabric: Option<Fabric>,
+    /// A heterogeneous job's accelerator types ([`mix`]); None: every GPU is `accelerator`.
+    #[serde(default)]
+    pub mix: Option<mix::Mix>,
 }
 
 /// A fabric for the flow backend and how collectives run on it.
@@ -149,7 +153,9 @@ impl Fabric {
             None => Routes::default(),
             Some(text) => Routes::parse(self.routes_path.as_deref().unwrap_or("routes"), text, &topology)?,
         };
-        Ok(FlowConfig { topology, tuning: self.tuning()?, routes })
+        let tuning = self.tuning()?;
+        crate::collective::coherent_ring::check_platform(tuning.options.algorithm, &topology, &self.path)?;
+        Ok(FlowConfig { topology, tuning, routes })
     }
 }
 
@@ -158,6 +164,9 @@ impl Fabric {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct StageTime {
     pub stage: u32,
+    /// The accelerator type of these ranks in a mixed job (a stage of two types is two entries).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accelerator: Option<String>,
     /// When the stage's last op ends.
     pub end_s: f64,
     /// Compute plus exposed communication: the time the stage is not waiting.
@@ -203,6 +212,9 @@ pub struct TrainingReport {
     /// Distinct kernels timed from the measured kernel table and by the model (with a table).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kernels: Option<kernels::KernelUse>,
+    /// Per accelerator type of a mixed job: GPUs, busy fraction and MFU ([`mix`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub per_type: Vec<mix::TypeUse>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace: Option<String>,
 }
@@ -219,9 +231,12 @@ pub fn run_training_memo(
 ) -> Result<TrainingReport> {
     let (model, plan, acc) = (&input.model, &input.plan, &input.accelerator);
     plan.validate(model)?;
+    let devices = mix::devices(plan, acc, input.mix.as_ref())?;
     let mem = memory(model, plan, input.flash_attention);
-    let fits = mem.total_gb <= acc.hbm_gb;
-    if !fits && !input.allow_oom {
+    // The type with the least HBM that cannot hold the plan, if any.
+    let short = devices.types.iter().filter(|t| mem.total_gb > t.hbm_gb).min_by(|a, b| a.hbm_gb.total_cmp(&b.hbm_gb));
+    let fits = short.is_none();
+    if let Some(acc) = short.filter(|_| !input.allow_oom) {
         return Err(InputError::field(
             "plan",
             "memory",
@@ -232,7 +247,7 @@ pub fn run_training_memo(
             ),
         ));
     }
-    let generated = generate::generate(model, plan, acc, input.flash_attention)?;
+    let generated = generate::generate_mixed(model, plan, &devices.types, &devices.rank_type, input.flash_attention)?;
     let kernel_use = match acc.measured_kernels.is_empty() {
         true => None,
         false => {
@@ -259,6 +274,9 @@ pub fn run_training_memo(
                     ),
                 ));
             }
+            if input.mix.is_some() {
+                mix::check_fabric(&devices, topo, &f.path)?;
+            }
             Some(cfg)
         }
     };
@@ -274,6 +292,11 @@ pub fn run_training_memo(
     // Each stage's parts once; the last stage's also give `breakdown`'s.
     let per_stage: Vec<(Vec<(String, f64)>, Exposure)> =
         (0..exec.timelines.len()).map(|c| stage_parts(w, &exec, c)).collect();
+    let classes = &generated.classes;
+    let per_type = match input.mix {
+        None => Vec::new(),
+        Some(_) => type_use(w, &generated, &devices, &per_stage, model, plan, iteration_ns),
+    };
     let last = last_stage(&exec);
     let layers = layer_times(w, &exec, last, &per_stage[last].1);
     let parts = per_stage[last].0.clone();
@@ -284,7 +307,9 @@ pub fn run_training_memo(
             let busy = parts.iter().filter(|(k, _)| k != "bubble").map(|(_, v)| v).sum::<f64>();
             let end = exec.timelines[c].end.iter().copied().fold(0.0, f64::max);
             let breakdown_s = parts.into_iter().map(|(k, v)| (k, v / 1e9)).collect();
-            StageTime { stage: c as u32, end_s: end / 1e9, busy_s: busy / 1e9, breakdown_s }
+            let (stage, ty) = classes[c];
+            let accelerator = input.mix.as_ref().map(|_| devices.types[ty as usize].name.clone());
+            StageTime { stage, accelerator, end_s: end / 1e9, busy_s: busy / 1e9, breakdown_s }
         })
         .collect();
     let critical = stages.iter().max_by(|a, b| a.busy_s.total_cmp(&b.busy_s).then(b.stage.cmp(&a.stage)));
@@ -298,13 +323,20 @@ pub fn run_training_memo(
     Ok(TrainingReport {
         iteration_s: seconds,
         tokens_per_s: tokens / seconds,
-        mfu: generated.model_flops / (seconds * plan.gpus as f64 * acc.matmul_tflops * 1e12),
+        // Of the peak of every GPU, each at its own type's.
+        mfu: generated.model_flops
+            / devices
+                .types
+                .iter()
+                .zip(&devices.gpus)
+                .map(|(t, &n)| seconds * n as f64 * t.matmul_tflops * 1e12)
+                .sum::<f64>(),
         params,
         active_params: active,
         micro_batches: plan.micro_batches(),
         dp: plan.dp_size(),
         breakdown_s: parts.into_iter().map(|(k, v)| (k, v / 1e9)).collect(),
-        breakdown_stage: last as u32,
+        breakdown_stage: classes[last].0,
         stages,
         critical_stage,
         critical_bound,
@@ -314,8 +346,54 @@ pub fn run_training_memo(
         ops: w.programs.iter().map(|p| p.ops.len()).sum(),
         layers,
         kernels: kernel_use,
+        per_type,
         trace: input.trace.then(|| crate::trace::chrome_trace(w, &exec)),
     })
+}
+
+/// The iteration of `input` as IR, on its accelerator or its mix of types ([`mix`]).
+pub fn generate_input(input: &TrainingInput) -> Result<generate::Generated> {
+    let devices = mix::devices(&input.plan, &input.accelerator, input.mix.as_ref())?;
+    generate::generate_mixed(&input.model, &input.plan, &devices.types, &devices.rank_type, input.flash_attention)
+}
+
+/// Busy fraction and MFU of each accelerator type of a mixed job ([`mix`]): rank class c's
+/// compute time and model FLOPs count once per rank of the class.
+fn type_use(
+    w: &Workload,
+    generated: &generate::Generated,
+    devices: &mix::Devices,
+    per_stage: &[(Vec<(String, f64)>, Exposure)],
+    model: &Model,
+    plan: &Plan,
+    iteration_ns: f64,
+) -> Vec<mix::TypeUse> {
+    let mut ranks = vec![0u32; generated.classes.len()];
+    for &c in &w.rank_class {
+        ranks[c as usize] += 1;
+    }
+    let per_gpu_flops: Vec<f64> =
+        (0..plan.pp).map(|s| generate::stage_model_flops(model, plan, s) / (plan.gpus / plan.pp) as f64).collect();
+    let seconds = iteration_ns / 1e9;
+    devices
+        .types
+        .iter()
+        .enumerate()
+        .map(|(ty, acc)| {
+            let (mut compute_ns, mut flops) = (0.0, 0.0);
+            for (c, &(stage, _)) in generated.classes.iter().enumerate().filter(|(_, cl)| cl.1 == ty as u32) {
+                compute_ns += ranks[c] as f64 * per_stage[c].1.compute_ns;
+                flops += ranks[c] as f64 * per_gpu_flops[stage as usize];
+            }
+            let n = devices.gpus[ty] as f64;
+            mix::TypeUse {
+                accelerator: acc.name.clone(),
+                gpus: devices.gpus[ty],
+                busy: compute_ns / (n * iteration_ns),
+                mfu: flops / (seconds * n * acc.matmul_tflops * 1e12),
+            }
+        })
+        .collect()
 }
 
 /// Forward and backward time (s) of one dense layer for one micro-batch, TP communication
@@ -467,6 +545,7 @@ mod tests {
             allow_oom: false,
             trace: false,
             fabric: None,
+            mix: None,
         }
     }
 

@@ -64,6 +64,11 @@ impl Plan {
         Placement::servers(self.gpus, self.gpus_per_server)
     }
 
+    /// How ranks map to parallel coordinates: Megatron-Core's tp-cp-ep-dp-pp.
+    pub fn layout(&self) -> crate::layout::Layout {
+        crate::layout::Layout::megatron(self.tp, self.cp, self.ep, self.dp_size() / self.ep, self.pp)
+    }
+
     /// Data-parallel size.
     pub fn dp_size(&self) -> u32 {
         self.gpus / (self.tp * self.pp * self.cp)

@@ -411,6 +411,7 @@ mod tests {
             allow_oom: true,
             trace: false,
             fabric: None,
+            mix: None,
         };
         let (m, p, acc) = (&input.model, &input.plan, &input.accelerator);
         let sum = |prog: &Program, ex: &crate::exposure::Exposure, groups: &[GroupId]| -> f64 {
