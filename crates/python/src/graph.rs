@@ -2,6 +2,7 @@
 //! (conversion only; the engine's `workload_graph` does the work).
 
 use clustersim_engine::collective::choose;
+use clustersim_engine::collective::on_platform::{self, PlatformOptions};
 use clustersim_engine::flow::network::Tuning;
 use clustersim_engine::trace::chrome_trace;
 use clustersim_engine::workload_graph::lower::{Access, Options};
@@ -45,13 +46,15 @@ pub fn run_workload_graph<'py>(
     })?;
     let graph = py.detach(|| WorkloadGraph::parse_json(path, text)).map_err(engine_err)?;
     let options = Options { iterations, access };
-    let (forced, extra) = choose::algorithm_choice(algorithm).map_err(engine_err)?;
+    // The algorithm as every command reads it (NCCL's, CollNet on the platform's switches, ...).
+    let mut topo = platform.inner.clone();
+    let (forced, extra) =
+        on_platform::algorithm_option(&mut topo, algorithm, &PlatformOptions::default()).map_err(engine_err)?;
     let tuning =
         Tuning { options: choose::Options { algorithm: forced, extra, ..Default::default() }, ..Default::default() };
     let mut failure = None;
     let started = std::time::Instant::now();
-    let run =
-        run_graph(path, &graph, &platform.inner, &options, &tuning, &mut |f| report(py, &progress, f, &mut failure));
+    let run = run_graph(path, &graph, &topo, &options, &tuning, &mut |f| report(py, &progress, f, &mut failure));
     let seconds = started.elapsed().as_secs_f64();
     if let Some(e) = failure {
         return Err(e);

@@ -172,9 +172,8 @@ impl<'p> Memories<'p> {
                 let spare = self.reachable(rank, false).into_iter().find(|&m| self.node_left[m as usize] >= remote);
                 let Some(m) = spare else {
                     return Err(format!(
-                        "XPU '{}' has {:e} bytes left in HBM and no memory node within reach has room for the other {remote:e}",
+                        "the HBM of XPU '{}' holds {local:e} of the {bytes:e} bytes and no memory node within its reach has room for the other {remote:e}",
                         name(self.platform.placement.device(rank)),
-                        local
                     ));
                 };
                 self.take(m, remote);
