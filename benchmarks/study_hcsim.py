@@ -95,22 +95,17 @@ def main() -> None:
     ap.add_argument("--write", action="store_true", help="record the result in benchmarks/RESULTS.md")
     args = ap.parse_args()
     common = ["-o", args.out]
-    scale_xpus, sweep_xpus, ring = args.scale_xpus, args.sweep_xpus, ["--xpus", "64,256"]
+    scale_xpus, sweep_xpus, ring = args.scale_xpus, args.sweep_xpus, []
     if args.quick:
         common += ["--layers", "8", "--servers-per-tor", "1"]
-        scale_xpus, sweep_xpus, ring = (
-            "8,16,32,64",
-            "8,64",
-            ["--xpus", "8,32", "--mix", "h100,h100+a100,h100+v100"],
-        )
+        scale_xpus, sweep_xpus = "8,16,32,64", "8,64"
+        ring = ["--xpu-counts", "8,32", "--mixes", "h100,h100+a100,h100+v100"]
     cases = [
-        ("scale", [*common, "--xpus", scale_xpus]),
-        ("cxl-bandwidth", [*common, "--xpus", sweep_xpus]),
-        ("cxl-latency", [*common, "--xpus", sweep_xpus]),
-        ("coherent-ring", [*common, *([] if args.quick else [])]),
+        ("scale", [*common, "--xpu-counts", scale_xpus]),
+        ("cxl-bandwidth", [*common, "--xpu-counts", sweep_xpus]),
+        ("cxl-latency", [*common, "--xpu-counts", sweep_xpus]),
+        ("coherent-ring", [*common, *ring]),
     ]
-    if args.quick:
-        cases[3] = ("coherent-ring", [*common, *ring])
     with ThreadPoolExecutor(args.jobs) as pool:
         done = list(pool.map(lambda c: study(*c), cases))
     lines = [run_header(1), ""]

@@ -76,7 +76,7 @@ def test_table6_the_coherent_ring_gains_a_little_more_at_larger_scale():
 
 
 def test_cli_writes_the_table_and_the_plot(run_cli, tmp_path):
-    args = ["study", "hcsim", "coherent-ring", "--xpus", "8", "--layers", "4", "--servers-per-tor", "1"]
+    args = ["study", "hcsim", "coherent-ring", "--xpu-counts", "8", "--layers", "4", "--servers-per-tor", "1"]
     code, out, err = run_cli(*args, "-o", str(tmp_path / "out"), "--json")
     assert code == 0, err
     doc = json.loads(out)
@@ -87,8 +87,8 @@ def test_cli_writes_the_table_and_the_plot(run_cli, tmp_path):
     assert [float(r["batch_per_s"]) for r in rows] == [r["batch_per_s"] for r in doc["rows"]]
     page = (tmp_path / "out" / "hcsim-coherent-ring.html").read_text()
     assert "coherent ring" in page and "holds" in page and "plotly" in page
-    code, out, err = run_cli("study", "hcsim", "scale", "--mix", "h100+tpu", "--xpus", "8")
+    code, out, err = run_cli("study", "hcsim", "scale", "--mixes", "h100+tpu", "--xpu-counts", "8")
     assert code == 2 and out == ""
     assert err.strip().splitlines() == [
-        "clustersim: error: command line: --mix: unknown 'h100+tpu' (valid: h100, h100+a100, h100+v100)"
+        "clustersim: error: command line: --mixes: unknown 'h100+tpu' (valid: h100, h100+a100, h100+v100)"
     ]

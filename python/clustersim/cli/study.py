@@ -13,14 +13,15 @@ HELP = "the HCSim paper's studies: coherent vs not, CXL bandwidth and latency, c
 
 EPILOG = """\
 examples:
-  clustersim study hcsim scale -o results/hcsim
-  clustersim study hcsim scale --xpus 64,128,256 --mix h100,h100+a100
-  clustersim study hcsim cxl-bandwidth --xpus 64,256 --bandwidth 32,128,512
-  clustersim study hcsim cxl-latency --xpus 64,256 --latency 100ns,1us,10us,100us
-  clustersim study hcsim coherent-ring --json
+  clustersim study hcsim scale --layers 4 --servers-per-tor 1 --xpu-counts 8,16 -o results/hcsim
+  clustersim study hcsim cxl-bandwidth --layers 4 --xpu-counts 8 --bandwidths 32,128,512
+  clustersim study hcsim cxl-latency --layers 4 --xpu-counts 8 --latencies 100ns,10us,100us
+  clustersim study hcsim coherent-ring --layers 4 --xpu-counts 8 --json
 
-Each writes, with -o DIR, DIR/hcsim-STUDY.csv and DIR/hcsim-STUDY.html (the plot and the paper's
-claims checked on the rows). Throughput is the paper's batch/s: XPUs × batch / iteration time."""
+The paper's set-up (40 decoders, 16 servers of 8 per ToR, 64 ... 1024 XPUs) is the default and takes
+minutes per point at 1024 XPUs: benchmarks/study_hcsim.py runs it. Each writes, with -o DIR,
+DIR/hcsim-STUDY.csv and DIR/hcsim-STUDY.html (the plot and the paper's claims checked on the
+rows). Throughput is the paper's batch/s: XPUs × batch / iteration time."""
 
 
 def _list(kind: Any, what: str) -> Any:
@@ -74,17 +75,19 @@ def add(sub: argparse._SubParsersAction) -> None:
 
     h.add_argument("study", choices=STUDIES, help="which study")
     h.add_argument(
-        "--xpus",
+        "--xpu-counts",
         type=_list(count, "XPU counts"),
         help="XPU counts (default: scale 64,128,256,512,1024; sweeps 64,256; coherent-ring Table 6's)",
     )
     h.add_argument(
-        "--mix",
+        "--mixes",
         type=_list(str, "mixes"),
         help=f"mixes ({', '.join(MIXES)}); scale: all (default), sweeps: h100 (one)",
     )
-    h.add_argument("--bandwidth", type=_list(_gbps, "rates"), help="cxl-bandwidth: CXL rates (GB/s)")
-    h.add_argument("--latency", type=_list(_ns, "times"), help="cxl-latency: CXL latencies (e.g. 100ns,10us)")
+    h.add_argument("--bandwidths", type=_list(_gbps, "rates"), help="cxl-bandwidth: CXL rates (GB/s)")
+    h.add_argument(
+        "--latencies", type=_list(_ns, "times"), help="cxl-latency: CXL latencies (e.g. 100ns,10us)"
+    )
     h.add_argument(
         "--ring-latency", type=_ns, default=200.0, help="coherent-ring: the CXL latency (default 200ns)"
     )
@@ -110,9 +113,9 @@ def main(args: argparse.Namespace) -> int:
     setup = h.Setup(
         layers=args.layers, batch=args.batch, servers_per_tor=args.servers_per_tor, algorithm=args.algorithm
     )
-    for m in args.mix or []:
+    for m in args.mixes or []:
         h.mix_of(m, 1, 1)  # a bad name is refused before anything runs
-    xpus = args.xpus
+    xpus = args.xpu_counts
 
     def progress(row: dict[str, Any]) -> None:
         if not args.json:
@@ -123,20 +126,20 @@ def main(args: argparse.Namespace) -> int:
                 flush=True,
             )
 
-    one_mix = (args.mix or ["h100"])[0]
+    one_mix = (args.mixes or ["h100"])[0]
     if args.study == "scale":
-        t = h.scale(setup, xpus or h.SCALES, args.mix or tuple(h.MIXES), progress)
+        t = h.scale(setup, xpus or h.SCALES, args.mixes or tuple(h.MIXES), progress)
         findings = h.scale_findings(t, setup.per_tor)
     elif args.study == "cxl-bandwidth":
-        t = h.cxl_bandwidth(setup, xpus or (64, 256), args.bandwidth or h.BANDWIDTHS_GBPS, one_mix, progress)
+        t = h.cxl_bandwidth(setup, xpus or (64, 256), args.bandwidths or h.BANDWIDTHS_GBPS, one_mix, progress)
         findings = h.bandwidth_findings(t)
     elif args.study == "cxl-latency":
-        t = h.cxl_latency(setup, xpus or (64, 256), args.latency or h.LATENCIES_NS, one_mix, progress)
+        t = h.cxl_latency(setup, xpus or (64, 256), args.latencies or h.LATENCIES_NS, one_mix, progress)
         findings = h.latency_findings(t)
     else:
         systems = h.RING_SYSTEMS
-        if xpus or args.mix:
-            systems = tuple((m, n) for m in (args.mix or ["h100"]) for n in (xpus or [64, 256]))
+        if xpus or args.mixes:
+            systems = tuple((m, n) for m in (args.mixes or ["h100"]) for n in (xpus or [64, 256]))
         t = h.coherent_ring(setup, systems, args.ring_latency, progress)
         findings = h.ring_findings(t)
     written: list[str] = []

@@ -58,7 +58,7 @@ class Setup:
 def mix_of(name: str, xpus: int, per_tor: int) -> list[tuple[str, int]]:
     """(type, count) in rank order: H100 under the first ToR, the mix's other type beyond it."""
     if name not in MIXES:
-        raise InputError(f"command line: --mix: unknown '{name}' (valid: {', '.join(MIXES)})")
+        raise InputError(f"command line: --mixes: unknown '{name}' (valid: {', '.join(MIXES)})")
     other = MIXES[name]
     if other is None or xpus <= per_tor:
         return [("h100", xpus)]
