@@ -14,10 +14,22 @@ HELP = "run workload graphs (HCSim's compute/communication vertices) on platform
 
 EPILOG = """\
 examples:
-  clustersim graph llama2-13b --batch 1 -o results/llama.json
-  clustersim graph run results/llama.json --platform hcsim-cxl --xpus 64 -r results/llama-64-cxl-
-  clustersim graph run results/llama.json --platform hcsim-pcie --xpus 64 --json
-  clustersim graph run my_graph.graphml --platform results/cxl.json --iterations 3 --access copy"""
+  clustersim graph llama2-13b --layers 4 -o results/llama-4.json
+  clustersim graph run results/llama-4.json --platform hcsim-cxl --xpus 64 -r results/llama-4-cxl-
+  clustersim graph run results/llama-4.json --platform hcsim-pcie --xpus 64 --json
+  clustersim graph llama2-13b --layers 2 -o results/llama-2.graphml
+  clustersim graph run results/llama-2.graphml --platform hcsim-cxl --xpus 16 --iterations 3 --access copy"""
+
+RUN_EPILOG = """\
+examples:
+  clustersim graph llama2-13b --layers 2 -o results/llama-2.json
+  clustersim graph run results/llama-2.json --platform hcsim-cxl --xpus 16 --iterations 2 -r results/llama-2-
+  clustersim graph run results/llama-2.json --platform hcsim-pcie --mix h100:128,a100:128 --json"""
+
+LLAMA_EPILOG = """\
+examples:
+  clustersim graph llama2-13b -o results/llama2-13b.json
+  clustersim graph llama2-13b --batch 2 --element-bytes 2 -o results/llama2-13b-b2.graphml --json"""
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -44,6 +56,8 @@ def add(sub: argparse._SubParsersAction) -> None:
             " platform. Prints the iteration time and where the time went; -r PREFIX writes"
             " PREFIXsummary.json and PREFIXtrace.json (Chrome/Perfetto)."
         ),
+        epilog=RUN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
     )
     r.add_argument("graph", metavar="GRAPH", help="workload graph: .json (node-link) or .graphml")
@@ -90,6 +104,8 @@ def add(sub: argparse._SubParsersAction) -> None:
             " all-reduce per decoder; FLOPs and bytes per layer from the layer shapes"
             " (docs/workload-graph-format.md compares them with the paper's Table 4)."
         ),
+        epilog=LLAMA_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
     )
     g.add_argument("-o", "--output", required=True, metavar="OUT", help="the graph: .json or .graphml")
