@@ -110,7 +110,9 @@ impl TunerLinks {
         // Up to the switch and down again, assuming symmetric links.
         let alpha_nvlink_ns = out_latency(NodeKind::NvSwitch).map_or(0.0, |l| 2.0 * l.latency_ns);
         let peer = (0..p.ranks()).find(|&r| !p.same_domain(0, r));
-        let alpha_net_ns = if let Some(peer) = peer.filter(|_| out_latency(NodeKind::Switch).is_some()) {
+        // The path to the first rank outside rank 0's scale-up domain, over whatever joins them
+        // (a NIC and switches, PCIe and Ethernet, a CXL fabric): each network hop waits for it.
+        let alpha_net_ns = if let Some(peer) = peer {
             let mut path = Vec::new();
             Router::new(topo, 0).route(topo, gpu0, p.device(peer), 0, &mut path)?;
             path.iter().map(|&l| topo.links[l as usize].latency_ns).sum()
