@@ -195,15 +195,14 @@ def from_networkx(graph: nx.Graph, name: str = "networkx graph") -> Platform:
     return parse_graph(name, text, {})
 
 
-def read_graphml(path: str | os.PathLike[str]) -> Platform:
-    """A GraphML file with Table 2's attributes (as `write_graphml` writes, or NetworkX's own)."""
+def graphml_graph(path: str | os.PathLike[str]) -> Any:
+    """The NetworkX graph of a GraphML file (platforms and workload graphs), or a one-line error."""
+    import warnings
     import xml.etree.ElementTree as ET
 
     import networkx as nx
 
     name = os.fspath(path)
-    import warnings
-
     try:
         with warnings.catch_warnings():  # NetworkX warns of keys without a type: read as text
             warnings.simplefilter("ignore")
@@ -214,6 +213,13 @@ def read_graphml(path: str | os.PathLike[str]) -> Platform:
         detail = str(e).splitlines()[0] if str(e) else type(e).__name__
         line = getattr(e, "position", (1, 0))[0] if isinstance(e, ET.ParseError) else 1
         raise InputError(f"{name}:{line}: GraphML: not a readable GraphML graph: {detail}") from None
+    return graph
+
+
+def read_graphml(path: str | os.PathLike[str]) -> Platform:
+    """A GraphML file with Table 2's attributes (as `write_graphml` writes, or NetworkX's own)."""
+    name = os.fspath(path)
+    graph = graphml_graph(name)
     ranks = graph.graph.get("ranks")
     if isinstance(ranks, str):  # GraphML holds scalars only: `graphml_text` writes the list as JSON
         try:

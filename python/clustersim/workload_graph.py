@@ -67,22 +67,10 @@ def to_networkx(text: str) -> nx.DiGraph:
 
 def read_graphml(path: str | os.PathLike[str]) -> str:
     """A GraphML workload graph as the engine's document (XPU lists as comma-separated text)."""
-    import warnings
-    import xml.etree.ElementTree as ET
-
-    import networkx as nx
+    from clustersim.platform import graphml_graph
 
     name = os.fspath(path)
-    try:
-        with warnings.catch_warnings():  # NetworkX warns of keys without a type: read as text
-            warnings.simplefilter("ignore")
-            graph = nx.read_graphml(name)
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{name}: cannot read: {getattr(e, 'strerror', None) or e}") from None
-    except (ET.ParseError, nx.NetworkXError, ValueError, KeyError, TypeError, IndexError) as e:
-        detail = str(e).splitlines()[0] if str(e) else type(e).__name__
-        line = getattr(e, "position", (1, 0))[0] if isinstance(e, ET.ParseError) else 1
-        raise InputError(f"{name}:{line}: GraphML: not a readable GraphML graph: {detail}") from None
+    graph = graphml_graph(name)
     return from_networkx(graph, name)
 
 
