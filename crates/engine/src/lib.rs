@@ -12,6 +12,7 @@ pub mod flow;
 pub mod int_hash;
 pub mod layout;
 pub mod network;
+mod node_link;
 pub mod platform;
 pub mod simai;
 pub mod trace;

@@ -30,6 +30,7 @@
 //! order). Unknown attributes are errors (a misspelt name would otherwise be ignored). Errors
 //! name the file, the node or link, and the field.
 
+use crate::node_link::{id_text, type_name, Doc};
 use std::collections::HashMap;
 
 use serde_json::{Map, Value};
@@ -47,15 +48,7 @@ const MIN_RATE: f64 = 1e-9;
 /// Attributes NetworkX itself writes into node-link data (ignored).
 const NETWORKX_KEYS: [&str; 3] = ["directed", "multigraph", "key"];
 
-struct Doc<'a> {
-    file: &'a str,
-}
-
 impl Doc<'_> {
-    fn err(&self, field: &str, m: impl Into<String>) -> InputError {
-        InputError::field(self.file, field, m)
-    }
-
     /// A number: a JSON number or a string `parse` reads (units), else a type error.
     fn quantity(&self, field: &str, v: &Value, what: &str, parse: impl Fn(&str) -> Option<f64>) -> Result<f64> {
         match v {
@@ -104,34 +97,6 @@ impl Doc<'_> {
         let x = self.quantity(field, v, "a capacity in bytes (or like 80GB, or inf)", bytes)?;
         check_capacity(self.file, field, x)
     }
-
-    fn text<'v>(&self, field: &str, v: &'v Value) -> Result<&'v str> {
-        v.as_str().ok_or_else(|| self.err(field, format!("expected a string, got {}", type_name(v))))
-    }
-
-    fn flag(&self, field: &str, v: &Value) -> Result<bool> {
-        match v {
-            Value::Bool(b) => Ok(*b),
-            Value::Number(n) if n.as_f64() == Some(0.0) || n.as_f64() == Some(1.0) => Ok(n.as_f64() == Some(1.0)),
-            Value::String(s) => match s.to_ascii_lowercase().as_str() {
-                "yes" | "true" | "1" => Ok(true),
-                "no" | "false" | "0" => Ok(false),
-                _ => Err(self.err(field, format!("'{s}' is not true or false"))),
-            },
-            other => Err(self.err(field, format!("expected true or false, got {}", type_name(other)))),
-        }
-    }
-}
-
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "a mapping",
-    }
 }
 
 /// Whether an id can stand in an error's field (`file:line: field: problem` has no other colon).
@@ -150,15 +115,6 @@ fn node_label(i: usize, id: &str) -> String {
         format!("node '{id}'")
     } else {
         format!("node #{i}")
-    }
-}
-
-/// A node id as text: strings as they are, integers in decimal.
-fn id_text(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),
-        _ => None,
     }
 }
 

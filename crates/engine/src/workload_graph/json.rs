@@ -25,6 +25,7 @@
 //! Graph attributes: `name`, `iterations` (≥ 1). Numbers may be strings (`"2e12"`); unknown
 //! attributes are errors. Errors name the file, the vertex or edge, and the field.
 
+use crate::node_link::{id_text, type_name, Doc};
 use std::collections::HashMap;
 
 use serde_json::{Map, Value};
@@ -41,39 +42,12 @@ pub const MAX_ITERATIONS: u32 = 1 << 20;
 /// Attributes NetworkX itself writes into node-link data (ignored).
 const NETWORKX_KEYS: [&str; 2] = ["key", "id"];
 
-struct Doc<'a> {
-    file: &'a str,
-}
-
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "a mapping",
-    }
-}
-
 /// Whether text can stand in an error's field (`file: field: problem` has no other colon).
 fn plain(text: &str) -> bool {
     !text.contains(':') && !text.chars().any(char::is_control) && !text.is_empty()
 }
 
-fn id_text(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),
-        _ => None,
-    }
-}
-
 impl Doc<'_> {
-    fn err(&self, field: &str, m: impl Into<String>) -> InputError {
-        InputError::field(self.file, field, m)
-    }
-
     /// A count of bytes or FLOPs: a number or a numeric string, finite, 0 ≤ x ≤ 2^62.
     fn count(&self, field: &str, v: &Value) -> Result<f64> {
         let x = match v {
@@ -86,23 +60,6 @@ impl Doc<'_> {
             Ok(x.round())
         } else {
             Err(self.err(field, format!("{x} must be from 0 to 2^62")))
-        }
-    }
-
-    fn text<'v>(&self, field: &str, v: &'v Value) -> Result<&'v str> {
-        v.as_str().ok_or_else(|| self.err(field, format!("expected a string, got {}", type_name(v))))
-    }
-
-    fn flag(&self, field: &str, v: &Value) -> Result<bool> {
-        match v {
-            Value::Bool(b) => Ok(*b),
-            Value::Number(n) if n.as_f64() == Some(0.0) || n.as_f64() == Some(1.0) => Ok(n.as_f64() == Some(1.0)),
-            Value::String(s) => match s.to_ascii_lowercase().as_str() {
-                "yes" | "true" | "1" => Ok(true),
-                "no" | "false" | "0" => Ok(false),
-                _ => Err(self.err(field, format!("'{s}' is not true or false"))),
-            },
-            other => Err(self.err(field, format!("expected true or false, got {}", type_name(other)))),
         }
     }
 

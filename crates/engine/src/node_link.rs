@@ -1,0 +1,56 @@
+//! What the node-link JSON readers (platform graphs, workload graphs) share: the document whose
+//! errors name its file, and the scalar fields both read the same way.
+
+use serde_json::Value;
+
+use crate::error::{InputError, Result};
+
+/// A node-link document being read: errors name its file and the field.
+pub(crate) struct Doc<'a> {
+    pub file: &'a str,
+}
+
+impl Doc<'_> {
+    pub fn err(&self, field: &str, m: impl Into<String>) -> InputError {
+        InputError::field(self.file, field, m)
+    }
+
+    pub fn text<'v>(&self, field: &str, v: &'v Value) -> Result<&'v str> {
+        v.as_str().ok_or_else(|| self.err(field, format!("expected a string, got {}", type_name(v))))
+    }
+
+    /// A boolean, or what GraphML and YAML write for one (0/1, yes/no, true/false).
+    pub fn flag(&self, field: &str, v: &Value) -> Result<bool> {
+        match v {
+            Value::Bool(b) => Ok(*b),
+            Value::Number(n) if n.as_f64() == Some(0.0) || n.as_f64() == Some(1.0) => Ok(n.as_f64() == Some(1.0)),
+            Value::String(s) => match s.to_ascii_lowercase().as_str() {
+                "yes" | "true" | "1" => Ok(true),
+                "no" | "false" | "0" => Ok(false),
+                _ => Err(self.err(field, format!("'{s}' is not true or false"))),
+            },
+            other => Err(self.err(field, format!("expected true or false, got {}", type_name(other)))),
+        }
+    }
+}
+
+/// How errors name a JSON value's type.
+pub(crate) fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+    }
+}
+
+/// A node id as text: strings as they are, integers in decimal.
+pub(crate) fn id_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),
+        _ => None,
+    }
+}
