@@ -1,7 +1,9 @@
 //! What the node-link JSON readers (platform graphs, workload graphs) share: the document whose
 //! errors name its file, and the scalar fields both read the same way.
 
-use serde_json::Value;
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
 
 use crate::error::{InputError, Result};
 
@@ -17,6 +19,26 @@ impl Doc<'_> {
 
     pub fn text<'v>(&self, field: &str, v: &'v Value) -> Result<&'v str> {
         v.as_str().ok_or_else(|| self.err(field, format!("expected a string, got {}", type_name(v))))
+    }
+
+    /// An edge's source and target, each as (id text, index in `ids`); errors call the ends
+    /// `what` ("node", "vertex").
+    pub fn ends(
+        &self,
+        at: &str,
+        map: &Map<String, Value>,
+        ids: &HashMap<String, u32>,
+        what: &str,
+    ) -> Result<[(String, u32); 2]> {
+        let end = |key: &str| -> Result<(String, u32)> {
+            let field = format!("{at}: {key}");
+            let v = map.get(key).ok_or_else(|| self.err(&field, "missing"))?;
+            let name =
+                id_text(v).ok_or_else(|| self.err(&field, format!("expected a {what} id, got {}", type_name(v))))?;
+            let &id = ids.get(&name).ok_or_else(|| self.err(&field, format!("no {what} '{name}'")))?;
+            Ok((name, id))
+        };
+        Ok([end("source")?, end("target")?])
     }
 
     /// A boolean, or what GraphML and YAML write for one (0/1, yes/no, true/false).

@@ -457,14 +457,7 @@ fn read_link(
 ) -> Result<()> {
     let at = format!("link {i}");
     let map = edge.as_object().ok_or_else(|| doc.err(&at, format!("expected a mapping, got {}", type_name(edge))))?;
-    let end = |key: &str| -> Result<(String, u32)> {
-        let v = map.get(key).ok_or_else(|| doc.err(&format!("{at}: {key}"), "missing"))?;
-        let name = id_text(v)
-            .ok_or_else(|| doc.err(&format!("{at}: {key}"), format!("expected a node id, got {}", type_name(v))))?;
-        let &id = ids.get(&name).ok_or_else(|| doc.err(&format!("{at}: {key}"), format!("no node '{name}'")))?;
-        Ok((name, id))
-    };
-    let ((s, a), (t, b)) = (end("source")?, end("target")?);
+    let [(s, a), (t, b)] = doc.ends(&at, map, ids, "node")?;
     let at = if plain(&s) && plain(&t) { format!("link {i} ({s} -> {t})") } else { at };
     if a == b {
         return Err(doc.err(&format!("{at}: target"), "a link from a node to itself"));

@@ -398,14 +398,7 @@ fn read_vertex(doc: &Doc, at: &str, map: &Map<String, Value>) -> Result<VertexKi
 fn read_edge(doc: &Doc, i: usize, edge: &Value, ids: &HashMap<String, u32>) -> Result<Edge> {
     let at = format!("edge {i}");
     let map = edge.as_object().ok_or_else(|| doc.err(&at, format!("expected a mapping, got {}", type_name(edge))))?;
-    let end = |key: &str| -> Result<(String, u32)> {
-        let v = map.get(key).ok_or_else(|| doc.err(&format!("{at}: {key}"), "missing"))?;
-        let name = id_text(v)
-            .ok_or_else(|| doc.err(&format!("{at}: {key}"), format!("expected a vertex id, got {}", type_name(v))))?;
-        let &id = ids.get(&name).ok_or_else(|| doc.err(&format!("{at}: {key}"), format!("no vertex '{name}'")))?;
-        Ok((name, id))
-    };
-    let ((s, source), (t, target)) = (end("source")?, end("target")?);
+    let [(s, source), (t, target)] = doc.ends(&at, map, ids, "vertex")?;
     let at = if plain(&s) && plain(&t) { format!("edge {i} ({s} -> {t})") } else { at };
     if source == target {
         return Err(doc.err(&format!("{at}: target"), "an edge from a vertex to itself"));
