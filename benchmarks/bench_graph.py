@@ -66,8 +66,8 @@ def main() -> None:
         build, graph, run, cpu, iteration_ms, events, rss = med
         note = " (1 run)" if runs == 1 else ""
         lines.append(
-            f"| {xpus} | {algorithm}{note} | {build:.3f} | {graph:.3f} | {run:.2f} | {cpu:.2f} | {iteration_ms:.1f} |"
-            f" {events:.0f} | {rss:.0f} |"
+            f"| {xpus} | {algorithm}{note} | {build:.3f} | {graph:.3f} | {run:.2f} | {cpu:.2f} |"
+            f" {iteration_ms:.1f} | {events:.0f} | {rss:.0f} |"
         )
         print(lines[-1], flush=True)
     body = "\n".join(lines)
