@@ -61,6 +61,7 @@
 //! bookkeeping above and, when ECMP collisions spread the ends, to the genuine max-min cascade
 //! of each end, which only a cheaper re-solve shortens.
 
+mod cycle;
 pub mod network;
 mod solve;
 pub mod sweep;
@@ -100,6 +101,8 @@ enum Kind {
     /// Flow events due at one time, `groups[id]`: one heap entry for the flows of a batch that
     /// start together, or that a re-solve gives the same end.
     Group,
+    /// The replay of a batch in company is over (`cycle.rs`).
+    ReplayEnd,
 }
 
 /// What happens to flow or batch `id`; stale when `ver` no longer matches its version.
@@ -203,6 +206,12 @@ pub struct FlowSim {
     incremental: bool,
     /// Relative window of one processed instant (see the module doc); 0 = every distinct time alone.
     coalesce: f64,
+    /// A run that may repeat in company, the replay of one that did, its version (`cycle.rs`).
+    candidate: Option<cycle::Candidate>,
+    replay: Option<cycle::Replay>,
+    replay_ver: u32,
+    /// The batch whose run ended and was re-armed at the instant being processed.
+    run_ended: Option<u32>,
 }
 
 impl FlowSim {
@@ -258,6 +267,10 @@ impl FlowSim {
             fast_forward: true,
             incremental: true,
             coalesce: COALESCE,
+            candidate: None,
+            replay: None,
+            replay_ver: 0,
+            run_ended: None,
         }
     }
 
@@ -305,6 +318,7 @@ impl FlowSim {
                 Kind::Activate | Kind::Finish => self.ver[e.id as usize] == e.ver,
                 Kind::BatchEnd => self.batches[e.id as usize].live && self.batches[e.id as usize].ver == e.ver,
                 Kind::Group => true,
+                Kind::ReplayEnd => self.replay.as_ref().is_some_and(|r| r.ver == e.ver),
             }
         });
         self.heap = heap.into();
@@ -565,6 +579,7 @@ impl FlowSim {
     }
 
     fn release(&mut self, b: u32, now: f64, finished: &mut Vec<(u64, f64)>) {
+        self.forget_candidate(b);
         let bt = &mut self.batches[b as usize];
         bt.live = false;
         bt.ver = bt.ver.wrapping_add(1);
@@ -597,8 +612,11 @@ impl FlowSim {
             && bt.flows.iter().all(|&f| self.path[f as usize].iter().all(|&l| self.link_flows[l as usize].is_empty()));
         if !parkable {
             self.arm(b, now);
+            self.run_ended = Some(b);
             return;
         }
+        self.forget_candidate(b);
+        let bt = &mut self.batches[b as usize];
         bt.park = Some((now, d, runs));
         bt.ver = bt.ver.wrapping_add(1);
         let v = bt.ver;
@@ -614,6 +632,7 @@ impl FlowSim {
     /// A newcomer meets parked batch `b` at `now`: rebuild the state of its current run.
     fn resume(&mut self, b: u32, now: f64, finished: &mut Vec<(u64, f64)>) {
         let (t0, d, runs) = self.batches[b as usize].park.take().expect("resume of a parked batch");
+        self.note_event(b);
         let j = (((now - t0) / d).floor().max(0.0) as u32).min(runs - 1);
         let start = t0 + j as f64 * d;
         let tau = now - start;
@@ -686,11 +705,17 @@ impl FlowSim {
                     self.groups[e.id as usize].1 = members;
                     self.free_groups.push(e.id);
                 }
+                Kind::ReplayEnd => {
+                    if self.replay.as_ref().is_some_and(|r| r.ver == e.ver) {
+                        self.end_replay(now, finished);
+                    }
+                }
                 Kind::BatchEnd => {
                     let b = e.id as usize;
                     if !self.batches[b].live || self.batches[b].ver != e.ver {
                         continue;
                     }
+                    self.note_event(e.id);
                     let (_, _, runs) = self.batches[b].park.take().expect("parked batch");
                     let flows = std::mem::take(&mut self.batches[b].flows);
                     for &f in &flows {
@@ -703,6 +728,7 @@ impl FlowSim {
             }
         }
         self.solve(now, finished);
+        self.watch_cycle(now);
         Some(now)
     }
 
@@ -713,6 +739,7 @@ impl FlowSim {
             return;
         }
         if kind == Kind::Activate && self.state[i] == State::Waiting {
+            self.note_event(self.batch_of[i]);
             self.upd[i] = now;
             self.rate[i] = 0.0;
             if self.path[i].is_empty() || self.rem[i] <= 0.0 {
@@ -724,6 +751,7 @@ impl FlowSim {
                 self.attach(f);
             }
         } else if kind == Kind::Finish && self.state[i] == State::Active {
+            self.note_event(self.batch_of[i]);
             self.finish_flow(f, now, finished);
         }
     }

@@ -34,6 +34,9 @@ impl FlowSim {
     /// New rates after the attaches and detaches since the last solve; finish events for the
     /// flows whose rate changed; rate records for the clean runs they belong to.
     pub(super) fn solve(&mut self, now: f64, finished: &mut Vec<(u64, f64)>) {
+        if self.replay.is_some() && !(self.fresh.is_empty() && self.touched.is_empty() && self.to_resume.is_empty()) {
+            self.interrupt_replay(now, finished);
+        }
         while let Some(b) = self.to_resume.pop() {
             if self.batches[b as usize].park.is_some() {
                 self.resume(b, now, finished);

@@ -158,6 +158,17 @@ type TestBatch = (Vec<(u32, u32, f64)>, u32, f64);
 /// completion time of each batch in the order given, solves, bytes per link. `ff`: fast-forward
 /// repeats; `incremental`: re-solve rates locally.
 fn run_batches(t: &Platform, batches: &[TestBatch], ff: bool, incremental: bool) -> (Vec<f64>, u64, Vec<f64>) {
+    run_batches_waiting(t, batches, ff, incremental, Wait::Path { extra_ns: 0.0 })
+}
+
+/// [`run_batches`] with every flow waiting `wait` before it starts.
+fn run_batches_waiting(
+    t: &Platform,
+    batches: &[TestBatch],
+    ff: bool,
+    incremental: bool,
+    wait: Wait,
+) -> (Vec<f64>, u64, Vec<f64>) {
     let mut router = Router::new(t, 0);
     let mut sim = FlowSim::new(t);
     sim.set_fast_forward(ff);
@@ -173,7 +184,7 @@ fn run_batches(t: &Platform, batches: &[TestBatch], ff: bool, incremental: bool)
                 (p, bytes)
             })
             .collect();
-        sim.add_batch(*start, fl, *repeat, k as u64);
+        sim.add_batch_waiting(*start, fl, *repeat, k as u64, wait);
     }
     let mut out = vec![f64::NAN; batches.len()];
     let mut fin = Vec::new();
@@ -208,6 +219,38 @@ fn repeated_runs_fast_forward_and_resume_exactly() {
     let (one, _, _) = run_batches(&t, &batches[..1], true, true);
     let single = run_batches(&t, &[(batches[0].0.clone(), 1, 0.0)], false, true).0[0];
     assert!(close(one[0], 50.0 * single, 1e-12), "{} vs {}", one[0], 50.0 * single);
+}
+
+#[test]
+fn runs_in_company_replay_and_resume_exactly() {
+    let t = leaf_spine(4, 1, 0, 2.0, 2.0, 30.0);
+    let ring = vec![(0, 1, 500.0), (1, 2, 500.0), (2, 3, 500.0), (3, 0, 800.0)];
+    // A ring of 300 runs shares its links with long flows (company) that start, end and are
+    // joined by strangers at odd times, and with a repeated batch of its own later.
+    let cases: Vec<Vec<TestBatch>> = vec![
+        vec![(ring.clone(), 300, 0.0), (vec![(0, 1, 60_000.0), (2, 1, 90_000.0)], 1, 5.0)],
+        vec![
+            (ring.clone(), 300, 0.0),
+            (vec![(0, 1, 60_000.0), (2, 1, 90_000.0)], 1, 5.0),
+            (vec![(3, 1, 250.0)], 1, 54_321.7),
+            (vec![(1, 3, 40_000.0)], 1, 70_000.5),
+            (vec![(2, 0, 100.0)], 20, 150_000.0),
+        ],
+        // The company outlasts the ring: its last runs are replayed, then the company speeds up.
+        vec![(ring.clone(), 300, 0.0), (vec![(0, 1, 600_000.0), (2, 1, 900_000.0)], 1, 5.0)],
+    ];
+    // Flows that wait their path latency, and flows that start at once (a collective's steps).
+    for (batches, wait) in cases.iter().flat_map(|b| [(b, Wait::Path { extra_ns: 7.0 }), (b, Wait::Fixed(0.0))]) {
+        let (fast, solves_fast, carried_fast) = run_batches_waiting(&t, batches, true, true, wait);
+        let (slow, solves_slow, carried_slow) = run_batches_waiting(&t, batches, false, true, wait);
+        for (a, b) in fast.iter().zip(&slow) {
+            assert!(close(*a, *b, 1e-9), "{fast:?} vs {slow:?}");
+        }
+        for (a, b) in carried_fast.iter().zip(&carried_slow) {
+            assert!(close(*a, *b, 1e-9), "{a} vs {b}");
+        }
+        assert!(solves_fast * 4 < solves_slow, "{solves_fast} vs {solves_slow}");
+    }
 }
 
 /// One all-reduce of `bytes` over all `n` ranks (a DP group), plus a compute before it.

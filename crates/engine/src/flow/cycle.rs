@@ -1,0 +1,299 @@
+//! Fast-forwarding a repeated batch *in company*: the runs of a ring that shares its links with
+//! long flows of others (a workload graph's reads of remote memory).
+//!
+//! A parked batch (`mod.rs`) must have its links to itself. Here it need not: suppose a run of
+//! batch b, from t₀ to t₁ = t₀ + d, saw no event but its own flows' starts and ends, and every
+//! other active flow (its company C) was active throughout. Then the state at t₁ — b re-armed,
+//! C active at the max-min rates of C alone — equals the state at t₀ except for C's remaining
+//! bytes, and max-min rates do not depend on remaining bytes. So the next run replays this one
+//! exactly, for as long as no flow of C ends: each run moves m_f = ∫_{t₀}^{t₁} r_f dt of each
+//! f ∈ C. With rem_f left at t₁, K = min(runs left, min_f ⌊rem_f / m_f⌋ − 1) runs replay with
+//! no event (one run of slack, so no flow of C comes near its end); at t₁ + K·d the state is that
+//! of t₁ with rem_f − K·m_f, and the simulation goes on event by event.
+//!
+//! The check is global (every active flow is in C or b), so no flow anywhere can move while the
+//! system replays: a flow that starts meanwhile resumes it first, at its exact state — j runs
+//! done, at offset τ into the next, with b's flows waiting, done or active, C's flows with
+//! rem_f − j·m_f − ∫_0^τ r_f left, integrated from the rates recorded during the run — and the
+//! re-solve then treats all of them as new.
+
+use super::{FlowSim, Kind, State, MAX_RECORD};
+
+/// Rates this close at the start of two runs are the same allocation (rounding aside).
+const SAME_RATE: f64 = 1e-12;
+
+/// A run of batch `batch` that may turn out to repeat.
+pub(super) struct Candidate {
+    batch: u32,
+    run_start: f64,
+    /// The batch's flows, then every other active flow when the run started.
+    flows: Vec<u32>,
+    company: usize,
+    /// (offset into the run, rate of each of `flows`) at its start and at every change.
+    record: Vec<(f64, Box<[f64]>)>,
+    /// No event but the batch's own so far.
+    quiet: bool,
+}
+
+/// A system replaying runs of one batch from `start` (see the module doc).
+pub(super) struct Replay {
+    batch: u32,
+    start: f64,
+    d: f64,
+    runs: u32,
+    flows: Vec<u32>,
+    company: usize,
+    record: Vec<(f64, Box<[f64]>)>,
+    /// Per company flow: bytes left at `start`, bytes moved per run.
+    rem: Vec<f64>,
+    per_run: Vec<f64>,
+    pub(super) ver: u32,
+}
+
+/// Bytes flow `k` of a record moves in its first `tau` ns, and its rate at `tau`.
+fn integrate(record: &[(f64, Box<[f64]>)], k: usize, tau: f64) -> (f64, f64) {
+    let mut moved = 0.0;
+    let mut rate = 0.0;
+    for (r, (off, rates)) in record.iter().enumerate() {
+        if *off > tau {
+            break;
+        }
+        let end = record.get(r + 1).map_or(tau, |n| n.0).min(tau);
+        moved += rates[k] * (end - off);
+        rate = rates[k];
+    }
+    (moved, rate)
+}
+
+impl FlowSim {
+    fn current_rates(&self, flows: &[u32]) -> Box<[f64]> {
+        flows
+            .iter()
+            .map(|&g| if self.state[g as usize] == State::Active { self.rate[g as usize] } else { 0.0 })
+            .collect()
+    }
+
+    /// A flow or batch event not of the candidate's batch: its run is not quiet.
+    pub(super) fn note_event(&mut self, batch: u32) {
+        if let Some(c) = &mut self.candidate {
+            if c.batch != batch {
+                c.quiet = false;
+            }
+        }
+    }
+
+    /// Batch `b` ends or parks alone: a run of it is no candidate (its id may come back).
+    pub(super) fn forget_candidate(&mut self, batch: u32) {
+        if self.candidate.as_ref().is_some_and(|c| c.batch == batch) {
+            self.candidate = None;
+        }
+    }
+
+    /// After the solve of each instant: extend the candidate's record; when its batch's run
+    /// ended quietly with the same rates it started with, replay; else start a new candidate.
+    pub(super) fn watch_cycle(&mut self, now: f64) {
+        let ended = self.run_ended.take();
+        if !self.fast_forward || self.replay.is_some() {
+            self.candidate = None;
+            return;
+        }
+        let Some(b) = ended else {
+            let Some(mut c) = self.candidate.take().filter(|c| c.quiet) else { return };
+            let rates = self.current_rates(&c.flows);
+            if c.record.last().is_some_and(|r| r.1 != rates) {
+                if c.record.len() >= MAX_RECORD {
+                    return;
+                }
+                c.record.push((now - c.run_start, rates));
+            }
+            self.candidate = Some(c);
+            return;
+        };
+        let bt = &self.batches[b as usize];
+        if !bt.live || bt.park.is_some() || bt.run_start != now {
+            self.candidate = None;
+            return;
+        }
+        if let Some(c) = self.candidate.take() {
+            if c.quiet && c.batch == b && now > c.run_start && self.try_replay(c, now) {
+                return;
+            }
+        }
+        if self.batches[b as usize].runs_left < 2 {
+            return;
+        }
+        let mut flows = self.batches[b as usize].flows.clone();
+        let company = flows.len();
+        flows.extend(
+            (0..self.path.len() as u32)
+                .filter(|&g| self.state[g as usize] == State::Active && self.batch_of[g as usize] != b),
+        );
+        let rates = self.current_rates(&flows);
+        self.candidate =
+            Some(Candidate { batch: b, run_start: now, flows, company, record: vec![(0.0, rates)], quiet: true });
+    }
+
+    /// Replay the runs after the candidate's one, if its end state is its start state.
+    fn try_replay(&mut self, c: Candidate, now: f64) -> bool {
+        let same = |a: f64, b: f64| a == b || (a - b).abs() <= SAME_RATE * a.abs().max(b.abs());
+        let rates = self.current_rates(&c.flows);
+        if !rates.iter().zip(c.record[0].1.iter()).all(|(&a, &b)| same(a, b)) {
+            return false;
+        }
+        if c.flows[c.company..].iter().any(|&g| self.state[g as usize] != State::Active) {
+            return false;
+        }
+        let d = now - c.run_start;
+        let mut runs = self.batches[c.batch as usize].runs_left;
+        let mut rem = Vec::with_capacity(c.flows.len() - c.company);
+        let mut per_run = Vec::with_capacity(rem.capacity());
+        for (k, &g) in c.flows.iter().enumerate().skip(c.company) {
+            let i = g as usize;
+            let left = (self.rem[i] - self.rate[i] * (now - self.upd[i])).max(0.0);
+            let m = integrate(&c.record, k, d).0;
+            if m > 0.0 {
+                let fit = (left / m).floor() - 1.0;
+                runs = runs.min(fit.clamp(0.0, u32::MAX as f64) as u32);
+            }
+            rem.push(left);
+            per_run.push(m);
+        }
+        if runs == 0 {
+            return false;
+        }
+        // The batch's flows leave their links and wait for nothing, the company's finish
+        // events are void: all are rebuilt when the replay ends or is interrupted.
+        for &g in &c.flows[..c.company] {
+            let i = g as usize;
+            if self.state[i] == State::Active {
+                self.detach(g, false);
+                self.set_bneck(i, super::NO_LINK);
+                self.active -= 1;
+            }
+            self.state[i] = State::Waiting;
+            self.rate[i] = 0.0;
+        }
+        for &g in &c.flows {
+            self.ver[g as usize] = self.ver[g as usize].wrapping_add(1);
+        }
+        for (k, &g) in c.flows[c.company..].iter().enumerate() {
+            self.rem[g as usize] = rem[k];
+            self.upd[g as usize] = now;
+        }
+        self.replay_ver = self.replay_ver.wrapping_add(1);
+        let ver = self.replay_ver;
+        self.replay = Some(Replay {
+            batch: c.batch,
+            start: now,
+            d,
+            runs,
+            flows: c.flows,
+            company: c.company,
+            record: c.record,
+            rem,
+            per_run,
+            ver,
+        });
+        self.push(now + runs as f64 * d, Kind::ReplayEnd, 0, ver);
+        true
+    }
+
+    /// Fresh finish events for active flows `flows` at their current rates.
+    fn schedule_finishes(&mut self, now: f64, flows: &[u32]) {
+        let mut due = Vec::with_capacity(flows.len());
+        for &g in flows {
+            let i = g as usize;
+            self.ver[i] = self.ver[i].wrapping_add(1);
+            if self.rate[i] > 0.0 {
+                due.push((now + self.rem[i] / self.rate[i], g, self.ver[i]));
+            }
+        }
+        self.push_flows(Kind::Finish, &mut due);
+    }
+
+    /// The replay's runs are all done at `now`: the state of its start, K runs on.
+    pub(super) fn end_replay(&mut self, now: f64, finished: &mut Vec<(u64, f64)>) {
+        let p = self.replay.take().expect("a replay to end");
+
+        let company = &p.flows[p.company..];
+        for (k, &g) in company.iter().enumerate() {
+            let i = g as usize;
+            self.rem[i] = (p.rem[k] - p.runs as f64 * p.per_run[k]).max(0.0);
+            self.upd[i] = now;
+        }
+        self.schedule_finishes(now, company);
+        // Their rates are those of a run's start; if the batch is over, they are not: re-solve.
+        self.fresh.extend_from_slice(company);
+        for &f in &p.flows[..p.company] {
+            self.carry(f, p.runs as f64);
+        }
+        let bt = &mut self.batches[p.batch as usize];
+        bt.runs_left -= p.runs;
+        if bt.runs_left == 0 {
+            self.release(p.batch, now, finished);
+        } else {
+            self.arm(p.batch, now);
+            self.run_ended = Some(p.batch);
+        }
+    }
+
+    /// Something starts at `now` during a replay: rebuild the exact state (see the module doc)
+    /// and hand every flow of it to the re-solve as new.
+    pub(super) fn interrupt_replay(&mut self, now: f64, finished: &mut Vec<(u64, f64)>) {
+        let p = self.replay.take().expect("a replay to interrupt");
+        let j = (((now - p.start) / p.d).floor().max(0.0) as u32).min(p.runs - 1);
+        let start = p.start + j as f64 * p.d;
+        let tau = now - start;
+        for (k, &g) in p.flows.iter().enumerate().skip(p.company) {
+            let i = g as usize;
+            let (moved, rate) = integrate(&p.record, k, tau);
+            let c = k - p.company;
+            self.rem[i] = (p.rem[c] - j as f64 * p.per_run[c] - moved).max(0.0);
+            self.upd[i] = now;
+            self.rate[i] = rate;
+            for &l in self.path[i].iter() {
+                self.link_stat[l as usize].0 = false;
+            }
+            self.fresh.push(g);
+        }
+        let company: Vec<u32> = p.flows[p.company..].to_vec();
+        self.schedule_finishes(now, &company);
+        let b = p.batch as usize;
+        let finish_off = self.batches[b].finish_off.clone();
+        let bt = &mut self.batches[b];
+        bt.runs_left -= j;
+        bt.run_start = start;
+        bt.clean = false;
+        bt.record_ok = false;
+        let mut pending = 0;
+        let mut due = Vec::new();
+        for (k, &f) in p.flows[..p.company].iter().enumerate() {
+            let i = f as usize;
+            self.carry(f, j as f64);
+            self.ver[i] = self.ver[i].wrapping_add(1);
+            self.upd[i] = now;
+            self.rate[i] = 0.0;
+            if tau >= finish_off[k] {
+                self.state[i] = State::Done;
+                self.rem[i] = 0.0;
+                self.carry(f, 1.0);
+                continue;
+            }
+            pending += 1;
+            if tau < self.lat[i] {
+                self.state[i] = State::Waiting;
+                self.rem[i] = self.bytes[i];
+                due.push((start + self.lat[i], f, self.ver[i]));
+                continue;
+            }
+            self.rem[i] = (self.bytes[i] - integrate(&p.record, k, tau).0).max(0.0);
+            self.state[i] = State::Active;
+            self.attach(f);
+        }
+        self.push_flows(Kind::Activate, &mut due);
+        self.batches[b].pending = pending;
+        if pending == 0 {
+            self.run_end(p.batch, now, finished);
+        }
+    }
+}
