@@ -21,6 +21,24 @@ impl Doc<'_> {
         v.as_str().ok_or_else(|| self.err(field, format!("expected a string, got {}", type_name(v))))
     }
 
+    /// The document's `nodes` and its `links` (or NetworkX's other name for them, `edges`).
+    pub fn lists<'v>(&self, top: &'v Map<String, Value>) -> Result<(&'v Vec<Value>, &'v Vec<Value>)> {
+        let list = |key: &str| -> Result<&'v Vec<Value>> {
+            match top.get(key) {
+                Some(Value::Array(a)) => Ok(a),
+                Some(v) => Err(self.err(key, format!("expected a list, got {}", type_name(v)))),
+                None => Err(self.err(key, "missing")),
+            }
+        };
+        let nodes = list("nodes")?;
+        let edges = match (top.get("links"), top.get("edges")) {
+            (Some(_), Some(_)) => return Err(self.err("edges", "give links or edges, not both")),
+            (_, Some(_)) => list("edges")?,
+            _ => list("links")?,
+        };
+        Ok((nodes, edges))
+    }
+
     /// An edge's source and target, each as (id text, index in `ids`); errors call the ends
     /// `what` ("node", "vertex").
     pub fn ends(

@@ -148,19 +148,7 @@ impl Platform {
         if let Some(g) = top.get("graph") {
             g.as_object().ok_or_else(|| doc.err("graph", format!("expected a mapping, got {}", type_name(g))))?;
         }
-        let list = |key: &str| -> Result<&Vec<Value>> {
-            match top.get(key) {
-                Some(Value::Array(a)) => Ok(a),
-                Some(v) => Err(doc.err(key, format!("expected a list, got {}", type_name(v)))),
-                None => Err(doc.err(key, "missing")),
-            }
-        };
-        let nodes = list("nodes")?;
-        let edges = match (top.get("links"), top.get("edges")) {
-            (Some(_), Some(_)) => return Err(doc.err("edges", "give links or edges, not both")),
-            (_, Some(_)) => list("edges")?,
-            _ => list("links")?,
-        };
+        let (nodes, edges) = doc.lists(top)?;
         let mut kinds = Vec::with_capacity(nodes.len());
         let mut attrs = Vec::with_capacity(nodes.len());
         let mut ids: HashMap<String, u32> = HashMap::with_capacity(nodes.len());

@@ -140,19 +140,7 @@ impl WorkloadGraph {
                 }
             }
         }
-        let list = |key: &str| -> Result<&Vec<Value>> {
-            match top.get(key) {
-                Some(Value::Array(a)) => Ok(a),
-                Some(v) => Err(doc.err(key, format!("expected a list, got {}", type_name(v)))),
-                None => Err(doc.err(key, "missing")),
-            }
-        };
-        let nodes = list("nodes")?;
-        let edges = match (top.get("links"), top.get("edges")) {
-            (Some(_), Some(_)) => return Err(doc.err("edges", "give links or edges, not both")),
-            (_, Some(_)) => list("edges")?,
-            _ => list("links")?,
-        };
+        let (nodes, edges) = doc.lists(top)?;
         if nodes.len() >= u32::MAX as usize / 2 || edges.len() >= u32::MAX as usize / 2 {
             return Err(doc.err("nodes", "too many vertices or edges"));
         }
