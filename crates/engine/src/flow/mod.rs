@@ -13,6 +13,13 @@
 //! is s; those flows are fixed, R_l −= s and n_l −= 1 on each of their links; repeat until every
 //! flow is fixed. Rates are constant between events, so T_f = t + remaining_f / r_f.
 //!
+//! A flow may also have a rate *ceiling* c_f (∞ by default): a requester that keeps at most W
+//! bytes in flight over a round trip of RTT reads at most W / RTT (Little's law), whatever the
+//! links leave it. The ceiling acts as a private link of capacity c_f that only f crosses, so
+//! the allocation stays max-min fair with it: progressive filling freezes f at c_f as soon as c_f
+//! is the smallest share left, and a flow has a bottleneck when it runs at its ceiling. A capped
+//! flow thus leaves the rest of its links to the others.
+//!
 //! Rates change only when the set of active flows changes, and only for the flows near the ones
 //! that started or ended: the solver (`solve.rs`) re-solves locally and proves the result max-min fair for the
 //! whole network. Flows whose rate holds keep their scheduled completions.
@@ -155,6 +162,8 @@ pub struct FlowSim {
     /// Where the flow sits in `link_flows` of each link of its path, while on them.
     slot: Vec<Vec<u32>>,
     lat: Vec<f64>,
+    /// Rate ceiling, bytes/ns (∞: none).
+    ceil: Vec<f64>,
     bytes: Vec<f64>,
     rem: Vec<f64>,
     rate: Vec<f64>,
@@ -199,6 +208,8 @@ pub struct FlowSim {
     link_ix: Vec<u32>,
     fill_start: Vec<u32>,
     fill_at: Vec<u32>,
+    /// Scratch of one fill: its capped flows, (ceiling, flow), lowest first.
+    fill_capped: Vec<(f64, u32)>,
     solves: u64,
     /// Flows on their links and transferring.
     active: usize,
@@ -227,6 +238,7 @@ impl FlowSim {
             path: Vec::new(),
             slot: Vec::new(),
             lat: Vec::new(),
+            ceil: Vec::new(),
             bytes: Vec::new(),
             rem: Vec::new(),
             rate: Vec::new(),
@@ -262,6 +274,7 @@ impl FlowSim {
             link_ix: vec![0; n],
             fill_start: Vec::new(),
             fill_at: Vec::new(),
+            fill_capped: Vec::new(),
             solves: 0,
             active: 0,
             fast_forward: true,
@@ -352,7 +365,7 @@ impl FlowSim {
         due.clear();
     }
 
-    fn new_flow(&mut self, path: Rc<[u32]>, bytes: f64, batch: u32, wait: Wait) -> u32 {
+    fn new_flow(&mut self, path: Rc<[u32]>, bytes: f64, ceil: f64, batch: u32, wait: Wait) -> u32 {
         let lat = match wait {
             Wait::Path { extra_ns } => extra_ns + path.iter().map(|&l| self.link_lat[l as usize]).sum::<f64>(),
             Wait::Fixed(ns) => ns,
@@ -363,6 +376,7 @@ impl FlowSim {
                 self.path.push(Rc::new([]));
                 self.slot.push(Vec::new());
                 self.lat.push(0.0);
+                self.ceil.push(f64::INFINITY);
                 self.bytes.push(0.0);
                 self.rem.push(0.0);
                 self.rate.push(0.0);
@@ -381,6 +395,7 @@ impl FlowSim {
         let i = f as usize;
         self.path[i] = path;
         self.lat[i] = lat;
+        self.ceil[i] = ceil;
         self.bytes[i] = bytes;
         self.batch_of[i] = batch;
         self.set_bneck(i, NO_LINK);
@@ -409,6 +424,19 @@ impl FlowSim {
         tag: u64,
         wait: Wait,
     ) -> u32 {
+        self.add_batch_capped(now, flows.into_iter().map(|(p, b)| (p, b, f64::INFINITY)), repeat, tag, wait)
+    }
+
+    /// [`FlowSim::add_batch_waiting`] with flows given as (links, bytes, rate ceiling in
+    /// bytes/ns; positive, ∞ for none).
+    pub fn add_batch_capped<P: Into<Rc<[u32]>>>(
+        &mut self,
+        now: f64,
+        flows: impl IntoIterator<Item = (P, f64, f64)>,
+        repeat: u32,
+        tag: u64,
+        wait: Wait,
+    ) -> u32 {
         let b = match self.free_batches.pop() {
             Some(b) => b,
             None => {
@@ -430,8 +458,13 @@ impl FlowSim {
                 (self.batches.len() - 1) as u32
             }
         };
-        let ids: Vec<u32> =
-            flows.into_iter().map(|(p, bytes)| self.new_flow(p.into(), bytes.max(0.0), b, wait)).collect();
+        let ids: Vec<u32> = flows
+            .into_iter()
+            .map(|(p, bytes, ceil)| {
+                debug_assert!(ceil > 0.0, "a rate ceiling must be positive");
+                self.new_flow(p.into(), bytes.max(0.0), ceil, b, wait)
+            })
+            .collect();
         for (k, &f) in ids.iter().enumerate() {
             self.pos[f as usize] = k as u32;
         }

@@ -127,9 +127,23 @@ fn reference(t: &Platform, batches: &[RefBatch], rates: Rates) -> Vec<f64> {
 
 /// The same batches through [`FlowSim`]: end time of each.
 fn simulated(t: &Platform, batches: &[RefBatch]) -> Vec<f64> {
+    capped(t, batches, &|_| f64::INFINITY)
+}
+
+/// [`simulated`] with flow k of batch b (counted over all batches, in order) capped at `ceil(k)`.
+fn capped(t: &Platform, batches: &[RefBatch], ceil: &dyn Fn(usize) -> f64) -> Vec<f64> {
     let mut sim = FlowSim::new(t);
-    for (k, b) in batches.iter().enumerate() {
-        sim.add_batch(b.start, b.flows.iter().map(|(p, bytes)| (p.clone(), *bytes)), b.repeat, k as u64);
+    let mut k = 0;
+    for (b, batch) in batches.iter().enumerate() {
+        let flows: Vec<(Vec<u32>, f64, f64)> = batch
+            .flows
+            .iter()
+            .map(|(p, bytes)| {
+                k += 1;
+                (p.clone(), *bytes, ceil(k - 1))
+            })
+            .collect();
+        sim.add_batch_capped(batch.start, flows, batch.repeat, b as u64, Wait::Path { extra_ns: 0.0 });
     }
     let mut out = vec![f64::NAN; batches.len()];
     let mut fin = Vec::new();
@@ -264,4 +278,72 @@ fn the_reference_comparison_can_fail() {
         .collect();
     let d = worst(&reference(&t, &flows, equal_shares), &reference(&t, &flows, max_min));
     assert!(d > 1e-3, "{d}");
+}
+
+#[test]
+fn a_rate_ceiling_is_a_private_link() {
+    // Random traffic on random leaf-spines, a random half of the flows capped at 0.5–8 B/ns:
+    // the same end times as the plain reference with each capped flow given a link of its own
+    // (no latency) of its ceiling's capacity.
+    let mut x = 777u64;
+    let mut below = |n: u32| {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((x >> 33) % u64::from(n)) as u32
+    };
+    let mut any_capped_bound = false;
+    for case in 0..12 {
+        let (per_tor, tors, spines) = (1 + below(4), 2 + below(4), 1 + below(3));
+        let t = leaf_spine(per_tor, tors, spines, [5.0, 10.0, 25.0][below(3) as usize]);
+        let mut router = Router::new(&t, u64::from(below(1000)));
+        let g = per_tor * tors;
+        let batches: Vec<RefBatch> = (0..2 + below(12))
+            .map(|_| {
+                let flows = (0..1 + below(2 * g))
+                    .map(|_| {
+                        let s = below(g);
+                        let d = (s + 1 + below(g - 1)) % g;
+                        (route(&t, &mut router, s, d, u64::from(below(1 << 20))), 1e3 * (1 + below(50)) as f64)
+                    })
+                    .collect();
+                RefBatch { flows, repeat: 1 + below(3), start: 1e3 * below(20) as f64 }
+            })
+            .collect();
+        let n: usize = batches.iter().map(|b| b.flows.len()).sum();
+        let ceil: Vec<f64> =
+            (0..n).map(|_| if below(2) == 0 { 0.5 * (1 + below(16)) as f64 } else { f64::INFINITY }).collect();
+        // The reference's platform: one extra node and link per capped flow, appended to its path.
+        let mut v = t.clone();
+        let mut private = batches
+            .iter()
+            .map(|b| RefBatch { flows: b.flows.clone(), repeat: b.repeat, start: b.start })
+            .collect::<Vec<_>>();
+        let mut k = 0;
+        let mut kinds = v.kinds.clone();
+        let mut links = v.links.clone();
+        for b in private.iter_mut() {
+            for (p, _) in b.flows.iter_mut() {
+                if ceil[k].is_finite() {
+                    let dst = t.links[*p.last().unwrap() as usize].dst;
+                    kinds.push(NodeKind::Switch);
+                    links.push(Link {
+                        src: dst,
+                        dst: kinds.len() as u32 - 1,
+                        bandwidth: ceil[k],
+                        latency_ns: 0.0,
+                        error_rate: 0.0,
+                    });
+                    p.push(links.len() as u32 - 1);
+                }
+                k += 1;
+            }
+        }
+        v = Platform::from_parts("private", kinds, links, 1, "H100").unwrap();
+        let want = reference(&v, &private, max_min);
+        let got = capped(&t, &batches, &|k| ceil[k]);
+        let free = simulated(&t, &batches);
+        assert!(worst(&got, &want) <= 1e-6, "case {case}: {got:?} vs {want:?}");
+        any_capped_bound |= worst(&free, &want) > 1e-3;
+    }
+    // The ceilings bind somewhere: without them the ends move.
+    assert!(any_capped_bound);
 }

@@ -1,7 +1,8 @@
 //! Re-solving the max-min rates after flows start or end, locally where the change stays local.
 //!
 //! An allocation is max-min fair iff every flow has a bottleneck: a saturated link of its path
-//! (Σ_{g∋l} r_g = C_l) on which no flow gets more than it does (Bertsekas & Gallager, §6.5).
+//! (Σ_{g∋l} r_g = C_l) on which no flow gets more than it does (Bertsekas & Gallager, §6.5),
+//! or its own rate ceiling, which it reaches (a private link it alone crosses).
 //! When flows start or end, only flows near them can lose their bottleneck, so the re-solve
 //! keeps every other rate fixed and repeats:
 //!
@@ -168,17 +169,49 @@ impl FlowSim {
         let mut heap = std::mem::take(&mut self.share_heap);
         heap.clear();
         heap.extend(links.iter().map(|&l| Reverse((share(self.rcap[l as usize], self.nun[l as usize]), l))));
+        // Capped flows, lowest ceiling first: each is a private link of one flow.
+        let mut capped = std::mem::take(&mut self.fill_capped);
+        capped.clear();
+        capped.extend(free.iter().filter(|&&f| self.ceil[f as usize].is_finite()).map(|&f| (self.ceil[f as usize], f)));
+        capped.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut next_cap = 0;
         let xe = self.next_epoch();
-        while let Some(Reverse((bits, l))) = heap.pop() {
-            let l = l as usize;
-            if self.nun[l] == 0 {
-                continue;
-            }
-            let now = share(self.rcap[l], self.nun[l]);
-            if now != bits {
+        loop {
+            // The smallest current link share (stale keys go back with their new share).
+            let top = loop {
+                let Some(&Reverse((bits, l))) = heap.peek() else { break None };
+                let l = l as usize;
+                if self.nun[l] == 0 {
+                    heap.pop();
+                    continue;
+                }
+                let now = share(self.rcap[l], self.nun[l]);
+                if now == bits {
+                    break Some((bits, l));
+                }
+                heap.pop();
                 heap.push(Reverse((now, l as u32)));
-                continue;
+            };
+            // A ceiling no higher than every share freezes its flow first (shares only grow).
+            if let Some(&(c, g)) = capped.get(next_cap) {
+                if top.is_none_or(|(bits, _)| c <= f64::from_bits(bits)) {
+                    next_cap += 1;
+                    let g = g as usize;
+                    if self.seen_mark[g] != xe {
+                        self.seen_mark[g] = xe;
+                        self.next_rate[g] = c;
+                        self.set_bneck(g, NO_LINK);
+                        for &l2 in self.path[g].iter() {
+                            let l2 = l2 as usize;
+                            self.rcap[l2] = (self.rcap[l2] - c).max(0.0);
+                            self.nun[l2] -= 1;
+                        }
+                    }
+                    continue;
+                }
             }
+            let Some((bits, l)) = top else { break };
+            heap.pop();
             let s = f64::from_bits(bits);
             let k = self.link_ix[l] as usize;
             for p in start[k]..start[k + 1] {
@@ -197,6 +230,7 @@ impl FlowSim {
             }
         }
         self.share_heap = heap;
+        self.fill_capped = capped;
         self.fill_links = links;
         self.fill_start = start;
         self.fill_at = at;
@@ -298,8 +332,12 @@ impl FlowSim {
         free.len() - n0
     }
 
-    /// Does flow `h` have a bottleneck? Its last one is tried first and the one found is kept.
+    /// Does flow `h` have a bottleneck? Its ceiling, if it runs at it; else its last link is
+    /// tried first and the one found is kept.
     fn has_bottleneck(&mut self, h: usize) -> bool {
+        if self.rate[h] >= self.ceil[h] * (1.0 - FAIR_EPS) {
+            return true;
+        }
         let hint = self.bneck[h];
         if hint != NO_LINK && self.bottleneck_at(h, hint as usize) {
             return true;

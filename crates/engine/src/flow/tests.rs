@@ -632,3 +632,58 @@ fn a_schedule_phase_with_a_zero_byte_transfer_runs_as_alpha_beta_prices_it() {
     let priced = schedule_ns(&schedule, &GroupTopo::on_servers(&ranks, 1, false), &links).unwrap();
     assert!(close(priced, flow, 1e-12), "analytical {priced} vs flow {flow}");
 }
+
+/// End time of each flow given as (path, bytes, ceiling, start), each its own batch.
+fn capped_run(t: &Platform, flows: &[(Vec<u32>, f64, f64, f64)]) -> Vec<f64> {
+    let mut sim = FlowSim::new(t);
+    for (k, (p, bytes, ceil, start)) in flows.iter().enumerate() {
+        sim.add_batch_capped(*start, [(p.clone(), *bytes, *ceil)], 1, k as u64, Wait::Path { extra_ns: 0.0 });
+    }
+    let mut out = vec![f64::NAN; flows.len()];
+    let mut fin = Vec::new();
+    while sim.step(&mut fin).is_some() {
+        for (tag, time) in fin.drain(..) {
+            out[tag as usize] = time;
+        }
+    }
+    out
+}
+
+#[test]
+fn a_capped_flow_runs_at_the_lower_of_its_ceiling_and_its_fair_share() {
+    // GPU 0 → switch → GPU 1: 2 links of 10 B/ns and 100 ns, so α = 200 ns.
+    let t = leaf_spine(3, 1, 0, 10.0, 10.0, 100.0);
+    let mut router = Router::new(&t, 0);
+    let mut path = |s, d| {
+        let mut p = Vec::new();
+        router.route(&t, s, d, 0, &mut p).unwrap();
+        p
+    };
+    let (p01, p21) = (path(0, 1), path(2, 1));
+    // Alone: T = α + B / min(b, c), ceiling below and above the link.
+    let got = capped_run(&t, &[(p01.clone(), 1e4, 4.0, 0.0)]);
+    assert!(close(got[0], 200.0 + 1e4 / 4.0, 1e-12), "{got:?}");
+    let got = capped_run(&t, &[(p01.clone(), 1e4, 25.0, 0.0)]);
+    assert!(close(got[0], 200.0 + 1e4 / 10.0, 1e-12), "{got:?}");
+    // Two capped flows into GPU 1 (its link is shared): each min(c, b/2).
+    let got = capped_run(&t, &[(p01.clone(), 1e4, 3.0, 0.0), (p21.clone(), 1e4, 3.0, 0.0)]);
+    assert!(got.iter().all(|&x| close(x, 200.0 + 1e4 / 3.0, 1e-12)), "{got:?}");
+    let got = capped_run(&t, &[(p01.clone(), 1e4, 8.0, 0.0), (p21.clone(), 1e4, 8.0, 0.0)]);
+    assert!(got.iter().all(|&x| close(x, 200.0 + 1e4 / 5.0, 1e-12)), "{got:?}");
+    // Capped at 2 beside an uncapped flow: 2 and the other 8; when the capped one ends (2e3 B
+    // at 1000 ns after its start) the other has moved 8e3 of its 1e4 B and takes the link.
+    let got = capped_run(&t, &[(p01.clone(), 2e3, 2.0, 0.0), (p21.clone(), 1e4, f64::INFINITY, 0.0)]);
+    assert!(close(got[0], 200.0 + 1e3, 1e-12) && close(got[1], 200.0 + 1e3 + 2e3 / 10.0, 1e-12), "{got:?}");
+    // Ceilings 2 and 5 beside an uncapped flow on one 10 B/ns link: 2, then 4 and 4 (the fair
+    // share of what is left is below 5). The uncapped one arrives 1000 ns late: 2 and 5 until then.
+    let p = path(0, 1);
+    let mut t3 = t.clone();
+    t3.links.iter_mut().for_each(|l| l.latency_ns = 0.0);
+    let got = capped_run(
+        &t3,
+        &[(p.clone(), 1e4, 2.0, 0.0), (p.clone(), 7e3, 5.0, 0.0), (p.clone(), 8e3, f64::INFINITY, 1e3)],
+    );
+    // Flow 1: 5e3 B by 1000 ns, then 2e3 at 4 → 1500. Flow 2: 4 until 1500 (2e3), then 8 (the
+    // link less flow 0's 2) → 6e3 more by 2250. Flow 0: 2 throughout → 5000.
+    assert!(close(got[1], 1500.0, 1e-12) && close(got[2], 2250.0, 1e-12) && close(got[0], 5000.0, 1e-12), "{got:?}");
+}
