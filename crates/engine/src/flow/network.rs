@@ -30,6 +30,7 @@ use crate::collective::{group_channels, Algorithm, Endpoint, GroupTopo, Schedule
 use crate::error::{InputError, Result};
 use crate::network::{Comm, NetworkModel};
 use crate::platform::routing::{link_between, Router, Routes};
+use crate::platform::window::read_ceiling;
 use crate::platform::{NodeKind, Placement, Platform, Routing};
 use crate::workload::{Collective, GroupId, OpKind, Workload};
 
@@ -137,12 +138,15 @@ fn schedule_shape(ranks: &[u32], placement: &Placement, rate_class: &[u32]) -> V
         .collect()
 }
 
-/// Flows between platform nodes in groups, each group's flows waiting the same extra latency:
-/// (extra ns, [(source node, destination node, bytes)]).
-pub type NodeFlows = Vec<(f64, Vec<(u32, u32, f64)>)>;
+/// Flows between platform nodes in groups, each group's flows waiting the same extra latency
+/// and reading with the same window: (extra ns, window bytes, [(source node, destination node,
+/// bytes)]). A flow of window W over a path of latency α is capped at W / (2α + extra)
+/// ([`crate::platform::window`]); an infinite window caps nothing.
+pub type NodeFlows = Vec<(f64, f64, Vec<(u32, u32, f64)>)>;
 
-/// One phase ready to start: flows as (links, bytes), how many runs, and what each flow waits.
-type ReadyPhase = (Vec<(Rc<[u32]>, f64)>, u32, Wait);
+/// One phase ready to start: flows as (links, bytes), how many runs, what each flow waits, and
+/// each flow's rate ceiling (none when empty).
+type ReadyPhase = (Vec<(Rc<[u32]>, f64)>, u32, Wait, Rc<[f64]>);
 
 /// What a communication routes to: the phases of each group instance (or of all pairs of a
 /// transfer).
@@ -344,7 +348,7 @@ impl FlowNetwork {
         let mut phases = Vec::with_capacity(schedule.phases.len() + 1);
         if timing.call_latency_ns > 0.0 && !schedule.phases.is_empty() {
             // The call's latency: one flow on no link that starts after it and ends at once.
-            phases.push((vec![(Rc::from([]), 0.0)], 1, Wait::Fixed(timing.call_latency_ns)));
+            phases.push((vec![(Rc::from([]), 0.0)], 1, Wait::Fixed(timing.call_latency_ns), Rc::from([])));
         }
         for ph in &schedule.phases {
             if ph.repeat == 0 || ph.transfers.is_empty() {
@@ -361,7 +365,7 @@ impl FlowNetwork {
                     }
                 }
             }
-            phases.push((flows, ph.repeat, wait));
+            phases.push((flows, ph.repeat, wait, Rc::from([])));
         }
         Ok(phases.into())
     }
@@ -380,7 +384,7 @@ impl FlowNetwork {
 
     /// Start the next phase of instance run `id` (a fresh one when None), or finish it.
     fn launch(&mut self, now: f64, token: u64, phases: Rc<[ReadyPhase]>, next: usize) {
-        let Some((flows, repeat, wait)) = phases.get(next) else {
+        let Some((flows, repeat, wait, ceil)) = phases.get(next) else {
             self.instance_done(token);
             return;
         };
@@ -391,7 +395,12 @@ impl FlowNetwork {
                 (self.runs.len() - 1) as u32
             }
         };
-        self.sim.add_batch_waiting(now, flows.iter().map(|(p, b)| (p.clone(), *b)), *repeat, id as u64, *wait);
+        if ceil.is_empty() {
+            self.sim.add_batch_waiting(now, flows.iter().map(|(p, b)| (p.clone(), *b)), *repeat, id as u64, *wait);
+        } else {
+            let capped = flows.iter().zip(ceil.iter()).map(|((p, b), &c)| (p.clone(), *b, c));
+            self.sim.add_batch_capped(now, capped, *repeat, id as u64, *wait);
+        }
         self.runs[id as usize] = Some(InstanceRun { token, phases: phases.clone(), next: next + 1 });
     }
 
@@ -437,7 +446,7 @@ impl FlowNetwork {
                     self.flows_between(p.device(r as u32), p.device(d as u32), bytes as f64, &mut flows)?;
                 }
                 let wait = self.p2p_wait[usize::from(self.topo.placement.same_domain(src, dst))];
-                vec![Rc::from([(flows, 1, wait)])]
+                vec![Rc::from([(flows, 1, wait, Rc::from([]))])]
             }
         };
         let routed = Rc::new(routed);
@@ -463,12 +472,22 @@ impl FlowNetwork {
             Some(r) => r.clone(),
             None => {
                 let mut all: Vec<Rc<[ReadyPhase]>> = Vec::new();
-                for (extra_ns, pairs) in groups() {
+                for (extra_ns, window, pairs) in groups() {
                     let mut flows = Vec::with_capacity(pairs.len());
+                    let mut ceil = Vec::new();
                     for (a, b, bytes) in pairs {
+                        let first = flows.len();
                         self.flows_between(a, b, bytes, &mut flows)?;
+                        if window.is_finite() {
+                            // Split over paths, the window splits with the bytes.
+                            for (path, part) in &flows[first..] {
+                                let lat: f64 = path.iter().map(|&l| self.topo.links[l as usize].latency_ns).sum();
+                                let w = if bytes > 0.0 { window * part / bytes } else { window };
+                                ceil.push(read_ceiling(w, lat, extra_ns));
+                            }
+                        }
                     }
-                    all.push(Rc::from([(flows, 1, Wait::Path { extra_ns })]));
+                    all.push(Rc::from([(flows, 1, Wait::Path { extra_ns }, Rc::from(ceil))]));
                 }
                 let r = Rc::new(all);
                 self.routes.insert(key, r.clone());

@@ -15,7 +15,8 @@
 //!
 //! Kinds: `gpu` (also `accelerator`, `xpu`; `type=` names a catalog entry), `nvswitch` (also
 //! `xpu_switch`; `reduction=yes` reduces in-network), `switch` (`tier=tor|spine|core`), `cpu`,
-//! `nic`, `memory` (`kind=dram|cxl`, `capacity`, `bandwidth`, `latency`), `pcie_switch`,
+//! `nic`, `memory` (`kind=dram|cxl`, `capacity`, `bandwidth`, `latency`, optional `window`: the
+//! bytes a reader keeps in flight to it, default by kind, [`super::window`]), `pcie_switch`,
 //! `cxl_switch`; any node may be declared `forward=yes`. Rates are ns-3 data rates
 //! (`400Gbps`, `64GB/s`), times ns-3 times (`25ns`, `1us`), capacities bytes with an SI or IEC
 //! prefix (`80GB`, `512GiB`). Scale-up domains are the GPUs joined through NVSwitches (each
@@ -102,7 +103,7 @@ impl<'a> Reader<'a> {
                             .ok_or_else(|| at("tier", format!("unknown tier '{value}' (valid: tor, spine, core)")))?,
                     )
                 }
-                (NodeKind::Memory, "kind" | "capacity" | "bandwidth" | "latency") => {
+                (NodeKind::Memory, "kind" | "capacity" | "bandwidth" | "latency" | "window") => {
                     memory.insert(key, value);
                 }
                 _ => return Err(at(key, format!("a {} node has no option '{key}'", kind.name()))),
@@ -126,6 +127,12 @@ impl<'a> Reader<'a> {
                     .ok_or_else(|| at("capacity", format!("'{c}' is not a capacity like 512GiB")))?,
                 bandwidth: parse_rate(b).ok_or_else(|| at("bandwidth", format!("'{b}' is not a rate like 64GB/s")))?,
                 latency_ns: parse_time(l).ok_or_else(|| at("latency", format!("'{l}' is not a time like 250ns")))?,
+                window_bytes: match memory.get("window") {
+                    None => mem_kind.default_window(),
+                    Some(&"inf") => f64::INFINITY,
+                    Some(w) => parse_bytes(w)
+                        .ok_or_else(|| at("window", format!("'{w}' is not a positive size like 1MiB (or inf)")))?,
+                },
             });
         }
         self.ids.insert(name, (self.kinds.len() as u32, line));
@@ -318,6 +325,10 @@ rank 3 h1
             (mem.kind, mem.capacity_bytes, mem.bandwidth, mem.latency_ns),
             (MemoryKind::Cxl, 512.0 * (1u64 << 30) as f64, 64.0, 250.0)
         );
+        // No window given: CXL.mem's default (16384 lines of 64 B).
+        assert_eq!(mem.window_bytes, 1048576.0);
+        let wide = parse(&MIXED.replace("latency=250ns", "latency=250ns window=4MiB")).unwrap();
+        assert_eq!(wide.attrs[7].memory.unwrap().window_bytes, 4.0 * 1048576.0);
         assert_eq!(p.attrs[6].tier, Some(Tier::Tor));
         // Switches forward, GPUs and memory do not.
         assert!(p.is_transit(8) && p.is_transit(6) && !p.is_transit(0) && !p.is_transit(7));
@@ -347,6 +358,8 @@ rank 3 h1
         bad("node tor switch", "node tor router", 8, "node kind", "unknown kind 'router'");
         bad("type=A100\nnode a1", "type=V100\nnode a1", 5, "type", "unknown accelerator type 'V100'");
         bad("capacity=512GiB", "capacity=lots", 9, "capacity", "not a capacity");
+        bad("capacity=512GiB", "capacity=512GiB window=0", 9, "window", "not a positive size");
+        bad("capacity=512GiB", "capacity=512GiB window=-1MiB", 9, "window", "not a positive size");
         bad("kind=cxl ", "", 9, "kind", "needs kind=");
         bad("link h0 tor 400Gbps 500ns", "link h0 tor 400Gbps", 15, "link", "expected 'link");
         bad("link h0 tor 400Gbps 500ns", "link h0 tor fast 500ns", 15, "link bandwidth", "'fast'");

@@ -21,7 +21,8 @@
 //! spec is used) and/or its own `<dtype>_flops` (FLOP/s; fp64, fp32, tf32, bf16, fp16, fp8),
 //! `memory` (HBM bytes) and `memory_bandwidth` (bytes/s), which override the catalog's; a
 //! memory node has `memory` (bytes, or "inf" for unbounded), `memory_kind` (dram or cxl; default
-//! dram), `bandwidth` (bytes/s; default unbounded) and `latency` (s; default 0); a switch has
+//! dram), `bandwidth` (bytes/s; default unbounded), `latency` (s; default 0) and `window` (the
+//! bytes a reader keeps in flight to it, or "inf"; default by kind, [`super::window`]); a switch has
 //! `tier` (tor, spine, core); an XPU switch `reduction` (bool); any node `forward` (bool).
 //! Links (`links` or `edges`) have `source`, `target`, `bandwidth` (bytes/s) and `latency` (s)
 //! and are full duplex unless `"directed": true` (or the graph is directed). Numbers may also
@@ -37,6 +38,7 @@ use serde_json::{Map, Value};
 
 use super::file::{parse_bytes, scale_up_domains};
 use super::simai::{parse_rate, parse_time};
+use super::window::check_window;
 use super::xpu::{check_capacity, Catalog, Dtype, XpuSpec};
 use super::{Link, MemoryKind, MemorySpec, NodeAttrs, NodeKind, Placement, Platform, Tier};
 use crate::error::{InputError, Result};
@@ -89,12 +91,17 @@ impl Doc<'_> {
         }
     }
 
-    fn capacity(&self, field: &str, v: &Value) -> Result<f64> {
+    /// Bytes: a number, a string like 80GB, or inf.
+    fn bytes(&self, field: &str, v: &Value, what: &str) -> Result<f64> {
         let bytes = |s: &str| match s.to_ascii_lowercase().as_str() {
             "inf" | "infinity" => Some(f64::INFINITY),
             _ => s.parse::<f64>().ok().or_else(|| parse_bytes(s)),
         };
-        let x = self.quantity(field, v, "a capacity in bytes (or like 80GB, or inf)", bytes)?;
+        self.quantity(field, v, what, bytes)
+    }
+
+    fn capacity(&self, field: &str, v: &Value) -> Result<f64> {
+        let x = self.bytes(field, v, "a capacity in bytes (or like 80GB, or inf)")?;
         check_capacity(self.file, field, x)
     }
 }
@@ -288,6 +295,7 @@ impl Platform {
                 m.insert("bandwidth".into(), number(mem.bandwidth * 1e9));
             }
             m.insert("latency".into(), number(mem.latency_ns / 1e9));
+            m.insert("window".into(), capacity_value(mem.window_bytes));
         }
         if let Some(t) = a.tier {
             let name = match t {
@@ -336,7 +344,14 @@ fn read_node(
     let mut xpu = XpuSpec::default();
     let (mut memory, mut memory_bandwidth, mut own) = (None, None, false);
     // own: the node gives FLOPS of its own (a user-defined XPU, or a catalog one overridden).
-    let mut mem = MemorySpec { kind: MemoryKind::Dram, capacity_bytes: 0.0, bandwidth: f64::INFINITY, latency_ns: 0.0 };
+    let mut mem = MemorySpec {
+        kind: MemoryKind::Dram,
+        capacity_bytes: 0.0,
+        bandwidth: f64::INFINITY,
+        latency_ns: 0.0,
+        window_bytes: f64::NAN,
+    };
+    let mut window = None;
     for (key, v) in map {
         // A key that cannot stand in the field (a colon, leading space) is named in the message.
         let f = if plain_key(key) { field(key) } else { at.to_string() };
@@ -365,6 +380,10 @@ fn read_node(
             }
             (NodeKind::Memory, "bandwidth") => mem.bandwidth = doc.rate(&f, v)?,
             (NodeKind::Memory, "latency") => mem.latency_ns = doc.time(&f, v)?,
+            (NodeKind::Memory, "window") => {
+                let x = doc.bytes(&f, v, "a read window in bytes (or like 1MiB, or inf)")?;
+                window = Some(check_window(doc.file, &f, x)?);
+            }
             (NodeKind::Switch, "tier") => {
                 let t = doc.text(&f, v)?;
                 a.tier = Some(
@@ -428,6 +447,7 @@ fn read_node(
         NodeKind::Memory => {
             mem.capacity_bytes =
                 memory.ok_or_else(|| doc.err(&field("memory"), "a memory node needs its capacity (bytes, or inf)"))?;
+            mem.window_bytes = window.unwrap_or(mem.kind.default_window());
             a.memory = Some(mem);
         }
         _ => {}

@@ -20,10 +20,13 @@
 //! - CXL cascade links carry the sum of the CXL links below them (non-blocking), unless
 //!   `cxl_uplink` gives a rate.
 //! - Memory capacities default to unbounded, as HCSim allows (Table 2).
+//! - Read windows (the bytes an XPU keeps in flight to a device, which bound its read rate by
+//!   Little's law) default to the protocols' tag limits ([`super::window`]); HCSim has none.
 //!
 //! XPU types are assigned per ToR (the paper keeps the 128 XPUs of one ToR alike): `mix` lists
 //! (type, count) in rank order, each count but the last a multiple of the XPUs per ToR.
 
+use super::window::check_window;
 use super::xpu::{check_capacity, Catalog};
 use super::{Link, MemoryKind, MemorySpec, NodeAttrs, NodeKind, Placement, Platform, Tier};
 use crate::error::{InputError, Result};
@@ -111,6 +114,9 @@ pub struct HcsimParams {
     pub dram_bytes: f64,
     /// Each XPU's CXL Type-3 expander, bytes.
     pub cxl_memory_bytes: f64,
+    /// Read windows of the extension memory and the CXL expanders, bytes ([`super::window`]).
+    pub dram_window_bytes: f64,
+    pub cxl_window_bytes: f64,
 }
 
 impl HcsimParams {
@@ -128,6 +134,8 @@ impl HcsimParams {
             cxl_uplink: None,
             dram_bytes: f64::INFINITY,
             cxl_memory_bytes: f64::INFINITY,
+            dram_window_bytes: MemoryKind::Dram.default_window(),
+            cxl_window_bytes: MemoryKind::Cxl.default_window(),
         }
     }
 }
@@ -152,11 +160,11 @@ impl Builder {
         }
     }
 
-    fn memory(&mut self, name: String, kind: MemoryKind, capacity_bytes: f64) -> u32 {
+    fn memory(&mut self, name: String, kind: MemoryKind, capacity_bytes: f64, window_bytes: f64) -> u32 {
         let m = self.node(NodeKind::Memory, name);
         // The link in front of the device limits it; the device itself adds nothing.
         self.attrs[m as usize].memory =
-            Some(MemorySpec { kind, capacity_bytes, bandwidth: f64::INFINITY, latency_ns: 0.0 });
+            Some(MemorySpec { kind, capacity_bytes, bandwidth: f64::INFINITY, latency_ns: 0.0, window_bytes });
         m
     }
 }
@@ -213,6 +221,8 @@ fn check(p: &HcsimParams, source: &str) -> Result<u32> {
     }
     check_capacity(source, "dram", p.dram_bytes)?;
     check_capacity(source, "cxl_memory", p.cxl_memory_bytes)?;
+    check_window(source, "dram_window", p.dram_window_bytes)?;
+    check_window(source, "cxl_window", p.cxl_window_bytes)?;
     Ok(total as u32)
 }
 
@@ -292,7 +302,7 @@ impl Platform {
                 .map(|(c, &cpu)| {
                     let v = b.node(NodeKind::PcieSwitch, format!("s{s}.pcie{c}"));
                     b.duplex(cpu, v, uplink);
-                    let m = b.memory(format!("s{s}.dram{c}"), MemoryKind::Dram, p.dram_bytes);
+                    let m = b.memory(format!("s{s}.dram{c}"), MemoryKind::Dram, p.dram_bytes, p.dram_window_bytes);
                     b.duplex(cpu, m, p.links.dram);
                     v
                 })
@@ -317,7 +327,12 @@ impl Platform {
                 );
                 for &x in &here {
                     b.duplex(x, csw, p.links.cxl);
-                    let m = b.memory(format!("s{s}.cxlmem{}", x - first), MemoryKind::Cxl, p.cxl_memory_bytes);
+                    let m = b.memory(
+                        format!("s{s}.cxlmem{}", x - first),
+                        MemoryKind::Cxl,
+                        p.cxl_memory_bytes,
+                        p.cxl_window_bytes,
+                    );
                     b.duplex(m, csw, p.links.cxl);
                 }
             }

@@ -18,6 +18,7 @@ mod placement;
 pub mod routing;
 pub mod simai;
 pub mod simgrid;
+pub mod window;
 pub mod xpu;
 
 pub use placement::Placement;
@@ -124,6 +125,8 @@ pub struct MemorySpec {
     /// Bytes per ns.
     pub bandwidth: f64,
     pub latency_ns: f64,
+    /// Bytes a reader keeps in flight to it (∞: no bound; [`window`]).
+    pub window_bytes: f64,
 }
 
 /// What a node is beyond its kind (defaults for nodes of a SimAI file).

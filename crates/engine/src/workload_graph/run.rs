@@ -1,6 +1,7 @@
 //! Running a workload graph: lowered ([`super::lower`]), then run by the one executor on the
 //! platform's flow model. Reads of remote memory are flows from the memory device to the XPU
-//! on the same fabric as the collectives, so they share links with them; everything else is
+//! on the same fabric as the collectives, so they share links with them, each capped at its
+//! device's read window over its round trip ([`crate::platform::window`]); everything else is
 //! the flow model's own ([`FlowNetwork`]).
 
 use super::lower::{lower, Lowered, Options, Role};
@@ -20,8 +21,8 @@ struct GraphNetwork<'l> {
     lowered: &'l Lowered,
     /// Ranks of each class.
     class_ranks: Vec<Vec<u32>>,
-    /// A memory node's own latency, ns (0 for other nodes).
-    device_latency: Vec<f64>,
+    /// A memory node's own latency, ns, and read window, bytes (0 and ∞ for other nodes).
+    device: Vec<(f64, f64)>,
 }
 
 impl NetworkModel for GraphNetwork<'_> {
@@ -40,24 +41,25 @@ impl NetworkModel for GraphNetwork<'_> {
             return self.net.start(now_ns, comm, token);
         }
         let source = l.reads[(group - l.first_read) as usize];
-        let (ranks, latency) = (&self.class_ranks[class as usize], &self.device_latency);
+        let (ranks, device) = (&self.class_ranks[class as usize], &self.device);
         let placement = &self.net.topology().placement;
         let pairs = || {
-            // One instance per device latency (usually one), each rank's flow from its device.
-            let mut by_latency: NodeFlows = Vec::new();
+            // One instance per device latency and window (usually one), each rank's flow from
+            // its device, capped by its window.
+            let mut groups: NodeFlows = Vec::new();
             for &r in ranks {
                 let m = match source {
                     Source::Home => l.home[r as usize],
                     Source::Node(m) => m,
                 };
-                let lat = latency[m as usize];
+                let (lat, window) = device[m as usize];
                 let flow = (m, placement.device(r), bytes as f64);
-                match by_latency.iter_mut().find(|g| g.0 == lat) {
-                    Some(g) => g.1.push(flow),
-                    None => by_latency.push((lat, vec![flow])),
+                match groups.iter_mut().find(|g| g.0 == lat && g.1 == window) {
+                    Some(g) => g.2.push(flow),
+                    None => groups.push((lat, window, vec![flow])),
                 }
             }
-            by_latency
+            groups
         };
         let pairs = pairs();
         self.net.start_node_flows(now_ns, token, (u64::from(group) << 32 | u64::from(class), bytes), || pairs)
@@ -110,11 +112,17 @@ pub fn run_graph(
     progress: &mut dyn FnMut(f64) -> bool,
 ) -> Result<GraphRun> {
     let lowered = lower(file, graph, platform, options)?;
-    let device_latency = (0..platform.node_count() as usize)
-        .map(|v| platform.attrs.get(v).and_then(|a| a.memory).map_or(0.0, |m| m.latency_ns))
+    let device = (0..platform.node_count() as usize)
+        .map(|v| {
+            platform
+                .attrs
+                .get(v)
+                .and_then(|a| a.memory)
+                .map_or((0.0, f64::INFINITY), |m| (m.latency_ns, m.window_bytes))
+        })
         .collect();
     let net = FlowNetwork::tuned(platform.clone(), tuning, |s| s)?;
-    let mut model = GraphNetwork { net, lowered: &lowered, class_ranks: Vec::new(), device_latency };
+    let mut model = GraphNetwork { net, lowered: &lowered, class_ranks: Vec::new(), device };
     let w = &lowered.workload;
     let execution = Executor::new(w)?.run(&mut model, progress)?;
     let link_bytes = model.net.carried_bytes().to_vec();

@@ -9,13 +9,18 @@ use crate::platform::Platform;
 /// Eq. 1), each with its own memory device `m0`/`m1` of `kind` behind a switch: XPU–switch
 /// 10 GB/s 100 ns, switch–memory 20 GB/s 50 ns, so a lone read takes bytes / 10 + 150 ns.
 fn platform(kind: &str, capacity: &str) -> Platform {
+    platform_with(kind, capacity, "")
+}
+
+/// [`platform`] with `extra` attributes on both memory nodes (each starting with a comma).
+fn platform_with(kind: &str, capacity: &str, extra: &str) -> Platform {
     let text = format!(
         r#"{{"nodes": [
           {{"id": "x0", "kind": "xpu", "fp32_flops": 1e12, "memory": 1e9}},
           {{"id": "x1", "kind": "xpu", "fp32_flops": 1e12, "memory": 1e9}},
           {{"id": "sw", "kind": "switch"}},
-          {{"id": "m0", "kind": "memory", "memory_kind": "{kind}", "memory": "{capacity}"}},
-          {{"id": "m1", "kind": "memory", "memory_kind": "{kind}", "memory": "{capacity}"}}],
+          {{"id": "m0", "kind": "memory", "memory_kind": "{kind}", "memory": "{capacity}"{extra}}},
+          {{"id": "m1", "kind": "memory", "memory_kind": "{kind}", "memory": "{capacity}"{extra}}}],
         "links": [
           {{"source": "x0", "target": "sw", "bandwidth": 1e10, "latency": 1e-7}},
           {{"source": "x1", "target": "sw", "bandwidth": 1e10, "latency": 1e-7}},
@@ -73,6 +78,26 @@ fn a_coherent_vertex_lasts_as_long_as_the_slower_of_compute_and_read() {
         let r = run(&g, &p, Access::Copy);
         assert!(close(r.execution.end_ns, SPILL_READ_NS + flops / 1e3), "{}", r.execution.end_ns);
     }
+}
+
+#[test]
+fn a_read_is_held_to_its_window_over_its_round_trip() {
+    // The device answers after d = 100 ns; the path's latency is α = 150 ns; a window of W = 600 B
+    // over RTT = 2α + d = 400 ns reads at 1.5 B/ns, below the 10 B/ns link: the 2e9 spilled
+    // bytes take α + d + 2e9 / 1.5 ns (Little's law), in both systems.
+    let (alpha, d) = (150.0, 100.0);
+    let read = alpha + d + 2e9 / (600.0 / (2.0 * alpha + d));
+    let g = graph(r#"{"id": "a", "kind": "compute", "xpu": "*", "flops": 1e11, "bytes": 3e9}"#, "", "");
+    let dram = platform_with("dram", "inf", r#", "latency": "100ns", "window": 600"#);
+    let r = run(&g, &dram, Access::Auto);
+    assert!(close(r.execution.end_ns, read + 1e8), "{}", r.execution.end_ns);
+    let cxl = platform_with("cxl", "inf", r#", "latency": "100ns", "window": "600B""#);
+    let r = run(&g, &cxl, Access::Auto);
+    assert!(close(r.execution.end_ns, read), "{}", r.execution.end_ns);
+    // A window above the link's bandwidth-delay product (10 B/ns × 400 ns) changes nothing.
+    let wide = platform_with("cxl", "inf", r#", "latency": "100ns", "window": 4001"#);
+    let r = run(&g, &wide, Access::Auto);
+    assert!(close(r.execution.end_ns, alpha + d + 2e8), "{}", r.execution.end_ns);
 }
 
 #[test]

@@ -90,6 +90,10 @@ fn bad_documents_name_the_node_or_link_and_the_field() {
     bad(r#""memory": "64GB""#, r#""memory": "64 parsecs""#, "node '7': memory", "not a capacity");
     bad(r#""memory": "inf""#, r#""memory": 1e40"#, "node 'm0': memory", "more than any memory device holds");
     bad(r#""memory": "64GB""#, r#""memory": 5e18, "x": 1"#, "node '7': memory", "more than any memory device holds");
+    bad(r#""latency": "250ns""#, r#""latency": "250ns", "window": 0"#, "node 'm0': window", "must be positive");
+    bad(r#""latency": "250ns""#, r#""latency": "250ns", "window": -64"#, "node 'm0': window", "must be positive");
+    bad(r#""latency": "250ns""#, r#""latency": "250ns", "window": true"#, "node 'm0': window", "got a boolean");
+    bad(r#""latency": "250ns""#, r#""latency": "250ns", "window": "wide""#, "node 'm0': window", "not a read window");
     bad(r#""tier": "tor""#, r#""tier": "tor", "colour": "red""#, "node 'tor': colour", "no attribute \"colour\"");
     bad(r#""tier": "tor""#, r#""tier": "tor", "\u00a0tier": 1"#, "node 'tor'", "no attribute");
     bad(r#""fp32_flops": "1e14""#, r#""fp99_flops": 1"#, "node '7': fp99_flops", "unknown data type");

@@ -127,4 +127,6 @@ fn bad_parameters_name_the_field() {
     bad(&|p| p.links.upi.latency_ns = -1.0, "link upi", "latency");
     bad(&|p| p.dram_bytes = 1e30, "dram", "more than any memory device holds");
     bad(&|p| p.servers_per_tor = 0, "servers_per_tor", "at least 1");
+    bad(&|p| p.cxl_window_bytes = 0.0, "cxl_window", "must be positive");
+    bad(&|p| p.dram_window_bytes = f64::NAN, "dram_window", "must be positive");
 }
