@@ -263,7 +263,9 @@ def hcsim(
     types and counts in rank order (types assigned per ToR); `links` overrides Table 5's figures
     by class (tor_core, nic_tor, upi, pcie, xpu, cxl, dram) with (GB/s, ns); `params` the engine's
     (xpus_per_server, servers_per_tor, cpus_per_server, nics_per_server, pcie_uplinks, cxl_uplink
-    GB/s, dram_bytes, cxl_memory_bytes)."""
+    GB/s, dram_bytes, cxl_memory_bytes, dram_window_bytes, cxl_window_bytes: the bytes an XPU keeps
+    in flight to that memory, which bound its reads by Little's law; default the protocols' tag
+    limits, docs/platform-format.md)."""
     if template not in TEMPLATES:
         raise InputError(f"command line: template: unknown '{template}' (valid: {', '.join(TEMPLATES)})")
     return Platform.hcsim(

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use clustersim_engine::platform::hcsim::{Figure, HcsimParams, LinkFigures};
 use clustersim_engine::platform::simgrid::SimgridRouting;
 use clustersim_engine::platform::xpu::{Catalog, Dtype, XpuSpec};
-use clustersim_engine::platform::{simai, Link, NodeKind, Platform};
+use clustersim_engine::platform::{simai, Link, MemoryKind, NodeKind, Platform};
 use pyo3::prelude::*;
 
 use crate::engine_err;
@@ -117,11 +117,12 @@ impl PyPlatform {
 
     /// One of HCSim's systems (Fig. 6a, or 6b when `coherent`): XPU types and counts in rank
     /// order (`mix`), link classes overridden by name with (GB/s, ns), rates in GB/s, capacities
-    /// in bytes (inf: unbounded).
+    /// in bytes (inf: unbounded), read windows in bytes (None: the protocols' defaults).
     #[staticmethod]
     #[pyo3(signature = (source, coherent, mix, catalog, xpus_per_server = 8, servers_per_tor = 16,
         cpus_per_server = 2, nics_per_server = 2, pcie_uplinks = 4, links = HashMap::new(), cxl_uplink = None,
-        dram_bytes = f64::INFINITY, cxl_memory_bytes = f64::INFINITY))]
+        dram_bytes = f64::INFINITY, cxl_memory_bytes = f64::INFINITY, dram_window_bytes = None,
+        cxl_window_bytes = None))]
     #[allow(clippy::too_many_arguments)]
     fn hcsim(
         py: Python<'_>,
@@ -138,6 +139,8 @@ impl PyPlatform {
         cxl_uplink: Option<f64>,
         dram_bytes: f64,
         cxl_memory_bytes: f64,
+        dram_window_bytes: Option<f64>,
+        cxl_window_bytes: Option<f64>,
     ) -> PyResult<PyPlatform> {
         let catalog = self::catalog(catalog)?;
         let mut figures = LinkFigures::TABLE5;
@@ -164,6 +167,8 @@ impl PyPlatform {
             cxl_uplink,
             dram_bytes,
             cxl_memory_bytes,
+            dram_window_bytes: dram_window_bytes.unwrap_or(MemoryKind::Dram.default_window()),
+            cxl_window_bytes: cxl_window_bytes.unwrap_or(MemoryKind::Cxl.default_window()),
         };
         py.detach(|| Platform::hcsim(source, &params, &catalog)).map(|inner| PyPlatform { inner }).map_err(engine_err)
     }

@@ -71,6 +71,18 @@ def add(sub: argparse._SubParsersAction) -> None:
         "--dram", metavar="CAPACITY", help="extension memory per CPU, e.g. 1TiB (default unbounded)"
     )
     p.add_argument("--cxl-memory", metavar="CAPACITY", help="CXL Type-3 memory per XPU (default unbounded)")
+    p.add_argument(
+        "--dram-window",
+        metavar="BYTES",
+        help="bytes an XPU's DMA engine keeps in flight to extension memory, e.g. 384KiB (default: 768"
+        " PCIe tags x 512 B reads; inf: no bound)",
+    )
+    p.add_argument(
+        "--cxl-window",
+        metavar="BYTES",
+        help="bytes an XPU keeps in flight to its CXL memory, e.g. 1MiB (default: 16384 tags x 64 B"
+        " lines; inf: no bound)",
+    )
     p.add_argument("--simgrid", metavar="OUT.xml", help="write the platform as a SimGrid platform file")
     p.add_argument(
         "--simgrid-routing",
@@ -152,6 +164,14 @@ def parse_capacity(option: str, text: str | None) -> float:
     return float(m.group(1)) * UNITS[m.group(2)]
 
 
+def parse_window(option: str, text: str) -> float:
+    """A read window: positive bytes like 1MiB, or inf (no bound)."""
+    bytes_ = parse_capacity(option, text)
+    if not bytes_ > 0:
+        raise InputError(f"command line: {option}: read window '{text}' must be positive (or inf)")
+    return bytes_
+
+
 def build(args: argparse.Namespace) -> tuple[Platform, str]:
     """The platform the arguments describe, and its name."""
     from pathlib import Path
@@ -172,8 +192,24 @@ def build(args: argparse.Namespace) -> tuple[Platform, str]:
         }
         if args.cxl_uplink is not None:
             params["cxl_uplink"] = _rate("--cxl-uplink", args.cxl_uplink)
+        for option, key, text in (
+            ("--dram-window", "dram_window_bytes", args.dram_window),
+            ("--cxl-window", "cxl_window_bytes", args.cxl_window),
+        ):
+            if text is not None:
+                params[key] = parse_window(option, text)
         return plat.hcsim(spec, mix, parse_links(args.link), **params), spec
-    shaping = [o for o, v in (("--xpus", args.xpus), ("--mix", args.mix), ("--link", args.link)) if v]
+    shaping = [
+        o
+        for o, v in (
+            ("--xpus", args.xpus),
+            ("--mix", args.mix),
+            ("--link", args.link),
+            ("--dram-window", args.dram_window),
+            ("--cxl-window", args.cxl_window),
+        )
+        if v
+    ]
     if shaping:
         raise InputError(
             f"command line: {', '.join(shaping)}: only for the templates ({', '.join(plat.TEMPLATES)})"
