@@ -54,13 +54,26 @@ def test_fig11_latency_up_to_1us_matters_little():
     assert ys[1] <= ys[0] and ys[1] / ys[0] > 0.99
 
 
+def test_fig11_latency_beyond_10us_matters_strongly():
+    # Each read is held to its window over the round trip (Little's law): 1 MiB over RTT = 4 L on
+    # hcsim-cxl (XPU-switch-expander, both ways) binds the 128 GB/s link from L ≈ 2 µs on.
+    t = h.cxl_latency(SMALL, (8, 32), (100.0, 1e4, 1e5))
+    found = h.latency_findings(t)
+    assert all(ok for _, ok, _ in found[:2]), found
+    rows = {(r["xpus"], r["cxl_latency_ns"]): r for r in t.rows()}
+    for n in (8, 32):
+        # At 100 µs the reads run at W / RTT = 2^20 B / 400 µs ≈ 2.6 GB/s: exposed reads dominate.
+        assert rows[n, 1e5]["exposed_read_s"] > 10 * rows[n, 1e5]["compute_s"]
+
+
 @pytest.mark.xfail(
     strict=True,
-    reason="a remote read is one bulk flow that pays the CXL latency once, with no bound on the requests"
-    " an XPU keeps in flight (Little's law: rate ≤ window / latency), so even 100 µs costs ~1 %; ring hops"
-    " pay the path latency (α_net) but hide behind the backward (RESULTS.md, the HCSim studies)",
+    reason="every XPU reads its own expander through its own server's CXL switch, with its own window,"
+    " so the read bound does not change with scale; what grows with scale (the ring's hops over the"
+    " CXL cascade) hides behind the backward passes, which the slow reads stretch (RESULTS.md,"
+    " the read windows)",
 )
-def test_fig11_latency_beyond_10us_matters_strongly():
+def test_fig11_high_latency_costs_more_at_larger_scale():
     t = h.cxl_latency(SMALL, (8, 32), (100.0, 1e5))
     assert all(ok for _, ok, _ in h.latency_findings(t))
 
