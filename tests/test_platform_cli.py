@@ -5,6 +5,7 @@ the line, the node or link and the field."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 
@@ -94,6 +95,25 @@ def test_exports_read_back_to_the_same_platform(tmp_path):
 
     (tmp_path / "p.yaml").write_text(yaml.safe_dump(json.loads((tmp_path / "p.json").read_text())))
     assert canonical(read_platform(tmp_path / "p.yaml")) == canonical(built)
+    # Read windows: given on the command line, written into the document and read back.
+    out = cli(
+        "hcsim-cxl",
+        "--xpus",
+        "8",
+        "--cxl-window",
+        "4MiB",
+        "--dram-window",
+        "inf",
+        "--graph-json",
+        "w.json",
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr
+    doc = json.loads((tmp_path / "w.json").read_text())
+    windows = {n["memory_kind"]: n["window"] for n in doc["nodes"] if n["kind"] == "memory"}
+    assert windows == {"cxl": 4 * 2**20, "dram": "inf"}
+    wide = hcsim("hcsim-cxl", [("h100", 8)], cxl_window_bytes=4 * 2**20, dram_window_bytes=math.inf)
+    assert canonical(read_platform(tmp_path / "w.json")) == canonical(wide)
     # A summary of a file.
     s = summary(str(tmp_path / "p.graphml"))
     assert s["xpus_by_type"] == {"A100": 8, "H100": 16}
@@ -228,6 +248,9 @@ def test_yaml_errors_carry_the_line_of_the_node_or_link(tmp_path):
             ["hcsim-cxl", "--cxl-memory", "2000PB"],
             "cxl_memory: capacity 2e18 bytes is more than any memory device",
         ),
+        (["hcsim-cxl", "--cxl-window", "0"], "command line: --cxl-window: read window '0' must be positive"),
+        (["hcsim-cxl", "--dram-window", "wide"], "command line: --dram-window: 'wide' is not a capacity"),
+        (["p.json", "--cxl-window", "1MiB"], "--cxl-window: only for the templates"),
         (["no-such-thing"], "command line: platform: 'no-such-thing' is neither a template"),
         (["hcsim-cxl", "--simgrid", "x.xml", "--dtype", "fp4"], "--dtype: 'fp4' is not a data type"),
     ],

@@ -137,6 +137,8 @@ def platform_of(args: argparse.Namespace) -> tuple[Any, str]:
         cxl_uplink=None,
         dram=args.dram,
         cxl_memory=args.cxl_memory,
+        dram_window=None,
+        cxl_window=None,
     )
     return platform_cli.build(full)
 
