@@ -102,12 +102,12 @@ pub fn collective_sweep(
         // the coherent ring) too; with KIND=NAME items it runs what they say for its kind (an
         // all-reduce on the platform's algorithm inside one server too).
         let platform = choose.all_reduce.take();
-        choose.algorithm = if AlgoSpec::parse(algorithm)?.kinds.is_empty() {
+        let forced = if AlgoSpec::parse(algorithm)?.kinds.is_empty() {
             platform.or(choose.algorithm)
         } else {
             platform.filter(|_| c == Collective::AllReduce).or_else(|| choose.forced_kind(c))
         };
-        choose.per_collective.clear();
+        choose.per_collective = vec![(c, forced)];
         topo.routing = Routing::parse(routing)?;
         let opts = SweepOptions { choose, channels, ranks, seed, qps };
         let points = sweep::sweep(topo, c, &sizes, &opts)?;

@@ -114,6 +114,16 @@ pub fn algo_error(item: &str, message: impl std::fmt::Display) -> InputError {
     super::err("algorithm", format!("--algo item '{item}': {message}"))
 }
 
+/// `e`, about a name in `item`, said of the item; an error in a file the name reads (an MSCCL
+/// program) keeps its file, line and field.
+fn in_item(item: &str, e: InputError) -> InputError {
+    if e.file == "collective" && e.line.is_none() {
+        algo_error(item, e.message)
+    } else {
+        e
+    }
+}
+
 impl<'a> AlgoSpec<'a> {
     pub fn parse(algo: &'a str) -> Result<AlgoSpec<'a>, InputError> {
         let mut spec = AlgoSpec { every: None, kinds: Vec::new() };
@@ -164,7 +174,7 @@ pub fn set_algorithms(algo: &str, opts: &mut Options, platform: &dyn Fn(&str) ->
         if platform(item) {
             bare_kind = Some(Collective::AllReduce);
         } else {
-            let (a, extra) = algorithm_choice(item).map_err(|e| algo_error(item, e.message))?;
+            let (a, extra) = algorithm_choice(item).map_err(|e| in_item(item, e))?;
             (opts.algorithm, opts.extra) = (a, extra);
             if let Some(&[only]) = a.as_ref().map(|a| a.collectives()) {
                 bare_kind = Some(only);
@@ -181,7 +191,7 @@ pub fn set_algorithms(algo: &str, opts: &mut Options, platform: &dyn Fn(&str) ->
             }
             return Err(algo_error(item, format!("{name} runs allreduce only")));
         }
-        let (a, extra) = algorithm_choice(name).map_err(|e| algo_error(item, e.message))?;
+        let (a, extra) = algorithm_choice(name).map_err(|e| in_item(item, e))?;
         if extra {
             return Err(algo_error(item, format!("{AUTO_EXTRA} widens the tuner for every collective: give it bare")));
         }
@@ -214,7 +224,7 @@ pub fn algorithm_choice(algo: &str) -> Result<(Option<Algorithm>, bool), InputEr
     Algorithm::parse(key).map(|a| (Some(a), false)).map_err(|mut e| {
         // An unknown name lists the valid ones: add the tuner's choices (a bad MSCCL file's
         // error stays as it is).
-        if e.message.contains("(valid: ") {
+        if e.message.starts_with("unknown algorithm") {
             let names = e.message.trim_end_matches(')').replace("(valid: ", "(valid: auto, ");
             e.message = format!("{names}, {AUTO_EXTRA})");
         }

@@ -28,8 +28,10 @@
 //! Simple ring all-reduce applies too, the call being an all-reduce, so with Simple the
 //! coherent ring's latency term is up to 1.4× its reduce-scatter's (conservative).
 //!
-//! It runs only when forced (`--algo coherent_ring`) and only on a coherent platform: where the
-//! run has one, [`check_platform`] refuses the name on a platform whose XPUs share no CXL fabric.
+//! It runs only when forced (`--algo coherent_ring` or `--algo all_reduce=coherent_ring`: the
+//! all-reduces alone, every other collective as the rest of `--algo` says, [`Options::forced`])
+//! and only on a coherent platform: where the run has one, [`check_platform`] refuses the name on
+//! a platform whose XPUs share no CXL fabric.
 //! On a bare group (the analytical model's servers) it runs as any forced schedule does.
 
 use super::choose::Options;

@@ -4,7 +4,9 @@
 //! options are read here, once for every command (`collective`, `run`, `train`).
 //!
 //! Such an algorithm runs all-reduce only, so it takes the all-reduces across servers
-//! ([`Options::all_reduce`]) and leaves every other collective to `--algo` or NCCL's tuner.
+//! ([`Options::all_reduce`]) and leaves every other collective to `--algo` or NCCL's tuner: its
+//! name stands bare (`--algo collnet_direct`) or as an item (`--algo ring,all_reduce=collnet_direct`:
+//! the ring for everything else, an all-reduce inside one server included).
 
 use serde::Deserialize;
 
