@@ -52,16 +52,20 @@ def test_run_and_train_take_an_msccl_algorithm(tmp_path, monkeypatch):
     ours = clustersim.run(micro, "Spectrum-X:8", algo="msccl:ring.xml")
     ring = clustersim.run(micro, "Spectrum-X:8", algo="ring", channels=1)
     assert ours.summary == pytest.approx(ring.summary)
-    # Training forces the program on every collective: the data-parallel all-reduce of 8 runs it
-    # (as the built-in ring), a tensor-parallel reduce-scatter cannot.
+    # The program is an all-reduce, so it takes the all-reduces: the data-parallel all-reduce of 8
+    # runs it (as the built-in ring); the tensor-parallel reduce-scatters keep NCCL's choice, as
+    # with all_reduce=msccl:ring.xml, and naming it for another kind is refused.
     plan = dict(gpus=8, tp=1, pp=1, gbs=8, seq=1024, layers=2, hidden=1024, heads=8, ffn=4096, vocab=32000)
     ours = clustersim.train(None, topology="Spectrum-X:8", algo="msccl:ring.xml", **plan)
     ring = clustersim.train(None, topology="Spectrum-X:8", algo="ring", channels=1, **plan)
     assert ours.iteration_s == pytest.approx(ring.iteration_s, rel=1e-12)
     assert dict(ours.breakdown_s)["exposed DP comm"] > 0
     tp = plan | dict(tp=8, sp=True)
-    with pytest.raises(clustersim.InputError, match="cannot run reducescatter .* program is an allreduce"):
-        clustersim.train(None, topology="Spectrum-X:8", algo="msccl:ring.xml", **tp)
+    bare = clustersim.train(None, topology="Spectrum-X:8", algo="msccl:ring.xml", **tp)
+    named = clustersim.train(None, topology="Spectrum-X:8", algo="all_reduce=msccl:ring.xml", **tp)
+    assert bare.iteration_s == named.iteration_s
+    with pytest.raises(clustersim.InputError, match="msccl:ring.xml cannot run reducescatter"):
+        clustersim.train(None, topology="Spectrum-X:8", algo="reduce_scatter=msccl:ring.xml", **tp)
 
 
 def test_the_example_files_run(tmp_path):

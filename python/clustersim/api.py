@@ -63,9 +63,10 @@ def run(
     **options: Any,
 ) -> AnalyticalResult:
     """A SimAI workload on a fabric with the flow model (`clustersim run`): every collective
-    becomes the transfers of `algo` on `topology` (a SimAI topology file, a template
-    `NAME[:GPUS]`, the engine's Platform or a Topology view of one). `options` are `simulate`'s
-    (gpus, gpus_per_server, …). With
+    becomes the transfers of `algo` (`--algo`'s text: a NAME for every collective, KIND=NAME items
+    per kind, e.g. "all_reduce=coherent_ring,all_gather=ring") on `topology` (a SimAI topology
+    file, a template `NAME[:GPUS]`, the engine's Platform or a Topology view of one). `options`
+    are `simulate`'s (gpus, gpus_per_server, …). With
     `ecmp_seeds` N > 1 the run is repeated for seeds `seed` … `seed` + N − 1: the result is the
     first seed's, and its `ecmp_seeds` holds every seed's summary with mean, min and max.
     `calibration` (a file `clustersim calibrate` wrote) rescales the fabric's link classes.

@@ -1,12 +1,13 @@
 //! Bindings of the flow model: flow completion times and collective sweeps on a SimAI topology
 //! (conversion only).
 
-use clustersim_engine::collective::choose::Options;
+use clustersim_engine::collective::choose::{AlgoSpec, Options};
 use clustersim_engine::collective::on_platform::{self, PlatformOptions};
 use clustersim_engine::collective::reduction_server::Split;
 use clustersim_engine::flow::sweep::{self, SweepOptions};
 use clustersim_engine::flow::{completion_times, FlowSpec};
 use clustersim_engine::platform::Routing;
+use clustersim_engine::workload::Collective;
 use pyo3::prelude::*;
 
 use crate::engine_err;
@@ -95,11 +96,18 @@ pub fn collective_sweep(
             ..Options::default()
         };
         on_platform::algorithm_options(&mut topo, algorithm, &platform, &mut choose)?;
-        clustersim_engine::collective::coherent_ring::check_platform(choose.algorithm, &topo, "collective")?;
-        // One collective is timed, on the group asked for: an all-reduce algorithm (reduction
-        // servers, CollNet) is forced on it, inside one server too, and refused on another
-        // collective as the algorithm refuses it.
-        choose.algorithm = choose.all_reduce.take().or(choose.algorithm);
+        clustersim_engine::collective::coherent_ring::check_platform(&choose, &topo, "collective")?;
+        // One collective is timed, on the group asked for. A bare name is forced on it and
+        // refused where it cannot run it, an all-reduce algorithm (reduction servers, CollNet,
+        // the coherent ring) too; with KIND=NAME items it runs what they say for its kind (an
+        // all-reduce on the platform's algorithm inside one server too).
+        let platform = choose.all_reduce.take();
+        let forced = if AlgoSpec::parse(algorithm)?.kinds.is_empty() {
+            platform.or(choose.algorithm)
+        } else {
+            platform.filter(|_| c == Collective::AllReduce).or_else(|| choose.forced_kind(c))
+        };
+        choose.per_collective = vec![(c, forced)];
         topo.routing = Routing::parse(routing)?;
         let opts = SweepOptions { choose, channels, ranks, seed, qps };
         let points = sweep::sweep(topo, c, &sizes, &opts)?;

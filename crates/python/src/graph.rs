@@ -51,7 +51,7 @@ pub fn run_workload_graph<'py>(
     let mut choose = choose::Options::default();
     on_platform::algorithm_options(&mut topo, algorithm, &PlatformOptions::default(), &mut choose)
         .map_err(engine_err)?;
-    coherent_ring::check_platform(choose.algorithm, &topo, "graph run").map_err(engine_err)?;
+    coherent_ring::check_platform(&choose, &topo, "graph run").map_err(engine_err)?;
     let tuning = Tuning { options: choose, ..Default::default() };
     let mut failure = None;
     let started = std::time::Instant::now();

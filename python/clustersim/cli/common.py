@@ -107,7 +107,10 @@ def add_fabric(p: argparse.ArgumentParser, *, required: bool, what: str) -> None
         help="collective algorithm (ring, tree, direct, all_pairs, one_shot, two_shot, hier_all_pairs,"
         " coherent_ring on a CXL-coherent platform, ...),"
         " msccl:FILE.xml (an MSCCL algorithm file), auto (NCCL's tuner; default) or auto+extra (NCCL's"
-        " tuner also weighing the algorithms NCCL lacks: MSCCL++'s all-pairs family)",
+        " tuner also weighing the algorithms NCCL lacks: MSCCL++'s all-pairs family). A NAME forces every"
+        " collective, except one defined for a single kind (coherent_ring, tree, collnet_direct, ...),"
+        " which takes that kind alone; KIND=NAME items pick per kind, with or beside it:"
+        " all_reduce=coherent_ring,all_gather=ring or ring,all_reduce=collnet_direct",
     )
     p.add_argument(
         "--channels",

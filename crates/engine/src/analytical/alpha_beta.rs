@@ -141,7 +141,7 @@ impl AlphaBeta {
         let links = self.links();
         let p = &self.platform;
         let topo = GroupTopo::new(&g.ranks, &g.placement, self.nvls);
-        if c == Collective::AllToAll && g.size > DIRECT_MAX_RANKS && self.options.algorithm.is_none() {
+        if c == Collective::AllToAll && g.size > DIRECT_MAX_RANKS && self.options.forced(c, &topo).is_none() {
             // Too many pairs to hold: the direct schedule's cost by symmetry (uniform shape assumed).
             let inter = u32::from(g.nodes > 1);
             let direct = Algorithm::DIRECT;

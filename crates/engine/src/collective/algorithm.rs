@@ -35,6 +35,14 @@ pub trait CollectiveAlgorithm: Sync {
     /// The name NCCL_ALGO, `--algo` and reports use (lower case, words joined by `_`).
     fn name(&self) -> &'static str;
 
+    /// The kinds of collective it is defined for, on some group (every other kind
+    /// [`Self::unsupported`] refuses on any group): where `--algo KIND=NAME` may put it, and,
+    /// when it is one kind, the only kind a bare `--algo NAME` forces it on
+    /// ([`super::choose::Options::forced`]). Default: every kind.
+    fn collectives(&self) -> &[Collective] {
+        &Collective::ALL
+    }
+
     /// Why this algorithm cannot run `c` on group `g` (servers `s`), or None if it can.
     fn unsupported(&self, c: Collective, g: &GroupTopo, s: &Servers) -> Option<String>;
 

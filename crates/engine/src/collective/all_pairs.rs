@@ -96,6 +96,10 @@ impl CollectiveAlgorithm for AllPairs {
         "all_pairs"
     }
 
+    fn collectives(&self) -> &[Collective] {
+        &[Collective::AllGather, Collective::ReduceScatter]
+    }
+
     fn unsupported(&self, c: Collective, g: &GroupTopo, _s: &Servers) -> Option<String> {
         if !matches!(c, Collective::AllGather | Collective::ReduceScatter) {
             Some("all_pairs gathers and scatters; its all-reduces are one_shot and two_shot".into())
@@ -122,6 +126,10 @@ impl CollectiveAlgorithm for OneShot {
         "one_shot"
     }
 
+    fn collectives(&self) -> &[Collective] {
+        &[Collective::AllReduce]
+    }
+
     fn unsupported(&self, c: Collective, g: &GroupTopo, s: &Servers) -> Option<String> {
         in_one_server(self.name(), c, g, s)
     }
@@ -142,6 +150,10 @@ impl CollectiveAlgorithm for OneShot {
 impl CollectiveAlgorithm for TwoShot {
     fn name(&self) -> &'static str {
         "two_shot"
+    }
+
+    fn collectives(&self) -> &[Collective] {
+        &[Collective::AllReduce]
     }
 
     fn unsupported(&self, c: Collective, g: &GroupTopo, s: &Servers) -> Option<String> {

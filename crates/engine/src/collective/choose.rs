@@ -20,6 +20,13 @@
 //! algorithms NCCL does not have (the MSCCL++ all-pairs family, [`super::all_pairs`]) offer
 //! themselves too, and the least predicted time still wins. Plain `auto` is NCCL's tuner alone.
 //!
+//! `--algo` picks per kind of collective ([`AlgoSpec`]): a bare NAME forces every collective
+//! (NCCL_ALGO), `KIND=NAME` items one kind each (`all_reduce=coherent_ring,all_gather=ring`), and
+//! both mix (`ring,all_reduce=tree`: the tree for all-reduces, the ring for the rest). An
+//! algorithm defined for one kind only (the coherent ring, the tree, one-shot, an MSCCL program)
+//! forces that kind alone when named bare, so `--algo coherent_ring` leaves the all-gathers and
+//! reduce-scatters of a job to the tuner ([`Options::forced`]).
+//!
 //! [`Options::all_reduce`] sends every all-reduce across servers to one algorithm built from the
 //! platform (reduction servers, CollNet), while every other collective keeps the forced algorithm
 //! or the tuner's choice: the way a job runs with NCCL's CollNet plugin or a reduction server.
@@ -42,8 +49,12 @@ pub struct Options {
     pub pxn_enable: bool,
     /// `AS_NVLSTREE_ENABLE`.
     pub nvlstree_enable: bool,
-    /// `NCCL_ALGO`: run this algorithm whatever the prediction (it must be able to run the collective).
+    /// `NCCL_ALGO`: run this algorithm whatever the prediction (it must be able to run the
+    /// collective); one defined for a single kind forces that kind only ([`Options::forced`]).
     pub algorithm: Option<Algorithm>,
+    /// `--algo KIND=NAME`: per kind, the algorithm forced on it (None: the tuner's choice),
+    /// over `algorithm`.
+    pub per_collective: Vec<(Collective, Option<Algorithm>)>,
     /// `NCCL_PROTO`: run this protocol (the algorithm must support it).
     pub protocol: Option<Protocol>,
     /// `NCCL_P2P_PXN_LEVEL` = 2, NCCL's default since 2.12: point-to-point traffic between
@@ -62,13 +73,138 @@ pub struct Options {
 impl Options {
     /// The algorithm forced on `c` on `g`: [`Options::all_reduce`] for an all-reduce across
     /// servers (NCCL runs CollNet only on communicators spanning nodes, and NVLink inside a
-    /// server is faster than any NIC to a reduction server), else [`Options::algorithm`].
+    /// server is faster than any NIC to a reduction server), else [`Options::forced_kind`].
     pub fn forced(&self, c: Collective, g: &GroupTopo) -> Option<Algorithm> {
         match self.all_reduce {
             Some(a) if c == Collective::AllReduce && g.servers().members.len() > 1 => Some(a),
-            _ => self.algorithm,
+            _ => self.forced_kind(c),
         }
     }
+
+    /// The algorithm forced on every `c`, wherever it runs: `c`'s own
+    /// ([`Options::per_collective`]), else [`Options::algorithm`] unless that one is defined for
+    /// another single kind (a bare `coherent_ring` forces the all-reduces alone).
+    pub fn forced_kind(&self, c: Collective) -> Option<Algorithm> {
+        if let Some(&(_, a)) = self.per_collective.iter().find(|(k, _)| *k == c) {
+            return a;
+        }
+        self.algorithm.filter(|a| !matches!(a.collectives(), [only] if *only != c))
+    }
+
+    /// Every algorithm forced on some kind.
+    pub fn forced_algorithms(&self) -> impl Iterator<Item = Algorithm> + '_ {
+        self.algorithm.into_iter().chain(self.per_collective.iter().filter_map(|(_, a)| *a))
+    }
+}
+
+/// `--algo` split into its items: NAME, for every collective, and KIND=NAME, for one kind
+/// (KIND as `clustersim collective` names it: all_reduce, allgather, reduce-scatter, ...),
+/// joined by commas, at most one bare NAME and one item per kind. The names are read by the
+/// caller ([`algorithm_choice`], or the platform's algorithms in [`super::on_platform`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlgoSpec<'a> {
+    /// The bare NAME, with its item (for messages).
+    pub every: Option<&'a str>,
+    /// (kind, NAME, the item) in the order given.
+    pub kinds: Vec<(Collective, &'a str, &'a str)>,
+}
+
+/// A one-line error about `item` of `--algo`.
+pub fn algo_error(item: &str, message: impl std::fmt::Display) -> InputError {
+    super::err("algorithm", format!("--algo item '{item}': {message}"))
+}
+
+/// `e`, about a name in `item`, said of the item; an error in a file the name reads (an MSCCL
+/// program) keeps its file, line and field.
+fn in_item(item: &str, e: InputError) -> InputError {
+    if e.file == "collective" && e.line.is_none() {
+        algo_error(item, e.message)
+    } else {
+        e
+    }
+}
+
+impl<'a> AlgoSpec<'a> {
+    pub fn parse(algo: &'a str) -> Result<AlgoSpec<'a>, InputError> {
+        let mut spec = AlgoSpec { every: None, kinds: Vec::new() };
+        for item in algo.split(',').map(str::trim) {
+            if item.is_empty() {
+                return Err(super::err("algorithm", format!("--algo '{algo}' has an empty item")));
+            }
+            let Some((kind, name)) = item.split_once('=') else {
+                if let Some(first) = spec.every {
+                    return Err(algo_error(item, format!("a second algorithm for every collective (after '{first}')")));
+                }
+                spec.every = Some(item);
+                continue;
+            };
+            let c = parse_kind(kind.trim()).map_err(|e| algo_error(item, e))?;
+            if spec.kinds.iter().any(|(k, _, _)| *k == c) {
+                return Err(algo_error(item, format!("a second algorithm for {}", c.name())));
+            }
+            spec.kinds.push((c, name.trim(), item));
+        }
+        Ok(spec)
+    }
+}
+
+/// A collective's kind, as `clustersim collective` names it (case, `_` and `-` ignored).
+fn parse_kind(kind: &str) -> Result<Collective, String> {
+    let key = kind.to_ascii_lowercase().replace(['_', '-'], "");
+    Collective::ALL.into_iter().find(|c| c.name() == key).ok_or_else(|| {
+        let names: Vec<&str> = Collective::ALL.iter().map(|c| c.name()).collect();
+        format!("unknown collective '{kind}' (valid: {})", names.join(", "))
+    })
+}
+
+/// The tuner's algorithms for `--algo` ([`AlgoSpec`], names by [`algorithm_choice`]) in `opts`:
+/// [`Options::algorithm`], [`Options::per_collective`] and [`Options::extra`]. `platform` tells
+/// the names of algorithms only the platform can build (reduction servers, CollNet: the caller
+/// sets [`Options::all_reduce`]); such a name stands bare or as `all_reduce=NAME`, and is the
+/// tuner's choice for every other collective.
+pub fn set_algorithms(algo: &str, opts: &mut Options, platform: &dyn Fn(&str) -> bool) -> Result<(), InputError> {
+    let spec = AlgoSpec::parse(algo)?;
+    opts.algorithm = None;
+    opts.extra = false;
+    opts.per_collective.clear();
+    // The bare item when it takes one kind only: the all-reduces (a platform's algorithm) or
+    // the single kind its algorithm runs.
+    let mut bare_kind = None;
+    if let Some(item) = spec.every {
+        if platform(item) {
+            bare_kind = Some(Collective::AllReduce);
+        } else {
+            let (a, extra) = algorithm_choice(item).map_err(|e| in_item(item, e))?;
+            (opts.algorithm, opts.extra) = (a, extra);
+            if let Some(&[only]) = a.as_ref().map(|a| a.collectives()) {
+                bare_kind = Some(only);
+            }
+        }
+    }
+    for &(c, name, item) in &spec.kinds {
+        if let (Some(first), true) = (spec.every, bare_kind == Some(c)) {
+            return Err(algo_error(item, format!("a second algorithm for {} (after '{first}')", c.name())));
+        }
+        if platform(name) {
+            if c == Collective::AllReduce {
+                continue;
+            }
+            return Err(algo_error(item, format!("{name} runs allreduce only")));
+        }
+        let (a, extra) = algorithm_choice(name).map_err(|e| in_item(item, e))?;
+        if extra {
+            return Err(algo_error(item, format!("{AUTO_EXTRA} widens the tuner for every collective: give it bare")));
+        }
+        if let Some(a) = a.filter(|a| !a.collectives().contains(&c)) {
+            let kinds: Vec<&str> = a.collectives().iter().map(|k| k.name()).collect();
+            return Err(algo_error(
+                item,
+                format!("{} cannot run {} (it runs {})", a.name(), c.name(), kinds.join(", ")),
+            ));
+        }
+        opts.per_collective.push((c, a));
+    }
+    Ok(())
 }
 
 /// `--algo` (and NCCL_ALGO) for NCCL's tuner widened to the algorithms beyond NCCL ([`Options::extra`]).
@@ -88,7 +224,7 @@ pub fn algorithm_choice(algo: &str) -> Result<(Option<Algorithm>, bool), InputEr
     Algorithm::parse(key).map(|a| (Some(a), false)).map_err(|mut e| {
         // An unknown name lists the valid ones: add the tuner's choices (a bad MSCCL file's
         // error stays as it is).
-        if e.message.contains("(valid: ") {
+        if e.message.starts_with("unknown algorithm") {
             let names = e.message.trim_end_matches(')').replace("(valid: ", "(valid: auto, ");
             e.message = format!("{names}, {AUTO_EXTRA})");
         }
@@ -104,6 +240,7 @@ impl Default for Options {
             pxn_enable: false,
             nvlstree_enable: false,
             algorithm: None,
+            per_collective: Vec::new(),
             protocol: None,
             p2p_pxn: true,
             extra: false,
@@ -309,6 +446,87 @@ mod tests {
             // An all-reduce inside one server stays on NVLink with NCCL's choice.
             assert_eq!(pick(AllReduce, &one, bytes, &hd), pick(AllReduce, &one, bytes, &Options::default()));
             assert_eq!(pick(AllReduce, &one, bytes, &ring).algorithm, Algorithm::RING);
+        }
+    }
+
+    /// `--algo` read with no platform-built names.
+    fn algo(text: &str) -> Result<Options, InputError> {
+        let mut o = Options::default();
+        set_algorithms(text, &mut o, &|n| n == "servers").map(|()| o)
+    }
+
+    #[test]
+    fn algo_picks_per_kind_and_a_bare_name_keeps_its_meaning() {
+        use Algorithm as A;
+        let kinds = |o: &Options| Collective::ALL.map(|c| o.forced_kind(c));
+        let every = |a: Option<A>| Collective::ALL.map(|_| a);
+        // Bare names: as before, on every collective.
+        for (text, want) in [("auto", None), ("RING", Some(A::RING)), ("Halving-Doubling", Some(A::HALVING_DOUBLING))] {
+            let o = algo(text).unwrap();
+            assert_eq!((o.algorithm, o.extra, kinds(&o)), (want, false, every(want)), "{text}");
+        }
+        let o = algo("auto+extra").unwrap();
+        assert_eq!((o.algorithm, o.extra), (None, true));
+        // One defined for a single kind forces that kind alone.
+        let mut want = every(None);
+        want[0] = Some(A::COHERENT_RING);
+        assert_eq!(kinds(&algo("coherent_ring").unwrap()), want);
+        assert_eq!(kinds(&algo("all_reduce=coherent_ring").unwrap()), want);
+        want[1] = Some(A::RING);
+        assert_eq!(kinds(&algo(" all_reduce = coherent_ring , all-gather=ring").unwrap()), want);
+        assert_eq!(kinds(&algo("allgather=ring,coherent_ring").unwrap()), want);
+        // A default and per-kind exceptions, the tuner among them.
+        let o = algo("ring,AllReduce=tree,reduce_scatter=auto").unwrap();
+        assert_eq!(o.per_collective, vec![(AllReduce, Some(A::TREE)), (ReduceScatter, None)]);
+        let [ar, ag, rs, a2a, bc, red] = kinds(&o);
+        assert_eq!(
+            (ar, ag, rs, a2a, bc, red),
+            (Some(A::TREE), Some(A::RING), None, Some(A::RING), Some(A::RING), Some(A::RING))
+        );
+        // A platform's algorithm takes the all-reduces, the rest as named.
+        let o = algo("all_reduce=servers,ring").unwrap();
+        assert_eq!((o.algorithm, o.per_collective.len()), (Some(A::RING), 0));
+        assert_eq!(algo("servers").unwrap(), Options::default());
+    }
+
+    #[test]
+    fn bad_algo_items_are_named_in_one_line() {
+        for (text, want) in [
+            ("all_reduce=ring,allreduce=tree", "--algo item 'allreduce=tree': a second algorithm for allreduce"),
+            ("ring,tree", "--algo item 'tree': a second algorithm for every collective (after 'ring')"),
+            ("all_gather=coherent_ring", "--algo item 'all_gather=coherent_ring': coherent_ring cannot run allgather (it runs allreduce)"),
+            ("alltoall=ring", "--algo item 'alltoall=ring': ring cannot run alltoall (it runs allreduce, allgather, reducescatter, broadcast, reduce)"),
+            ("gather=ring", "--algo item 'gather=ring': unknown collective 'gather' (valid: allreduce, allgather, reducescatter, alltoall, broadcast, reduce)"),
+            ("all_reduce=bruck", "--algo item 'all_reduce=bruck': unknown algorithm 'bruck' (valid: auto, ring,"),
+            ("ring,", "--algo 'ring,' has an empty item"),
+            ("all_gather=auto+extra", "--algo item 'all_gather=auto+extra': auto+extra widens the tuner for every collective: give it bare"),
+            ("coherent_ring,all_reduce=ring", "--algo item 'all_reduce=ring': a second algorithm for allreduce (after 'coherent_ring')"),
+            ("servers,allreduce=ring", "--algo item 'allreduce=ring': a second algorithm for allreduce (after 'servers')"),
+            ("all_gather=servers", "--algo item 'all_gather=servers': servers runs allreduce only"),
+        ] {
+            let e = algo(text).unwrap_err();
+            assert_eq!((e.field.as_deref(), e.to_string().lines().count()), (Some("algorithm"), 1), "{e}");
+            assert!(e.message.starts_with(want), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn per_kind_algorithms_run_their_kind_and_the_all_reduce_slot_wins_across_servers() {
+        let (two, one): (Vec<u32>, Vec<u32>) = ((0..16).collect(), (0..8).collect());
+        let o = algo("all_reduce=halving_doubling,all_gather=ring").unwrap();
+        for bytes in [1 << 10, 1 << 30] {
+            for ranks in [&two, &one] {
+                assert_eq!(pick(AllReduce, ranks, bytes, &o).algorithm, Algorithm::HALVING_DOUBLING);
+                assert_eq!(pick(AllGather, ranks, bytes, &o).algorithm, Algorithm::RING);
+                // Kinds not named: the tuner's choice, to the last bit.
+                for c in [ReduceScatter, AllToAll, Broadcast] {
+                    assert_eq!(pick(c, ranks, bytes, &o), pick(c, ranks, bytes, &Options::default()), "{c:?}");
+                }
+            }
+            // A platform's all-reduce across servers comes first; inside one server the kind's own.
+            let slot = Options { all_reduce: Some(Algorithm::HIERARCHICAL), ..o.clone() };
+            assert_eq!(pick(AllReduce, &two, bytes, &slot).algorithm, Algorithm::HIERARCHICAL);
+            assert_eq!(pick(AllReduce, &one, bytes, &slot).algorithm, Algorithm::HALVING_DOUBLING);
         }
     }
 

@@ -28,10 +28,13 @@
 //! Simple ring all-reduce applies too, the call being an all-reduce, so with Simple the
 //! coherent ring's latency term is up to 1.4× its reduce-scatter's (conservative).
 //!
-//! It runs only when forced (`--algo coherent_ring`) and only on a coherent platform: where the
-//! run has one, [`check_platform`] refuses the name on a platform whose XPUs share no CXL fabric.
+//! It runs only when forced (`--algo coherent_ring` or `--algo all_reduce=coherent_ring`: the
+//! all-reduces alone, every other collective as the rest of `--algo` says, [`Options::forced`])
+//! and only on a coherent platform: where the run has one, [`check_platform`] refuses the name on
+//! a platform whose XPUs share no CXL fabric.
 //! On a bare group (the analytical model's servers) it runs as any forced schedule does.
 
+use super::choose::Options;
 use super::nccl::{Latency, Protocol, RING_LATENCY_US};
 use super::{ring, Algorithm, Call, CollectiveAlgorithm, Grain, GroupTopo, Phase, Servers};
 use crate::error::{InputError, Result};
@@ -48,6 +51,10 @@ impl Algorithm {
 impl CollectiveAlgorithm for CoherentRing {
     fn name(&self) -> &'static str {
         "coherent_ring"
+    }
+
+    fn collectives(&self) -> &[Collective] {
+        &[Collective::AllReduce]
     }
 
     fn unsupported(&self, c: Collective, _g: &GroupTopo, _s: &Servers) -> Option<String> {
@@ -96,10 +103,10 @@ pub fn is_coherent(platform: &Platform) -> bool {
     })
 }
 
-/// Refuse the coherent ring (when it is `algorithm`) on a platform that is not coherent;
-/// `source` names the platform.
-pub fn check_platform(algorithm: Option<Algorithm>, platform: &Platform, source: &str) -> Result<()> {
-    if algorithm == Some(Algorithm::COHERENT_RING) && !is_coherent(platform) {
+/// Refuse the coherent ring (when `options` force it on any kind) on a platform that is not
+/// coherent; `source` names the platform.
+pub fn check_platform(options: &Options, platform: &Platform, source: &str) -> Result<()> {
+    if options.forced_algorithms().any(|a| a == Algorithm::COHERENT_RING) && !is_coherent(platform) {
         return Err(InputError::field(
             source,
             "algorithm",
@@ -113,7 +120,6 @@ pub fn check_platform(algorithm: Option<Algorithm>, platform: &Platform, source:
 mod tests {
     use super::*;
     use crate::analytical::agreement::run_both_nvls;
-    use crate::collective::choose::Options;
     use crate::collective::schedule;
     use crate::executor::Executor;
     use crate::flow::network::{FlowNetwork, Tuning};
@@ -188,9 +194,16 @@ mod tests {
         let cxl = Platform::hcsim("hcsim-cxl", &HcsimParams::paper(true, "H100", 32), &catalog()).unwrap();
         let pcie = Platform::hcsim("hcsim-pcie", &HcsimParams::paper(false, "H100", 32), &catalog()).unwrap();
         assert!(is_coherent(&cxl) && !is_coherent(&pcie));
-        check_platform(Some(Algorithm::COHERENT_RING), &cxl, "hcsim-cxl").unwrap();
-        check_platform(Some(Algorithm::RING), &pcie, "hcsim-pcie").unwrap();
-        let e = check_platform(Some(Algorithm::COHERENT_RING), &pcie, "hcsim-pcie").unwrap_err();
+        let forcing = |a: Algorithm| Options { algorithm: Some(a), ..Options::default() };
+        check_platform(&forcing(Algorithm::COHERENT_RING), &cxl, "hcsim-cxl").unwrap();
+        check_platform(&forcing(Algorithm::RING), &pcie, "hcsim-pcie").unwrap();
+        let e = check_platform(&forcing(Algorithm::COHERENT_RING), &pcie, "hcsim-pcie").unwrap_err();
+        // Named for all-reduces only, it is refused all the same.
+        let per_kind = Options {
+            per_collective: vec![(Collective::AllReduce, Some(Algorithm::COHERENT_RING))],
+            ..forcing(Algorithm::RING)
+        };
+        assert_eq!(check_platform(&per_kind, &pcie, "hcsim-pcie").unwrap_err(), e);
         assert_eq!(e.to_string().lines().count(), 1);
         assert!(
             e.to_string().starts_with("hcsim-pcie: algorithm: coherent_ring needs a cache-coherent platform"),

@@ -195,6 +195,10 @@ impl CollectiveAlgorithm for CollNet {
         }
     }
 
+    fn collectives(&self) -> &[Collective] {
+        &[Collective::AllReduce]
+    }
+
     fn unsupported(&self, c: Collective, g: &GroupTopo, s: &Servers) -> Option<String> {
         if c != Collective::AllReduce {
             return Some("in-network reduction runs all-reduce only".into());

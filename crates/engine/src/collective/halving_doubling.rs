@@ -28,6 +28,10 @@ impl CollectiveAlgorithm for HalvingDoubling {
         "halving_doubling"
     }
 
+    fn collectives(&self) -> &[Collective] {
+        &[Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter]
+    }
+
     fn unsupported(&self, c: Collective, g: &GroupTopo, _s: &Servers) -> Option<String> {
         use Collective::*;
         let n = g.size();

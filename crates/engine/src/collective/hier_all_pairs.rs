@@ -42,6 +42,10 @@ impl CollectiveAlgorithm for HierAllPairs {
         "hier_all_pairs"
     }
 
+    fn collectives(&self) -> &[Collective] {
+        &[Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter]
+    }
+
     fn unsupported(&self, c: Collective, g: &GroupTopo, s: &Servers) -> Option<String> {
         if !matches!(c, Collective::AllReduce | Collective::AllGather | Collective::ReduceScatter) {
             Some("hier_all_pairs is defined for all-reduce, all-gather and reduce-scatter".into())

@@ -30,6 +30,10 @@ impl CollectiveAlgorithm for Hierarchical {
         "hierarchical"
     }
 
+    fn collectives(&self) -> &[Collective] {
+        &[Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter]
+    }
+
     fn unsupported(&self, c: Collective, _g: &GroupTopo, s: &Servers) -> Option<String> {
         if matches!(c, Collective::AllToAll | Collective::Broadcast | Collective::Reduce) {
             Some("hierarchical is defined for all-reduce, all-gather and reduce-scatter".into())

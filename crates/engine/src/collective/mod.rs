@@ -393,6 +393,21 @@ mod tests {
     }
 
     #[test]
+    fn the_kinds_an_algorithm_states_are_those_it_runs() {
+        // `collectives` is what `unsupported` says on every group: a kind outside it refused on
+        // all of them, a kind inside it run on at least one (one server, two, ranks spread).
+        let ranks: Vec<u32> = (0..16).collect();
+        let spread = [0, 8, 16, 24];
+        let groups = [topo(&ranks[..8], 8, true), topo(&ranks, 8, true), topo(&spread, 8, false)];
+        for &a in Algorithm::ALL {
+            for c in Collective::ALL {
+                let runs = groups.iter().any(|g| a.unsupported(c, g, g.servers()).is_none());
+                assert_eq!(runs, a.collectives().contains(&c), "{a:?} {c:?}");
+            }
+        }
+    }
+
+    #[test]
     fn registered_names_are_distinct_and_parse_back() {
         // Handles compare by name, and parse accepts a name without its underscores.
         let mut keys: Vec<String> = Algorithm::ALL.iter().map(|a| a.name().replace('_', "")).collect();

@@ -64,6 +64,16 @@ impl CollectiveAlgorithm for Nvls {
         "nvls"
     }
 
+    fn collectives(&self) -> &[Collective] {
+        &[
+            Collective::AllReduce,
+            Collective::AllGather,
+            Collective::ReduceScatter,
+            Collective::Broadcast,
+            Collective::Reduce,
+        ]
+    }
+
     fn unsupported(&self, c: Collective, g: &GroupTopo, s: &Servers) -> Option<String> {
         let nodes = s.members.len();
         switch_unsupported(c, g)
@@ -102,6 +112,10 @@ impl CollectiveAlgorithm for Nvls {
 impl CollectiveAlgorithm for NvlsTree {
     fn name(&self) -> &'static str {
         "nvls_tree"
+    }
+
+    fn collectives(&self) -> &[Collective] {
+        &[Collective::AllReduce]
     }
 
     fn unsupported(&self, c: Collective, g: &GroupTopo, s: &Servers) -> Option<String> {

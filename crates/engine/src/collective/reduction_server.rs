@@ -139,6 +139,10 @@ impl CollectiveAlgorithm for ReductionServer {
         "reduction_server"
     }
 
+    fn collectives(&self) -> &[Collective] {
+        &[Collective::AllReduce]
+    }
+
     fn unsupported(&self, c: Collective, _g: &GroupTopo, _s: &Servers) -> Option<String> {
         (c != Collective::AllReduce).then(|| "a reduction server reduces for all-reduce only".into())
     }

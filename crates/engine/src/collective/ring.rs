@@ -34,6 +34,16 @@ impl CollectiveAlgorithm for Ring {
         "ring"
     }
 
+    fn collectives(&self) -> &[Collective] {
+        &[
+            Collective::AllReduce,
+            Collective::AllGather,
+            Collective::ReduceScatter,
+            Collective::Broadcast,
+            Collective::Reduce,
+        ]
+    }
+
     fn unsupported(&self, c: Collective, _g: &GroupTopo, _s: &Servers) -> Option<String> {
         (c == Collective::AllToAll).then(|| "a ring cannot deliver distinct data to every rank".into())
     }

@@ -34,6 +34,10 @@ impl CollectiveAlgorithm for Tree {
         "tree"
     }
 
+    fn collectives(&self) -> &[Collective] {
+        &[Collective::AllReduce]
+    }
+
     fn unsupported(&self, c: Collective, _g: &GroupTopo, _s: &Servers) -> Option<String> {
         (c != Collective::AllReduce).then(|| "the double binary tree is defined for all-reduce".into())
     }

@@ -163,7 +163,7 @@ impl Fabric {
             Some(text) => Routes::parse(self.routes_path.as_deref().unwrap_or("routes"), text, &topology)?,
         };
         let tuning = self.tuning(&mut topology)?;
-        crate::collective::coherent_ring::check_platform(tuning.options.algorithm, &topology, &self.path)?;
+        crate::collective::coherent_ring::check_platform(&tuning.options, &topology, &self.path)?;
         Ok(FlowConfig { topology, tuning, routes })
     }
 }

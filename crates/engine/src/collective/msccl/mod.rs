@@ -85,6 +85,10 @@ impl CollectiveAlgorithm for Msccl {
         self.name
     }
 
+    fn collectives(&self) -> &[Collective] {
+        std::slice::from_ref(&self.program.collective)
+    }
+
     fn unsupported(&self, c: Collective, g: &GroupTopo, _s: &Servers) -> Option<String> {
         let p = &self.program;
         if c != p.collective {
