@@ -33,7 +33,7 @@ use crate::platform::routing::Routes;
 use crate::platform::{Platform, Routing};
 use crate::workload::{OpKind, Workload};
 use hardware::Accelerator;
-use memory::{memory, Memory};
+use memory::{stage_memory, Memory};
 use model::Model;
 use plan::Plan;
 
@@ -181,6 +181,10 @@ pub struct StageTime {
     /// Compute plus exposed communication: the time the stage is not waiting.
     pub busy_s: f64,
     pub breakdown_s: Vec<(String, f64)>,
+    /// Transformer layers of the stage, all chunks ([`Plan::chunk_layers`]).
+    pub layers: u32,
+    /// Memory per GPU of the stage ([`memory::stage_memory`]).
+    pub memory_gb: f64,
 }
 
 /// Time per row label (layer name) of the stage that finishes last, summed over its ops.
@@ -241,7 +245,8 @@ pub fn run_training_memo(
     let (model, plan, acc) = (&input.model, &input.plan, &input.accelerator);
     plan.validate(model)?;
     let devices = mix::devices(plan, acc, input.mix.as_ref())?;
-    let mem = memory(model, plan, input.flash_attention);
+    let stage_mem: Vec<Memory> = (0..plan.pp).map(|s| stage_memory(model, plan, input.flash_attention, s)).collect();
+    let mem = memory::largest(stage_mem.iter().cloned());
     // The type with the least HBM that cannot hold the plan, if any.
     let short = devices.types.iter().filter(|t| mem.total_gb > t.hbm_gb).min_by(|a, b| a.hbm_gb.total_cmp(&b.hbm_gb));
     let fits = short.is_none();
@@ -325,7 +330,15 @@ pub fn run_training_memo(
             let breakdown_s = parts.into_iter().map(|(k, v)| (k, v / 1e9)).collect();
             let (stage, ty) = classes[c];
             let accelerator = input.mix.as_ref().map(|_| devices.types[ty as usize].name.clone());
-            StageTime { stage, accelerator, end_s: end / 1e9, busy_s: busy / 1e9, breakdown_s }
+            StageTime {
+                stage,
+                accelerator,
+                end_s: end / 1e9,
+                busy_s: busy / 1e9,
+                breakdown_s,
+                layers: plan.stage_layers(model.layers, stage),
+                memory_gb: stage_mem[stage as usize].total_gb,
+            }
         })
         .collect();
     let critical = stages.iter().max_by(|a, b| a.busy_s.total_cmp(&b.busy_s).then(b.stage.cmp(&a.stage)));
@@ -550,6 +563,7 @@ mod tests {
             recompute: Recompute::None,
             first_stage_layers: None,
             last_stage_layers: None,
+            account_for: Default::default(),
         };
         let accelerator = Accelerator::ideal();
         let network = Network { nvlink_busbw: 1e6, nvls_busbw: None, nic_busbw: 1e6, nics_per_server: 8 };
