@@ -530,6 +530,7 @@ mod tests {
     use crate::executor::Executor;
     use crate::platform::Placement;
     use crate::workload::Collective;
+    use generate::Step;
 
     fn input(pp: u32, vpp: u32, gbs: u32) -> TrainingInput {
         // Uniform stages: many identical layers, a negligible vocabulary, fast links.
@@ -659,5 +660,76 @@ mod tests {
         // Within 2%: the LM head makes the last chunk slightly longer than the others.
         let (got, want) = (bubble_fraction(4, 2, 8), 3.0 / (2.0 * 8.0));
         assert!((got - want).abs() < 0.02 * want, "{got} vs {want}");
+    }
+
+    #[test]
+    fn uneven_flags_that_describe_the_even_split_change_nothing() {
+        // 32 layers on PP 4 × VPP 2 as 8 + 8 + 8 + 8, given or not: the same iteration, exactly.
+        let even = run_training(&input(4, 2, 8), &mut |_| true).unwrap();
+        for (first, last) in [(Some(8), Some(8)), (Some(8), None), (None, Some(8))] {
+            let mut i = input(4, 2, 8);
+            (i.plan.first_stage_layers, i.plan.last_stage_layers) = (first, last);
+            let r = run_training(&i, &mut |_| true).unwrap();
+            assert_eq!((r.iteration_s, &r.stages, &r.memory), (even.iteration_s, &even.stages, &even.memory));
+        }
+    }
+
+    #[test]
+    fn unequal_chunks_follow_the_interleaved_schedule_by_hand() {
+        // 2 layers + embedding + loss on PP 2 × VPP 2, 2 micro-batches, free communication:
+        // stage 0's chunks are [embedding] and [layer 1], stage 1's [layer 0] and [head, loss].
+        let mut i = input(2, 2, 2);
+        i.model.layers = 2;
+        i.plan.account_for = plan::AccountFor { embedding: true, loss: true };
+        let g = generate::generate(&i.model, &i.plan, &i.accelerator, true).unwrap();
+        let w = &g.workload;
+        let exec = Executor::new(w)
+            .unwrap()
+            .run(&mut Analytical::new(Box::new(Free), Placement::servers(w.world_size(), 8)), &mut |_| true)
+            .unwrap();
+        // Compute time of a step, and of what follows the last step (the optimizer).
+        let compute = |s: usize, ops: std::ops::Range<u32>| -> f64 {
+            let (prog, tl) = (&w.programs[s], &exec.timelines[s]);
+            ops.filter(|&k| matches!(prog.ops[k as usize].kind, OpKind::Compute { .. }))
+                .map(|k| tl.end[k as usize] - tl.start[k as usize])
+                .sum()
+        };
+        let step = |s: usize, forward: bool, micro_batch: u32, chunk: u32| {
+            let (_, ops) = g.steps[s].iter().find(|(st, _)| *st == Step { forward, micro_batch, chunk }).unwrap();
+            compute(s, ops.clone())
+        };
+        let tail = |s: usize| compute(s, g.steps[s].last().unwrap().1.end..w.programs[s].ops.len() as u32);
+        let (e, eb) = (step(0, true, 0, 0), step(0, false, 0, 0));
+        let (a, b) = (step(1, true, 0, 0), step(1, false, 0, 0));
+        let (h, hb) = (step(1, true, 0, 1), step(1, false, 0, 1));
+        // Each micro-batch the same; layer 1 on stage 0 costs what layer 0 costs on stage 1.
+        let close = |x: f64, y: f64| (x - y).abs() < 1e-9 * y;
+        for mb in 0..2 {
+            assert!(close(step(0, true, mb, 1), a) && close(step(0, false, mb, 1), b));
+            assert!(close(step(0, true, mb, 0), e) && close(step(1, false, mb, 1), hb));
+        }
+        assert!(e < a && h < a && eb < b, "{:?}", (e, a, h, eb, b));
+        // Stage 0 runs F(0,0) F(1,0) F(0,1) F(1,1) B(0,1) B(1,1) B(0,0) B(1,0) (warm-up 4 = m·v);
+        // stage 1 F(0,0) F(1,0) F(0,1) B(0,1) F(1,1) B(1,1) B(0,0) B(1,0). A step starts when its
+        // stage is free and its input has arrived (from the other stage; stage 0's chunk 1 from
+        // stage 1's chunk 0, stage 1's backward of chunk 0 from stage 0's of chunk 1).
+        let f0_00 = e;
+        let f0_10 = f0_00 + e;
+        let f1_00 = f0_00 + a;
+        let f1_10 = f1_00.max(f0_10) + a;
+        let f0_01 = f0_10.max(f1_00) + a;
+        let f0_11 = f0_01.max(f1_10) + a;
+        let f1_01 = f1_10.max(f0_01) + h;
+        let b1_01 = f1_01 + hb;
+        let f1_11 = b1_01.max(f0_11) + h;
+        let b1_11 = f1_11 + hb;
+        let b0_01 = f0_11.max(b1_01) + b;
+        let b0_11 = b0_01.max(b1_11) + b;
+        let b1_00 = b1_11.max(b0_01) + b;
+        let b1_10 = b1_00.max(b0_11) + b;
+        let b0_00 = b0_11.max(b1_00) + eb;
+        let b0_10 = b0_00.max(b1_10) + eb;
+        let want = (b0_10 + tail(0)).max(b1_10 + tail(1));
+        assert!(close(exec.end_ns, want), "{} vs {want}", exec.end_ns);
     }
 }

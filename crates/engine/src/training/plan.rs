@@ -321,7 +321,8 @@ impl Plan {
                 return Ok(());
             }
             let what = if v > 1 { format!("PP×VPP = {p}×{v} = {chunks}") } else { format!("PP {p}") };
-            return bad("pp", &|| match (embedding, loss) {
+            return bad("pp", &|| {
+                match (embedding, loss) {
                 (false, false) => format!(
                     "{what} must divide the {layers} layers (valid PP×VPP: {}; or give the first and last stage's layers)",
                     divisors_text(layers as u64)
@@ -331,6 +332,7 @@ impl Plan {
                     if embedding && loss { "embedding and loss" } else if embedding { "embedding" } else { "loss" },
                     divisors_text(n as u64)
                 ),
+            }
             });
         }
         if embedding || loss {
@@ -506,7 +508,8 @@ mod tests {
         assert_eq!(all_layers(&p, 126), (0..126).collect::<Vec<_>>());
         // The first and last stage's 7 layers cannot be split into 8 chunks with
         // --first-stage-layers / --last-stage-layers.
-        let q = Plan { account_for: AccountFor::default(), first_stage_layers: Some(7), last_stage_layers: Some(7), ..p };
+        let q =
+            Plan { account_for: AccountFor::default(), first_stage_layers: Some(7), last_stage_layers: Some(7), ..p };
         assert_eq!(
             q.validate(&m).unwrap_err().to_string(),
             "plan: vpp: VPP 8 must divide the 7 layers of --first-stage-layers, as Megatron-Core requires with uneven stages"
