@@ -267,3 +267,20 @@ def test_memory_reports_the_headroom_of_a_real_run(run_cli):
     assert code == 0, err
     for line in ("CUDA context", "NCCL buffers", "allocator fragmentation"):
         assert any(row.strip().startswith(line) for row in out.splitlines()), out
+
+
+def test_embedding_and_loss_in_the_split_on_both_backends():
+    # 30 layers + embedding + loss = 32 split layers on PP 4 × VPP 2: chunks of 4, the first
+    # stage's first and the last stage's last holding 3 layers.
+    plan = dict(gpus=32, tp=8, pp=4, vpp=2, gbs=8, seq=2048, sp=True, layers=30, **ACCOUNT_FOR)
+    analytical = train("llama3-8b", **plan).data
+    flow = train("llama3-8b", topology="Spectrum-X:32", **plan).data
+    for r in (analytical, flow):
+        assert [s["layers"] for s in r["stages"]] == [7, 8, 8, 7]
+    # The same generated iteration and compute; only communication is priced differently.
+    assert flow["ops"] == analytical["ops"]
+    compute = [dict(s["breakdown_s"])["compute"] for s in analytical["stages"]]
+    assert [dict(s["breakdown_s"])["compute"] for s in flow["stages"]] == pytest.approx(compute)
+    # A layer fewer on the first stage; the last stage's seven layers and LM head (128K vocabulary)
+    # still outweigh a middle stage's eight.
+    assert compute[0] < compute[1] == pytest.approx(compute[2]) < compute[3]
