@@ -127,7 +127,7 @@ impl Plan {
         // The stages given are taken out; the others share the rest (Megatron-Core counts an
         // end stage not given as a middle one).
         let given = f.is_some() as u32 + l.is_some() as u32;
-        let rest = layers.saturating_sub(f.unwrap_or(0) + l.unwrap_or(0));
+        let rest = layers.saturating_sub(f.unwrap_or(0).saturating_add(l.unwrap_or(0)));
         let middle = rest / self.pp.saturating_sub(given).max(1);
         (f.unwrap_or(middle), middle, l.unwrap_or(middle))
     }
@@ -358,21 +358,25 @@ impl Plan {
                 _ => {}
             }
         }
-        let ends = f.unwrap_or(0) + l.unwrap_or(0);
+        let ends = f.unwrap_or(0).saturating_add(l.unwrap_or(0));
         let middle = p - f.is_some() as u32 - l.is_some() as u32;
         let flags = match (f, l) {
             (Some(_), Some(_)) => "--first-stage-layers and --last-stage-layers",
             (Some(_), None) => "--first-stage-layers",
             _ => "--last-stage-layers",
         };
-        let Some(rest) = layers.checked_sub(ends).filter(|&r| (r == 0) == (middle == 0)) else {
+        let Some(rest) = layers.checked_sub(ends) else {
             return bad("first_stage_layers", &|| {
-                format!(
-                    "{flags} ({ends} layers) leave {} of the {layers} layers for {middle} other stages (each needs at least one, and no layer may be left over)",
-                    layers.saturating_sub(ends)
-                )
+                format!("{flags} give {ends} layers, more than the model's {layers}")
             });
         };
+        if (rest == 0) != (middle == 0) {
+            return bad("first_stage_layers", &|| {
+                format!(
+                    "{flags} ({ends} layers) leave {rest} of the {layers} layers for {middle} other stages (each needs at least one, and no layer may be left over)"
+                )
+            });
+        }
         if middle > 0 && !rest.is_multiple_of(middle) {
             return bad("first_stage_layers", &|| {
                 format!("the {rest} layers left by {flags} must split evenly over the {middle} other stages")
@@ -580,6 +584,10 @@ mod tests {
         assert_eq!(
             err(plan(32, 8, 4, 1, Some((0, 4)))),
             "plan: first_stage_layers: --first-stage-layers must be at least 1, as Megatron-Core requires"
+        );
+        assert_eq!(
+            err(plan(32, 8, 4, 1, Some((20, 20)))),
+            "plan: first_stage_layers: --first-stage-layers and --last-stage-layers give 40 layers, more than the model's 28"
         );
         assert_eq!(
             err(plan(8, 8, 1, 1, Some((28, 28)))),
