@@ -314,6 +314,9 @@ impl Plan {
         let (p, v, layers) = (self.pp, self.vpp, m.layers);
         let (f, l) = (self.first_stage_layers, self.last_stage_layers);
         let AccountFor { embedding, loss } = self.account_for;
+        if v > 1 && p == 1 {
+            return bad("vpp", &|| format!("interleaving (VPP {v}) needs PP > 1, as in Megatron"));
+        }
         if f.is_none() && l.is_none() {
             let n = layers + embedding as u32 + loss as u32;
             let chunks = p * v;
@@ -598,6 +601,7 @@ mod tests {
             err(both),
             "plan: account_for: --account-for-embedding/loss-in-pipeline-split cannot be combined with --first-stage-layers / --last-stage-layers (Megatron-Core refuses it)"
         );
+        assert_eq!(err(plan(8, 8, 1, 2, None)), "plan: vpp: interleaving (VPP 2) needs PP > 1, as in Megatron");
         // 28 + embedding + loss = 30 split layers on 4 × 2 chunks.
         let p = Plan { account_for: AccountFor { embedding: true, loss: true }, ..plan(32, 8, 4, 2, None) };
         assert_eq!(
