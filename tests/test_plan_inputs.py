@@ -97,10 +97,79 @@ def test_uneven_stages_with_interleaving():
     r = train("llama3-8b", **plan)
     busy = [s["busy_s"] for s in r.data["stages"]]
     assert busy[1] > busy[0] and busy[2] > busy[3]
+    assert [s["layers"] for s in r.data["stages"]] == [6, 10, 10, 6]
     with pytest.raises(
-        clustersim.InputError, match=r"vpp: VPP 4 must divide the layers of the first stage \(6\)"
+        clustersim.InputError, match=r"vpp: VPP 4 must divide the 6 layers of --first-stage-layers"
     ):
         train("llama3-8b", **(plan | {"vpp": 4}))
+
+
+# Llama 3 405B as the Llama 3 paper trained it on 16K H100s (§3.3, Table 4): TP 8, PP 16, DP 128,
+# 2048 sequences of 8192 tokens (16M tokens), interleaved with one layer fewer on the first and
+# last stage: Megatron-Core's embedding and loss counted in the split, 128 / 16 / 8 = one layer
+# a chunk, the first chunk holding only the embedding and the last only the output and loss.
+LLAMA3_405B = dict(gpus=16384, tp=8, pp=16, vpp=8, gbs=2048, sp=True, dist_opt=True)
+ACCOUNT_FOR = dict(account_for_embedding_in_pipeline_split=True, account_for_loss_in_pipeline_split=True)
+
+
+def test_llama3_405b_at_its_published_plan():
+    r = train("llama3-405b", **LLAMA3_405B, **ACCOUNT_FOR, allow_oom=True).data
+    stages = r["stages"]
+    assert [s["layers"] for s in stages] == [7] + [8] * 14 + [7]
+    memory = [s["memory_gb"] for s in stages]
+    # The plan needs its largest stage's memory; the first and last stage, a layer short, less.
+    assert r["memory"]["total_gb"] == max(memory)
+    assert memory[0] < memory[1] and memory[15] < memory[14]
+    # Megatron-Core's schedule at 16 micro-batches = PP keeps every micro-batch of a middle stage
+    # in flight: 8 layers × 16 micro-batches × (32 + 2·8/128)·s·b·h/t bytes (SP, flash attention).
+    assert r["memory"]["activations_gb"] == pytest.approx(8 * 16 * 32.125 * 8192 * 16384 / 8 / 1e9)
+    assert 0.3 < r["mfu"] < 0.6
+
+
+def test_train_prints_every_stage_with_its_layers_and_memory(run_cli):
+    args = [f"--{k.replace('_', '-')}={v}" for k, v in LLAMA3_405B.items() if k not in ("sp", "dist_opt")]
+    flags = [f"--{k.replace('_', '-')}" for k in ACCOUNT_FOR]
+    args += ["--sp", "--dist-opt", *flags, "--allow-oom"]
+    code, out, err = run_cli("train", "--model", "llama3-405b", *args)
+    assert code == 0, err
+    lines = out.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.split()[:2] == ["stage", "layers"])
+    rows = [line.split() for line in lines[head + 1 : head + 17]]
+    assert [int(r[0]) for r in rows] == list(range(16))
+    assert [int(r[1]) for r in rows] == [7] + [8] * 14 + [7]
+    assert "DOES NOT FIT in 80 GB, stage 1" in out
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            "--vpp 8 --first-stage-layers 7 --last-stage-layers 7",
+            "plan: vpp: VPP 8 must divide the 7 layers of --first-stage-layers, as Megatron-Core requires"
+            " with uneven stages",
+        ),
+        (
+            "--vpp 8 --first-stage-layers 8 --account-for-loss-in-pipeline-split",
+            "plan: account_for: --account-for-embedding/loss-in-pipeline-split cannot be combined with"
+            " --first-stage-layers / --last-stage-layers (Megatron-Core refuses it)",
+        ),
+        (
+            "--vpp 4 --account-for-embedding-in-pipeline-split",
+            "plan: pp: PP×VPP = 16×4 = 64 must divide the 126 layers plus the embedding counted by"
+            " --account-for-*-in-pipeline-split (127; valid PP×VPP: 1, 127)",
+        ),
+        (
+            "--first-stage-layers 7",
+            "plan: first_stage_layers: the 119 layers left by --first-stage-layers must split evenly over"
+            " the 15 other stages",
+        ),
+    ],
+)
+def test_impossible_layer_splits_are_refused_in_one_line(run_cli, flags, message):
+    args = "train --model llama3-405b -g 16384 --tp 8 --pp 16 --gbs 2048 --sp --allow-oom".split()
+    code, out, err = run_cli(*args, *flags.split())
+    assert code != 0 and out == ""
+    assert err == f"clustersim: error: {message}\n"
 
 
 @pytest.mark.parametrize(("name", "links", "nvls"), [("h800", 8, 215), ("h20", 18, 475)])
@@ -198,3 +267,21 @@ def test_memory_reports_the_headroom_of_a_real_run(run_cli):
     assert code == 0, err
     for line in ("CUDA context", "NCCL buffers", "allocator fragmentation"):
         assert any(row.strip().startswith(line) for row in out.splitlines()), out
+
+
+def test_embedding_and_loss_in_the_split_on_both_backends():
+    # 30 layers + embedding + loss = 32 split layers on PP 4 × VPP 2: chunks of 4, the first
+    # stage's first and the last stage's last holding 3 layers.
+    plan = dict(gpus=32, tp=8, pp=4, vpp=2, gbs=8, seq=2048, sp=True, layers=30, **ACCOUNT_FOR)
+    analytical = train("llama3-8b", **plan).data
+    flow = train("llama3-8b", topology="Spectrum-X:32", **plan).data
+    for r in (analytical, flow):
+        assert [s["layers"] for s in r["stages"]] == [7, 8, 8, 7]
+    # The same generated iteration and compute; only communication is priced differently.
+    assert flow["ops"] == analytical["ops"]
+    compute = [dict(s["breakdown_s"])["compute"] for s in analytical["stages"]]
+    assert [dict(s["breakdown_s"])["compute"] for s in flow["stages"]] == pytest.approx(compute)
+    # A layer fewer on the first stage; the last stage's seven layers and LM head (128K vocabulary)
+    # still outweigh a middle stage's eight.
+    assert compute[1] == pytest.approx(compute[2])
+    assert compute[0] < compute[1] < compute[3]

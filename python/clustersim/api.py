@@ -182,6 +182,8 @@ def train(
     sp: bool = False,
     first_stage_layers: int | None = None,
     last_stage_layers: int | None = None,
+    account_for_embedding_in_pipeline_split: bool = False,
+    account_for_loss_in_pipeline_split: bool = False,
     dist_opt: bool = False,
     zero: int | None = None,
     recompute: str = "none",
@@ -259,6 +261,7 @@ def train(
 
 PLAN_OPTIONS = (
     "model gpus gbs gpu mix_by accelerators tp pp ep cp vpp mbs seq sp first_stage_layers last_stage_layers"
+    " account_for_embedding_in_pipeline_split account_for_loss_in_pipeline_split"
     " dist_opt zero recompute no_flash_attn overlap_grad_reduce overlap_param_gather tp_comm_overlap"
     " overlap_p2p_comm ddp_bucket_size gpus_per_server nics_per_server nic_busbw layers hidden"
     " heads kv_heads ffn vocab experts topk family kernels"
@@ -274,7 +277,9 @@ def plan_options(
     from clustersim.catalog import lookup
     from clustersim.models import from_flags, resolve
 
-    o = SimpleNamespace(**({"family": None, "kernels": None, "mix_by": "rank"} | options))
+    defaults = {"family": None, "kernels": None, "mix_by": "rank"}
+    defaults |= {f"account_for_{x}_in_pipeline_split": False for x in ("embedding", "loss")}
+    o = SimpleNamespace(**(defaults | options))
 
     if o.dist_opt and o.zero:
         raise InputError("command line: --dist-opt: cannot be combined with --zero")
@@ -333,6 +338,10 @@ def plan_options(
         nic_busbw=o.nic_busbw,
         first_stage_layers=o.first_stage_layers,
         last_stage_layers=o.last_stage_layers,
+        account_for={
+            "embedding": o.account_for_embedding_in_pipeline_split,
+            "loss": o.account_for_loss_in_pipeline_split,
+        },
     )
     if mix is not None:
         plan.update(mix=mix, mix_by=o.mix_by)

@@ -121,6 +121,7 @@ def input_document(
     routing: str = "ecmp",
     first_stage_layers: int | None = None,
     last_stage_layers: int | None = None,
+    account_for: dict[str, bool] | None = None,
     mix: list[tuple[dict[str, Any], int]] | None = None,
     mix_by: str = "rank",
     reduction: ReductionServers | str | None = None,
@@ -165,6 +166,8 @@ def input_document(
             "recompute": recompute,
             "first_stage_layers": first_stage_layers,
             "last_stage_layers": last_stage_layers,
+            # Megatron-Core's --account-for-embedding/loss-in-pipeline-split.
+            "account_for": account_for or {},
         },
         "accelerator": {k: acc[k] for k in ACCELERATOR_KEYS if k in acc},
         "network": {
@@ -240,12 +243,14 @@ def stage_table(result: dict[str, Any]) -> Table:
 
 
 def stages_rows(result: dict[str, Any]) -> list[list[object]]:
-    """Every stage's breakdown (seconds), header first, for a CSV file: one column per part."""
+    """Every stage's layers, memory (GB) and breakdown (seconds), header first, for a CSV file: one
+    column per part."""
     names = [k for k, _ in result["stages"][0]["breakdown_s"]] if result["stages"] else []
-    rows: list[list[object]] = [["stage", "end_s", "busy_s", *[n.replace(" ", "_") + "_s" for n in names]]]
+    parts = [n.replace(" ", "_") + "_s" for n in names]
+    rows: list[list[object]] = [["stage", "layers", "memory_gb", "end_s", "busy_s", *parts]]
     for s in result["stages"]:
-        values = [s["end_s"], s["busy_s"], *[v for _, v in s["breakdown_s"]]]
-        rows.append([s["stage"], *[f"{v:.9g}" for v in values]])
+        values = [s["memory_gb"], s["end_s"], s["busy_s"], *[v for _, v in s["breakdown_s"]]]
+        rows.append([s["stage"], s["layers"], *[f"{v:.9g}" for v in values]])
     return rows
 
 

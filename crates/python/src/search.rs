@@ -120,6 +120,7 @@ pub fn simulate_plans<'py>(py: Python<'py>, input: &str, plans: &Bound<'py, PyDi
             recompute: from_name("recompute", &recompute[i])?,
             first_stage_layers: None,
             last_stage_layers: None,
+            account_for: Default::default(),
             ..base.plan.clone()
         });
     }

@@ -98,6 +98,13 @@ def add_plan_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--last-stage-layers", type=count, help="layers of the last pipeline stage (uneven pipelines)"
     )
+    for part in ("embedding", "loss"):
+        p.add_argument(
+            f"--account-for-{part}-in-pipeline-split",
+            action="store_true",
+            help=f"count the {part} as a layer of the even split, as Megatron-Core does (its stage"
+            " builds one layer fewer; Llama 3 405B: both, --pp 16 --vpp 8)",
+        )
     dp = p.add_mutually_exclusive_group()
     dp.add_argument("--dist-opt", action="store_true", help="Megatron's distributed optimizer")
     dp.add_argument("--zero", type=int, choices=[1, 2, 3], help="DeepSpeed ZeRO stage")
@@ -242,17 +249,20 @@ def print_result(result: TrainResult) -> None:
         # A mixed job lists each (stage, type) of ranks.
         typed = any("accelerator" in s for s in stages)
         head = f"   {'type':<10}" if typed else ""
-        print(f"  stage{head}   compute s   exposed comm s   bubble s   largest exposed comm")
+        columns = "layers   compute s   exposed comm s   bubble s   memory GB   largest exposed comm"
+        print(f"  stage{head}   {columns}")
         for s in stages:
             compute, exposed, bubble = stage_parts(s)
             comm = [(v, k) for k, v in s["breakdown_s"] if k.startswith("exposed ") and v > 0]
             top = max(comm)[1].removeprefix("exposed ") if comm else "-"
             kind = f"   {s.get('accelerator', ''):<10}" if typed else ""
-            print(f"  {s['stage']:>5}{kind} {compute:11.3f} {exposed:16.3f} {bubble:10.3f}   {top}")
+            times = f"{compute:11.3f} {exposed:16.3f} {bubble:10.3f}"
+            print(f"  {s['stage']:>5}{kind} {s['layers']:>8} {times} {s['memory_gb']:11.1f}   {top}")
     mem = r["memory"]
     fits = "fits" if r["memory_fits"] else "DOES NOT FIT"
     room = "every type's HBM" if "per_type" in r else f"{acc.get('hbm_gb')} GB"
-    print(f"memory per GPU  {mem['total_gb']:10.1f} GB ({fits} in {room}):")
+    largest = f", stage {max(stages, key=lambda s: s['memory_gb'])['stage']}" if len(stages) > 1 else ""
+    print(f"memory per GPU  {mem['total_gb']:10.1f} GB ({fits} in {room}{largest}):")
     for key, what in MEMORY_PARTS:
         print(f"  {what:<36}{mem[key]:8.2f} GB")
 

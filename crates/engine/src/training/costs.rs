@@ -342,6 +342,7 @@ mod tests {
             recompute,
             first_stage_layers: None,
             last_stage_layers: None,
+            account_for: Default::default(),
         }
     }
 

@@ -97,7 +97,7 @@ pub fn schedule(stage: u32, p: u32, m: u32, v: u32) -> Vec<Step> {
     let total = m * v;
     let fwd = |k: u32| virtual_step(k, p, v, true);
     let bwd = |k: u32| virtual_step(k, p, v, false);
-    let warmup = if v == 1 { (p - 1 - stage).min(m) } else { ((p - stage - 1) * 2 + (v - 1) * p).min(total) };
+    let warmup = warmup(stage, p, m, v);
     let mut steps = Vec::with_capacity(2 * total as usize);
     steps.extend((0..warmup).map(fwd));
     for i in 0..total - warmup {
@@ -106,6 +106,15 @@ pub fn schedule(stage: u32, p: u32, m: u32, v: u32) -> Vec<Step> {
     }
     steps.extend((total - warmup..total).map(bwd));
     steps
+}
+
+/// Forward steps `stage` runs before its first backward (Megatron-Core's warm-up).
+pub fn warmup(stage: u32, p: u32, m: u32, v: u32) -> u32 {
+    if v == 1 {
+        (p - 1 - stage).min(m)
+    } else {
+        ((p - stage - 1) * 2 + (v - 1) * p).min(m * v)
+    }
 }
 
 /// Virtual micro-batch `k` → (micro-batch, chunk): groups of p micro-batches go through each
@@ -999,6 +1008,7 @@ mod sizes {
             recompute: Recompute::None,
             first_stage_layers: None,
             last_stage_layers: None,
+            account_for: Default::default(),
         }
     }
 

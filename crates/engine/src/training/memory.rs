@@ -3,10 +3,14 @@
 //! ZeRO-1/2/3 as in the ZeRO paper: 4 + 12/d, 2 + 14/d, 16/d), activations (Korthikanti et al.
 //! §4, bytes per layer per micro-batch) and what a real process holds beside its tensors.
 //!
-//! Activations: the stage holding the most. With 1F1B stage s keeps min(p − s, m) micro-batches
-//! of its layers in flight; interleaved (v chunks) it keeps min(2(p − s − 1) + (v − 1)p + 1, m·v)
-//! chunk micro-batches of L_s/v layers each (Megatron-Core's warm-up count plus the one in the
-//! steady state), which for stage 0 is L_0·(p + (p − 1)/v).
+//! Each stage's GPUs hold their own stage's tensors; the plan needs what its largest stage needs.
+//!
+//! Activations: the most layer micro-batches a stage holds at once in its schedule
+//! ([`generate::schedule`]), each chunk micro-batch counting its chunk's layers (chunks differ
+//! with `--account-for-*-in-pipeline-split`). With equal chunks that is the closed form: with
+//! 1F1B stage s keeps min(p − s, m) micro-batches of its layers in flight; interleaved (v chunks)
+//! min(2(p − s − 1) + (v − 1)p + 1, m·v) chunk micro-batches of L_s/v layers each (Megatron-Core's
+//! warm-up count plus the one in the steady state), which for stage 0 is L_0·(p + (p − 1)/v).
 //!
 //! Headroom, each its own line of the report:
 //! - CUDA context and loaded kernels, [`CUDA_CONTEXT_GB`] per process.
@@ -18,7 +22,7 @@
 
 use serde::Serialize;
 
-use super::generate::stage_params;
+use super::generate::{self, stage_params};
 use super::model::Model;
 use super::plan::{DataParallel, Plan, Recompute};
 
@@ -59,9 +63,20 @@ pub struct Memory {
 
 const GB: f64 = 1e9;
 
+/// The memory the plan needs: its largest stage's ([`stage_memory`]).
 pub fn memory(model: &Model, plan: &Plan, flash_attention: bool) -> Memory {
+    largest((0..plan.pp).map(|s| stage_memory(model, plan, flash_attention, s)))
+}
+
+/// The largest of the stages' memories (the first of equals).
+pub fn largest(stages: impl IntoIterator<Item = Memory>) -> Memory {
+    stages.into_iter().reduce(|a, b| if b.total_gb > a.total_gb { b } else { a }).expect("a plan has a stage")
+}
+
+/// Memory per GPU of pipeline stage `stage`.
+pub fn stage_memory(model: &Model, plan: &Plan, flash_attention: bool, stage: u32) -> Memory {
     let d = (plan.dp_size() * plan.cp) as f64;
-    let (params, _) = (0..plan.pp).map(|s| stage_params(model, plan, s)).max().unwrap_or((0, 0));
+    let (params, _) = stage_params(model, plan, stage);
     let n = params as f64;
     let (weights, state) = match plan.dp {
         DataParallel::Ddp => (2.0, 16.0),
@@ -70,7 +85,8 @@ pub fn memory(model: &Model, plan: &Plan, flash_attention: bool) -> Memory {
         DataParallel::Zero2 => (2.0, 14.0 / d),
         DataParallel::Zero3 => (2.0 / d, 14.0 / d),
     };
-    let activations = (0..plan.pp).map(|s| stage_activation_bytes(model, plan, flash_attention, s)).fold(0.0, f64::max);
+    let activations =
+        layer_activation_bytes(model, plan, flash_attention) * in_flight_layers(plan, model.layers, stage) as f64;
     let (pg, og, ag) = (n * weights / GB, n * state / GB, activations / GB);
     let nccl = communicators(model, plan) as f64 * NCCL_COMMUNICATOR_BYTES / GB;
     let fragmentation = FRAGMENTATION * (pg + og + ag);
@@ -109,21 +125,25 @@ fn layer_activation_bytes(model: &Model, plan: &Plan, flash_attention: bool) -> 
     per_layer * moe_factor
 }
 
-/// Micro-batches of stage `stage`'s layers in flight at its peak (fractional with interleaving:
-/// chunk micro-batches × 1/v).
-pub fn in_flight(plan: &Plan, stage: u32) -> f64 {
-    let (p, s, v, m) = (plan.pp as f64, stage as f64, plan.vpp as f64, plan.micro_batches() as f64);
-    if plan.vpp > 1 {
-        (2.0 * (p - s - 1.0) + (v - 1.0) * p + 1.0).min(m * v) / v
-    } else {
-        (p - s).min(m)
-    }
-}
-
-fn stage_activation_bytes(model: &Model, plan: &Plan, flash_attention: bool, stage: u32) -> f64 {
-    layer_activation_bytes(model, plan, flash_attention)
-        * plan.stage_layers(model.layers, stage) as f64
-        * in_flight(plan, stage)
+/// The most layer micro-batches (a micro-batch's activations of one layer) stage `stage` holds
+/// at once: forwards add their chunk's layers, backwards free them. Warm-up only adds and the
+/// cool-down only frees, so the peak is at the end of the warm-up or just after a steady-state
+/// forward; the steady state repeats every p·v steps (each round of p·v forwards or backwards
+/// visits every chunk p times), so one period of it is enough.
+pub fn in_flight_layers(plan: &Plan, layers: u32, stage: u32) -> u64 {
+    let (p, v, m) = (plan.pp, plan.vpp, plan.micro_batches());
+    let len: Vec<u64> = (0..v).map(|c| plan.chunk_layers(layers, stage, c).len() as u64).collect();
+    let round: u64 = len.iter().sum::<u64>() * p as u64;
+    // Layers of the first k forwards (backwards run the chunks in reverse).
+    let done = |k: u32, forward: bool| -> u64 {
+        let (full, part) = (k / (p * v), k % (p * v));
+        let chunk = |c: u32| len[if forward { c } else { v - 1 - c } as usize];
+        full as u64 * round + (0..v).map(|c| chunk(c) * (part.saturating_sub(c * p)).min(p) as u64).sum::<u64>()
+    };
+    let total = m * v;
+    let warmup = generate::warmup(stage, p, m, v);
+    let steady = (total - warmup).min(p * v);
+    (0..steady).map(|i| done(warmup + i + 1, true) - done(i, false)).fold(done(warmup, true), u64::max)
 }
 
 /// NCCL communicators of the busiest GPU: one per parallel group of more than one rank it
@@ -139,6 +159,7 @@ pub fn communicators(model: &Model, plan: &Plan) -> u32 {
 mod tests {
     use super::*;
     use crate::training::model::llama3_70b;
+    use crate::training::plan::AccountFor;
 
     fn plan(gpus: u32, tp: u32, pp: u32, vpp: u32, gbs: u32) -> Plan {
         Plan {
@@ -157,29 +178,48 @@ mod tests {
             recompute: Recompute::None,
             first_stage_layers: None,
             last_stage_layers: None,
+            account_for: Default::default(),
         }
     }
 
     #[test]
-    fn interleaved_in_flight_matches_the_closed_form_for_stage_0() {
-        // 2(p−1) + (v−1)p + 1 chunk micro-batches of L/v layers = L·(p + (p−1)/v) micro-batch-layers.
+    fn equal_chunks_in_flight_match_the_closed_form() {
+        // 32 layers, chunks of 2: 2(p − s − 1) + (v − 1)p + 1 chunk micro-batches interleaved,
+        // L·(p + (p − 1)/v) micro-batch-layers for stage 0; 1F1B p − s micro-batches of L/p.
         let p = plan(128, 4, 4, 4, 128);
-        assert_eq!(in_flight(&p, 0), (2.0 * 3.0 + 3.0 * 4.0 + 1.0) / 4.0);
-        assert_eq!(in_flight(&p, 0), 4.0 + 3.0 / 4.0);
-        assert_eq!(in_flight(&p, 3), (3.0 * 4.0 + 1.0) / 4.0);
-        // 1F1B: p − s, at most the micro-batches.
+        assert_eq!(in_flight_layers(&p, 32, 0), (2 * 3 + 3 * 4 + 1) * 2);
+        assert_eq!(in_flight_layers(&p, 32, 3), (3 * 4 + 1) * 2);
         let q = plan(128, 4, 4, 1, 128);
-        assert_eq!((in_flight(&q, 0), in_flight(&q, 3)), (4.0, 1.0));
-        assert_eq!(in_flight(&plan(128, 4, 4, 1, 16), 0), 2.0);
+        assert_eq!((in_flight_layers(&q, 32, 0), in_flight_layers(&q, 32, 3)), (4 * 8, 8));
+        // Fewer micro-batches than the warm-up: all of them.
+        assert_eq!(in_flight_layers(&plan(128, 4, 4, 1, 16), 32, 0), 2 * 8);
+        assert_eq!(in_flight_layers(&plan(128, 4, 4, 4, 32), 32, 0), 4 * 8);
+    }
+
+    #[test]
+    fn unequal_chunks_count_their_own_layers() {
+        // 2 layers + embedding + loss on PP 2 × VPP 2, m = 2: chunks of 1 split layer; stage 0's
+        // chunk 0 is the embedding alone (0 layers), chunk 1 layer 3. Warm-up 2·1 + 1·2 = 4 = m·v:
+        // all four chunk micro-batches, 2·0 + 2·1 = 2 layers. Stage 1: chunk 0 = layer 0,
+        // chunk 1 = loss alone; warm-up 2 (chunk 0 twice), then F(chunk 1) B(chunk 1) ...: peak 2.
+        let mut p = plan(16, 4, 2, 2, 4);
+        p.account_for = AccountFor { embedding: true, loss: true };
+        assert_eq!(p.micro_batches(), 2);
+        let m = 2;
+        let chunks = |s| (0..2).map(|c| p.chunk_layers(m, s, c)).collect::<Vec<_>>();
+        assert_eq!((chunks(0), chunks(1)), (vec![0..0, 1..2], vec![0..1, 2..2]));
+        assert_eq!((in_flight_layers(&p, m, 0), in_flight_layers(&p, m, 1)), (2, 2));
     }
 
     #[test]
     fn llama3_70b_tp4_pp4_vpp4_from_the_formulas() {
-        // 1024 GPUs: DP 64, 16 micro-batches; stage 0 holds 20 layers and the embedding, the
-        // last stage, the most, 20 layers, the output layer and the final norm (replicated).
+        // 1024 GPUs: DP 64, 16 micro-batches; stage 0, which holds the most activations, 20
+        // layers and the embedding (the last stage: 20 layers, the output layer and the final
+        // norm).
         let (m, p) = (llama3_70b(), plan(1024, 4, 4, 4, 1024));
         let mem = memory(&m, &p, true);
-        let n = (20 * m.layer_params(0).0 / 4 + 128256 * 8192 / 4 + 8192) as f64;
+        assert_eq!(mem, stage_memory(&m, &p, true, 0));
+        let n = (20 * m.layer_params(0).0 / 4 + 128256 * 8192 / 4) as f64;
         assert!((mem.params_gb - 2.0 * n / 1e9).abs() < 1e-9);
         assert!((mem.grads_and_optimizer_gb - (4.0 + 12.0 / 64.0) * n / 1e9).abs() < 1e-9);
         // SP, flash attention, GQA 8/64: (32 + 2/8)·s·b·h/t per layer; 20 layers × (4 + 3/4).
@@ -198,7 +238,7 @@ mod tests {
 
     #[test]
     fn uneven_stages_put_the_peak_where_layers_times_in_flight_is_largest() {
-        // 80 layers as 8 + 36 + 36 + 0…: first 8, last 8, middle 32 each over PP 4.
+        // 80 layers as 8 + 32 + 32 + 8 over PP 4.
         let m = llama3_70b();
         let mut p = plan(128, 4, 4, 1, 256);
         (p.first_stage_layers, p.last_stage_layers) = (Some(8), Some(8));

@@ -33,7 +33,7 @@ use crate::platform::routing::Routes;
 use crate::platform::{Platform, Routing};
 use crate::workload::{OpKind, Workload};
 use hardware::Accelerator;
-use memory::{memory, Memory};
+use memory::{stage_memory, Memory};
 use model::Model;
 use plan::Plan;
 
@@ -181,6 +181,10 @@ pub struct StageTime {
     /// Compute plus exposed communication: the time the stage is not waiting.
     pub busy_s: f64,
     pub breakdown_s: Vec<(String, f64)>,
+    /// Transformer layers of the stage, all chunks ([`Plan::chunk_layers`]).
+    pub layers: u32,
+    /// Memory per GPU of the stage ([`memory::stage_memory`]).
+    pub memory_gb: f64,
 }
 
 /// Time per row label (layer name) of the stage that finishes last, summed over its ops.
@@ -241,7 +245,8 @@ pub fn run_training_memo(
     let (model, plan, acc) = (&input.model, &input.plan, &input.accelerator);
     plan.validate(model)?;
     let devices = mix::devices(plan, acc, input.mix.as_ref())?;
-    let mem = memory(model, plan, input.flash_attention);
+    let stage_mem: Vec<Memory> = (0..plan.pp).map(|s| stage_memory(model, plan, input.flash_attention, s)).collect();
+    let mem = memory::largest(stage_mem.iter().cloned());
     // The type with the least HBM that cannot hold the plan, if any.
     let short = devices.types.iter().filter(|t| mem.total_gb > t.hbm_gb).min_by(|a, b| a.hbm_gb.total_cmp(&b.hbm_gb));
     let fits = short.is_none();
@@ -325,7 +330,15 @@ pub fn run_training_memo(
             let breakdown_s = parts.into_iter().map(|(k, v)| (k, v / 1e9)).collect();
             let (stage, ty) = classes[c];
             let accelerator = input.mix.as_ref().map(|_| devices.types[ty as usize].name.clone());
-            StageTime { stage, accelerator, end_s: end / 1e9, busy_s: busy / 1e9, breakdown_s }
+            StageTime {
+                stage,
+                accelerator,
+                end_s: end / 1e9,
+                busy_s: busy / 1e9,
+                breakdown_s,
+                layers: plan.stage_layers(model.layers, stage),
+                memory_gb: stage_mem[stage as usize].total_gb,
+            }
         })
         .collect();
     let critical = stages.iter().max_by(|a, b| a.busy_s.total_cmp(&b.busy_s).then(b.stage.cmp(&a.stage)));
@@ -517,6 +530,7 @@ mod tests {
     use crate::executor::Executor;
     use crate::platform::Placement;
     use crate::workload::Collective;
+    use generate::Step;
 
     fn input(pp: u32, vpp: u32, gbs: u32) -> TrainingInput {
         // Uniform stages: many identical layers, a negligible vocabulary, fast links.
@@ -550,6 +564,7 @@ mod tests {
             recompute: Recompute::None,
             first_stage_layers: None,
             last_stage_layers: None,
+            account_for: Default::default(),
         };
         let accelerator = Accelerator::ideal();
         let network = Network { nvlink_busbw: 1e6, nvls_busbw: None, nic_busbw: 1e6, nics_per_server: 8 };
@@ -645,5 +660,76 @@ mod tests {
         // Within 2%: the LM head makes the last chunk slightly longer than the others.
         let (got, want) = (bubble_fraction(4, 2, 8), 3.0 / (2.0 * 8.0));
         assert!((got - want).abs() < 0.02 * want, "{got} vs {want}");
+    }
+
+    #[test]
+    fn uneven_flags_that_describe_the_even_split_change_nothing() {
+        // 32 layers on PP 4 × VPP 2 as 8 + 8 + 8 + 8, given or not: the same iteration, exactly.
+        let even = run_training(&input(4, 2, 8), &mut |_| true).unwrap();
+        for (first, last) in [(Some(8), Some(8)), (Some(8), None), (None, Some(8))] {
+            let mut i = input(4, 2, 8);
+            (i.plan.first_stage_layers, i.plan.last_stage_layers) = (first, last);
+            let r = run_training(&i, &mut |_| true).unwrap();
+            assert_eq!((r.iteration_s, &r.stages, &r.memory), (even.iteration_s, &even.stages, &even.memory));
+        }
+    }
+
+    #[test]
+    fn unequal_chunks_follow_the_interleaved_schedule_by_hand() {
+        // 2 layers + embedding + loss on PP 2 × VPP 2, 2 micro-batches, free communication:
+        // stage 0's chunks are [embedding] and [layer 1], stage 1's [layer 0] and [head, loss].
+        let mut i = input(2, 2, 2);
+        i.model.layers = 2;
+        i.plan.account_for = plan::AccountFor { embedding: true, loss: true };
+        let g = generate::generate(&i.model, &i.plan, &i.accelerator, true).unwrap();
+        let w = &g.workload;
+        let exec = Executor::new(w)
+            .unwrap()
+            .run(&mut Analytical::new(Box::new(Free), Placement::servers(w.world_size(), 8)), &mut |_| true)
+            .unwrap();
+        // Compute time of a step, and of what follows the last step (the optimizer).
+        let compute = |s: usize, ops: std::ops::Range<u32>| -> f64 {
+            let (prog, tl) = (&w.programs[s], &exec.timelines[s]);
+            ops.filter(|&k| matches!(prog.ops[k as usize].kind, OpKind::Compute { .. }))
+                .map(|k| tl.end[k as usize] - tl.start[k as usize])
+                .sum()
+        };
+        let step = |s: usize, forward: bool, micro_batch: u32, chunk: u32| {
+            let (_, ops) = g.steps[s].iter().find(|(st, _)| *st == Step { forward, micro_batch, chunk }).unwrap();
+            compute(s, ops.clone())
+        };
+        let tail = |s: usize| compute(s, g.steps[s].last().unwrap().1.end..w.programs[s].ops.len() as u32);
+        let (e, eb) = (step(0, true, 0, 0), step(0, false, 0, 0));
+        let (a, b) = (step(1, true, 0, 0), step(1, false, 0, 0));
+        let (h, hb) = (step(1, true, 0, 1), step(1, false, 0, 1));
+        // Each micro-batch the same; layer 1 on stage 0 costs what layer 0 costs on stage 1.
+        let close = |x: f64, y: f64| (x - y).abs() < 1e-9 * y;
+        for mb in 0..2 {
+            assert!(close(step(0, true, mb, 1), a) && close(step(0, false, mb, 1), b));
+            assert!(close(step(0, true, mb, 0), e) && close(step(1, false, mb, 1), hb));
+        }
+        assert!(e < a && h < a && eb < b, "{:?}", (e, a, h, eb, b));
+        // Stage 0 runs F(0,0) F(1,0) F(0,1) F(1,1) B(0,1) B(1,1) B(0,0) B(1,0) (warm-up 4 = m·v);
+        // stage 1 F(0,0) F(1,0) F(0,1) B(0,1) F(1,1) B(1,1) B(0,0) B(1,0). A step starts when its
+        // stage is free and its input has arrived (from the other stage; stage 0's chunk 1 from
+        // stage 1's chunk 0, stage 1's backward of chunk 0 from stage 0's of chunk 1).
+        let f0_00 = e;
+        let f0_10 = f0_00 + e;
+        let f1_00 = f0_00 + a;
+        let f1_10 = f1_00.max(f0_10) + a;
+        let f0_01 = f0_10.max(f1_00) + a;
+        let f0_11 = f0_01.max(f1_10) + a;
+        let f1_01 = f1_10.max(f0_01) + h;
+        let b1_01 = f1_01 + hb;
+        let f1_11 = b1_01.max(f0_11) + h;
+        let b1_11 = f1_11 + hb;
+        let b0_01 = f0_11.max(b1_01) + b;
+        let b0_11 = b0_01.max(b1_11) + b;
+        let b1_00 = b1_11.max(b0_01) + b;
+        let b1_10 = b1_00.max(b0_11) + b;
+        let b0_00 = b0_11.max(b1_00) + eb;
+        let b0_10 = b0_00.max(b1_10) + eb;
+        let want = (b0_10 + tail(0)).max(b1_10 + tail(1));
+        assert!(close(exec.end_ns, want), "{} vs {want}", exec.end_ns);
     }
 }

@@ -259,6 +259,7 @@ mod tests {
             recompute: Recompute::None,
             first_stage_layers: None,
             last_stage_layers: None,
+            account_for: Default::default(),
         }
     }
 

@@ -55,6 +55,7 @@ fn plan(gpus: u32, tp: u32, pp: u32, vpp: u32, m: u32, dp: DataParallel) -> Plan
         recompute: Recompute::None,
         first_stage_layers: None,
         last_stage_layers: None,
+        account_for: Default::default(),
     }
 }
 

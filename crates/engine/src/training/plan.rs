@@ -51,11 +51,27 @@ pub struct Plan {
     pub dp: DataParallel,
     pub recompute: Recompute,
     /// Uneven pipelines (Megatron's `--decoder-first/last-pipeline-num-layers`): layers of the
-    /// first and last stage; the middle stages share the rest evenly.
+    /// first and last stage; the stages not given share the rest evenly.
     #[serde(default)]
     pub first_stage_layers: Option<u32>,
     #[serde(default)]
     pub last_stage_layers: Option<u32>,
+    /// Megatron-Core's `--account-for-embedding/loss-in-pipeline-split`.
+    #[serde(default)]
+    pub account_for: AccountFor,
+}
+
+/// Megatron-Core's `--account-for-embedding-in-pipeline-split` and
+/// `--account-for-loss-in-pipeline-split`: the embedding (the loss) counts as one layer of the
+/// even split, so the first stage's first chunk (the last stage's last chunk) builds one
+/// transformer layer fewer. Llama 3 405B's set-up: 126 layers + 2 on PP 16 × VPP 8 chunks of one,
+/// the first chunk holding only the embedding and the last only the output and loss.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct AccountFor {
+    #[serde(default)]
+    pub embedding: bool,
+    #[serde(default)]
+    pub loss: bool,
 }
 
 impl Plan {
@@ -74,34 +90,46 @@ impl Plan {
         self.gpus / (self.tp * self.pp * self.cp)
     }
 
-    /// Layers of model chunk `chunk` on pipeline stage `stage`. Chunk c of every stage comes
-    /// before chunk c + 1 of any stage (Megatron-Core's `get_transformer_layer_offset`); with
-    /// uneven stages each stage's layers split evenly over its chunks.
+    /// Layers of model chunk `chunk` on pipeline stage `stage`: Megatron-Core's
+    /// `get_transformer_layer_offset` and `get_num_layers_to_build`. Chunk c of every stage
+    /// comes before chunk c + 1 of any stage, and each stage's layers split evenly over its
+    /// chunks. In "split layers" (the transformer layers, preceded by the embedding and followed
+    /// by the loss where they count, [`AccountFor`]) stage s's chunk c starts at c·n/v plus the
+    /// chunks of the stages before s, and the layers are those split layers shifted by the
+    /// embedding and clipped to the model.
     pub fn chunk_layers(&self, layers: u32, stage: u32, chunk: u32) -> std::ops::Range<u32> {
+        let (first, middle, last) = self.stage_split(layers);
         let v = self.vpp;
-        let (first, middle, last) = match (self.first_stage_layers, self.last_stage_layers) {
-            (None, None) => {
-                let n = layers / (self.pp * v);
-                (n * v, n * v, n * v)
-            }
-            (f, l) => {
-                let (f, l) = (f.unwrap_or(0), l.unwrap_or(0));
-                (f, (layers - f - l) / (self.pp - 2).max(1), l)
-            }
+        let size = match stage {
+            0 => first,
+            s if s + 1 == self.pp => last,
+            _ => middle,
+        } / v;
+        let before = if stage == 0 { 0 } else { first / v + (stage - 1) * (middle / v) };
+        let round = match self.pp {
+            1 => first / v,
+            p => first / v + (p - 2) * (middle / v) + last / v,
         };
-        // Layers of one chunk of the first, a middle and the last stage.
-        let (f, k, l) = (first / v, middle / v, last / v);
-        let start = chunk * (layers / v)
-            + match stage {
-                0 => 0,
-                s => f + (s - 1) * k,
-            };
-        let len = match stage {
-            0 => f,
-            s if s == self.pp - 1 => l,
-            _ => k,
-        };
-        start..start + len
+        let start = chunk * round + before;
+        let e = self.account_for.embedding as u32;
+        let clip = |x: u32| x.saturating_sub(e).min(layers);
+        clip(start)..clip(start + size)
+    }
+
+    /// Split layers (transformer layers, and the embedding and loss where they count) of the
+    /// first, each middle and the last stage (at PP 1 the first).
+    fn stage_split(&self, layers: u32) -> (u32, u32, u32) {
+        let (f, l) = (self.first_stage_layers, self.last_stage_layers);
+        if f.is_none() && l.is_none() {
+            let n = (layers + self.account_for.embedding as u32 + self.account_for.loss as u32) / self.pp;
+            return (n, n, n);
+        }
+        // The stages given are taken out; the others share the rest (Megatron-Core counts an
+        // end stage not given as a middle one).
+        let given = f.is_some() as u32 + l.is_some() as u32;
+        let rest = layers.saturating_sub(f.unwrap_or(0).saturating_add(l.unwrap_or(0)));
+        let middle = rest / self.pp.saturating_sub(given).max(1);
+        (f.unwrap_or(middle), middle, l.unwrap_or(middle))
     }
 
     /// Layers on pipeline stage `stage`, all chunks.
@@ -201,50 +229,7 @@ impl Plan {
         if self.gpus > gps && !self.gpus.is_multiple_of(gps) {
             return bad("gpus", &|| format!("{} GPUs do not fill whole servers of {gps}", self.gpus));
         }
-        if self.first_stage_layers.is_some() || self.last_stage_layers.is_some() {
-            let (f, l) = (self.first_stage_layers.unwrap_or(0), self.last_stage_layers.unwrap_or(0));
-            let rest = m.layers.checked_sub(f + l);
-            let middle = self.pp.saturating_sub(2);
-            let ok = self.pp >= 2
-                && f >= 1
-                && l >= 1
-                && rest.is_some_and(|r| if middle == 0 { r == 0 } else { r.is_multiple_of(middle) && r > 0 });
-            if !ok {
-                return bad("first_stage_layers", &|| {
-                    format!(
-                        "uneven stages need PP ≥ 2 and the {} layers minus first ({f}) and last ({l}) to split evenly over the {middle} middle stages",
-                        m.layers
-                    )
-                });
-            }
-            // Megatron-Core's TransformerConfig: each stage's layers split evenly over its chunks.
-            let per_middle = rest.unwrap_or(0) / middle.max(1);
-            let v = self.vpp;
-            if let Some((what, n)) = [("first stage", f), ("last stage", l), ("each middle stage", per_middle)]
-                .into_iter()
-                .find(|&(what, n)| !n.is_multiple_of(v) && (middle > 0 || what != "each middle stage"))
-            {
-                return bad("vpp", &|| {
-                    format!("VPP {v} must divide the layers of the {what} ({n}), as Megatron-Core requires with uneven stages")
-                });
-            }
-        } else {
-            let chunks = self.pp * self.vpp;
-            if !m.layers.is_multiple_of(chunks) {
-                let what = if self.vpp > 1 {
-                    format!("PP×VPP = {}×{} = {chunks}", self.pp, self.vpp)
-                } else {
-                    format!("PP {}", self.pp)
-                };
-                return bad("pp", &|| {
-                    format!(
-                        "{what} must divide the {} layers (valid PP×VPP: {}; or give the first and last stage's layers)",
-                        m.layers,
-                        divisors_text(m.layers as u64)
-                    )
-                });
-            }
-        }
+        self.check_split(m, explain)?;
         // Megatron's ColumnParallelLinear splits the FFN width over TP (and Megatron-Core's
         // experts over expert TP, which defaults to TP).
         let widths = [("ffn", m.ffn), ("moe.expert_ffn", m.moe.as_ref().map_or(0, |e| e.expert_ffn))];
@@ -319,6 +304,97 @@ impl Plan {
     }
 }
 
+impl Plan {
+    /// Megatron-Core's rules for the layer split (TransformerConfig's uneven-pipeline and
+    /// account-for checks, arguments.py's VPP checks), [`Plan::chunk_layers`]'s preconditions.
+    fn check_split(&self, m: &Model, explain: bool) -> Result<()> {
+        let bad = |field: &str, msg: &dyn Fn() -> String| {
+            Err(InputError::field("plan", field, if explain { msg() } else { String::new() }))
+        };
+        let (p, v, layers) = (self.pp, self.vpp, m.layers);
+        let (f, l) = (self.first_stage_layers, self.last_stage_layers);
+        let AccountFor { embedding, loss } = self.account_for;
+        if v > 1 && p == 1 {
+            return bad("vpp", &|| format!("interleaving (VPP {v}) needs PP > 1, as in Megatron"));
+        }
+        if f.is_none() && l.is_none() {
+            let n = layers + embedding as u32 + loss as u32;
+            let chunks = p * v;
+            if n.is_multiple_of(chunks) {
+                return Ok(());
+            }
+            let what = if v > 1 { format!("PP×VPP = {p}×{v} = {chunks}") } else { format!("PP {p}") };
+            return bad("pp", &|| {
+                match (embedding, loss) {
+                (false, false) => format!(
+                    "{what} must divide the {layers} layers (valid PP×VPP: {}; or give the first and last stage's layers)",
+                    divisors_text(layers as u64)
+                ),
+                _ => format!(
+                    "{what} must divide the {layers} layers plus the {} counted by --account-for-*-in-pipeline-split ({n}; valid PP×VPP: {})",
+                    if embedding && loss { "embedding and loss" } else if embedding { "embedding" } else { "loss" },
+                    divisors_text(n as u64)
+                ),
+            }
+            });
+        }
+        if embedding || loss {
+            return bad("account_for", &|| {
+                "--account-for-embedding/loss-in-pipeline-split cannot be combined with --first-stage-layers / --last-stage-layers (Megatron-Core refuses it)".into()
+            });
+        }
+        if p < 2 {
+            return bad("first_stage_layers", &|| {
+                format!("--first-stage-layers / --last-stage-layers need PP ≥ 2, not {p}")
+            });
+        }
+        for (field, flag, n) in
+            [("first_stage_layers", "--first-stage-layers", f), ("last_stage_layers", "--last-stage-layers", l)]
+        {
+            match n {
+                Some(0) => return bad(field, &|| format!("{flag} must be at least 1, as Megatron-Core requires")),
+                Some(n) if !n.is_multiple_of(v) => {
+                    return bad("vpp", &|| {
+                        format!("VPP {v} must divide the {n} layers of {flag}, as Megatron-Core requires with uneven stages")
+                    })
+                }
+                _ => {}
+            }
+        }
+        let ends = f.unwrap_or(0).saturating_add(l.unwrap_or(0));
+        let middle = p - f.is_some() as u32 - l.is_some() as u32;
+        let flags = match (f, l) {
+            (Some(_), Some(_)) => "--first-stage-layers and --last-stage-layers",
+            (Some(_), None) => "--first-stage-layers",
+            _ => "--last-stage-layers",
+        };
+        let Some(rest) = layers.checked_sub(ends) else {
+            return bad("first_stage_layers", &|| {
+                format!("{flags} give {ends} layers, more than the model's {layers}")
+            });
+        };
+        if (rest == 0) != (middle == 0) {
+            return bad("first_stage_layers", &|| {
+                format!(
+                    "{flags} ({ends} layers) leave {rest} of the {layers} layers for {middle} other stages (each needs at least one, and no layer may be left over)"
+                )
+            });
+        }
+        if middle > 0 && !rest.is_multiple_of(middle) {
+            return bad("first_stage_layers", &|| {
+                format!("the {rest} layers left by {flags} must split evenly over the {middle} other stages")
+            });
+        }
+        let each = rest / middle.max(1);
+        if middle > 0 && !each.is_multiple_of(v) {
+            return bad("vpp", &|| {
+                format!("VPP {v} must divide the {each} layers of each other stage (after {flags}), as Megatron-Core requires")
+            });
+        }
+        Ok(())
+    }
+}
+
 fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 {
         a
@@ -366,7 +442,22 @@ mod tests {
             recompute: Recompute::None,
             first_stage_layers: first_last.map(|f| f.0),
             last_stage_layers: first_last.map(|f| f.1),
+            account_for: Default::default(),
         }
+    }
+
+    /// Each chunk's first layer, stage by stage, chunk by chunk; and the layers per stage.
+    fn offsets(p: &Plan, layers: u32) -> (Vec<Vec<u32>>, Vec<u32>) {
+        let starts = (0..p.pp).map(|s| (0..p.vpp).map(|c| p.chunk_layers(layers, s, c).start).collect()).collect();
+        (starts, (0..p.pp).map(|s| p.stage_layers(layers, s)).collect())
+    }
+
+    /// The layers of every chunk, sorted: each layer exactly once if the split is right.
+    fn all_layers(p: &Plan, layers: u32) -> Vec<u32> {
+        let mut all: Vec<u32> =
+            (0..p.pp).flat_map(|s| (0..p.vpp).flat_map(move |c| p.chunk_layers(layers, s, c))).collect();
+        all.sort();
+        all
     }
 
     #[test]
@@ -385,14 +476,138 @@ mod tests {
     }
 
     #[test]
-    fn uneven_stages_need_layers_divisible_by_vpp() {
-        let e = plan(32, 8, 4, 2, Some((3, 5))).validate(&model(28, 14336)).unwrap_err();
+    fn megatron_core_offsets_by_hand() {
+        // PP 4, VPP 2. 30 layers as 8 + 6 + 6 + 10: chunks of 4, 3, 3, 5 = 15 per round.
+        let p = plan(32, 8, 4, 2, Some((8, 10)));
+        assert_eq!(p.validate(&model(30, 14336)), Ok(()));
+        assert_eq!(offsets(&p, 30), (vec![vec![0, 15], vec![4, 19], vec![7, 22], vec![10, 25]], vec![8, 6, 6, 10]));
+        // Only the first stage given: the last is a middle stage, 26 = 8 + 3 × 6.
+        let p = Plan { last_stage_layers: None, ..plan(32, 8, 4, 2, Some((8, 0))) };
+        assert_eq!(p.validate(&model(26, 14336)), Ok(()));
+        assert_eq!(offsets(&p, 26), (vec![vec![0, 13], vec![4, 17], vec![7, 20], vec![10, 23]], vec![8, 6, 6, 6]));
+        // Only the last: 26 = 3 × 6 + 8.
+        let p = Plan { first_stage_layers: None, ..plan(32, 8, 4, 2, Some((0, 8))) };
+        assert_eq!(p.validate(&model(26, 14336)), Ok(()));
+        assert_eq!(offsets(&p, 26), (vec![vec![0, 13], vec![3, 16], vec![6, 19], vec![9, 22]], vec![6, 6, 6, 8]));
+        // Even: 24 layers, chunks of 3.
+        let p = plan(32, 8, 4, 2, None);
+        assert_eq!(offsets(&p, 24), (vec![vec![0, 12], vec![3, 15], vec![6, 18], vec![9, 21]], vec![6; 4]));
+    }
+
+    #[test]
+    fn llama3_405b_counts_embedding_and_loss_as_layers() {
+        // The Llama 3 paper (§3.3.2): 126 layers on PP 16, interleaved, one layer fewer on the
+        // first and last stage, the first chunk of the first stage holding only the embedding and
+        // the last chunk of the last only the output and loss: 128 split layers, VPP 8 chunks of 1.
+        let m = Model { layers: 126, hidden: 16384, heads: 128, ffn: 53248, ..model(126, 53248) };
+        // 16384 GPUs, TP 8: DP 128, 2048 sequences of one = 16 micro-batches.
+        let account_for = AccountFor { embedding: true, loss: true };
+        let p = Plan { account_for, gbs: 2048, ..plan(16384, 8, 16, 8, None) };
+        assert_eq!(p.validate(&m), Ok(()));
+        let per_stage: Vec<u32> = (0..16).map(|s| p.stage_layers(126, s)).collect();
+        assert_eq!(per_stage, [[7].as_slice(), &[8; 14], &[7]].concat());
+        assert_eq!(p.chunk_layers(126, 0, 0), 0..0);
+        assert_eq!(p.chunk_layers(126, 15, 7), 126..126);
+        // Split layer c·16 + s is transformer layer c·16 + s − 1.
+        for (s, c) in (0..16).flat_map(|s| (0..8).map(move |c| (s, c))).filter(|&sc| sc != (0, 0) && sc != (15, 7)) {
+            assert_eq!(p.chunk_layers(126, s, c), c * 16 + s - 1..c * 16 + s, "stage {s} chunk {c}");
+        }
+        assert_eq!(all_layers(&p, 126), (0..126).collect::<Vec<_>>());
+        // The first and last stage's 7 layers cannot be split into 8 chunks with
+        // --first-stage-layers / --last-stage-layers.
+        let q =
+            Plan { account_for: AccountFor::default(), first_stage_layers: Some(7), last_stage_layers: Some(7), ..p };
         assert_eq!(
-            e.to_string(),
-            "plan: vpp: VPP 2 must divide the layers of the first stage (3), as Megatron-Core requires with uneven stages"
+            q.validate(&m).unwrap_err().to_string(),
+            "plan: vpp: VPP 8 must divide the 7 layers of --first-stage-layers, as Megatron-Core requires with uneven stages"
         );
-        let e = plan(32, 8, 4, 2, Some((4, 6))).validate(&model(28, 14336)).unwrap_err();
-        assert!(e.to_string().contains("each middle stage (9)"), "{e}");
+    }
+
+    #[test]
+    fn layer_splits_megatron_core_accepts_and_refuses() {
+        // Megatron-Core's TransformerBlock cases: (layers, PP, VPP, embedding, loss, first, last, ok).
+        let cases = [
+            (60, 5, 1, false, false, None, Some(4), true),
+            (60, 8, 1, false, false, Some(6), Some(6), true),
+            (64, 4, 1, false, false, None, None, true),
+            (64, 4, 2, false, false, None, None, true),
+            (60, 6, 1, false, false, Some(5), None, true),
+            (101, 8, 1, false, false, Some(13), Some(13), false),
+            (63, 4, 1, true, false, None, None, true),
+            (63, 4, 1, false, true, None, None, true),
+            (62, 4, 1, true, true, None, None, true),
+            (62, 4, 2, true, true, None, None, true),
+            (65, 4, 1, false, false, None, None, false),
+            (65, 4, 1, true, true, None, None, false),
+            (61, 4, 1, false, false, Some(12), None, false),
+            (2, 4, 1, false, false, None, None, false),
+            (60, 6, 1, true, false, Some(5), Some(5), false),
+            (50, 2, 4, false, false, None, None, false),
+            (4, 4, 4, false, false, None, None, false),
+        ];
+        for (layers, pp, vpp, embedding, loss, first, last, ok) in cases {
+            let p = Plan {
+                first_stage_layers: first,
+                last_stage_layers: last,
+                account_for: AccountFor { embedding, loss },
+                ..plan(8 * pp, 8, pp, vpp, None)
+            };
+            let m = model(layers, 14336);
+            assert_eq!(p.validate(&m).is_ok(), ok, "{layers} layers, PP {pp} VPP {vpp}: {:?}", p.validate(&m));
+            if ok {
+                assert_eq!(all_layers(&p, layers), (0..layers).collect::<Vec<_>>(), "{layers} layers, PP {pp}");
+            }
+        }
+    }
+
+    #[test]
+    fn impossible_splits_name_the_flags() {
+        let m = model(28, 14336);
+        let err = |p: Plan| p.validate(&m).unwrap_err().to_string();
+        assert_eq!(
+            err(plan(32, 8, 4, 2, Some((3, 5)))),
+            "plan: vpp: VPP 2 must divide the 3 layers of --first-stage-layers, as Megatron-Core requires with uneven stages"
+        );
+        assert_eq!(
+            err(plan(32, 8, 4, 2, Some((4, 6)))),
+            "plan: vpp: VPP 2 must divide the 9 layers of each other stage (after --first-stage-layers and --last-stage-layers), as Megatron-Core requires"
+        );
+        assert_eq!(
+            err(plan(32, 8, 4, 1, Some((14, 14)))),
+            "plan: first_stage_layers: --first-stage-layers and --last-stage-layers (28 layers) leave 0 of the 28 layers for 2 other stages (each needs at least one, and no layer may be left over)"
+        );
+        assert_eq!(
+            err(plan(16, 8, 2, 1, Some((10, 10)))),
+            "plan: first_stage_layers: --first-stage-layers and --last-stage-layers (20 layers) leave 8 of the 28 layers for 0 other stages (each needs at least one, and no layer may be left over)"
+        );
+        assert_eq!(
+            err(Plan { last_stage_layers: None, ..plan(32, 8, 4, 1, Some((3, 0))) }),
+            "plan: first_stage_layers: the 25 layers left by --first-stage-layers must split evenly over the 3 other stages"
+        );
+        assert_eq!(
+            err(plan(32, 8, 4, 1, Some((0, 4)))),
+            "plan: first_stage_layers: --first-stage-layers must be at least 1, as Megatron-Core requires"
+        );
+        assert_eq!(
+            err(plan(32, 8, 4, 1, Some((20, 20)))),
+            "plan: first_stage_layers: --first-stage-layers and --last-stage-layers give 40 layers, more than the model's 28"
+        );
+        assert_eq!(
+            err(plan(8, 8, 1, 1, Some((28, 28)))),
+            "plan: first_stage_layers: --first-stage-layers / --last-stage-layers need PP ≥ 2, not 1"
+        );
+        let both = Plan { account_for: AccountFor { embedding: true, loss: false }, ..plan(32, 8, 4, 1, Some((7, 7))) };
+        assert_eq!(
+            err(both),
+            "plan: account_for: --account-for-embedding/loss-in-pipeline-split cannot be combined with --first-stage-layers / --last-stage-layers (Megatron-Core refuses it)"
+        );
+        assert_eq!(err(plan(8, 8, 1, 2, None)), "plan: vpp: interleaving (VPP 2) needs PP > 1, as in Megatron");
+        // 28 + embedding + loss = 30 split layers on 4 × 2 chunks.
+        let p = Plan { account_for: AccountFor { embedding: true, loss: true }, ..plan(32, 8, 4, 2, None) };
+        assert_eq!(
+            err(p.clone()),
+            "plan: pp: PP×VPP = 4×2 = 8 must divide the 28 layers plus the embedding and loss counted by --account-for-*-in-pipeline-split (30; valid PP×VPP: 1, 2, 3, 5, 6, 10, 15, 30)"
+        );
     }
 
     #[test]

@@ -136,6 +136,7 @@ pub fn enumerate(
                                             recompute,
                                             first_stage_layers: None,
                                             last_stage_layers: None,
+                                            account_for: Default::default(),
                                             ..cluster.clone()
                                         };
                                         visited += 1;
@@ -200,6 +201,7 @@ mod tests {
             recompute: Recompute::None,
             first_stage_layers: None,
             last_stage_layers: None,
+            account_for: Default::default(),
         }
     }
 
