@@ -121,7 +121,15 @@ def simulate_megatron(
     model |= {"ffn": 4 * hidden, "vocab": MEGATRON_VOCAB, "seq_len": MEGATRON_SEQ}
     # f2e5db4's distributed optimizer dispatches the first parameter gather from zero_grad().
     overlap = {"grad_reduce": True, "param_gather": True, "tp_comm": tp > 1, "gather_at_zero_grad": True}
-    plan = {"gpus": gpus, "gbs": gbs, "tp": tp, "pp": pp, "mbs": 1, "sp": tp > 1, "dp": "distributed_optimizer"}
+    plan = {
+        "gpus": gpus,
+        "gbs": gbs,
+        "tp": tp,
+        "pp": pp,
+        "mbs": 1,
+        "sp": tp > 1,
+        "dp": "distributed_optimizer",
+    }
     r = simulate(model, accelerator="h100", overlap=overlap, allow_oom=True, **plan)
     return r["iteration_s"], dict(r["breakdown_s"])
 
@@ -194,7 +202,11 @@ def main() -> None:
     )
     print(text)
     if args.write:
-        write_section("i14-h100-public", text, title="## H100: public training results (issue 14)")
+        write_section(
+            "i14-h100-fidelity",
+            text,
+            title="## H100 fidelity: the README runs' options, the cross-entropy (issue 14, branch i14-h100)",
+        )
 
 
 if __name__ == "__main__":
