@@ -14,6 +14,9 @@ logging"). What those runs ran, from the README's text and Megatron-LM's code at
   parallelism at TP > 1) and PP overlap "enabled by default" (`overlap_p2p_comm`, which
   arguments.py switches off without interleaving). --overlap-param-gather needs the distributed
   optimizer (asserted), so the distributed optimizer. Bucket size Megatron-Core's default.
+- The parameter gather as f2e5db4 dispatches it: `DistributedOptimizer.zero_grad()` starts the first
+  bucket's all-gather with the iteration (distrib_optimizer.py; moved away in 655a663, 2024-09), so
+  later pipeline stages gather during the fill: the engine's overlap option `gather_at_zero_grad`.
 - bf16: arguments.py at f2e5db4 forces `accumulate_allreduce_grads_in_fp32 = True` for bf16, so
   gradients accumulate and reduce-scatter in fp32 (the simulator's generator does so) while the
   parameter all-gather moves bf16.
