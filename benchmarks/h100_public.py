@@ -2,21 +2,42 @@
 model is fitted on A100 only and carried to Hopper by kernel-level measurements, see
 python/clustersim/catalog/accelerators.yaml and benchmarks/hopper_kernels.py).
 
-Table 1, Megatron-Core (the framework the simulator models): NVIDIA/Megatron-LM README, "Performance
-Benchmarking", images/model_table.png (the table image as of commit f2e5db4, 2024-07-15; README
-at d98e8a6): GPT models of 1.7B-462B parameters on 48-6144 H100s, vocabulary 131072,
-sequence 4096, BF16, data parallelism 48 with the distributed optimizer, "--overlap-grad-reduce,
---overlap-param-gather, --tp-comm-overlap, and PP overlap"; throughput end to end (data loading,
-optimizer, communication, logging included). Parameter counts fit GeLU MLPs of 4h with untied
-input and output embeddings (12·L·h² + 2·V·h: 1.7B, 7.1B, ...). Simulated with the published
-TP, PP, DP and batch; sequence parallelism with TP > 1 (Megatron-Core's recommended setting; not
-stated); micro-batch 1, no interleaving and no recompute (not stated). The overlaps belong to the
-overlap model (issue 14 item 2), not to this script: rows get whatever the simulator does by
-default for a distributed-optimizer plan. The columns `exposed comm` and `bubble` show what the
-schedule adds to the compute, and `compute alone` the rate with neither (the compute model by itself: an upper
-bound of what any overlap can reach). Compared per GPU in Megatron's own model FLOPs
-(megatron/training/training.py `num_floating_point_operations`: 12·B·s·L·h²·(2 + s/h + 4 +
-V/(2·L·h)) for these models), which is how the README's TFLOP/s and MFU (over 989) are counted.
+Table 1, Megatron-Core (the framework the simulator models): NVIDIA/Megatron-LM README, "Training
+Speed and Scalability", images/model_table.png, both added by commit f2e5db4 (2024-07-15): GPT
+models of 1.7B-462B parameters on 48-6144 H100s, vocabulary 131072, sequence 4096, data
+parallelism 48, throughput end to end ("data loading, optimizer steps, communication, and even
+logging"). What those runs ran, from the README's text and Megatron-LM's code at f2e5db4
+(`git show f2e5db4:megatron/training/arguments.py`, `training.py`), each row simulated so:
+
+- Overlaps, stated by the README: "--overlap-grad-reduce --overlap-param-gather" (DP),
+  "--tp-comm-overlap" (TP; needs --sequence-parallel, which arguments.py asserts, so sequence
+  parallelism at TP > 1) and PP overlap "enabled by default" (`overlap_p2p_comm`, which
+  arguments.py switches off without interleaving). --overlap-param-gather needs the distributed
+  optimizer (asserted), so the distributed optimizer. Bucket size Megatron-Core's default.
+- The parameter gather as f2e5db4 dispatches it: `DistributedOptimizer.zero_grad()` starts the first
+  bucket's all-gather with the iteration (distrib_optimizer.py; moved away in 655a663, 2024-09), so
+  later pipeline stages gather during the fill: the engine's overlap option `gather_at_zero_grad`.
+- bf16: arguments.py at f2e5db4 forces `accumulate_allreduce_grads_in_fp32 = True` for bf16, so
+  gradients accumulate and reduce-scatter in fp32 (the simulator's generator does so) while the
+  parameter all-gather moves bf16.
+- Model: parameter counts fit 12·L·h² + 2·V·h (1.745B, 7.11B, ...): GeLU MLPs of 4h (Megatron's
+  default; SwiGLU of 8h/3 would give the same count but Megatron rounds its width to 64, which
+  the counts do not show) with untied input and output embeddings (tied would make the first
+  row 1.48B). The simulator's GPT family ties them: at PP 1 the output layer's V·h/t gradient
+  and optimizer state are missing (the GEMMs are all there), 15 % of the 1.7B row's DP bytes,
+  1-6 % of the others'. Transformer Engine layers and its attention (`--transformer-impl`
+  default `transformer_engine`; cuDNN fused attention on Hopper, the catalog's figure); the
+  cross-entropy unfused (`--cross-entropy-loss-fusion` off by default) over fp32 logits.
+- Not stated, Megatron-Core's defaults taken: micro-batch 1 (4 micro-batches per DP rank on the
+  PP-1 rows), no interleaving, no activation recompute.
+- TFLOP/s as the README counts them: megatron/training/training.py `num_floating_point_operations`
+  at f2e5db4, 12·B·s·L·h²·((1 + 1 + s/h) + 4 + V/(2·L·h)) per iteration: causal attention
+  counted as full (s/h), the logits layer included, GeLU (no SwiGLU factor), divided by the
+  iteration time and the GPU count. Predicted TFLOP/s use the same formula over the simulated
+  iteration, so the two columns compare like with like (MFU over 989).
+
+The columns `exposed comm` and `bubble` show what the schedule adds to the compute, and
+`compute alone` the rate with neither (the compute model by itself).
 
 Not compared, and why: NeMo's performance summaries (docs/source/performance/performance_summary.md
 of NVIDIA/NeMo, 24.07: GPT3 5B-175B, Llama 2/3, Nemotron on DGX-H100) and Megatron-Bridge's
@@ -47,7 +68,8 @@ from __future__ import annotations
 
 import argparse
 
-from clustersim.api import TrainResult, train
+from clustersim.api import train
+from clustersim.training import train as simulate
 from results import write_section
 
 PEAK = 989e12
@@ -96,10 +118,23 @@ def megatron_flops(hidden: int, layers: int, gbs: int) -> float:
 
 def simulate_megatron(
     heads: int, hidden: int, layers: int, tp: int, pp: int, gpus: int, gbs: int
-) -> TrainResult:
+) -> tuple[float, dict[str, float]]:
+    """Iteration seconds and their breakdown for one README row, with the options of f2e5db4."""
     model = {"name": f"gpt-h{hidden}", "family": "gpt", "layers": layers, "hidden": hidden, "heads": heads}
     model |= {"ffn": 4 * hidden, "vocab": MEGATRON_VOCAB, "seq_len": MEGATRON_SEQ}
-    return train(model, gpus=gpus, gbs=gbs, tp=tp, pp=pp, mbs=1, sp=tp > 1, dist_opt=True, allow_oom=True)
+    # f2e5db4's distributed optimizer dispatches the first parameter gather from zero_grad().
+    overlap = {"grad_reduce": True, "param_gather": True, "tp_comm": tp > 1, "gather_at_zero_grad": True}
+    plan = {
+        "gpus": gpus,
+        "gbs": gbs,
+        "tp": tp,
+        "pp": pp,
+        "mbs": 1,
+        "sp": tp > 1,
+        "dp": "distributed_optimizer",
+    }
+    r = simulate(model, accelerator="h100", overlap=overlap, allow_oom=True, **plan)
+    return r["iteration_s"], dict(r["breakdown_s"])
 
 
 def megatron_table() -> tuple[list[str], list[float]]:
@@ -110,17 +145,16 @@ def megatron_table() -> tuple[list[str], list[float]]:
     ]
     errors = []
     for size, heads, hidden, layers, tp, pp, dp, gpus, gbs, tflops, _mfu in MEGATRON:
-        r = simulate_megatron(heads, hidden, layers, tp, pp, gpus, gbs)
-        pred = megatron_flops(hidden, layers, gbs) / r.iteration_s / gpus / 1e12
+        iteration_s, parts = simulate_megatron(heads, hidden, layers, tp, pp, gpus, gbs)
+        pred = megatron_flops(hidden, layers, gbs) / iteration_s / gpus / 1e12
         err = (pred - tflops) / tflops * 100
         errors.append(err)
-        parts = r.breakdown_s
         comm = sum(v for k, v in parts.items() if k.startswith("exposed"))
         alone = megatron_flops(hidden, layers, gbs) / parts["compute"] / gpus / 1e12
         lines.append(
             f"| {size} | {tp}×{pp}×{dp} | {gpus} | {gbs} | {pred:.1f} | {tflops} | {err:+.1f}%"
-            f" | {100 * pred * 1e12 / PEAK:.1f} | {100 * comm / r.iteration_s:.0f} |"
-            f" {100 * parts.get('bubble', 0.0) / r.iteration_s:.0f} | {alone:.0f} |"
+            f" | {100 * pred * 1e12 / PEAK:.1f} | {100 * comm / iteration_s:.0f} |"
+            f" {100 * parts.get('bubble', 0.0) / iteration_s:.0f} | {alone:.0f} |"
         )
     return lines, errors
 
@@ -171,7 +205,11 @@ def main() -> None:
     )
     print(text)
     if args.write:
-        write_section("i14-h100-public", text, title="## H100: public training results (issue 14)")
+        write_section(
+            "i14-h100-fidelity",
+            text,
+            title="## H100 fidelity: the README runs' options, the cross-entropy (issue 14, branch i14-h100)",
+        )
 
 
 if __name__ == "__main__":

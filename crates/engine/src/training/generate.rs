@@ -294,6 +294,10 @@ pub fn generate_mixed(
                 g.dispatch_chunk(&mut bld, c, &dp_groups);
             }
         }
+        if let (Some(g), true) = (gather.as_mut(), v == 1 && ov.gather_at_zero_grad) {
+            // Megatron-Core before 2024-09: zero_grad() dispatches the first bucket's gather.
+            g.dispatch_first(&mut bld, &dp_groups);
+        }
         // Backward steps left per chunk: the last one is the micro-batch whose gradients reduce.
         let mut bwd_left = vec![m; v as usize];
         let (mut fwd_k, mut bwd_k) = (0u32, 0u32);
@@ -808,6 +812,15 @@ impl ParamGather {
                 bld.coll_after(Collective::AllGather, group, 2 * bucket.params, R_GATHER, Phase::Forward, deps)
             });
             self.op[c][i] = Some(id);
+        }
+    }
+
+    /// Dispatch each buffer's first bucket in forward order of the first chunk (`zero_grad`).
+    fn dispatch_first(&mut self, bld: &mut Builder, groups: &DpGroups) {
+        for chain in self.chains[0].clone() {
+            if let Some(&i) = chain.first() {
+                self.dispatch(bld, 0, i, groups);
+            }
         }
     }
 

@@ -14,7 +14,16 @@
 //!   ε_attention · peak and ε_hbm · B_hbm, plus t_launch.
 //! - Element-wise ops (norms, activations, dropout + residual, softmax, cross-entropy, embedding
 //!   lookup, MoE permutation) are HBM-bound: t = bytes / (B_hbm · ε_hbm) + t_launch, bytes per
-//!   element as [`Pointwise::bytes_per_element`] says; backward ones move twice the bytes.
+//!   element as [`Pointwise::bytes`] says; backward ones move twice the bytes, except the
+//!   cross-entropy, whose passes are counted one by one from Megatron-Core's code.
+//! - Cross-entropy over the vocabulary-parallel logits (n tokens × V/t), as Megatron-Core runs it
+//!   unfused (`cross_entropy_loss_fusion` off by default; megatron/core/tensor_parallel/
+//!   cross_entropy.py at f2e5db4, the code of the published H100 runs): forward casts the bf16
+//!   logits to fp32 (read 2 B, write 4 B), takes the max (read 4), subtracts it in place (8),
+//!   exponentiates in place (8), sums (4) and divides in place (8): 38 B per logit; backward
+//!   scales the saved softmax in place by the loss gradient (8) and autograd casts the fp32
+//!   gradient back to bf16 for the output layer (read 4, write 2): 14 B. Per-token gathers and
+//!   the TP all-reduces of n floats are negligible beside these passes.
 //! - The optimizer step (mixed-precision Adam) reads fp32 master weights, m, v and gradients and
 //!   writes master, m, v and the bf16 copy: 34 B per parameter, HBM-bound.
 //!
@@ -80,25 +89,21 @@ impl Pointwise {
         }
     }
 
-    /// HBM bytes per element of the forward op: bf16 reads and the write (2 B each); the
-    /// softmax adds its dropout (a read, a write and a 1-byte mask); cross-entropy makes three
-    /// passes over fp32 logits.
-    pub fn bytes_per_element(self) -> f64 {
-        match self {
+    /// HBM bytes per element of the op: forward, bf16 reads and the write (2 B each); the
+    /// softmax adds its dropout (a read, a write and a 1-byte mask); cross-entropy's fp32 passes
+    /// as the module doc counts them (38 B forward, 14 B backward). Backward ops read the input
+    /// and the output gradient and write the input gradient: twice the forward bytes, except the
+    /// un-permutation, which is the same pass again.
+    pub fn bytes(self, backward: bool) -> f64 {
+        let forward = match self {
             Pointwise::Norm | Pointwise::Gelu | Pointwise::Embedding | Pointwise::Permute => 4.0,
             Pointwise::Residual | Pointwise::Swiglu => 6.0,
             Pointwise::Softmax => 7.0,
-            Pointwise::CrossEntropy => 12.0,
-        }
-    }
-
-    /// Backward bytes over forward bytes: 2 (the input and the output gradient are read, the
-    /// input gradient written), except for ops whose backward is the same pass again: the
-    /// cross-entropy gradient (softmax minus one-hot) and the un-permutation.
-    fn backward_factor(self) -> f64 {
-        match self {
-            Pointwise::CrossEntropy | Pointwise::Permute => 1.0,
-            _ => 2.0,
+            Pointwise::CrossEntropy => return if backward { CE_BWD_BYTES } else { CE_FWD_BYTES },
+        };
+        match (backward, self) {
+            (false, _) | (true, Pointwise::Permute) => forward,
+            (true, _) => 2.0 * forward,
         }
     }
 
@@ -128,6 +133,10 @@ pub enum Kernel {
 const BF16: f64 = 2.0;
 /// Adam's HBM traffic per parameter (see the module doc).
 const ADAM_BYTES: f64 = 34.0;
+/// Cross-entropy's HBM bytes per logit, forward (cast 6, max 4, subtract 8, exp 8, sum 4,
+/// divide 8) and backward (scale 8, cast back 6): see the module doc.
+const CE_FWD_BYTES: f64 = 38.0;
+const CE_BWD_BYTES: f64 = 14.0;
 
 impl Kernel {
     /// The kernel's name in a kernel table: (class, shape, dtype).
@@ -167,10 +176,7 @@ impl Kernel {
                 let (flops, bytes) = if backward { (2.5 * fwd_flops, 2.0 * bytes) } else { (fwd_flops, bytes) };
                 (flops / (peak * acc.attention_efficiency)).max(bytes / bw)
             }
-            Kernel::Elementwise { op, backward, rows, cols } => {
-                let factor = if backward { op.backward_factor() } else { 1.0 };
-                factor * op.bytes_per_element() * (rows * cols) as f64 / bw
-            }
+            Kernel::Elementwise { op, backward, rows, cols } => op.bytes(backward) * (rows * cols) as f64 / bw,
             Kernel::Optimizer { params } => ADAM_BYTES * params as f64 / bw,
         };
         body + acc.kernel_overhead_ns
@@ -342,17 +348,37 @@ mod tests {
     fn element_wise_ops_move_their_bytes_at_the_achievable_bandwidth() {
         let acc = gpu();
         // LayerNorm over 8192 tokens × 4096: read and write bf16, 4 B per element, at 1.8 TB/s;
-        // its backward twice that; dropout + residual 6 B; cross-entropy 12 B both ways.
+        // its backward twice that; dropout + residual 6 B; the un-permutation as the permutation.
         let (rows, cols) = (8192u64, 4096u64);
         let n = (rows * cols) as f64;
         let t = |op, backward| Kernel::Elementwise { op, backward, rows, cols }.model_ns(&acc);
         assert!((t(Pointwise::Norm, false) - 4.0 * n / 1800.0).abs() < 1e-6);
         assert!((t(Pointwise::Norm, true) - 8.0 * n / 1800.0).abs() < 1e-6);
         assert!((t(Pointwise::Residual, false) - 6.0 * n / 1800.0).abs() < 1e-6);
-        assert!((t(Pointwise::CrossEntropy, true) - 12.0 * n / 1800.0).abs() < 1e-6);
+        assert!((t(Pointwise::Permute, true) - 4.0 * n / 1800.0).abs() < 1e-6);
         // Adam: 34 B per parameter.
         let adam = Kernel::Optimizer { params: 1_000_000_000 }.model_ns(&acc);
         assert!((adam - 34e9 / 1800.0).abs() < 1e-3);
+    }
+
+    #[test]
+    fn cross_entropy_makes_megatrons_fp32_passes_over_the_vocabulary_shard() {
+        // H100-like: 3.35 TB/s at ε_hbm 0.7 = 2345 B/ns, 2 µs launches. GPT with V = 131072 at
+        // TP 8, one sequence of 4096 tokens: 4096 × 16384 = 67.1 M logits on this GPU.
+        let acc = Accelerator { hbm_tbps: 3.35, hbm_efficiency: 0.7, kernel_overhead_ns: 2000.0, ..gpu() };
+        let (rows, cols) = (4096u64, 131072 / 8);
+        let logits = 67_108_864.0;
+        let ce = |backward| Kernel::Elementwise { op: Pointwise::CrossEntropy, backward, rows, cols };
+        // Forward: cast 2 + 4, max 4, subtract 4 + 4, exp 4 + 4, sum 4, divide 4 + 4 = 38 B:
+        // 2.550 GB in 1.0875 ms, plus the launch.
+        let fwd = ce(false).model_ns(&acc);
+        assert!((fwd - (38.0 * logits / 2345.0 + 2000.0)).abs() < 1e-6 * fwd, "{fwd}");
+        assert!((fwd - 1_089_478.0).abs() < 1.0, "{fwd}");
+        // Backward: scale 4 + 4 and the cast back 4 + 2 = 14 B: 0.9395 GB in 0.4006 ms + 2 µs.
+        let bwd = ce(true).model_ns(&acc);
+        assert!((bwd - (14.0 * logits / 2345.0 + 2000.0)).abs() < 1e-6 * bwd, "{bwd}");
+        assert!((bwd - 402_650.0).abs() < 1.0, "{bwd}");
+        assert_eq!(ce(true).key(), ("cross_entropy_bwd".into(), "4096x16384".into(), "fp32"));
     }
 
     #[test]

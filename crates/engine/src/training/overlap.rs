@@ -46,6 +46,15 @@ pub struct Overlap {
     /// `--ddp-bucket-size`, parameters per gradient bucket.
     #[serde(default)]
     pub bucket_size: Option<u64>,
+    /// Megatron-Core before 655a663 (2024-09-07): `DistributedOptimizer.zero_grad()`, called at
+    /// the start of every iteration, dispatches the first bucket's parameter all-gather
+    /// (`_dispatch_gather_model_params(all_gather_handle_index=0)`, distrib_optimizer.py at
+    /// f2e5db4, the code of the Megatron-LM README's H100 table), so every pipeline stage starts
+    /// gathering at once, stages after the first during the pipeline fill. Since then nothing is
+    /// dispatched before the first forward pre-hook. Default off (the current code); needs
+    /// `param_gather`; without interleaving (interleaved, chunks 0–1 start the iteration either way).
+    #[serde(default)]
+    pub gather_at_zero_grad: Option<bool>,
 }
 
 /// The overlaps a run uses.
@@ -56,6 +65,7 @@ pub struct Overlaps {
     pub tp_comm: bool,
     pub p2p: bool,
     pub bucket_size: u64,
+    pub gather_at_zero_grad: bool,
 }
 
 impl Overlap {
@@ -87,7 +97,11 @@ impl Overlap {
         if bucket_size == 0 {
             return bad("bucket_size", "must be at least 1 parameter");
         }
-        Ok(Overlaps { grad_reduce, param_gather, tp_comm, p2p, bucket_size })
+        let gather_at_zero_grad = self.gather_at_zero_grad.unwrap_or(false);
+        if gather_at_zero_grad && !param_gather {
+            return bad("gather_at_zero_grad", "dispatching the first gather at zero_grad needs param_gather");
+        }
+        Ok(Overlaps { grad_reduce, param_gather, tp_comm, p2p, bucket_size, gather_at_zero_grad })
     }
 }
 
@@ -324,5 +338,10 @@ mod tests {
         );
         let e = Overlap { tp_comm: Some(true), ..Overlap::default() }.resolve(&p).unwrap_err();
         assert!(e.to_string().contains("sequence parallelism"), "{e}");
+        let e = Overlap { gather_at_zero_grad: Some(true), ..Overlap::default() }.resolve(&p).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "overlap: gather_at_zero_grad: dispatching the first gather at zero_grad needs param_gather"
+        );
     }
 }

@@ -402,3 +402,33 @@ fn interleaved_chunks_reduce_together_aligned_across_stages() {
         }
     }
 }
+
+#[test]
+fn before_2024_09_zero_grad_starts_every_stages_first_gather() {
+    // PP 2, distributed optimizer, --overlap-param-gather: stage 1 is unbucketed, so its whole
+    // shard is one gather before its first forward. Today's code dispatches it from the first
+    // forward pre-hook, after the activation has arrived at R: layer 4 starts at R + g. Megatron-
+    // Core before 2024-09 dispatched it from zero_grad() with the iteration: it runs during the
+    // pipeline fill and layer 4 starts at max(R, g).
+    let p = plan(4, 1, 2, 1, 2, DataParallel::DistributedOptimizer);
+    let bw = 1e3;
+    let (late_g, late_e) = run(&p, &on(&p), bw);
+    let (early_g, early_e) = run(&p, &Overlap { gather_at_zero_grad: Some(true), ..on(&p) }, bw);
+    let start_of = |g: &Generated, e: &Execution| {
+        let (gather, bytes) = colls(g, 1, R_GATHER, DP)[0];
+        assert_eq!(colls(g, 1, R_GATHER, DP).len(), 1);
+        let layer4 = compute_op(g, 1, true, 4, R_ATTN, Phase::Forward);
+        (e.timelines[1].start[gather as usize], bytes as f64 / bw, e.timelines[1].start[layer4 as usize])
+    };
+    let (recv_end, g, late_layer4) = start_of(&late_g, &late_e);
+    // Here the gather is shorter than the fill (stage 0's first gathers are in it too), so
+    // dispatched at zero_grad it is hidden whole, and dispatched at the hook it is exposed whole.
+    assert!(recv_end > g && g > 0.0, "{recv_end} {g}");
+    assert!(close(late_layer4, recv_end + g), "{late_layer4} vs {}", recv_end + g);
+    let (early_start, g_early, early_layer4) = start_of(&early_g, &early_e);
+    assert_eq!((early_start, g_early), (0.0, g));
+    assert!(close(early_layer4, recv_end.max(g)), "{early_layer4} vs {}", recv_end.max(g));
+    assert!(early_e.end_ns < late_e.end_ns);
+    // Stage 0 gathers from the start either way (its embedding's pre-hook runs first).
+    assert_eq!(colls(&late_g, 0, R_GATHER, DP).len(), colls(&early_g, 0, R_GATHER, DP).len());
+}

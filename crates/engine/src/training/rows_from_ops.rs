@@ -252,8 +252,14 @@ fn place_backward(prog: &Program, m: &mut Module, ops: &[u32]) {
 
 /// The overlaps a SimAI file can carry: Megatron-Core's defaults, but the parameter all-gathers
 /// after the optimizer step.
-pub const FILE_OVERLAP: Overlap =
-    Overlap { grad_reduce: None, param_gather: Some(false), tp_comm: None, p2p: None, bucket_size: None };
+pub const FILE_OVERLAP: Overlap = Overlap {
+    grad_reduce: None,
+    param_gather: Some(false),
+    tp_comm: None,
+    p2p: None,
+    bucket_size: None,
+    gather_at_zero_grad: None,
+};
 
 /// The rows of `plan`'s first pipeline stage, derived from the generator's program (`plan` without CP).
 pub fn megatron_workload(model: &Model, plan: &Plan, acc: &Accelerator, flash: bool) -> Result<WorkloadFile> {
