@@ -19,7 +19,7 @@
 //!   above a multiple of the SM count still costs a whole wave's math (tile/wave quantisation, as
 //!   that guide describes it), but the larger tile can save the second fill and drain and split-k
 //!   fills idle SMs. t_fd = 3.3 µs: OpenXLA's measured cuBLAS times on H100 at m = n = 1024 (one
-//!   wave) grow linearly in k from an intercept of 5.3 µs, 3.3 µs above the 2 µs launch
+//!   wave) grow linearly in k from an intercept of 5.3 µs, 3.3 µs above a 2 µs launch
 //!   (benchmarks/hopper_kernels.py checks the other shapes and B200).
 //! - Flash attention (causal, fused): FLOPs 2·bh·s_q·s_k·(d_qk + d_v)/2 forward and 2.5× that
 //!   backward (the backward recomputes the scores and makes 5 GEMMs to the forward's 2,
@@ -35,8 +35,8 @@
 //! t_launch are fitted once on the Megatron-LM A100 results (benchmarks/calibrate.py);
 //! ε_attention is FlashAttention-2's published fraction of the A100 peak. Other accelerators
 //! carry the A100 fit scaled by kernel-level measurements, never by training results: on
-//! Hopper ε_gemm = 0.75 × (largest measured bf16 GEMM rate as a fraction of peak, H100 / A100)
-//! = 0.69, which also absorbs the clock the 700 W limit sustains below the 1.83 GHz at which
+//! Hopper ε_gemm = 0.80 × (largest measured bf16 GEMM rate as a fraction of peak, H100 / A100)
+//! = 0.74, which also absorbs the clock the 700 W limit sustains below the 1.83 GHz at which
 //! 989 TFLOP/s is quoted, and ε_attention is cuDNN fused attention's measured fraction
 //! (the catalog, python/clustersim/catalog/accelerators.yaml, names every figure and source;
 //! benchmarks/hopper_kernels.py checks the model against the published kernel rates).
