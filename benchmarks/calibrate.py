@@ -121,7 +121,8 @@ def predict(row: dict[str, str], acc: str | dict = "a100") -> tuple[str, float, 
 
 def errors_on(acc: dict) -> list[float]:
     """Signed errors (%) of every row on accelerator `acc`."""
-    return [(pred - pub) / pub * 100 for _, pred, pub in (predict(row, acc) for row in csv.DictReader(DATA.open()))]
+    rows = csv.DictReader(DATA.open())
+    return [(pred - pub) / pub * 100 for _, pred, pub in (predict(row, acc) for row in rows)]
 
 
 def score(acc: dict) -> tuple[bool, float]:
