@@ -10,7 +10,7 @@
 //!   wave; a wave takes one tile's main loop, 2·tm·tn·⌈k/s⌉ FLOPs at one SM's share of
 //!   ε_gemm·peak, plus the tile's pipeline fill and drain t_fd (`gemm_fill_drain_ns`):
 //!   t = max(waves · (2·tm·tn·⌈k/s⌉ / (r·peak/SMs·ε_gemm) + t_fd), 2·batch·(mk + kn + mn) / (B_hbm·ε_hbm))
-//!       + (s − 1)·8·batch·m·n / (B_hbm·ε_hbm) + t_launch.
+//!   plus t_split = (s − 1)·8·batch·m·n / (B_hbm·ε_hbm) and t_launch.
 //!   r = min(1, ρ(tile) / ρ(base)) with ρ = tm·tn / (tm + tn), the tile's FLOPs per operand byte
 //!   loaded: a tile with less reuse than the accelerator's own is fed too slowly to keep its
 //!   tensor cores busy, a larger one is no faster per FLOP ("larger tiles have more data reuse,
