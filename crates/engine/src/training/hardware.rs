@@ -143,5 +143,11 @@ mod tests {
             a.check().unwrap_err().to_string(),
             "accelerator: gemm_tile: sides must be from 1 to 1048576, got [128, 0]"
         );
+        a.gemm_tile = [128, 128];
+        a.gemm_fill_drain_ns = f64::NAN;
+        assert_eq!(
+            a.check().unwrap_err().to_string(),
+            "accelerator: gemm_fill_drain_ns: must be from 0 to 1e12 ns, got NaN"
+        );
     }
 }
