@@ -4,7 +4,8 @@ Part 1: for each published run, the search over the options Megatron-LM then off
 (`test_search.megatron_space`), its best plan beside the published one, and where each spends its
 iteration. Part 2: Narayanan et al.'s weak-scaling rows simulated with the micro-batch and
 interleaving of the paper's own scripts (NVIDIA/Megatron-LM examples/sc21/run_table_1.sh, commit
-de7dc40), beside calibrate.py's rule (micro-batch 1, no interleaving).
+de7dc40) and without the P2P overlap (Megatron-LM then had none), as calibrate.py now runs them,
+beside micro-batch 1 without interleaving (calibrate.py's rule before).
 
     python3 benchmarks/megatron_plans.py
 """
@@ -16,18 +17,13 @@ import sys
 import time
 from pathlib import Path
 
-from calibrate import DATA, hardware_flops
+from calibrate import DATA, SC21, hardware_flops
 from clustersim.search import part_column, search
 from clustersim.training import train
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 from test_search import MEGATRON, megatron_space  # noqa: E402
-
-# (micro-batch, VPP) of each weak-scaling row in run_table_1.sh: VPP = layers / PP / the script's
-# --num-layers-per-virtual-pipeline-stage.
-SC21 = {"N1": (16, 1), "N2": (16, 1), "N3": (16, 1), "N4": (8, 1), "N5": (4, 1)}
-SC21 |= {"N6": (2, 3), "N7": (2, 2), "N8": (1, 2), "N9": (1, 3), "N10": (1, 1)}
 
 
 def plan(r: dict) -> str:
@@ -64,7 +60,7 @@ def search_rows() -> list[str]:
 
 def weak_scaling_rows() -> list[str]:
     lines = [
-        "| row | TP×PP×DP | published TFLOP/s | MBS 1, no VPP (calibrate.py) | MBS, VPP of run_table_1.sh |",
+        "| row | TP×PP×DP | published TFLOP/s | MBS 1, no VPP | MBS, VPP of run_table_1.sh (calibrate.py) |",
         "|---|---|---|---|---|",
     ]
     for row in csv.DictReader(DATA.open()):
@@ -85,6 +81,7 @@ def weak_scaling_rows() -> list[str]:
                 vpp=vpp,
                 mbs=mbs,
                 gbs=gbs,
+                overlap={"p2p": False} if vpp > 1 else None,
                 recompute="full",
                 flash_attention=False,
                 allow_oom=True,

@@ -28,15 +28,18 @@ def test_hopper_constants_are_the_a100_fit_carried_by_kernel_ratios(name):
 
 
 def test_a_large_aligned_gemm_on_h100_runs_at_the_efficiency_times_the_peak():
-    # m = 132 · 128 rows and n = 32 tiles of 128: 32 full waves over the 132 SMs, so the rate is
-    # ε_gemm · peak but for the 2 µs launch (0.24 % of 0.83 ms).
+    # m = 132 · 128 rows and n = 32 tiles of 128: 32 full waves of 128×128 tiles over the 132 SMs,
+    # or 16 of 256×128 (the library's pick: same math, half the fill/drains), so the rate is
+    # ε_gemm · peak but for 16 fill/drains and the launch.
     m, n, k = 132 * 128, 32 * 128, 4096
     model = {"name": "g", "family": "gpt", "layers": 1, "hidden": k, "heads": 32, "ffn": n}
     model |= {"vocab": 1024, "seq_len": m}
     rows = iteration_kernels(model, gpus=1, gbs=1, accelerator="h100")
     seconds = next(r.model_s for r in rows if r.kernel == "gemm" and r.shape == f"{m}x{n}x{k}")
-    compute = 2 * m * n * k / (989e12 * lookup("accelerators", "h100")["gemm_efficiency"])
-    assert seconds == pytest.approx(compute + 2e-6, rel=1e-9)
+    h100 = lookup("accelerators", "h100")
+    compute = 2 * m * n * k / (989e12 * h100["gemm_efficiency"])
+    fixed = (16 * h100["gemm_fill_drain_ns"] + h100["kernel_overhead_ns"]) * 1e-9
+    assert seconds == pytest.approx(compute + fixed, rel=1e-9)
 
 
 def test_model_rates_agree_with_published_h100_kernel_measurements():
@@ -47,10 +50,15 @@ def test_model_rates_agree_with_published_h100_kernel_measurements():
         check=True,
         cwd=ROOT / "benchmarks",
     ).stdout
-    # GEMMs: the model keeps the A100 fit's non-kernel share (0.75 / 0.869 = 0.86 of a standalone
-    # kernel), so its median rate is that share of OpenXLA's measured cuBLAS rates, within 10 %.
-    median = float(re.search(r"H100 GEMMs: model / measured rate median ([\d.]+)", out).group(1))
-    assert 0.86 * 0.9 <= median <= 0.86 * 1.1, out
+    # GEMMs: the model keeps the A100 fit's non-kernel share (ε_gemm over the A100's measured
+    # 86.9 % of peak on its best GEMM), so its median rate is that share of OpenXLA's measured
+    # cuBLAS rates, within 10 %; with the library's tile and split-k choice and a fill/drain per
+    # wave, shape by shape within 0.75–1.2 of it (one 128×128 tile: 0.65–1.32).
+    share = lookup("accelerators", "a100")["gemm_efficiency"] / 0.869
+    found = re.search(r"H100 GEMMs: model / measured rate median ([\d.]+), from ([\d.]+) to ([\d.]+)", out)
+    median, low, high = map(float, found.groups())
+    assert share * 0.9 <= median <= share * 1.1, out
+    assert 0.75 <= low and high <= 1.2, out
     # Attention from 2k tokens on: within 10 % of cuDNN's forward (causal) and backward rates.
     rows = [line.split("|") for line in out.splitlines() if re.match(r"\| \d+ \| ", line)]
     long = [r for r in rows if int(r[1]) >= 2048]

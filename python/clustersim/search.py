@@ -167,6 +167,7 @@ def search(
     recompute: Sequence[str] | None = None,
     optimizer: Sequence[str] | None = None,
     no_flash_attn: bool = False,
+    overlap_p2p_comm: bool | None = None,
     gpus_per_server: int = 8,
     nics_per_server: int | None = None,
     nic_busbw: float | None = None,
@@ -208,6 +209,7 @@ def search(
     options.update(
         gpus=gpus, gbs=batch, gpu=gpu, accelerators=accelerators, seq=seq, no_flash_attn=no_flash_attn
     )
+    options.update(overlap_p2p_comm=overlap_p2p_comm)
     options.update(gpus_per_server=gpus_per_server, nics_per_server=nics_per_server, nic_busbw=nic_busbw)
     shape = dict(layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads, ffn=ffn, vocab=vocab)
     options.update(shape, experts=experts, topk=topk)

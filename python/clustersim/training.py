@@ -85,6 +85,7 @@ ACCELERATOR_KEYS = (
     "hbm_efficiency",
     "attention_efficiency",
     "kernel_overhead_ns",
+    "gemm_fill_drain_ns",
     "measured_kernels",
 )
 

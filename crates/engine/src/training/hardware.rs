@@ -41,6 +41,10 @@ pub struct Accelerator {
     /// Fixed cost of launching one kernel, ns.
     #[serde(default)]
     pub kernel_overhead_ns: f64,
+    /// A GEMM tile's pipeline fill (operands of the first k-steps in flight before the first
+    /// MMA) and drain (epilogue writing the tile), ns, once per wave of tiles.
+    #[serde(default)]
+    pub gemm_fill_drain_ns: f64,
     /// Measured kernel times that replace the model's (`train --kernels`).
     #[serde(default)]
     pub measured_kernels: KernelTable,
@@ -84,14 +88,18 @@ impl Accelerator {
         if self.gemm_tile.iter().any(|t| !(1..=MAX_UNITS).contains(t)) {
             return bad("gemm_tile", format!("sides must be from 1 to {MAX_UNITS}, got {:?}", self.gemm_tile));
         }
-        if !(0.0..=1e12).contains(&self.kernel_overhead_ns) {
-            return bad("kernel_overhead_ns", format!("must be from 0 to 1e12 ns, got {}", self.kernel_overhead_ns));
+        for (field, v) in
+            [("kernel_overhead_ns", self.kernel_overhead_ns), ("gemm_fill_drain_ns", self.gemm_fill_drain_ns)]
+        {
+            if !(0.0..=1e12).contains(&v) {
+                return bad(field, format!("must be from 0 to 1e12 ns, got {v}"));
+            }
         }
         self.measured_kernels.check()
     }
 
     /// A GPU that runs every op at its peak (300 TFLOP/s on 100 SMs, 2 TB/s, 1×1 tiles, no
-    /// launch cost), for tests of the schedule.
+    /// launch or fill/drain cost), for tests of the schedule.
     #[cfg(test)]
     pub fn ideal() -> Accelerator {
         Accelerator {
@@ -106,6 +114,7 @@ impl Accelerator {
             hbm_efficiency: 1.0,
             attention_efficiency: 1.0,
             kernel_overhead_ns: 0.0,
+            gemm_fill_drain_ns: 0.0,
             measured_kernels: KernelTable::default(),
         }
     }
@@ -133,6 +142,12 @@ mod tests {
         assert_eq!(
             a.check().unwrap_err().to_string(),
             "accelerator: gemm_tile: sides must be from 1 to 1048576, got [128, 0]"
+        );
+        a.gemm_tile = [128, 128];
+        a.gemm_fill_drain_ns = f64::NAN;
+        assert_eq!(
+            a.check().unwrap_err().to_string(),
+            "accelerator: gemm_fill_drain_ns: must be from 0 to 1e12 ns, got NaN"
         );
     }
 }
