@@ -211,6 +211,36 @@ fn worst(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| (x - y).abs() / y.abs()).fold(0.0, f64::max)
 }
 
+/// A small linear congruential generator: `below(n)` in 0..n, the same sequence for a seed.
+fn lcg(seed: u64) -> impl FnMut(u32) -> u32 {
+    let mut x = seed;
+    move |n: u32| {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((x >> 33) % u64::from(n)) as u32
+    }
+}
+
+/// A random leaf-spine with random flows in batches that start at random times and repeat.
+fn random_traffic(below: &mut impl FnMut(u32) -> u32) -> (Platform, Vec<RefBatch>) {
+    let (per_tor, tors, spines) = (1 + below(4), 2 + below(4), 1 + below(3));
+    let t = leaf_spine(per_tor, tors, spines, [5.0, 10.0, 25.0][below(3) as usize]);
+    let mut router = Router::new(&t, u64::from(below(1000)));
+    let g = per_tor * tors;
+    let batches = (0..2 + below(12))
+        .map(|_| {
+            let flows = (0..1 + below(2 * g))
+                .map(|_| {
+                    let s = below(g);
+                    let d = (s + 1 + below(g - 1)) % g;
+                    (route(&t, &mut router, s, d, u64::from(below(1 << 20))), 1e3 * (1 + below(50)) as f64)
+                })
+                .collect();
+            RefBatch { flows, repeat: 1 + below(3), start: 1e3 * below(20) as f64 }
+        })
+        .collect();
+    (t, batches)
+}
+
 #[test]
 fn the_fast_paths_match_the_plain_per_flow_solve() {
     // Direct all-to-all over 64 GPUs, 64 KiB per pair: one batch, as a collective's phase runs;
@@ -226,30 +256,8 @@ fn the_fast_paths_match_the_plain_per_flow_solve() {
     let each: Vec<RefBatch> = a2a.iter().map(|f| RefBatch { flows: vec![f.clone()], repeat: 1, start: 0.0 }).collect();
     let mut cases = vec![(t.clone(), one), (t, each)];
     // Random leaf-spines: random flows in batches that start at random times and repeat.
-    let mut x = 12345u64;
-    let mut below = |n: u32| {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        ((x >> 33) % u64::from(n)) as u32
-    };
-    for _ in 0..12 {
-        let (per_tor, tors, spines) = (1 + below(4), 2 + below(4), 1 + below(3));
-        let t = leaf_spine(per_tor, tors, spines, [5.0, 10.0, 25.0][below(3) as usize]);
-        let mut router = Router::new(&t, u64::from(below(1000)));
-        let g = per_tor * tors;
-        let batches = (0..2 + below(12))
-            .map(|_| {
-                let flows = (0..1 + below(2 * g))
-                    .map(|_| {
-                        let s = below(g);
-                        let d = (s + 1 + below(g - 1)) % g;
-                        (route(&t, &mut router, s, d, u64::from(below(1 << 20))), 1e3 * (1 + below(50)) as f64)
-                    })
-                    .collect();
-                RefBatch { flows, repeat: 1 + below(3), start: 1e3 * below(20) as f64 }
-            })
-            .collect();
-        cases.push((t, batches));
-    }
+    let mut below = lcg(12345);
+    cases.extend((0..12).map(|_| random_traffic(&mut below)));
     for (case, (t, batches)) in cases.iter().enumerate() {
         let (want, got) = (reference(t, batches, max_min), simulated(t, batches));
         assert!(worst(&got, &want) <= 1e-6, "case {case}: {got:?} vs {want:?}");
@@ -285,29 +293,10 @@ fn a_rate_ceiling_is_a_private_link() {
     // Random traffic on random leaf-spines, a random half of the flows capped at 0.5–8 B/ns:
     // the same end times as the plain reference with each capped flow given a link of its own
     // (no latency) of its ceiling's capacity.
-    let mut x = 777u64;
-    let mut below = |n: u32| {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        ((x >> 33) % u64::from(n)) as u32
-    };
+    let mut below = lcg(777);
     let mut any_capped_bound = false;
     for case in 0..12 {
-        let (per_tor, tors, spines) = (1 + below(4), 2 + below(4), 1 + below(3));
-        let t = leaf_spine(per_tor, tors, spines, [5.0, 10.0, 25.0][below(3) as usize]);
-        let mut router = Router::new(&t, u64::from(below(1000)));
-        let g = per_tor * tors;
-        let batches: Vec<RefBatch> = (0..2 + below(12))
-            .map(|_| {
-                let flows = (0..1 + below(2 * g))
-                    .map(|_| {
-                        let s = below(g);
-                        let d = (s + 1 + below(g - 1)) % g;
-                        (route(&t, &mut router, s, d, u64::from(below(1 << 20))), 1e3 * (1 + below(50)) as f64)
-                    })
-                    .collect();
-                RefBatch { flows, repeat: 1 + below(3), start: 1e3 * below(20) as f64 }
-            })
-            .collect();
+        let (t, batches) = random_traffic(&mut below);
         let n: usize = batches.iter().map(|b| b.flows.len()).sum();
         let ceil: Vec<f64> =
             (0..n).map(|_| if below(2) == 0 { 0.5 * (1 + below(16)) as f64 } else { f64::INFINITY }).collect();
