@@ -432,11 +432,12 @@ PLATFORM_WORDS = [
 PLATFORM_GRAPHML_WORDS = ["node", "edge", "data", "key", "double", "string", "boolean", "true", "inf", "gpu"]
 
 
-def platform_graphml_seeds() -> list[str]:
+@functools.cache
+def platform_graphml_seeds() -> tuple[str, ...]:
     """A one-server HCSim Fig. 6b system of 4 XPUs as `clustersim platform --graphml` writes it."""
     from clustersim.platform import graphml_text, hcsim
 
-    return [graphml_text(hcsim("hcsim-cxl", [("h100", 4)], xpus_per_server=4, dram_bytes=1e12))]
+    return (graphml_text(hcsim("hcsim-cxl", [("h100", 4)], xpus_per_server=4, dram_bytes=1e12)),)
 
 
 def _written_back(platform: object) -> None:
@@ -509,7 +510,8 @@ GRAPH_GRAPHML_WORDS = [
 ]  # fmt: skip
 
 
-def graph_graphml_seeds() -> list[str]:
+@functools.cache
+def graph_graphml_seeds() -> tuple[str, ...]:
     """The seeds as `clustersim graph --graphml` writes them (NetworkX's writer: numbers as long),
     and the first with its numbers as doubles and a boolean `start`, as a NetworkX user may write."""
     import networkx as nx
@@ -522,7 +524,7 @@ def graph_graphml_seeds() -> list[str]:
         if isinstance(data.get("xpu"), list):
             data["xpu"] = ",".join(data["xpu"])
     typed.nodes["d"]["start"] = False
-    return [graphml_text(t) for t in texts] + ["\n".join(nx.generate_graphml(typed)) + "\n"]
+    return (*(graphml_text(t) for t in texts), "\n".join(nx.generate_graphml(typed)) + "\n")
 
 
 def read_graph_graphml(scratch: Scratch, text: str) -> None:
