@@ -12,6 +12,7 @@ any other exception (a traceback for the user) or an engine panic is a failure.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import json
 import os
@@ -34,11 +35,26 @@ INTERESTING = [
 CHARS = " \t\n\r,:.-+eE#09\"'\\{}[]é٣²\x00\x85\xa0\u2028\ufeff\U0001f600"
 
 
-@functools.lru_cache(maxsize=16)
 def _tokens(text: str) -> list[tuple[int, int]]:
-    """Spans of the runs of text between whitespace, `,` and `:` (the seeds' are kept: the regex
-    scan is most of a mutation's time on a 10 kB GraphML file). The list is not to be changed."""
+    """Spans of the runs of text between whitespace, `,` and `:`."""
     return [m.span() for m in re.finditer(r"[^\s,:]+", text)]
+
+
+# The regex scan is most of a mutation's time on a 10 kB GraphML file, so the seeds' tokens are
+# kept and a splice's tokens are found from those of the text it changed (same lists as a scan).
+_seed_tokens = functools.lru_cache(maxsize=64)(_tokens)
+
+
+def _respliced(toks: list[tuple[int, int]], span: tuple[int, int], new: str) -> list[tuple[int, int]]:
+    """Tokens after token `span` is replaced by `new`: the separators around it keep the tokens
+    before it, `new`'s own and the ones after it (shifted) apart."""
+    i = bisect.bisect_left(toks, span)
+    a, shift = span[0], len(new) - (span[1] - span[0])
+    return [
+        *toks[:i],
+        *((a + s, a + e) for s, e in _tokens(new)),
+        *((s + shift, e + shift) for s, e in toks[i + 1 :]),
+    ]
 
 
 def _nudge(rnd: random.Random, tok: str) -> str:
@@ -54,18 +70,24 @@ def _nudge(rnd: random.Random, tok: str) -> str:
         return rnd.choice([f"{tok}.0", f"{tok}e5", f"-{tok}"])
 
 
-def mutate_once(rnd: random.Random, text: str, words: Sequence[str]) -> str:
-    """One mutation of `text`; `words` adds the format's own words."""
+def mutate_once(
+    rnd: random.Random, text: str, words: Sequence[str], known: dict[str, list[tuple[int, int]]] | None = None
+) -> str:
+    """One mutation of `text`; `words` adds the format's own words; `known` holds texts' tokens
+    (the result's are added when it is a splice)."""
     op = rnd.randrange(20)
     # Tokens and lines are found only for the operations that use them (the draws are the same).
-    toks = _tokens(text) if op <= 10 else []
+    toks = ((known or {}).get(text) or _tokens(text)) if op <= 10 else []
     lines = text.splitlines(keepends=True) if 11 <= op <= 14 else []
 
     def word() -> str:
         return rnd.choice(words) if words and rnd.random() < 0.5 else rnd.choice(INTERESTING)
 
     def splice(span: tuple[int, int], new: str) -> str:
-        return text[: span[0]] + new + text[span[1] :]
+        out = text[: span[0]] + new + text[span[1] :]
+        if known is not None:
+            known[out] = _respliced(toks, span, new)
+        return out
 
     if op <= 4 and toks:
         return splice(rnd.choice(toks), word())
@@ -111,8 +133,9 @@ def mutate_once(rnd: random.Random, text: str, words: Sequence[str]) -> str:
 def mutate(rnd: random.Random, seeds: Sequence[str], words: Sequence[str] = ()) -> str:
     """A seed with zero to four mutations."""
     text = rnd.choice(seeds)
+    known = {text: _seed_tokens(text)}
     for _ in range(rnd.randrange(5)):
-        text = mutate_once(rnd, text, words)
+        text = mutate_once(rnd, text, words, known)
     return text
 
 
