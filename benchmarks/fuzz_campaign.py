@@ -5,6 +5,7 @@ own campaign (`scripts/fuzz.sh` runs both).
 
     python benchmarks/fuzz_campaign.py [--cases N] [--reader NAME] [--seed S]
         [--chunk C --log DIR]   # C inputs at a time, each chunk's counts appended to DIR: resumable
+        [--first F]             # from input F on (processes sharing a log split the range)
         [--case K]              # one input of one reader again: its text and what the reader did
 
 Everything runs in this one process (one core), inputs in memory; a reader that takes a path
@@ -130,9 +131,11 @@ def chunk(name: str, make: Callable, seed: int, start: int, stop: int) -> dict:
     }  # fmt: skip
 
 
-def campaign(name: str, make: Callable, cases: int, seed: int, size: int, log: str | None) -> int:
-    """`cases` inputs in chunks of `size`, skipping chunks the log already holds; prints progress
-    and the totals; the number of kinds of failure."""
+def campaign(
+    name: str, make: Callable, cases: int, seed: int, size: int, log: str | None, first: int = 0
+) -> int:
+    """Inputs `first` to `cases` in chunks of `size`, skipping chunks the log already holds; prints
+    progress and the totals of all the log's chunks below `cases`; the number of kinds of failure."""
     done: dict[int, dict] = {}
     if log is not None and os.path.exists(log):
         with open(log, encoding="utf-8") as f:
@@ -142,14 +145,17 @@ def campaign(name: str, make: Callable, cases: int, seed: int, size: int, log: s
                 if (c["reader"], c["seed"], c["start"] % size, c["stop"]) == grid:
                     done[c["start"]] = c
     started = time.perf_counter()
-    for start in range(0, cases, size):
+    for start in range(first - first % size, cases, size):
         stop = min(start + size, cases)
         if start in done and done[start]["stop"] <= cases:
             continue
         c = done[start] = chunk(name, make, seed, start, stop)
-        if log is not None:
-            with open(log, "a", encoding="utf-8") as f:
-                f.write(json.dumps(c) + "\n")
+        if log is not None:  # one write of the whole line: processes sharing the log do not mix lines
+            fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, (json.dumps(c) + "\n").encode())
+            finally:
+                os.close(fd)
         ran = [d for d in done.values() if d["stop"] <= cases]
         total = sum(d["stop"] - d["start"] for d in ran)
         left = cases - total
@@ -195,6 +201,9 @@ def main() -> None:
     ap.add_argument("--reader", action="append", help="only these readers (default: all)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--chunk", type=int, default=10_000, help="inputs per chunk (progress, resuming)")
+    ap.add_argument(
+        "--first", type=int, default=0, help="start at this input (another process has those before)"
+    )
     ap.add_argument("--log", metavar="DIR", help="append each chunk's counts to DIR/READER.jsonl; resume")
     ap.add_argument("--case", type=int, help="run this one input of the (one) reader and show it")
     args = ap.parse_args()
@@ -210,7 +219,7 @@ def main() -> None:
     failed = 0
     for name in names:
         log = os.path.join(args.log, f"{name}.jsonl") if args.log is not None else None
-        failed += campaign(name, chosen[name], args.cases, args.seed, args.chunk, log)
+        failed += campaign(name, chosen[name], args.cases, args.seed, args.chunk, log, args.first)
     sys.exit(1 if failed else 0)
 
 

@@ -242,3 +242,16 @@ def test_calibration_files(rnd: random.Random) -> None:
     from fuzzing import CALIBRATION_WORDS, CALIBRATIONS, read_calibration
 
     run_reader(read_calibration, mutate(rnd, CALIBRATIONS, CALIBRATION_WORDS))
+
+
+def test_found_workload_graph_graphml_inputs(scratch: Scratch) -> None:
+    # A key named "\nnot_first" (XML reads the line break as a space) put " not_first" in the
+    # field of the engine's message (`edge 5 (t -> a):  not_first: ...`): such names now go into
+    # the message only, as the platform reader does.
+    text = graph_graphml_seeds()[0].replace('attr.name="not_first"', 'attr.name="\nnot_first"')
+    assert run_reader(lambda t: read_graph_graphml(scratch, t), text) == "refused"
+    with pytest.raises(InputError) as e:
+        read_graph_graphml(scratch, text)
+    assert str(e.value).endswith(
+        ': edge 5 (t -> a): unknown attribute " not_first" (valid: source, target, not_first)'
+    )
