@@ -6,6 +6,7 @@ own campaign (`scripts/fuzz.sh` runs both).
     python benchmarks/fuzz_campaign.py [--cases N] [--reader NAME] [--seed S]
         [--chunk C --log DIR]   # C inputs at a time, each chunk's counts appended to DIR: resumable
         [--first F]             # from input F on (processes sharing a log split the range)
+        [--report]              # the totals of the log's chunks, running nothing
         [--case K]              # one input of one reader again: its text and what the reader did
 
 Everything runs in this one process (one core), inputs in memory; a reader that takes a path
@@ -132,7 +133,14 @@ def chunk(name: str, make: Callable, seed: int, start: int, stop: int) -> dict:
 
 
 def campaign(
-    name: str, make: Callable, cases: int, seed: int, size: int, log: str | None, first: int = 0
+    name: str,
+    make: Callable,
+    cases: int,
+    seed: int,
+    size: int,
+    log: str | None,
+    first: int = 0,
+    run: bool = True,
 ) -> int:
     """Inputs `first` to `cases` in chunks of `size`, skipping chunks the log already holds; prints
     progress and the totals of all the log's chunks below `cases`; the number of kinds of failure."""
@@ -145,7 +153,7 @@ def campaign(
                 if (c["reader"], c["seed"], c["start"] % size, c["stop"]) == grid:
                     done[c["start"]] = c
     started = time.perf_counter()
-    for start in range(first - first % size, cases, size):
+    for start in range(first - first % size, cases if run else 0, size):
         stop = min(start + size, cases)
         if start in done and done[start]["stop"] <= cases:
             continue
@@ -206,6 +214,7 @@ def main() -> None:
     )
     ap.add_argument("--log", metavar="DIR", help="append each chunk's counts to DIR/READER.jsonl; resume")
     ap.add_argument("--case", type=int, help="run this one input of the (one) reader and show it")
+    ap.add_argument("--report", action="store_true", help="only the totals of the chunks in the log")
     args = ap.parse_args()
     scratch = Scratch()
     chosen = readers(scratch)
@@ -219,7 +228,9 @@ def main() -> None:
     failed = 0
     for name in names:
         log = os.path.join(args.log, f"{name}.jsonl") if args.log is not None else None
-        failed += campaign(name, chosen[name], args.cases, args.seed, args.chunk, log, args.first)
+        failed += campaign(
+            name, chosen[name], args.cases, args.seed, args.chunk, log, args.first, not args.report
+        )
     sys.exit(1 if failed else 0)
 
 
