@@ -5,6 +5,7 @@ own campaign (`scripts/fuzz.sh` runs both).
 
     python benchmarks/fuzz_campaign.py [--cases N] [--reader NAME] [--seed S]
         [--chunk C --log DIR]   # C inputs at a time, each chunk's counts appended to DIR: resumable
+                                # (SIGTERM logs the inputs of the chunk under way, then stops)
         [--first F]             # from input F on (processes sharing a log split the range)
         [--report]              # the totals of the log's chunks, running nothing
         [--case K]              # one input of one reader again: its text and what the reader did
@@ -21,6 +22,7 @@ import json
 import os
 import random
 import re
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -112,12 +114,18 @@ def kind_of(problem: str) -> str:
     return re.sub(r"'[^']*'|\d+", "", problem)[:60]
 
 
+STOP = []
+"""Set by SIGTERM: the chunk under way ends at the input it is on, is logged, and the run stops."""
+
+
 def chunk(name: str, make: Callable, seed: int, start: int, stop: int) -> dict:
-    """Inputs start..stop-1 of one reader: counts, times and the first input of each kind of failure."""
+    """Inputs start..stop-1 of one reader (fewer when stopped): counts, times and the first input of
+    each kind of failure."""
     counts = {"accepted": 0, "refused": 0}
     failures: dict[str, dict] = {}
     wall, cpu = time.perf_counter(), time.process_time()
-    for case in range(start, stop):
+    case = start
+    while case < stop and not STOP:
         rnd = random.Random(f"{name}:{seed}:{case}")
         read, text = make(rnd)
         try:
@@ -125,11 +133,36 @@ def chunk(name: str, make: Callable, seed: int, start: int, stop: int) -> dict:
         except Failure as f:
             example = {"case": case, "input": text[:4000], "problem": str(f)[:600]}
             failures.setdefault(kind_of(str(f)), example)
+        case += 1
     return {
-        "reader": name, "seed": seed, "start": start, "stop": stop, **counts,
+        "reader": name, "seed": seed, "start": start, "stop": case, **counts,
         "failures": list(failures.values()),
         "wall_s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu,
     }  # fmt: skip
+
+
+def logged(log: str | None, name: str, seed: int) -> list[dict]:
+    """The log's chunks of this reader and seed that overlap no earlier one, by start."""
+    chunks: list[dict] = []
+    if log is not None and os.path.exists(log):
+        with open(log, encoding="utf-8") as f:
+            for line in f:
+                c = json.loads(line)
+                if (c["reader"], c["seed"]) == (name, seed) and c["stop"] > c["start"]:
+                    if all(c["stop"] <= d["start"] or d["stop"] <= c["start"] for d in chunks):
+                        chunks.append(c)
+    return sorted(chunks, key=lambda c: c["start"])
+
+
+def gaps(chunks: list[dict], first: int, cases: int, size: int) -> list[tuple[int, int]]:
+    """The inputs from `first` to `cases` no chunk holds, in pieces of at most `size`."""
+    todo, at = [], first
+    for c in [*chunks, {"start": cases, "stop": cases}]:
+        while at < min(c["start"], cases):
+            todo.append((at, min(at + size, c["start"], cases)))
+            at = todo[-1][1]
+        at = max(at, c["stop"])
+    return todo
 
 
 def campaign(
@@ -142,39 +175,27 @@ def campaign(
     first: int = 0,
     run: bool = True,
 ) -> int:
-    """Inputs `first` to `cases` in chunks of `size`, skipping chunks the log already holds; prints
-    progress and the totals of all the log's chunks below `cases`; the number of kinds of failure."""
-    done: dict[int, dict] = {}
-    if log is not None and os.path.exists(log):
-        with open(log, encoding="utf-8") as f:
-            for line in f:
-                c = json.loads(line)  # chunks of this reader, seed and chunk size
-                grid = (name, seed, 0, min(c["start"] + size, cases))
-                if (c["reader"], c["seed"], c["start"] % size, c["stop"]) == grid:
-                    done[c["start"]] = c
-    started = time.perf_counter()
-    for start in range(first - first % size, cases if run else 0, size):
-        stop = min(start + size, cases)
-        if start in done and done[start]["stop"] <= cases:
-            continue
-        c = done[start] = chunk(name, make, seed, start, stop)
+    """Inputs `first` to `cases` in chunks of at most `size`, skipping those the log holds; prints
+    progress and the totals of all the log's inputs below `cases`; the number of kinds of failure."""
+    started, mine = time.perf_counter(), []
+    for start, stop in gaps(logged(log, name, seed), first, cases, size) if run else []:
+        if STOP:
+            break
+        c = chunk(name, make, seed, start, stop)
+        mine.append(c)
         if log is not None:  # one write of the whole line: processes sharing the log do not mix lines
             fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 os.write(fd, (json.dumps(c) + "\n").encode())
             finally:
                 os.close(fd)
-        ran = [d for d in done.values() if d["stop"] <= cases]
-        total = sum(d["stop"] - d["start"] for d in ran)
-        left = cases - total
-        per = sum(d["wall_s"] for d in ran) / total
+        n = max(c["stop"] - start, 1)
         print(
-            f"{name} seed {seed}: {total}/{cases} inputs, {sum(len(d['failures']) for d in ran)} failures; "
-            f"chunk {start}-{stop}: {c['wall_s'] / (stop - start) * 1e3:.2f} ms/input "
-            f"({c['cpu_s'] / (stop - start) * 1e3:.2f} ms CPU); {left} left, ~{left * per / 60:.0f} min",
+            f"{name} seed {seed}: inputs {start}-{c['stop']}: {len(c['failures'])} failures, "
+            f"{c['wall_s'] / n * 1e3:.2f} ms/input ({c['cpu_s'] / n * 1e3:.2f} ms CPU)",
             flush=True,
         )
-    ran = [d for start, d in sorted(done.items()) if d["stop"] <= cases]
+    ran = [d for d in logged(log, name, seed) if d["stop"] <= cases] if log is not None else mine
     inputs = sum(d["stop"] - d["start"] for d in ran)
     failures: dict[str, dict] = {}
     for d in ran:
@@ -225,6 +246,7 @@ def main() -> None:
         return
     if args.log is not None:
         os.makedirs(args.log, exist_ok=True)
+    signal.signal(signal.SIGTERM, lambda *_: STOP.append(True))
     failed = 0
     for name in names:
         log = os.path.join(args.log, f"{name}.jsonl") if args.log is not None else None

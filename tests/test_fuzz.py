@@ -116,7 +116,7 @@ def test_the_campaign_runs_a_fixed_slice_and_resumes(tmp_path: Path) -> None:
     assert first.returncode == 0, first.stdout + first.stderr
     again = subprocess.run([*command, "--cases", "300"], capture_output=True, text=True)
     assert again.returncode == 0, again.stdout + again.stderr
-    assert again.stdout.count("chunk 200-300") == 3 and "chunk 0-100" not in again.stdout
+    assert again.stdout.count("inputs 200-300:") == 3 and "inputs 0-100:" not in again.stdout
     for name in ("platform-yaml", "platform-graphml", "graph-graphml"):
         assert f"fuzz {name} (seed 0): 300 inputs" in again.stdout
         assert len((tmp_path / f"{name}.jsonl").read_text().splitlines()) == 3
