@@ -12,6 +12,8 @@ any other exception (a traceback for the user) or an engine panic is a failure.
 
 from __future__ import annotations
 
+import bisect
+import functools
 import json
 import os
 import random
@@ -34,7 +36,25 @@ CHARS = " \t\n\r,:.-+eE#09\"'\\{}[]é٣²\x00\x85\xa0\u2028\ufeff\U0001f600"
 
 
 def _tokens(text: str) -> list[tuple[int, int]]:
+    """Spans of the runs of text between whitespace, `,` and `:`."""
     return [m.span() for m in re.finditer(r"[^\s,:]+", text)]
+
+
+# The regex scan is most of a mutation's time on a 10 kB GraphML file, so the seeds' tokens are
+# kept and a splice's tokens are found from those of the text it changed (same lists as a scan).
+_seed_tokens = functools.lru_cache(maxsize=64)(_tokens)
+
+
+def _respliced(toks: list[tuple[int, int]], span: tuple[int, int], new: str) -> list[tuple[int, int]]:
+    """Tokens after token `span` is replaced by `new`: the separators around it keep the tokens
+    before it, `new`'s own and the ones after it (shifted) apart."""
+    i = bisect.bisect_left(toks, span)
+    a, shift = span[0], len(new) - (span[1] - span[0])
+    return [
+        *toks[:i],
+        *((a + s, a + e) for s, e in _tokens(new)),
+        *((s + shift, e + shift) for s, e in toks[i + 1 :]),
+    ]
 
 
 def _nudge(rnd: random.Random, tok: str) -> str:
@@ -50,18 +70,25 @@ def _nudge(rnd: random.Random, tok: str) -> str:
         return rnd.choice([f"{tok}.0", f"{tok}e5", f"-{tok}"])
 
 
-def mutate_once(rnd: random.Random, text: str, words: Sequence[str]) -> str:
-    """One mutation of `text`; `words` adds the format's own words."""
-    toks = _tokens(text)
-    lines = text.splitlines(keepends=True)
+def mutate_once(
+    rnd: random.Random, text: str, words: Sequence[str], known: dict[str, list[tuple[int, int]]] | None = None
+) -> str:
+    """One mutation of `text`; `words` adds the format's own words; `known` holds texts' tokens
+    (the result's are added when it is a splice)."""
+    op = rnd.randrange(20)
+    # Tokens and lines are found only for the operations that use them (the draws are the same).
+    toks = ((known or {}).get(text) or _tokens(text)) if op <= 10 else []
+    lines = text.splitlines(keepends=True) if 11 <= op <= 14 else []
 
     def word() -> str:
         return rnd.choice(words) if words and rnd.random() < 0.5 else rnd.choice(INTERESTING)
 
     def splice(span: tuple[int, int], new: str) -> str:
-        return text[: span[0]] + new + text[span[1] :]
+        out = text[: span[0]] + new + text[span[1] :]
+        if known is not None:
+            known[out] = _respliced(toks, span, new)
+        return out
 
-    op = rnd.randrange(20)
     if op <= 4 and toks:
         return splice(rnd.choice(toks), word())
     if op == 5 and toks:
@@ -106,8 +133,9 @@ def mutate_once(rnd: random.Random, text: str, words: Sequence[str]) -> str:
 def mutate(rnd: random.Random, seeds: Sequence[str], words: Sequence[str] = ()) -> str:
     """A seed with zero to four mutations."""
     text = rnd.choice(seeds)
+    known = {text: _seed_tokens(text)}
     for _ in range(rnd.randrange(5)):
-        text = mutate_once(rnd, text, words)
+        text = mutate_once(rnd, text, words, known)
     return text
 
 
@@ -427,11 +455,12 @@ PLATFORM_WORDS = [
 PLATFORM_GRAPHML_WORDS = ["node", "edge", "data", "key", "double", "string", "boolean", "true", "inf", "gpu"]
 
 
-def platform_graphml_seeds() -> list[str]:
+@functools.cache
+def platform_graphml_seeds() -> tuple[str, ...]:
     """A one-server HCSim Fig. 6b system of 4 XPUs as `clustersim platform --graphml` writes it."""
     from clustersim.platform import graphml_text, hcsim
 
-    return [graphml_text(hcsim("hcsim-cxl", [("h100", 4)], xpus_per_server=4, dram_bytes=1e12))]
+    return (graphml_text(hcsim("hcsim-cxl", [("h100", 4)], xpus_per_server=4, dram_bytes=1e12)),)
 
 
 def _written_back(platform: object) -> None:
@@ -465,3 +494,75 @@ def read_platform_graphml(scratch: Scratch, text: str) -> None:
         refused(e, path, whole_file=lambda m: True)
         raise
     _written_back(platform)
+
+
+# --- workload graphs: GraphML (python/clustersim/workload_graph.py: NetworkX reads the file, the
+# graph becomes the engine's node-link document; the engine's JSON reader has its own campaign) ----
+
+GRAPH_JSON = [
+    # Every attribute form (one XPU, a list, all of them; each memory and data type; a collective,
+    # a p2p transfer; a not_first edge closing the loop) and a two-layer data-parallel step: the
+    # seeds of the engine's campaign (crates/engine/tests/fuzz/workload_graph.rs).
+    '{"directed": true, "graph": {"name": "hand", "iterations": 2}, "nodes": ['
+    '{"id": "a", "kind": "compute", "xpu": "s0.x0", "flops": 1e12, "dtype": "fp16", "bytes": 4e9,'
+    '"memory": "hbm"},'
+    '{"id": 1, "kind": "compute", "xpu": ["s0.x0", "s0.x1"], "flops": 5e11, "bytes": 9e10, "memory": "auto"},'
+    '{"id": "c", "kind": "compute", "xpu": "s0.x0,s0.x1", "flops": 0, "bytes": 1e9, "memory": "s0.cxlmem1"},'
+    '{"id": "d", "kind": "compute", "xpu": "s0.x1", "flops": 1e9, "bytes": 1e9, "memory": "s0.dram0"},'
+    '{"id": "ar", "kind": "communication", "pattern": "allreduce", "participants": "*", "bytes": 1048576},'
+    '{"id": "t", "kind": "comm", "pattern": "p2p", "src": "s0.x0", "dst": "s0.x1", "bytes": 4096}],'
+    '"links": [{"source": "a", "target": 1}, {"source": 1, "target": "c"}, {"source": "c", "target": "d"},'
+    '{"source": "c", "target": "ar"}, {"source": "ar", "target": "t"},'
+    '{"source": "t", "target": "a", "not_first": true}]}',
+    '{"directed": true, "graph": {"name": "two layers", "iterations": 3}, "nodes": ['
+    '{"id": "fp1", "kind": "compute", "xpu": "*", "flops": 2e12, "bytes": 4e10},'
+    '{"id": "fp2", "kind": "compute", "xpu": "*", "flops": 2e12, "bytes": 4e10},'
+    '{"id": "bp2", "kind": "compute", "xpu": "*", "flops": 4e12, "bytes": 6e10},'
+    '{"id": "ar2", "kind": "communication", "pattern": "allreduce", "participants": "*", "bytes": 1e9},'
+    '{"id": "bp1", "kind": "compute", "xpu": "*", "flops": 4e12, "bytes": 6e10},'
+    '{"id": "ar1", "kind": "communication", "pattern": "reducescatter", "participants": "*", "bytes": 1e9}],'
+    '"links": [{"source": "fp1", "target": "fp2"}, {"source": "fp2", "target": "bp2"},'
+    '{"source": "bp2", "target": "ar2"}, {"source": "bp2", "target": "bp1"},'
+    '{"source": "bp1", "target": "ar1"}, {"source": "ar1", "target": "fp1", "not_first": true},'
+    '{"source": "ar2", "target": "fp2", "not_first": true}]}',
+]
+GRAPH_GRAPHML_WORDS = [
+    "node", "edge", "data", "key", "double", "long", "string", "boolean", "True", "False", "compute",
+    "communication", "xpu", "flops", "bytes", "memory", "dtype", "pattern", "participants", "src", "dst",
+    "not_first", "iterations", "allreduce", "p2p", "hbm", "auto", "fp8", "*", "s0.x0", "s0.x3", "s0.cxlmem2",
+]  # fmt: skip
+
+
+@functools.cache
+def graph_graphml_seeds() -> tuple[str, ...]:
+    """The seeds as `clustersim graph --graphml` writes them (NetworkX's writer: numbers as long),
+    and the first with its numbers as doubles and a boolean `start`, as a NetworkX user may write."""
+    import networkx as nx
+    from clustersim.workload_graph import graphml_text, normalize, to_networkx
+
+    texts = [normalize(t) for t in GRAPH_JSON]
+    typed = to_networkx(texts[0])
+    for _, data in typed.nodes(data=True):
+        data.update({k: float(v) for k, v in data.items() if k in ("flops", "bytes")})
+        if isinstance(data.get("xpu"), list):
+            data["xpu"] = ",".join(data["xpu"])
+    typed.nodes["d"]["start"] = False
+    return (*(graphml_text(t) for t in texts), "\n".join(nx.generate_graphml(typed)) + "\n")
+
+
+def read_graph_graphml(scratch: Scratch, text: str) -> None:
+    """A workload graph from GraphML: refused naming the file, the vertex or edge and the field, or
+    accepted, and then the same graph when written back as JSON or as GraphML and read again."""
+    from clustersim.workload_graph import graphml_text, normalize, read_graphml
+
+    path = scratch.write("graph.graphml", text)
+    try:
+        doc = read_graphml(path)
+    except InputError as e:
+        refused(e, path, whole_file=lambda m: True)
+        raise
+    if normalize(doc, "written.json") != doc:
+        raise Failure("written back as JSON, read as another graph")
+    again = scratch.write("written.graphml", graphml_text(doc))
+    if read_graphml(again) != doc:
+        raise Failure("written back as GraphML, read as another graph")

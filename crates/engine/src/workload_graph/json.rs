@@ -47,6 +47,12 @@ fn plain(text: &str) -> bool {
     !text.contains(':') && !text.chars().any(char::is_control) && !text.is_empty()
 }
 
+/// Whether an attribute name can stand in an error's field: plain, and not starting with a space
+/// (`file: edge 0:  x:` would read as a field with no name).
+fn plain_key(key: &str) -> bool {
+    plain(key) && !key.starts_with(char::is_whitespace)
+}
+
 impl Doc<'_> {
     /// A count of bytes or FLOPs: a number or a numeric string, finite, 0 ≤ x ≤ 2^62.
     fn count(&self, field: &str, v: &Value) -> Result<f64> {
@@ -134,7 +140,7 @@ impl WorkloadGraph {
                         iterations = Some(k as u32);
                     }
                     _ => {
-                        let f = if plain(key) { format!("graph: {key}") } else { "graph".into() };
+                        let f = if plain_key(key) { format!("graph: {key}") } else { "graph".into() };
                         return Err(doc.err(&f, format!("unknown attribute {key:?} (valid: name, iterations)")));
                     }
                 }
@@ -303,7 +309,7 @@ fn read_vertex(doc: &Doc, at: &str, map: &Map<String, Value>) -> Result<VertexKi
     let (mut xpus, mut flops, mut dtype, mut bytes, mut memory) = (None, None, Dtype::Fp32, None, Memory::Auto);
     let (mut pattern, mut participants, mut src, mut dst) = (None, None, None, None);
     for (key, v) in map {
-        let f = if plain(key) && !key.starts_with(char::is_whitespace) { field(key) } else { at.to_string() };
+        let f = if plain_key(key) { field(key) } else { at.to_string() };
         match (compute, key.as_str()) {
             (_, "kind") => {}
             (_, k) if NETWORKX_KEYS.contains(&k) => {}
@@ -393,7 +399,7 @@ fn read_edge(doc: &Doc, i: usize, edge: &Value, ids: &HashMap<String, u32>) -> R
     }
     let mut not_first = false;
     for (key, v) in map {
-        let f = if plain(key) { format!("{at}: {key}") } else { at.clone() };
+        let f = if plain_key(key) { format!("{at}: {key}") } else { at.clone() };
         match key.as_str() {
             "source" | "target" | "key" | "start" => {}
             "not_first" => not_first = doc.flag(&f, v)?,

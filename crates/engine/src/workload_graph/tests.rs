@@ -179,6 +179,17 @@ fn bad_graphs_are_one_line_errors_naming_vertex_or_edge_and_field() {
     // An edge between vertices on different XPUs.
     let apart = r#"{"nodes": [{"id": "a", "kind": "compute", "xpu": "x0", "flops": 1}, {"id": "b", "kind": "compute", "xpu": "x1", "flops": 1}], "links": [{"source": "a", "target": "b"}]}"#;
     assert!(lower_err(apart, &p).starts_with("g.json: edge 0 (a -> b): the two vertices share no XPU"));
+    // Found by fuzzing the GraphML front end: a key's line break read as a space by the XML
+    // parser put " not_first" in the field (`edge 0 (a -> b):  not_first:`), breaking the form.
+    let spaced = format!(r#"{{"nodes": [{two}], "links": [{{"source": "a", "target": "b", " not_first": true}}]}}"#);
+    assert_eq!(
+        parse_err(&spaced),
+        r#"g.json: edge 0 (a -> b): unknown attribute " not_first" (valid: source, target, not_first)"#
+    );
+    assert_eq!(
+        parse_err(&format!(r#"{{"graph": {{" name": "x"}}, "nodes": [{two}], "links": []}}"#)),
+        r#"g.json: graph: unknown attribute " name" (valid: name, iterations)"#
+    );
 }
 
 #[test]
