@@ -87,7 +87,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         help="remote memory: auto (in place on CXL, copied from DRAM), always copy, always in place",
     )
     r.add_argument(
-        "--algorithm",
+        "--algo",
         default="auto",
         help="collective algorithm (default auto: NCCL's tuner; names as clustersim collective --algo)",
     )
@@ -163,7 +163,7 @@ def main_run(args: argparse.Namespace) -> int:
             name=args.graph,
             iterations=args.iterations,
             access=args.access,
-            algorithm=args.algorithm,
+            algorithm=args.algo,
             trace=args.result is not None,
             progress=progress,
         )

@@ -95,7 +95,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     h.add_argument("--batch", type=count, default=1, help="batch per XPU (default 1)")
     h.add_argument("--servers-per-tor", type=count, default=16, help="servers per ToR (default 16)")
     h.add_argument(
-        "--algorithm",
+        "--algo",
         default="ring",
         help="the all-reduce of every study but coherent-ring (default ring, the paper's)",
     )
@@ -111,7 +111,7 @@ def main(args: argparse.Namespace) -> int:
     from clustersim.study import hcsim as h
 
     setup = h.Setup(
-        layers=args.layers, batch=args.batch, servers_per_tor=args.servers_per_tor, algorithm=args.algorithm
+        layers=args.layers, batch=args.batch, servers_per_tor=args.servers_per_tor, algorithm=args.algo
     )
     for m in args.mixes or []:
         h.mix_of(m, 1, 1)  # a bad name is refused before anything runs
