@@ -14,7 +14,8 @@ by shape, against measurements it was not derived from:
   shows it without the causal mask only). The causal backward that training runs is that figure
   times cuDNN's measured causal / no-mask backward ratio at 4k tokens, 443.6 / 517.3 = 0.858
   (NVIDIA/cudnn-frontend benchmark/benchmark_results.csv, cuDNN 9.1, BF16, 4 x 16 heads x 4096 x
-  128), the catalog's `attention_bwd_efficiency`.
+  128; a Hopper GPU at locked clocks, so the ratio, not the rates), the catalog's
+  `attention_bwd_efficiency`.
 
 The model's time for each kernel comes from the engine (`iteration_kernels` of a one-layer model
 whose first MLP GEMM, or attention, has the shape), so this checks the code, not a copy of it.

@@ -68,3 +68,28 @@ def test_model_rates_agree_with_published_h100_kernel_measurements():
     assert len(long) == 4, out
     for r in long:
         assert 0.9 <= float(r[4]) <= 1.1 and 0.9 <= float(r[8]) <= 1.1, r
+
+
+def test_an_accelerator_may_give_the_attention_backward_its_own_efficiency():
+    import clustersim
+
+    acc = {"name": "mygpu", "tflops": {"bf16": 500, "fp32": 30}, "hbm_gb": 96, "hbm_tbps": 3.0, "sms": 100}
+    acc |= {"nvlink_busbw": 300, "nic_busbw": 48.5, "gemm_efficiency": 0.7, "hbm_efficiency": 0.8}
+    acc |= {"attention_efficiency": 0.5}
+    model = {"name": "a", "family": "gpt", "layers": 1, "hidden": 2048, "heads": 16, "ffn": 8192}
+    model |= {"vocab": 1024, "seq_len": 4096}
+
+    def seconds(a: dict) -> dict[str, float]:
+        rows = iteration_kernels(model, gpus=1, gbs=1, accelerator=a)
+        return {r.kernel: r.model_s for r in rows if r.kernel.startswith("flash_attention")}
+
+    # 16 heads of 4096 causal tokens, d = 128: 16·4096²·256 = 68.7 GFLOP forward at 0.5 × 500
+    # TFLOP/s = 274.9 µs; the backward's 2.5× at the same 0.5: 687.2 µs, at its own 0.4: 859.0 µs.
+    same = seconds(acc)
+    assert same["flash_attention"] == pytest.approx(274.878e-6, rel=1e-5)
+    assert same["flash_attention_bwd"] == pytest.approx(687.195e-6, rel=1e-5)
+    apart = seconds(acc | {"attention_bwd_efficiency": 0.4})
+    assert apart["flash_attention"] == same["flash_attention"]
+    assert apart["flash_attention_bwd"] == pytest.approx(858.993e-6, rel=1e-5)
+    with pytest.raises(clustersim.InputError, match="attention_bwd_efficiency: must be from 1e-6 to 1"):
+        seconds(acc | {"attention_bwd_efficiency": 2})
