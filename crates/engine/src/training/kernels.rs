@@ -496,7 +496,8 @@ mod tests {
         // Forward at 0.5 × 312 TFLOP/s; backward at 0.4 × 312: 2.5 × 32·4096²·256 FLOPs in
         // 2.753 ms (at the forward's 0.5 it would take 2.203 ms).
         let acc = Accelerator { attention_bwd_efficiency: Some(0.4), ..gpu() };
-        let k = |backward| Kernel::FlashAttention { backward, batch_heads: 32, s_q: 4096, s_k: 4096, d_qk: 128, d_v: 128 };
+        let k =
+            |backward| Kernel::FlashAttention { backward, batch_heads: 32, s_q: 4096, s_k: 4096, d_qk: 128, d_v: 128 };
         let flops = 32.0 * 4096.0 * 4096.0 * 256.0;
         assert!((k(false).model_ns(&acc) - flops / 156e3).abs() < 1e-6);
         let bwd = k(true).model_ns(&acc);
