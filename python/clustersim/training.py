@@ -84,6 +84,7 @@ ACCELERATOR_KEYS = (
     "gemm_efficiency",
     "hbm_efficiency",
     "attention_efficiency",
+    "attention_bwd_efficiency",
     "kernel_overhead_ns",
     "gemm_fill_drain_ns",
     "measured_kernels",

@@ -27,7 +27,7 @@ ACCELERATOR_PEAKS = ("matmul_tflops", "vector_tflops")
 DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8")
 ACCELERATOR_LINKS = ("nvlink_busbw", "nic_busbw")
 ACCELERATOR_COMPUTE = ("sms", "gemm_efficiency", "hbm_efficiency", "attention_efficiency")
-ACCELERATOR_OPTIONAL = ("gemm_tile", "kernel_overhead_ns", "gemm_fill_drain_ns")
+ACCELERATOR_OPTIONAL = ("gemm_tile", "kernel_overhead_ns", "gemm_fill_drain_ns", "attention_bwd_efficiency")
 
 
 def read_yaml(path: str | os.PathLike[str]) -> tuple[dict[str, Any], str]:
@@ -131,7 +131,7 @@ def check_accelerator(entry: dict[str, Any], path: str | os.PathLike[str], text:
             fail(path, text, key, problem)
     entry = derived
     numbers = (*ACCELERATOR_PEAKS, *ACCELERATOR_RATES, *ACCELERATOR_LINKS, *ACCELERATOR_COMPUTE, "nvls_busbw")
-    for key in (*numbers, "kernel_overhead_ns", "gemm_fill_drain_ns"):
+    for key in (*numbers, "kernel_overhead_ns", "gemm_fill_drain_ns", "attention_bwd_efficiency"):
         v = entry.get(key, 0)
         if not is_number(v) and not (key == "nvls_busbw" and v is None):
             fail(path, text, key, f"must be a finite number, got {v!r}")

@@ -5,7 +5,8 @@
 //! come from datasheets; `gemm_efficiency`, `hbm_efficiency` and `kernel_overhead_ns` are fitted
 //! on the Megatron-LM A100 results (benchmarks/calibrate.py) and carried to other accelerators
 //! by kernel-level measurements; `attention_efficiency` is the fused-attention kernel's
-//! published fraction of the peak (the catalog names each figure and source).
+//! published fraction of the peak, forward, and `attention_bwd_efficiency` the backward's where
+//! a measurement gives it apart (the catalog names each figure and source).
 
 use serde::Deserialize;
 
@@ -36,8 +37,12 @@ pub struct Accelerator {
     pub gemm_efficiency: f64,
     /// Fraction of the HBM bandwidth streaming kernels sustain.
     pub hbm_efficiency: f64,
-    /// Fraction of the peak fused (flash) attention sustains.
+    /// Fraction of the peak fused (flash) attention sustains (forward; backward too unless
+    /// `attention_bwd_efficiency` is given).
     pub attention_efficiency: f64,
+    /// Fraction of the peak the fused attention backward sustains, where measured apart.
+    #[serde(default)]
+    pub attention_bwd_efficiency: Option<f64>,
     /// Fixed cost of launching one kernel, ns.
     #[serde(default)]
     pub kernel_overhead_ns: f64,
@@ -77,6 +82,7 @@ impl Accelerator {
             ("gemm_efficiency", self.gemm_efficiency),
             ("hbm_efficiency", self.hbm_efficiency),
             ("attention_efficiency", self.attention_efficiency),
+            ("attention_bwd_efficiency", self.attention_bwd()),
         ] {
             if !(MIN_RATE..=1.0).contains(&v) {
                 return bad(field, format!("must be from {MIN_RATE:e} to 1, got {v}"));
@@ -98,6 +104,11 @@ impl Accelerator {
         self.measured_kernels.check()
     }
 
+    /// Fraction of the peak the fused attention backward sustains.
+    pub fn attention_bwd(&self) -> f64 {
+        self.attention_bwd_efficiency.unwrap_or(self.attention_efficiency)
+    }
+
     /// A GPU that runs every op at its peak (300 TFLOP/s on 100 SMs, 2 TB/s, 1×1 tiles, no
     /// launch or fill/drain cost), for tests of the schedule.
     #[cfg(test)]
@@ -113,6 +124,7 @@ impl Accelerator {
             gemm_efficiency: 1.0,
             hbm_efficiency: 1.0,
             attention_efficiency: 1.0,
+            attention_bwd_efficiency: None,
             kernel_overhead_ns: 0.0,
             gemm_fill_drain_ns: 0.0,
             measured_kernels: KernelTable::default(),
@@ -144,6 +156,12 @@ mod tests {
             "accelerator: gemm_tile: sides must be from 1 to 1048576, got [128, 0]"
         );
         a.gemm_tile = [128, 128];
+        a.attention_bwd_efficiency = Some(0.0);
+        assert_eq!(
+            a.check().unwrap_err().to_string(),
+            "accelerator: attention_bwd_efficiency: must be from 1e-6 to 1, got 0"
+        );
+        a.attention_bwd_efficiency = None;
         a.gemm_fill_drain_ns = f64::NAN;
         assert_eq!(
             a.check().unwrap_err().to_string(),

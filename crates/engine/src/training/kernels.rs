@@ -24,7 +24,10 @@
 //! - Flash attention (causal, fused): FLOPs 2·bh·s_q·s_k·(d_qk + d_v)/2 forward and 2.5× that
 //!   backward (the backward recomputes the scores and makes 5 GEMMs to the forward's 2,
 //!   Dao 2023 §3.1); bytes Q, K, V, O (and their gradients backward). Roofline at
-//!   ε_attention · peak and ε_hbm · B_hbm, plus t_launch.
+//!   ε_attention · peak forward and ε_attention,bwd · peak backward (the accelerator's
+//!   `attention_bwd_efficiency`, ε_attention where no measurement gives the backward apart:
+//!   on Hopper cuDNN's causal backward runs at 0.83 of its causal forward's rate), and
+//!   ε_hbm · B_hbm, plus t_launch.
 //! - Element-wise ops (norms, activations, dropout + residual, softmax, cross-entropy, embedding
 //!   lookup, MoE permutation) are HBM-bound: t = bytes / (B_hbm · ε_hbm) + t_launch, bytes per
 //!   element as [`Pointwise::bytes`] says; backward ones move twice the bytes, except the
@@ -178,8 +181,12 @@ impl Kernel {
                 let (bh, sq, sk, d) = (batch_heads as f64, s_q as f64, s_k as f64, (d_qk + d_v) as f64);
                 let fwd_flops = bh * sq * sk * d; // 2·bh·s_q·s_k·d / 2 (causal)
                 let bytes = BF16 * bh * (sq + sk) * d;
-                let (flops, bytes) = if backward { (2.5 * fwd_flops, 2.0 * bytes) } else { (fwd_flops, bytes) };
-                (flops / (peak * acc.attention_efficiency)).max(bytes / bw)
+                let (flops, bytes, efficiency) = if backward {
+                    (2.5 * fwd_flops, 2.0 * bytes, acc.attention_bwd())
+                } else {
+                    (fwd_flops, bytes, acc.attention_efficiency)
+                };
+                (flops / (peak * efficiency)).max(bytes / bw)
             }
             Kernel::Elementwise { op, backward, rows, cols } => op.bytes(backward) * (rows * cols) as f64 / bw,
             Kernel::Optimizer { params } => ADAM_BYTES * params as f64 / bw,
@@ -482,6 +489,22 @@ mod tests {
         // 8 tokens: FLOPs 32·8·8·256 (3.4 ns at 156 TFLOP/s), bytes 2·32·16·256 (146 ns at 1.8 TB/s).
         let bytes = 2.0 * 32.0 * 16.0 * 256.0;
         assert!((k(8, false).model_ns(&acc) - bytes / 1800.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_attention_backward_runs_at_its_own_efficiency_where_one_is_given() {
+        // Forward at 0.5 × 312 TFLOP/s; backward at 0.4 × 312: 2.5 × 32·4096²·256 FLOPs in
+        // 2.753 ms (at the forward's 0.5 it would take 2.203 ms).
+        let acc = Accelerator { attention_bwd_efficiency: Some(0.4), ..gpu() };
+        let k =
+            |backward| Kernel::FlashAttention { backward, batch_heads: 32, s_q: 4096, s_k: 4096, d_qk: 128, d_v: 128 };
+        let flops = 32.0 * 4096.0 * 4096.0 * 256.0;
+        assert!((k(false).model_ns(&acc) - flops / 156e3).abs() < 1e-6);
+        let bwd = k(true).model_ns(&acc);
+        assert!((bwd - 2.5 * flops / (0.4 * 312e3)).abs() < 1e-6, "{bwd}");
+        assert!((bwd - 2_753_184.2).abs() < 1.0, "{bwd}");
+        // Without it the backward takes the forward's efficiency.
+        assert!((k(true).model_ns(&gpu()) - 2_202_547.3).abs() < 1.0);
     }
 
     #[test]
