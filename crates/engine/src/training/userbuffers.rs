@@ -41,17 +41,20 @@ use crate::workload::{OpKind, Peer, Phase};
 /// TE's `num_splits` for the pipeline method (`get_default_config`).
 pub const PIPELINE_SPLITS: u32 = 4;
 
-/// One GEMM whole and in the pieces its overlap runs it in (ns).
+/// One GEMM (ns) and the pieces its overlap runs it in.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Split {
     pub whole: f64,
-    pub piece: f64,
     pub pieces: u32,
 }
 
 impl Split {
     pub fn scaled(self, k: f64) -> Split {
-        Split { whole: self.whole * k, piece: self.piece * k, ..self }
+        Split { whole: self.whole * k, ..self }
+    }
+
+    fn piece(self) -> f64 {
+        self.whole / self.pieces as f64
     }
 }
 
@@ -71,8 +74,10 @@ pub struct TpLinears {
 }
 
 /// The GEMM shapes of costs.rs's blocks (tokens n = b·s/cp; widths split by TP), timed as those
-/// kernels are (measured where the run's kernel table has them): ring-exchange pieces are n/t
-/// tokens, pipeline splits a quarter of the output columns.
+/// kernels are (measured where the run's kernel table has them). Ring-exchange pieces are n/t
+/// tokens, pipeline splits a quarter of the output columns; each takes its share of the whole
+/// GEMM's time: TE issues the pieces on up to 3 compute streams (`_NUM_MAX_UB_STREAMS`), so a
+/// piece's last partial wave of tiles runs beside the next piece's first.
 pub fn tp_linears(model: &Model, plan: &Plan, acc: &Accelerator) -> TpLinears {
     let t = plan.tp as u64;
     let n = plan.mbs as u64 * (plan.seq / plan.cp as u64);
@@ -85,10 +90,9 @@ pub fn tp_linears(model: &Model, plan: &Plan, acc: &Accelerator) -> TpLinears {
     let f = model.ffn / t;
     let up = if model.family == Family::Llama { 2 * model.ffn / t } else { f };
     // C[m×n] = A[m×k]·B[k×n].
-    let gemm = |m: u64, n: u64, k: u64| Kernel::Gemm { m: m.max(1), n: n.max(1), k, batch: 1 }.ns(acc);
-    let ring = |out: u64, k: u64| Split { whole: gemm(n, out, k), piece: gemm(n / t, out, k), pieces: plan.tp };
-    let s = PIPELINE_SPLITS as u64;
-    let pipe = |k: u64| Split { whole: gemm(n, h, k), piece: gemm(n, h / s, k), pieces: PIPELINE_SPLITS };
+    let gemm = |m: u64, n: u64, k: u64| Kernel::Gemm { m, n, k, batch: 1 }.ns(acc);
+    let ring = |out: u64, k: u64| Split { whole: gemm(n, out, k), pieces: plan.tp };
+    let pipe = |k: u64| Split { whole: gemm(n, h, k), pieces: PIPELINE_SPLITS };
     TpLinears {
         attn: Linears { first_fwd: ring(qkv_out, h), last_fwd: pipe(attn_width), last_dgrad: ring(attn_width, h) },
         mlp: Linears { first_fwd: ring(up, h), last_fwd: pipe(f), last_dgrad: ring(f, h) },
@@ -128,7 +132,7 @@ pub fn ring_exchange(bld: &mut Builder, bytes: u64, gemm: Split, row: u32, phase
         if i > 0 {
             bld.gate.extend(here);
         }
-        bld.compute(gemm.piece, row, phase);
+        bld.compute(gemm.piece(), row, phase);
     }
 }
 
@@ -137,7 +141,7 @@ pub fn ring_exchange(bld: &mut Builder, bytes: u64, gemm: Split, row: u32, phase
 pub fn pipelined_scatter(bld: &mut Builder, gemm: Split, bytes: u64, t: u32, row: u32, phase: Phase) {
     let mut comm = Vec::new();
     for _ in 0..gemm.pieces {
-        let g = bld.compute(gemm.piece, row, phase);
+        let g = bld.compute(gemm.piece(), row, phase);
         comm.push(g);
         comm = sm_collective(bld, bytes / gemm.pieces as u64, t, comm, row, phase);
     }
