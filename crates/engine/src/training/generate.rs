@@ -706,7 +706,7 @@ struct Ctx<'a> {
     plan: &'a Plan,
     /// T: one bf16 activation of the micro-batch.
     act: u64,
-    /// With `--tp-comm-overlap`: the GEMMs the chunked TP collectives pipeline with.
+    /// With `--tp-comm-overlap`: the GEMMs userbuffers overlap the TP communication with.
     tp_overlap: Option<TpLinears>,
 }
 

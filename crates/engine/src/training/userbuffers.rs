@@ -16,7 +16,8 @@
 //! - Pipeline (`UbufCommOverlap::split_overlap_rs`, `num_splits` 4) for the reduce-scatter after
 //!   proj and fc2 forward: the GEMM in 4 splits of its output columns; each split's output is
 //!   reduce-scattered (`reducescatter2_userbuff_stridedoutput`, 16 SMs) while the next computes,
-//!   in order on one stream: with split GEMM g and split reduce-scatter r, 4·g + r when r ≤ g.
+//!   in order on one stream (split i's starts when split i and split i − 1's reduce-scatter are
+//!   done): with split GEMM g and split reduce-scatter r, 4·g + r when r ≤ g, g + 4·r beyond.
 //! - Bulk (`bulk_overlap`, 16 SMs) in the backward of qkv and fc1: the all-gather of the input the
 //!   weight gradient needs runs under the data-gradient GEMM, the reduce-scatter of the input
 //!   gradient under the weight-gradient GEMM; hidden entirely when shorter than the GEMM.
