@@ -33,6 +33,16 @@ from clustersim.catalog import lookup
 from clustersim.kernels import iteration_kernels
 from results import write_section
 
+# The A100's largest measured bf16 matmul rate and peak, TFLOP/s (catalog/accelerators.yaml, MAMF).
+A100_BEST_GEMM, A100_PEAK = 271.2, 312.0
+
+
+def non_kernel_share() -> float:
+    """The GEMM model rate expected over a standalone kernel's: the A100 fit's ε_gemm over the
+    fraction of peak the A100's best GEMM reaches (the fit keeps what the kernel rate does not see)."""
+    return float(lookup("accelerators", "a100")["gemm_efficiency"]) / (A100_BEST_GEMM / A100_PEAK)
+
+
 # (m, n, k, H100 TFLOP/s, B200 TFLOP/s) measured, OpenXLA's table (see the module doc).
 GEMMS = [
     (1024, 1024, 1024, 253, 288),
@@ -73,14 +83,6 @@ ATTENTION = [
     (16384, 539, 516),
 ]
 TOKENS, HEADS, HEAD_DIM = 16384, 16, 128
-# The A100's largest measured bf16 matmul rate and peak, TFLOP/s (catalog/accelerators.yaml, MAMF).
-A100_BEST_GEMM, A100_PEAK = 271.2, 312.0
-
-
-def non_kernel_share() -> float:
-    """The GEMM model rate expected over a standalone kernel's: the A100 fit's ε_gemm over the
-    fraction of peak the A100's best GEMM reaches (the fit keeps what the kernel rate does not see)."""
-    return float(lookup("accelerators", "a100")["gemm_efficiency"]) / (A100_BEST_GEMM / A100_PEAK)
 
 
 def model_seconds(model: dict, kernel: str, shape: str, accelerator: str, mbs: int = 1) -> float:
