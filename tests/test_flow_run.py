@@ -107,6 +107,21 @@ def test_train_runs_unchanged_on_the_flow_backend(tmp_path):
     assert flow["iteration_s"] == pytest.approx(analytical["iteration_s"], rel=0.25)
 
 
+def test_tp_comm_overlap_copies_run_on_the_flow_backend(tmp_path):
+    # Transformer Engine's userbuffers copies (shifts along TP inside a stage) are flows on the
+    # fabric's NVLink, as the analytical model prices them at NVLink speed.
+    from clustersim.training import train
+
+    fabric = write_fabric(tmp_path, simai_template("Spectrum-X", gpu=32))
+    plan = dict(gpus=32, tp=8, pp=2, gbs=16, seq=4096, sp=True, dp="distributed_optimizer")
+    overlap = {"tp_comm": True}
+    analytical = train("llama3-8b", overlap=overlap, **plan)
+    flow = train("llama3-8b", topology=fabric, channels=4, overlap=overlap, **plan)
+    assert flow["ops"] == analytical["ops"]
+    assert flow["iteration_s"] == pytest.approx(analytical["iteration_s"], rel=0.25)
+    assert flow["iteration_s"] < train("llama3-8b", topology=fabric, channels=4, **plan)["iteration_s"]
+
+
 def test_train_fabric_must_match_the_server_shape(tmp_path):
     from clustersim.training import train
 

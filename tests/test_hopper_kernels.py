@@ -58,6 +58,7 @@ def test_model_rates_agree_with_published_h100_kernel_measurements():
     # cuBLAS rates, within 10 %; with the library's tile and split-k choice and a fill/drain per
     # wave, shape by shape within 0.75–1.2 of it (one 128×128 tile: 0.65–1.32).
     share = lookup("accelerators", "a100")["gemm_efficiency"] / 0.869
+    assert f"({share:.2f} expected: the A100 fit's non-kernel share)" in out, out
     found = re.search(r"H100 GEMMs: model / measured rate median ([\d.]+), from ([\d.]+) to ([\d.]+)", out)
     median, low, high = map(float, found.groups())
     assert share * 0.9 <= median <= share * 1.1, out

@@ -5,7 +5,10 @@
 //! point-to-point peer and direction — the ordering CUDA streams and NCCL communicators impose.
 //! A collective whose group lies inside one class starts as soon as that class issues it; one
 //! that spans classes (and every send/recv pair) starts when the last party has issued it,
-//! matched by per-communicator sequence number as NCCL matches them.
+//! matched by per-communicator sequence number as NCCL matches them. A send/recv pair inside one
+//! class (the k-th send to peer +o meets the k-th recv from peer −o) is a shift of the whole
+//! class along its group ([`Comm::Shift`]): the ranks run in lock step, so each sends to its next
+//! peer while it receives from its previous one.
 //!
 //! Ranks of a class run in lock step, so the cost per event is independent of the rank count.
 
@@ -148,13 +151,16 @@ impl<'w> Executor<'w> {
         for (class, &prog) in w.class_program.iter().enumerate() {
             for op in &w.programs[prog as usize].ops {
                 if let OpKind::Send { peer, .. } | OpKind::Recv { peer, .. } = op.kind {
-                    peers.entry((class as u32, peer)).or_insert_with(|| {
-                        let rep = reps[class];
-                        let members = w.group_members(peer.group, rep);
-                        let me = members.iter().position(|&r| r == rep).unwrap_or(0) as i64;
-                        let other = members[(me + peer.offset as i64).rem_euclid(members.len() as i64) as usize];
-                        (w.rank_class[other as usize], other)
-                    });
+                    // The mirrored peer too: a recv inside the class names the shift by its send.
+                    for peer in [peer, Peer { offset: peer.offset.wrapping_neg(), ..peer }] {
+                        peers.entry((class as u32, peer)).or_insert_with(|| {
+                            let rep = reps[class];
+                            let members = w.group_members(peer.group, rep);
+                            let me = members.iter().position(|&r| r == rep).unwrap_or(0) as i64;
+                            let other = members[(me + peer.offset as i64).rem_euclid(members.len() as i64) as usize];
+                            (w.rank_class[other as usize], other)
+                        });
+                    }
                 }
             }
         }
@@ -163,6 +169,15 @@ impl<'w> Executor<'w> {
 
     fn peer_class(&self, class: u32, peer: Peer) -> (u32, u32) {
         self.peers[&(class, peer)]
+    }
+
+    /// A send of `class` to `peer` from rank `src` to `dst`: a shift when `dst` is in the class.
+    fn transfer(&self, class: u32, peer: Peer, (src, dst): (u32, u32), bytes: u64) -> Comm {
+        if self.w.rank_class[dst as usize] == class {
+            Comm::Shift { group: peer.group, offset: peer.offset, class, src, dst, bytes }
+        } else {
+            Comm::Transfer { src, dst, bytes }
+        }
     }
 
     /// Run one iteration. `progress` is called with the fraction of ops finished, now and then;
@@ -226,12 +241,19 @@ impl<'w> Executor<'w> {
                     }
                     OpKind::Send { peer, bytes } => {
                         let (dc, dst) = self.peer_class(c, peer);
-                        let comm = Comm::Transfer { src: self.reps[ci], dst, bytes };
+                        let comm = self.transfer(c, peer, (self.reps[ci], dst), bytes);
                         (comm, Some((Channel::P2p { src: c, dst: dc, offset: peer.offset }, 2, false)))
                     }
                     OpKind::Recv { peer, bytes } => {
                         let (sc, src) = self.peer_class(c, peer);
-                        let comm = Comm::Transfer { src, dst: self.reps[ci], bytes };
+                        let comm = match sc == c {
+                            // Inside the class: the shift its matching send names.
+                            true => {
+                                let send = Peer { offset: peer.offset.wrapping_neg(), ..peer };
+                                self.transfer(c, send, (self.reps[ci], self.peer_class(c, send).1), bytes)
+                            }
+                            false => Comm::Transfer { src, dst: self.reps[ci], bytes },
+                        };
                         (comm, Some((Channel::P2p { src: sc, dst: c, offset: -peer.offset }, 2, true)))
                     }
                 };
@@ -467,6 +489,37 @@ mod tests {
         let e = run(&workload(vec![s0, s1])).unwrap();
         assert_eq!(e.timelines[0].start[1], 70.0);
         assert_eq!(e.timelines[1].end[1], 120.0);
+    }
+
+    #[test]
+    fn a_send_and_recv_inside_one_class_are_one_shift() {
+        // One class of two TP ranks: each copies 8 B to its next peer and receives from its
+        // previous; the pair is one shift, priced as a copy (no call latency: 20 − 20 ns).
+        struct PerByte;
+        impl CollectiveCost for PerByte {
+            fn collective_ns(&self, _: Collective, _: &GroupShape, _: u64) -> std::result::Result<f64, InputError> {
+                Ok(50.0)
+            }
+            fn transfer_ns(&self, _: bool, bytes: u64) -> std::result::Result<f64, InputError> {
+                Ok(20.0 + bytes as f64)
+            }
+        }
+        let next = Peer { group: 0, offset: 1 };
+        let prev = Peer { group: 0, offset: -1 };
+        let ops = vec![
+            compute(5.0, vec![]),
+            op(OpKind::Send { peer: next, bytes: 8 }, vec![0]),
+            op(OpKind::Recv { peer: prev, bytes: 8 }, vec![0]),
+            compute(10.0, vec![2]),
+        ];
+        let w = workload(vec![ops]);
+        let e = Executor::new(&w)
+            .unwrap()
+            .run(&mut Analytical::new(Box::new(PerByte), Placement::servers(4, 8)), &mut |_| true)
+            .unwrap();
+        let t = &e.timelines[0];
+        assert_eq!((t.start[1], t.end[1], t.start[2], t.end[2]), (5.0, 13.0, 5.0, 13.0));
+        assert_eq!(e.end_ns, 23.0);
     }
 
     #[test]

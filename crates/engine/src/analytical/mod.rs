@@ -45,6 +45,11 @@ pub trait CollectiveCost {
     fn collective_ns(&self, c: Collective, group: &GroupShape, bytes: u64) -> std::result::Result<f64, InputError>;
     /// ns for a point-to-point transfer.
     fn transfer_ns(&self, same_server: bool, bytes: u64) -> std::result::Result<f64, InputError>;
+    /// A device-to-device copy of `bytes` to a peer (no NCCL call, so no call latency): the
+    /// bandwidth term of a transfer.
+    fn copy_ns(&self, same_server: bool, bytes: u64) -> std::result::Result<f64, InputError> {
+        Ok(self.transfer_ns(same_server, bytes)? - self.transfer_ns(same_server, 0)?)
+    }
 }
 
 /// A [`NetworkModel`] that prices each communication with a [`CollectiveCost`].
@@ -142,6 +147,7 @@ impl NetworkModel for Analytical {
         let t = match *comm {
             Comm::Collective { collective, group, bytes, .. } => self.price(collective, group, bytes)?,
             Comm::Transfer { src, dst, bytes } => self.cost.transfer_ns(self.placement.same_domain(src, dst), bytes)?,
+            Comm::Shift { src, dst, bytes, .. } => self.cost.copy_ns(self.placement.same_domain(src, dst), bytes)?,
         };
         if !(t.is_finite() && t >= 0.0) {
             return Err(InputError::new(

@@ -32,7 +32,7 @@ use crate::network::{Comm, NetworkModel};
 use crate::platform::routing::{link_between, Router, Routes};
 use crate::platform::window::read_ceiling;
 use crate::platform::{NodeKind, Placement, Platform, Routing};
-use crate::workload::{Collective, GroupId, OpKind, Workload};
+use crate::workload::{Collective, GroupId, OpKind, Peer, Workload};
 
 /// Turns one collective on one group instance into a schedule (an algorithm choice, fixed or
 /// automatic, wrapped around the collective-algorithm module).
@@ -158,6 +158,8 @@ type Routed = Rc<Vec<Rc<[ReadyPhase]>>>;
 enum RouteKey {
     Collective(GroupId, u32, Collective, u64),
     Transfer(u32, u32, u64),
+    /// (group, class, offset, bytes) of a [`Comm::Shift`].
+    Shift(GroupId, u32, i32, u64),
     /// Flows between platform nodes ([`FlowNetwork::start_node_flows`]): the caller's key, bytes.
     Nodes(u64, u64),
 }
@@ -448,6 +450,27 @@ impl FlowNetwork {
                 let wait = self.p2p_wait[usize::from(self.topo.placement.same_domain(src, dst))];
                 vec![Rc::from([(flows, 1, wait, Rc::from([]))])]
             }
+            Comm::Shift { group, offset, class, bytes, .. } => {
+                // Every rank of the class to its peer in its group instance; a copy, no NCCL call.
+                let inst = self.instances.get(&(group, class)).cloned().ok_or_else(|| {
+                    InputError::internal(
+                        "flow model",
+                        format!("shift on group {group} of class {class} was not prepared"),
+                    )
+                })?;
+                let mut flows = Vec::new();
+                for ranks in inst.iter() {
+                    let n = ranks.len() as i64;
+                    for (i, &r) in ranks.iter().enumerate() {
+                        if self.rank_class[r as usize] == class {
+                            let d = ranks[(i as i64 + offset as i64).rem_euclid(n) as usize];
+                            let p = &self.topo.placement;
+                            self.flows_between(p.device(r), p.device(d), bytes as f64, &mut flows)?;
+                        }
+                    }
+                }
+                vec![Rc::from([(flows, 1, Wait::Path { extra_ns: 0.0 }, Rc::from([]))])]
+            }
         };
         let routed = Rc::new(routed);
         self.routes.insert(key, routed.clone());
@@ -529,13 +552,30 @@ impl NetworkModel for FlowNetwork {
         }
         self.rank_class = w.rank_class.clone();
         let mut needed: Vec<(GroupId, u32)> = Vec::new();
+        let reps = w.class_representatives();
+        let mut sends: std::collections::HashSet<(usize, Peer)> = Default::default();
+        // A send to a peer of the same class: a shift along the group's instances.
+        let shifts_within = |class: usize, peer: Peer| {
+            if reps[class] == u32::MAX {
+                return false;
+            }
+            let members = w.group_members(peer.group, reps[class]);
+            let me = members.iter().position(|&r| r == reps[class]).unwrap_or(0) as i64;
+            let other = members[(me + peer.offset as i64).rem_euclid(members.len() as i64) as usize];
+            w.rank_class[other as usize] == class as u32
+        };
         for (class, &prog) in w.class_program.iter().enumerate() {
             for op in &w.programs[prog as usize].ops {
-                if let OpKind::Collective { group, .. } = op.kind {
-                    needed.push((group, class as u32));
+                match op.kind {
+                    OpKind::Collective { group, .. } => needed.push((group, class as u32)),
+                    OpKind::Send { peer, .. } => {
+                        sends.insert((class, peer));
+                    }
+                    _ => {}
                 }
             }
         }
+        needed.extend(sends.into_iter().filter(|&(c, p)| shifts_within(c, p)).map(|(c, p)| (p.group, c as u32)));
         needed.sort_unstable();
         needed.dedup();
         for (group, class) in needed {
@@ -563,6 +603,7 @@ impl NetworkModel for FlowNetwork {
                 RouteKey::Collective(group, class, collective, bytes)
             }
             Comm::Transfer { src, dst, bytes } => RouteKey::Transfer(src, dst, bytes),
+            Comm::Shift { group, offset, class, bytes, .. } => RouteKey::Shift(group, class, offset, bytes),
         };
         let routed = self.routed(key, comm)?;
         if routed.is_empty() {

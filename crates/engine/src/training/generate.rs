@@ -30,9 +30,11 @@
 //!   optimizer, ZeRO-1/2), or with `--overlap-param-gather` (default with the distributed
 //!   optimizer) under the next iteration's first forward, each block waiting for its buckets
 //!   (the iteration simulated is a steady-state one). ZeRO-3's per-layer gathers are not issued.
-//! - TP communication overlap (`--tp-comm-overlap`, off by default): the SP all-gather before a
-//!   block's first GEMM, the reduce-scatter after its last and, backward, the output-gradient
-//!   gather before that GEMM's data gradient, each in TP chunks pipelined with the GEMM.
+//! - TP communication overlap (`--tp-comm-overlap`, off by default): Transformer Engine's
+//!   userbuffers ([`userbuffers`]): the SP all-gathers before a block's first GEMM and before its
+//!   last GEMM's data gradient as ring exchanges of copies with the GEMM pieces, the
+//!   reduce-scatter after its last GEMM pipelined with the GEMM's splits, and the backward's
+//!   re-gather and input-gradient reduce-scatter as bulk overlaps, all NVLink copies without NCCL.
 //! - P2P overlap (interleaved schedules, `overlap_p2p_comm`, default on): each receive is posted
 //!   when the previous step of its direction ends, a step ahead; without it (and without
 //!   interleaving) when the stage reaches the step.
@@ -42,7 +44,6 @@
 
 use super::costs::{BlockTimes, Costs};
 use super::hardware::Accelerator;
-use super::kernels::Kernel;
 use super::model::{Family, Model};
 use super::overlap::{buckets, Block, Bucket, Buffer, Overlap};
 use super::plan::{DataParallel, Plan, Recompute};
@@ -545,12 +546,12 @@ fn forward_layer(
     pre(bld, Block::Attn(l));
     if let Some(x) = cx.tp_overlap {
         let (qkv, out) = within(x.attn.first_fwd, x.attn.last_fwd, bt.attn_fwd);
-        gather_into_gemm(bld, act, qkv, x.chunks, R_ATTN, Phase::Forward);
+        ring_exchange(bld, act, qkv, R_ATTN, Phase::Forward);
         if plan.cp > 1 {
             bld.coll(Collective::AllGather, CP, kv_bytes(model, plan), R_ATTN, Phase::Forward, true);
         }
-        bld.compute(bt.attn_fwd - qkv - out, R_ATTN, Phase::Forward);
-        gemm_into_scatter(bld, out, act, x.chunks, R_ATTN, Phase::Forward);
+        bld.compute(bt.attn_fwd - qkv.whole - out.whole, R_ATTN, Phase::Forward);
+        pipelined_scatter(bld, out, act, plan.tp, R_ATTN, Phase::Forward);
     } else {
         if tp && sp {
             bld.coll(Collective::AllGather, TP, act, R_ATTN, Phase::Forward, true);
@@ -589,9 +590,9 @@ fn forward_layer(
     // MLP block.
     if let Some(x) = cx.tp_overlap {
         let (fc1, fc2) = within(x.mlp.first_fwd, x.mlp.last_fwd, bt.mlp_fwd);
-        gather_into_gemm(bld, act, fc1, x.chunks, R_MLP, Phase::Forward);
-        bld.compute(bt.mlp_fwd - fc1 - fc2, R_MLP, Phase::Forward);
-        gemm_into_scatter(bld, fc2, act, x.chunks, R_MLP, Phase::Forward);
+        ring_exchange(bld, act, fc1, R_MLP, Phase::Forward);
+        bld.compute(bt.mlp_fwd - fc1.whole - fc2.whole, R_MLP, Phase::Forward);
+        pipelined_scatter(bld, fc2, act, plan.tp, R_MLP, Phase::Forward);
         return;
     }
     if tp && sp {
@@ -604,36 +605,33 @@ fn forward_layer(
     }
 }
 
-/// Two GEMMs' times scaled, if need be, to fit in their block's `total`.
-fn within(a: f64, b: f64, total: f64) -> (f64, f64) {
-    let k = if a + b > total { total / (a + b) } else { 1.0 };
-    (a * k, b * k)
-}
-
 /// Backward of one block (from its row-parallel output back to its column-parallel input):
 /// data-gradient compute, its TP collective overlapping the weight-gradient compute; the next
 /// block waits for both. `output_grad`: with SP, the block ends in a reduce-scatter whose
-/// backward first gathers the output gradient; the value is the data-gradient GEMM it feeds
-/// (ns), which the gather pipelines with under `--tp-comm-overlap`. Returns the
-/// weight-gradient op.
+/// backward first gathers the output gradient; the value is the data-gradient GEMM it feeds,
+/// which the gather pipelines with under `--tp-comm-overlap` (None without it). Under it the
+/// re-gather and the input gradient's reduce-scatter are userbuffers' bulk overlaps.
+/// Returns the weight-gradient op.
 fn backward_linear(
     bld: &mut Builder,
     cx: &Ctx,
     data_ns: f64,
     weight_ns: f64,
     row: u32,
-    output_grad: Option<f64>,
+    output_grad: Option<Option<Split>>,
 ) -> u32 {
-    let (plan, act) = (cx.plan, cx.act);
+    let (plan, act, t) = (cx.plan, cx.act, cx.plan.tp);
     let tp = plan.tp > 1;
+    // Transformer Engine's layers (the LM head is Megatron's own linear, on NCCL).
+    let ub = matches!(output_grad, Some(Some(_)));
     let mut data_ns = data_ns;
     if let (true, true, Some(gemm)) = (tp, plan.sp, output_grad) {
         // Output gradient of the row-parallel linear, gathered before the data gradient.
-        match cx.tp_overlap {
-            Some(x) => {
-                let gemm = gemm.min(data_ns);
-                gather_into_gemm(bld, act, gemm, x.chunks, row, Phase::InputGrad);
-                data_ns -= gemm;
+        match gemm {
+            Some(gemm) => {
+                let gemm = gemm.scaled(gemm.whole.min(data_ns) / gemm.whole.max(f64::MIN_POSITIVE));
+                ring_exchange(bld, act, gemm, row, Phase::InputGrad);
+                data_ns -= gemm.whole;
             }
             None => {
                 bld.coll(Collective::AllGather, TP, act, row, Phase::InputGrad, true);
@@ -642,13 +640,20 @@ fn backward_linear(
     }
     // With SP the sequence-sharded input is re-gathered for the weight gradient; Megatron issues
     // it before the data-gradient GEMM, so it runs under that GEMM.
-    let regather = (tp && plan.sp).then(|| bld.coll(Collective::AllGather, TP, act, row, Phase::WeightGrad, false));
+    let regather: Vec<u32> = match (tp && plan.sp, ub) {
+        (false, _) => Vec::new(),
+        (true, false) => vec![bld.coll(Collective::AllGather, TP, act, row, Phase::WeightGrad, false)],
+        (true, true) => sm_collective(bld, act, t, bld.gate.clone(), row, Phase::WeightGrad),
+    };
     let d = bld.compute(data_ns, row, Phase::InputGrad);
     let mut next = Vec::new();
     if tp {
         // The input gradient's reduction overlaps the weight-gradient GEMM.
         let c = if plan.sp { Collective::ReduceScatter } else { Collective::AllReduce };
-        next.push(bld.coll(c, TP, act, row, Phase::InputGrad, false));
+        match ub {
+            true => next.extend(sm_collective(bld, act, t, vec![d], row, Phase::InputGrad)),
+            false => next.push(bld.coll(c, TP, act, row, Phase::InputGrad, false)),
+        }
     }
     bld.gate = std::iter::once(d).chain(regather).collect();
     let w = bld.compute(weight_ns, row, Phase::WeightGrad);
@@ -660,7 +665,7 @@ fn backward_linear(
 /// Backward of a layer; returns the weight-gradient ops of its MLP and its attention.
 fn backward_layer(bld: &mut Builder, cx: &Ctx, bt: &BlockTimes, moe: bool) -> (u32, u32) {
     let (model, plan) = (cx.model, cx.plan);
-    let gemm = |pick: fn(&TpLinears) -> f64| Some(cx.tp_overlap.as_ref().map_or(0.0, pick));
+    let gemm = |pick: fn(&TpLinears) -> Split| Some(cx.tp_overlap.as_ref().map(pick));
     let mlp_w = if moe {
         // The dispatcher's collectives mirrored: combine, expert-TP scatter, experts, gather, dispatch.
         let (a2a, etp, _) = moe_bytes(model, plan);
@@ -701,7 +706,7 @@ struct Ctx<'a> {
     plan: &'a Plan,
     /// T: one bf16 activation of the micro-batch.
     act: u64,
-    /// With `--tp-comm-overlap`: the GEMMs the chunked TP collectives pipeline with.
+    /// With `--tp-comm-overlap`: the GEMMs userbuffers overlap the TP communication with.
     tp_overlap: Option<TpLinears>,
 }
 
@@ -854,83 +859,6 @@ impl ParamGather {
     }
 }
 
-/// With `--tp-comm-overlap`, per block: the GEMM after the input all-gather, the GEMM before the
-/// output reduce-scatter, and that GEMM's data-gradient GEMM (after the output-gradient gather),
-/// ns; each TP collective splits into TP chunks pipelined with its GEMM (Transformer Engine's
-/// userbuffers ring exchange).
-#[derive(Debug, Clone, Copy)]
-struct TpLinears {
-    chunks: u32,
-    attn: Linears,
-    mlp: Linears,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Linears {
-    first_fwd: f64,
-    last_fwd: f64,
-    last_dgrad: f64,
-}
-
-/// The GEMM shapes of costs.rs's blocks (tokens n = b·s/cp; widths split by TP), timed as
-/// those kernels are (measured where the run's kernel table has them).
-fn tp_linears(model: &Model, plan: &Plan, acc: &Accelerator) -> TpLinears {
-    let t = plan.tp as u64;
-    let n = plan.mbs as u64 * (plan.seq / plan.cp as u64);
-    let h = model.hidden;
-    let (qkv_out, attn_width) = match &model.mla {
-        // The down-projections consume the gathered input.
-        Some(x) => (x.q_lora + x.kv_lora + x.qk_rope, model.heads / t * x.v_head),
-        None => ((model.heads + 2 * model.kv_heads) * model.head_dim() / t, model.heads * model.head_dim() / t),
-    };
-    let f = model.ffn / t;
-    let up = if model.family == Family::Llama { 2 * model.ffn / t } else { f };
-    // C[m×n] = A[m×k]·B[k×n].
-    let gemm = |m: u64, n: u64, k: u64| Kernel::Gemm { m, n, k, batch: 1 }.ns(acc);
-    TpLinears {
-        chunks: plan.tp,
-        attn: Linears {
-            first_fwd: gemm(n, qkv_out, h),
-            last_fwd: gemm(n, h, attn_width),
-            last_dgrad: gemm(n, attn_width, h),
-        },
-        mlp: Linears { first_fwd: gemm(n, up, h), last_fwd: gemm(n, h, f), last_dgrad: gemm(n, f, h) },
-    }
-}
-
-/// A TP all-gather of `bytes` feeding a GEMM of `gemm` ns: in `chunks` pieces, GEMM chunk i
-/// waiting for gather chunk i while the gathers run back to back on the TP stream.
-fn gather_into_gemm(bld: &mut Builder, bytes: u64, gemm: f64, chunks: u32, row: u32, phase: Phase) {
-    let parts: Vec<u32> = (0..chunks)
-        .map(|i| bld.coll_after(Collective::AllGather, TP, chunk_bytes(bytes, chunks, i), row, phase, bld.gate.clone()))
-        .collect();
-    for part in parts {
-        bld.gate.push(part);
-        bld.compute(gemm / chunks as f64, row, phase);
-    }
-}
-
-/// A GEMM of `gemm` ns whose output reduce-scatters in `chunks` pieces, each as its GEMM chunk
-/// ends; what follows waits for all of them.
-fn gemm_into_scatter(bld: &mut Builder, gemm: f64, bytes: u64, chunks: u32, row: u32, phase: Phase) {
-    let mut parts = Vec::with_capacity(chunks as usize);
-    for i in 0..chunks {
-        let g = bld.compute(gemm / chunks as f64, row, phase);
-        parts.push(bld.coll_after(Collective::ReduceScatter, TP, chunk_bytes(bytes, chunks, i), row, phase, vec![g]));
-    }
-    bld.gate.extend(parts);
-}
-
-/// Bytes of chunk `i` of `n` of a `bytes` buffer (the last takes the remainder).
-fn chunk_bytes(bytes: u64, n: u32, i: u32) -> u64 {
-    let n = n as u64;
-    if i as u64 == n - 1 {
-        bytes - bytes / n * (n - 1)
-    } else {
-        bytes / n
-    }
-}
-
 /// Bytes of the keys and values all-gathered in CP for one layer (bf16, TP-sharded heads).
 fn kv_bytes(model: &Model, plan: &Plan) -> u64 {
     let kv_width = match &model.mla {
@@ -949,6 +877,10 @@ fn moe_bytes(model: &Model, plan: &Plan) -> (u64, u64, u64) {
     let a2a = 2 * tokens * k * model.hidden;
     (a2a, a2a * plan.tp as u64, 2 * plan.ep as u64 * experts * plan.tp as u64)
 }
+
+#[path = "userbuffers.rs"]
+mod userbuffers;
+use userbuffers::{pipelined_scatter, ring_exchange, sm_collective, tp_linears, within, Split, TpLinears};
 
 #[cfg(test)]
 #[path = "overlap_tests.rs"]

@@ -247,47 +247,108 @@ fn parameter_gathers_hide_under_the_forward_but_the_first() {
     }
 }
 
+/// Ops of stage 0, layer 0, `row` and `phase` in issue order (the first micro-batch's forward,
+/// or with `forward` false the last micro-batch's backward): (computes, copies).
+fn block_ops(g: &Generated, forward: bool, row: u32, phase: Phase) -> (Vec<u32>, Vec<u32>) {
+    let steps = &g.steps[0];
+    let (_, range) = if forward {
+        steps.iter().find(|(st, _)| st.forward && st.micro_batch == 0).unwrap()
+    } else {
+        steps.iter().rev().find(|(st, _)| !st.forward).unwrap()
+    };
+    let ops = &g.workload.programs[0].ops;
+    let mine: Vec<u32> = range
+        .clone()
+        .filter(|&i| ops[i as usize].row == row && ops[i as usize].phase == phase && g.op_layer[0][i as usize] == 0)
+        .collect();
+    let is_compute = |i: &&u32| matches!(ops[**i as usize].kind, OpKind::Compute { .. });
+    let computes = mine.iter().filter(is_compute).copied().collect();
+    let copies = mine.iter().filter(|i| !is_compute(i)).copied().collect();
+    (computes, copies)
+}
+
 #[test]
-fn tp_overlap_hides_the_collective_up_to_the_gemm() {
-    // --tp-comm-overlap, TP 2 with SP: the all-gather before the QKV GEMM and the reduce-scatter
-    // after the output projection in n = 2 chunks each, pipelined with the GEMM chunks. With a
-    // collective of c ns and GEMMs g1, g2 (the rest of the block r):
-    //   block = c/n + (n−1)·max(g1/n, c/n) + g1/n + r + g2/n + (n−1)·max(g2/n, c/n) + c/n,
-    // so the collectives are hidden up to c/n each while c ≤ the GEMM, and c − g(n−1)/n beyond.
-    let p = plan(2, 2, 1, 1, 1, DataParallel::Ddp);
-    let act = 2 * 1024 * 1024u64; // T = 2·b·s·h
-    for factor in [0.5, 3.0] {
+fn tp_ring_exchange_pays_the_larger_of_gemm_piece_and_copy_per_step() {
+    // --tp-comm-overlap, QKV forward at TP t (Transformer Engine's ring exchange): t GEMM pieces
+    // of g, t − 1 copies of S/t to the next rank, c each; piece i waits for copy i − 1, copy i
+    // for copy i − 1. The local piece needs no copy, so the gather and GEMM take
+    // g + (t − 1)·max(g, c): the copies hidden while c ≤ g, exposed by (t − 1)(c − g) beyond.
+    let act = 2 * 1024 * 1024u64; // S = 2·b·s·h
+    for t in [2u32, 4] {
+        let p = plan(t, t, 1, 1, 1, DataParallel::Ddp);
         let o = Overlap { tp_comm: Some(true), ..Overlap::default() };
         let (g0, e0) = run(&p, &o, 1e9);
-        let ops = &g0.workload.programs[0].ops;
-        // Layer 0's attention forward: GEMM chunks, the rest, GEMM chunks.
-        let computes: Vec<u32> = (0..ops.len() as u32)
-            .filter(|&i| {
-                let op = &ops[i as usize];
-                matches!(op.kind, OpKind::Compute { .. })
-                    && op.row == R_ATTN
-                    && op.phase == Phase::Forward
-                    && g0.op_layer[0][i as usize] == 0
-            })
-            .collect();
-        assert_eq!(computes.len(), 5);
-        let d: Vec<f64> = computes.iter().map(|&i| duration(&e0, 0, i)).collect();
-        let (g1, r, g2) = (2.0 * d[0], d[2], 2.0 * d[3]);
-        let c = factor * g1;
-        let bw = act as f64 / c;
-        let (g, e) = run(&p, &o, bw);
-        let tp: Vec<u32> =
-            colls(&g, 0, R_ATTN, TP).iter().filter(|&&(i, _)| g.op_layer[0][i as usize] == 0).map(|x| x.0).collect();
-        // 2 gather chunks and 2 scatter chunks forward (the backward's follow).
-        let (first, last) = (tp[0], tp[3]);
+        let (computes, _) = block_ops(&g0, true, R_ATTN, Phase::Forward);
+        // t ring pieces, the rest of the block, 4 pipeline splits.
+        assert_eq!(computes.len(), t as usize + 1 + 4);
+        let g = duration(&e0, 0, computes[0]);
+        for factor in [0.5, 1.0, 3.0] {
+            let c = factor * g;
+            let (gen, e) = run(&p, &o, (act / t as u64) as f64 / c);
+            let (computes, copies) = block_ops(&gen, true, R_ATTN, Phase::Forward);
+            let tl = &e.timelines[0];
+            let begin = tl.start[computes[0] as usize];
+            assert_eq!(tl.start[copies[0] as usize], begin, "the first copy starts with the first piece");
+            let end = tl.end[computes[t as usize - 1] as usize];
+            let want = g + (t - 1) as f64 * g.max(c);
+            assert!(close(end - begin, want), "t={t}, c = {factor}·g: {} vs {want}", end - begin);
+        }
+    }
+}
+
+#[test]
+fn tp_pipelined_scatter_exposes_the_last_split() {
+    // The reduce-scatter after the output projection (TE's pipeline method): 4 GEMM splits of p
+    // ns; split i's output (S/4) reduce-scattered by userbuffers as t − 1 copies of S/(4t), r in
+    // all, after split i and split i − 1's: done at p + 4r when r ≥ p, 4p + r when r ≤ p.
+    let act = 2 * 1024 * 1024u64;
+    let t = 4u32;
+    let p = plan(t, t, 1, 1, 1, DataParallel::Ddp);
+    let o = Overlap { tp_comm: Some(true), ..Overlap::default() };
+    let (g0, e0) = run(&p, &o, 1e9);
+    let (computes, _) = block_ops(&g0, true, R_ATTN, Phase::Forward);
+    let split = duration(&e0, 0, computes[t as usize + 1]);
+    for factor in [0.5, 3.0] {
+        let r = factor * split;
+        let bw = ((t - 1) as u64 * act / 4 / t as u64) as f64 / r;
+        let (gen, e) = run(&p, &o, bw);
+        let (computes, copies) = block_ops(&gen, true, R_ATTN, Phase::Forward);
         let tl = &e.timelines[0];
-        let block = tl.end[last as usize] - tl.start[first as usize];
-        let n = 2.0;
-        let want = c / n + (g1 / n).max(c / n) + g1 / n + r + g2 / n + (g2 / n).max(c / n) + c / n;
-        assert!(close(block, want), "c = {factor}·g1: {block} vs {want}");
-        let hidden = 2.0 * c - (block - g1 - r - g2);
-        let most = (c - c / n).min(g1 - g1 / n) + (c - c / n).min(g2 - g2 / n);
-        assert!(close(hidden, most), "{hidden} vs {most}");
+        let begin = tl.start[computes[t as usize + 1] as usize];
+        let end = tl.end[*copies.last().unwrap() as usize];
+        let want = if r >= split { split + 4.0 * r } else { 4.0 * split + r };
+        assert!(close(end - begin, want), "r = {factor}·p: {} vs {want}", end - begin);
+        // The MLP starts when the last split's reduce-scatter is done.
+        let (mlp, _) = block_ops(&gen, true, R_MLP, Phase::Forward);
+        assert!(close(tl.start[mlp[0] as usize], end), "{} vs {end}", tl.start[mlp[0] as usize]);
+    }
+}
+
+#[test]
+fn tp_bulk_overlap_hides_the_gather_under_the_data_gradient() {
+    // Backward of qkv (TE's bulk overlap): the re-gather of the input for the weight gradient,
+    // (t − 1) copies of S/t, a in all, runs under the data-gradient GEMM d; the weight-gradient
+    // GEMM starts after both, at d + max(0, a − d): hidden entirely while a ≤ d.
+    let act = 2 * 1024 * 1024u64;
+    let t = 2u32;
+    let p = plan(t, t, 1, 1, 1, DataParallel::Ddp);
+    let o = Overlap { tp_comm: Some(true), ..Overlap::default() };
+    let (g0, e0) = run(&p, &o, 1e9);
+    let (computes, _) = block_ops(&g0, false, R_ATTN, Phase::InputGrad);
+    let d = duration(&e0, 0, *computes.last().unwrap());
+    for factor in [0.5, 2.0] {
+        let a = factor * d;
+        let (gen, e) = run(&p, &o, ((t - 1) as u64 * act / t as u64) as f64 / a);
+        let (data, _) = block_ops(&gen, false, R_ATTN, Phase::InputGrad);
+        let (weight, gather) = block_ops(&gen, false, R_ATTN, Phase::WeightGrad);
+        let tl = &e.timelines[0];
+        let d_op = *data.last().unwrap() as usize;
+        assert!(close(tl.start[gather[0] as usize], tl.start[d_op]), "the gather starts with the GEMM");
+        let wait = tl.start[weight[0] as usize] - tl.start[d_op];
+        assert!(close(wait, d.max(a)), "a = {factor}·d: {wait} vs {}", d.max(a));
+        let ex = exposure(&gen.workload.programs[0], tl, e.end_ns);
+        let exposed: f64 = gather.iter().map(|&i| ex.exposed[i as usize]).sum();
+        assert!(close(exposed, (a - d).max(0.0)), "{exposed} vs {}", (a - d).max(0.0));
     }
 }
 
