@@ -6,18 +6,20 @@
 //! concurrently, so the phase lasts as long as its busiest port:
 //!
 //! ```text
-//! T = lat + Σ_phases repeat · ( α(phase) + max over endpoints e, port kinds k ∈ {nv, nic} of
-//!                                max(out_k(e), in_k(e)) / (eff · B_k(e)) )
-//! α(phase) = step latency + (α_net if any transfer crosses servers, else α_nv), or 0
+//! T = base + Σ_phases repeat · ( α(phase) + max over endpoints e, port kinds k ∈ {nv, nic} of
+//!                                 max(out_k(e), in_k(e)) / (eff · B_k(e)) )
+//! α(phase) = H / steps                       (NCCL: its hops' latency H, their α included)
+//!          = x + (α_net if any transfer crosses servers, else α_nv)   (AS_SEND_LAT x, bare 0)
 //! ```
 //!
 //! out_k(e) / in_k(e): bytes leaving / entering e on ports of kind k in one repetition. A
 //! platform node outside the group ([`Endpoint::Node`]: a reduction server, a reducing switch)
 //! has a network port only, at the (out, in) rates its algorithm states, so its term is
-//! max(out(e)/B_out(e), in(e)/B_in(e)). lat, eff
-//! and the step latency are the schedule's [`Timing`] (NCCL's per-call latency, protocol and
-//! algorithm efficiency, [`super::nccl`]); a schedule whose latency is all per call has α = 0,
-//! a bare one ([`Timing::RAW`]) pays the physical α of its links every step. GB/s are 10⁹ B/s, so
+//! max(out(e)/B_out(e), in(e)/B_in(e)). base, eff
+//! and the step latency are the schedule's [`Timing`] (NCCL's base latency, protocol and
+//! algorithm efficiency, [`super::nccl`]); steps = Σ repeat, so NCCL's steps sum to its
+//! lat = base + H; a bare schedule ([`Timing::RAW`]) pays the physical α of its links every
+//! step. The flow model waits the same α before each step's bytes move. GB/s are 10⁹ B/s, so
 //! bytes / GB/s is ns. Example (one server per rank, B = B_nic, bare schedule): a ring all-reduce
 //! is 2(n−1)(α + S/(n·B)); its 1/c-sized channels sum back to the same bytes.
 
@@ -109,7 +111,12 @@ pub fn timed_ns(s: &Schedule, timing: &Timing, g: &GroupTopo, links: &Links) -> 
             )),
         }
     };
+    let steps = s.steps();
+    let (step_ns, plus_path) = timing.step_ns(steps);
     let mut total = timing.call_latency_ns;
+    if steps == 0 {
+        total = timing.latency_ns();
+    }
     for phase in &s.phases {
         let mut crosses = false;
         for t in &phase.transfers {
@@ -145,9 +152,8 @@ pub fn timed_ns(s: &Schedule, timing: &Timing, g: &GroupTopo, links: &Links) -> 
             let e = n + nodes + i;
             busiest = busiest.max(out_net[e] / out).max(in_net[e] / inn);
         }
-        let alpha = timing
-            .step_latency_ns
-            .map_or(0.0, |x| x + if crosses { links.alpha_net_ns } else { links.alpha_nvlink_ns });
+        let path = if crosses { links.alpha_net_ns } else { links.alpha_nvlink_ns };
+        let alpha = step_ns + if plus_path { path } else { 0.0 };
         total += phase.repeat as f64 * (alpha + busiest / timing.efficiency);
         for v in [&mut out_nv, &mut in_nv, &mut out_net, &mut in_net] {
             v.iter_mut().for_each(|x| *x = 0.0);
