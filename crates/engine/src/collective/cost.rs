@@ -113,10 +113,8 @@ pub fn timed_ns(s: &Schedule, timing: &Timing, g: &GroupTopo, links: &Links) -> 
     };
     let steps = s.steps();
     let (step_ns, plus_path) = timing.step_ns(steps);
-    let mut total = timing.call_latency_ns;
-    if steps == 0 {
-        total = timing.latency_ns();
-    }
+    // A schedule of no steps pays NCCL's hops with the call.
+    let mut total = if steps == 0 { timing.latency_ns() } else { timing.call_latency_ns };
     for phase in &s.phases {
         let mut crosses = false;
         for t in &phase.transfers {
@@ -181,7 +179,7 @@ pub fn direct_all_to_all_ns(nodes: u32, per_server: u32, bytes: u64, links: &Lin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::collective::{schedule, Algorithm, PIPELINE_CHUNK_BYTES};
+    use crate::collective::{schedule, Algorithm, StepLatency, PIPELINE_CHUNK_BYTES};
     use crate::workload::Collective::{self, *};
 
     const LINKS: Links =
@@ -208,6 +206,21 @@ mod tests {
         // 8 ranks in one server: NVLink. All-gather: (n−1)(α_nv + S/(n·B_nv)).
         let ranks: Vec<u32> = (0..8).collect();
         close(price(AllGather, Algorithm::RING, &ranks, 8, s, 2), 7.0 * (700.0 + s as f64 / 8.0 / 300.0));
+    }
+
+    #[test]
+    fn nccl_hops_latency_is_a_share_per_step_summing_to_its_lat() {
+        // 16 ranks, one per server, ring all-reduce over 4 channels: 30 steps, each waiting H/30
+        // and no path α of its own (NCCL's hop latencies hold it), so T = base + H + 30·S/(n·B).
+        let ranks: Vec<u32> = (0..16).map(|i| i * 8).collect();
+        let g = GroupTopo::on_servers(&ranks, 8, true);
+        let bytes = 1u64 << 30;
+        let s = schedule(AllReduce, Algorithm::RING, &g, bytes, 4).unwrap();
+        let t = Timing { call_latency_ns: 8400.0, step: StepLatency::Hops(45_000.0), ..Timing::RAW };
+        assert_eq!(s.steps(), 30);
+        assert_eq!(t.step_ns(30), (1500.0, false));
+        close(timed_ns(&s, &t, &g, &LINKS).unwrap(), 8400.0 + 45_000.0 + 30.0 * bytes as f64 / 16.0 / 50.0);
+        close(t.latency_ns(), 53_400.0);
     }
 
     #[test]
