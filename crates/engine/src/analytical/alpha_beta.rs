@@ -152,7 +152,7 @@ impl AlphaBeta {
         }
         let choice = choose(c, &topo, bytes, group_channels(&topo, p.nics_per_server.max(2)), &links, &self.options)?;
         let s = &choice.schedule;
-        let lat = s.timing.call_latency_ns;
+        let lat = s.timing.latency_ns();
         if !bound {
             return Ok((lat, choice.predicted_ns - lat, false));
         }

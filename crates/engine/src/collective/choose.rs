@@ -32,7 +32,7 @@
 //! or the tuner's choice: the way a job runs with NCCL's CollNet plugin or a reduction server.
 
 use super::cost::{timed_ns, Links};
-use super::nccl::{call_latency_ns, Protocol, Timing};
+use super::nccl::{call_latency, Protocol, StepLatency, Timing};
 use super::{schedule, schedule_grained, valid_algorithms, Algorithm, Call, Grain, GroupTopo, Schedule};
 use crate::error::InputError;
 use crate::workload::Collective;
@@ -269,7 +269,7 @@ fn timings(
     opts: &Options,
 ) -> Result<Vec<Timing>, InputError> {
     if let Some(x) = opts.send_lat_us {
-        return Ok(vec![Timing { step_latency_ns: Some(x * 1e3), ..Timing::RAW }]);
+        return Ok(vec![Timing { step: StepLatency::Path(x * 1e3), ..Timing::RAW }]);
     }
     let servers = g.servers();
     let nodes = servers.members.len() as u32;
@@ -280,11 +280,14 @@ fn timings(
         .protocols()
         .into_iter()
         .filter(|(p, _)| opts.protocol.is_none_or(|want| want == *p))
-        .map(|(p, lat)| Timing {
-            protocol: p,
-            efficiency: p.efficiency() * efficiency,
-            call_latency_ns: call_latency_ns(c, algo, p, lat, h, nodes, (links.alpha_nvlink_ns, links.alpha_net_ns)),
-            step_latency_ns: None,
+        .map(|(p, lat)| {
+            let l = call_latency(c, algo, p, lat, h, nodes, (links.alpha_nvlink_ns, links.alpha_net_ns));
+            Timing {
+                protocol: p,
+                efficiency: p.efficiency() * efficiency,
+                call_latency_ns: l.base_ns,
+                step: StepLatency::Hops(l.hops_ns),
+            }
         })
         .collect())
 }
@@ -322,7 +325,7 @@ pub fn choose(
         // time, and whether it runs on `lines`.
         let mut won: Option<(Timing, f64, bool)> = None;
         for timing in timings(c, algo, (g, bytes, channels), &steps, links, opts)? {
-            let on_lines = timing.step_latency_ns.is_none() && timing.protocol != Protocol::Simple;
+            let on_lines = matches!(timing.step, StepLatency::Hops(_)) && timing.protocol != Protocol::Simple;
             let s = if on_lines {
                 if lines.is_none() {
                     lines = Some(schedule_grained(c, algo, g, bytes, channels, Grain::Lines)?);

@@ -6,18 +6,20 @@
 //! concurrently, so the phase lasts as long as its busiest port:
 //!
 //! ```text
-//! T = lat + Σ_phases repeat · ( α(phase) + max over endpoints e, port kinds k ∈ {nv, nic} of
-//!                                max(out_k(e), in_k(e)) / (eff · B_k(e)) )
-//! α(phase) = step latency + (α_net if any transfer crosses servers, else α_nv), or 0
+//! T = base + Σ_phases repeat · ( α(phase) + max over endpoints e, port kinds k ∈ {nv, nic} of
+//!                                 max(out_k(e), in_k(e)) / (eff · B_k(e)) )
+//! α(phase) = H / steps                       (NCCL: its hops' latency H, their α included)
+//!          = x + (α_net if any transfer crosses servers, else α_nv)   (AS_SEND_LAT x, bare 0)
 //! ```
 //!
 //! out_k(e) / in_k(e): bytes leaving / entering e on ports of kind k in one repetition. A
 //! platform node outside the group ([`Endpoint::Node`]: a reduction server, a reducing switch)
 //! has a network port only, at the (out, in) rates its algorithm states, so its term is
-//! max(out(e)/B_out(e), in(e)/B_in(e)). lat, eff
-//! and the step latency are the schedule's [`Timing`] (NCCL's per-call latency, protocol and
-//! algorithm efficiency, [`super::nccl`]); a schedule whose latency is all per call has α = 0,
-//! a bare one ([`Timing::RAW`]) pays the physical α of its links every step. GB/s are 10⁹ B/s, so
+//! max(out(e)/B_out(e), in(e)/B_in(e)). base, eff
+//! and the step latency are the schedule's [`Timing`] (NCCL's base latency, protocol and
+//! algorithm efficiency, [`super::nccl`]); steps = Σ repeat, so NCCL's steps sum to its
+//! lat = base + H; a bare schedule ([`Timing::RAW`]) pays the physical α of its links every
+//! step. The flow model waits the same α before each step's bytes move. GB/s are 10⁹ B/s, so
 //! bytes / GB/s is ns. Example (one server per rank, B = B_nic, bare schedule): a ring all-reduce
 //! is 2(n−1)(α + S/(n·B)); its 1/c-sized channels sum back to the same bytes.
 
@@ -109,7 +111,10 @@ pub fn timed_ns(s: &Schedule, timing: &Timing, g: &GroupTopo, links: &Links) -> 
             )),
         }
     };
-    let mut total = timing.call_latency_ns;
+    let steps = s.steps();
+    let (step_ns, plus_path) = timing.step_ns(steps);
+    // A schedule of no steps pays NCCL's hops with the call.
+    let mut total = if steps == 0 { timing.latency_ns() } else { timing.call_latency_ns };
     for phase in &s.phases {
         let mut crosses = false;
         for t in &phase.transfers {
@@ -145,9 +150,8 @@ pub fn timed_ns(s: &Schedule, timing: &Timing, g: &GroupTopo, links: &Links) -> 
             let e = n + nodes + i;
             busiest = busiest.max(out_net[e] / out).max(in_net[e] / inn);
         }
-        let alpha = timing
-            .step_latency_ns
-            .map_or(0.0, |x| x + if crosses { links.alpha_net_ns } else { links.alpha_nvlink_ns });
+        let path = if crosses { links.alpha_net_ns } else { links.alpha_nvlink_ns };
+        let alpha = step_ns + if plus_path { path } else { 0.0 };
         total += phase.repeat as f64 * (alpha + busiest / timing.efficiency);
         for v in [&mut out_nv, &mut in_nv, &mut out_net, &mut in_net] {
             v.iter_mut().for_each(|x| *x = 0.0);
@@ -175,7 +179,7 @@ pub fn direct_all_to_all_ns(nodes: u32, per_server: u32, bytes: u64, links: &Lin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::collective::{schedule, Algorithm, PIPELINE_CHUNK_BYTES};
+    use crate::collective::{schedule, Algorithm, StepLatency, PIPELINE_CHUNK_BYTES};
     use crate::workload::Collective::{self, *};
 
     const LINKS: Links =
@@ -202,6 +206,21 @@ mod tests {
         // 8 ranks in one server: NVLink. All-gather: (n−1)(α_nv + S/(n·B_nv)).
         let ranks: Vec<u32> = (0..8).collect();
         close(price(AllGather, Algorithm::RING, &ranks, 8, s, 2), 7.0 * (700.0 + s as f64 / 8.0 / 300.0));
+    }
+
+    #[test]
+    fn nccl_hops_latency_is_a_share_per_step_summing_to_its_lat() {
+        // 16 ranks, one per server, ring all-reduce over 4 channels: 30 steps, each waiting H/30
+        // and no path α of its own (NCCL's hop latencies hold it), so T = base + H + 30·S/(n·B).
+        let ranks: Vec<u32> = (0..16).map(|i| i * 8).collect();
+        let g = GroupTopo::on_servers(&ranks, 8, true);
+        let bytes = 1u64 << 30;
+        let s = schedule(AllReduce, Algorithm::RING, &g, bytes, 4).unwrap();
+        let t = Timing { call_latency_ns: 8400.0, step: StepLatency::Hops(45_000.0), ..Timing::RAW };
+        assert_eq!(s.steps(), 30);
+        assert_eq!(t.step_ns(30), (1500.0, false));
+        close(timed_ns(&s, &t, &g, &LINKS).unwrap(), 8400.0 + 45_000.0 + 30.0 * bytes as f64 / 16.0 / 50.0);
+        close(t.latency_ns(), 53_400.0);
     }
 
     #[test]

@@ -67,7 +67,7 @@ use crate::error::InputError;
 use crate::platform::Placement;
 use crate::workload::Collective;
 pub use algorithm::{Algorithm, Call, CollectiveAlgorithm};
-pub use nccl::{Protocol, Timing};
+pub use nccl::{Protocol, StepLatency, Timing};
 pub use ring::ring_hops;
 
 /// Where a transfer starts or ends: a rank of the group (index into GroupTopo::ranks), the
@@ -109,6 +109,11 @@ impl Schedule {
     /// Bytes put on the wire in total (every repetition counted).
     pub fn total_bytes(&self) -> f64 {
         self.phases.iter().map(|p| p.repeat as f64 * p.transfers.iter().map(|t| t.bytes).sum::<f64>()).sum()
+    }
+
+    /// Its steps: every repetition of every phase.
+    pub fn steps(&self) -> u32 {
+        self.phases.iter().map(|p| p.repeat).sum()
     }
 
     /// Transfer objects held (not multiplied by `repeat`): the memory a schedule costs.

@@ -14,8 +14,12 @@
 //! ```
 //!
 //! The second term is the algorithm's own schedule (its phases of transfers), so the flow model
-//! and the analytical model charge the same bytes; the first is paid once per call, before the
-//! first byte moves. h_intra / h_inter are the latency hops of the algorithm
+//! and the analytical model charge the same bytes. The first is paid where the algorithm pays it:
+//! base(a, p) once per call, before the first step; the hops' latency, h_intra · intraLat +
+//! h_inter · interLat, over the schedule's steps (every repetition of every phase), evenly: a
+//! ring's 2(n − 1) steps each wait for the previous step's chunk, so each pays its share before
+//! its bytes move. The total is NCCL's lat(a, p) either way; where it is paid matters when other
+//! traffic shares the links. h_intra / h_inter are the latency hops of the algorithm
 //! ([`super::CollectiveAlgorithm::hops`]): NCCL's counts for ring, tree, NVLS and NVLS tree, one
 //! hop per dependent step of the schedule for the others ([`schedule_hops`]). α_nv and α_net are the fabric's physical path latencies (NCCL adds the network's own
 //! latency to interLat, twice for Simple because of its flush). NCCL's refinements kept: a
@@ -24,6 +28,12 @@
 //! prices as a ring ([`super::CollectiveAlgorithm::ring_latency`]: ring and PXN). Algorithm efficiencies:
 //! tree 0.92 (tuning.cc caps tree all-reduce at 0.92 of the bus bandwidth); NVLS
 //! nvlsEfficiency 0.85 (Hopper) × (nCh − 1)/nCh with NCCL's 16 NVLS channels.
+//!
+//! Why the hops' latency, not each step's own path latency: intraLat and interLat already hold
+//! the fabric's physical path latency (α_nv, α_net), once per hop NCCL counts. A ring's steps run
+//! as phases that end together, so a step whose transfers cross servers on any of its channels
+//! would pay α_net on each of the 2(n − 1) steps, where the ring's chain of dependent chunks
+//! crosses servers only about 2(N − 1) times (N servers); a pipelined tree would pay it per chunk.
 //!
 //! SimAI's `AS_SEND_LAT` replaces this latency model: every transfer step waits the given µs on
 //! top of its path latency, with payload at link rate (Simple, efficiency 1), as SimAI's
@@ -156,18 +166,45 @@ pub struct Timing {
     pub protocol: Protocol,
     /// Fraction of the link rate carrying payload: the wire carries bytes / efficiency.
     pub efficiency: f64,
-    /// Paid once per call before the first byte moves (NCCL's lat), ns.
+    /// Paid once per call before its first step (NCCL's base latency), ns.
     pub call_latency_ns: f64,
-    /// None: transfers pay no latency of their own (it is all in `call_latency_ns`). Some(x):
-    /// every repetition of every phase waits x plus its path latency (SimAI's AS_SEND_LAT, and
-    /// a bare schedule with x = 0).
-    pub step_latency_ns: Option<f64>,
+    /// What each step (each repetition of each phase) waits before its bytes move.
+    pub step: StepLatency,
+}
+
+/// The latency a schedule's steps pay.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum StepLatency {
+    /// NCCL's: the latency of the call's hops (ns in all, their physical path latency included),
+    /// an equal share on each step.
+    Hops(f64),
+    /// SimAI's AS_SEND_LAT (and a bare schedule with 0): each step waits this many ns plus the
+    /// path latency of its transfers.
+    Path(f64),
 }
 
 impl Timing {
     /// A bare schedule: payload at link rate, each step paying its path latency.
     pub const RAW: Timing =
-        Timing { protocol: Protocol::Simple, efficiency: 1.0, call_latency_ns: 0.0, step_latency_ns: Some(0.0) };
+        Timing { protocol: Protocol::Simple, efficiency: 1.0, call_latency_ns: 0.0, step: StepLatency::Path(0.0) };
+
+    /// The latency NCCL's formula charges the call, ns: its base and its hops (0 hops for
+    /// [`StepLatency::Path`], whose latency depends on the paths).
+    pub fn latency_ns(&self) -> f64 {
+        match self.step {
+            StepLatency::Hops(h) => self.call_latency_ns + h,
+            StepLatency::Path(_) => self.call_latency_ns,
+        }
+    }
+
+    /// What one of `steps` steps waits on top of its path latency, and whether it also waits
+    /// that path latency. A schedule of no steps pays its hops with the call.
+    pub fn step_ns(&self, steps: u32) -> (f64, bool) {
+        match self.step {
+            StepLatency::Hops(h) => (if steps > 0 { h / steps as f64 } else { 0.0 }, false),
+            StepLatency::Path(x) => (x, true),
+        }
+    }
 }
 
 /// (intra-server, inter-server) latency hops of a schedule on `servers`, for algorithms NCCL
@@ -188,9 +225,16 @@ pub fn log2_ceil(nodes: u32) -> u32 {
     32 - (nodes - 1).leading_zeros()
 }
 
-/// NCCL's per-call latency (ns) of `algo` with protocol `p` and latency constants `lat`, over
-/// `hops` on `nodes` servers, with physical path latencies α_nv / α_net (ns).
-pub fn call_latency_ns(
+/// NCCL's latency of one call, ns: its base, paid once, and its hops', paid over its steps.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CallLatency {
+    pub base_ns: f64,
+    pub hops_ns: f64,
+}
+
+/// NCCL's latency (ns) of `algo` with protocol `p` and latency constants `lat`, over `hops` on
+/// `nodes` servers, with physical path latencies α_nv / α_net (ns).
+pub fn call_latency(
     c: Collective,
     algo: Algorithm,
     p: Protocol,
@@ -198,7 +242,7 @@ pub fn call_latency_ns(
     (intra, inter): (u32, u32),
     nodes: u32,
     (alpha_nv_ns, alpha_net_ns): (f64, f64),
-) -> f64 {
+) -> CallLatency {
     let simple = p == Protocol::Simple;
     let ring_like = algo.ring_latency();
     let mut intra_us = hw_nv + alpha_nv_ns / 1e3;
@@ -206,11 +250,24 @@ pub fn call_latency_ns(
         intra_us = intra_us.max(NET_POST_OVERHEAD_US * if simple { 3.0 } else { 1.0 });
     }
     let inter_us = hw_net + alpha_net_ns / 1e3 * if simple { 2.0 } else { 1.0 };
-    let mut lat = base + intra as f64 * intra_us + inter as f64 * inter_us;
-    if ring_like && simple && nodes > 1 && c == Collective::AllReduce {
-        lat *= RING_SIMPLE_ALLREDUCE_FACTOR;
-    }
-    lat * 1e3
+    let hops_us = intra as f64 * intra_us + inter as f64 * inter_us;
+    let factor =
+        if ring_like && simple && nodes > 1 && c == Collective::AllReduce { RING_SIMPLE_ALLREDUCE_FACTOR } else { 1.0 };
+    CallLatency { base_ns: base * factor * 1e3, hops_ns: hops_us * factor * 1e3 }
+}
+
+/// NCCL's whole latency lat(a, p) of a call, ns: [`call_latency`]'s base and hops.
+pub fn call_latency_ns(
+    c: Collective,
+    algo: Algorithm,
+    p: Protocol,
+    lat: (f64, f64, f64),
+    hops: (u32, u32),
+    nodes: u32,
+    alpha: (f64, f64),
+) -> f64 {
+    let l = call_latency(c, algo, p, lat, hops, nodes, alpha);
+    l.base_ns + l.hops_ns
 }
 
 /// NCCL's latency of a point-to-point send (ns): Simple's base and one hop, NVLink inside a

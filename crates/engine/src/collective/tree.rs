@@ -17,7 +17,9 @@
 use super::choose::Options;
 use super::cost::{timed_ns, Links};
 use super::nccl::{log2_ceil, Arch, Latency, Protocol, TREE_EFFICIENCY, TREE_LATENCY_US};
-use super::{chunks, send, Algorithm, Call, CollectiveAlgorithm, Grain, GroupTopo, Phase, Servers, Timing, Transfer};
+use super::{
+    chunks, send, Algorithm, Call, CollectiveAlgorithm, Grain, GroupTopo, Phase, Servers, StepLatency, Timing, Transfer,
+};
 use crate::error::InputError;
 use crate::workload::Collective;
 
@@ -64,7 +66,7 @@ impl CollectiveAlgorithm for Tree {
 
     /// NCCL's cap on the bus bandwidth the schedule would reach at full link rate.
     fn efficiency(&self, call: &Call, links: &Links) -> Result<f64, InputError> {
-        let full = Timing { step_latency_ns: None, ..Timing::RAW };
+        let full = Timing { step: StepLatency::Hops(0.0), ..Timing::RAW };
         let raw_ns = timed_ns(call.schedule, &full, call.group, links)?;
         let raw_busbw = call.bytes as f64 * call.collective.busbw_factor(call.group.size()) / raw_ns;
         Ok(tree_efficiency(raw_busbw, call.channels, call.servers.members.len() as u32, links.arch))

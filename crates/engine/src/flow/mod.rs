@@ -143,7 +143,8 @@ struct Batch {
 pub enum Wait {
     /// Its path latency and `extra_ns` more (SimAI's AS_SEND_LAT).
     Path { extra_ns: f64 },
-    /// Exactly this long (its latency is accounted elsewhere, e.g. in a collective's call latency).
+    /// Exactly this long (its latency is accounted elsewhere, e.g. a collective step's share of
+    /// NCCL's hop latencies, which hold the path latency).
     Fixed(f64),
 }
 

@@ -10,10 +10,13 @@
 //! reduces), reached as the fabric routes to it.
 //!
 //! A collective runs with its schedule's timing ([`crate::collective::nccl`]): its wire carries
-//! bytes / efficiency (the protocol's flags, the algorithm's efficiency); NCCL's per-call latency
-//! is waited once before the first phase, and its transfers then pay no latency of their own
-//! (NCCL's per-hop latencies already hold the fabric's path latency); with SimAI's AS_SEND_LAT
-//! every transfer step instead waits the send latency plus its path latency.
+//! bytes / efficiency (the protocol's flags, the algorithm's efficiency); NCCL's base latency is
+//! waited once before the first step, and each step (every repetition of every phase) then
+//! waits its share of the hops' latency, H / steps, before its bytes move (NCCL's per-hop
+//! latencies already hold the fabric's path latency, so its transfers pay none of their own):
+//! T = base + Σ_steps (H / steps + the step's transfer time), the α–β price of
+//! [`crate::collective::cost`]. With SimAI's AS_SEND_LAT every step instead waits the send
+//! latency plus its path latency.
 //!
 //! Each communication is routed once, the first time it is issued: a communicator keeps its
 //! connections, so the same collective on the same group takes the same ECMP paths every time
@@ -335,9 +338,9 @@ impl FlowNetwork {
     /// Route every phase of `schedule` on `ranks`, with its timing applied.
     fn route_schedule(&mut self, schedule: &Schedule, ranks: &[u32]) -> Result<Rc<[ReadyPhase]>> {
         let timing = &schedule.timing;
-        let wait = match timing.step_latency_ns {
-            None => Wait::Fixed(0.0),
-            Some(x) => Wait::Path { extra_ns: x },
+        let wait = match timing.step_ns(schedule.steps()) {
+            (x, true) => Wait::Path { extra_ns: x },
+            (x, false) => Wait::Fixed(x),
         };
         let wire = 1.0 / timing.efficiency;
         let mut servers: Vec<u32> = Vec::new();
@@ -349,7 +352,7 @@ impl FlowNetwork {
         }
         let mut phases = Vec::with_capacity(schedule.phases.len() + 1);
         if timing.call_latency_ns > 0.0 && !schedule.phases.is_empty() {
-            // The call's latency: one flow on no link that starts after it and ends at once.
+            // The call's base latency: one flow on no link that starts after it and ends at once.
             phases.push((vec![(Rc::from([]), 0.0)], 1, Wait::Fixed(timing.call_latency_ns), Rc::from([])));
         }
         for ph in &schedule.phases {

@@ -1,6 +1,9 @@
-use super::network::{fixed_algorithm, FlowNetwork};
+use super::network::{fixed_algorithm, FlowNetwork, Tuning};
+use super::sweep::sweep_workload;
 use super::*;
-use crate::collective::Algorithm;
+use crate::collective::choose::Options;
+use crate::collective::nccl::{RING_LATENCY_US, RING_SIMPLE_ALLREDUCE_FACTOR};
+use crate::collective::{Algorithm, Protocol, StepLatency, Timing};
 use crate::executor::Executor;
 use crate::layout::{Axis, Layout};
 use crate::network::Comm;
@@ -239,8 +242,10 @@ fn runs_in_company_replay_and_resume_exactly() {
         // The company outlasts the ring: its last runs are replayed, then the company speeds up.
         vec![(ring.clone(), 300, 0.0), (vec![(0, 1, 600_000.0), (2, 1, 900_000.0)], 1, 5.0)],
     ];
-    // Flows that wait their path latency, and flows that start at once (a collective's steps).
-    for (batches, wait) in cases.iter().flat_map(|b| [(b, Wait::Path { extra_ns: 7.0 }), (b, Wait::Fixed(0.0))]) {
+    // Flows that wait their path latency, flows that start at once, and flows that wait a fixed
+    // time (a collective's steps, each paying its share of the call's hops' latency).
+    let waits = [Wait::Path { extra_ns: 7.0 }, Wait::Fixed(0.0), Wait::Fixed(45.0)];
+    for (batches, wait) in cases.iter().flat_map(|b| waits.map(|w| (b, w))) {
         let (fast, solves_fast, carried_fast) = run_batches_waiting(&t, batches, true, true, wait);
         let (slow, solves_slow, carried_slow) = run_batches_waiting(&t, batches, false, true, wait);
         for (a, b) in fast.iter().zip(&slow) {
@@ -686,4 +691,83 @@ fn a_capped_flow_runs_at_the_lower_of_its_ceiling_and_its_fair_share() {
     // Flow 1: 5e3 B by 1000 ns, then 2e3 at 4 → 1500. Flow 2: 4 until 1500 (2e3), then 8 (the
     // link less flow 0's 2) → 6e3 more by 2250. Flow 0: 2 throughout → 5000.
     assert!(close(got[1], 1500.0, 1e-12) && close(got[2], 2250.0, 1e-12) && close(got[0], 5000.0, 1e-12), "{got:?}");
+}
+
+/// End of one all-reduce (the ring, or `algorithm`, with NCCL's timing: `protocol`) of `bytes`
+/// over a crossbar of `n` single-GPU servers, `b` B/ns and `lat` ns per link.
+fn crossbar_nccl_ns(algorithm: Algorithm, protocol: Protocol, n: u32, bytes: u64, b: f64, lat: f64) -> f64 {
+    let options = Options { algorithm: Some(algorithm), protocol: Some(protocol), ..Options::default() };
+    let t = leaf_spine(n, 1, 0, b, b, lat);
+    let mut net = FlowNetwork::tuned(t, &Tuning { options, ..Tuning::default() }, |s| s).unwrap();
+    let w = sweep_workload(Collective::AllReduce, n, &[bytes]);
+    Executor::new(&w).unwrap().run(&mut net, &mut |_| true).unwrap().end_ns
+}
+
+#[test]
+fn ring_with_nccl_timing_pays_base_once_and_a_hop_per_step_on_a_crossbar() {
+    // N ranks, one per server: every one of the ring's 2(N − 1) steps is a network hop of
+    // latency L = hw_net + α_net (NCCL's LL128 hop, α_net = 2 links), so
+    // T = base + 2(N − 1)(L + S/(N·B·eff)); the coherent ring has N − 1 such steps.
+    let (b, lat, s) = (50.0, 500.0, 1u64 << 28);
+    let (base, hw_net) = (RING_LATENCY_US[1].0 * 1e3, RING_LATENCY_US[1].2 * 1e3);
+    for n in [4u32, 16] {
+        let nf = n as f64;
+        let step = hw_net + 2.0 * lat + s as f64 / (nf * b * Protocol::LL128.efficiency());
+        let ring = crossbar_nccl_ns(Algorithm::RING, Protocol::LL128, n, s, b, lat);
+        let want = base + 2.0 * (nf - 1.0) * step;
+        assert!(close(ring, want, 1e-12), "ring, {n} ranks: {ring} vs {want}");
+        let coherent = crossbar_nccl_ns(Algorithm::COHERENT_RING, Protocol::LL128, n, s, b, lat);
+        let want = base + (nf - 1.0) * step;
+        assert!(close(coherent, want, 1e-12), "coherent ring, {n} ranks: {coherent} vs {want}");
+        // Simple: the flush doubles α_net and a multi-node ring all-reduce's latency is × 1.4,
+        // base and hops alike.
+        let (base, hw_net) = (RING_LATENCY_US[2].0 * 1e3, RING_LATENCY_US[2].2 * 1e3);
+        let f = RING_SIMPLE_ALLREDUCE_FACTOR;
+        let step = f * (hw_net + 2.0 * 2.0 * lat) + s as f64 / (nf * b);
+        let ring = crossbar_nccl_ns(Algorithm::RING, Protocol::Simple, n, s, b, lat);
+        let want = f * base + 2.0 * (nf - 1.0) * step;
+        assert!(close(ring, want, 1e-12), "ring Simple, {n} ranks: {ring} vs {want}");
+    }
+}
+
+#[test]
+fn a_collective_pays_its_hops_latency_before_each_step_not_up_front() {
+    // Two single-GPU servers on one switch (B = 50 B/ns, 500 ns per link). A ring all-reduce of
+    // S = 2c over both (2 steps, each rank sending c to the other) with base 10 µs and hops
+    // H = 40 µs: 20 µs before each step. Beside it, from t = 0, X bytes from GPU 0 to GPU 1 that
+    // wait their path latency α = 1 µs. With X = B·(10 + 20 − 1 µs) + c/2 that flow meets the
+    // ring's first step: both at B/2 until it ends (c/B later), then the step's last c/2 at B.
+    let t = leaf_spine(2, 1, 0, 50.0, 50.0, 500.0);
+    let (b, c) = (50.0, 500_000.0);
+    let (base, hops) = (10e3, 40e3);
+    let mut net = FlowNetwork::new(
+        t,
+        Box::new(move |coll, g, bytes| {
+            let mut s = crate::collective::schedule(coll, Algorithm::RING, g, bytes, 1)?;
+            s.timing = Timing { call_latency_ns: base, step: StepLatency::Hops(hops), ..Timing::RAW };
+            Ok(s)
+        }),
+        0,
+        false,
+    );
+    let s = 2 * c as u64;
+    net.prepare(&allreduce_workload(2, s)).unwrap();
+    let x = b * (base + hops / 2.0 - 1000.0) + c / 2.0;
+    net.start(0.0, &Comm::Collective { collective: Collective::AllReduce, group: 0, bytes: s, class: 0 }, 1).unwrap();
+    net.start_node_flows(0.0, 2, (7, x as u64), || vec![(0.0, f64::INFINITY, vec![(0, 1, x)])]).unwrap();
+    let mut end = [f64::NAN; 3];
+    let mut done = Vec::new();
+    while let Some(at) = net.next_completion() {
+        net.complete_until(at, &mut done);
+        for tok in done.drain(..) {
+            end[tok as usize] = at;
+        }
+    }
+    let want_ring = base + hops + 2.5 * c / b;
+    assert!(close(end[1], want_ring, 1e-12), "ring ends at {} vs {want_ring}", end[1]);
+    let want_flow = base + hops / 2.0 + c / b;
+    assert!(close(end[2], want_flow, 1e-12), "the flow ends at {} vs {want_flow}", end[2]);
+    // Paid up front, the whole 50 µs would pass before the ring's first byte, the flow would be
+    // done by then (x < B·49 µs), and the ring would end at base + H + 2c/B.
+    assert!(x < b * (base + hops - 1000.0));
 }
