@@ -134,3 +134,24 @@ def test_cli_writes_the_table_and_the_plot(run_cli, tmp_path):
     assert err.strip().splitlines() == [
         "clustersim: error: command line: --mixes: unknown 'h100+tpu' (valid: h100, h100+a100, h100+v100)"
     ]
+
+
+def test_the_read_window_is_a_study_option(run_cli):
+    # At 10 µs the default 1 MiB CXL window binds the reads (RTT 4 × 10 µs: 26 GB/s of 128);
+    # unbounded, as HCSim's flows are, a read pays its latency once; a larger window lies between.
+    args = ["study", "hcsim", "cxl-latency", "--xpu-counts", "8", "--latencies", "10us"]
+    args += ["--layers", "4", "--servers-per-tor", "1", "--json"]
+    read = {}
+    for window in (None, "4MiB", "inf"):
+        code, out, err = run_cli(*args, *(["--cxl-window", window] if window else []))
+        assert code == 0, err
+        read[window] = json.loads(out)["rows"][0]["exposed_read_s"]
+    assert read[None] > read["4MiB"] > read["inf"] >= 0, read
+    default = h.point(SMALL, "hcsim-cxl", "h100", 8, cxl_ns=1e4)["exposed_read_s"]
+    assert read[None] == pytest.approx(default, rel=1e-12)
+    code, out, err = run_cli(*args, "--cxl-window", "0B")
+    assert code == 2 and out == ""
+    assert (
+        err.strip()
+        == "clustersim: error: command line: --cxl-window: read window '0B' must be positive (or inf)"
+    )

@@ -99,6 +99,13 @@ def add(sub: argparse._SubParsersAction) -> None:
         default="ring",
         help="the all-reduce of every study but coherent-ring (default ring, the paper's)",
     )
+    for memory, default in (("cxl", "16384 x 64 B"), ("dram", "768 x 512 B")):
+        h.add_argument(
+            f"--{memory}-window",
+            metavar="BYTES",
+            help=f"bytes an XPU keeps in flight to {memory.upper()} memory, e.g. 4MiB, or inf for no bound"
+            f" (HCSim's flows); reads run at most window / round trip (default {default})",
+        )
     h.add_argument("-o", "--output", metavar="DIR", help="write DIR/hcsim-STUDY.csv and .html")
     add_json(h, "the rows and the findings")
     h.set_defaults(func=main)
@@ -107,11 +114,21 @@ def add(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     import sys
 
+    from clustersim.cli.platform import parse_window
     from clustersim.output import atomic_outputs, write_csv, write_text
     from clustersim.study import hcsim as h
 
+    windows = {
+        f"{m}_window_bytes": parse_window(f"--{m}-window", text)
+        for m, text in (("cxl", args.cxl_window), ("dram", args.dram_window))
+        if text is not None
+    }
     setup = h.Setup(
-        layers=args.layers, batch=args.batch, servers_per_tor=args.servers_per_tor, algorithm=args.algo
+        layers=args.layers,
+        batch=args.batch,
+        servers_per_tor=args.servers_per_tor,
+        algorithm=args.algo,
+        **windows,
     )
     for m in args.mixes or []:
         h.mix_of(m, 1, 1)  # a bad name is refused before anything runs

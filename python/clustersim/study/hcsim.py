@@ -49,6 +49,10 @@ class Setup:
     servers_per_tor: int = 16
     xpus_per_server: int = 8
     algorithm: str = "ring"  # the paper's all-reduce (Table 6's "traditional ring")
+    # Bytes an XPU keeps in flight to CXL / host memory (Little's law bounds its reads); None: the
+    # platform's default (the protocols' tag limits), inf: unbounded, as HCSim's flows are.
+    cxl_window_bytes: float | None = None
+    dram_window_bytes: float | None = None
 
     @property
     def per_tor(self) -> int:
@@ -88,12 +92,21 @@ def point(
     from clustersim.platform import hcsim
 
     algorithm = algorithm or setup.algorithm
+    windows = {
+        k: v
+        for k, v in (
+            ("cxl_window_bytes", setup.cxl_window_bytes),
+            ("dram_window_bytes", setup.dram_window_bytes),
+        )
+        if v is not None
+    }
     platform = hcsim(
         template,
         mix_of(mix, xpus, setup.per_tor),
         links={"cxl": (cxl_gbps, cxl_ns)},
         servers_per_tor=setup.servers_per_tor,
         xpus_per_server=setup.xpus_per_server,
+        **windows,
     )
     r = workload_graph.run(_graph(setup.layers, setup.batch), platform, algorithm=algorithm)
     seconds = r["iteration_end_ns"][-1] / 1e9
