@@ -75,7 +75,7 @@ def test_fig11_latency_beyond_10us_matters_strongly():
     " so the reads add the same 14.83 s at 100 µs at 8 and 32 XPUs; the ring's latency, paid per step,"
     " grows with scale (6 hops over 6 CXL links at 32), but only the last all-reduce is exposed: 12 ms"
     " more at 32, where 32's longer base iteration needs 160 ms more to lose a larger share (RESULTS.md,"
-    ' "Collective latency paid per step"); with HCSim\'s unbounded reads it holds (the test below)',
+    ' "Collective latency paid per step"); with HCSim\'s unbounded reads, at 8/32 only',
 )
 def test_fig11_high_latency_costs_more_at_larger_scale():
     t = h.cxl_latency(SMALL, (8, 32), (100.0, 1e5))
@@ -159,16 +159,18 @@ def test_the_read_window_is_a_study_option(run_cli):
     )
 
 
-def test_fig11_with_hcsims_unbounded_reads_latency_costs_more_at_larger_scale():
-    # HCSim's reads are flows that pay their latency once (no bound on requests in flight): then
-    # what latency costs is the ring's hops, 2(N−1) of them, and more XPUs lose more - the paper's
-    # reason for its finding. With bounded windows the reads dominate at every scale instead.
+def test_with_hcsims_unbounded_reads_the_rings_latency_grows_with_scale():
+    # HCSim's reads are flows that pay their latency once (no bound on requests in flight); then
+    # what latency adds is the ring's hops between servers, 2(N−1) of them: nothing at 8 XPUs (one
+    # server, its ring stays on the XPU switch), much more at 32. Whether that exposed growth makes
+    # the larger system lose a larger share depends on the scale (RESULTS.md, "Fig. 11 and Table 6
+    # with HCSim's unbounded reads"): at 8/32 XPUs it does, at the paper's 64/256 it does not.
     unbounded = dataclasses.replace(SMALL, cxl_window_bytes=math.inf)
-    t = h.cxl_latency(unbounded, (8, 32), (100.0, 1e5, 1e6))
-    assert h.latency_findings(t)[-1][1], h.latency_findings(t)
+    t = h.cxl_latency(unbounded, (8, 32), (100.0, 1e6))
     rows = {(r["xpus"], r["cxl_latency_ns"]): r for r in t.rows()}
-    # One server at 8 XPUs: its ring never leaves the XPU switch, so only the reads' latency counts.
     growth = {
         n: rows[n, 1e6]["exposed_collective_s"] - rows[n, 100.0]["exposed_collective_s"] for n in (8, 32)
     }
     assert growth[32] > 10 * growth[8] > 0, growth
+    # The reads pay 2 × 1 ms once per read: a few percent of what the bounded window costs.
+    assert rows[32, 1e6]["exposed_read_s"] < 2 * rows[32, 100.0]["exposed_read_s"]
