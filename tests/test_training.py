@@ -171,3 +171,20 @@ def test_moe_with_tensor_parallelism_needs_sequence_parallelism():
     # Megatron-Core refuses MoE with TP but without SP; so do `train` and `workload generate`.
     with pytest.raises(clustersim.InputError, match="sequence parallelism"):
         train("mixtral-8x7b", gpus=16, tp=2, ep=8, gbs=8, allow_oom=True)
+
+
+def test_tp_comm_overlap_needs_sp_and_each_tp_group_inside_a_server(run_cli):
+    # Megatron asserts SP under --tp-comm-overlap; TE v1.9's userbuffers keep TP on one node.
+    base = "train --model gpt-22b --gpus 32 --gbs 16 --tp-comm-overlap --allow-oom"
+    code, _, err = run_cli(*f"{base} --tp 8".split())
+    assert code == 2
+    assert err.strip() == (
+        "clustersim: error: overlap: tp_comm: TP communication overlap needs sequence parallelism (--sp),"
+        " as in Megatron"
+    )
+    code, _, err = run_cli(*f"{base} --tp 16 --sp".split())
+    assert code == 2
+    assert err.strip() == (
+        "clustersim: error: overlap: tp_comm: Transformer Engine's userbuffers need each TP group inside"
+        " one server: TP 16 spans servers of 8 GPUs"
+    )

@@ -154,10 +154,7 @@ impl<'w> Executor<'w> {
                     // The mirrored peer too: a recv inside the class names the shift by its send.
                     for peer in [peer, Peer { offset: peer.offset.wrapping_neg(), ..peer }] {
                         peers.entry((class as u32, peer)).or_insert_with(|| {
-                            let rep = reps[class];
-                            let members = w.group_members(peer.group, rep);
-                            let me = members.iter().position(|&r| r == rep).unwrap_or(0) as i64;
-                            let other = members[(me + peer.offset as i64).rem_euclid(members.len() as i64) as usize];
+                            let other = w.peer_rank(reps[class], peer);
                             (w.rank_class[other as usize], other)
                         });
                     }
@@ -520,6 +517,42 @@ mod tests {
         let t = &e.timelines[0];
         assert_eq!((t.start[1], t.end[1], t.start[2], t.end[2]), (5.0, 13.0, 5.0, 13.0));
         assert_eq!(e.end_ns, 23.0);
+    }
+
+    #[test]
+    fn a_shift_runs_at_the_pace_of_its_pairs_across_servers() {
+        // One class of 4 TP ranks on servers of 2 GPUs: the lowest rank's next peer shares its
+        // server, but ranks 1 and 3 copy to the other server, and the ranks shift in lock step,
+        // so the copy takes the cross-server time (10 ns/B against 1 ns/B inside a server).
+        struct TwoSpeeds;
+        impl CollectiveCost for TwoSpeeds {
+            fn collective_ns(&self, _: Collective, _: &GroupShape, _: u64) -> std::result::Result<f64, InputError> {
+                Ok(50.0)
+            }
+            fn transfer_ns(&self, same_server: bool, bytes: u64) -> std::result::Result<f64, InputError> {
+                Ok(20.0 + bytes as f64 * if same_server { 1.0 } else { 10.0 })
+            }
+        }
+        let layout = Layout::megatron(4, 1, 1, 1, 1);
+        let shift = vec![
+            op(OpKind::Send { peer: Peer { group: 0, offset: 1 }, bytes: 8 }, vec![]),
+            op(OpKind::Recv { peer: Peer { group: 0, offset: -1 }, bytes: 8 }, vec![]),
+        ];
+        for (per_server, want) in [(2, 80.0), (4, 8.0)] {
+            let w = Workload {
+                groups: vec![Group { name: "TP".into(), members: Membership::Dims(layout.mask(&[Axis::Tp])) }],
+                layout: layout.clone(),
+                programs: vec![Program { ops: shift.clone() }],
+                class_program: vec![0],
+                rank_class: vec![0; 4],
+                rows: vec!["row".into()],
+            };
+            let e = Executor::new(&w)
+                .unwrap()
+                .run(&mut Analytical::new(Box::new(TwoSpeeds), Placement::servers(4, per_server)), &mut |_| true)
+                .unwrap();
+            assert_eq!(e.end_ns, want, "{per_server} GPUs per server");
+        }
     }
 
     #[test]

@@ -206,6 +206,13 @@ impl Workload {
         }
     }
 
+    /// The rank `peer.offset` places on from `rank` in its instance of `peer.group` (cyclic).
+    pub fn peer_rank(&self, rank: u32, peer: Peer) -> u32 {
+        let members = self.group_members(peer.group, rank);
+        let me = members.iter().position(|&r| r == rank).unwrap_or(0) as i64;
+        members[(me + peer.offset as i64).rem_euclid(members.len() as i64) as usize]
+    }
+
     pub fn group_size(&self, group: GroupId) -> u32 {
         match &self.groups[group as usize].members {
             Membership::Dims(mask) => self.layout.size_of(*mask),

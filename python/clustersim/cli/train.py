@@ -122,7 +122,10 @@ def add_plan_options(p: argparse.ArgumentParser) -> None:
         help="parameter all-gathers under the next forward (needs --dist-opt, --overlap-grad-reduce; off)",
     )
     p.add_argument(
-        "--tp-comm-overlap", action=on_off, help="TP collectives chunked under the GEMMs (default off)"
+        "--tp-comm-overlap",
+        action=on_off,
+        help="TP communication as Transformer Engine's userbuffers copies under the GEMMs (needs --sp and"
+        " each TP group inside one server; default off)",
     )
     p.add_argument(
         "--overlap-p2p-comm",

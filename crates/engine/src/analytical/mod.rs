@@ -58,6 +58,9 @@ pub struct Analytical {
     placement: Rc<Placement>,
     shapes: Vec<GroupShape>,
     prices: IntMap<(Collective, GroupId, u64), f64>,
+    /// Per shift (class, group, offset): whether every rank of the class copies to a peer in its
+    /// own scale-up domain. The ranks shift in lock step, so one pair across domains sets the pace.
+    shift_inside: IntMap<(u32, GroupId, i32), bool>,
     /// Completions, ties in token order.
     pending: BinaryHeap<Due<()>>,
 }
@@ -69,6 +72,7 @@ impl Analytical {
             placement: Rc::new(placement),
             shapes: Vec::new(),
             prices: IntMap::default(),
+            shift_inside: IntMap::default(),
             pending: BinaryHeap::new(),
         }
     }
@@ -117,6 +121,25 @@ impl NetworkModel for Analytical {
                 }
             })
             .collect();
+        let reps = w.class_representatives();
+        self.shift_inside.clear();
+        for (class, &prog) in w.class_program.iter().enumerate() {
+            let class = class as u32;
+            for op in &w.programs[prog as usize].ops {
+                let OpKind::Send { peer, .. } = op.kind else { continue };
+                let key = (class, peer.group, peer.offset);
+                let rep = reps[class as usize];
+                if rep == u32::MAX || self.shift_inside.contains_key(&key) {
+                    continue;
+                }
+                if w.rank_class[w.peer_rank(rep, peer) as usize] == class {
+                    let inside = (0..w.world_size())
+                        .filter(|&r| w.rank_class[r as usize] == class)
+                        .all(|r| placement.same_domain(r, w.peer_rank(r, peer)));
+                    self.shift_inside.insert(key, inside);
+                }
+            }
+        }
         // Price everything up front, so a missing bandwidth is an error before the run starts.
         for p in &w.programs {
             for op in &p.ops {
@@ -147,7 +170,10 @@ impl NetworkModel for Analytical {
         let t = match *comm {
             Comm::Collective { collective, group, bytes, .. } => self.price(collective, group, bytes)?,
             Comm::Transfer { src, dst, bytes } => self.cost.transfer_ns(self.placement.same_domain(src, dst), bytes)?,
-            Comm::Shift { src, dst, bytes, .. } => self.cost.copy_ns(self.placement.same_domain(src, dst), bytes)?,
+            Comm::Shift { group, offset, class, src, dst, bytes } => {
+                let inside = self.shift_inside.get(&(class, group, offset)).copied();
+                self.cost.copy_ns(inside.unwrap_or_else(|| self.placement.same_domain(src, dst)), bytes)?
+            }
         };
         if !(t.is_finite() && t >= 0.0) {
             return Err(InputError::new(

@@ -562,10 +562,7 @@ impl NetworkModel for FlowNetwork {
             if reps[class] == u32::MAX {
                 return false;
             }
-            let members = w.group_members(peer.group, reps[class]);
-            let me = members.iter().position(|&r| r == reps[class]).unwrap_or(0) as i64;
-            let other = members[(me + peer.offset as i64).rem_euclid(members.len() as i64) as usize];
-            w.rank_class[other as usize] == class as u32
+            w.rank_class[w.peer_rank(reps[class], peer) as usize] == class as u32
         };
         for (class, &prog) in w.class_program.iter().enumerate() {
             for op in &w.programs[prog as usize].ops {

@@ -487,13 +487,21 @@ fn layer_times(w: &Workload, exec: &Execution, last: usize, ex: &Exposure) -> Ve
         .iter()
         .map(|n| LayerTime { name: n.clone(), compute_s: 0.0, exposed_comm_s: 0.0, comm_s: 0.0 })
         .collect();
+    // A send and a recv inside the class are one shift (one copy): its time counts once, at the send.
+    let rep = w.class_representatives()[last];
+    let shift_recv = |op: &OpKind| match *op {
+        OpKind::Recv { peer, .. } => w.rank_class[w.peer_rank(rep, peer) as usize] == last as u32,
+        _ => false,
+    };
     for (i, op) in prog.ops.iter().enumerate() {
         let Some(l) = layers.get_mut(op.row as usize) else { continue };
         let d = (tl.end[i] - tl.start[i]).max(0.0) / 1e9;
         if matches!(op.kind, OpKind::Compute { .. }) {
             l.compute_s += d;
         } else {
-            l.comm_s += d;
+            if !shift_recv(&op.kind) {
+                l.comm_s += d;
+            }
             l.exposed_comm_s += ex.exposed[i] / 1e9;
         }
     }
@@ -613,6 +621,46 @@ mod tests {
             .map(|i| tl.end[i] - tl.start[i])
             .sum();
         bubble / ideal
+    }
+
+    #[test]
+    fn a_shift_counts_once_in_its_rows_communication() {
+        // Two TP ranks in one class copy 1000 B to each other (a send and a recv, one shift): at
+        // 1 B/ns (copy: no call latency) 1 µs, all of it exposed, counted once in the row.
+        use crate::layout::{Axis, Layout};
+        use crate::workload::{Group, Membership, Op, Peer, Phase, Program};
+        struct PerByte;
+        impl CollectiveCost for PerByte {
+            fn collective_ns(&self, _: Collective, _: &GroupShape, _: u64) -> std::result::Result<f64, InputError> {
+                Ok(0.0)
+            }
+            fn transfer_ns(&self, _: bool, bytes: u64) -> std::result::Result<f64, InputError> {
+                Ok(20.0 + bytes as f64)
+            }
+        }
+        let layout = Layout::megatron(2, 1, 1, 1, 1);
+        let peer = |offset| Peer { group: 0, offset };
+        let ops = vec![
+            Op::new(OpKind::Send { peer: peer(1), bytes: 1000 }, vec![], 0, Phase::Forward),
+            Op::new(OpKind::Recv { peer: peer(-1), bytes: 1000 }, vec![], 0, Phase::Forward),
+        ];
+        let w = Workload {
+            groups: vec![Group { name: "TP".into(), members: Membership::Dims(layout.mask(&[Axis::Tp])) }],
+            layout,
+            programs: vec![Program { ops }],
+            class_program: vec![0],
+            rank_class: vec![0, 0],
+            rows: vec!["attention".into()],
+        };
+        let exec = Executor::new(&w)
+            .unwrap()
+            .run(&mut Analytical::new(Box::new(PerByte), Placement::servers(2, 8)), &mut |_| true)
+            .unwrap();
+        assert_eq!(exec.end_ns, 1000.0);
+        let (_, layers, _) = breakdown(&w, &exec);
+        assert_eq!(layers.len(), 1);
+        assert!((layers[0].comm_s - 1e-6).abs() < 1e-15, "{}", layers[0].comm_s);
+        assert!((layers[0].exposed_comm_s - 1e-6).abs() < 1e-15, "{}", layers[0].exposed_comm_s);
     }
 
     #[test]

@@ -86,6 +86,18 @@ impl Overlap {
         if tp_comm && !plan.sp {
             return bad("tp_comm", "TP communication overlap needs sequence parallelism (--sp), as in Megatron");
         }
+        if tp_comm && plan.tp > plan.gpus_per_server {
+            // TE v1.9's userbuffers map peers' memory over NVLink within one node
+            // (examples/pytorch/comm_gemm_overlap/README.md: "Tensor-parallel GPUs must be on a
+            // single node"); multi-node NVLink came in TE 2.2.
+            return bad(
+                "tp_comm",
+                &format!(
+                    "Transformer Engine's userbuffers need each TP group inside one server: TP {} spans servers of {} GPUs",
+                    plan.tp, plan.gpus_per_server
+                ),
+            );
+        }
         // Megatron switches the P2P overlap off without interleaving, and without it needs PP > 2.
         let p2p = plan.vpp > 1 && self.p2p.unwrap_or(true);
         if plan.vpp > 1 && !p2p && plan.pp <= 2 {
@@ -338,6 +350,15 @@ mod tests {
         );
         let e = Overlap { tp_comm: Some(true), ..Overlap::default() }.resolve(&p).unwrap_err();
         assert!(e.to_string().contains("sequence parallelism"), "{e}");
+        let mut across = p.clone();
+        (across.sp, across.tp, across.gpus_per_server) = (true, 16, 8);
+        let e = Overlap { tp_comm: Some(true), ..Overlap::default() }.resolve(&across).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "overlap: tp_comm: Transformer Engine's userbuffers need each TP group inside one server: TP 16 spans servers of 8 GPUs"
+        );
+        across.gpus_per_server = 16;
+        assert!(Overlap { tp_comm: Some(true), ..Overlap::default() }.resolve(&across).unwrap().tp_comm);
         let e = Overlap { gather_at_zero_grad: Some(true), ..Overlap::default() }.resolve(&p).unwrap_err();
         assert_eq!(
             e.to_string(),
