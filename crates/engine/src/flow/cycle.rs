@@ -265,8 +265,9 @@ impl FlowSim {
         }
     }
 
-    /// Something starts at `now` during a replay: rebuild the exact state (see the module doc)
-    /// and hand every flow of it to the re-solve as new.
+    /// Something starts at `now` during a replay, or a company flow ends there (the replay's
+    /// cut): rebuild the exact state (see the module doc) and hand every flow of it to the
+    /// re-solve as new; a company flow with nothing left finishes at once.
     pub(super) fn interrupt_replay(&mut self, now: f64, finished: &mut Vec<(u64, f64)>) {
         let p = self.replay.take().expect("a replay to interrupt");
         let j = (((now - p.start) / p.d).floor().max(0.0) as u32).min(p.runs - 1);
