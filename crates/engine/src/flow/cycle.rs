@@ -7,9 +7,14 @@
 //! C active at the max-min rates of C alone — equals the state at t₀ except for C's remaining
 //! bytes, and max-min rates do not depend on remaining bytes. So the next run replays this one
 //! exactly, for as long as no flow of C ends: each run moves m_f = ∫_{t₀}^{t₁} r_f dt of each
-//! f ∈ C. With rem_f left at t₁, K = min(runs left, min_f ⌊rem_f / m_f⌋ − 1) runs replay with
-//! no event (one run of slack, so no flow of C comes near its end); at t₁ + K·d the state is that
-//! of t₁ with rem_f − K·m_f, and the simulation goes on event by event.
+//! f ∈ C. With rem_f left at t₁, f ends in run j_f = ⌊rem_f / m_f⌋ (from 0) at the offset τ_f
+//! where ∫_0^{τ_f} r_f = rem_f − j_f·m_f. If no flow of C ends before the batch's K runs left
+//! are done, all K replay with no event: at t₁ + K·d the state is that of t₁ with rem_f − K·m_f,
+//! and the simulation goes on event by event. Else the replay is cut where the first flow of C
+//! ends, t₁ + min_f (j_f·d + τ_f), and the state there is rebuilt as for a newcomer (below), the
+//! flows of C that end then with nothing left: the runs before a company flow's end cost no
+//! event either (a collective's steps that wait their latency before moving are two instants a
+//! run, so every run not replayed costs two re-solves).
 //!
 //! The check is global (every active flow is in C or b), so no flow anywhere can move while the
 //! system replays: a flow that starts meanwhile resumes it first, at its exact state — j runs
@@ -40,7 +45,9 @@ pub(super) struct Replay {
     batch: u32,
     start: f64,
     d: f64,
+    /// Runs it covers; when `cut`, it ends during the last of them, where a company flow ends.
     runs: u32,
+    pub(super) cut: bool,
     flows: Vec<u32>,
     company: usize,
     record: Vec<(f64, Box<[f64]>)>,
@@ -48,6 +55,21 @@ pub(super) struct Replay {
     rem: Vec<f64>,
     per_run: Vec<f64>,
     pub(super) ver: u32,
+}
+
+/// The offset into a run of duration `d` at which flow `k` of a record has moved `bytes`, if it
+/// does within the run.
+fn offset_of(record: &[(f64, Box<[f64]>)], k: usize, d: f64, bytes: f64) -> Option<f64> {
+    let mut moved = 0.0;
+    for (r, (off, rates)) in record.iter().enumerate() {
+        let end = record.get(r + 1).map_or(d, |n| n.0);
+        let step = rates[k] * (end - off);
+        if rates[k] > 0.0 && moved + step >= bytes {
+            return Some(off + ((bytes - moved) / rates[k]).max(0.0));
+        }
+        moved += step;
+    }
+    None
 }
 
 /// Bytes flow `k` of a record moves in its first `tau` ns, and its rate at `tau`.
@@ -144,23 +166,28 @@ impl FlowSim {
             return false;
         }
         let d = now - c.run_start;
-        let mut runs = self.batches[c.batch as usize].runs_left;
+        let runs_left = self.batches[c.batch as usize].runs_left;
+        // Offset of the replay's end: the batch's last run, or the first end of a company flow.
+        let mut end = runs_left as f64 * d;
         let mut rem = Vec::with_capacity(c.flows.len() - c.company);
         let mut per_run = Vec::with_capacity(rem.capacity());
         for (k, &g) in c.flows.iter().enumerate().skip(c.company) {
             let i = g as usize;
             let left = (self.rem[i] - self.rate[i] * (now - self.upd[i])).max(0.0);
             let m = integrate(&c.record, k, d).0;
-            if m > 0.0 {
-                let fit = (left / m).floor() - 1.0;
-                runs = runs.min(fit.clamp(0.0, u32::MAX as f64) as u32);
+            let j = if m > 0.0 { (left / m).floor() } else { f64::INFINITY };
+            if j < runs_left as f64 {
+                // Rounding may leave it a hair short of the bytes in run j: it ends with it.
+                end = end.min(j * d + offset_of(&c.record, k, d, left - j * m).unwrap_or(d));
             }
             rem.push(left);
             per_run.push(m);
         }
-        if runs == 0 {
+        if end <= 0.0 {
             return false;
         }
+        let cut = end < runs_left as f64 * d;
+        let runs = if cut { ((end / d).floor() as u32 + 1).min(runs_left) } else { runs_left };
         // The batch's flows leave their links and wait for nothing, the company's finish
         // events are void: all are rebuilt when the replay ends or is interrupted.
         for &g in &c.flows[..c.company] {
@@ -187,6 +214,7 @@ impl FlowSim {
             start: now,
             d,
             runs,
+            cut,
             flows: c.flows,
             company: c.company,
             record: c.record,
@@ -194,7 +222,7 @@ impl FlowSim {
             per_run,
             ver,
         });
-        self.push(now + runs as f64 * d, Kind::ReplayEnd, 0, ver);
+        self.push(if cut { now + end } else { now + runs as f64 * d }, Kind::ReplayEnd, 0, ver);
         true
     }
 
@@ -237,8 +265,9 @@ impl FlowSim {
         }
     }
 
-    /// Something starts at `now` during a replay: rebuild the exact state (see the module doc)
-    /// and hand every flow of it to the re-solve as new.
+    /// Something starts at `now` during a replay, or a company flow ends there (the replay's
+    /// cut): rebuild the exact state (see the module doc) and hand every flow of it to the
+    /// re-solve as new; a company flow with nothing left finishes at once.
     pub(super) fn interrupt_replay(&mut self, now: f64, finished: &mut Vec<(u64, f64)>) {
         let p = self.replay.take().expect("a replay to interrupt");
         let j = (((now - p.start) / p.d).floor().max(0.0) as u32).min(p.runs - 1);

@@ -739,11 +739,11 @@ impl FlowSim {
                     self.groups[e.id as usize].1 = members;
                     self.free_groups.push(e.id);
                 }
-                Kind::ReplayEnd => {
-                    if self.replay.as_ref().is_some_and(|r| r.ver == e.ver) {
-                        self.end_replay(now, finished);
-                    }
-                }
+                Kind::ReplayEnd => match self.replay.as_ref().filter(|r| r.ver == e.ver) {
+                    Some(r) if r.cut => self.interrupt_replay(now, finished),
+                    Some(_) => self.end_replay(now, finished),
+                    None => {}
+                },
                 Kind::BatchEnd => {
                     let b = e.id as usize;
                     if !self.batches[b].live || self.batches[b].ver != e.ver {
