@@ -156,14 +156,19 @@ impl Builder {
     /// Receive from the pipeline neighbour `offset` stages away, posted after `deps`; the next
     /// compute waits for it.
     fn recv(&mut self, offset: i32, bytes: u64, deps: Vec<u32>) {
-        let r = self.push(OpKind::Recv { peer: Peer { group: PP, offset }, bytes }, deps, R_PIPE, Phase::Other);
+        let r = self.push(
+            OpKind::Recv { peer: Peer { group: PP, offset }, bytes, copy: false },
+            deps,
+            R_PIPE,
+            Phase::Other,
+        );
         self.gate.push(r);
     }
 
     /// Send to the pipeline neighbour `offset` stages away, after the gate; nothing waits for it.
     fn send(&mut self, offset: i32, bytes: u64) {
         let deps = self.gate.clone();
-        self.push(OpKind::Send { peer: Peer { group: PP, offset }, bytes }, deps, R_PIPE, Phase::Other);
+        self.push(OpKind::Send { peer: Peer { group: PP, offset }, bytes, copy: false }, deps, R_PIPE, Phase::Other);
     }
 
     /// A collective after the gate. Blocking ones become the gate.

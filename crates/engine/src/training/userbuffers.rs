@@ -108,8 +108,9 @@ pub fn within(a: Split, b: Split, total: f64) -> (Split, Split) {
 
 /// One shift of `bytes` along TP by `offset` after `deps`: (send, recv).
 fn shift(bld: &mut Builder, offset: i32, bytes: u64, deps: Vec<u32>, row: u32, phase: Phase) -> [u32; 2] {
-    let send = bld.push(OpKind::Send { peer: Peer { group: TP, offset }, bytes }, deps.clone(), row, phase);
-    let recv = bld.push(OpKind::Recv { peer: Peer { group: TP, offset: -offset }, bytes }, deps, row, phase);
+    let send = bld.push(OpKind::Send { peer: Peer { group: TP, offset }, bytes, copy: true }, deps.clone(), row, phase);
+    let recv =
+        bld.push(OpKind::Recv { peer: Peer { group: TP, offset: -offset }, bytes, copy: true }, deps, row, phase);
     [send, recv]
 }
 

@@ -90,7 +90,8 @@ impl Workload {
     /// The executor and the network models act for a class through its first rank, so every
     /// rank of a class must meet the same classes in group `g`: its instance spans the same
     /// classes, and each point-to-point peer the class's program names is of the same class;
-    /// and a class's first rank must pair with the first rank of its peer's class.
+    /// and a class's first rank must pair with the first rank of its peer's class (or a peer of
+    /// its own class: the executor runs that pair as a shift of the whole class).
     fn check_lock_step(&self, g: usize) -> std::result::Result<(), (String, String)> {
         let ranks = self.rank_class.len();
         // Each rank's instance (index into `instances`) and place in it.
@@ -193,12 +194,13 @@ impl Workload {
                 }
             }
         }
-        // A send meets its receive through the classes' first ranks: they must be each other's peers.
+        // A send meets its receive through the classes' first ranks: they must be each other's
+        // peers, unless the peer is of the same class (a shift of the class along the group).
         for (c, &rep) in reps.iter().enumerate() {
             for &o in &offsets[c] {
                 let q = peer(rep, o);
                 let first = reps[self.rank_class[q as usize] as usize];
-                if q != first {
+                if q != first && self.rank_class[q as usize] != c as u32 {
                     return Err((
                         format!("groups[{g}]"),
                         format!(
