@@ -262,13 +262,17 @@ fn ranks_of_one_class_must_meet_the_same_classes() {
     let ring =
         doc("[[0, 1], [2, 3]]", p2p).replacen("[0, 0, 1, 1]", "[0, 1, 2, 3]", 1).replacen("[0, 0]", "[0, 0, 0, 0]", 1);
     assert_eq!(end_ns(&ring), 20.0);
-    // A copy across classes is refused when it runs, naming the op.
-    let e = Workload::from_json("w.json", &ring.replace(r#""bytes": 8}"#, r#""bytes": 8, "copy": true}"#)).unwrap();
-    let err = Executor::new(&e)
-        .unwrap()
-        .run(&mut Analytical::new(Box::new(Fixed), Placement::servers(4, 8)), &mut |_| true)
-        .unwrap_err();
-    assert!(err.message.contains("a copy must stay inside its rank class"), "{err}");
+    // A copy across classes, or a pair of which only one op is a copy, is refused on reading,
+    // naming the op's field.
+    let e = Workload::from_json("w.json", &ring.replace(r#""bytes": 8}"#, r#""bytes": 8, "copy": true}"#));
+    let e = e.unwrap_err().to_string();
+    assert!(e.contains("programs[0].ops[0].copy: a copy to or from rank class 1"), "{e}");
+    let one_class =
+        doc("[[0, 1], [2, 3]]", p2p).replacen("[0, 0, 1, 1]", "[0, 0, 0, 0]", 1).replacen("[0, 0]", "[0]", 1);
+    let half = one_class.replacen(r#""bytes": 8}"#, r#""bytes": 8, "copy": true}"#, 1);
+    let e = Workload::from_json("w.json", &half).unwrap_err().to_string();
+    assert!(e.contains("programs[0].ops[1].copy: op 0 (send to offset 1 in G) and op 1 (its receive)"), "{e}");
+    assert!(e.ends_with("a copy pair marks both ops"), "{e}");
 }
 
 #[test]

@@ -213,6 +213,58 @@ impl Workload {
                 }
             }
         }
+        // Copies (userbuffers) stay inside their class, and the k-th send to +o and the k-th
+        // receive from −o, which the executor pairs, both are copies or neither is.
+        for (c, &rep) in reps.iter().enumerate() {
+            let p = self.class_program[c] as usize;
+            let ops = &self.programs[p].ops;
+            let mut seen: std::collections::BTreeMap<(bool, i32), Vec<(usize, bool)>> = Default::default();
+            for (i, op) in ops.iter().enumerate() {
+                let (send, to, copy) = match op.kind {
+                    OpKind::Send { peer, copy, .. } => (true, peer, copy),
+                    OpKind::Recv { peer, copy, .. } => (false, peer, copy),
+                    _ => continue,
+                };
+                if to.group as usize != g {
+                    continue;
+                }
+                let other = self.rank_class[peer(rep, to.offset) as usize];
+                let inside = other == c as u32;
+                if copy && !inside {
+                    return Err((
+                        format!("programs[{p}].ops[{i}].copy"),
+                        format!(
+                            "a copy to or from rank class {} (its peer at offset {} in {name}); a copy \
+                             stays inside its rank class: drop copy for an NCCL send/recv",
+                            other, to.offset
+                        ),
+                    ));
+                }
+                if inside {
+                    // Keyed by the send's offset: a receive from −o pairs with a send to +o.
+                    let key = if send { to.offset } else { to.offset.wrapping_neg() };
+                    seen.entry((send, key)).or_default().push((i, copy));
+                }
+            }
+            for (&(send, o), mine) in &seen {
+                if !send {
+                    continue;
+                }
+                let theirs = seen.get(&(false, o)).map_or(&[][..], |v| v.as_slice());
+                for (&(si, sc), &(ri, rc)) in mine.iter().zip(theirs) {
+                    if sc != rc {
+                        let at = if sc { ri } else { si };
+                        return Err((
+                            format!("programs[{p}].ops[{at}].copy"),
+                            format!(
+                                "op {si} (send to offset {o} in {name}) and op {ri} (its receive) pair up \
+                                 inside rank class {c} but only one is a copy; a copy pair marks both ops"
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
         Ok(())
     }
 
