@@ -30,9 +30,10 @@
 //!
 //! Each userbuffers communication is what the GPUs' NVLink carries, with no NCCL call: a ring
 //! step is one shift (every TP rank copies to its next and receives from its previous, the
-//! executor's send/recv pair inside one rank class); an SM-driven all-gather or reduce-scatter of
-//! S bytes moves S/t to or from each of the t − 1 peers, t − 1 shifts (offsets 1 … t − 1) one
-//! after another, (t − 1)/t · S per GPU as NCCL's bus bandwidth has it. Why ops, not a closed
+//! executor's send/recv pair inside one rank class, both ops marked `copy`); an SM-driven
+//! all-gather or reduce-scatter of S bytes moves S/t to or from each of the t − 1 peers, t − 1
+//! shifts (offsets 1 … t − 1) one after another, (t − 1)/t · S per GPU as NCCL's bus bandwidth
+//! has it. Why ops, not a closed
 //! form: the steps are priced by the network model, so the flow model shares NVLink with other
 //! traffic and the exposure report shows what the copies leave exposed.
 //! Not modelled: the 16 SMs the pipeline and bulk kernels take from a concurrent GEMM (TE's
