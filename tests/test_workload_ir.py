@@ -277,3 +277,26 @@ def test_one_rank_and_empty_programs_run():
     empty.assign(empty.program(), [0, 1])
     assert empty.simulate()["end_ns"] == 0.0
     assert Workload.from_json(empty.to_json()).columns() == empty.columns()
+
+
+def test_a_ring_inside_one_class_is_nccl_unless_marked_a_copy():
+    # Two TP ranks in one class send to each other: NCCL sends pay their call latency; marked
+    # copy=True (Transformer Engine's userbuffers) they pay only the bytes.
+    def ring(send_copy: bool, recv_copy: bool) -> Workload:
+        w = Workload(ranks=2)
+        tp = w.group("TP", [[0, 1]])
+        p = w.program()
+        w.assign(p, [0, 1])
+        w.send(p, tp, 1, 8 << 20, copy=send_copy)
+        w.recv(p, tp, -1, 8 << 20, copy=recv_copy)
+        return w
+
+    nccl, copy = ring(False, False), ring(True, True)
+    assert '"copy"' not in nccl.to_json() and copy.to_json().count('"copy":true') == 2
+    back = Workload.from_json(copy.to_json())
+    assert back.columns() == copy.columns() and back.ops(0).to_dict()["copy"] == [True, True]
+    assert nccl.simulate()["end_ns"] > copy.simulate()["end_ns"] > 0
+    with pytest.raises(InputError, match="a copy pair marks both ops"):
+        ring(True, False).simulate()
+    with pytest.raises(InputError, match="copy: must be true or false"):
+        copy.add_ops(0, ["SEND"], group=[0], offset=[1], bytes=[8], copy=[1])

@@ -35,7 +35,7 @@ PHASES: tuple[str, ...] = tuple(_engine.PHASES)
 # The JSON Schema of the IR's JSON form.
 SCHEMA = Path(__file__).parent / "schema" / "workload-ir.schema.json"
 # Per-op columns of a program besides the dependencies.
-OP_COLUMNS = ("kind", "ns", "collective", "group", "offset", "bytes", "row", "phase")
+OP_COLUMNS = ("kind", "ns", "collective", "group", "offset", "bytes", "copy", "row", "phase")
 # Most ranks a workload may have: past the largest clusters built, and a list of it still fits
 # in memory (a typo of 4e9 ranks would otherwise allocate 32 GB before any check).
 MAX_RANKS = 1 << 24
@@ -74,6 +74,12 @@ def _floats(values: Iterable[Any], what: str) -> list[float]:
         return [float(v) for v in values]
     except (TypeError, ValueError):
         raise InputError(f"workload: {what}: must be numbers, got {list(values)!r}") from None
+
+
+def _flags(values: Sequence[bool], what: str) -> list[bool]:
+    if not all(isinstance(v, bool) for v in values):
+        raise InputError(f"workload: {what}: must be true or false, got {list(values)!r}")
+    return list(values)
 
 
 class _Program:
@@ -181,16 +187,18 @@ class Workload:
         group: Sequence[int | str] | None = None,
         offset: Sequence[int] | None = None,
         bytes: Sequence[int] | None = None,
+        copy: Sequence[bool] | None = None,
         deps: Sequence[Sequence[int]] | None = None,
         row: Sequence[str | None] | None = None,
         phase: Sequence[str | int] | None = None,
     ) -> range:
         """Append ops in bulk, one entry per op in each given column (COMP uses ns; COMM_COLL
-        collective, group, bytes; SEND/RECV group, offset, bytes). Returns the ops' indices."""
+        collective, group, bytes; SEND/RECV group, offset, bytes and copy: a userbuffers copy, no
+        NCCL call). Returns the ops' indices."""
         p = self._programs[self._program_index(program, "add_ops")]
         n = len(kind)
         given = {"ns": ns, "collective": collective, "group": group, "offset": offset, "bytes": bytes}
-        given |= {"deps": deps, "row": row, "phase": phase}
+        given |= {"copy": copy, "deps": deps, "row": row, "phase": phase}
         for name, col in given.items():
             if col is not None and len(col) != n:
                 raise InputError(f"workload: add_ops: {name} has {len(col)} entries for {n} ops")
@@ -202,6 +210,7 @@ class Workload:
             "group": self._group_indices(group) if group is not None else zeros,
             "offset": _whole(offset, 1 - (1 << 31), (1 << 31) - 1, "offset") if offset is not None else zeros,
             "bytes": _whole(bytes, 0, (1 << 64) - 1, "bytes") if bytes is not None else zeros,
+            "copy": _flags(copy, "copy") if copy is not None else [False] * n,
             "phase": [_code(PHASES, x, "phase") for x in phase] if phase is not None else [3] * n,
         }
         op_deps = deps if deps is not None else [()] * n
@@ -259,7 +268,8 @@ class Workload:
         )[0]  # fmt: skip
 
     def send(self, program: int, group: int | str, offset: int, bytes: int, **op: Any) -> int:
-        """Send `bytes` to the rank `offset` places on in this rank's instance of `group`."""
+        """Send `bytes` to the rank `offset` places on in this rank's instance of `group`;
+        `copy=True`: a userbuffers copy inside the rank class (no NCCL call), its recv marked too."""
         return self._p2p(program, "SEND", group, offset, bytes, **op)
 
     def recv(self, program: int, group: int | str, offset: int, bytes: int, **op: Any) -> int:
@@ -273,6 +283,7 @@ class Workload:
         group: int | str,
         offset: int,
         nbytes: int,
+        copy: bool = False,
         deps: Sequence[int] = (),
         row: str | None = None,
         phase: str = "other",
@@ -283,6 +294,7 @@ class Workload:
             group=[group],
             offset=[offset],
             bytes=[nbytes],
+            copy=[copy],
             deps=[deps],
             row=[row],
             phase=[phase],
@@ -346,6 +358,7 @@ class Workload:
                 ],
                 "offset": c["offset"],
                 "bytes": c["bytes"],
+                "copy": c["copy"],
                 "deps": [p.deps[a:b] for a, b in zip(p.dep_start, p.dep_start[1:], strict=False)],
                 "row": [self._rows[r] if r < len(self._rows) else "" for r in c["row"]],
                 "phase": [PHASES[x] for x in c["phase"]],

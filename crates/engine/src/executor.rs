@@ -8,7 +8,9 @@
 //! matched by per-communicator sequence number as NCCL matches them. A send/recv pair inside one
 //! class (the k-th send to peer +o meets the k-th recv from peer −o) is a shift of the whole
 //! class along its group ([`Comm::Shift`]): the ranks run in lock step, so each sends to its next
-//! peer while it receives from its previous one.
+//! peer while it receives from its previous one. The pair is a copy (no NCCL call) only when
+//! both ops say so (`copy`); a copy must stay inside its class, and a copy send never meets an
+//! NCCL recv.
 //!
 //! Ranks of a class run in lock step, so the cost per event is independent of the rank count.
 
@@ -169,9 +171,9 @@ impl<'w> Executor<'w> {
     }
 
     /// A send of `class` to `peer` from rank `src` to `dst`: a shift when `dst` is in the class.
-    fn transfer(&self, class: u32, peer: Peer, (src, dst): (u32, u32), bytes: u64) -> Comm {
+    fn transfer(&self, class: u32, peer: Peer, (src, dst): (u32, u32), bytes: u64, copy: bool) -> Comm {
         if self.w.rank_class[dst as usize] == class {
-            Comm::Shift { group: peer.group, offset: peer.offset, class, src, dst, bytes }
+            Comm::Shift { group: peer.group, offset: peer.offset, class, src, dst, bytes, copy }
         } else {
             Comm::Transfer { src, dst, bytes }
         }
@@ -236,19 +238,23 @@ impl<'w> Executor<'w> {
                             .map(|classes| (Channel::Coll { group, first_class: classes[0] }, classes.len(), false));
                         (comm, channel)
                     }
-                    OpKind::Send { peer, bytes } => {
+                    OpKind::Send { peer, bytes, copy } => {
                         let (dc, dst) = self.peer_class(c, peer);
-                        let comm = self.transfer(c, peer, (self.reps[ci], dst), bytes);
+                        if copy && dc != c {
+                            return Err(copy_outside_error(w, (c, i), dc));
+                        }
+                        let comm = self.transfer(c, peer, (self.reps[ci], dst), bytes, copy);
                         (comm, Some((Channel::P2p { src: c, dst: dc, offset: peer.offset }, 2, false)))
                     }
-                    OpKind::Recv { peer, bytes } => {
+                    OpKind::Recv { peer, bytes, copy } => {
                         let (sc, src) = self.peer_class(c, peer);
                         let comm = match sc == c {
                             // Inside the class: the shift its matching send names.
                             true => {
                                 let send = Peer { offset: peer.offset.wrapping_neg(), ..peer };
-                                self.transfer(c, send, (self.reps[ci], self.peer_class(c, send).1), bytes)
+                                self.transfer(c, send, (self.reps[ci], self.peer_class(c, send).1), bytes, copy)
                             }
+                            false if copy => return Err(copy_outside_error(w, (c, i), sc)),
                             false => Comm::Transfer { src, dst: self.reps[ci], bytes },
                         };
                         (comm, Some((Channel::P2p { src: sc, dst: c, offset: -peer.offset }, 2, true)))
@@ -349,20 +355,42 @@ impl<'w> Executor<'w> {
     }
 }
 
+/// The row an op reports under.
+fn row_of(w: &Workload, c: u32, i: u32) -> &str {
+    let op = &w.programs[w.class_program[c as usize] as usize].ops[i as usize];
+    w.rows.get(op.row as usize).map_or("?", |s| s.as_str())
+}
+
 /// Parties matched as one communication must issue the same one.
 fn mismatch_error(w: &Workload, rz: &Rendezvous, (c, i): (u32, u32), comm: &Comm) -> InputError {
     let (fc, fi) = rz.parties[0];
-    let row = |c: u32, i: u32| {
-        let op = &w.programs[w.class_program[c as usize] as usize].ops[i as usize];
-        w.rows.get(op.row as usize).map_or("?", |s| s.as_str()).to_string()
-    };
+    let (first, row) = (row_of(w, fc, fi), row_of(w, c, i));
+    if let (Comm::Shift { copy: a, .. }, Comm::Shift { copy: b, .. }) = (rz.comm, *comm) {
+        if a != b {
+            return InputError::new(
+                "workload",
+                format!(
+                    "copy: rank class {fc} op {fi} (row '{first}') has copy {a} but its matching send/recv, op {i} (row '{row}'), has copy {b}; a copy pair marks both ops"
+                ),
+            );
+        }
+    }
     InputError::new(
         "workload",
         format!(
-            "mismatched communication: rank class {fc} op {fi} (row '{}') issues {:?} but its peer, class {c} op {i} (row '{}'), issues {comm:?}",
-            row(fc, fi),
-            rz.comm,
-            row(c, i)
+            "mismatched communication: rank class {fc} op {fi} (row '{first}') issues {:?} but its peer, class {c} op {i} (row '{row}'), issues {comm:?}",
+            rz.comm
+        ),
+    )
+}
+
+/// A copy (userbuffers) moves data between the ranks of one class only.
+fn copy_outside_error(w: &Workload, (c, i): (u32, u32), peer_class: u32) -> InputError {
+    InputError::new(
+        "workload",
+        format!(
+            "copy: rank class {c} op {i} (row '{}') is a copy to or from rank class {peer_class}; a copy must stay inside its rank class (drop copy for an NCCL send/recv)",
+            row_of(w, c, i)
         ),
     )
 }
@@ -465,8 +493,8 @@ mod tests {
     fn send_and_recv_meet_across_stages() {
         let pp_next = Peer { group: 1, offset: 1 };
         let pp_prev = Peer { group: 1, offset: -1 };
-        let stage0 = vec![compute(100.0, vec![]), op(OpKind::Send { peer: pp_next, bytes: 8 }, vec![0])];
-        let stage1 = vec![op(OpKind::Recv { peer: pp_prev, bytes: 8 }, vec![]), compute(10.0, vec![0])];
+        let stage0 = vec![compute(100.0, vec![]), op(OpKind::Send { peer: pp_next, bytes: 8, copy: false }, vec![0])];
+        let stage1 = vec![op(OpKind::Recv { peer: pp_prev, bytes: 8, copy: false }, vec![]), compute(10.0, vec![0])];
         let w = workload(vec![stage0, stage1]);
         let e = run(&w).unwrap();
         let t1 = &e.timelines[1];
@@ -488,35 +516,69 @@ mod tests {
         assert_eq!(e.timelines[1].end[1], 120.0);
     }
 
-    #[test]
-    fn a_send_and_recv_inside_one_class_are_one_shift() {
-        // One class of two TP ranks: each copies 8 B to its next peer and receives from its
-        // previous; the pair is one shift, priced as a copy (no call latency: 20 − 20 ns).
-        struct PerByte;
-        impl CollectiveCost for PerByte {
-            fn collective_ns(&self, _: Collective, _: &GroupShape, _: u64) -> std::result::Result<f64, InputError> {
-                Ok(50.0)
-            }
-            fn transfer_ns(&self, _: bool, bytes: u64) -> std::result::Result<f64, InputError> {
-                Ok(20.0 + bytes as f64)
-            }
+    /// A transfer costs 20 ns of call latency plus 1 ns/B.
+    struct PerByte;
+    impl CollectiveCost for PerByte {
+        fn collective_ns(&self, _: Collective, _: &GroupShape, _: u64) -> std::result::Result<f64, InputError> {
+            Ok(50.0)
         }
+        fn transfer_ns(&self, _: bool, bytes: u64) -> std::result::Result<f64, InputError> {
+            Ok(20.0 + bytes as f64)
+        }
+    }
+
+    /// One class of two TP ranks: compute 5 ns, each rank sends 8 B to its next TP peer and
+    /// receives from its previous, then computes 10 ns after the recv.
+    fn in_class_pair(send_copy: bool, recv_copy: bool) -> Result<Execution> {
         let next = Peer { group: 0, offset: 1 };
         let prev = Peer { group: 0, offset: -1 };
         let ops = vec![
             compute(5.0, vec![]),
-            op(OpKind::Send { peer: next, bytes: 8 }, vec![0]),
-            op(OpKind::Recv { peer: prev, bytes: 8 }, vec![0]),
+            op(OpKind::Send { peer: next, bytes: 8, copy: send_copy }, vec![0]),
+            op(OpKind::Recv { peer: prev, bytes: 8, copy: recv_copy }, vec![0]),
             compute(10.0, vec![2]),
         ];
         let w = workload(vec![ops]);
-        let e = Executor::new(&w)
-            .unwrap()
-            .run(&mut Analytical::new(Box::new(PerByte), Placement::servers(4, 8)), &mut |_| true)
-            .unwrap();
+        Executor::new(&w)?.run(&mut Analytical::new(Box::new(PerByte), Placement::servers(4, 8)), &mut |_| true)
+    }
+
+    #[test]
+    fn a_marked_copy_pair_inside_one_class_is_one_shift_without_call_latency() {
+        // The pair is one shift, priced as a copy: 28 − 20 ns.
+        let e = in_class_pair(true, true).unwrap();
         let t = &e.timelines[0];
         assert_eq!((t.start[1], t.end[1], t.start[2], t.end[2]), (5.0, 13.0, 5.0, 13.0));
         assert_eq!(e.end_ns, 23.0);
+    }
+
+    #[test]
+    fn an_unmarked_pair_inside_one_class_pays_its_nccl_latency() {
+        // A p2p ring inside one class (ring attention, a user's ring): NCCL sends, 20 + 8 ns.
+        let e = in_class_pair(false, false).unwrap();
+        let t = &e.timelines[0];
+        assert_eq!((t.start[1], t.end[1], t.start[2], t.end[2]), (5.0, 33.0, 5.0, 33.0));
+        assert_eq!(e.end_ns, 43.0);
+    }
+
+    #[test]
+    fn a_copy_must_be_marked_on_both_ops_and_stay_in_its_class() {
+        for (send, recv) in [(true, false), (false, true)] {
+            let err = in_class_pair(send, recv).unwrap_err();
+            assert!(
+                err.message.starts_with("copy: rank class 0 op 1")
+                    && err.message.contains("a copy pair marks both ops"),
+                "{err}"
+            );
+        }
+        // Across pipeline stages (two classes) a copy is refused, on either side.
+        let pp_next = Peer { group: 1, offset: 1 };
+        let pp_prev = Peer { group: 1, offset: -1 };
+        for (send, recv) in [(true, true), (false, true)] {
+            let s0 = vec![op(OpKind::Send { peer: pp_next, bytes: 8, copy: send }, vec![])];
+            let s1 = vec![op(OpKind::Recv { peer: pp_prev, bytes: 8, copy: recv }, vec![])];
+            let err = run(&workload(vec![s0, s1])).unwrap_err();
+            assert!(err.message.contains("a copy must stay inside its rank class"), "{err}");
+        }
     }
 
     #[test]
@@ -535,8 +597,8 @@ mod tests {
         }
         let layout = Layout::megatron(4, 1, 1, 1, 1);
         let shift = vec![
-            op(OpKind::Send { peer: Peer { group: 0, offset: 1 }, bytes: 8 }, vec![]),
-            op(OpKind::Recv { peer: Peer { group: 0, offset: -1 }, bytes: 8 }, vec![]),
+            op(OpKind::Send { peer: Peer { group: 0, offset: 1 }, bytes: 8, copy: true }, vec![]),
+            op(OpKind::Recv { peer: Peer { group: 0, offset: -1 }, bytes: 8, copy: true }, vec![]),
         ];
         for (per_server, want) in [(2, 80.0), (4, 8.0)] {
             let w = Workload {
@@ -557,15 +619,15 @@ mod tests {
 
     #[test]
     fn matched_parties_must_agree() {
-        let s0 = vec![op(OpKind::Send { peer: Peer { group: 1, offset: 1 }, bytes: 8 }, vec![])];
-        let s1 = vec![op(OpKind::Recv { peer: Peer { group: 1, offset: -1 }, bytes: 1000 }, vec![])];
+        let s0 = vec![op(OpKind::Send { peer: Peer { group: 1, offset: 1 }, bytes: 8, copy: false }, vec![])];
+        let s1 = vec![op(OpKind::Recv { peer: Peer { group: 1, offset: -1 }, bytes: 1000, copy: false }, vec![])];
         let err = run(&workload(vec![s0, s1])).unwrap_err();
         assert!(err.message.contains("mismatched communication"), "{err}");
     }
 
     #[test]
     fn an_unmatched_recv_is_reported_not_hung() {
-        let recv = op(OpKind::Recv { peer: Peer { group: 1, offset: -1 }, bytes: 8 }, vec![]);
+        let recv = op(OpKind::Recv { peer: Peer { group: 1, offset: -1 }, bytes: 8, copy: false }, vec![]);
         let err = run(&workload(vec![vec![compute(1.0, vec![])], vec![recv]])).unwrap_err();
         assert!(err.message.contains("deadlock"), "{err}");
     }

@@ -11,14 +11,15 @@ use crate::workload::{Collective, GroupId, Workload};
 /// among the ranks of `class` (they run concurrently; for a group spanning classes, `class` is
 /// the lowest of them); a transfer goes from the lowest rank of one class to its peer in the
 /// other, standing for every such pair; a shift is a send/recv pair inside one class: every rank
-/// of `class` copies `bytes` to its peer `offset` places on in its instance of `group` and
-/// receives as much from the peer as far back, as a device-to-device copy with no NCCL call
-/// (Transformer Engine's userbuffers; `src` → `dst`: the class's lowest rank and its peer).
+/// of `class` sends `bytes` to its peer `offset` places on in its instance of `group` and
+/// receives as much from the peer as far back (`src` → `dst`: the class's lowest rank and its
+/// peer); `copy` when the ops are marked as a device-to-device copy with no NCCL call
+/// (Transformer Engine's userbuffers), else NCCL sends paying their call latency.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Comm {
     Collective { collective: Collective, group: GroupId, bytes: u64, class: u32 },
     Transfer { src: u32, dst: u32, bytes: u64 },
-    Shift { group: GroupId, offset: i32, class: u32, src: u32, dst: u32, bytes: u64 },
+    Shift { group: GroupId, offset: i32, class: u32, src: u32, dst: u32, bytes: u64, copy: bool },
 }
 
 pub trait NetworkModel {

@@ -114,13 +114,17 @@ pub enum OpKind {
         group: GroupId,
         bytes: u64,
     },
+    /// `copy`: a device-to-device copy with no NCCL call (Transformer Engine's userbuffers); it
+    /// must meet a copy recv inside the sender's rank class. Otherwise an NCCL send.
     Send {
         peer: Peer,
         bytes: u64,
+        copy: bool,
     },
     Recv {
         peer: Peer,
         bytes: u64,
+        copy: bool,
     },
 }
 

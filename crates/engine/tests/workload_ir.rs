@@ -11,12 +11,13 @@ use clustersim_engine::network::{Comm, NetworkModel};
 use clustersim_engine::platform::Placement;
 use clustersim_engine::simai::build::{BuildOptions, Overlap, SimaiWorkload};
 use clustersim_engine::simai::file::WorkloadFile;
-use clustersim_engine::training::generate::generate;
+use clustersim_engine::training::generate::{generate, generate_with};
 use clustersim_engine::training::hardware::Accelerator;
 use clustersim_engine::training::model::Model;
+use clustersim_engine::training::overlap::Overlap as Overlaps;
 use clustersim_engine::training::plan::Plan;
 use clustersim_engine::workload::columns::Columns;
-use clustersim_engine::workload::{Collective, Workload};
+use clustersim_engine::workload::{Collective, OpKind, Workload};
 use clustersim_engine::{InputError, Result};
 
 fn round_trip(w: &Workload) {
@@ -65,6 +66,15 @@ fn a_megatron_plan_round_trips() {
     .unwrap();
     let w = generate(&model, &plan, &acc, true).unwrap().workload;
     assert_eq!(w.programs.len(), 2);
+    round_trip(&w);
+    // With --tp-comm-overlap the userbuffers transfers are marked as copies, and stay so.
+    let tp_comm = Overlaps { tp_comm: Some(true), ..Overlaps::default() };
+    let w = generate_with(&model, &plan, &acc, true, &tp_comm).unwrap().workload;
+    let copies = w.programs[0].ops.iter().filter(|op| matches!(op.kind, OpKind::Send { copy: true, .. })).count();
+    let json = w.to_json();
+    assert!(copies > 0 && json.contains(r#""copy":true"#), "{copies} copies");
+    let nccl = w.programs[0].ops.iter().filter(|op| matches!(op.kind, OpKind::Send { copy: false, .. })).count();
+    assert!(nccl > 0, "pipeline sends stay NCCL sends");
     round_trip(&w);
 }
 
@@ -235,23 +245,34 @@ fn ranks_of_one_class_must_meet_the_same_classes() {
     );
     // Alike groups pass: each class's ranks pair with the other class's, in the same places.
     Workload::from_json("w.json", &doc("[[0, 2], [1, 3]]", p2p)).unwrap();
-    // A ring inside one class: rank 0's receive (from 1) and send (to 1) are different transfers
-    // from its class's point of view, and the executor refused it as mismatched communication.
+    let end_ns = |text: &str| {
+        let w = Workload::from_json("w.json", text).unwrap();
+        let e = Executor::new(&w)
+            .unwrap()
+            .run(&mut Analytical::new(Box::new(Fixed), Placement::servers(w.world_size(), 8)), &mut |_| true)
+            .unwrap();
+        e.end_ns
+    };
+    // A ring inside one class is a shift of the class: NCCL sends, 20 ns, send and receive
+    // overlapping; marked as a copy (userbuffers) it pays no call latency (20 − 20 ns).
     let ring = doc("[[0, 1], [2, 3]]", p2p).replacen("[0, 0, 1, 1]", "[0, 0, 0, 0]", 1).replacen("[0, 0]", "[0]", 1);
-    let e = Workload::from_json("w.json", &ring).unwrap_err().to_string();
-    assert!(
-        e.starts_with("w.json:1: groups[0]: rank 0's peer at offset -1 in G is rank 1, not the first rank 0"),
-        "{e}"
-    );
-    // With a class per rank (one program for all) it runs: send and receive overlap, 20 ns each.
+    assert_eq!(end_ns(&ring), 20.0);
+    assert_eq!(end_ns(&ring.replace(r#""bytes": 8}"#, r#""bytes": 8, "copy": true}"#)), 0.0);
+    // With a class per rank (one program for all) it runs the same: 20 ns.
     let ring =
         doc("[[0, 1], [2, 3]]", p2p).replacen("[0, 0, 1, 1]", "[0, 1, 2, 3]", 1).replacen("[0, 0]", "[0, 0, 0, 0]", 1);
-    let w = Workload::from_json("w.json", &ring).unwrap();
-    let e = Executor::new(&w)
-        .unwrap()
-        .run(&mut Analytical::new(Box::new(Fixed), Placement::servers(w.world_size(), 8)), &mut |_| true)
-        .unwrap();
-    assert_eq!(e.end_ns, 20.0);
+    assert_eq!(end_ns(&ring), 20.0);
+    // A copy across classes, or a pair of which only one op is a copy, is refused on reading,
+    // naming the op's field.
+    let e = Workload::from_json("w.json", &ring.replace(r#""bytes": 8}"#, r#""bytes": 8, "copy": true}"#));
+    let e = e.unwrap_err().to_string();
+    assert!(e.contains("programs[0].ops[0].copy: a copy to or from rank class 1"), "{e}");
+    let one_class =
+        doc("[[0, 1], [2, 3]]", p2p).replacen("[0, 0, 1, 1]", "[0, 0, 0, 0]", 1).replacen("[0, 0]", "[0]", 1);
+    let half = one_class.replacen(r#""bytes": 8}"#, r#""bytes": 8, "copy": true}"#, 1);
+    let e = Workload::from_json("w.json", &half).unwrap_err().to_string();
+    assert!(e.contains("programs[0].ops[1].copy: op 0 (send to offset 1 in G) and op 1 (its receive)"), "{e}");
+    assert!(e.ends_with("a copy pair marks both ops"), "{e}");
 }
 
 #[test]

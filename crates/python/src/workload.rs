@@ -34,6 +34,7 @@ fn pack<'py>(py: Python<'py>, w: &Workload) -> PyResult<Bound<'py, PyDict>> {
     d.set_item("group", c.group)?;
     d.set_item("offset", c.offset)?;
     d.set_item("bytes", c.bytes)?;
+    d.set_item("copy", c.copy)?;
     d.set_item("row", c.row)?;
     d.set_item("phase", c.phase)?;
     d.set_item("dep_start", c.dep_start)?;
@@ -65,6 +66,7 @@ fn unpack(d: &Bound<'_, PyDict>, file: &str) -> PyResult<Workload> {
         group: get(d, "group")?,
         offset: get(d, "offset")?,
         bytes: get(d, "bytes")?,
+        copy: get(d, "copy")?,
         row: get(d, "row")?,
         phase: get(d, "phase")?,
         dep_start: get(d, "dep_start")?,

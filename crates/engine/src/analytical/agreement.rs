@@ -116,7 +116,10 @@ fn pipeline_send(n: u32, bytes: u64) -> Workload {
     Workload {
         layout,
         groups: vec![Group { name: "PP".into(), members: Membership::Dims(mask) }],
-        programs: vec![op(OpKind::Send { peer: peer(1), bytes }), op(OpKind::Recv { peer: peer(-1), bytes })],
+        programs: vec![
+            op(OpKind::Send { peer: peer(1), bytes, copy: false }),
+            op(OpKind::Recv { peer: peer(-1), bytes, copy: false }),
+        ],
         class_program: vec![0, 1],
         rank_class: (0..n).map(|r| u32::from(r >= n / 2)).collect(),
         rows: vec!["pp".into()],

@@ -170,9 +170,13 @@ impl NetworkModel for Analytical {
         let t = match *comm {
             Comm::Collective { collective, group, bytes, .. } => self.price(collective, group, bytes)?,
             Comm::Transfer { src, dst, bytes } => self.cost.transfer_ns(self.placement.same_domain(src, dst), bytes)?,
-            Comm::Shift { group, offset, class, src, dst, bytes } => {
+            Comm::Shift { group, offset, class, src, dst, bytes, copy } => {
                 let inside = self.shift_inside.get(&(class, group, offset)).copied();
-                self.cost.copy_ns(inside.unwrap_or_else(|| self.placement.same_domain(src, dst)), bytes)?
+                let inside = inside.unwrap_or_else(|| self.placement.same_domain(src, dst));
+                match copy {
+                    true => self.cost.copy_ns(inside, bytes)?,
+                    false => self.cost.transfer_ns(inside, bytes)?,
+                }
             }
         };
         if !(t.is_finite() && t >= 0.0) {

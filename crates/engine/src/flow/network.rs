@@ -161,8 +161,8 @@ type Routed = Rc<Vec<Rc<[ReadyPhase]>>>;
 enum RouteKey {
     Collective(GroupId, u32, Collective, u64),
     Transfer(u32, u32, u64),
-    /// (group, class, offset, bytes) of a [`Comm::Shift`].
-    Shift(GroupId, u32, i32, u64),
+    /// (group, class, offset, bytes, copy) of a [`Comm::Shift`].
+    Shift(GroupId, u32, i32, u64, bool),
     /// Flows between platform nodes ([`FlowNetwork::start_node_flows`]): the caller's key, bytes.
     Nodes(u64, u64),
 }
@@ -453,8 +453,9 @@ impl FlowNetwork {
                 let wait = self.p2p_wait[usize::from(self.topo.placement.same_domain(src, dst))];
                 vec![Rc::from([(flows, 1, wait, Rc::from([]))])]
             }
-            Comm::Shift { group, offset, class, bytes, .. } => {
-                // Every rank of the class to its peer in its group instance; a copy, no NCCL call.
+            Comm::Shift { group, offset, class, bytes, copy, .. } => {
+                // Every rank of the class to its peer in its group instance: a copy waits only
+                // its path latency (no NCCL call), NCCL sends their p2p latency.
                 let inst = self.instances.get(&(group, class)).cloned().ok_or_else(|| {
                     InputError::internal(
                         "flow model",
@@ -462,17 +463,24 @@ impl FlowNetwork {
                     )
                 })?;
                 let mut flows = Vec::new();
+                // The ranks run in lock step: one pair across scale-up domains sets the latency.
+                let mut inside = true;
                 for ranks in inst.iter() {
                     let n = ranks.len() as i64;
                     for (i, &r) in ranks.iter().enumerate() {
                         if self.rank_class[r as usize] == class {
                             let d = ranks[(i as i64 + offset as i64).rem_euclid(n) as usize];
                             let p = &self.topo.placement;
+                            inside &= p.same_domain(r, d);
                             self.flows_between(p.device(r), p.device(d), bytes as f64, &mut flows)?;
                         }
                     }
                 }
-                vec![Rc::from([(flows, 1, Wait::Path { extra_ns: 0.0 }, Rc::from([]))])]
+                let wait = match copy {
+                    true => Wait::Path { extra_ns: 0.0 },
+                    false => self.p2p_wait[usize::from(inside)],
+                };
+                vec![Rc::from([(flows, 1, wait, Rc::from([]))])]
             }
         };
         let routed = Rc::new(routed);
@@ -603,7 +611,7 @@ impl NetworkModel for FlowNetwork {
                 RouteKey::Collective(group, class, collective, bytes)
             }
             Comm::Transfer { src, dst, bytes } => RouteKey::Transfer(src, dst, bytes),
-            Comm::Shift { group, offset, class, bytes, .. } => RouteKey::Shift(group, class, offset, bytes),
+            Comm::Shift { group, offset, class, bytes, copy, .. } => RouteKey::Shift(group, class, offset, bytes, copy),
         };
         let routed = self.routed(key, comm)?;
         if routed.is_empty() {

@@ -793,3 +793,34 @@ fn a_replay_in_company_is_cut_where_a_company_flow_ends() {
     // 57 against 1340; 94 when the replay stopped a run short of each end and went on event by event.
     assert!(solves_fast * 20 < solves_slow, "{solves_fast} vs {solves_slow}");
 }
+
+#[test]
+fn an_in_class_send_pays_its_p2p_latency_and_a_marked_copy_only_its_path() {
+    // Two single-GPU servers on one switch (50 B/ns, 500 ns per link), one rank class: each
+    // rank sends S to the other and receives as much (one shift). With AS_SEND_LAT 3 µs an NCCL
+    // send waits its path (2 links) and 3 µs, then S/B; a userbuffers copy only its path.
+    let (b, lat, s) = (50.0, 500.0, 1u64 << 20);
+    let layout = Layout::megatron(2, 1, 1, 1, 1);
+    let shift = |copy| {
+        let peer = |offset| crate::workload::Peer { group: 0, offset };
+        let ops = vec![
+            Op::new(OpKind::Send { peer: peer(1), bytes: s, copy }, vec![], 0, OpPhase::Forward),
+            Op::new(OpKind::Recv { peer: peer(-1), bytes: s, copy }, vec![], 0, OpPhase::Forward),
+        ];
+        Workload {
+            groups: vec![Group { name: "TP".into(), members: Membership::Dims(layout.mask(&[Axis::Tp])) }],
+            layout: layout.clone(),
+            programs: vec![Program { ops }],
+            class_program: vec![0],
+            rank_class: vec![0, 0],
+            rows: vec!["ring".into()],
+        }
+    };
+    let options = Options { send_lat_us: Some(3.0), ..Options::default() };
+    for (copy, want) in [(true, 2.0 * lat + s as f64 / b), (false, 2.0 * lat + 3000.0 + s as f64 / b)] {
+        let t = leaf_spine(2, 1, 0, b, b, lat);
+        let mut net = FlowNetwork::tuned(t, &Tuning { options: options.clone(), ..Tuning::default() }, |s| s).unwrap();
+        let e = Executor::new(&shift(copy)).unwrap().run(&mut net, &mut |_| true).unwrap();
+        assert!(close(e.end_ns, want, 1e-12), "copy {copy}: {} vs {want}", e.end_ns);
+    }
+}

@@ -156,14 +156,19 @@ impl Builder {
     /// Receive from the pipeline neighbour `offset` stages away, posted after `deps`; the next
     /// compute waits for it.
     fn recv(&mut self, offset: i32, bytes: u64, deps: Vec<u32>) {
-        let r = self.push(OpKind::Recv { peer: Peer { group: PP, offset }, bytes }, deps, R_PIPE, Phase::Other);
+        let r = self.push(
+            OpKind::Recv { peer: Peer { group: PP, offset }, bytes, copy: false },
+            deps,
+            R_PIPE,
+            Phase::Other,
+        );
         self.gate.push(r);
     }
 
     /// Send to the pipeline neighbour `offset` stages away, after the gate; nothing waits for it.
     fn send(&mut self, offset: i32, bytes: u64) {
         let deps = self.gate.clone();
-        self.push(OpKind::Send { peer: Peer { group: PP, offset }, bytes }, deps, R_PIPE, Phase::Other);
+        self.push(OpKind::Send { peer: Peer { group: PP, offset }, bytes, copy: false }, deps, R_PIPE, Phase::Other);
     }
 
     /// A collective after the gate. Blocking ones become the gate.
@@ -608,52 +613,40 @@ fn forward_layer(
 /// Backward of one block (from its row-parallel output back to its column-parallel input):
 /// data-gradient compute, its TP collective overlapping the weight-gradient compute; the next
 /// block waits for both. `output_grad`: with SP, the block ends in a reduce-scatter whose
-/// backward first gathers the output gradient; the value is the data-gradient GEMM it feeds,
-/// which the gather pipelines with under `--tp-comm-overlap` (None without it). Under it the
-/// re-gather and the input gradient's reduce-scatter are userbuffers' bulk overlaps.
-/// Returns the weight-gradient op.
+/// backward first gathers the output gradient; the value is the block's GEMMs under
+/// `--tp-comm-overlap` (None without it): the gather is then pipelined with the last GEMM's data
+/// gradient, and the re-gather and the input gradient's reduce-scatter are userbuffers' bulk
+/// overlaps inside the first GEMM's layer (see [`userbuffers`]). Returns the weight-gradient op.
 fn backward_linear(
     bld: &mut Builder,
     cx: &Ctx,
     data_ns: f64,
     weight_ns: f64,
     row: u32,
-    output_grad: Option<Option<Split>>,
+    output_grad: Option<Option<Linears>>,
 ) -> u32 {
-    let (plan, act, t) = (cx.plan, cx.act, cx.plan.tp);
+    let (plan, act) = (cx.plan, cx.act);
     let tp = plan.tp > 1;
     // Transformer Engine's layers (the LM head is Megatron's own linear, on NCCL).
-    let ub = matches!(output_grad, Some(Some(_)));
-    let mut data_ns = data_ns;
-    if let (true, true, Some(gemm)) = (tp, plan.sp, output_grad) {
+    if let (true, true, Some(Some(lin))) = (tp, plan.sp, output_grad) {
+        return backward_linear_ub(bld, cx, data_ns, weight_ns, row, lin);
+    }
+    if let (true, true, Some(None)) = (tp, plan.sp, output_grad) {
         // Output gradient of the row-parallel linear, gathered before the data gradient.
-        match gemm {
-            Some(gemm) => {
-                let gemm = gemm.scaled(gemm.whole.min(data_ns) / gemm.whole.max(f64::MIN_POSITIVE));
-                ring_exchange(bld, act, gemm, row, Phase::InputGrad);
-                data_ns -= gemm.whole;
-            }
-            None => {
-                bld.coll(Collective::AllGather, TP, act, row, Phase::InputGrad, true);
-            }
-        }
+        bld.coll(Collective::AllGather, TP, act, row, Phase::InputGrad, true);
     }
     // With SP the sequence-sharded input is re-gathered for the weight gradient; Megatron issues
     // it before the data-gradient GEMM, so it runs under that GEMM.
-    let regather: Vec<u32> = match (tp && plan.sp, ub) {
-        (false, _) => Vec::new(),
-        (true, false) => vec![bld.coll(Collective::AllGather, TP, act, row, Phase::WeightGrad, false)],
-        (true, true) => sm_collective(bld, act, t, bld.gate.clone(), row, Phase::WeightGrad),
+    let regather: Vec<u32> = match tp && plan.sp {
+        false => Vec::new(),
+        true => vec![bld.coll(Collective::AllGather, TP, act, row, Phase::WeightGrad, false)],
     };
     let d = bld.compute(data_ns, row, Phase::InputGrad);
     let mut next = Vec::new();
     if tp {
         // The input gradient's reduction overlaps the weight-gradient GEMM.
         let c = if plan.sp { Collective::ReduceScatter } else { Collective::AllReduce };
-        match ub {
-            true => next.extend(sm_collective(bld, act, t, vec![d], row, Phase::InputGrad)),
-            false => next.push(bld.coll(c, TP, act, row, Phase::InputGrad, false)),
-        }
+        next.push(bld.coll(c, TP, act, row, Phase::InputGrad, false));
     }
     bld.gate = std::iter::once(d).chain(regather).collect();
     let w = bld.compute(weight_ns, row, Phase::WeightGrad);
@@ -662,10 +655,34 @@ fn backward_linear(
     w
 }
 
+/// [`backward_linear`] under `--tp-comm-overlap`, in Transformer Engine's order: the last
+/// layer's data gradient pipelined with the output gradient's ring exchange, then its weight
+/// gradient and the rest of the block's data gradient (core attention, the activation); then
+/// the first layer: its input re-gathered (bulk) under its data-gradient GEMM, whose call waits
+/// for the gather, and that gradient reduce-scattered (bulk) under its weight-gradient GEMM,
+/// which the next block waits for with the scatter.
+fn backward_linear_ub(bld: &mut Builder, cx: &Ctx, data_ns: f64, weight_ns: f64, row: u32, lin: Linears) -> u32 {
+    let (act, t) = (cx.act, cx.plan.tp);
+    let last = lin.last_dgrad.scaled(lin.last_dgrad.whole.min(data_ns) / lin.last_dgrad.whole.max(f64::MIN_POSITIVE));
+    ring_exchange(bld, act, last, row, Phase::InputGrad);
+    let first_dgrad = lin.first_dgrad.min(data_ns - last.whole);
+    let first_wgrad = lin.first_wgrad.min(weight_ns);
+    bld.compute(weight_ns - first_wgrad, row, Phase::WeightGrad);
+    bld.compute(data_ns - last.whole - first_dgrad, row, Phase::InputGrad);
+    let regather = sm_collective(bld, act, t, bld.gate.clone(), row, Phase::WeightGrad);
+    let d = bld.compute(first_dgrad, row, Phase::InputGrad);
+    bld.gate = std::iter::once(d).chain(regather).collect();
+    let mut next = sm_collective(bld, act, t, bld.gate.clone(), row, Phase::InputGrad);
+    let w = bld.compute(first_wgrad, row, Phase::WeightGrad);
+    next.push(w);
+    bld.gate = next;
+    w
+}
+
 /// Backward of a layer; returns the weight-gradient ops of its MLP and its attention.
 fn backward_layer(bld: &mut Builder, cx: &Ctx, bt: &BlockTimes, moe: bool) -> (u32, u32) {
     let (model, plan) = (cx.model, cx.plan);
-    let gemm = |pick: fn(&TpLinears) -> Split| Some(cx.tp_overlap.as_ref().map(pick));
+    let gemm = |pick: fn(&TpLinears) -> Linears| Some(cx.tp_overlap.as_ref().map(pick));
     let mlp_w = if moe {
         // The dispatcher's collectives mirrored: combine, expert-TP scatter, experts, gather, dispatch.
         let (a2a, etp, _) = moe_bytes(model, plan);
@@ -685,9 +702,9 @@ fn backward_layer(bld: &mut Builder, cx: &Ctx, bt: &BlockTimes, moe: bool) -> (u
         }
         w
     } else {
-        backward_linear(bld, cx, bt.mlp_bwd_data, bt.mlp_bwd_weight, R_MLP, gemm(|x| x.mlp.last_dgrad))
+        backward_linear(bld, cx, bt.mlp_bwd_data, bt.mlp_bwd_weight, R_MLP, gemm(|x| x.mlp))
     };
-    let attn_grad = gemm(|x| x.attn.last_dgrad);
+    let attn_grad = gemm(|x| x.attn);
     let attn_w = if plan.cp > 1 {
         let kv = kv_bytes(model, plan);
         bld.coll(Collective::AllGather, CP, kv, R_ATTN, Phase::InputGrad, true);
@@ -880,7 +897,7 @@ fn moe_bytes(model: &Model, plan: &Plan) -> (u64, u64, u64) {
 
 #[path = "userbuffers.rs"]
 mod userbuffers;
-use userbuffers::{pipelined_scatter, ring_exchange, sm_collective, tp_linears, within, Split, TpLinears};
+use userbuffers::{pipelined_scatter, ring_exchange, sm_collective, tp_linears, within, Linears, TpLinears};
 
 #[cfg(test)]
 #[path = "overlap_tests.rs"]

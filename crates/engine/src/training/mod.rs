@@ -625,7 +625,7 @@ mod tests {
 
     #[test]
     fn a_shift_counts_once_in_its_rows_communication() {
-        // Two TP ranks in one class copy 1000 B to each other (a send and a recv, one shift): at
+        // Two TP ranks in one class copy 1000 B to each other (a copy send and recv, one shift): at
         // 1 B/ns (copy: no call latency) 1 µs, all of it exposed, counted once in the row.
         use crate::layout::{Axis, Layout};
         use crate::workload::{Group, Membership, Op, Peer, Phase, Program};
@@ -641,8 +641,8 @@ mod tests {
         let layout = Layout::megatron(2, 1, 1, 1, 1);
         let peer = |offset| Peer { group: 0, offset };
         let ops = vec![
-            Op::new(OpKind::Send { peer: peer(1), bytes: 1000 }, vec![], 0, Phase::Forward),
-            Op::new(OpKind::Recv { peer: peer(-1), bytes: 1000 }, vec![], 0, Phase::Forward),
+            Op::new(OpKind::Send { peer: peer(1), bytes: 1000, copy: true }, vec![], 0, Phase::Forward),
+            Op::new(OpKind::Recv { peer: peer(-1), bytes: 1000, copy: true }, vec![], 0, Phase::Forward),
         ];
         let w = Workload {
             groups: vec![Group { name: "TP".into(), members: Membership::Dims(layout.mask(&[Axis::Tp])) }],

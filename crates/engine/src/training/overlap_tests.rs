@@ -325,30 +325,44 @@ fn tp_pipelined_scatter_exposes_the_last_split() {
 }
 
 #[test]
-fn tp_bulk_overlap_hides_the_gather_under_the_data_gradient() {
-    // Backward of qkv (TE's bulk overlap): the re-gather of the input for the weight gradient,
-    // (t − 1) copies of S/t, a in all, runs under the data-gradient GEMM d; the weight-gradient
-    // GEMM starts after both, at d + max(0, a − d): hidden entirely while a ≤ d.
+fn tp_bulk_overlaps_hide_only_under_the_qkv_layer_s_own_gemms() {
+    // Backward of the attention block under TE's bulk overlaps, issued inside the qkv layer's
+    // backward (layernorm_linear.py): the re-gather of its input for the weight gradient,
+    // (t − 1) copies of S/t, a in all, runs under the qkv data-gradient GEMM d only (not the
+    // proj layer or core attention before it), and the weight-gradient GEMM w starts after both,
+    // at d + max(0, a − d); the input gradient's reduce-scatter, as many bytes (a again), runs
+    // under w only: exposed max(0, a − w) and max(0, a − d), in closed form.
     let act = 2 * 1024 * 1024u64;
     let t = 2u32;
     let p = plan(t, t, 1, 1, 1, DataParallel::Ddp);
     let o = Overlap { tp_comm: Some(true), ..Overlap::default() };
     let (g0, e0) = run(&p, &o, 1e9);
-    let (computes, _) = block_ops(&g0, false, R_ATTN, Phase::InputGrad);
-    let d = duration(&e0, 0, *computes.last().unwrap());
-    for factor in [0.5, 2.0] {
+    let (data, _) = block_ops(&g0, false, R_ATTN, Phase::InputGrad);
+    let (weight, _) = block_ops(&g0, false, R_ATTN, Phase::WeightGrad);
+    let d = duration(&e0, 0, *data.last().unwrap());
+    let w = duration(&e0, 0, *weight.last().unwrap());
+    let x = tp_linears(&model(), &p, &Accelerator::ideal()).attn;
+    assert!(close(d, x.first_dgrad) && close(w, x.first_wgrad), "{d} {w} vs {x:?}");
+    // The ring pieces, then the rest of the block's data gradient (core attention) before d.
+    assert!(data.len() > t as usize + 1 && duration(&e0, 0, data[t as usize]) > 0.0);
+    for factor in [0.5, 2.0, 4.0] {
         let a = factor * d;
         let (gen, e) = run(&p, &o, ((t - 1) as u64 * act / t as u64) as f64 / a);
-        let (data, _) = block_ops(&gen, false, R_ATTN, Phase::InputGrad);
+        let (data, comm_ig) = block_ops(&gen, false, R_ATTN, Phase::InputGrad);
         let (weight, gather) = block_ops(&gen, false, R_ATTN, Phase::WeightGrad);
+        // The reduce-scatter: the input-gradient copies after the ring exchange's t − 1 steps.
+        let scatter = &comm_ig[2 * (t as usize - 1)..];
+        assert_eq!((gather.len(), scatter.len()), (2 * (t as usize - 1), 2 * (t as usize - 1)));
         let tl = &e.timelines[0];
-        let d_op = *data.last().unwrap() as usize;
-        assert!(close(tl.start[gather[0] as usize], tl.start[d_op]), "the gather starts with the GEMM");
-        let wait = tl.start[weight[0] as usize] - tl.start[d_op];
+        let (d_op, w_op) = (*data.last().unwrap() as usize, *weight.last().unwrap() as usize);
+        assert!(close(tl.start[gather[0] as usize], tl.start[d_op]), "the gather starts with the qkv dgrad GEMM");
+        let wait = tl.start[w_op] - tl.start[d_op];
         assert!(close(wait, d.max(a)), "a = {factor}·d: {wait} vs {}", d.max(a));
+        assert!(close(tl.start[scatter[0] as usize], tl.start[w_op]), "the scatter starts with the wgrad GEMM");
         let ex = exposure(&gen.workload.programs[0], tl, e.end_ns);
-        let exposed: f64 = gather.iter().map(|&i| ex.exposed[i as usize]).sum();
-        assert!(close(exposed, (a - d).max(0.0)), "{exposed} vs {}", (a - d).max(0.0));
+        let exposed = |ops: &[u32]| ops.iter().map(|&i| ex.exposed[i as usize]).sum::<f64>();
+        assert!(close(exposed(&gather), (a - d).max(0.0)), "gather {} vs {}", exposed(&gather), (a - d).max(0.0));
+        assert!(close(exposed(scatter), (a - w).max(0.0)), "scatter {} vs {}", exposed(scatter), (a - w).max(0.0));
     }
 }
 

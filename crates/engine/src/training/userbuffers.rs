@@ -18,15 +18,22 @@
 //!   reduce-scattered (`reducescatter2_userbuff_stridedoutput`, 16 SMs) while the next computes,
 //!   in order on one stream (split i's starts when split i and split i − 1's reduce-scatter are
 //!   done): with split GEMM g and split reduce-scatter r, 4·g + r when r ≤ g, g + 4·r beyond.
-//! - Bulk (`bulk_overlap`, 16 SMs) in the backward of qkv and fc1: the all-gather of the input the
-//!   weight gradient needs runs under the data-gradient GEMM, the reduce-scatter of the input
-//!   gradient under the weight-gradient GEMM; hidden entirely when shorter than the GEMM.
+//! - Bulk (`bulk_overlap`, 16 SMs) inside the backward of the qkv and fc1 layers
+//!   (`pytorch/module/layernorm_linear.py`, `layernorm_mlp.py`): the layer copies its saved
+//!   input into the `_dgrad` buffer and its data-gradient GEMM call (`BULK_OVERLAP_AG`) gathers
+//!   it on the communication stream while the GEMM runs, the call's end waiting for the gather;
+//!   the data gradient lands in the `_wgrad` buffer and the weight-gradient GEMM call
+//!   (`BULK_OVERLAP_RS`) reduce-scatters it likewise. So the gather hides only under that
+//!   layer's data-gradient GEMM and the reduce-scatter only under its weight-gradient GEMM,
+//!   each exposed by max(0, comm − GEMM); nothing else of the block's backward (the proj / fc2
+//!   layer, core attention, the activation) runs beside them.
 //!
 //! Each userbuffers communication is what the GPUs' NVLink carries, with no NCCL call: a ring
 //! step is one shift (every TP rank copies to its next and receives from its previous, the
-//! executor's send/recv pair inside one rank class); an SM-driven all-gather or reduce-scatter of
-//! S bytes moves S/t to or from each of the t − 1 peers, t − 1 shifts (offsets 1 … t − 1) one
-//! after another, (t − 1)/t · S per GPU as NCCL's bus bandwidth has it. Why ops, not a closed
+//! executor's send/recv pair inside one rank class, both ops marked `copy`); an SM-driven
+//! all-gather or reduce-scatter of S bytes moves S/t to or from each of the t − 1 peers, t − 1
+//! shifts (offsets 1 … t − 1) one after another, (t − 1)/t · S per GPU as NCCL's bus bandwidth
+//! has it. Why ops, not a closed
 //! form: the steps are priced by the network model, so the flow model shares NVLink with other
 //! traffic and the exposure report shows what the copies leave exposed.
 //! Not modelled: the 16 SMs the pipeline and bulk kernels take from a concurrent GEMM (TE's
@@ -60,12 +67,15 @@ impl Split {
 }
 
 /// Per block: the GEMM after the input all-gather (ring exchange), the GEMM before the output
-/// reduce-scatter (pipeline) and that GEMM's data gradient (ring exchange of the output gradient).
+/// reduce-scatter (pipeline) and that GEMM's data gradient (ring exchange of the output gradient);
+/// the first GEMM's data and weight gradients (ns), which the bulk overlaps run under.
 #[derive(Debug, Clone, Copy)]
 pub struct Linears {
     pub first_fwd: Split,
     pub last_fwd: Split,
     pub last_dgrad: Split,
+    pub first_dgrad: f64,
+    pub first_wgrad: f64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -94,10 +104,16 @@ pub fn tp_linears(model: &Model, plan: &Plan, acc: &Accelerator) -> TpLinears {
     let gemm = |m: u64, n: u64, k: u64| Kernel::Gemm { m, n, k, batch: 1 }.ns(acc);
     let ring = |out: u64, k: u64| Split { whole: gemm(n, out, k), pieces: plan.tp };
     let pipe = |k: u64| Split { whole: gemm(n, h, k), pieces: PIPELINE_SPLITS };
-    TpLinears {
-        attn: Linears { first_fwd: ring(qkv_out, h), last_fwd: pipe(attn_width), last_dgrad: ring(attn_width, h) },
-        mlp: Linears { first_fwd: ring(up, h), last_fwd: pipe(f), last_dgrad: ring(f, h) },
-    }
+    // The block's first GEMM Y[n×out] = X[n×h]·W, its last Z[n×h] = A[n×k]·V; their gradients
+    // dX = dY·Wᵀ (n×h over out), dW = dYᵀ·X (out×h over n), dA = dZ·Vᵀ (n×k over h).
+    let block = |out: u64, k: u64| Linears {
+        first_fwd: ring(out, h),
+        last_fwd: pipe(k),
+        last_dgrad: ring(k, h),
+        first_dgrad: gemm(n, h, out),
+        first_wgrad: gemm(out, h, n),
+    };
+    TpLinears { attn: block(qkv_out, attn_width), mlp: block(up, f) }
 }
 
 /// Two GEMMs scaled, if need be, to fit in their block's `total` ns.
@@ -108,8 +124,9 @@ pub fn within(a: Split, b: Split, total: f64) -> (Split, Split) {
 
 /// One shift of `bytes` along TP by `offset` after `deps`: (send, recv).
 fn shift(bld: &mut Builder, offset: i32, bytes: u64, deps: Vec<u32>, row: u32, phase: Phase) -> [u32; 2] {
-    let send = bld.push(OpKind::Send { peer: Peer { group: TP, offset }, bytes }, deps.clone(), row, phase);
-    let recv = bld.push(OpKind::Recv { peer: Peer { group: TP, offset: -offset }, bytes }, deps, row, phase);
+    let send = bld.push(OpKind::Send { peer: Peer { group: TP, offset }, bytes, copy: true }, deps.clone(), row, phase);
+    let recv =
+        bld.push(OpKind::Recv { peer: Peer { group: TP, offset: -offset }, bytes, copy: true }, deps, row, phase);
     [send, recv]
 }
 

@@ -90,7 +90,8 @@ impl Workload {
     /// The executor and the network models act for a class through its first rank, so every
     /// rank of a class must meet the same classes in group `g`: its instance spans the same
     /// classes, and each point-to-point peer the class's program names is of the same class;
-    /// and a class's first rank must pair with the first rank of its peer's class.
+    /// and a class's first rank must pair with the first rank of its peer's class (or a peer of
+    /// its own class: the executor runs that pair as a shift of the whole class).
     fn check_lock_step(&self, g: usize) -> std::result::Result<(), (String, String)> {
         let ranks = self.rank_class.len();
         // Each rank's instance (index into `instances`) and place in it.
@@ -193,12 +194,13 @@ impl Workload {
                 }
             }
         }
-        // A send meets its receive through the classes' first ranks: they must be each other's peers.
+        // A send meets its receive through the classes' first ranks: they must be each other's
+        // peers, unless the peer is of the same class (a shift of the class along the group).
         for (c, &rep) in reps.iter().enumerate() {
             for &o in &offsets[c] {
                 let q = peer(rep, o);
                 let first = reps[self.rank_class[q as usize] as usize];
-                if q != first {
+                if q != first && self.rank_class[q as usize] != c as u32 {
                     return Err((
                         format!("groups[{g}]"),
                         format!(
@@ -208,6 +210,58 @@ impl Workload {
                             self.rank_class[q as usize]
                         ),
                     ));
+                }
+            }
+        }
+        // Copies (userbuffers) stay inside their class, and the k-th send to +o and the k-th
+        // receive from −o, which the executor pairs, both are copies or neither is.
+        for (c, &rep) in reps.iter().enumerate() {
+            let p = self.class_program[c] as usize;
+            let ops = &self.programs[p].ops;
+            let mut seen: std::collections::BTreeMap<(bool, i32), Vec<(usize, bool)>> = Default::default();
+            for (i, op) in ops.iter().enumerate() {
+                let (send, to, copy) = match op.kind {
+                    OpKind::Send { peer, copy, .. } => (true, peer, copy),
+                    OpKind::Recv { peer, copy, .. } => (false, peer, copy),
+                    _ => continue,
+                };
+                if to.group as usize != g {
+                    continue;
+                }
+                let other = self.rank_class[peer(rep, to.offset) as usize];
+                let inside = other == c as u32;
+                if copy && !inside {
+                    return Err((
+                        format!("programs[{p}].ops[{i}].copy"),
+                        format!(
+                            "a copy to or from rank class {} (its peer at offset {} in {name}); a copy \
+                             stays inside its rank class: drop copy for an NCCL send/recv",
+                            other, to.offset
+                        ),
+                    ));
+                }
+                if inside {
+                    // Keyed by the send's offset: a receive from −o pairs with a send to +o.
+                    let key = if send { to.offset } else { to.offset.wrapping_neg() };
+                    seen.entry((send, key)).or_default().push((i, copy));
+                }
+            }
+            for (&(send, o), mine) in &seen {
+                if !send {
+                    continue;
+                }
+                let theirs = seen.get(&(false, o)).map_or(&[][..], |v| v.as_slice());
+                for (&(si, sc), &(ri, rc)) in mine.iter().zip(theirs) {
+                    if sc != rc {
+                        let at = if sc { ri } else { si };
+                        return Err((
+                            format!("programs[{p}].ops[{at}].copy"),
+                            format!(
+                                "op {si} (send to offset {o} in {name}) and op {ri} (its receive) pair up \
+                                 inside rank class {c} but only one is a copy; a copy pair marks both ops"
+                            ),
+                        ));
+                    }
                 }
             }
         }

@@ -39,6 +39,8 @@ pub struct Columns {
     /// Send/recv peer offset within the group instance.
     pub offset: Vec<i32>,
     pub bytes: Vec<u64>,
+    /// Send/recv: a userbuffers copy (no NCCL call).
+    pub copy: Vec<bool>,
     pub row: Vec<u32>,
     pub phase: Vec<u8>,
     pub dep_start: Vec<u32>,
@@ -67,14 +69,14 @@ impl From<&Workload> for Columns {
         }
         for p in &w.programs {
             for op in &p.ops {
-                let (kind, ns, coll, group, offset, bytes) = match op.kind {
-                    OpKind::Compute { ns } => (0, ns, 0, 0, 0, 0),
+                let (kind, ns, coll, group, offset, bytes, copy) = match op.kind {
+                    OpKind::Compute { ns } => (0, ns, 0, 0, 0, 0, false),
                     OpKind::Collective { collective, group, bytes } => {
                         let k = Collective::ALL.iter().position(|&x| x == collective).unwrap_or(0);
-                        (1, 0.0, k as u8, group, 0, bytes)
+                        (1, 0.0, k as u8, group, 0, bytes, false)
                     }
-                    OpKind::Send { peer, bytes } => (2, 0.0, 0, peer.group, peer.offset, bytes),
-                    OpKind::Recv { peer, bytes } => (3, 0.0, 0, peer.group, peer.offset, bytes),
+                    OpKind::Send { peer, bytes, copy } => (2, 0.0, 0, peer.group, peer.offset, bytes, copy),
+                    OpKind::Recv { peer, bytes, copy } => (3, 0.0, 0, peer.group, peer.offset, bytes, copy),
                 };
                 c.kind.push(kind);
                 c.ns.push(ns);
@@ -82,6 +84,7 @@ impl From<&Workload> for Columns {
                 c.group.push(group);
                 c.offset.push(offset);
                 c.bytes.push(bytes);
+                c.copy.push(copy);
                 c.row.push(op.row);
                 c.phase.push(PHASES.iter().position(|&x| x == op.phase).unwrap_or(3) as u8);
                 c.deps.extend(&op.deps);
@@ -105,6 +108,7 @@ impl Columns {
             ("group", self.group.len()),
             ("offset", self.offset.len()),
             ("bytes", self.bytes.len()),
+            ("copy", self.copy.len()),
             ("row", self.row.len()),
             ("phase", self.phase.len()),
             ("dep_start", self.dep_start.len().saturating_sub(1)),
@@ -169,11 +173,11 @@ impl Columns {
                     }
                     k @ (2 | 3) => {
                         let peer = Peer { group: self.group[i], offset: self.offset[i] };
-                        let bytes = self.bytes[i];
+                        let (bytes, copy) = (self.bytes[i], self.copy[i]);
                         if k == 2 {
-                            OpKind::Send { peer, bytes }
+                            OpKind::Send { peer, bytes, copy }
                         } else {
-                            OpKind::Recv { peer, bytes }
+                            OpKind::Recv { peer, bytes, copy }
                         }
                     }
                     k => return Err(bad(at("kind"), format!("{k} is not an op kind code (0..{})", KINDS.len()))),

@@ -87,6 +87,9 @@ enum OpDoc {
         group: u16,
         offset: i32,
         bytes: u64,
+        /// A userbuffers copy (no NCCL call); written only when true.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        copy: bool,
         #[serde(default)]
         deps: Vec<u32>,
         #[serde(default)]
@@ -99,6 +102,9 @@ enum OpDoc {
         group: u16,
         offset: i32,
         bytes: u64,
+        /// A userbuffers copy (no NCCL call); written only when true.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        copy: bool,
         #[serde(default)]
         deps: Vec<u32>,
         #[serde(default)]
@@ -116,11 +122,11 @@ impl OpDoc {
             OpKind::Collective { collective, group, bytes } => {
                 OpDoc::Coll { collective, group, bytes, deps, row, phase }
             }
-            OpKind::Send { peer, bytes } => {
-                OpDoc::Send { group: peer.group, offset: peer.offset, bytes, deps, row, phase }
+            OpKind::Send { peer, bytes, copy } => {
+                OpDoc::Send { group: peer.group, offset: peer.offset, bytes, copy, deps, row, phase }
             }
-            OpKind::Recv { peer, bytes } => {
-                OpDoc::Recv { group: peer.group, offset: peer.offset, bytes, deps, row, phase }
+            OpKind::Recv { peer, bytes, copy } => {
+                OpDoc::Recv { group: peer.group, offset: peer.offset, bytes, copy, deps, row, phase }
             }
         }
     }
@@ -131,11 +137,11 @@ impl OpDoc {
             OpDoc::Coll { collective, group, bytes, deps, row, phase } => {
                 Op::new(OpKind::Collective { collective, group, bytes }, deps, row, phase)
             }
-            OpDoc::Send { group, offset, bytes, deps, row, phase } => {
-                Op::new(OpKind::Send { peer: Peer { group, offset }, bytes }, deps, row, phase)
+            OpDoc::Send { group, offset, bytes, copy, deps, row, phase } => {
+                Op::new(OpKind::Send { peer: Peer { group, offset }, bytes, copy }, deps, row, phase)
             }
-            OpDoc::Recv { group, offset, bytes, deps, row, phase } => {
-                Op::new(OpKind::Recv { peer: Peer { group, offset }, bytes }, deps, row, phase)
+            OpDoc::Recv { group, offset, bytes, copy, deps, row, phase } => {
+                Op::new(OpKind::Recv { peer: Peer { group, offset }, bytes, copy }, deps, row, phase)
             }
         }
     }

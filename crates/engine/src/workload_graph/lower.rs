@@ -432,9 +432,9 @@ pub fn lower(file: &str, g: &WorkloadGraph, platform: &Platform, o: &Options) ->
                             let me = pair.iter().position(|&x| x == r).unwrap_or(0) as i32;
                             let peer = Peer { group: vertex_group[v], offset: 1 - 2 * me };
                             let kind = if r == p2p_src[v] {
-                                OpKind::Send { peer, bytes: c.bytes }
+                                OpKind::Send { peer, bytes: c.bytes, copy: false }
                             } else {
-                                OpKind::Recv { peer, bytes: c.bytes }
+                                OpKind::Recv { peer, bytes: c.bytes, copy: false }
                             };
                             vec![push(&mut p, kind, deps, Role::P2p)]
                         }
