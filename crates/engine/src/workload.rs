@@ -39,6 +39,15 @@ impl Collective {
         Collective::Reduce,
     ];
 
+    /// Every kind a ring or a switch's multicast runs: all but all-to-all.
+    pub const RING_KINDS: [Collective; 5] = [
+        Collective::AllReduce,
+        Collective::AllGather,
+        Collective::ReduceScatter,
+        Collective::Broadcast,
+        Collective::Reduce,
+    ];
+
     /// nccl-tests bus-bandwidth factor: busbw = algbw × factor (doc/PERFORMANCE.md).
     pub fn busbw_factor(self, n: u32) -> f64 {
         let n = n as f64;

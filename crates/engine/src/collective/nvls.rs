@@ -65,13 +65,7 @@ impl CollectiveAlgorithm for Nvls {
     }
 
     fn collectives(&self) -> &[Collective] {
-        &[
-            Collective::AllReduce,
-            Collective::AllGather,
-            Collective::ReduceScatter,
-            Collective::Broadcast,
-            Collective::Reduce,
-        ]
+        &Collective::RING_KINDS
     }
 
     fn unsupported(&self, c: Collective, g: &GroupTopo, s: &Servers) -> Option<String> {

@@ -35,13 +35,7 @@ impl CollectiveAlgorithm for Ring {
     }
 
     fn collectives(&self) -> &[Collective] {
-        &[
-            Collective::AllReduce,
-            Collective::AllGather,
-            Collective::ReduceScatter,
-            Collective::Broadcast,
-            Collective::Reduce,
-        ]
+        &Collective::RING_KINDS
     }
 
     fn unsupported(&self, c: Collective, _g: &GroupTopo, _s: &Servers) -> Option<String> {
