@@ -145,14 +145,7 @@ fn capped(t: &Platform, batches: &[RefBatch], ceil: &dyn Fn(usize) -> f64) -> Ve
             .collect();
         sim.add_batch_capped(batch.start, flows, batch.repeat, b as u64, Wait::Path { extra_ns: 0.0 });
     }
-    let mut out = vec![f64::NAN; batches.len()];
-    let mut fin = Vec::new();
-    while sim.step(&mut fin).is_some() {
-        for (tag, time) in fin.drain(..) {
-            out[tag as usize] = time;
-        }
-    }
-    out
+    end_times(&mut sim, batches.len())
 }
 
 fn both(links: &mut Vec<Link>, a: u32, b: u32, bandwidth: f64, latency_ns: f64) {
@@ -212,6 +205,18 @@ fn worst(a: &[f64], b: &[f64]) -> f64 {
 }
 
 /// A small linear congruential generator: `below(n)` in 0..n, the same sequence for a seed.
+/// Runs `sim` to its end: when each batch, tagged 0..n, finished (NaN if it never did).
+pub(super) fn end_times(sim: &mut FlowSim, n: usize) -> Vec<f64> {
+    let mut out = vec![f64::NAN; n];
+    let mut fin = Vec::new();
+    while sim.step(&mut fin).is_some() {
+        for (tag, time) in fin.drain(..) {
+            out[tag as usize] = time;
+        }
+    }
+    out
+}
+
 fn lcg(seed: u64) -> impl FnMut(u32) -> u32 {
     let mut x = seed;
     move |n: u32| {

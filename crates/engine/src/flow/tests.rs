@@ -1,4 +1,5 @@
 use super::network::{fixed_algorithm, FlowNetwork, Tuning};
+use super::reference_tests::end_times;
 use super::sweep::sweep_workload;
 use super::*;
 use crate::collective::choose::Options;
@@ -189,13 +190,7 @@ fn run_batches_waiting(
             .collect();
         sim.add_batch_waiting(*start, fl, *repeat, k as u64, wait);
     }
-    let mut out = vec![f64::NAN; batches.len()];
-    let mut fin = Vec::new();
-    while sim.step(&mut fin).is_some() {
-        for (tag, time) in fin.drain(..) {
-            out[tag as usize] = time;
-        }
-    }
+    let out = end_times(&mut sim, batches.len());
     (out, sim.solves(), sim.carried_bytes().to_vec())
 }
 
@@ -506,13 +501,7 @@ fn per_flow_run(t: &Platform, flows: &[(u32, u32, f64, f64)], coalesce: bool) ->
         router.route(t, s, d, k as u64, &mut p).unwrap();
         sim.add_batch(start, vec![(p, bytes)], 1, k as u64);
     }
-    let mut out = vec![f64::NAN; flows.len()];
-    let mut fin = Vec::new();
-    while sim.step(&mut fin).is_some() {
-        for (tag, time) in fin.drain(..) {
-            out[tag as usize] = time;
-        }
-    }
+    let out = end_times(&mut sim, flows.len());
     (out, sim.solves())
 }
 
@@ -644,14 +633,7 @@ fn capped_run(t: &Platform, flows: &[(Vec<u32>, f64, f64, f64)]) -> Vec<f64> {
     for (k, (p, bytes, ceil, start)) in flows.iter().enumerate() {
         sim.add_batch_capped(*start, [(p.clone(), *bytes, *ceil)], 1, k as u64, Wait::Path { extra_ns: 0.0 });
     }
-    let mut out = vec![f64::NAN; flows.len()];
-    let mut fin = Vec::new();
-    while sim.step(&mut fin).is_some() {
-        for (tag, time) in fin.drain(..) {
-            out[tag as usize] = time;
-        }
-    }
-    out
+    end_times(&mut sim, flows.len())
 }
 
 #[test]
