@@ -134,3 +134,42 @@ def test_the_llama2_13b_graph_has_the_layer_formulas_and_coherence_pays(tmp_path
         times[template] = json.loads(ran.stdout)["iteration_ns"]
     # The paper's first finding (Fig. 8): the coherent system is faster.
     assert times["hcsim-cxl"] < times["hcsim-pcie"]
+
+
+def test_cm02_collectives_pay_every_steps_path_latency_at_link_rate():
+    # SimGrid's CM02 as HCSim runs it: a 2-rank ring all-reduce is 2 steps, each one path latency
+    # (XPU-switch-XPU, 2 × 100 ns) plus S/2 bytes at 10 GB/s.
+    platform = parse_graph("p.json", json.dumps(PLATFORM))
+    g = nx.DiGraph(name="one all-reduce")
+    g.add_node("ar", kind="communication", pattern="allreduce", participants="*", bytes=1e6)
+    text = workload_graph.from_networkx(g)
+    r = workload_graph.run(text, platform, algorithm="ring", collectives="cm02")
+    assert r["end_ns"] == pytest.approx(2 * (200 + 1e6 / 2 / 10), rel=1e-12)
+    # NCCL's model prices the same ring otherwise (its base latency and protocol efficiency).
+    nccl = workload_graph.run(text, platform, algorithm="ring")["end_ns"]
+    assert abs(nccl - r["end_ns"]) > 1e3
+    with pytest.raises(InputError, match="--collectives: 'ns3' is not one of nccl, cm02"):
+        workload_graph.run(text, platform, collectives="ns3")
+
+
+def test_the_llama2_13b_graph_syncs_per_layer_as_the_paper_builds_it():
+    by_decoder = workload_graph.llama2_13b(1, layers=2)
+    doc = workload_graph.llama2_13b(1, layers=2, sync="layer")
+    syncs = {n["id"]: n["bytes"] for n in doc["nodes"] if n["kind"] == "communication"}
+    # The layers with parameters, each with its own all-reduce: the decoder's bytes in all.
+    assert len(syncs) == 2 * 8
+    total = sum(n["bytes"] for n in by_decoder["nodes"] if n["kind"] == "communication")
+    assert sum(syncs.values()) == total
+    h = 5120
+    assert syncs["d1.linear_up.allreduce"] == 4 * (4 * h * h + 4 * h)
+    assert syncs["d0.layernorm2.allreduce"] == 4 * 2 * h
+    # After its layer's backward; its layer's next forward waits for it.
+    assert {"source": "d1.bwd.linear_up", "target": "d1.linear_up.allreduce"} in doc["links"]
+    loop = {"source": "d1.linear_up.allreduce", "target": "d1.fwd.linear_up", "not_first": True}
+    assert loop in doc["links"]
+    # The compute vertices are the same.
+    assert [n for n in doc["nodes"] if n["kind"] == "compute"] == [
+        n for n in by_decoder["nodes"] if n["kind"] == "compute"
+    ]
+    with pytest.raises(InputError, match="--sync: 'tensor' is not one of decoder, layer"):
+        workload_graph.llama2_13b(1, sync="tensor")

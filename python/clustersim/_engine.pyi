@@ -277,6 +277,8 @@ def run_workload_graph(
     algorithm: str = "auto",
     trace: bool = False,
     progress: Progress = None,
+    send_lat_us: float | None = None,
 ) -> dict[str, Any]:
     """A workload graph document on `platform` with the flow model: iteration end times (ns),
-    per-class breakdowns, placed bytes, per-link bytes and (with `trace`) a Chrome trace."""
+    per-class breakdowns, placed bytes, per-link bytes and (with `trace`) a Chrome trace;
+    `send_lat_us` prices collectives step by step at link rate (SimGrid's CM02)."""

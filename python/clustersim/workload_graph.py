@@ -23,6 +23,11 @@ if TYPE_CHECKING:
     from clustersim.platform import Platform
 
 ACCESS = ("auto", "copy", "coherent")
+COLLECTIVES = ("nccl", "cm02")
+"""How collectives are priced: NCCL's model (pipelined rings paying their hops' latency once,
+NVLink at NCCL's payload rate, protocol efficiency), or SimGrid's CM02 as HCSim runs it (every
+step's transfers pay their path latency, then move at link rate: t = latency + bytes / bandwidth)."""
+SYNC = ("decoder", "layer")
 """How compute reads remote memory: auto (in place on CXL memory, copy first from host DRAM)."""
 
 
@@ -109,13 +114,19 @@ def run(
     algorithm: str = "auto",
     trace: bool = False,
     progress: Callable[[float], object] | None = None,
+    collectives: str = "nccl",
 ) -> dict[str, Any]:
     """Run a graph document on `platform` (the engine's `workload_graph::run`): iteration end
     times (ns), per-class time breakdowns (compute, exposed reads of remote memory, collectives,
     point-to-point, idle), placed bytes, and the Chrome trace when `trace`; `algorithm` runs
-    every collective with that algorithm (auto: NCCL's tuner)."""
+    every collective with that algorithm (auto: NCCL's tuner), priced by `collectives`
+    ([`COLLECTIVES`])."""
     if access not in ACCESS:
         raise InputError(f"command line: --access: '{access}' is not one of {', '.join(ACCESS)}")
+    if collectives not in COLLECTIVES:
+        raise InputError(
+            f"command line: --collectives: '{collectives}' is not one of {', '.join(COLLECTIVES)}"
+        )
     result: dict[str, Any] = _engine.run_workload_graph(
         name,
         text,
@@ -125,6 +136,7 @@ def run(
         algorithm=algorithm,
         trace=trace,
         progress=progress,
+        send_lat_us=0.0 if collectives == "cm02" else None,
     )
     return result
 
@@ -138,6 +150,7 @@ def llama2_13b(
     heads: int = 40,
     element_bytes: int = 4,
     iterations: int = 1,
+    sync: str = "decoder",
 ) -> dict[str, Any]:
     """The HCSim paper's LLaMA2-13B data-parallel workload graph (§3.1 (2), Fig. 7): `layers`
     decoders of hidden size h = `hidden`, sequence s = `seq`, `batch` b per XPU, every vertex on
@@ -155,9 +168,14 @@ def llama2_13b(
       twice the FLOPs and the bytes;
     - LayerNorm, dropout, GeLU, add: 5, 1, 8 and 1 FLOPs per element, reading their inputs (e per
       element; add two) forward and twice that backward (negligible FLOPs, as in Table 4).
-    The all-reduce of decoder l carries its parameters' gradients: e·(12h² + 13h) bytes."""
+    The all-reduce of decoder l carries its parameters' gradients: e·(12h² + 13h) bytes. With
+    `sync` = "layer", as the paper builds its graph (§3.1 (2): each neural layer's gradients in its
+    own communication vertex), every layer with parameters (LayerNorm 2h, linear h_in·h_out + h_out)
+    has its own all-reduce after its backward vertex instead: 8 per decoder, the same bytes."""
     if min(batch, layers, hidden, seq, heads, element_bytes, iterations) < 1:
         raise InputError("command line: llama2-13b: every size must be at least 1")
+    if sync not in SYNC:
+        raise InputError(f"command line: --sync: '{sync}' is not one of {', '.join(SYNC)}")
     b, s, h, a, e = batch, seq, hidden, heads, element_bytes
     t = b * s
     dtype = {2: "fp16", 4: "fp32", 8: "fp64"}.get(e)
@@ -193,6 +211,10 @@ def llama2_13b(
         ("dropout2", elementwise(1, h)),
         ("add2", elementwise(1, h, inputs=2)),
     ]
+    # Parameters of the layers that have them (weights and biases; LayerNorm's scale and shift).
+    params = {"layernorm1": 2 * h, "linear_k": h * h + h, "linear_q": h * h + h, "linear_v": h * h + h,
+              "linear_out": h * h + h, "layernorm2": 2 * h, "linear_up": 4 * h * h + 4 * h,
+              "linear_down": 4 * h * h + h}  # fmt: skip
     nodes: list[dict[str, Any]] = []
     links: list[dict[str, Any]] = []
 
@@ -208,18 +230,24 @@ def llama2_13b(
             if previous is not None:
                 links.append({"source": previous, "target": vid})
             previous = vid
-    grad_bytes = e * (12 * h * h + 13 * h)
+
+    def all_reduce(vid: str, after: str, before: str, n_params: int) -> None:
+        """Gradients all-reduced once `after` is done; `before` waits for them from iteration 2."""
+        nodes.append({"id": vid, "kind": "communication", "pattern": "allreduce", "participants": "*",
+                      "bytes": e * n_params})  # fmt: skip
+        links.append({"source": after, "target": vid})
+        links.append({"source": vid, "target": before, "not_first": True})
+
     for layer in reversed(range(layers)):
         for name, (_, _, flops, nbytes) in reversed(parts):
             vid = f"d{layer}.bwd.{name}"
             compute(vid, flops, nbytes)
             links.append({"source": previous, "target": vid})
             previous = vid
-        sync = f"d{layer}.allreduce"
-        nodes.append({"id": sync, "kind": "communication", "pattern": "allreduce", "participants": "*",
-                      "bytes": grad_bytes})  # fmt: skip
-        links.append({"source": previous, "target": sync})
-        links.append({"source": sync, "target": f"d{layer}.fwd.{parts[0][0]}", "not_first": True})
+            if sync == "layer" and name in params:
+                all_reduce(f"d{layer}.{name}.allreduce", vid, f"d{layer}.fwd.{name}", params[name])
+        if sync == "decoder":
+            all_reduce(f"d{layer}.allreduce", previous, f"d{layer}.fwd.{parts[0][0]}", sum(params.values()))
     name = f"llama2-13b b={b} (decoders {layers}, hidden {h}, seq {s}, {dtype})"
     return {
         "directed": True,

@@ -26,9 +26,10 @@ pub fn normalize_workload_graph(py: Python<'_>, path: &str, text: &str) -> PyRes
 /// `access` is auto (coherent on CXL memory, copy on DRAM), copy or coherent; `algorithm` is
 /// the collectives' (auto: NCCL's tuner, or a name as `clustersim collective --algo`). Returns the
 /// iteration end times (ns), the run's end, per-class breakdowns, placed bytes and, when asked,
-/// a Chrome trace.
+/// a Chrome trace. `send_lat_us`, when given, prices collectives as SimGrid's CM02 model (HCSim's)
+/// does: each step's transfers pay their path latency plus this, at link rate (SimAI's AS_SEND_LAT).
 #[pyfunction]
-#[pyo3(signature = (path, text, platform, iterations = None, access = "auto", algorithm = "auto", trace = false, progress = None))]
+#[pyo3(signature = (path, text, platform, iterations = None, access = "auto", algorithm = "auto", trace = false, progress = None, send_lat_us = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn run_workload_graph<'py>(
     py: Python<'py>,
@@ -40,6 +41,7 @@ pub fn run_workload_graph<'py>(
     algorithm: &str,
     trace: bool,
     progress: Option<Bound<'py, PyAny>>,
+    send_lat_us: Option<f64>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let access = Access::parse(access).ok_or_else(|| {
         engine_err(Error::field("command line", "access", format!("'{access}' is not auto, copy or coherent")))
@@ -48,7 +50,7 @@ pub fn run_workload_graph<'py>(
     let options = Options { iterations, access };
     // The algorithm as every command reads it (NCCL's, CollNet on the platform's switches, ...).
     let mut topo = platform.inner.clone();
-    let mut choose = choose::Options::default();
+    let mut choose = choose::Options { send_lat_us, ..choose::Options::default() };
     on_platform::algorithm_options(&mut topo, algorithm, &PlatformOptions::default(), &mut choose)
         .map_err(engine_err)?;
     coherent_ring::check_platform(&choose, &topo, "graph run").map_err(engine_err)?;

@@ -91,6 +91,13 @@ def add(sub: argparse._SubParsersAction) -> None:
         default="auto",
         help="collective algorithm (default auto: NCCL's tuner; names as clustersim collective --algo)",
     )
+    r.add_argument(
+        "--collectives",
+        choices=("nccl", "cm02"),
+        default="nccl",
+        help="how collectives are priced: nccl (default: NCCL's latency and rates) or cm02 (SimGrid's,"
+        " as HCSim: every step pays its path latency, then moves at link rate)",
+    )
     r.add_argument("-r", "--result", metavar="PREFIX", help="write PREFIXsummary.json and PREFIXtrace.json")
     add_json(r, "the summary")
     add_progress(r)
@@ -101,7 +108,8 @@ def add(sub: argparse._SubParsersAction) -> None:
         description=(
             "Write the LLaMA2-13B data-parallel training graph of the HCSim paper (Fig. 7): 40 decoders,"
             " hidden 5120, sequence 4096, batch b per XPU, FP32, every vertex on every XPU, one gradient"
-            " all-reduce per decoder; FLOPs and bytes per layer from the layer shapes"
+            " all-reduce per decoder (--sync layer: per layer, as the paper); FLOPs and bytes per layer"
+            " from the layer shapes"
             " (docs/workload-graph-format.md compares them with the paper's Table 4)."
         ),
         epilog=LLAMA_EPILOG,
@@ -116,6 +124,12 @@ def add(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--heads", type=count, default=40, help="attention heads (default 40)")
     g.add_argument("--element-bytes", type=count, default=4, help="bytes per element: 4 FP32 (default), 2")
     g.add_argument("--iterations", type=count, default=1, help="the graph's iteration count (default 1)")
+    g.add_argument(
+        "--sync",
+        choices=("decoder", "layer"),
+        default="decoder",
+        help="a gradient all-reduce per decoder (default) or per layer with parameters (the paper's)",
+    )
     add_json(g, "the summary")
     g.set_defaults(func=main_llama)
 
@@ -166,6 +180,7 @@ def main_run(args: argparse.Namespace) -> int:
             algorithm=args.algo,
             trace=args.result is not None,
             progress=progress,
+            collectives=args.collectives,
         )
     finally:
         progress.close()
@@ -236,6 +251,7 @@ def main_llama(args: argparse.Namespace) -> int:
         heads=args.heads,
         element_bytes=args.element_bytes,
         iterations=args.iterations,
+        sync=args.sync,
     )
     text = workload_graph.normalize(json.dumps(doc), args.output)
     out = workload_graph.graphml_text(text) if args.output.lower().endswith(".graphml") else text

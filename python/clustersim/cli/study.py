@@ -99,12 +99,28 @@ def add(sub: argparse._SubParsersAction) -> None:
         default="ring",
         help="the all-reduce of every study but coherent-ring (default ring, the paper's)",
     )
+    h.add_argument(
+        "--model",
+        choices=("clustersim", "hcsim"),
+        default="clustersim",
+        help="clustersim (default): an all-reduce per decoder, NCCL's pipelined collectives, reads"
+        " bounded by their window; hcsim: HCSim's own (an all-reduce per layer, CM02 collectives paying"
+        " every step's latency, unbounded reads); the options below override either",
+    )
+    h.add_argument(
+        "--sync", choices=("decoder", "layer"), help="a gradient all-reduce per decoder or per layer"
+    )
+    h.add_argument(
+        "--collectives",
+        choices=("nccl", "cm02"),
+        help="nccl: NCCL's latency and rates; cm02: every step pays its path latency, at link rate",
+    )
     for memory, default in (("cxl", "16384 x 64 B"), ("dram", "768 x 512 B")):
         h.add_argument(
             f"--{memory}-window",
             metavar="BYTES",
             help=f"bytes an XPU keeps in flight to {memory.upper()} memory, e.g. 4MiB, or inf for no bound"
-            f" (HCSim's flows); reads run at most window / round trip (default {default})",
+            f" (HCSim's flows); reads run at most window / round trip (clustersim's default {default})",
         )
     h.add_argument("-o", "--output", metavar="DIR", help="write DIR/hcsim-STUDY.csv and .html")
     add_json(h, "the rows and the findings")
@@ -118,17 +134,18 @@ def main(args: argparse.Namespace) -> int:
     from clustersim.output import atomic_outputs, write_csv, write_text
     from clustersim.study import hcsim as h
 
-    windows = {
+    chosen = {
         f"{m}_window_bytes": parse_window(f"--{m}-window", text)
         for m, text in (("cxl", args.cxl_window), ("dram", args.dram_window))
         if text is not None
     }
+    chosen |= {k: v for k, v in (("sync", args.sync), ("collectives", args.collectives)) if v is not None}
     setup = h.Setup(
         layers=args.layers,
         batch=args.batch,
         servers_per_tor=args.servers_per_tor,
         algorithm=args.algo,
-        **windows,
+        **(h.MODELS[args.model] | chosen),
     )
     for m in args.mixes or []:
         h.mix_of(m, 1, 1)  # a bad name is refused before anything runs

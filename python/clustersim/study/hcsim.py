@@ -12,6 +12,10 @@ b samples each and an iteration of T seconds. A mix is assigned per ToR as in th
 the XPUs under one ToR are of one type): H100 under the first ToR, the slower type under every
 other, so a mixed system is homogeneous up to one ToR's XPUs (128 with Table 5's 16 servers of 8).
 
+A `Setup` models the system as clustersim does, or as HCSim does (`MODELS`). The paper's Fig. 11
+and Table 6 claims rest on HCSim's choices: rings that pay every step's latency over many small
+all-reduces, and the platform's link rates whatever the XPU (RESULTS.md, "with HCSim's modelling").
+
 Each study returns a `Table`, one row per simulated point, and `findings` checks the paper's
 claims about it on those rows (each with the numbers it rests on), so a claim that does not hold
 in our model says so rather than being assumed.
@@ -53,10 +57,26 @@ class Setup:
     # platform's default (the protocols' tag limits), inf: unbounded, as HCSim's flows are.
     cxl_window_bytes: float | None = None
     dram_window_bytes: float | None = None
+    sync: str = "decoder"  # one gradient all-reduce per decoder, or per layer (the paper's graph)
+    collectives: str = "nccl"  # how collectives are priced (workload_graph.COLLECTIVES)
 
     @property
     def per_tor(self) -> int:
         return self.servers_per_tor * self.xpus_per_server
+
+
+MODELS = {
+    "clustersim": {},
+    "hcsim": {
+        "sync": "layer",
+        "collectives": "cm02",
+        "cxl_window_bytes": math.inf,
+        "dram_window_bytes": math.inf,
+    },
+}
+"""How a study models the system: clustersim's (one all-reduce per decoder, NCCL's pipelined
+collectives, reads bounded by their window) or HCSim's own (§2–§3.1: an all-reduce per neural
+layer, SimGrid's CM02 paying every ring step's latency, reads as flows of any size in flight)."""
 
 
 def mix_of(name: str, xpus: int, per_tor: int) -> list[tuple[str, int]]:
@@ -70,10 +90,10 @@ def mix_of(name: str, xpus: int, per_tor: int) -> list[tuple[str, int]]:
 
 
 @functools.lru_cache(maxsize=4)
-def _graph(layers: int, batch: int) -> str:
+def _graph(layers: int, batch: int, sync: str) -> str:
     from clustersim import workload_graph
 
-    return workload_graph.normalize(json.dumps(workload_graph.llama2_13b(batch, layers=layers)))
+    return workload_graph.normalize(json.dumps(workload_graph.llama2_13b(batch, layers=layers, sync=sync)))
 
 
 def point(
@@ -108,7 +128,8 @@ def point(
         xpus_per_server=setup.xpus_per_server,
         **windows,
     )
-    r = workload_graph.run(_graph(setup.layers, setup.batch), platform, algorithm=algorithm)
+    graph = _graph(setup.layers, setup.batch, setup.sync)
+    r = workload_graph.run(graph, platform, algorithm=algorithm, collectives=setup.collectives)
     seconds = r["iteration_end_ns"][-1] / 1e9
     pace = min(r["classes"], key=lambda c: c["idle_ns"])
     return {
@@ -118,6 +139,8 @@ def point(
         "cxl_GBps": cxl_gbps,
         "cxl_latency_ns": cxl_ns,
         "algorithm": algorithm,
+        "sync": setup.sync,
+        "collectives": setup.collectives,
         "iteration_s": seconds,
         "batch_per_s": xpus * setup.batch / seconds,
         "compute_s": pace["compute_ns"] / 1e9,
