@@ -202,6 +202,11 @@ def test_workload_generate_ir(run_cli, tmp_path):
     w = Workload.load(tmp_path / "it.json")
     assert w.to_json() == Workload.from_training("llama3-8b", gpus=16, tp=2, pp=2, gbs=16, seq=2048).to_json()
     assert json.loads(out)["programs"] == 2
+    # One pipeline stage: each rank is its own embedding group (was [r, r], which reading refused).
+    rc, out, err = run_cli("workload", "generate", *plan[:4], "--gbs", "16", "--ir", "-o", "one.json")
+    assert rc == 0, err
+    emb = next(g for g in Workload.load(tmp_path / "one.json").groups if g["name"] == "EMB")
+    assert emb["instances"] == [[r] for r in range(16)]
 
 
 @pytest.mark.parametrize(

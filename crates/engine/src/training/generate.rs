@@ -238,9 +238,12 @@ pub fn generate_mixed(
     let layout = plan.layout();
     let dims = |axes: &[Axis]| Membership::Dims(layout.mask(axes));
     let world = plan.gpus;
-    // Embedding group: each first-stage rank with its last-stage peer (tied embeddings).
+    // Embedding group: each first-stage rank with its last-stage peer (tied embeddings); with one
+    // stage each rank is both, a group of its own.
     let stride = world / p;
-    let emb = Membership::Explicit((0..stride).map(|r| vec![r, r + (p - 1) * stride]).collect());
+    let emb = Membership::Explicit(
+        (0..stride).map(|r| if p > 1 { vec![r, r + (p - 1) * stride] } else { vec![r] }).collect(),
+    );
     let groups = vec![
         Group { name: "TP".into(), members: dims(&[Axis::Tp]) },
         Group { name: "CP".into(), members: dims(&[Axis::Cp]) },
