@@ -12,7 +12,9 @@ import networkx as nx
 import pytest
 from clustersim import workload_graph
 from clustersim.errors import InputError
-from clustersim.platform import parse_graph
+from clustersim.platform import hcsim, parse_graph
+from clustersim.training import train
+from clustersim.workload import Workload
 
 # Two user-defined XPUs of 1 TFLOP/s fp32 and 1 GB of HBM, each with CXL memory behind a switch:
 # XPU-switch 10 GB/s 100 ns, switch-memory 20 GB/s 50 ns (a lone read: bytes / 10 + 150 ns).
@@ -173,3 +175,105 @@ def test_the_llama2_13b_graph_syncs_per_layer_as_the_paper_builds_it():
     ]
     with pytest.raises(InputError, match="--sync: 'tensor' is not one of decoder, layer"):
         workload_graph.llama2_13b(1, sync="tensor")
+
+
+def two_stages() -> Workload:
+    """Two pipeline stages of two TP ranks: stage 0 computes 1 µs, all-reduces in TP, sends on."""
+    w = Workload(ranks=4)
+    tp = w.group("TP", [[0, 1], [2, 3]])
+    pp = w.group("PP", [[0, 2], [1, 3]])
+    s0, s1 = w.program(), w.program()
+    w.assign(s0, [0, 1])
+    w.assign(s1, [2, 3])
+    a = w.comp(s0, 1000.0)
+    b = w.coll(s0, "allreduce", tp, 1 << 20, deps=[a])
+    w.send(s0, pp, 1, 8 << 20, deps=[b])
+    r = w.recv(s1, "PP", -1, 8 << 20)
+    w.comp(s1, 500.0, deps=[r])
+    return w
+
+
+def test_a_workload_becomes_a_graph_of_its_ops():
+    platform = hcsim("hcsim-cxl", [("h100", 4)], xpus_per_server=4, servers_per_tor=1)
+    doc = json.loads(workload_graph.from_workload(two_stages(), platform))
+    nodes = {n["id"]: n for n in doc["nodes"]}
+    # Four compute ops, one all-reduce (the TP instance of stage 0), two sends met by their receives.
+    assert sorted(nodes) == ["TP@r0.0", "p2p@r0-r2.0", "p2p@r1-r3.0", "r0.0", "r1.0", "r2.1", "r3.1"]
+    xpus = [nodes[f"r{r}.{i}"]["xpu"][0] for r, i in ((0, 0), (1, 0), (2, 1), (3, 1))]
+    assert nodes["TP@r0.0"]["participants"] == xpus[:2] and nodes["TP@r0.0"]["bytes"] == 1 << 20
+    assert (nodes["p2p@r1-r3.0"]["src"], nodes["p2p@r1-r3.0"]["dst"]) == (xpus[1], xpus[3])
+    # 1 µs at the H100's dense bf16 peak, in FLOPs; the data in HBM.
+    assert nodes["r0.0"]["flops"] == pytest.approx(1e-6 * 989e12, rel=1e-12)
+    assert nodes["r0.0"]["dtype"] == "bf16" and nodes["r0.0"]["bytes"] == 0
+    links = {(e["source"], e["target"]) for e in doc["links"]}
+    assert links == {
+        ("r0.0", "TP@r0.0"), ("r1.0", "TP@r0.0"), ("TP@r0.0", "p2p@r0-r2.0"), ("TP@r0.0", "p2p@r1-r3.0"),
+        ("p2p@r0-r2.0", "r2.1"), ("p2p@r1-r3.0", "r3.1"),
+    }  # fmt: skip
+    # A graph has no streams: ops one after another on a stream are joined by an edge.
+    w = Workload(ranks=4)
+    tp = w.group("TP", [[0, 1], [2, 3]])
+    p = w.program()
+    w.assign(p, range(4))
+    w.comp(p, 10.0)
+    w.comp(p, 20.0)
+    w.coll(p, "allgather", tp, 1 << 20)
+    w.coll(p, "allgather", tp, 1 << 20)
+    doc = json.loads(workload_graph.from_workload(w, platform))
+    links = {(e["source"], e["target"]) for e in doc["links"]}
+    assert links == {("r0.0", "r0.1"), ("r1.0", "r1.1"), ("r2.0", "r2.1"), ("r3.0", "r3.1"),
+                     ("TP@r0.0", "TP@r0.1"), ("TP@r2.0", "TP@r2.1")}  # fmt: skip
+    with pytest.raises(InputError, match="the workload has 4 ranks and the platform runs 8"):
+        workload_graph.from_workload(two_stages(), hcsim("hcsim-cxl", [("h100", 8)], servers_per_tor=1))
+    with pytest.raises(InputError, match="dtype: 'fp4' is not one of fp64, fp32, tf32, bf16, fp16, fp8"):
+        workload_graph.from_workload(two_stages(), platform, dtype="fp4")
+
+
+TINY_GPT = {"name": "tiny", "family": "gpt", "layers": 8, "hidden": 1024, "heads": 16, "ffn": 4096}
+TINY_GPT |= {"vocab": 32000, "seq_len": 2048}
+TINY_MOE = TINY_GPT | {"name": "tiny-moe", "family": "llama", "kv_heads": 4, "ffn": 2048}
+TINY_MOE |= {"moe": {"experts": 8, "topk": 2, "expert_ffn": 2048}}
+
+
+@pytest.mark.parametrize(
+    ("model", "plan"),
+    [
+        (TINY_GPT, dict(tp=2, pp=4, vpp=2, gbs=32)),
+        (TINY_GPT, dict(tp=4, pp=2, mbs=2, gbs=32, sp=True, dp="distributed_optimizer",
+                        overlap={"grad_reduce": True, "param_gather": True})),
+        (TINY_GPT, dict(gbs=64, dp="zero3")),
+        (TINY_GPT, dict(tp=2, pp=2, cp=2, gbs=16, recompute="full")),
+        (TINY_MOE, dict(tp=2, ep=4, pp=2, gbs=32, sp=True)),
+    ],
+)  # fmt: skip
+def test_a_train_plan_as_a_graph_runs_to_the_plans_iteration_time(model, plan):
+    platform = hcsim("hcsim-cxl", [("h100", 32)], servers_per_tor=2)
+    plan = dict(gpus=32, accelerator="h100", **plan)
+    expected = train(model, topology=platform, **plan)["iteration_s"]
+    text = workload_graph.from_workload(Workload.from_training(model, **plan), platform)
+    ran = workload_graph.run(text, platform)
+    assert ran["iteration_end_ns"][-1] / 1e9 == pytest.approx(expected, rel=1e-9)
+
+
+def test_from_workload_on_the_command_line(tmp_path):
+    plan = ["--model", "gpt-7b", "-g", "16", "--tp", "2", "--pp", "2", "--gbs", "16", "--tp-comm-overlap"]
+    made = subprocess.run(
+        [sys.executable, "-m", "clustersim", "workload", "generate", *plan, "--sp", "--ir", "-o", "w.json"],
+        capture_output=True, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    out = tmp_path / "g.json"
+    done = cli(
+        "from-workload", str(tmp_path / "w.json"), "--platform", "hcsim-cxl", "--xpus", "16", "-o", str(out)
+    )
+    # Userbuffers copies have no graph form: refused, naming the op, and nothing written.
+    assert done.returncode == 2 and not out.exists()
+    assert done.stderr.count("\n") == 1 and ": copy: a userbuffers copy (--tp-comm-overlap)" in done.stderr
+    Workload.from_training("gpt-7b", gpus=16, tp=2, pp=2, gbs=16).save(tmp_path / "w.json")
+    done = cli("from-workload", str(tmp_path / "w.json"), "--platform", "hcsim-cxl", "--xpus", "16", "-o",
+               str(out), "--json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["vertices"] == summary["compute"] + summary["communication"] and out.exists()
+    done = cli("from-workload", str(tmp_path / "none.json"), "--platform", "hcsim-cxl", "-o", str(out))
+    assert done.returncode == 2 and "IR: " in done.stderr and "is not a file" in done.stderr

@@ -268,6 +268,9 @@ def normalize_workload_graph(path: str, text: str) -> str:
     """Read a workload graph document (node-link JSON, HCSim's Table 3) and write it back as the
     engine writes it."""
 
+def workload_graph_from_workload(path: str, columns: dict[str, Any], platform: Platform, dtype: str) -> str:
+    """A workload's IR columns as a workload graph document on `platform`, compute in `dtype`."""
+
 def run_workload_graph(
     path: str,
     text: str,

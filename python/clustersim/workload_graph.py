@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     import networkx as nx
 
     from clustersim.platform import Platform
+    from clustersim.workload import Workload
 
 ACCESS = ("auto", "copy", "coherent")
 COLLECTIVES = ("nccl", "cm02")
@@ -139,6 +140,18 @@ def run(
         send_lat_us=0.0 if collectives == "cm02" else None,
     )
     return result
+
+
+def from_workload(
+    workload: Workload, platform: Platform, *, dtype: str = "bf16", name: str = "workload"
+) -> str:
+    """A workload (the IR: a `train` plan from `Workload.from_training`, a SimAI file's from
+    `Workload.from_simai`, or one built by hand) as a graph document on `platform`, which runs its
+    ranks: a vertex per op of each rank, compute ops as FLOPs in `dtype` at the XPU's peak (so
+    they take their time again), each collective once per group instance, each send/recv pair
+    once, edges for the dependencies and the order of each stream (the engine's
+    `workload_graph::export`)."""
+    return _engine.workload_graph_from_workload(name, workload.columns(), platform, dtype)
 
 
 def llama2_13b(

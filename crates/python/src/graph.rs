@@ -4,7 +4,9 @@
 use clustersim_engine::collective::on_platform::{self, PlatformOptions};
 use clustersim_engine::collective::{choose, coherent_ring};
 use clustersim_engine::flow::network::Tuning;
+use clustersim_engine::platform::xpu::Dtype;
 use clustersim_engine::trace::chrome_trace;
+use clustersim_engine::workload_graph::export::from_workload;
 use clustersim_engine::workload_graph::lower::{Access, Options};
 use clustersim_engine::workload_graph::run::run_graph;
 use clustersim_engine::workload_graph::WorkloadGraph;
@@ -20,6 +22,27 @@ use crate::{engine_err, report};
 #[pyfunction]
 pub fn normalize_workload_graph(py: Python<'_>, path: &str, text: &str) -> PyResult<String> {
     py.detach(|| WorkloadGraph::parse_json(path, text).map(|g| g.to_json())).map_err(engine_err)
+}
+
+/// A workload (IR columns; `path` names it in errors) as a workload graph document on `platform`,
+/// compute in `dtype`.
+#[pyfunction]
+pub fn workload_graph_from_workload(
+    py: Python<'_>,
+    path: &str,
+    columns: &Bound<'_, PyDict>,
+    platform: PyRef<'_, PyPlatform>,
+    dtype: &str,
+) -> PyResult<String> {
+    let w = crate::workload::unpack(columns, path)?;
+    let dtype = Dtype::parse(dtype).ok_or_else(|| {
+        engine_err(Error::field("command line", "dtype", {
+            let names: Vec<&str> = Dtype::ALL.iter().map(|d| d.name()).collect();
+            format!("'{dtype}' is not one of {}", names.join(", "))
+        }))
+    })?;
+    let platform = &platform.inner;
+    py.detach(|| from_workload(path, &w, platform, dtype).map(|g| g.to_json())).map_err(engine_err)
 }
 
 /// Run a workload graph document on `platform`: `iterations` overrides the graph's count,

@@ -367,6 +367,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(search::simulate_plans, m)?)?;
     m.add_function(wrap_pyfunction!(graph::normalize_workload_graph, m)?)?;
     m.add_function(wrap_pyfunction!(graph::run_workload_graph, m)?)?;
+    m.add_function(wrap_pyfunction!(graph::workload_graph_from_workload, m)?)?;
     workload::register(m)?;
     Ok(())
 }

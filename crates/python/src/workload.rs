@@ -42,7 +42,7 @@ fn pack<'py>(py: Python<'py>, w: &Workload) -> PyResult<Bound<'py, PyDict>> {
     Ok(d)
 }
 
-fn unpack(d: &Bound<'_, PyDict>, file: &str) -> PyResult<Workload> {
+pub(crate) fn unpack(d: &Bound<'_, PyDict>, file: &str) -> PyResult<Workload> {
     fn get<'py, T>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<T>
     where
         T: for<'a> FromPyObject<'a, 'py>,

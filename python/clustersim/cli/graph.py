@@ -26,6 +26,12 @@ examples:
   clustersim graph run results/llama-2.json --platform hcsim-cxl --xpus 16 --iterations 2 -r results/llama-2-
   clustersim graph run results/llama-2.json --platform hcsim-pcie --mix h100:128,a100:128 --json"""
 
+FROM_EPILOG = """\
+examples:
+  clustersim workload generate --model gpt-7b -g 16 --tp 2 --pp 2 --gbs 16 --ir -o results/gpt-7b.ir.json
+  clustersim graph from-workload results/gpt-7b.ir.json --platform hcsim-cxl --xpus 16 -o results/gpt-7b.json
+  clustersim graph run results/gpt-7b.json --platform hcsim-cxl --xpus 16 --json"""
+
 LLAMA_EPILOG = """\
 examples:
   clustersim graph llama2-13b -o results/llama2-13b.json
@@ -61,24 +67,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         allow_abbrev=False,
     )
     r.add_argument("graph", metavar="GRAPH", help="workload graph: .json (node-link) or .graphml")
-    r.add_argument(
-        "--platform", required=True, metavar="TEMPLATE|FILE", help="hcsim-pcie, hcsim-cxl or a file"
-    )
-    r.add_argument("--xpus", type=count, help="XPUs of a template (default: the --mix, else 4096)")
-    r.add_argument("--mix", metavar="TYPE:N,...", help="XPU types of a template, per ToR (default h100)")
-    r.add_argument(
-        "--link",
-        action="append",
-        default=[],
-        metavar="CLASS=RATE,LATENCY",
-        help="override a template's link class, e.g. cxl=256GB/s,1us (see clustersim platform --help)",
-    )
-    r.add_argument(
-        "--dram", metavar="CAPACITY", help="a template's extension memory per CPU (default: no end)"
-    )
-    r.add_argument(
-        "--cxl-memory", metavar="CAPACITY", help="a template's CXL memory per XPU (default: no end)"
-    )
+    add_platform(r)
     r.add_argument("--iterations", type=count, help="iterations to run (default: the graph's, else 1)")
     r.add_argument(
         "--access",
@@ -132,6 +121,48 @@ def add(sub: argparse._SubParsersAction) -> None:
     )
     add_json(g, "the summary")
     g.set_defaults(func=main_llama)
+    f = commands.add_parser(
+        "from-workload",
+        help="write a workload (a train plan's IR, a SimAI file's) as a workload graph",
+        description=(
+            "Write a workload IR (clustersim workload generate ... --ir, or workload export) as a workload"
+            " graph on a platform that runs its ranks: a vertex per op of each rank (compute as FLOPs in"
+            " --dtype at the XPU's peak, so it takes its time again), each collective once per group"
+            " instance, each send/recv pair once; edges for the dependencies and each stream's order."
+            " graph run on the same platform gives the plan's iteration time."
+        ),
+        epilog=FROM_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
+    )
+    f.add_argument("workload", metavar="IR", help="workload IR JSON (docs/workload-ir.md)")
+    add_platform(f)
+    f.add_argument("--dtype", default="bf16", help="data type of the compute vertices' FLOPs (default bf16)")
+    f.add_argument("-o", "--output", required=True, metavar="OUT", help="the graph: .json or .graphml")
+    add_json(f, "the summary")
+    f.set_defaults(func=main_from_workload)
+
+
+def add_platform(p: argparse.ArgumentParser) -> None:
+    """The platform a graph runs on (or is written for)."""
+    p.add_argument(
+        "--platform", required=True, metavar="TEMPLATE|FILE", help="hcsim-pcie, hcsim-cxl or a file"
+    )
+    p.add_argument("--xpus", type=count, help="XPUs of a template (default: the --mix, else 4096)")
+    p.add_argument("--mix", metavar="TYPE:N,...", help="XPU types of a template, per ToR (default h100)")
+    p.add_argument(
+        "--link",
+        action="append",
+        default=[],
+        metavar="CLASS=RATE,LATENCY",
+        help="override a template's link class, e.g. cxl=256GB/s,1us (see clustersim platform --help)",
+    )
+    p.add_argument(
+        "--dram", metavar="CAPACITY", help="a template's extension memory per CPU (default: no end)"
+    )
+    p.add_argument(
+        "--cxl-memory", metavar="CAPACITY", help="a template's CXL memory per XPU (default: no end)"
+    )
 
 
 def platform_of(args: argparse.Namespace) -> tuple[Any, str]:
@@ -221,12 +252,17 @@ def main_run(args: argparse.Namespace) -> int:
     print(f"iteration time: {_ms(times[-1])} (iteration {last}){rate}; run ends at {_ms(doc['end_ns'])}")
     if len(times) > 1:
         print("iterations: " + ", ".join(_ms(t) for t in times))
+    # Classes whose time went alike (a graph of one vertex per rank has a class per rank) share a line.
+    alike: dict[str, list[dict[str, Any]]] = {}
     for c in doc["classes"]:
-        print(
-            f"  ranks {c['first_rank']}.. ({c['ranks']}): compute {_ms(c['compute_ns'])}, exposed reads"
-            f" {_ms(c['read_ns'])}, collectives {_ms(c['collective_ns'])}, p2p {_ms(c['p2p_ns'])},"
-            f" idle {_ms(c['idle_ns'])}"
+        line = (
+            f"compute {_ms(c['compute_ns'])}, exposed reads {_ms(c['read_ns'])}, collectives"
+            f" {_ms(c['collective_ns'])}, p2p {_ms(c['p2p_ns'])}, idle {_ms(c['idle_ns'])}"
         )
+        alike.setdefault(line, []).append(c)
+    for line, classes in alike.items():
+        first = ", ".join(str(c["first_rank"]) for c in classes[:4]) + (", …" if len(classes) > 4 else "")
+        print(f"  ranks {first} ({sum(c['ranks'] for c in classes)}): {line}")
     placed = doc["placed_bytes"]
     print(
         f"memory: HBM {placed['hbm'] / 1e9:.4g} GB, host DRAM {placed['dram'] / 1e9:.4g} GB,"
@@ -275,6 +311,43 @@ def main_llama(args: argparse.Namespace) -> int:
         f" per XPU and iteration {summary['flops_per_xpu'] / 1e12:.4g} TFLOP,"
         f" {summary['bytes_per_xpu'] / 1e9:.4g} GB of memory accessed,"
         f" {summary['allreduce_bytes'] / 1e9:.4g} GB all-reduced"
+    )
+    wrote([args.output])
+    return 0
+
+
+def main_from_workload(args: argparse.Namespace) -> int:
+    from clustersim import workload_graph
+    from clustersim.output import atomic_outputs, write_text
+    from clustersim.workload import Workload
+
+    if not Path(args.workload).is_file():
+        raise InputError(f"command line: IR: '{args.workload}' is not a file")
+    workload = Workload.load(args.workload)
+    platform, platform_name = platform_of(args)
+    text = workload_graph.from_workload(workload, platform, dtype=args.dtype, name=args.workload)
+    out = workload_graph.graphml_text(text) if args.output.lower().endswith(".graphml") else text
+    with atomic_outputs() as stage:
+        write_text(stage(args.output), out)
+    import json
+
+    doc = json.loads(text)
+    kinds = [n["kind"] for n in doc["nodes"]]
+    summary = {
+        "workload": args.workload,
+        "platform": platform_name,
+        "vertices": len(kinds),
+        "compute": kinds.count("compute"),
+        "communication": kinds.count("communication"),
+        "edges": len(doc["links"]),
+        "outputs": [args.output],
+    }
+    if args.json:
+        print_json(summary)
+        return 0
+    print(
+        f"{args.workload} on {platform_name}: {summary['vertices']} vertices ({summary['compute']} compute,"
+        f" {summary['communication']} communication), {summary['edges']} edges"
     )
     wrote([args.output])
     return 0

@@ -409,6 +409,11 @@ fn read_edge(doc: &Doc, i: usize, edge: &Value, ids: &HashMap<String, u32>) -> R
     Ok(Edge { source, target, not_first })
 }
 
+/// [`check_cycles`] of a graph built in code (`file` names it in errors).
+pub(crate) fn order(file: &str, g: &WorkloadGraph) -> Result<Vec<u32>> {
+    check_cycles(&Doc { file }, &g.vertices, &g.edges)
+}
+
 /// The vertices in dependency order (ties by index), ignoring `not_first` edges: a cycle of
 /// plain edges would never start.
 fn check_cycles(doc: &Doc, vertices: &[Vertex], edges: &[Edge]) -> Result<Vec<u32>> {

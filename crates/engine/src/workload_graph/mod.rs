@@ -16,8 +16,10 @@
 //!
 //! Execution ([`run`]) lowers the graph to the workload IR and runs it with the one executor on
 //! the flow model of the platform (module doc of [`lower`] for the equations); [`json`] reads
-//! and writes the graph document (docs/workload-graph-format.md).
+//! and writes the graph document (docs/workload-graph-format.md); [`export`] writes any workload
+//! (a `train` plan, a SimAI file) as a graph.
 
+pub mod export;
 pub mod json;
 pub mod lower;
 pub mod memory;

@@ -1,0 +1,143 @@
+//! A workload (the IR: every rank's program) as a workload graph on a platform: what
+//! [`super::lower`] undoes, so any plan `clustersim train` builds (or any SimAI workload) can be
+//! run, edited and shared as HCSim's Table 3 graph.
+//!
+//! Every op of every rank becomes a vertex, so a graph has ranks × ops vertices at most:
+//! - a compute op of t ns on XPU x: a compute vertex of F = t · FLOPS_d(x) FLOPs in data type d,
+//!   with no bytes (its data in HBM), so that it takes t again on x (Eq. 1) and F / FLOPS_d on
+//!   any other XPU it is moved to;
+//! - a collective: one vertex per group instance and sequence number on that group (the k-th
+//!   all-reduce of a TP group is one vertex whatever the classes of its members), its
+//!   participants the instance's XPUs, as the executor matches collectives;
+//! - a send and the receive it meets (the k-th send from a to b and the k-th receive at b from
+//!   a): one p2p vertex.
+//!
+//! Edges: each op's dependencies, and the op before it on its stream (compute, each group, each
+//! peer and direction), which a graph must state as edges because it has no streams of its own.
+//! A graph's groups are its participant sets, so two groups of one workload with the same members
+//! (DP and DP_EP without expert parallelism) share one communicator once lowered; userbuffers
+//! copies (`copy` send/recv pairs) have no graph form and are refused.
+
+use std::collections::HashMap;
+
+use super::{Communication, Compute, Edge, Memory, Pattern, Vertex, VertexKind, WorkloadGraph, Xpus};
+use crate::error::{InputError, Result};
+use crate::platform::xpu::Dtype;
+use crate::platform::Platform;
+use crate::workload::{OpKind, Stream, Workload};
+
+/// `w` as a graph of one iteration on `platform` (which runs its ranks), compute in `dtype`;
+/// `file` names the workload in errors.
+pub fn from_workload(file: &str, w: &Workload, platform: &Platform, dtype: Dtype) -> Result<WorkloadGraph> {
+    let world = w.world_size();
+    if platform.placement.ranks() != world {
+        return Err(InputError::field(
+            file,
+            "ranks",
+            format!("the workload has {world} ranks and the platform runs {}", platform.placement.ranks()),
+        ));
+    }
+    let xpu = |r: u32| platform.node_name(platform.placement.device(r));
+    let mut vertices: Vec<Vertex> = Vec::new();
+    // Shared vertices: (group, first member, sequence) for collectives, (src, dst, sequence) for p2p.
+    let mut shared: HashMap<(u8, u32, u32, u32), u32> = HashMap::new();
+    let mut edges: Vec<Edge> = Vec::new();
+    let mut ops_vertex: Vec<u32> = Vec::new();
+    for r in 0..world {
+        let program = &w.programs[w.class_program[w.rank_class[r as usize] as usize] as usize];
+        ops_vertex.clear();
+        let mut seq: HashMap<(u8, u32, u32), u32> = HashMap::new();
+        let mut last_on: HashMap<Stream, u32> = HashMap::new();
+        for (i, op) in program.ops.iter().enumerate() {
+            let at = || format!("rank {r}: op {i}");
+            let mut next = |key: (u8, u32, u32)| {
+                let k = seq.entry(key).or_insert(0);
+                *k += 1;
+                *k - 1
+            };
+            let v = match op.kind {
+                OpKind::Compute { ns } => {
+                    let spec = platform.attrs.get(platform.placement.device(r) as usize).and_then(|a| a.xpu.as_ref());
+                    let flops = spec.and_then(|s| s.flops(dtype)).ok_or_else(|| {
+                        InputError::field(file, &at(), format!("XPU '{}' has no {} FLOPS figure", xpu(r), dtype.name()))
+                    })?;
+                    vertices.push(Vertex {
+                        id: format!("r{r}.{i}"),
+                        kind: VertexKind::Compute(Compute {
+                            xpus: Xpus::Named(vec![xpu(r)]),
+                            flops: ns * flops / 1e9,
+                            dtype,
+                            bytes: 0.0,
+                            memory: Memory::Local,
+                        }),
+                    });
+                    (vertices.len() - 1) as u32
+                }
+                OpKind::Collective { collective, group, bytes } => {
+                    let members = w.group_members(group, r);
+                    let k = next((0, u32::from(group), 0));
+                    let key = (0, u32::from(group), members[0], k);
+                    match shared.get(&key) {
+                        Some(&v) => v,
+                        None => {
+                            let name = &w.groups[group as usize].name;
+                            vertices.push(Vertex {
+                                id: format!("{name}@r{}.{k}", members[0]),
+                                kind: VertexKind::Communication(Communication {
+                                    bytes,
+                                    pattern: Pattern::Collective {
+                                        collective,
+                                        participants: Xpus::Named(members.iter().map(|&m| xpu(m)).collect()),
+                                    },
+                                }),
+                            });
+                            let v = (vertices.len() - 1) as u32;
+                            shared.insert(key, v);
+                            v
+                        }
+                    }
+                }
+                OpKind::Send { copy: true, .. } | OpKind::Recv { copy: true, .. } => {
+                    return Err(InputError::field(
+                        file,
+                        &format!("{}: copy", at()),
+                        "a userbuffers copy (--tp-comm-overlap) has no workload-graph form",
+                    ))
+                }
+                OpKind::Send { peer, bytes, .. } | OpKind::Recv { peer, bytes, .. } => {
+                    let other = w.peer_rank(r, peer);
+                    let (src, dst) = if matches!(op.kind, OpKind::Send { .. }) { (r, other) } else { (other, r) };
+                    let k = next((1 + u8::from(src == r), src, dst));
+                    let key = (1, src, dst, k);
+                    match shared.get(&key) {
+                        Some(&v) => v,
+                        None => {
+                            vertices.push(Vertex {
+                                id: format!("p2p@r{src}-r{dst}.{k}"),
+                                kind: VertexKind::Communication(Communication {
+                                    bytes,
+                                    pattern: Pattern::P2p { src: xpu(src), dst: xpu(dst) },
+                                }),
+                            });
+                            let v = (vertices.len() - 1) as u32;
+                            shared.insert(key, v);
+                            v
+                        }
+                    }
+                }
+            };
+            for &d in &op.deps {
+                edges.push(Edge { source: ops_vertex[d as usize], target: v, not_first: false });
+            }
+            if let Some(u) = last_on.insert(op.stream(), v) {
+                edges.push(Edge { source: u, target: v, not_first: false });
+            }
+            ops_vertex.push(v);
+        }
+    }
+    edges.sort_unstable_by_key(|e| (e.source, e.target));
+    edges.dedup_by_key(|e| (e.source, e.target));
+    let mut g = WorkloadGraph { name: file.to_string(), iterations: None, vertices, edges, order: Vec::new() };
+    g.order = super::json::order(file, &g)?;
+    Ok(g)
+}
