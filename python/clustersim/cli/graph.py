@@ -1,5 +1,5 @@
-"""`clustersim graph`: run a workload graph (HCSim's Table 3) on a platform of typed devices, and
-write the paper's LLaMA2-13B workload graph."""
+"""`clustersim graph`: run a workload graph (HCSim's Table 3) on a platform of typed devices, write
+the paper's LLaMA2-13B workload graph, or any workload IR (a train plan) as a graph."""
 
 from __future__ import annotations
 
@@ -10,7 +10,10 @@ from typing import Any
 from clustersim.cli.common import add_json, add_progress, count, print_json, progress_for, subcommand, wrote
 from clustersim.errors import InputError
 
-HELP = "run workload graphs (HCSim's compute/communication vertices) on platforms; write LLaMA2-13B's"
+HELP = (
+    "run workload graphs (HCSim's compute/communication vertices) on platforms; write LLaMA2-13B's,"
+    " or any workload's (a train plan's)"
+)
 
 EPILOG = """\
 examples:
