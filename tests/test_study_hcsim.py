@@ -189,7 +189,11 @@ def test_with_hcsims_modelling_every_latency_finding_holds_at_the_papers_scale()
     rows = {(r["xpus"], r["cxl_latency_ns"]): r for r in t.rows()}
     # What latency costs is the rings' steps: 2(N-1) per all-reduce, each paying its CXL hops.
     assert rows[256, 1e5]["exposed_collective_s"] > 4 * rows[64, 1e5]["exposed_collective_s"] > 1.0
-    assert all(r["sync"] == "layer" and r["collectives"] == "cm02" for r in t.rows())
+    # The reads are unbounded: at 100 µs they pay the latency once per read, not 420 s of a window.
+    for n in (64, 256):
+        assert rows[n, 1e5]["exposed_read_s"] < 2 * rows[n, 100.0]["exposed_read_s"]
+    model = {(r["sync"], r["collectives"], r["cxl_window_bytes"], r["dram_window_bytes"]) for r in t.rows()}
+    assert model == {("layer", "cm02", "inf", "inf")}
 
 
 def test_with_hcsims_modelling_every_coherent_ring_finding_holds_at_the_papers_scale():
@@ -212,15 +216,26 @@ def test_with_hcsims_modelling_the_scale_and_bandwidth_findings_hold():
     assert all(ok for _, ok, _ in found), found
 
 
-def test_the_model_is_a_study_option_each_part_overridable(run_cli):
+def test_the_model_is_a_study_option_each_part_overridable(run_cli, tmp_path):
     args = ["study", "hcsim", "coherent-ring", "--xpu-counts", "16", "--layers", "2"]
     args += ["--servers-per-tor", "1"]
     code, out, err = run_cli(*args, "--model", "hcsim", "--collectives", "nccl", "--json")
     assert code == 0, err
     rows = json.loads(out)["rows"]
-    assert {(r["sync"], r["collectives"]) for r in rows} == {("layer", "nccl")}
+    assert {(r["sync"], r["collectives"], r["cxl_window_bytes"]) for r in rows} == {("layer", "nccl", "inf")}
     code, out, err = run_cli(*args, "--json")
     assert code == 0, err
-    assert {(r["sync"], r["collectives"]) for r in json.loads(out)["rows"]} == {("decoder", "nccl")}
+    model = {(r["sync"], r["collectives"], r["cxl_window_bytes"]) for r in json.loads(out)["rows"]}
+    assert model == {("decoder", "nccl", "default")}
+    # Every part of the model is in the table and on the page, so two models' outputs differ.
+    code, out, err = run_cli(*args, "--model", "hcsim", "--cxl-window", "4MiB", "-o", str(tmp_path))
+    assert code == 0, err
+    with open(tmp_path / "hcsim-coherent-ring.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert {(r["sync"], r["collectives"], r["cxl_window_bytes"], r["dram_window_bytes"]) for r in rows} == {
+        ("layer", "cm02", "4194304", "inf")
+    }
+    page = (tmp_path / "hcsim-coherent-ring.html").read_text()
+    assert "(all-reduce per layer, cm02 collectives, CXL read window 4194304)" in page
     code, out, err = run_cli(*args, "--model", "simgrid")
     assert code == 2 and out == "" and "--model: invalid choice: 'simgrid'" in err

@@ -141,12 +141,20 @@ def point(
         "algorithm": algorithm,
         "sync": setup.sync,
         "collectives": setup.collectives,
+        "cxl_window_bytes": _window(setup.cxl_window_bytes),
+        "dram_window_bytes": _window(setup.dram_window_bytes),
         "iteration_s": seconds,
         "batch_per_s": xpus * setup.batch / seconds,
         "compute_s": pace["compute_ns"] / 1e9,
         "exposed_read_s": pace["read_ns"] / 1e9,
         "exposed_collective_s": pace["collective_ns"] / 1e9,
     }
+
+
+def _window(window: float | None) -> str:
+    """A read window as a row shows it (the third part of a model, beside sync and collectives):
+    bytes, inf (unbounded) or default (the platform's); text, so JSON carries inf."""
+    return "default" if window is None else "inf" if math.isinf(window) else f"{window:.0f}"
 
 
 def _table(rows: Iterable[dict[str, Any]], progress: Callable[[dict[str, Any]], None] | None) -> Table:
@@ -392,8 +400,18 @@ def figure(study: str, t: Table) -> Any:
         "cxl-latency": "CXL latency (HCSim Fig. 11), 128 GB/s",
         "coherent-ring": "Ring vs coherent ring all-reduce (HCSim Table 6)",
     }
+    # The model every row shares (Setup): the page says which one it plots.
+    r = next(t.rows(), None)
+    model = ""
+    if r is not None:
+        model = (
+            f" (all-reduce per {r['sync']}, {r['collectives']} collectives,"
+            f" CXL read window {r['cxl_window_bytes']})"
+        )
     fig.update_layout(
-        title=f"LLaMA2-13B data parallel: {titles[study]}", yaxis_title="batch/s", template="plotly_white"
+        title=f"LLaMA2-13B data parallel: {titles[study]}{model}",
+        yaxis_title="batch/s",
+        template="plotly_white",
     )
     return fig
 
