@@ -148,3 +148,15 @@ def test_on_a_terminal_the_bar_waits_a_second(monkeypatch):
     off.start -= 1.0
     off(0.9)
     assert off.bar is None
+
+
+def test_a_closed_pipe_ends_quietly():
+    # `clustersim … | head -1`: the reader is gone before the table is written.
+    code = (
+        "import os, sys\n"
+        "r, w = os.pipe(); os.close(r); os.dup2(w, 1)\n"
+        "from clustersim.cli import main\n"
+        "sys.exit(main(['train', '--model', 'gpt-7b', '-g', '16', '--gbs', '16', '--allow-oom']))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 141 and done.stderr == "", done.stderr

@@ -8,6 +8,7 @@ of clustersim itself (sysexits.h's EX_SOFTWARE), reported as a bug; 130 interrup
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 
@@ -81,7 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser(argv[0] if argv else None).parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
-        return func(args)
+        code = func(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return code
     except InputError as e:
         print(f"clustersim: error: {e}", file=sys.stderr)
         return 2
@@ -95,3 +98,8 @@ def main(argv: list[str] | None = None) -> int:
         return EX_SOFTWARE
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`clustersim … | head`): as a Unix filter, stop quietly. Point
+        # stdout at /dev/null so the interpreter's final flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
