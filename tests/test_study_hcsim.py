@@ -196,15 +196,28 @@ def test_with_hcsims_modelling_every_latency_finding_holds_at_the_papers_scale()
     assert model == {("layer", "cm02", "inf", "inf")}
 
 
-def test_with_hcsims_modelling_every_coherent_ring_finding_holds_at_the_papers_scale():
-    t = h.coherent_ring(HCSIM, h.RING_SYSTEMS)
-    found = h.ring_findings(t)
-    assert len(found) == 3 and all(ok for _, ok, _ in found), found
-    rows = {(r["mix"], r["xpus"], r["algorithm"]): r for r in t.rows()}
-    # Half the steps, half of what stays exposed; the link rates are the platform's for every type.
-    for m, n in h.RING_SYSTEMS:
-        ring, coherent = rows[m, n, "ring"], rows[m, n, "coherent_ring"]
-        assert coherent["exposed_collective_s"] == pytest.approx(ring["exposed_collective_s"] / 2, rel=0.02)
+@functools.cache
+def table6_hcsim() -> list[h.Finding]:
+    return h.ring_findings(h.coherent_ring(HCSIM, h.RING_SYSTEMS))
+
+
+def test_with_hcsims_modelling_the_coherent_ring_gains_a_little_and_more_with_xpu_speed():
+    claims = {claim: ok for claim, ok, _ in table6_hcsim()}
+    assert claims["the coherent ring gives a gain, and a small one (under 10 %)"], table6_hcsim()
+    # The platform's link rates for every type: the same exposed all-reduce, shorter iterations.
+    assert claims["the gain grows with XPU speed at 256 XPUs"], table6_hcsim()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="with one ring per collective, as HCSim runs it, the gain falls with scale (64: +2.93 %, 256:"
+    " +2.81 %, 1024: +2.47 %): the coherent ring's exposed all-reduce grows faster with scale (0.295 →"
+    " 0.408 s from 64 to 1024) than the ring's (0.484 → 0.547 s); with NCCL's two channels it rose"
+    ' (+1.75 → +1.78 %) (RESULTS.md, "with HCSim\'s modelling")',
+)
+def test_with_hcsims_modelling_the_coherent_rings_gain_grows_with_scale():
+    claims = {claim: ok for claim, ok, _ in table6_hcsim()}
+    assert claims["the gain grows with scale (H100 alone)"], table6_hcsim()
 
 
 def test_with_hcsims_modelling_the_scale_and_bandwidth_findings_hold():

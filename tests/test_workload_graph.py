@@ -277,3 +277,16 @@ def test_from_workload_on_the_command_line(tmp_path):
     assert summary["vertices"] == summary["compute"] + summary["communication"] and out.exists()
     done = cli("from-workload", str(tmp_path / "none.json"), "--platform", "hcsim-cxl", "-o", str(out))
     assert done.returncode == 2 and "IR: " in done.stderr and "is not a file" in done.stderr
+
+
+def test_cm02_runs_one_ring_across_servers_as_its_closed_form():
+    # 16 XPUs in two servers of hcsim-cxl: a step between servers crosses 6 CXL links of 200 ns
+    # (XPU - CXL switch - ToR CXL switch and back down); one ring, S/16 a step at 128 GB/s.
+    platform = hcsim("hcsim-cxl", [("h100", 16)], servers_per_tor=1)
+    g = nx.DiGraph(name="one all-reduce")
+    g.add_node("ar", kind="communication", pattern="allreduce", participants="*", bytes=16e6)
+    step = 6 * 200 + 16e6 / 16 / 128
+    for algorithm, steps in (("ring", 30), ("coherent_ring", 15)):
+        text = workload_graph.from_networkx(g)
+        r = workload_graph.run(text, platform, algorithm=algorithm, collectives="cm02")
+        assert r["end_ns"] == pytest.approx(steps * step, rel=1e-12), algorithm

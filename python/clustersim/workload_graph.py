@@ -27,8 +27,9 @@ ACCESS = ("auto", "copy", "coherent")
 """How compute reads remote memory: auto (in place on CXL memory, copy first from host DRAM)."""
 COLLECTIVES = ("nccl", "cm02")
 """How collectives are priced: NCCL's model (pipelined rings paying their hops' latency once,
-NVLink at NCCL's payload rate, protocol efficiency), or SimGrid's CM02 as HCSim runs it (every
-step's transfers pay their path latency, then move at link rate: t = latency + bytes / bandwidth)."""
+NVLink at NCCL's payload rate, protocol efficiency), or SimGrid's CM02 as HCSim runs it (one
+channel; every step's transfers pay their path latency, then move at link rate: t = latency + bytes
+/ bandwidth)."""
 SYNC = ("decoder", "layer")
 """Where `llama2_13b` all-reduces gradients: once per decoder, or per layer with parameters."""
 

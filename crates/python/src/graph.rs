@@ -77,7 +77,9 @@ pub fn run_workload_graph<'py>(
     on_platform::algorithm_options(&mut topo, algorithm, &PlatformOptions::default(), &mut choose)
         .map_err(engine_err)?;
     coherent_ring::check_platform(&choose, &topo, "graph run").map_err(engine_err)?;
-    let tuning = Tuning { options: choose, ..Default::default() };
+    // CM02 runs a collective as HCSim's SimGrid does: one ring, not NCCL's channels.
+    let channels = if send_lat_us.is_some() { 1 } else { 0 };
+    let tuning = Tuning { options: choose, channels, ..Default::default() };
     let mut failure = None;
     let started = std::time::Instant::now();
     let run = run_graph(path, &graph, &topo, &options, &tuning, &mut |f| report(py, &progress, f, &mut failure));
