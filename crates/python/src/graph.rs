@@ -36,7 +36,7 @@ pub fn workload_graph_from_workload(
 ) -> PyResult<String> {
     let w = crate::workload::unpack(columns, path)?;
     let dtype = Dtype::parse(dtype).ok_or_else(|| {
-        engine_err(Error::field("command line", "dtype", {
+        engine_err(Error::field("command line", "--dtype", {
             let names: Vec<&str> = Dtype::ALL.iter().map(|d| d.name()).collect();
             format!("'{dtype}' is not one of {}", names.join(", "))
         }))
