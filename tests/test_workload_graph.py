@@ -290,3 +290,18 @@ def test_cm02_runs_one_ring_across_servers_as_its_closed_form():
         text = workload_graph.from_networkx(g)
         r = workload_graph.run(text, platform, algorithm=algorithm, collectives="cm02")
         assert r["end_ns"] == pytest.approx(steps * step, rel=1e-12), algorithm
+
+
+def test_concurrent_collectives_start_once_ready_instead_of_in_communicator_order():
+    # Two independent all-reduces of S = 1e6 bytes on the 2 XPUs of PLATFORM, CM02 (2 steps, each
+    # 200 ns of path latency then S/2 at 10 GB/s): one after the other on their communicator
+    # (NCCL's order) 2 × 2 (200 + 5e4) ns; at once, their steps share the link: 2 (200 + 1e5) ns.
+    platform = parse_graph("p.json", json.dumps(PLATFORM))
+    g = nx.DiGraph(name="two all-reduces")
+    for v in ("a", "b"):
+        g.add_node(v, kind="communication", pattern="allreduce", participants="*", bytes=1e6)
+    text = workload_graph.from_networkx(g)
+    one_by_one = workload_graph.run(text, platform, algorithm="ring", collectives="cm02")["end_ns"]
+    at_once = workload_graph.run(text, platform, algorithm="ring", collectives="cm02", concurrent=True)
+    assert one_by_one == pytest.approx(2 * 2 * (200 + 5e4), rel=1e-12)
+    assert at_once["end_ns"] == pytest.approx(2 * (200 + 1e5), rel=1e-12)

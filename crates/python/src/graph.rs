@@ -50,9 +50,10 @@ pub fn workload_graph_from_workload(
 /// the collectives' (auto: NCCL's tuner, or a name as `clustersim collective --algo`). Returns the
 /// iteration end times (ns), the run's end, per-class breakdowns, placed bytes and, when asked,
 /// a Chrome trace. `send_lat_us`, when given, prices collectives as SimGrid's CM02 model (HCSim's)
-/// does: each step's transfers pay their path latency plus this, at link rate (SimAI's AS_SEND_LAT).
+/// does: each step's transfers pay their path latency plus this, at link rate (SimAI's AS_SEND_LAT);
+/// `concurrent` starts each communication vertex once its dependencies are met (HCSim's engine).
 #[pyfunction]
-#[pyo3(signature = (path, text, platform, iterations = None, access = "auto", algorithm = "auto", trace = false, progress = None, send_lat_us = None))]
+#[pyo3(signature = (path, text, platform, iterations = None, access = "auto", algorithm = "auto", trace = false, progress = None, send_lat_us = None, concurrent = false))]
 #[allow(clippy::too_many_arguments)]
 pub fn run_workload_graph<'py>(
     py: Python<'py>,
@@ -65,12 +66,13 @@ pub fn run_workload_graph<'py>(
     trace: bool,
     progress: Option<Bound<'py, PyAny>>,
     send_lat_us: Option<f64>,
+    concurrent: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let access = Access::parse(access).ok_or_else(|| {
         engine_err(Error::field("command line", "access", format!("'{access}' is not auto, copy or coherent")))
     })?;
     let graph = py.detach(|| WorkloadGraph::parse_json(path, text)).map_err(engine_err)?;
-    let options = Options { iterations, access };
+    let options = Options { iterations, access, concurrent };
     // The algorithm as every command reads it (NCCL's, CollNet on the platform's switches, ...).
     let mut topo = platform.inner.clone();
     let mut choose = choose::Options { send_lat_us, ..choose::Options::default() };

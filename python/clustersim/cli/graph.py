@@ -90,6 +90,12 @@ def add(sub: argparse._SubParsersAction) -> None:
         help="how collectives are priced: nccl (default: NCCL's latency and rates) or cm02 (SimGrid's,"
         " as HCSim: every step pays its path latency, then moves at link rate)",
     )
+    r.add_argument(
+        "--concurrent-collectives",
+        action="store_true",
+        help="start every communication vertex once its dependencies are met (HCSim's engine), not one"
+        " at a time per participant set (NCCL's communicator order, the default)",
+    )
     r.add_argument("-r", "--result", metavar="PREFIX", help="write PREFIXsummary.json and PREFIXtrace.json")
     add_json(r, "the summary")
     add_progress(r)
@@ -215,6 +221,7 @@ def main_run(args: argparse.Namespace) -> int:
             trace=args.result is not None,
             progress=progress,
             collectives=args.collectives,
+            concurrent=args.concurrent_collectives,
         )
     finally:
         progress.close()

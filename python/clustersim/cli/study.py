@@ -115,6 +115,12 @@ def add(sub: argparse._SubParsersAction) -> None:
         choices=("nccl", "cm02"),
         help="nccl: NCCL's latency and rates; cm02: every step pays its path latency, at link rate",
     )
+    h.add_argument(
+        "--concurrent-collectives",
+        action="store_true",
+        help="start every all-reduce once its gradients are ready (HCSim's engine starts every ready"
+        " vertex), not one at a time on the job's communicator (NCCL's order, the default in both models)",
+    )
     for memory, default in (("cxl", "16384 x 64 B"), ("dram", "768 x 512 B")):
         h.add_argument(
             f"--{memory}-window",
@@ -140,6 +146,8 @@ def main(args: argparse.Namespace) -> int:
         if text is not None
     }
     chosen |= {k: v for k, v in (("sync", args.sync), ("collectives", args.collectives)) if v is not None}
+    if args.concurrent_collectives:
+        chosen["concurrent"] = True
     setup = h.Setup(
         layers=args.layers,
         batch=args.batch,

@@ -59,6 +59,9 @@ class Setup:
     dram_window_bytes: float | None = None
     sync: str = "decoder"  # one gradient all-reduce per decoder, or per layer (the paper's graph)
     collectives: str = "nccl"  # how collectives are priced (workload_graph.COLLECTIVES)
+    # Every all-reduce starts once its gradients are ready (HCSim's engine starts every ready
+    # vertex), instead of one at a time on the job's communicator (NCCL's order; both models).
+    concurrent: bool = False
 
     @property
     def per_tor(self) -> int:
@@ -76,7 +79,9 @@ MODELS = {
 }
 """How a study models the system: clustersim's (one all-reduce per decoder, NCCL's pipelined
 collectives, reads bounded by their window) or HCSim's own (§2–§3.1: an all-reduce per neural
-layer, SimGrid's CM02 paying every ring step's latency, reads as flows of any size in flight)."""
+layer, SimGrid's CM02 paying every ring step's latency, reads as flows of any size in flight).
+Both run the all-reduces of the job's communicator one at a time, as NCCL does; the paper does not
+say whether HCSim does, and Fig. 11's claims rest on it (`Setup.concurrent`; RESULTS.md)."""
 
 
 def mix_of(name: str, xpus: int, per_tor: int) -> list[tuple[str, int]]:
@@ -129,7 +134,9 @@ def point(
         **windows,
     )
     graph = _graph(setup.layers, setup.batch, setup.sync)
-    r = workload_graph.run(graph, platform, algorithm=algorithm, collectives=setup.collectives)
+    r = workload_graph.run(
+        graph, platform, algorithm=algorithm, collectives=setup.collectives, concurrent=setup.concurrent
+    )
     seconds = r["iteration_end_ns"][-1] / 1e9
     pace = min(r["classes"], key=lambda c: c["idle_ns"])
     return {
@@ -141,6 +148,7 @@ def point(
         "algorithm": algorithm,
         "sync": setup.sync,
         "collectives": setup.collectives,
+        "concurrent": setup.concurrent,
         "cxl_window_bytes": _window(setup.cxl_window_bytes),
         "dram_window_bytes": _window(setup.dram_window_bytes),
         "iteration_s": seconds,
@@ -405,8 +413,8 @@ def figure(study: str, t: Table) -> Any:
     model = ""
     if r is not None:
         model = (
-            f" (all-reduce per {r['sync']}, {r['collectives']} collectives,"
-            f" CXL read window {r['cxl_window_bytes']})"
+            f" (all-reduce per {r['sync']}, {r['collectives']} collectives"
+            f"{', concurrent' if r['concurrent'] else ''}, CXL read window {r['cxl_window_bytes']})"
         )
     fig.update_layout(
         title=f"LLaMA2-13B data parallel: {titles[study]}{model}",

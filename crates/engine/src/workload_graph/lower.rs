@@ -64,6 +64,10 @@ pub struct Options {
     /// Overrides the graph's iteration count.
     pub iterations: Option<u32>,
     pub access: Access,
+    /// Each communication vertex on a communicator of its own, so that it starts as soon as its
+    /// dependencies are met (HCSim's engine, §2.4 (3)); otherwise those of one participant set
+    /// share one and run one at a time (NCCL's order).
+    pub concurrent: bool,
 }
 
 /// What an op of a lowered program stands for.
@@ -336,15 +340,16 @@ pub fn lower(file: &str, g: &WorkloadGraph, platform: &Platform, o: &Options) ->
         }
         rank_class.push(c);
     }
-    // Groups: one per collective participant set, one per p2p pair, one per read source.
+    // Groups: one per collective participant set (per vertex when concurrent), one per p2p pair
+    // (likewise), one per read source.
     let mut groups: Vec<Group> = Vec::new();
-    let mut group_of: HashMap<Ranks, GroupId> = HashMap::new();
+    let mut group_of: HashMap<(Ranks, usize), GroupId> = HashMap::new();
     let mut vertex_group = vec![0 as GroupId; n];
     for (v, vx) in g.vertices.iter().enumerate() {
         let VertexKind::Communication(c) = &vx.kind else { continue };
         let key = ranks[v].clone();
         let next = groups.len();
-        let id = *group_of.entry(key.clone()).or_insert(next as GroupId);
+        let id = *group_of.entry((key.clone(), if o.concurrent { v } else { 0 })).or_insert(next as GroupId);
         if id as usize == next {
             if next >= u16::MAX as usize - sources.len() {
                 return Err(res.err(&labels[v], "more than 65 000 distinct communicator groups"));

@@ -36,7 +36,7 @@ fn graph(nodes: &str, links: &str, graph: &str) -> WorkloadGraph {
 }
 
 fn run(g: &WorkloadGraph, p: &Platform, access: Access) -> GraphRun {
-    let o = Options { iterations: None, access };
+    let o = Options { iterations: None, access, concurrent: false };
     run_graph("g.json", g, p, &o, &Tuning::default(), &mut |_| true).unwrap()
 }
 

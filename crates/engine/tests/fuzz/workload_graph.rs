@@ -127,7 +127,7 @@ fn read_and_run(text: &str, p: &Platform) -> Verdict {
     if runs > MAX_RUN {
         return Ok(Outcome::Accepted);
     }
-    let o = Options { iterations: None, access: Access::Auto };
+    let o = Options { iterations: None, access: Access::Auto, concurrent: false };
     match run_graph(FILE, &g, p, &o, &Tuning::default(), &mut |_| true) {
         Ok(r) if r.execution.end_ns.is_finite() && r.execution.end_ns >= 0.0 => Ok(Outcome::Accepted),
         Ok(r) => Err(format!("ran to a time of {} ns", r.execution.end_ns)),
