@@ -15,6 +15,7 @@ from clustersim.errors import InputError
 from clustersim.platform import hcsim, parse_graph
 from clustersim.training import train
 from clustersim.workload import Workload
+from test_workload_ir import two_stages
 
 # Two user-defined XPUs of 1 TFLOP/s fp32 and 1 GB of HBM, each with CXL memory behind a switch:
 # XPU-switch 10 GB/s 100 ns, switch-memory 20 GB/s 50 ns (a lone read: bytes / 10 + 150 ns).
@@ -177,22 +178,6 @@ def test_the_llama2_13b_graph_syncs_per_layer_as_the_paper_builds_it():
         workload_graph.llama2_13b(1, sync="tensor")
 
 
-def two_stages() -> Workload:
-    """Two pipeline stages of two TP ranks: stage 0 computes 1 µs, all-reduces in TP, sends on."""
-    w = Workload(ranks=4)
-    tp = w.group("TP", [[0, 1], [2, 3]])
-    pp = w.group("PP", [[0, 2], [1, 3]])
-    s0, s1 = w.program(), w.program()
-    w.assign(s0, [0, 1])
-    w.assign(s1, [2, 3])
-    a = w.comp(s0, 1000.0)
-    b = w.coll(s0, "allreduce", tp, 1 << 20, deps=[a])
-    w.send(s0, pp, 1, 8 << 20, deps=[b])
-    r = w.recv(s1, "PP", -1, 8 << 20)
-    w.comp(s1, 500.0, deps=[r])
-    return w
-
-
 def test_a_workload_becomes_a_graph_of_its_ops():
     platform = hcsim("hcsim-cxl", [("h100", 4)], xpus_per_server=4, servers_per_tor=1)
     doc = json.loads(workload_graph.from_workload(two_stages(), platform))
@@ -200,7 +185,7 @@ def test_a_workload_becomes_a_graph_of_its_ops():
     # Four compute ops, one all-reduce (the TP instance of stage 0), two sends met by their receives.
     assert sorted(nodes) == ["TP@r0.0", "p2p@r0-r2.0", "p2p@r1-r3.0", "r0.0", "r1.0", "r2.1", "r3.1"]
     xpus = [nodes[f"r{r}.{i}"]["xpu"][0] for r, i in ((0, 0), (1, 0), (2, 1), (3, 1))]
-    assert nodes["TP@r0.0"]["participants"] == xpus[:2] and nodes["TP@r0.0"]["bytes"] == 1 << 20
+    assert nodes["TP@r0.0"]["participants"] == xpus[:2] and nodes["TP@r0.0"]["bytes"] == 1 << 30
     assert (nodes["p2p@r1-r3.0"]["src"], nodes["p2p@r1-r3.0"]["dst"]) == (xpus[1], xpus[3])
     # 1 µs at the H100's dense bf16 peak, in FLOPs; the data in HBM.
     assert nodes["r0.0"]["flops"] == pytest.approx(1e-6 * 989e12, rel=1e-12)
