@@ -141,7 +141,16 @@ impl FlowSim {
                 return;
             }
         }
-        if self.batches[b as usize].runs_left < 2 {
+        self.watch_run(b, now);
+    }
+
+    /// Batch `b` was armed at `now` (its flows waiting, every other rate solved): its run is the
+    /// candidate, unless it is its last or a quiet candidate is already under way.
+    pub(super) fn watch_run(&mut self, b: u32, now: f64) {
+        if !self.fast_forward || self.replay.is_some() || self.batches[b as usize].runs_left < 2 {
+            return;
+        }
+        if self.candidate.as_ref().is_some_and(|c| c.quiet && c.batch != b) {
             return;
         }
         let mut flows = self.batches[b as usize].flows.clone();

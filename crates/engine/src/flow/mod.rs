@@ -477,6 +477,8 @@ impl FlowSim {
         bt.park = None;
         bt.live = true;
         self.arm(b, now);
+        // Its first run may repeat in company as well as the later ones (`cycle.rs`).
+        self.watch_run(b, now);
         b
     }
 
