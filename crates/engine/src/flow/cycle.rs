@@ -21,6 +21,19 @@
 //! done, at offset τ into the next, with b's flows waiting, done or active, C's flows with
 //! rem_f − j·m_f − ∫_0^τ r_f left, integrated from the rates recorded during the run — and the
 //! re-solve then treats all of them as new.
+//!
+//! *Recall.* A run that repeated is kept under what it depends on: the batch's flows (links,
+//! bytes, wait, ceiling) and its company's (links, ceiling; sorted, as flows that cannot be told
+//! apart get the same max-min rate), not their remaining bytes. When a batch starts a run — its
+//! first included, when it starts at the current time — in a company met before, at the same
+//! rates, the kept run replays at once, as if this run had been recorded: a workload graph's
+//! all-reduces of one size meet the same reads layer after layer, and after a cut the company
+//! left is often one seen before. One more condition keeps it exact as the simulation has it:
+//! events within a relative window of the time are one instant (`mod.rs`), so a run is cut
+//! into the same instants later only if its widest instant still fits the window at its start
+//! and its narrowest gap between instants still exceeds it at its end. A run that would meet a
+//! parked batch is run instead, and the company's batches are marked as met, as its flows
+//! would have marked them.
 
 use super::{FlowSim, Kind, State, MAX_RECORD};
 
@@ -38,7 +51,27 @@ pub(super) struct Candidate {
     record: Vec<(f64, Box<[f64]>)>,
     /// No event but the batch's own so far.
     quiet: bool,
+    /// What the run depends on ([`FlowSim::run_key`]).
+    key: Vec<u64>,
+    /// Widest span of event times one instant of it took, narrowest gap to the event after one.
+    spread: f64,
+    gap: f64,
 }
+
+/// A run that repeated in company, kept for when the same batch starts a run in the same
+/// company again (`key`): its duration, record (company columns in key order) and the offset
+/// at which each flow of the batch finished.
+pub(super) struct Memo {
+    key: Vec<u64>,
+    d: f64,
+    spread: f64,
+    gap: f64,
+    record: Vec<(f64, Box<[f64]>)>,
+    finish_off: Vec<f64>,
+}
+
+/// Most rates the memos may hold together (8 bytes each); past it they are all dropped.
+const MEMO_RATES: usize = 1 << 23;
 
 /// A system replaying runs of one batch from `start` (see the module doc).
 pub(super) struct Replay {
@@ -70,6 +103,15 @@ fn offset_of(record: &[(f64, Box<[f64]>)], k: usize, d: f64, bytes: f64) -> Opti
         moved += step;
     }
     None
+}
+
+/// Rates of two records' rows equal up to rounding: the same allocation.
+fn same_rates(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(&a, &b)| a == b || (a - b).abs() <= SAME_RATE * a.abs().max(b.abs()))
+}
+
+fn key_hash(key: &[u64]) -> u64 {
+    key.iter().fold(0u64, |h, &w| (h.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95))
 }
 
 /// Bytes flow `k` of a record moves in its first `tau` ns, and its rate at `tau`.
@@ -113,11 +155,15 @@ impl FlowSim {
 
     /// After the solve of each instant: extend the candidate's record; when its batch's run
     /// ended quietly with the same rates it started with, replay; else start a new candidate.
-    pub(super) fn watch_cycle(&mut self, now: f64) {
+    pub(super) fn watch_cycle(&mut self, now: f64, spread: f64, gap: f64) {
         let ended = self.run_ended.take();
         if !self.fast_forward || self.replay.is_some() {
             self.candidate = None;
             return;
+        }
+        if let Some(c) = &mut self.candidate {
+            c.spread = c.spread.max(spread);
+            c.gap = c.gap.min(gap);
         }
         let Some(b) = ended else {
             let Some(mut c) = self.candidate.take().filter(|c| c.quiet) else { return };
@@ -155,26 +201,124 @@ impl FlowSim {
         }
         let mut flows = self.batches[b as usize].flows.clone();
         let company = flows.len();
-        flows.extend(
-            (0..self.path.len() as u32)
-                .filter(|&g| self.state[g as usize] == State::Active && self.batch_of[g as usize] != b),
-        );
+        let mut others: Vec<u32> = (0..self.path.len() as u32)
+            .filter(|&g| self.state[g as usize] == State::Active && self.batch_of[g as usize] != b)
+            .collect();
+        others.sort_by(|&x, &y| {
+            let (x, y) = (x as usize, y as usize);
+            self.path[x].cmp(&self.path[y]).then(self.ceil[x].total_cmp(&self.ceil[y]))
+        });
+        flows.extend(others);
+        let key = self.run_key(&flows, company);
         let rates = self.current_rates(&flows);
-        self.candidate =
-            Some(Candidate { batch: b, run_start: now, flows, company, record: vec![(0.0, rates)], quiet: true });
+        let record = vec![(0.0, rates)];
+        let c = Candidate {
+            batch: b,
+            run_start: now,
+            flows,
+            company,
+            record,
+            quiet: true,
+            key,
+            spread: 0.0,
+            gap: f64::INFINITY,
+        };
+        self.candidate = self.recall(c, now);
+    }
+
+    /// What a run of a batch in company depends on, as words: each flow of the batch (links,
+    /// bytes, wait, ceiling), then each company flow (links, ceiling) in the order given (sorted,
+    /// so that flows that cannot be told apart are interchangeable). Remaining bytes are not in
+    /// it: max-min rates do not depend on them.
+    fn run_key(&self, flows: &[u32], company: usize) -> Vec<u64> {
+        let mut key = Vec::with_capacity(flows.len() * 6);
+        for (k, &g) in flows.iter().enumerate() {
+            let i = g as usize;
+            key.push(self.path[i].len() as u64);
+            key.extend(self.path[i].iter().map(|&l| l as u64));
+            if k < company {
+                key.extend([self.bytes[i].to_bits(), self.lat[i].to_bits()]);
+            }
+            key.push(self.ceil[i].to_bits());
+        }
+        key.push(company as u64);
+        key
+    }
+
+    /// A candidate whose run was seen to repeat before, in the same company at the same rates,
+    /// replays now without being run; otherwise it is returned to be watched.
+    fn recall(&mut self, c: Candidate, now: f64) -> Option<Candidate> {
+        let hash = key_hash(&c.key);
+        if !self.recall {
+            return Some(c);
+        }
+        let Some(m) = self.memo.get(&hash).filter(|m| m.key == c.key) else { return Some(c) };
+        // Events are taken together within a window relative to the time (`mod.rs`): the run
+        // is cut into the same instants now only if its widest instant still fits the window
+        // at its start and its narrowest gap still exceeds it at its end.
+        let w = self.coalesce;
+        let same_instants = m.spread <= w * now && m.gap > w * (now + m.d);
+        if !same_instants || !same_rates(&c.record[0].1, &m.record[0].1) {
+            return Some(c);
+        }
+        // The run would meet a parked batch (and resume it) on its links: run it.
+        let parked = c.flows[..c.company].iter().any(|&g| {
+            self.path[g as usize]
+                .iter()
+                .any(|&l| self.link_batches[l as usize].iter().any(|&(bg, _)| self.batches[bg as usize].park.is_some()))
+        });
+        if parked {
+            return Some(c);
+        }
+        // As the run's flows would have, they meet their company's batches: none runs clean.
+        for &g in &c.flows[c.company..] {
+            self.batches[self.batch_of[g as usize] as usize].clean = false;
+        }
+        let (d, record, finish_off) = (m.d, m.record.clone(), m.finish_off.clone());
+        let b = c.batch as usize;
+        let saved = std::mem::replace(&mut self.batches[b].finish_off, finish_off);
+        let c = Candidate { record, ..c };
+        match self.start_replay(c, d, now) {
+            Ok(()) => None,
+            Err(c) => {
+                self.batches[b].finish_off = saved;
+                Some(Candidate { record: vec![(0.0, self.current_rates(&c.flows))], ..c })
+            }
+        }
+    }
+
+    /// Keep the run of candidate `c`, of duration `d`, for [`FlowSim::recall`].
+    fn remember(&mut self, c: &Candidate, d: f64) {
+        let size = c.record.len() * c.flows.len();
+        self.memo_rates += size;
+        if self.memo_rates > MEMO_RATES {
+            self.memo.clear();
+            self.memo_rates = size;
+        }
+        let finish_off = self.batches[c.batch as usize].finish_off.clone();
+        let (spread, gap) = (c.spread, c.gap);
+        let m = Memo { key: c.key.clone(), d, spread, gap, record: c.record.clone(), finish_off };
+        self.memo.insert(key_hash(&c.key), m);
     }
 
     /// Replay the runs after the candidate's one, if its end state is its start state.
     fn try_replay(&mut self, c: Candidate, now: f64) -> bool {
-        let same = |a: f64, b: f64| a == b || (a - b).abs() <= SAME_RATE * a.abs().max(b.abs());
-        let rates = self.current_rates(&c.flows);
-        if !rates.iter().zip(c.record[0].1.iter()).all(|(&a, &b)| same(a, b)) {
-            return false;
-        }
-        if c.flows[c.company..].iter().any(|&g| self.state[g as usize] != State::Active) {
+        if !same_rates(&self.current_rates(&c.flows), &c.record[0].1) {
             return false;
         }
         let d = now - c.run_start;
+        if c.flows[c.company..].iter().all(|&g| self.state[g as usize] == State::Active) {
+            self.remember(&c, d);
+        }
+        self.start_replay(c, d, now).is_ok()
+    }
+
+    /// Replay runs of duration `d` of candidate `c`'s batch from `now`, a run's start, as
+    /// its record has them; the candidate back if there is nothing to replay.
+    fn start_replay(&mut self, c: Candidate, d: f64, now: f64) -> Result<(), Candidate> {
+        if c.flows[c.company..].iter().any(|&g| self.state[g as usize] != State::Active) {
+            return Err(c);
+        }
         let runs_left = self.batches[c.batch as usize].runs_left;
         // Offset of the replay's end: the batch's last run, or the first end of a company flow.
         let mut end = runs_left as f64 * d;
@@ -193,7 +337,7 @@ impl FlowSim {
             per_run.push(m);
         }
         if end <= 0.0 {
-            return false;
+            return Err(c);
         }
         let cut = end < runs_left as f64 * d;
         let runs = if cut { ((end / d).floor() as u32 + 1).min(runs_left) } else { runs_left };
@@ -232,7 +376,7 @@ impl FlowSim {
             ver,
         });
         self.push(if cut { now + end } else { now + runs as f64 * d }, Kind::ReplayEnd, 0, ver);
-        true
+        Ok(())
     }
 
     /// Fresh finish events for active flows `flows` at their current rates.
