@@ -35,6 +35,8 @@
 //! parked batch is run instead, and the company's batches are marked as met, as its flows
 //! would have marked them.
 
+use std::rc::Rc;
+
 use super::{FlowSim, Kind, State, MAX_RECORD};
 
 /// Rates this close at the start of two runs are the same allocation (rounding aside).
@@ -52,7 +54,7 @@ pub(super) struct Candidate {
     /// No event but the batch's own so far.
     quiet: bool,
     /// What the run depends on ([`FlowSim::run_key`]).
-    key: Vec<u64>,
+    key: RunKey,
     /// Widest span of event times one instant of it took, narrowest gap to the event after one.
     spread: f64,
     gap: f64,
@@ -62,12 +64,30 @@ pub(super) struct Candidate {
 /// company again (`key`): its duration, record (company columns in key order) and the offset
 /// at which each flow of the batch finished.
 pub(super) struct Memo {
-    key: Vec<u64>,
+    key: RunKey,
     d: f64,
     spread: f64,
     gap: f64,
-    record: Vec<(f64, Box<[f64]>)>,
+    record: Rc<Record>,
     finish_off: Vec<f64>,
+}
+
+/// (Offset into the run, rate of each flow) at its start and at every change.
+type Record = Vec<(f64, Box<[f64]>)>;
+
+/// What a run depends on, as words ([`FlowSim::run_key`]): its batch's part (the same for every
+/// run of the batch, so made once), that part's hash, and its company's.
+#[derive(Clone, PartialEq)]
+pub(super) struct RunKey {
+    batch: Rc<[u64]>,
+    batch_hash: u64,
+    company: Vec<u64>,
+}
+
+impl RunKey {
+    fn hash(&self) -> u64 {
+        self.company.iter().fold(self.batch_hash, |h, &w| mix(h, w))
+    }
 }
 
 /// Most rates the memos may hold together (8 bytes each); past it they are all dropped.
@@ -83,7 +103,7 @@ pub(super) struct Replay {
     pub(super) cut: bool,
     flows: Vec<u32>,
     company: usize,
-    record: Vec<(f64, Box<[f64]>)>,
+    record: Rc<Record>,
     /// Per company flow: bytes left at `start`, bytes moved per run.
     rem: Vec<f64>,
     per_run: Vec<f64>,
@@ -110,8 +130,9 @@ fn same_rates(a: &[f64], b: &[f64]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(&a, &b)| a == b || (a - b).abs() <= SAME_RATE * a.abs().max(b.abs()))
 }
 
-fn key_hash(key: &[u64]) -> u64 {
-    key.iter().fold(0u64, |h, &w| (h.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95))
+/// One word mixed into a hash (as [`crate::int_hash`] does).
+fn mix(h: u64, w: u64) -> u64 {
+    (h.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95)
 }
 
 /// Bytes flow `k` of a record moves in its first `tau` ns, and its rate at `tau`.
@@ -209,7 +230,7 @@ impl FlowSim {
             self.path[x].cmp(&self.path[y]).then(self.ceil[x].total_cmp(&self.ceil[y]))
         });
         flows.extend(others);
-        let key = self.run_key(&flows, company);
+        let key = self.run_key(b, &flows[company..]);
         let rates = self.current_rates(&flows);
         let record = vec![(0.0, rates)];
         let c = Candidate {
@@ -226,32 +247,45 @@ impl FlowSim {
         self.candidate = self.recall(c, now);
     }
 
-    /// What a run of a batch in company depends on, as words: each flow of the batch (links,
-    /// bytes, wait, ceiling), then each company flow (links, ceiling) in the order given (sorted,
-    /// so that flows that cannot be told apart are interchangeable). Remaining bytes are not in
-    /// it: max-min rates do not depend on them.
-    fn run_key(&self, flows: &[u32], company: usize) -> Vec<u64> {
-        let mut key = Vec::with_capacity(flows.len() * 6);
-        for (k, &g) in flows.iter().enumerate() {
+    /// What a run of batch `b` in company `others` depends on, as words: each flow of the batch
+    /// (links, bytes, wait, ceiling), then each company flow (links, ceiling) in the order given
+    /// (sorted, so that flows that cannot be told apart are interchangeable). Remaining bytes
+    /// are not in it: max-min rates do not depend on them.
+    fn run_key(&mut self, b: u32, others: &[u32]) -> RunKey {
+        let words = |sim: &FlowSim, g: u32, key: &mut Vec<u64>| {
             let i = g as usize;
-            key.push(self.path[i].len() as u64);
-            key.extend(self.path[i].iter().map(|&l| l as u64));
-            if k < company {
-                key.extend([self.bytes[i].to_bits(), self.lat[i].to_bits()]);
+            key.push(sim.path[i].len() as u64);
+            key.extend(sim.path[i].iter().map(|&l| l as u64));
+            key.push(sim.ceil[i].to_bits());
+        };
+        let (batch, batch_hash) = match &self.batches[b as usize].key {
+            Some(k) => k.clone(),
+            None => {
+                let mut key = Vec::with_capacity(self.batches[b as usize].flows.len() * 6);
+                for &g in &self.batches[b as usize].flows {
+                    words(self, g, &mut key);
+                    key.extend([self.bytes[g as usize].to_bits(), self.lat[g as usize].to_bits()]);
+                }
+                let hash = key.iter().fold(0, |h, &w| mix(h, w));
+                let k: (Rc<[u64]>, u64) = (key.into(), hash);
+                self.batches[b as usize].key = Some(k.clone());
+                k
             }
-            key.push(self.ceil[i].to_bits());
+        };
+        let mut company = Vec::with_capacity(others.len() * 4);
+        for &g in others {
+            words(self, g, &mut company);
         }
-        key.push(company as u64);
-        key
+        RunKey { batch, batch_hash, company }
     }
 
     /// A candidate whose run was seen to repeat before, in the same company at the same rates,
     /// replays now without being run; otherwise it is returned to be watched.
     fn recall(&mut self, c: Candidate, now: f64) -> Option<Candidate> {
-        let hash = key_hash(&c.key);
         if !self.recall {
             return Some(c);
         }
+        let hash = c.key.hash();
         let Some(m) = self.memo.get(&hash).filter(|m| m.key == c.key) else { return Some(c) };
         // Events are taken together within a window relative to the time (`mod.rs`): the run
         // is cut into the same instants now only if its widest instant still fits the window
@@ -277,19 +311,14 @@ impl FlowSim {
         let (d, record, finish_off) = (m.d, m.record.clone(), m.finish_off.clone());
         let b = c.batch as usize;
         let saved = std::mem::replace(&mut self.batches[b].finish_off, finish_off);
-        let c = Candidate { record, ..c };
-        match self.start_replay(c, d, now) {
-            Ok(()) => None,
-            Err(c) => {
-                self.batches[b].finish_off = saved;
-                Some(Candidate { record: vec![(0.0, self.current_rates(&c.flows))], ..c })
-            }
-        }
+        let c = self.start_replay(c, record, d, now)?;
+        self.batches[b].finish_off = saved;
+        Some(Candidate { record: vec![(0.0, self.current_rates(&c.flows))], ..c })
     }
 
     /// Keep the run of candidate `c`, of duration `d`, for [`FlowSim::recall`].
-    fn remember(&mut self, c: &Candidate, d: f64) {
-        let size = c.record.len() * c.flows.len();
+    fn remember(&mut self, c: &Candidate, record: Rc<Record>, d: f64) {
+        let size = record.len() * c.flows.len();
         self.memo_rates += size;
         if self.memo_rates > MEMO_RATES {
             self.memo.clear();
@@ -297,27 +326,28 @@ impl FlowSim {
         }
         let finish_off = self.batches[c.batch as usize].finish_off.clone();
         let (spread, gap) = (c.spread, c.gap);
-        let m = Memo { key: c.key.clone(), d, spread, gap, record: c.record.clone(), finish_off };
-        self.memo.insert(key_hash(&c.key), m);
+        let m = Memo { key: c.key.clone(), d, spread, gap, record, finish_off };
+        self.memo.insert(c.key.hash(), m);
     }
 
     /// Replay the runs after the candidate's one, if its end state is its start state.
-    fn try_replay(&mut self, c: Candidate, now: f64) -> bool {
+    fn try_replay(&mut self, mut c: Candidate, now: f64) -> bool {
         if !same_rates(&self.current_rates(&c.flows), &c.record[0].1) {
             return false;
         }
         let d = now - c.run_start;
+        let record = Rc::new(std::mem::take(&mut c.record));
         if c.flows[c.company..].iter().all(|&g| self.state[g as usize] == State::Active) {
-            self.remember(&c, d);
+            self.remember(&c, record.clone(), d);
         }
-        self.start_replay(c, d, now).is_ok()
+        self.start_replay(c, record, d, now).is_none()
     }
 
     /// Replay runs of duration `d` of candidate `c`'s batch from `now`, a run's start, as
-    /// its record has them; the candidate back if there is nothing to replay.
-    fn start_replay(&mut self, c: Candidate, d: f64, now: f64) -> Result<(), Candidate> {
+    /// `record` has them; the candidate back if there is nothing to replay.
+    fn start_replay(&mut self, c: Candidate, record: Rc<Record>, d: f64, now: f64) -> Option<Candidate> {
         if c.flows[c.company..].iter().any(|&g| self.state[g as usize] != State::Active) {
-            return Err(c);
+            return Some(c);
         }
         let runs_left = self.batches[c.batch as usize].runs_left;
         // Offset of the replay's end: the batch's last run, or the first end of a company flow.
@@ -327,17 +357,17 @@ impl FlowSim {
         for (k, &g) in c.flows.iter().enumerate().skip(c.company) {
             let i = g as usize;
             let left = (self.rem[i] - self.rate[i] * (now - self.upd[i])).max(0.0);
-            let m = integrate(&c.record, k, d).0;
+            let m = integrate(&record, k, d).0;
             let j = if m > 0.0 { (left / m).floor() } else { f64::INFINITY };
             if j < runs_left as f64 {
                 // Rounding may leave it a hair short of the bytes in run j: it ends with it.
-                end = end.min(j * d + offset_of(&c.record, k, d, left - j * m).unwrap_or(d));
+                end = end.min(j * d + offset_of(&record, k, d, left - j * m).unwrap_or(d));
             }
             rem.push(left);
             per_run.push(m);
         }
         if end <= 0.0 {
-            return Err(c);
+            return Some(c);
         }
         let cut = end < runs_left as f64 * d;
         let runs = if cut { ((end / d).floor() as u32 + 1).min(runs_left) } else { runs_left };
@@ -370,13 +400,13 @@ impl FlowSim {
             cut,
             flows: c.flows,
             company: c.company,
-            record: c.record,
+            record,
             rem,
             per_run,
             ver,
         });
         self.push(if cut { now + end } else { now + runs as f64 * d }, Kind::ReplayEnd, 0, ver);
-        Ok(())
+        None
     }
 
     /// Fresh finish events for active flows `flows` at their current rates.

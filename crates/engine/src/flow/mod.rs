@@ -136,6 +136,8 @@ struct Batch {
     park: Option<(f64, f64, u32)>,
     ver: u32,
     live: bool,
+    /// Its part of a run's key, made once, and that part's hash (`cycle.rs`).
+    key: Option<(Rc<[u64]>, u64)>,
 }
 
 /// What a flow waits before it starts moving bytes.
@@ -470,6 +472,7 @@ impl FlowSim {
                     park: None,
                     ver: 0,
                     live: false,
+                    key: None,
                 });
                 self.batch_mark.push(0);
                 (self.batches.len() - 1) as u32
@@ -492,6 +495,7 @@ impl FlowSim {
         bt.runs_left = repeat.max(1);
         bt.park = None;
         bt.live = true;
+        bt.key = None;
         self.arm(b, now);
         // Its first run may repeat in company as well as the later ones (`cycle.rs`), if it
         // starts now: nothing can change before it does.
