@@ -24,8 +24,8 @@
 //!
 //! *Recall.* A run that repeated is kept under what it depends on: the batch's flows (links,
 //! bytes, wait, ceiling) and its company's (links, ceiling; sorted, as flows that cannot be told
-//! apart get the same max-min rate), not their remaining bytes. When a batch starts a run — its
-//! first included, when it starts at the current time — in a company met before, at the same
+//! apart get the same max-min rate), not their remaining bytes. When a batch starts a run at the
+//! instant last processed — its first run included — in a company met before, at the same
 //! rates, the kept run replays at once, as if this run had been recorded: a workload graph's
 //! all-reduces of one size meet the same reads layer after layer, and after a cut the company
 //! left is often one seen before. One more condition keeps it exact as the simulation has it:
@@ -282,7 +282,9 @@ impl FlowSim {
     /// A candidate whose run was seen to repeat before, in the same company at the same rates,
     /// replays now without being run; otherwise it is returned to be watched.
     fn recall(&mut self, c: Candidate, now: f64) -> Option<Candidate> {
-        if !self.recall {
+        // A replay starts at the instant last processed, never ahead of it (a batch added for
+        // later may be followed by one added for sooner).
+        if !self.recall || now != self.time {
             return Some(c);
         }
         let hash = c.key.hash();
