@@ -21,6 +21,21 @@
 //! done, at offset τ into the next, with b's flows waiting, done or active, C's flows with
 //! rem_f − j·m_f − ∫_0^τ r_f left, integrated from the rates recorded during the run — and the
 //! re-solve then treats all of them as new.
+//!
+//! *Recall.* A run that repeated is kept under what it depends on: the batch's flows (links,
+//! bytes, wait, ceiling) and its company's (links, ceiling; sorted, as flows that cannot be told
+//! apart get the same max-min rate), not their remaining bytes. When a batch starts a run at the
+//! instant last processed — its first run included — in a company met before, at the same
+//! rates, the kept run replays at once, as if this run had been recorded: a workload graph's
+//! all-reduces of one size meet the same reads layer after layer, and after a cut the company
+//! left is often one seen before. One more condition keeps it exact as the simulation has it:
+//! events within a relative window of the time are one instant (`mod.rs`), so a run is cut
+//! into the same instants later only if its widest instant still fits the window at its start
+//! and its narrowest gap between instants still exceeds it at its end. A run that would meet a
+//! parked batch is run instead, and the company's batches are marked as met, as its flows
+//! would have marked them.
+
+use std::rc::Rc;
 
 use super::{FlowSim, Kind, State, MAX_RECORD};
 
@@ -38,7 +53,45 @@ pub(super) struct Candidate {
     record: Vec<(f64, Box<[f64]>)>,
     /// No event but the batch's own so far.
     quiet: bool,
+    /// What the run depends on ([`FlowSim::run_key`]).
+    key: RunKey,
+    /// Widest span of event times one instant of it took, narrowest gap to the event after one.
+    spread: f64,
+    gap: f64,
 }
+
+/// A run that repeated in company, kept for when the same batch starts a run in the same
+/// company again (`key`): its duration, record (company columns in key order) and the offset
+/// at which each flow of the batch finished.
+pub(super) struct Memo {
+    key: RunKey,
+    d: f64,
+    spread: f64,
+    gap: f64,
+    record: Rc<Record>,
+    finish_off: Vec<f64>,
+}
+
+/// (Offset into the run, rate of each flow) at its start and at every change.
+type Record = Vec<(f64, Box<[f64]>)>;
+
+/// What a run depends on, as words ([`FlowSim::run_key`]): its batch's part (the same for every
+/// run of the batch, so made once), that part's hash, and its company's.
+#[derive(Clone, PartialEq)]
+pub(super) struct RunKey {
+    batch: Rc<[u64]>,
+    batch_hash: u64,
+    company: Vec<u64>,
+}
+
+impl RunKey {
+    fn hash(&self) -> u64 {
+        self.company.iter().fold(self.batch_hash, |h, &w| mix(h, w))
+    }
+}
+
+/// Most rates the memos may hold together (8 bytes each); past it they are all dropped.
+const MEMO_RATES: usize = 1 << 23;
 
 /// A system replaying runs of one batch from `start` (see the module doc).
 pub(super) struct Replay {
@@ -50,7 +103,7 @@ pub(super) struct Replay {
     pub(super) cut: bool,
     flows: Vec<u32>,
     company: usize,
-    record: Vec<(f64, Box<[f64]>)>,
+    record: Rc<Record>,
     /// Per company flow: bytes left at `start`, bytes moved per run.
     rem: Vec<f64>,
     per_run: Vec<f64>,
@@ -70,6 +123,16 @@ fn offset_of(record: &[(f64, Box<[f64]>)], k: usize, d: f64, bytes: f64) -> Opti
         moved += step;
     }
     None
+}
+
+/// Rates of two records' rows equal up to rounding: the same allocation.
+fn same_rates(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(&a, &b)| a == b || (a - b).abs() <= SAME_RATE * a.abs().max(b.abs()))
+}
+
+/// One word mixed into a hash (as [`crate::int_hash`] does).
+fn mix(h: u64, w: u64) -> u64 {
+    (h.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95)
 }
 
 /// Bytes flow `k` of a record moves in its first `tau` ns, and its rate at `tau`.
@@ -113,11 +176,15 @@ impl FlowSim {
 
     /// After the solve of each instant: extend the candidate's record; when its batch's run
     /// ended quietly with the same rates it started with, replay; else start a new candidate.
-    pub(super) fn watch_cycle(&mut self, now: f64) {
+    pub(super) fn watch_cycle(&mut self, now: f64, spread: f64, gap: f64) {
         let ended = self.run_ended.take();
         if !self.fast_forward || self.replay.is_some() {
             self.candidate = None;
             return;
+        }
+        if let Some(c) = &mut self.candidate {
+            c.spread = c.spread.max(spread);
+            c.gap = c.gap.min(gap);
         }
         let Some(b) = ended else {
             let Some(mut c) = self.candidate.take().filter(|c| c.quiet) else { return };
@@ -141,31 +208,149 @@ impl FlowSim {
                 return;
             }
         }
-        if self.batches[b as usize].runs_left < 2 {
+        self.watch_run(b, now);
+    }
+
+    /// Batch `b` was armed at `now` (its flows waiting, every other rate solved): its run is the
+    /// candidate, unless it is its last or a quiet candidate is already under way.
+    pub(super) fn watch_run(&mut self, b: u32, now: f64) {
+        if !self.fast_forward || self.replay.is_some() || self.batches[b as usize].runs_left < 2 {
+            return;
+        }
+        if self.candidate.as_ref().is_some_and(|c| c.quiet && c.batch != b) {
             return;
         }
         let mut flows = self.batches[b as usize].flows.clone();
         let company = flows.len();
-        flows.extend(
-            (0..self.path.len() as u32)
-                .filter(|&g| self.state[g as usize] == State::Active && self.batch_of[g as usize] != b),
-        );
+        let mut others: Vec<u32> = (0..self.path.len() as u32)
+            .filter(|&g| self.state[g as usize] == State::Active && self.batch_of[g as usize] != b)
+            .collect();
+        others.sort_by(|&x, &y| {
+            let (x, y) = (x as usize, y as usize);
+            self.path[x].cmp(&self.path[y]).then(self.ceil[x].total_cmp(&self.ceil[y]))
+        });
+        flows.extend(others);
+        let key = self.run_key(b, &flows[company..]);
         let rates = self.current_rates(&flows);
-        self.candidate =
-            Some(Candidate { batch: b, run_start: now, flows, company, record: vec![(0.0, rates)], quiet: true });
+        let record = vec![(0.0, rates)];
+        let c = Candidate {
+            batch: b,
+            run_start: now,
+            flows,
+            company,
+            record,
+            quiet: true,
+            key,
+            spread: 0.0,
+            gap: f64::INFINITY,
+        };
+        self.candidate = self.recall(c, now);
+    }
+
+    /// What a run of batch `b` in company `others` depends on, as words: each flow of the batch
+    /// (links, bytes, wait, ceiling), then each company flow (links, ceiling) in the order given
+    /// (sorted, so that flows that cannot be told apart are interchangeable). Remaining bytes
+    /// are not in it: max-min rates do not depend on them.
+    fn run_key(&mut self, b: u32, others: &[u32]) -> RunKey {
+        let words = |sim: &FlowSim, g: u32, key: &mut Vec<u64>| {
+            let i = g as usize;
+            key.push(sim.path[i].len() as u64);
+            key.extend(sim.path[i].iter().map(|&l| l as u64));
+            key.push(sim.ceil[i].to_bits());
+        };
+        let (batch, batch_hash) = match &self.batches[b as usize].key {
+            Some(k) => k.clone(),
+            None => {
+                let mut key = Vec::with_capacity(self.batches[b as usize].flows.len() * 6);
+                for &g in &self.batches[b as usize].flows {
+                    words(self, g, &mut key);
+                    key.extend([self.bytes[g as usize].to_bits(), self.lat[g as usize].to_bits()]);
+                }
+                let hash = key.iter().fold(0, |h, &w| mix(h, w));
+                let k: (Rc<[u64]>, u64) = (key.into(), hash);
+                self.batches[b as usize].key = Some(k.clone());
+                k
+            }
+        };
+        let mut company = Vec::with_capacity(others.len() * 4);
+        for &g in others {
+            words(self, g, &mut company);
+        }
+        RunKey { batch, batch_hash, company }
+    }
+
+    /// A candidate whose run was seen to repeat before, in the same company at the same rates,
+    /// replays now without being run; otherwise it is returned to be watched.
+    fn recall(&mut self, c: Candidate, now: f64) -> Option<Candidate> {
+        // A replay starts at the instant last processed, never ahead of it (a batch added for
+        // later may be followed by one added for sooner).
+        if !self.recall || now != self.time {
+            return Some(c);
+        }
+        let hash = c.key.hash();
+        let Some(m) = self.memo.get(&hash).filter(|m| m.key == c.key) else { return Some(c) };
+        // Events are taken together within a window relative to the time (`mod.rs`): the run
+        // is cut into the same instants now only if its widest instant still fits the window
+        // at its start and its narrowest gap still exceeds it at its end.
+        let w = self.coalesce;
+        let same_instants = m.spread <= w * now && m.gap > w * (now + m.d);
+        if !same_instants || !same_rates(&c.record[0].1, &m.record[0].1) {
+            return Some(c);
+        }
+        // The run would meet a parked batch (and resume it) on its links: run it.
+        let parked = c.flows[..c.company].iter().any(|&g| {
+            self.path[g as usize]
+                .iter()
+                .any(|&l| self.link_batches[l as usize].iter().any(|&(bg, _)| self.batches[bg as usize].park.is_some()))
+        });
+        if parked {
+            return Some(c);
+        }
+        // As the run's flows would have, they meet their company's batches: none runs clean.
+        for &g in &c.flows[c.company..] {
+            self.batches[self.batch_of[g as usize] as usize].clean = false;
+        }
+        let (d, record, finish_off) = (m.d, m.record.clone(), m.finish_off.clone());
+        let b = c.batch as usize;
+        let saved = std::mem::replace(&mut self.batches[b].finish_off, finish_off);
+        let c = self.start_replay(c, record, d, now)?;
+        self.batches[b].finish_off = saved;
+        Some(Candidate { record: vec![(0.0, self.current_rates(&c.flows))], ..c })
+    }
+
+    /// Keep the run of candidate `c`, of duration `d`, for [`FlowSim::recall`].
+    fn remember(&mut self, c: &Candidate, record: Rc<Record>, d: f64) {
+        let size = record.len() * c.flows.len();
+        self.memo_rates += size;
+        if self.memo_rates > MEMO_RATES {
+            self.memo.clear();
+            self.memo_rates = size;
+        }
+        let finish_off = self.batches[c.batch as usize].finish_off.clone();
+        let (spread, gap) = (c.spread, c.gap);
+        let m = Memo { key: c.key.clone(), d, spread, gap, record, finish_off };
+        self.memo.insert(c.key.hash(), m);
     }
 
     /// Replay the runs after the candidate's one, if its end state is its start state.
-    fn try_replay(&mut self, c: Candidate, now: f64) -> bool {
-        let same = |a: f64, b: f64| a == b || (a - b).abs() <= SAME_RATE * a.abs().max(b.abs());
-        let rates = self.current_rates(&c.flows);
-        if !rates.iter().zip(c.record[0].1.iter()).all(|(&a, &b)| same(a, b)) {
-            return false;
-        }
-        if c.flows[c.company..].iter().any(|&g| self.state[g as usize] != State::Active) {
+    fn try_replay(&mut self, mut c: Candidate, now: f64) -> bool {
+        if !same_rates(&self.current_rates(&c.flows), &c.record[0].1) {
             return false;
         }
         let d = now - c.run_start;
+        let record = Rc::new(std::mem::take(&mut c.record));
+        if c.flows[c.company..].iter().all(|&g| self.state[g as usize] == State::Active) {
+            self.remember(&c, record.clone(), d);
+        }
+        self.start_replay(c, record, d, now).is_none()
+    }
+
+    /// Replay runs of duration `d` of candidate `c`'s batch from `now`, a run's start, as
+    /// `record` has them; the candidate back if there is nothing to replay.
+    fn start_replay(&mut self, c: Candidate, record: Rc<Record>, d: f64, now: f64) -> Option<Candidate> {
+        if c.flows[c.company..].iter().any(|&g| self.state[g as usize] != State::Active) {
+            return Some(c);
+        }
         let runs_left = self.batches[c.batch as usize].runs_left;
         // Offset of the replay's end: the batch's last run, or the first end of a company flow.
         let mut end = runs_left as f64 * d;
@@ -174,17 +359,17 @@ impl FlowSim {
         for (k, &g) in c.flows.iter().enumerate().skip(c.company) {
             let i = g as usize;
             let left = (self.rem[i] - self.rate[i] * (now - self.upd[i])).max(0.0);
-            let m = integrate(&c.record, k, d).0;
+            let m = integrate(&record, k, d).0;
             let j = if m > 0.0 { (left / m).floor() } else { f64::INFINITY };
             if j < runs_left as f64 {
                 // Rounding may leave it a hair short of the bytes in run j: it ends with it.
-                end = end.min(j * d + offset_of(&c.record, k, d, left - j * m).unwrap_or(d));
+                end = end.min(j * d + offset_of(&record, k, d, left - j * m).unwrap_or(d));
             }
             rem.push(left);
             per_run.push(m);
         }
         if end <= 0.0 {
-            return false;
+            return Some(c);
         }
         let cut = end < runs_left as f64 * d;
         let runs = if cut { ((end / d).floor() as u32 + 1).min(runs_left) } else { runs_left };
@@ -217,13 +402,13 @@ impl FlowSim {
             cut,
             flows: c.flows,
             company: c.company,
-            record: c.record,
+            record,
             rem,
             per_run,
             ver,
         });
         self.push(if cut { now + end } else { now + runs as f64 * d }, Kind::ReplayEnd, 0, ver);
-        true
+        None
     }
 
     /// Fresh finish events for active flows `flows` at their current rates.

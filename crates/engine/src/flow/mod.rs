@@ -136,6 +136,8 @@ struct Batch {
     park: Option<(f64, f64, u32)>,
     ver: u32,
     live: bool,
+    /// Its part of a run's key, made once, and that part's hash (`cycle.rs`).
+    key: Option<(Rc<[u64]>, u64)>,
 }
 
 /// What a flow waits before it starts moving bytes.
@@ -224,6 +226,12 @@ pub struct FlowSim {
     replay_ver: u32,
     /// The batch whose run ended and was re-armed at the instant being processed.
     run_ended: Option<u32>,
+    /// Runs that repeated in company, by the hash of their key, and the rates they hold (`cycle.rs`).
+    memo: std::collections::HashMap<u64, cycle::Memo>,
+    memo_rates: usize,
+    recall: bool,
+    /// The instant last processed.
+    time: f64,
 }
 
 impl FlowSim {
@@ -285,6 +293,10 @@ impl FlowSim {
             replay: None,
             replay_ver: 0,
             run_ended: None,
+            memo: std::collections::HashMap::new(),
+            memo_rates: 0,
+            recall: true,
+            time: 0.0,
         }
     }
 
@@ -301,6 +313,12 @@ impl FlowSim {
     /// Turn fast-forwarding of clean repeated runs on (default) or off (to check it).
     pub fn set_fast_forward(&mut self, on: bool) {
         self.fast_forward = on;
+    }
+
+    /// Replay a run seen to repeat in the same company before without running it (default), or
+    /// run it again (to check it).
+    pub fn set_recall(&mut self, on: bool) {
+        self.recall = on;
     }
 
     /// Re-solve rates locally (default) or whole components every time (to check it).
@@ -454,6 +472,7 @@ impl FlowSim {
                     park: None,
                     ver: 0,
                     live: false,
+                    key: None,
                 });
                 self.batch_mark.push(0);
                 (self.batches.len() - 1) as u32
@@ -476,7 +495,13 @@ impl FlowSim {
         bt.runs_left = repeat.max(1);
         bt.park = None;
         bt.live = true;
+        bt.key = None;
         self.arm(b, now);
+        // Its first run may repeat in company as well as the later ones (`cycle.rs`), if it
+        // starts now: nothing can change before it does.
+        if now >= self.time && self.next_time().is_none_or(|t| t >= now) {
+            self.watch_run(b, now);
+        }
         b
     }
 
@@ -725,9 +750,13 @@ impl FlowSim {
     /// then (with that time). Returns the time processed, or None when nothing is pending.
     pub fn step(&mut self, finished: &mut Vec<(u64, f64)>) -> Option<f64> {
         let now = self.heap.peek()?.time;
+        self.time = now;
         let horizon = now + self.coalesce * now;
+        let mut last = now;
         while self.heap.peek().is_some_and(|e| e.time <= horizon) {
-            let e = self.heap.pop().expect("peeked").item;
+            let e = self.heap.pop().expect("peeked");
+            last = e.time;
+            let e = e.item;
             match e.kind {
                 Kind::Activate | Kind::Finish => self.flow_event(e.kind, e.id, e.ver, now, finished),
                 Kind::Group => {
@@ -762,7 +791,9 @@ impl FlowSim {
             }
         }
         self.solve(now, finished);
-        self.watch_cycle(now);
+        // How this instant was cut out: the events it took, and the next one it left.
+        let next = self.heap.peek().map_or(f64::INFINITY, |e| e.time);
+        self.watch_cycle(now, last - now, next - now);
         Some(now)
     }
 

@@ -806,3 +806,58 @@ fn an_in_class_send_pays_its_p2p_latency_and_a_marked_copy_only_its_path() {
         assert!(close(e.end_ns, want, 1e-12), "copy {copy}: {} vs {want}", e.end_ns);
     }
 }
+
+#[test]
+fn a_run_met_again_in_the_same_company_is_recalled_exactly() {
+    // Rings of 60 runs start one after the other, each as the one before ends (as an executor
+    // issues a graph's all-reduces), beside two long flows of their links (its reads); strangers
+    // of the same shape come and go meanwhile. A run met again in a company seen before (the
+    // same flows' links and ceilings) replays from the record of the first, without being run.
+    // Recall on, off, and every run simulated agree to 1e-9; recall saves runs.
+    let t = leaf_spine(4, 1, 0, 2.0, 2.0, 30.0);
+    let mut router = Router::new(&t, 0);
+    let mut route = |s: u32, d: u32, bytes: f64| {
+        let mut p = Vec::new();
+        router.route(&t, s, d, 0, &mut p).unwrap();
+        (p, bytes)
+    };
+    let ring: Vec<_> =
+        [(0, 1, 500.0), (1, 2, 500.0), (2, 3, 500.0), (3, 0, 800.0)].map(|(s, d, b)| route(s, d, b)).into();
+    let company: Vec<_> = [(0, 1, 2e6), (2, 1, 3e6)].map(|(s, d, b)| route(s, d, b)).into();
+    let stranger = vec![route(1, 2, 9_000.0)];
+    let run = |ff: bool, recall: bool| {
+        let mut sim = FlowSim::new(&t);
+        sim.set_fast_forward(ff);
+        sim.set_recall(recall);
+        sim.add_batch_waiting(5.0, company.clone(), 1, 0, Wait::Fixed(45.0));
+        sim.add_batch_waiting(100.0, ring.clone(), 60, 1, Wait::Fixed(45.0));
+        let (mut ends, mut strangers) = (Vec::new(), [20_000.3, 61_000.7, 130_000.1].into_iter());
+        let mut finished = Vec::new();
+        while let Some(now) = sim.step(&mut finished) {
+            for (tag, at) in finished.drain(..) {
+                ends.push(at);
+                if (1..8).contains(&tag) {
+                    sim.add_batch_waiting(now, ring.clone(), 60, tag + 1, Wait::Fixed(45.0));
+                }
+            }
+            if let Some(s) = strangers.clone().next().filter(|&s| sim.next_time().is_none_or(|t| t > s) || now > s) {
+                strangers.next();
+                sim.add_batch_waiting(s.max(now), stranger.clone(), 1, 100, Wait::Fixed(45.0));
+            }
+        }
+        (ends, sim.solves(), sim.carried_bytes().to_vec())
+    };
+    let (fast, solves_fast, carried_fast) = run(true, true);
+    let (plain, solves_plain, carried_plain) = run(true, false);
+    let (slow, solves_slow, carried_slow) = run(false, false);
+    assert_eq!(fast.len(), 12, "{fast:?}");
+    for (x, y) in [(&fast, &slow), (&plain, &slow), (&carried_fast, &carried_slow), (&carried_plain, &carried_slow)] {
+        for (a, b) in x.iter().zip(y) {
+            assert!(close(*a, *b, 1e-9), "{x:?} vs {y:?}");
+        }
+    }
+    assert!(
+        solves_fast < solves_plain && solves_plain * 10 < solves_slow,
+        "{solves_fast}, {solves_plain}, {solves_slow}"
+    );
+}
