@@ -807,13 +807,9 @@ fn an_in_class_send_pays_its_p2p_latency_and_a_marked_copy_only_its_path() {
     }
 }
 
-#[test]
-fn a_run_met_again_in_the_same_company_is_recalled_exactly() {
-    // Rings of 60 runs start one after the other, each as the one before ends (as an executor
-    // issues a graph's all-reduces), beside two long flows of their links (its reads); strangers
-    // of the same shape come and go meanwhile. A run met again in a company seen before (the
-    // same flows' links and ceilings) replays from the record of the first, without being run.
-    // Recall on, off, and every run simulated agree to 1e-9; recall saves runs.
+/// The recall tests' case on a 4-server leaf-spine: a ring of 4 hops, the two long flows beside it
+/// (its reads), and a stranger of `stranger_bytes` on one of its links.
+fn ring_beside_reads(stranger_bytes: f64) -> (Platform, [Vec<(Vec<u32>, f64)>; 3]) {
     let t = leaf_spine(4, 1, 0, 2.0, 2.0, 30.0);
     let mut router = Router::new(&t, 0);
     let mut route = |s: u32, d: u32, bytes: f64| {
@@ -821,10 +817,20 @@ fn a_run_met_again_in_the_same_company_is_recalled_exactly() {
         router.route(&t, s, d, 0, &mut p).unwrap();
         (p, bytes)
     };
-    let ring: Vec<_> =
-        [(0, 1, 500.0), (1, 2, 500.0), (2, 3, 500.0), (3, 0, 800.0)].map(|(s, d, b)| route(s, d, b)).into();
-    let company: Vec<_> = [(0, 1, 2e6), (2, 1, 3e6)].map(|(s, d, b)| route(s, d, b)).into();
-    let stranger = vec![route(1, 2, 9_000.0)];
+    let ring = [(0, 1, 500.0), (1, 2, 500.0), (2, 3, 500.0), (3, 0, 800.0)].map(|(s, d, b)| route(s, d, b)).into();
+    let company = [(0, 1, 2e6), (2, 1, 3e6)].map(|(s, d, b)| route(s, d, b)).into();
+    let stranger = vec![route(1, 2, stranger_bytes)];
+    (t, [ring, company, stranger])
+}
+
+#[test]
+fn a_run_met_again_in_the_same_company_is_recalled_exactly() {
+    // Rings of 60 runs start one after the other, each as the one before ends (as an executor
+    // issues a graph's all-reduces), beside two long flows of their links (its reads); strangers
+    // of the same shape come and go meanwhile. A run met again in a company seen before (the
+    // same flows' links and ceilings) replays from the record of the first, without being run.
+    // Recall on, off, and every run simulated agree to 1e-9; recall saves runs.
+    let (t, [ring, company, stranger]) = ring_beside_reads(9_000.0);
     let run = |ff: bool, recall: bool| {
         let mut sim = FlowSim::new(&t);
         sim.set_fast_forward(ff);
@@ -868,17 +874,7 @@ fn a_recall_waits_for_a_batch_added_for_sooner_after_one_added_for_later() {
     // to start 1 ns later: the stranger's instant comes first although it was added last, so a
     // replay of the successor must not start before it. Recall on, off, and every run simulated
     // agree to 1e-9.
-    let t = leaf_spine(4, 1, 0, 2.0, 2.0, 30.0);
-    let mut router = Router::new(&t, 0);
-    let mut route = |s: u32, d: u32, bytes: f64| {
-        let mut p = Vec::new();
-        router.route(&t, s, d, 0, &mut p).unwrap();
-        (p, bytes)
-    };
-    let ring: Vec<_> =
-        [(0, 1, 500.0), (1, 2, 500.0), (2, 3, 500.0), (3, 0, 800.0)].map(|(s, d, b)| route(s, d, b)).into();
-    let company: Vec<_> = [(0, 1, 2e6), (2, 1, 3e6)].map(|(s, d, b)| route(s, d, b)).into();
-    let stranger = vec![route(1, 2, 700.0)];
+    let (t, [ring, company, stranger]) = ring_beside_reads(700.0);
     let run = |ff: bool, recall: bool| {
         let mut sim = FlowSim::new(&t);
         sim.set_fast_forward(ff);
