@@ -807,9 +807,12 @@ fn an_in_class_send_pays_its_p2p_latency_and_a_marked_copy_only_its_path() {
     }
 }
 
+/// A flow's links and bytes.
+type Route = (Vec<u32>, f64);
+
 /// The recall tests' case on a 4-server leaf-spine: a ring of 4 hops, the two long flows beside it
 /// (its reads), and a stranger of `stranger_bytes` on one of its links.
-fn ring_beside_reads(stranger_bytes: f64) -> (Platform, [Vec<(Vec<u32>, f64)>; 3]) {
+fn ring_beside_reads(stranger_bytes: f64) -> (Platform, [Vec<Route>; 3]) {
     let t = leaf_spine(4, 1, 0, 2.0, 2.0, 30.0);
     let mut router = Router::new(&t, 0);
     let mut route = |s: u32, d: u32, bytes: f64| {
