@@ -327,6 +327,8 @@ def main_llama(args: argparse.Namespace) -> int:
 
 
 def main_from_workload(args: argparse.Namespace) -> int:
+    import json
+
     from clustersim import workload_graph
     from clustersim.output import atomic_outputs, write_text
     from clustersim.workload import Workload
@@ -339,8 +341,6 @@ def main_from_workload(args: argparse.Namespace) -> int:
     out = workload_graph.graphml_text(text) if args.output.lower().endswith(".graphml") else text
     with atomic_outputs() as stage:
         write_text(stage(args.output), out)
-    import json
-
     doc = json.loads(text)
     kinds = [n["kind"] for n in doc["nodes"]]
     summary = {
