@@ -34,7 +34,7 @@ import argparse
 from collections import defaultdict
 
 from clustersim.kernels import KernelRow, iteration_kernels
-from h100_public import MEGATRON, MEGATRON_SEQ, MEGATRON_VOCAB, simulate_megatron
+from h100_public import MEGATRON, MEGATRON_SEQ, MEGATRON_VOCAB, megatron_model, simulate_megatron
 from hopper_kernels import CAUSAL_BWD, GEMMS
 from results import write_section
 
@@ -117,8 +117,7 @@ def per_micro_batch(rows: list[KernelRow], layers: int, tp: int) -> list[tuple[K
 
 def breakdown(size: str) -> list[str]:
     _, heads, hidden, layers, tp, pp, _dp, gpus, gbs, *_ = next(r for r in MEGATRON if r[0] == size)
-    model = {"name": f"gpt-h{hidden}", "family": "gpt", "layers": layers, "hidden": hidden, "heads": heads}
-    model |= {"ffn": 4 * hidden, "vocab": MEGATRON_VOCAB, "seq_len": MEGATRON_SEQ}
+    model = megatron_model(heads, hidden, layers)
     plan = {"gpus": gpus, "gbs": gbs, "tp": tp, "pp": pp, "mbs": 1, "sp": tp > 1}
     rows = iteration_kernels(model, accelerator="h100", dp="distributed_optimizer", **plan)
     micro_batches = gbs // (gpus // (tp * pp))

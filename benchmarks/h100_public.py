@@ -23,10 +23,11 @@ logging"). What those runs ran, from the README's text and Megatron-LM's code at
 - Model: parameter counts fit 12·L·h² + 2·V·h (1.745B, 7.11B, ...): GeLU MLPs of 4h (Megatron's
   default; SwiGLU of 8h/3 would give the same count but Megatron rounds its width to 64, which
   the counts do not show) with untied input and output embeddings (tied would make the first
-  row 1.48B). The simulator's GPT family ties them: at PP 1 the output layer's V·h/t gradient
-  and optimizer state are missing (the GEMMs are all there), 15 % of the 1.7B row's DP bytes,
-  1-6 % of the others'. Transformer Engine layers and its attention (`--transformer-impl`
-  default `transformer_engine`; cuDNN fused attention on Hopper, the catalog's figure); the
+  row 1.48B), so simulated untied (`tie_embeddings: false`, Megatron's
+  --untie-embeddings-and-output-weights): the output layer's V·h/t gradient and optimizer state
+  are 15 % of the 1.7B row's DP bytes, 1-6 % of the others'. Transformer Engine layers and its
+  attention (`--transformer-impl` default `transformer_engine`; cuDNN fused attention on Hopper,
+  the catalog's figure); the
   cross-entropy unfused (`--cross-entropy-loss-fusion` off by default) over fp32 logits.
 - Not stated, Megatron-Core's defaults taken: micro-batch 1 (4 micro-batches per DP rank on the
   PP-1 rows), no interleaving, no activation recompute.
@@ -116,12 +117,22 @@ def megatron_flops(hidden: int, layers: int, gbs: int) -> float:
     return 12 * gbs * s * layers * hidden * hidden * (6 + s / hidden + v / (2 * layers * hidden))
 
 
+def megatron_model(heads: int, hidden: int, layers: int) -> dict[str, object]:
+    """A README row's GPT: GeLU MLP of 4h, untied output layer (the parameter counts say so)."""
+    model = {"name": f"gpt-h{hidden}", "family": "gpt", "layers": layers, "hidden": hidden, "heads": heads}
+    return model | {
+        "ffn": 4 * hidden,
+        "vocab": MEGATRON_VOCAB,
+        "seq_len": MEGATRON_SEQ,
+        "tie_embeddings": False,
+    }
+
+
 def simulate_megatron(
     heads: int, hidden: int, layers: int, tp: int, pp: int, gpus: int, gbs: int
 ) -> tuple[float, dict[str, float]]:
     """Iteration seconds and their breakdown for one README row, with the options of f2e5db4."""
-    model = {"name": f"gpt-h{hidden}", "family": "gpt", "layers": layers, "hidden": hidden, "heads": heads}
-    model |= {"ffn": 4 * hidden, "vocab": MEGATRON_VOCAB, "seq_len": MEGATRON_SEQ}
+    model = megatron_model(heads, hidden, layers)
     # f2e5db4's distributed optimizer dispatches the first parameter gather from zero_grad().
     overlap = {"grad_reduce": True, "param_gather": True, "tp_comm": tp > 1, "gather_at_zero_grad": True}
     plan = {

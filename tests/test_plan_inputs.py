@@ -285,3 +285,54 @@ def test_embedding_and_loss_in_the_split_on_both_backends():
     # still outweigh a middle stage's eight.
     assert compute[1] == pytest.approx(compute[2])
     assert compute[0] < compute[1] < compute[3]
+
+
+LLAMA32_1B = DATA / "hf" / "llama3.2-1b" / "config.json"
+
+
+def test_a_tied_output_layer_as_hugging_face_and_megatron_say(run_cli):
+    # Llama 3.2 1B ties its output layer (tie_word_embeddings): Hugging Face counts 1,235,814,400.
+    assert resolve(str(LLAMA32_1B))["tie_embeddings"] is True
+    tied = train(str(LLAMA32_1B), gpus=8, gbs=8, seq=2048)
+    assert tied.data["params"] == 1_235_814_400
+    # Untied (Megatron's --untie-embeddings-and-output-weights): a second 128256 × 2048 matrix.
+    code, out, err = run_cli(
+        "train",
+        "--model",
+        str(LLAMA32_1B),
+        "--no-tie-embeddings",
+        "-g",
+        "8",
+        "--gbs",
+        "8",
+        "--seq",
+        "2048",
+        "--json",
+    )
+    assert code == 0, err
+    assert json.loads(out)["params"] == 1_235_814_400 + 128256 * 2048
+    # A GPT ties by default: on PP 2 the last stage's copy is all-reduced with the first stage's
+    # (the embedding group); untied, each stage reduces its own matrix with its DP group alone.
+    plan = dict(gpus=16, pp=2, gbs=16, allow_oom=True)
+    emb = {
+        tie: dict(train("gpt-7b", tie_embeddings=tie, **plan).data["breakdown_s"])["exposed EMB comm"]
+        for tie in (None, False)
+    }
+    assert emb[None] > 0 and emb[False] == 0
+
+
+def test_a_tie_that_is_not_yes_or_no_names_file_line_and_field(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(
+        LLAMA32_1B.read_text().replace('"tie_word_embeddings": true', '"tie_word_embeddings": "yes"')
+    )
+    with pytest.raises(clustersim.InputError) as e:
+        resolve(str(path))
+    assert str(e.value) == f"{path}:30: tie_word_embeddings: must be true or false, got 'yes'"
+    path = tmp_path / "m.yaml"
+    path.write_text(
+        "family: gpt\nlayers: 2\nhidden: 64\nheads: 4\nffn: 256\nvocab: 100\nseq_len: 64\ntie_embeddings: 1\n"
+    )
+    with pytest.raises(clustersim.InputError) as e:
+        resolve(str(path))
+    assert str(e.value) == f"{path}:8: tie_embeddings: must be true or false, got 1"

@@ -205,6 +205,7 @@ def train(
     experts: int | None = None,
     topk: int | None = None,
     family: str | None = None,
+    tie_embeddings: bool | None = None,
     kernels: str | os.PathLike[str] | None = None,
     allow_oom: bool = False,
     topology: str | os.PathLike[str] | Topology | Platform | None = None,
@@ -264,7 +265,7 @@ PLAN_OPTIONS = (
     " account_for_embedding_in_pipeline_split account_for_loss_in_pipeline_split"
     " dist_opt zero recompute no_flash_attn overlap_grad_reduce overlap_param_gather tp_comm_overlap"
     " overlap_p2p_comm ddp_bucket_size gpus_per_server nics_per_server nic_busbw layers hidden"
-    " heads kv_heads ffn vocab experts topk family kernels"
+    " heads kv_heads ffn vocab experts topk family tie_embeddings kernels"
 ).split()
 
 
@@ -277,7 +278,7 @@ def plan_options(
     from clustersim.catalog import lookup
     from clustersim.models import from_flags, resolve
 
-    defaults = {"family": None, "kernels": None, "mix_by": "rank"}
+    defaults = {"family": None, "tie_embeddings": None, "kernels": None, "mix_by": "rank"}
     defaults |= {f"account_for_{x}_in_pipeline_split": False for x in ("embedding", "loss")}
     o = SimpleNamespace(**(defaults | options))
 
@@ -293,6 +294,8 @@ def plan_options(
         spec = resolve(os.fspath(model), shape)
     if o.family is not None:
         spec["family"] = o.family
+    if o.tie_embeddings is not None:
+        spec["tie_embeddings"] = o.tie_embeddings
     if isinstance(model, dict):
         spec.update({k: v for k, v in shape.items() if v is not None})
         spec.setdefault("name", "model")

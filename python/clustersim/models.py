@@ -34,6 +34,9 @@ HF_KEYS = {
     "intermediate_size": "ffn",
     "vocab_size": "vocab",
 }
+# Architectures whose config class ties the output layer when config.json does not say
+# (transformers' GPT2Config and GemmaConfig default tie_word_embeddings to true, the others to false).
+HF_TIED_BY_DEFAULT = {"gpt2", "gemma"}
 REQUIRED = ("family", "layers", "hidden", "heads", "ffn", "vocab", "seq_len")
 COUNTS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab", "seq_len")
 # A model given by command-line flags alone (no --model): the shape flags it needs.
@@ -59,6 +62,8 @@ def from_hf_config(cfg: dict[str, Any], path: str, text: str = "") -> dict[str, 
         m.update(layers=count("n_layer"), hidden=count("n_embd"), heads=count("n_head"))
         m["ffn"] = count("n_inner") or 4 * (m["hidden"] or 0)
     m["family"] = "llama" if kind in HF_LLAMA_TYPES else "gpt"
+    tied = cfg.get("tie_word_embeddings", kind in HF_TIED_BY_DEFAULT)
+    m["tie_embeddings"] = flag(tied, path, text, "tie_word_embeddings")
     positions = count("max_position_embeddings")
     m["seq_len"] = min(4096 if positions is None else positions, 8192)
     # Routed experts: Mixtral's num_local_experts, DeepSeek's n_routed_experts, Qwen-MoE's num_experts.
@@ -96,6 +101,13 @@ def from_hf_config(cfg: dict[str, Any], path: str, text: str = "") -> dict[str, 
     return m
 
 
+def flag(v: object, path: str, text: str, key: str) -> bool:
+    """A yes/no field of a model file."""
+    if not isinstance(v, bool):
+        fail(path, text, key, f"must be true or false, got {v!r}")
+    return v
+
+
 def check_model(model: dict[str, Any], path: str, text: str) -> None:
     """A model from a file: the fields a run needs, counts whole, values as the engine wants them."""
     for key in REQUIRED:
@@ -106,6 +118,8 @@ def check_model(model: dict[str, Any], path: str, text: str) -> None:
     for key in COUNTS:
         if key in model and not is_count(model[key]):
             fail(path, text, key, f"must be a whole number, got {model[key]!r}")
+    if "tie_embeddings" in model:
+        flag(model["tie_embeddings"], path, text, "tie_embeddings")
     for block, keys in (("moe", (*MOE, *MOE_OPTIONAL)), ("mla", MLA)):
         if model.get(block) is None:
             continue
@@ -121,7 +135,8 @@ def check_model(model: dict[str, Any], path: str, text: str) -> None:
             v = model[block].get(key)
             if not is_count(v):
                 fail(path, text, f"{block}.{key}", f"must be a whole number, got {v!r}")
-    doc = {k: model[k] for k in (*REQUIRED, "kv_heads", "head_dim", "moe", "mla") if model.get(k) is not None}
+    optional = ("kv_heads", "head_dim", "moe", "mla", "tie_embeddings")
+    doc = {k: model[k] for k in (*REQUIRED, *optional) if model.get(k) is not None}
     engine_check(
         "model", {"name": str(model.get("name", "model")), "kv_heads": model["heads"]} | doc, path, text
     )

@@ -31,6 +31,7 @@ MODEL_KEYS = (
     "seq_len",
     "moe",
     "mla",
+    "tie_embeddings",
 )
 SP_AT_TP1 = "--sp at TP 1: sequence parallelism switched off, as Megatron does (it needs TP > 1)"
 

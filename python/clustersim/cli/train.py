@@ -151,6 +151,12 @@ def add_plan_options(p: argparse.ArgumentParser) -> None:
         choices=["gpt", "llama"],
         help="block type: gpt (LayerNorm, GeLU, biases) or llama (RMSNorm, SwiGLU; default without --model)",
     )
+    p.add_argument(
+        "--tie-embeddings",
+        action=argparse.BooleanOptionalAction,
+        help="the output layer shares the word embedding's weights (default: the model's; gpt tied,"
+        " llama untied; --no-tie-embeddings is Megatron's --untie-embeddings-and-output-weights)",
+    )
 
 
 def plan_options(args: argparse.Namespace) -> dict[str, object]:

@@ -48,6 +48,7 @@ mod tests {
             seq_len: 2048,
             moe: None,
             mla: None,
+            tie_embeddings: None,
         };
         let cluster = Plan {
             gpus: 16,

@@ -322,6 +322,7 @@ mod tests {
             seq_len: 2048,
             moe: None,
             mla: None,
+            tie_embeddings: None,
         }
     }
 

@@ -44,7 +44,7 @@
 
 use super::costs::{BlockTimes, Costs};
 use super::hardware::Accelerator;
-use super::model::{Family, Model};
+use super::model::Model;
 use super::overlap::{buckets, Block, Bucket, Buffer, Overlap};
 use super::plan::{DataParallel, Plan, Recompute};
 use crate::error::Result;
@@ -267,7 +267,7 @@ pub fn generate_mixed(
     let h = model.hidden;
     let act = 2 * b * s * h; // T: one bf16 activation of the micro-batch
     let p2p = if plan.sp { act / t as u64 } else { act };
-    let tied = model.family == Family::Gpt && p > 1;
+    let tied = model.tied() && p > 1;
     let dp_groups = DpGroups { dense: dp * cp > 1, expert: dp * cp / e > 1, ddp: plan.dp == DataParallel::Ddp };
 
     let mut programs = Vec::with_capacity(classes.len());
@@ -949,7 +949,7 @@ mod tests {
 #[cfg(test)]
 mod sizes {
     use super::*;
-    use crate::training::model::Moe;
+    use crate::training::model::{Family, Moe};
     use std::collections::BTreeSet;
 
     fn gpu() -> Accelerator {
@@ -998,6 +998,7 @@ mod sizes {
                 dense_layers: 0,
             }),
             mla: None,
+            tie_embeddings: None,
         }
     }
 
@@ -1073,6 +1074,28 @@ mod sizes {
         assert_eq!(total(&p, "allgather").iter().sum::<u64>(), 2 * params);
         let ar = total(&plan(8, 1, 1, 1, false, DataParallel::Ddp), "allreduce");
         assert_eq!(ar.iter().sum::<u64>(), 4 * params);
+    }
+
+    #[test]
+    fn an_untied_output_layer_is_reduced_with_its_stage_and_a_tied_one_between_the_end_stages() {
+        // Tied (Megatron GPT's default) on PP 2: the last stage holds a copy of the word
+        // embedding, so the two stages together hold V·h more than the model, and finalize_model_grads
+        // all-reduces its 4-byte gradient over the embedding group. Untied (Llama, or
+        // --untie-embeddings-and-output-weights): each stage holds its own matrix, no EMB call.
+        let (v, t) = (32000u64, 2u64);
+        for (tie, copies, emb_calls) in [(Some(true), 1, 1), (None, 0, 0), (Some(false), 0, 0)] {
+            let m = Model { tie_embeddings: tie, ..model(false) };
+            let p = plan(t as u32, 2, 1, 1, false, DataParallel::DistributedOptimizer);
+            let held: u64 = (0..2).map(|s| stage_params(&m, &p, s).0).sum();
+            let norms = H; // the final norm, replicated over TP (a layer's counts with its shard)
+            assert_eq!(held, (m.params().0 - norms) / t + norms + copies * v * H / t, "{tie:?}");
+            let (coll, _) = sizes(&m, &p);
+            let emb: Vec<_> = coll.iter().filter(|(_, g, _)| *g == EMB).collect();
+            assert_eq!(emb.len(), emb_calls, "{tie:?}: {emb:?}");
+            if emb_calls > 0 {
+                assert_eq!(emb[0], &("allreduce".to_string(), EMB, 4 * v * H / t));
+            }
+        }
     }
 
     #[test]

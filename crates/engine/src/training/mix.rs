@@ -270,6 +270,7 @@ mod tests {
             seq_len: 2048,
             moe: None,
             mla: None,
+            tie_embeddings: None,
         };
         let plan = Plan { gbs: 8 * gpus / (8 * pp), ..plan_of(gpus, 8, pp) };
         let network = Network { nvlink_busbw: 1e6, nvls_busbw: None, nic_busbw: 1e6, nics_per_server: 8 };

@@ -555,6 +555,7 @@ mod tests {
             seq_len: 2048,
             moe: None,
             mla: None,
+            tie_embeddings: None,
         };
         let plan = Plan {
             gpus: 8 * pp,

@@ -3,7 +3,8 @@
 //! Parameter counts follow shared/reference/megatron.md §1: GPT (Megatron: learned positions,
 //! tied embeddings, biases, GeLU MLP) and LLaMA-style models (RMSNorm, no biases, SwiGLU, GQA,
 //! untied output), with optional mixture-of-experts MLPs and DeepSeek's multi-head latent
-//! attention (MLA).
+//! attention (MLA). Either family may say otherwise about its output layer (`tie_embeddings`):
+//! Megatron's `--untie-embeddings-and-output-weights`, Hugging Face's `tie_word_embeddings`.
 
 use serde::Deserialize;
 
@@ -63,6 +64,10 @@ pub struct Model {
     pub moe: Option<Moe>,
     #[serde(default)]
     pub mla: Option<Mla>,
+    /// Whether the output layer shares the word embedding's weights; absent: the family's way
+    /// (GPT tied, as Megatron by default; LLaMA untied).
+    #[serde(default)]
+    pub tie_embeddings: Option<bool>,
 }
 
 /// Bounds on a model's sizes: far above any model built, low enough that parameter and FLOP
@@ -138,6 +143,11 @@ impl Model {
         Ok(())
     }
 
+    /// Does the output layer share the word embedding (one V × h matrix, not two)?
+    pub fn tied(&self) -> bool {
+        self.tie_embeddings.unwrap_or(self.family == Family::Gpt)
+    }
+
     pub fn head_dim(&self) -> u64 {
         self.head_dim.unwrap_or(self.hidden / self.heads)
     }
@@ -198,10 +208,11 @@ impl Model {
     /// Embedding, output head and final norm parameters.
     pub fn embedding_params(&self) -> u64 {
         let h = self.hidden;
+        let words = if self.tied() { 1 } else { 2 } * self.vocab * h;
         match self.family {
-            // Word + position embeddings, tied output head, final LayerNorm.
-            Family::Gpt => self.vocab * h + self.seq_len * h + 2 * h,
-            Family::Llama => 2 * self.vocab * h + h,
+            // Learned position embeddings and a final LayerNorm (weight and bias).
+            Family::Gpt => words + self.seq_len * h + 2 * h,
+            Family::Llama => words + h,
         }
     }
 
@@ -233,6 +244,7 @@ pub(crate) fn llama3_70b() -> Model {
         seq_len: 8192,
         moe: None,
         mla: None,
+        tie_embeddings: None,
     }
 }
 
@@ -254,6 +266,7 @@ mod tests {
             seq_len: 8192,
             moe: None,
             mla: None,
+            tie_embeddings: None,
         }
     }
 
@@ -265,6 +278,39 @@ mod tests {
         assert_eq!(llama("l3-405b", 126, 16384, 128, 8, 53248, 128256).params().0, 405_853_388_800);
         assert_eq!(llama("llama-7b", 32, 4096, 32, 32, 11008, 32000).params().0, 6_738_415_616);
         assert_eq!(llama("llama-65b", 80, 8192, 64, 64, 22016, 32000).params().0, 65_285_660_672);
+    }
+
+    #[test]
+    fn tied_and_untied_output_layers_count_as_published() {
+        // Llama 3.2 1B and 3B tie their output layer (config.json: tie_word_embeddings true);
+        // Hugging Face gives 1,235,814,400 and 3,212,749,824 parameters.
+        let l32 = |layers, hidden, heads| Model {
+            tie_embeddings: Some(true),
+            ..llama("l3.2", layers, hidden, heads, 8, 8192, 128256)
+        };
+        assert_eq!(l32(16, 2048, 32).params().0, 1_235_814_400);
+        assert_eq!(l32(28, 3072, 24).params().0, 3_212_749_824);
+        // Megatron-LM README's 1.7B GPT (untied, --untie-embeddings-and-output-weights): the
+        // tied count plus a second V·h matrix.
+        let gpt = |tie| Model {
+            name: "gpt-1.7b".into(),
+            family: Family::Gpt,
+            layers: 24,
+            hidden: 2048,
+            heads: 16,
+            kv_heads: 16,
+            head_dim: None,
+            ffn: 8192,
+            vocab: 131072,
+            seq_len: 4096,
+            moe: None,
+            mla: None,
+            tie_embeddings: tie,
+        };
+        let (l, h, v, s) = (24u64, 2048u64, 131072u64, 4096u64);
+        assert_eq!(gpt(None).params().0, 12 * l * h * h + 13 * l * h + (v + s) * h + 2 * h);
+        assert_eq!(gpt(Some(false)).params().0, gpt(None).params().0 + v * h);
+        assert!(gpt(None).tied() && !gpt(Some(false)).tied());
     }
 
     #[test]
@@ -292,6 +338,7 @@ mod tests {
             seq_len: 2048,
             moe: None,
             mla: None,
+            tie_embeddings: None,
         };
         let (l, h, v, s) = (128u64, 25600u64, 51200u64, 2048u64);
         assert_eq!(m.params().0, 12 * l * h * h + 13 * l * h + (v + s) * h + 2 * h);

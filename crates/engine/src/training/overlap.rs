@@ -156,7 +156,7 @@ impl Bucket {
 pub fn buckets(model: &Model, plan: &Plan, stage: u32, chunk: u32, bucket_size: Option<u64>) -> Vec<Bucket> {
     let t = plan.tp as u64;
     let (last_stage, first_stage) = (stage == plan.pp - 1 && chunk == plan.vpp - 1, stage == 0 && chunk == 0);
-    let tied = model.family == Family::Gpt;
+    let tied = model.tied();
     let dist_opt = plan.dp == DataParallel::DistributedOptimizer;
     // (block, buffer, parameters on this GPU, shared embedding) in backward order.
     let mut tensors: Vec<(Block, Buffer, u64, bool)> = Vec::new();
@@ -265,6 +265,7 @@ mod tests {
             seq_len: 4096,
             moe: None,
             mla: None,
+            tie_embeddings: None,
         }
     }
 

@@ -8,6 +8,7 @@ use crate::error::InputError;
 use crate::executor::{Execution, Executor};
 use crate::exposure::exposure;
 use crate::platform::Placement;
+use crate::training::model::Family;
 
 /// Every communication at `bw` bytes per ns.
 struct Linear(f64);
@@ -34,6 +35,7 @@ fn model() -> Model {
         seq_len: 1024,
         moe: None,
         mla: None,
+        tie_embeddings: None,
     }
 }
 

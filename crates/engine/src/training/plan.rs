@@ -422,6 +422,7 @@ mod tests {
             seq_len: 4096,
             moe: None,
             mla: None,
+            tie_embeddings: None,
         }
     }
 

@@ -181,6 +181,7 @@ mod tests {
             seq_len: 1024,
             moe: None,
             mla: None,
+            tie_embeddings: None,
         }
     }
 
