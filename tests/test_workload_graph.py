@@ -214,6 +214,35 @@ def test_a_workload_becomes_a_graph_of_its_ops():
         workload_graph.from_workload(two_stages(), platform, dtype="fp4")
 
 
+def two_ranks() -> tuple[Workload, int, int, int]:
+    """Two ranks of their own programs in one group of two (PP)."""
+    w = Workload(ranks=2)
+    pp = w.group("PP", [[0, 1]])
+    s0, s1 = w.program(), w.program()
+    w.assign(s0, [0])
+    w.assign(s1, [1])
+    return w, pp, s0, s1
+
+
+def test_a_send_meets_the_receive_the_executor_matches_it_with():
+    # In a group of two, +1 and -1 both name the other rank: rank 0 sends 8 MiB to +1, then 1 KiB
+    # to -1; rank 1 receives from +1 first (the 1 KiB sent to -1), then from -1. The executor
+    # matches a send with a receive per direction (the sender's offset), as NCCL per peer.
+    w, pp, s0, s1 = two_ranks()
+    w.send(s0, pp, 1, 8 << 20)
+    w.send(s0, pp, -1, 1 << 10)
+    small = w.recv(s1, pp, 1, 1 << 10)
+    w.comp(s1, 10.0, deps=[small])
+    w.recv(s1, pp, -1, 8 << 20)
+    platform = hcsim("hcsim-cxl", [("h100", 2)], xpus_per_server=2, servers_per_tor=1)
+    doc = json.loads(workload_graph.from_workload(w, platform))
+    by_bytes = {n["bytes"]: n["id"] for n in doc["nodes"] if n["kind"] == "communication"}
+    assert sorted(by_bytes) == [1 << 10, 8 << 20]
+    links = {(e["source"], e["target"]) for e in doc["links"]}
+    # Rank 1's compute waits for the 1 KiB transfer; the two directions are streams of their own.
+    assert links == {(by_bytes[1 << 10], "r1.1")}
+
+
 TINY_GPT = {"name": "tiny", "family": "gpt", "layers": 8, "hidden": 1024, "heads": 16, "ffn": 4096}
 TINY_GPT |= {"vocab": 32000, "seq_len": 2048}
 TINY_MOE = TINY_GPT | {"name": "tiny-moe", "family": "llama", "kv_heads": 4, "ffn": 2048}
