@@ -243,6 +243,41 @@ def test_a_send_meets_the_receive_the_executor_matches_it_with():
     assert links == {(by_bytes[1 << 10], "r1.1")}
 
 
+def test_a_workload_whose_communication_does_not_match_is_refused():
+    # What the executor refuses (mismatched or unmatched communication) has no graph either: one
+    # line naming the rank, the op and what its peer issues.
+    platform = hcsim("hcsim-cxl", [("h100", 2)], xpus_per_server=2, servers_per_tor=1)
+    w, pp, s0, s1 = two_ranks()
+    w.coll(s0, "allreduce", pp, 1 << 20)
+    w.coll(s1, "allgather", pp, 1 << 20)
+    with pytest.raises(InputError, match=r"^w: rank 1: op 0: allgather of 1048576 bytes, but rank 0 issues"
+                       r" allreduce of 1048576 bytes as collective 0 of its PP instance$"):  # fmt: skip
+        workload_graph.from_workload(w, platform, name="w")
+    w, pp, s0, s1 = two_ranks()
+    w.coll(s0, "allreduce", pp, 1 << 20)
+    w.coll(s0, "allreduce", pp, 1 << 20)
+    w.coll(s1, "allreduce", pp, 1 << 20)
+    with pytest.raises(InputError, match=r"^w: rank 1: PP: 1 collectives, where rank 0 issues 2 on their"):
+        workload_graph.from_workload(w, platform, name="w")
+    w, pp, s0, s1 = two_ranks()
+    w.send(s0, pp, 1, 1 << 20)
+    w.recv(s1, pp, -1, 1 << 10)
+    with pytest.raises(
+        InputError, match=r"^w: rank 1: op 0: a receive of 1024 bytes, but rank 0 sends 1048576"
+    ):
+        workload_graph.from_workload(w, platform, name="w")
+    w, pp, s0, s1 = two_ranks()
+    w.send(s0, pp, 1, 1 << 20)
+    w.comp(s1, 10.0)
+    with pytest.raises(InputError, match=r"^w: rank 0: op 0: a send to rank 1 that rank 1 never receives$"):
+        workload_graph.from_workload(w, platform, name="w")
+    w, pp, s0, s1 = two_ranks()
+    w.comp(s0, 10.0)
+    w.recv(s1, pp, -1, 1 << 20)
+    with pytest.raises(InputError, match=r"^w: rank 1: op 0: a receive from rank 0 that rank 0 never sends$"):
+        workload_graph.from_workload(w, platform, name="w")
+
+
 TINY_GPT = {"name": "tiny", "family": "gpt", "layers": 8, "hidden": 1024, "heads": 16, "ffn": 4096}
 TINY_GPT |= {"vocab": 32000, "seq_len": 2048}
 TINY_MOE = TINY_GPT | {"name": "tiny-moe", "family": "llama", "kv_heads": 4, "ffn": 2048}
