@@ -358,3 +358,23 @@ def test_concurrent_collectives_start_once_ready_instead_of_in_communicator_orde
     at_once = workload_graph.run(text, platform, algorithm="ring", collectives="cm02", concurrent=True)
     assert one_by_one == pytest.approx(2 * 2 * (200 + 5e4), rel=1e-12)
     assert at_once["end_ns"] == pytest.approx(2 * (200 + 1e5), rel=1e-12)
+
+
+def test_concurrent_transfers_between_two_xpus_meet_their_own_receives():
+    # Two transfers x0 -> x1 of PLATFORM (1 MB and 2 MB), CM02; x0 computes 1 µs before the 1 MB one,
+    # x1 1 µs before the 2 MB one, so each XPU is ready for a different one first. In order on the
+    # pair's stream: 1000 + (200 + 1e5) for the first, then 200 + 2e5. At once (both ready at
+    # 1000 ns), they share the link at 5 GB/s until the 1 MB one ends: 1000 + 200 + 2e5 + 1e5.
+    platform = parse_graph("p.json", json.dumps(PLATFORM))
+    g = nx.DiGraph(name="two transfers")
+    g.add_node("small", kind="communication", pattern="p2p", src="x0", dst="x1", bytes=1e6)
+    g.add_node("large", kind="communication", pattern="p2p", src="x0", dst="x1", bytes=2e6)
+    g.add_node("c0", kind="compute", xpu="x0", flops=1e6)
+    g.add_node("c1", kind="compute", xpu="x1", flops=1e6)
+    g.add_edge("c0", "small")
+    g.add_edge("c1", "large")
+    text = workload_graph.from_networkx(g)
+    in_order = workload_graph.run(text, platform, collectives="cm02")["end_ns"]
+    at_once = workload_graph.run(text, platform, collectives="cm02", concurrent=True)["end_ns"]
+    assert in_order == pytest.approx(1000 + 200 + 1e5 + 200 + 2e5, rel=1e-12)
+    assert at_once == pytest.approx(1000 + 200 + 2e5 + 1e5, rel=1e-12)
