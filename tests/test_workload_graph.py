@@ -98,6 +98,28 @@ def test_the_cli_runs_a_graph_on_hcsims_systems_and_writes_a_trace(tmp_path):
     assert text.returncode == 0 and "iteration time:" in text.stdout
 
 
+def test_the_summary_records_how_collectives_ran(tmp_path):
+    # Two runs that differ only in --algo, --collectives or --concurrent-collectives say so in their
+    # summaries (JSON, -r PREFIXsummary.json) and on the text output's first line.
+    graph = tmp_path / "g.json"
+    graph.write_text(workload_graph.from_networkx(small_graph()))
+    run = ["run", str(graph), "--platform", "hcsim-cxl", "--xpus", "16"]
+    out = cli(*run, "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert (doc["algorithm"], doc["collectives"], doc["concurrent"]) == ("auto", "nccl", False)
+    prefix = str(tmp_path / "r-")
+    flags = ["--algo", "ring", "--collectives", "cm02", "--concurrent-collectives"]
+    out = cli(*run, *flags, "-r", prefix, "--json")
+    assert out.returncode == 0, out.stderr
+    for doc in (json.loads(out.stdout), json.loads((tmp_path / "r-summary.json").read_text())):
+        assert (doc["algorithm"], doc["collectives"], doc["concurrent"]) == ("ring", "cm02", True)
+    out = cli(*run, *flags)
+    assert out.returncode == 0, out.stderr
+    first = out.stdout.splitlines()[0]
+    assert first.endswith("(16 XPUs, access auto, algorithm ring, cm02 collectives, concurrent)"), first
+
+
 def test_bad_graphs_are_one_line_errors(tmp_path):
     graph = tmp_path / "g.json"
     g = nx.DiGraph()
