@@ -318,7 +318,7 @@ TINY_MOE |= {"moe": {"experts": 8, "topk": 2, "expert_ffn": 2048}}
         # Groups with the same members on streams of their own: CP and DP_CP at DP 1; DP and DP_EP
         # without expert parallelism, the gradient all-reduces overlapping the backward.
         (TINY_GPT, dict(tp=2, pp=2, cp=8, gbs=16)),
-        (TINY_MOE, dict(tp=2, pp=2, gbs=32, sp=True, overlap={"grad_reduce": True})),
+        (TINY_MOE, dict(tp=2, gbs=32, sp=True, overlap={"grad_reduce": True})),
     ],
 )  # fmt: skip
 def test_a_train_plan_as_a_graph_runs_to_the_plans_iteration_time(model, plan):
