@@ -8,15 +8,15 @@
 //!   any other XPU it is moved to;
 //! - a collective: one vertex per group instance and sequence number on that group (the k-th
 //!   all-reduce of a TP group is one vertex whatever the classes of its members), its
-//!   participants the instance's XPUs, as the executor matches collectives;
+//!   participants the instance's XPUs, its communicator the group's name (so that two groups
+//!   with the same members, as CP and DP_CP at DP 1, stay two streams), as the executor matches
+//!   collectives;
 //! - a send and the receive it meets (the k-th send from a to b and the k-th receive at b from
 //!   a): one p2p vertex.
 //!
 //! Edges: each op's dependencies, and the op before it on its stream (compute, each group, each
 //! peer and direction), which a graph must state as edges because it has no streams of its own.
-//! A graph's groups are its participant sets, so two groups of one workload with the same members
-//! (DP and DP_EP without expert parallelism) share one communicator once lowered; userbuffers
-//! copies (`copy` send/recv pairs) have no graph form and are refused.
+//! Userbuffers copies (`copy` send/recv pairs) have no graph form and are refused.
 
 use std::collections::HashMap;
 
@@ -89,6 +89,7 @@ pub fn from_workload(file: &str, w: &Workload, platform: &Platform, dtype: Dtype
                                         collective,
                                         participants: Xpus::Named(members.iter().map(|&m| xpu(m)).collect()),
                                     },
+                                    communicator: Some(name.clone()),
                                 }),
                             });
                             let v = (vertices.len() - 1) as u32;
@@ -117,6 +118,7 @@ pub fn from_workload(file: &str, w: &Workload, platform: &Platform, dtype: Dtype
                                 kind: VertexKind::Communication(Communication {
                                     bytes,
                                     pattern: Pattern::P2p { src: xpu(src), dst: xpu(dst) },
+                                    communicator: None,
                                 }),
                             });
                             let v = (vertices.len() - 1) as u32;
