@@ -305,6 +305,14 @@ TINY_GPT |= {"vocab": 32000, "seq_len": 2048}
 TINY_MOE = TINY_GPT | {"name": "tiny-moe", "family": "llama", "kv_heads": 4, "ffn": 2048}
 TINY_MOE |= {"moe": {"experts": 8, "topk": 2, "expert_ffn": 2048}}
 
+LOCK_STEP = pytest.mark.xfail(
+    strict=True,
+    reason="train runs a rank class in lock step, each of its collectives ending with its slowest"
+    " instance; a graph runs every rank on its own. Here each stage's DP rings leave its first and last"
+    " TP pairs less loaded (a TP reduce-scatter beside a DP all-reduce: 25.4 against 27.4 us), so the"
+    " graph is 3e-4 faster",
+)
+
 
 @pytest.mark.parametrize(
     ("model", "plan"),
@@ -319,6 +327,8 @@ TINY_MOE |= {"moe": {"experts": 8, "topk": 2, "expert_ffn": 2048}}
         # without expert parallelism, the gradient all-reduces overlapping the backward.
         (TINY_GPT, dict(tp=2, pp=2, cp=8, gbs=16)),
         (TINY_MOE, dict(tp=2, gbs=32, sp=True, overlap={"grad_reduce": True})),
+        pytest.param(TINY_MOE, dict(tp=2, pp=2, gbs=32, sp=True, overlap={"grad_reduce": True}),
+                     marks=LOCK_STEP),
     ],
 )  # fmt: skip
 def test_a_train_plan_as_a_graph_runs_to_the_plans_iteration_time(model, plan):
