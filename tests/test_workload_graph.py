@@ -205,17 +205,17 @@ def test_a_workload_becomes_a_graph_of_its_ops():
     doc = json.loads(workload_graph.from_workload(two_stages(), platform))
     nodes = {n["id"]: n for n in doc["nodes"]}
     # Four compute ops, one all-reduce (the TP instance of stage 0), two sends met by their receives.
-    assert sorted(nodes) == ["TP@r0.0", "p2p@r0-r2.0", "p2p@r1-r3.0", "r0.0", "r1.0", "r2.1", "r3.1"]
+    assert sorted(nodes) == ["PP+1@r0-r2.0", "PP+1@r1-r3.0", "TP@r0.0", "r0.0", "r1.0", "r2.1", "r3.1"]
     xpus = [nodes[f"r{r}.{i}"]["xpu"][0] for r, i in ((0, 0), (1, 0), (2, 1), (3, 1))]
     assert nodes["TP@r0.0"]["participants"] == xpus[:2] and nodes["TP@r0.0"]["bytes"] == 1 << 30
-    assert (nodes["p2p@r1-r3.0"]["src"], nodes["p2p@r1-r3.0"]["dst"]) == (xpus[1], xpus[3])
+    assert (nodes["PP+1@r1-r3.0"]["src"], nodes["PP+1@r1-r3.0"]["dst"]) == (xpus[1], xpus[3])
     # 1 µs at the H100's dense bf16 peak, in FLOPs; the data in HBM.
     assert nodes["r0.0"]["flops"] == pytest.approx(1e-6 * 989e12, rel=1e-12)
     assert nodes["r0.0"]["dtype"] == "bf16" and nodes["r0.0"]["bytes"] == 0
     links = {(e["source"], e["target"]) for e in doc["links"]}
     assert links == {
-        ("r0.0", "TP@r0.0"), ("r1.0", "TP@r0.0"), ("TP@r0.0", "p2p@r0-r2.0"), ("TP@r0.0", "p2p@r1-r3.0"),
-        ("p2p@r0-r2.0", "r2.1"), ("p2p@r1-r3.0", "r3.1"),
+        ("r0.0", "TP@r0.0"), ("r1.0", "TP@r0.0"), ("TP@r0.0", "PP+1@r0-r2.0"), ("TP@r0.0", "PP+1@r1-r3.0"),
+        ("PP+1@r0-r2.0", "r2.1"), ("PP+1@r1-r3.0", "r3.1"),
     }  # fmt: skip
     # A graph has no streams: ops one after another on a stream are joined by an edge.
     w = Workload(ranks=4)

@@ -11,8 +11,10 @@
 //!   participants the instance's XPUs, its communicator the group's name (so that two groups
 //!   with the same members, as CP and DP_CP at DP 1, stay two streams), as the executor matches
 //!   collectives;
-//! - a send and the receive it meets (the k-th send from a to b and the k-th receive at b from
-//!   a): one p2p vertex.
+//! - a send and the receive it meets (the k-th send from a to b on a group at offset o and the
+//!   k-th receive at b from a on that group at offset −o, as the executor matches them: each
+//!   direction of a pair on its own, so in a group of two, where +1 and −1 name the same rank,
+//!   activations and gradients never meet each other's receives): one p2p vertex.
 //!
 //! Edges: each op's dependencies, and the op before it on its stream (compute, each group, each
 //! peer and direction), which a graph must state as edges because it has no streams of its own.
@@ -24,7 +26,16 @@ use super::{Communication, Compute, Edge, Memory, Pattern, Vertex, VertexKind, W
 use crate::error::{InputError, Result};
 use crate::platform::xpu::Dtype;
 use crate::platform::Platform;
-use crate::workload::{OpKind, Stream, Workload};
+use crate::workload::{GroupId, OpKind, Stream, Workload};
+
+/// What a rank numbers its communications by, and what one vertex stands for: the k-th
+/// collective of a group instance (its first member), or the k-th transfer from src to dst on a
+/// group at the sender's offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Channel {
+    Coll { group: GroupId, first: u32 },
+    P2p { src: u32, dst: u32, group: GroupId, offset: i32 },
+}
 
 /// `w` as a graph of one iteration on `platform` (which runs its ranks), compute in `dtype`;
 /// `file` names the workload in errors.
@@ -39,18 +50,20 @@ pub fn from_workload(file: &str, w: &Workload, platform: &Platform, dtype: Dtype
     }
     let xpu = |r: u32| platform.node_name(platform.placement.device(r));
     let mut vertices: Vec<Vertex> = Vec::new();
-    // Shared vertices: (group, first member, sequence) for collectives, (src, dst, sequence) for p2p.
-    let mut shared: HashMap<(u8, u32, u32, u32), u32> = HashMap::new();
+    // Shared vertices: (channel, sequence number on it).
+    let mut shared: HashMap<(Channel, u32), u32> = HashMap::new();
     let mut edges: Vec<Edge> = Vec::new();
     let mut ops_vertex: Vec<u32> = Vec::new();
     for r in 0..world {
         let program = &w.programs[w.class_program[w.rank_class[r as usize] as usize] as usize];
         ops_vertex.clear();
-        let mut seq: HashMap<(u8, u32, u32), u32> = HashMap::new();
+        // A rank's sends and receives on one p2p channel are numbered apart (the channel of a
+        // transfer to itself, in a group of one, has both).
+        let mut seq: HashMap<(Channel, bool), u32> = HashMap::new();
         let mut last_on: HashMap<Stream, u32> = HashMap::new();
         for (i, op) in program.ops.iter().enumerate() {
             let at = || format!("rank {r}: op {i}");
-            let mut next = |key: (u8, u32, u32)| {
+            let mut next = |key: (Channel, bool)| {
                 let k = seq.entry(key).or_insert(0);
                 *k += 1;
                 *k - 1
@@ -75,8 +88,9 @@ pub fn from_workload(file: &str, w: &Workload, platform: &Platform, dtype: Dtype
                 }
                 OpKind::Collective { collective, group, bytes } => {
                     let members = w.group_members(group, r);
-                    let k = next((0, u32::from(group), 0));
-                    let key = (0, u32::from(group), members[0], k);
+                    let channel = Channel::Coll { group, first: members[0] };
+                    let k = next((channel, false));
+                    let key = (channel, k);
                     match shared.get(&key) {
                         Some(&v) => v,
                         None => {
@@ -107,14 +121,19 @@ pub fn from_workload(file: &str, w: &Workload, platform: &Platform, dtype: Dtype
                 }
                 OpKind::Send { peer, bytes, .. } | OpKind::Recv { peer, bytes, .. } => {
                     let other = w.peer_rank(r, peer);
-                    let (src, dst) = if matches!(op.kind, OpKind::Send { .. }) { (r, other) } else { (other, r) };
-                    let k = next((1 + u8::from(src == r), src, dst));
-                    let key = (1, src, dst, k);
+                    let send = matches!(op.kind, OpKind::Send { .. });
+                    // A receive names its sender at the opposite offset.
+                    let (src, dst, offset) =
+                        if send { (r, other, peer.offset) } else { (other, r, peer.offset.wrapping_neg()) };
+                    let channel = Channel::P2p { src, dst, group: peer.group, offset };
+                    let k = next((channel, send));
+                    let key = (channel, k);
                     match shared.get(&key) {
                         Some(&v) => v,
                         None => {
+                            let name = &w.groups[peer.group as usize].name;
                             vertices.push(Vertex {
-                                id: format!("p2p@r{src}-r{dst}.{k}"),
+                                id: format!("{name}{offset:+}@r{src}-r{dst}.{k}"),
                                 kind: VertexKind::Communication(Communication {
                                     bytes,
                                     pattern: Pattern::P2p { src: xpu(src), dst: xpu(dst) },
