@@ -16,6 +16,9 @@
 //!   direction of a pair on its own, so in a group of two, where +1 and −1 name the same rank,
 //!   activations and gradients never meet each other's receives): one p2p vertex.
 //!
+//! What the executor refuses has no graph either: parties of one vertex that issue different
+//! collectives or bytes, and a collective, send or receive that its peers never issue.
+//!
 //! Edges: each op's dependencies, and the op before it on its stream (compute, each group, each
 //! peer and direction), which a graph must state as edges because it has no streams of its own.
 //! Userbuffers copies (`copy` send/recv pairs) have no graph form and are refused.
@@ -37,6 +40,16 @@ enum Channel {
     P2p { src: u32, dst: u32, group: GroupId, offset: i32 },
 }
 
+/// A shared vertex: the first rank to issue it (and its op), its channel and sequence number
+/// there, and how many of its parties have issued it.
+struct Party {
+    rank: u32,
+    op: usize,
+    channel: Channel,
+    k: u32,
+    count: u32,
+}
+
 /// `w` as a graph of one iteration on `platform` (which runs its ranks), compute in `dtype`;
 /// `file` names the workload in errors.
 pub fn from_workload(file: &str, w: &Workload, platform: &Platform, dtype: Dtype) -> Result<WorkloadGraph> {
@@ -52,6 +65,9 @@ pub fn from_workload(file: &str, w: &Workload, platform: &Platform, dtype: Dtype
     let mut vertices: Vec<Vertex> = Vec::new();
     // Shared vertices: (channel, sequence number on it).
     let mut shared: HashMap<(Channel, u32), u32> = HashMap::new();
+    let mut parties: HashMap<u32, Party> = HashMap::new();
+    // Collectives each rank issues on each group.
+    let mut issued: HashMap<(GroupId, u32), u32> = HashMap::new();
     let mut edges: Vec<Edge> = Vec::new();
     let mut ops_vertex: Vec<u32> = Vec::new();
     for r in 0..world {
@@ -91,10 +107,29 @@ pub fn from_workload(file: &str, w: &Workload, platform: &Platform, dtype: Dtype
                     let channel = Channel::Coll { group, first: members[0] };
                     let k = next((channel, false));
                     let key = (channel, k);
+                    let name = &w.groups[group as usize].name;
                     match shared.get(&key) {
-                        Some(&v) => v,
+                        Some(&v) => {
+                            let p = parties.get_mut(&v).expect("a shared vertex has its parties");
+                            p.count += 1;
+                            let VertexKind::Communication(c) = &vertices[v as usize].kind else { unreachable!() };
+                            let Pattern::Collective { collective: theirs, .. } = c.pattern else { unreachable!() };
+                            if (theirs, c.bytes) != (collective, bytes) {
+                                return Err(InputError::field(
+                                    file,
+                                    &at(),
+                                    format!(
+                                        "{} of {bytes} bytes, but rank {} issues {} of {} bytes as collective {k} of its {name} instance",
+                                        collective.name(),
+                                        p.rank,
+                                        theirs.name(),
+                                        c.bytes
+                                    ),
+                                ));
+                            }
+                            v
+                        }
                         None => {
-                            let name = &w.groups[group as usize].name;
                             vertices.push(Vertex {
                                 id: format!("{name}@r{}.{k}", members[0]),
                                 kind: VertexKind::Communication(Communication {
@@ -108,6 +143,7 @@ pub fn from_workload(file: &str, w: &Workload, platform: &Platform, dtype: Dtype
                             });
                             let v = (vertices.len() - 1) as u32;
                             shared.insert(key, v);
+                            parties.insert(v, Party { rank: r, op: i, channel, k, count: 1 });
                             v
                         }
                     }
@@ -129,7 +165,20 @@ pub fn from_workload(file: &str, w: &Workload, platform: &Platform, dtype: Dtype
                     let k = next((channel, send));
                     let key = (channel, k);
                     match shared.get(&key) {
-                        Some(&v) => v,
+                        Some(&v) => {
+                            let p = parties.get_mut(&v).expect("a shared vertex has its parties");
+                            p.count += 1;
+                            let VertexKind::Communication(c) = &vertices[v as usize].kind else { unreachable!() };
+                            if c.bytes != bytes {
+                                let (what, theirs) = if send { ("send", "receives") } else { ("receive", "sends") };
+                                return Err(InputError::field(
+                                    file,
+                                    &at(),
+                                    format!("a {what} of {bytes} bytes, but rank {} {theirs} {}", p.rank, c.bytes),
+                                ));
+                            }
+                            v
+                        }
                         None => {
                             let name = &w.groups[peer.group as usize].name;
                             vertices.push(Vertex {
@@ -142,6 +191,7 @@ pub fn from_workload(file: &str, w: &Workload, platform: &Platform, dtype: Dtype
                             });
                             let v = (vertices.len() - 1) as u32;
                             shared.insert(key, v);
+                            parties.insert(v, Party { rank: r, op: i, channel, k, count: 1 });
                             v
                         }
                     }
@@ -155,10 +205,63 @@ pub fn from_workload(file: &str, w: &Workload, platform: &Platform, dtype: Dtype
             }
             ops_vertex.push(v);
         }
+        for (&(channel, _), &n) in &seq {
+            if let Channel::Coll { group, .. } = channel {
+                issued.insert((group, r), n);
+            }
+        }
     }
+    unmatched(file, w, &parties, &issued)?;
     edges.sort_unstable_by_key(|e| (e.source, e.target));
     edges.dedup_by_key(|e| (e.source, e.target));
     let mut g = WorkloadGraph { name: file.to_string(), iterations: None, vertices, edges, order: Vec::new() };
     g.order = super::json::order(file, &g)?;
     Ok(g)
+}
+
+/// The first shared vertex (in the order made) that a party never issues, as the executor's
+/// deadlock: a collective a member of its instance never reaches, a send never received, a
+/// receive never sent.
+fn unmatched(
+    file: &str,
+    w: &Workload,
+    parties: &HashMap<u32, Party>,
+    issued: &HashMap<(GroupId, u32), u32>,
+) -> Result<()> {
+    let mut vs: Vec<u32> = parties.keys().copied().collect();
+    vs.sort_unstable();
+    for v in vs {
+        let p = &parties[&v];
+        match p.channel {
+            Channel::Coll { group, first } => {
+                // A rank in no instance of an explicit group is a group of its own.
+                let members = w.group_members(group, first);
+                if p.count as usize >= members.len() {
+                    continue;
+                }
+                let count = |m: u32| issued.get(&(group, m)).copied().unwrap_or(0);
+                let m = members.into_iter().find(|&m| count(m) <= p.k).unwrap_or(first);
+                return Err(InputError::field(
+                    file,
+                    &format!("rank {m}: {}", w.groups[group as usize].name),
+                    format!(
+                        "{} collectives, where rank {} issues {} on their instance (a collective waits for every member)",
+                        count(m),
+                        p.rank,
+                        count(p.rank)
+                    ),
+                ));
+            }
+            Channel::P2p { src, dst, .. } if p.count < 2 => {
+                let what = if p.rank == src {
+                    format!("a send to rank {dst} that rank {dst} never receives")
+                } else {
+                    format!("a receive from rank {src} that rank {src} never sends")
+                };
+                return Err(InputError::field(file, &format!("rank {}: op {}", p.rank, p.op), what));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
