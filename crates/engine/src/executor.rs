@@ -514,6 +514,26 @@ mod tests {
     }
 
     #[test]
+    fn sends_on_two_communicators_meet_their_own_receives() {
+        // PP2 has PP's members. Stage 0 sends on PP after 100 ns, on PP2 at once; stage 1 posts
+        // both receives at 0, PP's first: each meets the send of its own communicator.
+        let mut w = workload(vec![
+            vec![
+                compute(100.0, vec![]),
+                op(OpKind::Send { peer: Peer { group: 1, offset: 1 }, bytes: 8, copy: false }, vec![0]),
+                op(OpKind::Send { peer: Peer { group: 2, offset: 1 }, bytes: 16, copy: false }, vec![]),
+            ],
+            vec![
+                op(OpKind::Recv { peer: Peer { group: 1, offset: -1 }, bytes: 8, copy: false }, vec![]),
+                op(OpKind::Recv { peer: Peer { group: 2, offset: -1 }, bytes: 16, copy: false }, vec![]),
+            ],
+        ]);
+        w.groups.push(Group { name: "PP2".into(), members: w.groups[1].members.clone() });
+        let e = run(&w).unwrap();
+        assert_eq!((e.timelines[1].start[0], e.timelines[1].start[1]), (100.0, 0.0));
+    }
+
+    #[test]
     fn a_collective_spanning_stages_waits_for_both() {
         let s0 = vec![compute(30.0, vec![]), allreduce(1, vec![0])];
         let s1 = vec![compute(70.0, vec![]), allreduce(1, vec![0])];
