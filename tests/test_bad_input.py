@@ -3,6 +3,8 @@ no traceback, and no result files left behind."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from conftest import EXAMPLE_BUSBW, RATIO_DIR
 
@@ -275,6 +277,16 @@ def test_rewrite_output_is_a_folder(run_cli, tmp_path):
     (tmp_path / "a-folder").mkdir()
     rc, out, err = run_cli("workload", "rewrite", path, "-o", "a-folder")
     assert_clean_error(rc, out, err, "a-folder")
+
+
+@pytest.mark.parametrize("folder", [".", "./", "..", "/"])
+def test_output_that_names_a_folder_by_no_name(run_cli, tmp_path, folder):
+    """-o . (or .., /): a folder, named without a last component; a clean error, nothing written."""
+    path = write(tmp_path, "ok.txt", workload())
+    rc, out, err = run_cli("workload", "rewrite", path, "-o", folder)
+    message = f"{Path(folder)}: cannot write the result: a folder of that name is in the way"
+    assert_clean_error(rc, out, err, message)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ok.txt"]
 
 
 def test_empty_workload(run_cli, tmp_path):

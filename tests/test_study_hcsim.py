@@ -259,9 +259,26 @@ def test_the_model_is_a_study_option_each_part_overridable(run_cli, tmp_path):
         ("layer", "cm02", "4194304", "inf")
     }
     page = (tmp_path / "hcsim-coherent-ring.html").read_text()
-    assert "(all-reduce per layer, cm02 collectives, CXL read window 4194304)" in page
+    assert "(all-reduce per layer, cm02 collectives, CXL read window 4194304, DRAM read window inf)" in page
     code, out, err = run_cli(*args, "--concurrent-collectives", "--json")
     assert code == 0, err
     assert {r["concurrent"] for r in json.loads(out)["rows"]} == {True}
     code, out, err = run_cli(*args, "--model", "simgrid")
     assert code == 2 and out == "" and "--model: invalid choice: 'simgrid'" in err
+
+
+def test_every_setting_is_in_the_rows_and_on_the_page(run_cli, tmp_path):
+    # Two studies that differ in any setting differ in what they write: the graph's size, the
+    # system's shape and the DRAM read window (which paces hcsim-pcie's reads) too.
+    args = ["study", "hcsim", "scale", "--mixes", "h100", "--xpu-counts", "8", "--layers", "2"]
+    args += ["--batch", "2", "--servers-per-tor", "1", "--dram-window", "1MiB", "-o", str(tmp_path), "--json"]
+    code, out, err = run_cli(*args)
+    assert code == 0, err
+    setting = ("layers", "batch", "servers_per_tor", "xpus_per_server", "dram_window_bytes")
+    rows = json.loads(out)["rows"]
+    assert {tuple(r[k] for k in setting) for r in rows} == {(2, 2, 1, 8, "1048576")}
+    with open(tmp_path / "hcsim-scale.csv", newline="") as f:
+        assert {tuple(r[k] for k in setting) for r in csv.DictReader(f)} == {("2", "2", "1", "8", "1048576")}
+    page = (tmp_path / "hcsim-scale.html").read_text()
+    assert "LLaMA2-13B data parallel (2 decoders, batch 2, ToRs of 1 server of 8 XPUs)" in page
+    assert "CXL read window default, DRAM read window 1048576)" in page

@@ -19,6 +19,9 @@ def atomic_outputs() -> Iterator[Callable[[str | os.PathLike[str]], Path]]:
 
     def stage(path: str | os.PathLike[str]) -> Path:
         final = Path(path)
+        # `.`, `..`, `/`: a folder named by a path with no file name of its own.
+        if final.name in ("", ".", ".."):
+            raise InputError(f"{final}: cannot write the result: a folder of that name is in the way")
         try:
             final.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:

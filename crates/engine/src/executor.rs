@@ -97,7 +97,8 @@ impl Graph {
 /// A compute op finishing: (class, op).
 type Event = Due<(u32, u32)>;
 
-/// Where communications are matched: a communicator spanning several classes, or a class pair.
+/// Where communications are matched: a communicator spanning several classes, or a class pair on
+/// a communicator.
 #[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
 enum Channel {
     Coll {
@@ -105,10 +106,13 @@ enum Channel {
         first_class: u32,
     },
     /// `offset` is the sender's peer offset, so messages in opposite pipeline directions between
-    /// the same two classes (interleaved schedules, p = 2) never match each other.
+    /// the same two classes (interleaved schedules, p = 2) never match each other; `group`, as NCCL
+    /// matches sends per communicator, so transfers on two communicators (a workload graph's p2p
+    /// vertices under `--concurrent-collectives`) never meet each other's receives.
     P2p {
         src: u32,
         dst: u32,
+        group: u16,
         offset: i32,
     },
 }
@@ -244,7 +248,8 @@ impl<'w> Executor<'w> {
                             return Err(copy_outside_error(w, (c, i), dc));
                         }
                         let comm = self.transfer(c, peer, (self.reps[ci], dst), bytes, copy);
-                        (comm, Some((Channel::P2p { src: c, dst: dc, offset: peer.offset }, 2, false)))
+                        let channel = Channel::P2p { src: c, dst: dc, group: peer.group, offset: peer.offset };
+                        (comm, Some((channel, 2, false)))
                     }
                     OpKind::Recv { peer, bytes, copy } => {
                         let (sc, src) = self.peer_class(c, peer);
@@ -257,7 +262,8 @@ impl<'w> Executor<'w> {
                             false if copy => return Err(copy_outside_error(w, (c, i), sc)),
                             false => Comm::Transfer { src, dst: self.reps[ci], bytes },
                         };
-                        (comm, Some((Channel::P2p { src: sc, dst: c, offset: -peer.offset }, 2, true)))
+                        let channel = Channel::P2p { src: sc, dst: c, group: peer.group, offset: -peer.offset };
+                        (comm, Some((channel, 2, true)))
                     }
                 };
                 let idx = match channel {
@@ -505,6 +511,26 @@ mod tests {
         // Stage 1 idles 100 ns with nothing in flight (bubble), then 20 ns of exposed transfer.
         let ex = exposure(&w.programs[1], t1, e.end_ns);
         assert_eq!((ex.idle_ns, ex.exposed[0], ex.compute_ns), (100.0, 20.0, 10.0));
+    }
+
+    #[test]
+    fn sends_on_two_communicators_meet_their_own_receives() {
+        // PP2 has PP's members. Stage 0 sends on PP after 100 ns, on PP2 at once; stage 1 posts
+        // both receives at 0, PP's first: each meets the send of its own communicator.
+        let mut w = workload(vec![
+            vec![
+                compute(100.0, vec![]),
+                op(OpKind::Send { peer: Peer { group: 1, offset: 1 }, bytes: 8, copy: false }, vec![0]),
+                op(OpKind::Send { peer: Peer { group: 2, offset: 1 }, bytes: 16, copy: false }, vec![]),
+            ],
+            vec![
+                op(OpKind::Recv { peer: Peer { group: 1, offset: -1 }, bytes: 8, copy: false }, vec![]),
+                op(OpKind::Recv { peer: Peer { group: 2, offset: -1 }, bytes: 16, copy: false }, vec![]),
+            ],
+        ]);
+        w.groups.push(Group { name: "PP2".into(), members: w.groups[1].members.clone() });
+        let e = run(&w).unwrap();
+        assert_eq!((e.timelines[1].start[0], e.timelines[1].start[1]), (100.0, 0.0));
     }
 
     #[test]

@@ -234,6 +234,9 @@ def main_run(args: argparse.Namespace) -> int:
         "platform": platform_name,
         "xpus": len(platform.placement[0]),
         "access": args.access,
+        "algorithm": args.algo,
+        "collectives": args.collectives,
+        "concurrent": args.concurrent_collectives,
         "iteration_ns": times[-1],
         "iteration_times_ns": times,
         "iterations_per_s": 1e9 / times[-1] if times[-1] > 0 else None,
@@ -253,9 +256,11 @@ def main_run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(doc | {"outputs": written})
         return 0
+    how = f"access {args.access}, algorithm {args.algo}, {args.collectives} collectives"
+    how += ", concurrent" if args.concurrent_collectives else ""
     print(
         f"{args.graph}: {doc['vertices']} vertices, {doc['edges']} edges, {doc['iterations']} iteration(s)"
-        f" on {platform_name} ({doc['xpus']} XPUs, access {args.access})"
+        f" on {platform_name} ({doc['xpus']} XPUs, {how})"
     )
     last = len(times) - 1
     rate = f" ({doc['iterations_per_s']:.4g} iterations/s)" if doc["iterations_per_s"] else ""

@@ -146,6 +146,10 @@ def point(
         "cxl_GBps": cxl_gbps,
         "cxl_latency_ns": cxl_ns,
         "algorithm": algorithm,
+        "layers": setup.layers,
+        "batch": setup.batch,
+        "servers_per_tor": setup.servers_per_tor,
+        "xpus_per_server": setup.xpus_per_server,
         "sync": setup.sync,
         "collectives": setup.collectives,
         "concurrent": setup.concurrent,
@@ -414,14 +418,20 @@ def figure(study: str, t: Table) -> Any:
     }
     # The model every row shares (Setup): the page says which one it plots.
     r = next(t.rows(), None)
-    model = ""
+    sizes = model = ""
     if r is not None:
+        servers = r["servers_per_tor"]
+        sizes = (
+            f" ({r['layers']} decoders, batch {r['batch']}, ToRs of {servers} server{'s' * (servers != 1)}"
+            f" of {r['xpus_per_server']} XPUs)"
+        )
         model = (
             f" (all-reduce per {r['sync']}, {r['collectives']} collectives"
-            f"{', concurrent' if r['concurrent'] else ''}, CXL read window {r['cxl_window_bytes']})"
+            f"{', concurrent' if r['concurrent'] else ''}, CXL read window {r['cxl_window_bytes']},"
+            f" DRAM read window {r['dram_window_bytes']})"
         )
     fig.update_layout(
-        title=f"LLaMA2-13B data parallel: {titles[study]}{model}",
+        title=f"LLaMA2-13B data parallel{sizes}: {titles[study]}{model}",
         yaxis_title="batch/s",
         template="plotly_white",
     )

@@ -19,7 +19,9 @@
 //! fp16, fp8; default fp32, as HCSim's study), `bytes` (memory accessed, ≥ 0; default 0),
 //! `memory` (`auto`: HBM while it has room, else spilled; `hbm`; or a memory node's name).
 //! A communication vertex: `bytes`, `pattern` (allreduce, allgather, reducescatter, alltoall,
-//! broadcast, reduce, or p2p), `participants` (as `xpu`; collectives) or `src` and `dst` (p2p).
+//! broadcast, reduce, or p2p), `participants` (as `xpu`; collectives) or `src` and `dst` (p2p),
+//! `communicator` (a name: vertices with the same participants and communicator run one at a
+//! time; default one per participant set).
 //! `start` (HCSim's start-vertex flag) is accepted and ignored: start vertices follow from the
 //! edges. Edges (`links` or `edges`): `source`, `target`, `not_first` (bool, default false).
 //! Graph attributes: `name`, `iterations` (≥ 1). Numbers may be strings (`"2e12"`); unknown
@@ -240,6 +242,9 @@ impl WorkloadGraph {
                             m.insert("dst".into(), Value::String(dst.clone()));
                         }
                     }
+                    if let Some(name) = &c.communicator {
+                        m.insert("communicator".into(), Value::String(name.clone()));
+                    }
                 }
             }
             nodes.push(Value::Object(m));
@@ -307,7 +312,7 @@ fn read_vertex(doc: &Doc, at: &str, map: &Map<String, Value>) -> Result<VertexKi
         other => return Err(doc.err(&field("kind"), format!("unknown kind '{other}' (valid: compute, communication)"))),
     };
     let (mut xpus, mut flops, mut dtype, mut bytes, mut memory) = (None, None, Dtype::Fp32, None, Memory::Auto);
-    let (mut pattern, mut participants, mut src, mut dst) = (None, None, None, None);
+    let (mut pattern, mut participants, mut src, mut dst, mut communicator) = (None, None, None, None, None);
     for (key, v) in map {
         let f = if plain_key(key) { field(key) } else { at.to_string() };
         match (compute, key.as_str()) {
@@ -353,11 +358,18 @@ fn read_vertex(doc: &Doc, at: &str, map: &Map<String, Value>) -> Result<VertexKi
             (false, "participants") => participants = Some(doc.xpus(&f, v)?),
             (false, "src") => src = Some(id_text(v).ok_or_else(|| doc.err(&f, "expected an XPU name"))?),
             (false, "dst") => dst = Some(id_text(v).ok_or_else(|| doc.err(&f, "expected an XPU name"))?),
+            (false, "communicator") => {
+                let t = id_text(v).ok_or_else(|| doc.err(&f, "expected a name"))?;
+                if t.is_empty() {
+                    return Err(doc.err(&f, "an empty communicator name"));
+                }
+                communicator = Some(t);
+            }
             _ => {
                 let valid = if compute {
                     "id, kind, xpu, flops, dtype, bytes, memory, start"
                 } else {
-                    "id, kind, pattern, bytes, participants, src, dst, start"
+                    "id, kind, pattern, bytes, participants, src, dst, communicator, start"
                 };
                 return Err(doc.err(&f, format!("unknown attribute {key:?} for a {kind} vertex (valid: {valid})")));
             }
@@ -386,7 +398,7 @@ fn read_vertex(doc: &Doc, at: &str, map: &Map<String, Value>) -> Result<VertexKi
             Pattern::P2p { src, dst }
         }
     };
-    Ok(VertexKind::Communication(Communication { bytes, pattern }))
+    Ok(VertexKind::Communication(Communication { bytes, pattern, communicator }))
 }
 
 fn read_edge(doc: &Doc, i: usize, edge: &Value, ids: &HashMap<String, u32>) -> Result<Edge> {

@@ -15,7 +15,8 @@
 //!
 //! A read is a flow from the device to the XPU that waits its path latency plus the device's
 //! own latency, then moves at its max-min fair share (`flow/mod.rs`): alone, R / bottleneck +
-//! Σ latency. A communication vertex is a collective on a group of its participants, run by the
+//! Σ latency. A communication vertex is a collective on a group of its participants (one per
+//! participant set and `communicator`; one per vertex with [`Options::concurrent`]), run by the
 //! collective algorithms on the platform as NCCL's tuner picks them, or a send/recv pair.
 //! Compute ops of one XPU run one at a time in dependency order (one compute stream); reads from
 //! one device one at a time per XPU.
@@ -340,27 +341,31 @@ pub fn lower(file: &str, g: &WorkloadGraph, platform: &Platform, o: &Options) ->
         }
         rank_class.push(c);
     }
-    // Groups: one per collective participant set (per vertex when concurrent), one per p2p pair
-    // (likewise), one per read source.
+    // Groups: one per collective participant set and communicator (per vertex when concurrent),
+    // one per p2p pair (likewise), one per read source.
     let mut groups: Vec<Group> = Vec::new();
-    let mut group_of: HashMap<(Ranks, usize), GroupId> = HashMap::new();
+    let mut group_of: HashMap<(Ranks, Option<&str>, usize), GroupId> = HashMap::new();
     let mut vertex_group = vec![0 as GroupId; n];
     for (v, vx) in g.vertices.iter().enumerate() {
         let VertexKind::Communication(c) = &vx.kind else { continue };
         let key = ranks[v].clone();
         let next = groups.len();
-        let id = *group_of.entry((key.clone(), if o.concurrent { v } else { 0 })).or_insert(next as GroupId);
+        let comm = c.communicator.as_deref();
+        let id = *group_of.entry((key.clone(), comm, if o.concurrent { v } else { 0 })).or_insert(next as GroupId);
         if id as usize == next {
             if next >= u16::MAX as usize - sources.len() {
                 return Err(res.err(&labels[v], "more than 65 000 distinct communicator groups"));
             }
-            let name = match (&c.pattern, &key) {
+            let mut name = match (&c.pattern, &key) {
                 (_, Ranks::All) => "all XPUs".to_string(),
                 (Pattern::P2p { src, dst }, _) => format!("{src}-{dst}"),
                 (_, Ranks::Some(list)) => {
                     format!("{} XPUs from {}", list.len(), platform.node_name(platform.placement.device(list[0])))
                 }
             };
+            if let Some(comm) = comm {
+                name = format!("{comm}: {name}");
+            }
             groups.push(Group { name, members: Membership::Explicit(vec![key.list(world)]) });
         }
         vertex_group[v] = id;

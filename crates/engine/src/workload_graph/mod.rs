@@ -6,7 +6,8 @@
 //!   where those bytes live (`memory`) and the XPUs it runs on (`xpu`: one, a list, or `*` for
 //!   every XPU that runs a rank, one copy each, as a data-parallel replica).
 //! - A **communication vertex** moves `bytes`: a collective (all-reduce, all-gather, …) among
-//!   its `participants`, or a point-to-point transfer from `src` to `dst`.
+//!   its `participants`, or a point-to-point transfer from `src` to `dst`, on a `communicator`
+//!   (by default one per participant set).
 //! - An **edge** u → v makes v wait for u. Edges join the copies of u and v on the same XPU, so
 //!   an edge needs an XPU both run on (data moves between XPUs only through communication
 //!   vertices). An edge marked `not_first` is ignored in the first iteration: in iteration
@@ -67,6 +68,9 @@ pub enum Pattern {
 pub struct Communication {
     pub bytes: u64,
     pub pattern: Pattern,
+    /// Vertices with the same participants and communicator run one at a time, in program order
+    /// (an NCCL communicator's stream); None: the participant set's own.
+    pub communicator: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
