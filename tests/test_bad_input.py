@@ -289,6 +289,15 @@ def test_output_that_names_a_folder_by_no_name(run_cli, tmp_path, folder):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ok.txt"]
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_a_file_that_cannot_be_written_is_named_as_given(run_cli, tmp_path):
+    """The error names the user's path, not the staged copy the write went to."""
+    path = write(tmp_path, "ok.txt", workload())
+    rc, out, err = run_cli("workload", "rewrite", path, "-o", "/proc/clustersim-out.txt")
+    assert_clean_error(rc, out, err, "/proc/clustersim-out.txt: cannot write: ")
+    assert ".tmp" not in err
+
+
 def test_empty_workload(run_cli, tmp_path):
     path = write(tmp_path, "empty.txt", "")
     rc, out, err = simulate(run_cli, path, "-g", "16")

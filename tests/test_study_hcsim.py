@@ -141,6 +141,22 @@ def test_cli_writes_the_table_and_the_plot(run_cli, tmp_path):
     ]
 
 
+@pytest.mark.parametrize(
+    ("study", "option", "message"),
+    [
+        ("scale", ["--latencies", "10us"], "--latencies: an option of cxl-latency; scale has no use for it"),
+        ("cxl-latency", ["--bandwidths", "64"], "--bandwidths: an option of cxl-bandwidth; cxl-latency has"),
+        ("scale", ["--ring-latency", "1us"], "--ring-latency: an option of coherent-ring; scale has no use"),
+        ("coherent-ring", ["--algo", "tree"], "--algo: coherent-ring runs the ring and the coherent ring"),
+        ("cxl-bandwidth", ["--mixes", "h100,h100+a100"], "--mixes: cxl-bandwidth sweeps one mix, got 2"),
+    ],
+)
+def test_an_option_the_study_would_ignore_is_refused(run_cli, study, option, message):
+    code, out, err = run_cli("study", "hcsim", study, *option, "--xpu-counts", "8", "--layers", "1")
+    assert code == 2 and out == ""
+    assert err.startswith(f"clustersim: error: command line: {message}") and err.count("\n") == 1, err
+
+
 def test_the_read_window_is_a_study_option(run_cli):
     # At 10 µs the default 1 MiB CXL window binds the reads (RTT 4 × 10 µs: 26 GB/s of 128);
     # unbounded, as HCSim's flows are, a read pays its latency once; a larger window lies between.

@@ -26,7 +26,7 @@ def atomic_outputs() -> Iterator[Callable[[str | os.PathLike[str]], Path]]:
             final.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise InputError(f"{final.parent}: cannot create the output folder: {e.strerror}") from None
-        tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+        tmp = final.with_name(f".{final.name}{_staged_suffix()}")
         staged.append((tmp, final))
         return tmp
 
@@ -48,11 +48,23 @@ def atomic_outputs() -> Iterator[Callable[[str | os.PathLike[str]], Path]]:
         raise
 
 
+def _staged_suffix() -> str:
+    return f".{os.getpid()}.tmp"
+
+
+def destination(path: Path) -> Path:
+    """The file the user named for `path`, which may be its staged copy (what errors name)."""
+    name, suffix = path.name, _staged_suffix()
+    if name.startswith(".") and name.endswith(suffix):
+        return path.with_name(name[1 : -len(suffix)])
+    return path
+
+
 def write_text(path: Path, text: str) -> None:
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as e:
-        raise InputError(f"{path}: cannot write: {e.strerror}") from None
+        raise InputError(f"{destination(path)}: cannot write: {e.strerror}") from None
 
 
 def write_csv(path: Path, rows: Iterable[Sequence[object]]) -> None:
@@ -61,4 +73,4 @@ def write_csv(path: Path, rows: Iterable[Sequence[object]]) -> None:
         with path.open("w", newline="", encoding="utf-8") as f:
             csv.writer(f, lineterminator="\n").writerows(rows)
     except OSError as e:
-        raise InputError(f"{path}: cannot write: {e.strerror}") from None
+        raise InputError(f"{destination(path)}: cannot write: {e.strerror}") from None

@@ -88,15 +88,12 @@ def add(sub: argparse._SubParsersAction) -> None:
     h.add_argument(
         "--latencies", type=_list(_ns, "times"), help="cxl-latency: CXL latencies (e.g. 100ns,10us)"
     )
-    h.add_argument(
-        "--ring-latency", type=_ns, default=200.0, help="coherent-ring: the CXL latency (default 200ns)"
-    )
+    h.add_argument("--ring-latency", type=_ns, help="coherent-ring: the CXL latency (default 200ns)")
     h.add_argument("--layers", type=count, default=40, help="decoders in the graph (default 40)")
     h.add_argument("--batch", type=count, default=1, help="batch per XPU (default 1)")
     h.add_argument("--servers-per-tor", type=count, default=16, help="servers per ToR (default 16)")
     h.add_argument(
         "--algo",
-        default="ring",
         help="the all-reduce of every study but coherent-ring (default ring, the paper's)",
     )
     h.add_argument(
@@ -133,6 +130,23 @@ def add(sub: argparse._SubParsersAction) -> None:
     h.set_defaults(func=main)
 
 
+# Options that one study alone uses (the others would ignore them).
+ONE_STUDY = {"bandwidths": "cxl-bandwidth", "latencies": "cxl-latency", "ring_latency": "coherent-ring"}
+
+
+def refuse_what_the_study_does_not_use(args: argparse.Namespace) -> None:
+    for key, study in ONE_STUDY.items():
+        if getattr(args, key) is not None and args.study != study:
+            flag = "--" + key.replace("_", "-")
+            raise InputError(f"command line: {flag}: an option of {study}; {args.study} has no use for it")
+    if args.algo is not None and args.study == "coherent-ring":
+        raise InputError(
+            "command line: --algo: coherent-ring runs the ring and the coherent ring, no other all-reduce"
+        )
+    if args.study in ("cxl-bandwidth", "cxl-latency") and len(args.mixes or []) > 1:
+        raise InputError(f"command line: --mixes: {args.study} sweeps one mix, got {len(args.mixes)}")
+
+
 def main(args: argparse.Namespace) -> int:
     import sys
 
@@ -140,6 +154,7 @@ def main(args: argparse.Namespace) -> int:
     from clustersim.output import atomic_outputs, write_csv, write_text
     from clustersim.study import hcsim as h
 
+    refuse_what_the_study_does_not_use(args)
     chosen = {
         f"{m}_window_bytes": parse_window(f"--{m}-window", text)
         for m, text in (("cxl", args.cxl_window), ("dram", args.dram_window))
@@ -152,7 +167,7 @@ def main(args: argparse.Namespace) -> int:
         layers=args.layers,
         batch=args.batch,
         servers_per_tor=args.servers_per_tor,
-        algorithm=args.algo,
+        algorithm=args.algo or "ring",
         **(h.MODELS[args.model] | chosen),
     )
     for m in args.mixes or []:
@@ -182,7 +197,8 @@ def main(args: argparse.Namespace) -> int:
         systems = h.RING_SYSTEMS
         if xpus or args.mixes:
             systems = tuple((m, n) for m in (args.mixes or ["h100"]) for n in (xpus or [64, 256]))
-        t = h.coherent_ring(setup, systems, args.ring_latency, progress)
+        latency = h.CXL_NS if args.ring_latency is None else args.ring_latency
+        t = h.coherent_ring(setup, systems, latency, progress)
         findings = h.ring_findings(t)
     written: list[str] = []
     if args.output is not None:

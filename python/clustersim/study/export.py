@@ -8,9 +8,11 @@ has no such field, and `error` for infeasible points.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from clustersim.errors import InputError
+from clustersim.output import destination
 from clustersim.study.store import Row, Stored
 from clustersim.table import Table
 
@@ -100,4 +102,4 @@ def write_parquet(t: Table, path: str | os.PathLike[str]) -> None:
     try:
         pq.write_table(pa.table(columns), path)
     except OSError as e:
-        raise InputError(f"{path}: cannot write: {e}") from None
+        raise InputError(f"{destination(Path(path))}: cannot write: {e}") from None
