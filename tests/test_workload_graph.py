@@ -120,6 +120,39 @@ def test_the_summary_records_how_collectives_ran(tmp_path):
     assert first.endswith("(16 XPUs, access auto, algorithm ring, cm02 collectives, concurrent)"), first
 
 
+def test_a_template_is_shaped_as_clustersim_platform_shapes_it_and_the_summary_says_how(tmp_path):
+    # A small mix needs a small ToR: the template options of `clustersim platform`, recorded.
+    graph = tmp_path / "g.json"
+    graph.write_text(workload_graph.from_networkx(small_graph()))
+    run = ["run", str(graph), "--platform", "hcsim-cxl", "--mix", "h100:8,a100:8"]
+    out = cli(*run)
+    assert out.returncode == 2 and "multiple of the 128 XPUs of a ToR" in out.stderr, out.stderr
+    out = cli(*run, "--servers-per-tor", "1", "--link", "cxl=256GB/s,1us", "--json")
+    assert out.returncode == 0, out.stderr
+    options = json.loads(out.stdout)["platform_options"]
+    assert options["servers_per_tor"] == 1 and options["mix"] == "h100:8,a100:8"
+    assert options["link"] == ["cxl=256GB/s,1us"] and options["xpus_per_server"] == 8
+    platform = tmp_path / "p.json"
+    made = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "clustersim",
+            "platform",
+            "hcsim-cxl",
+            "--xpus",
+            "16",
+            "--graph-json",
+            platform,
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert made.returncode == 0, made.stderr
+    out = cli("run", str(graph), "--platform", str(platform), "--json")
+    assert out.returncode == 0 and json.loads(out.stdout)["platform_options"] is None, out.stderr
+
+
 def test_bad_graphs_are_one_line_errors(tmp_path):
     graph = tmp_path / "g.json"
     g = nx.DiGraph()

@@ -153,48 +153,22 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def add_platform(p: argparse.ArgumentParser) -> None:
-    """The platform a graph runs on (or is written for)."""
+    """The platform a graph runs on (or is written for): a file, or a template and its options."""
+    from clustersim.cli.platform import add_template_options
+
     p.add_argument(
         "--platform", required=True, metavar="TEMPLATE|FILE", help="hcsim-pcie, hcsim-cxl or a file"
     )
-    p.add_argument("--xpus", type=count, help="XPUs of a template (default: the --mix, else 4096)")
-    p.add_argument("--mix", metavar="TYPE:N,...", help="XPU types of a template, per ToR (default h100)")
-    p.add_argument(
-        "--link",
-        action="append",
-        default=[],
-        metavar="CLASS=RATE,LATENCY",
-        help="override a template's link class, e.g. cxl=256GB/s,1us (see clustersim platform --help)",
-    )
-    p.add_argument(
-        "--dram", metavar="CAPACITY", help="a template's extension memory per CPU (default: no end)"
-    )
-    p.add_argument(
-        "--cxl-memory", metavar="CAPACITY", help="a template's CXL memory per XPU (default: no end)"
-    )
+    add_template_options(p)
 
 
-def platform_of(args: argparse.Namespace) -> tuple[Any, str]:
-    """The platform `--platform` names, through `clustersim platform`'s builder."""
+def platform_of(args: argparse.Namespace) -> tuple[Any, str, dict[str, Any] | None]:
+    """The platform `--platform` names, through `clustersim platform`'s builder, its name and the
+    template options it was built with."""
     from clustersim.cli import platform as platform_cli
 
-    full = argparse.Namespace(
-        platform=args.platform,
-        xpus=args.xpus,
-        mix=args.mix,
-        link=args.link,
-        xpus_per_server=8,
-        servers_per_tor=16,
-        cpus_per_server=2,
-        nics_per_server=2,
-        pcie_uplinks=4,
-        cxl_uplink=None,
-        dram=args.dram,
-        cxl_memory=args.cxl_memory,
-        dram_window=None,
-        cxl_window=None,
-    )
-    return platform_cli.build(full)
+    platform, name = platform_cli.build(args)
+    return platform, name, platform_cli.template_options(args)
 
 
 def _ms(ns: float) -> str:
@@ -208,7 +182,7 @@ def main_run(args: argparse.Namespace) -> int:
     if not Path(args.graph).is_file():
         raise InputError(f"command line: GRAPH: '{args.graph}' is not a file")
     text = workload_graph.read_workload_graph(args.graph)
-    platform, platform_name = platform_of(args)
+    platform, platform_name, platform_options = platform_of(args)
     progress = progress_for(args)
     try:
         result = workload_graph.run(
@@ -232,6 +206,7 @@ def main_run(args: argparse.Namespace) -> int:
     doc = {
         "graph": args.graph,
         "platform": platform_name,
+        "platform_options": platform_options,
         "xpus": len(platform.placement[0]),
         "access": args.access,
         "algorithm": args.algo,
@@ -341,7 +316,7 @@ def main_from_workload(args: argparse.Namespace) -> int:
     if not Path(args.workload).is_file():
         raise InputError(f"command line: IR: '{args.workload}' is not a file")
     workload = Workload.load(args.workload)
-    platform, platform_name = platform_of(args)
+    platform, platform_name, platform_options = platform_of(args)
     text = workload_graph.from_workload(workload, platform, dtype=args.dtype, name=args.workload)
     out = workload_graph.graphml_text(text) if args.output.lower().endswith(".graphml") else text
     with atomic_outputs() as stage:
@@ -351,6 +326,7 @@ def main_from_workload(args: argparse.Namespace) -> int:
     summary = {
         "workload": args.workload,
         "platform": platform_name,
+        "platform_options": platform_options,
         "vertices": len(kinds),
         "compute": kinds.count("compute"),
         "communication": kinds.count("communication"),

@@ -46,6 +46,31 @@ def add(sub: argparse._SubParsersAction) -> None:
         epilog=EPILOG,
     )
     p.add_argument("platform", metavar="TEMPLATE|FILE", help="hcsim-pcie, hcsim-cxl, or a platform file")
+    add_template_options(p)
+    p.add_argument("--simgrid", metavar="OUT.xml", help="write the platform as a SimGrid platform file")
+    p.add_argument(
+        "--simgrid-routing",
+        choices=("auto", "full", "floyd", "dijkstra"),
+        default="auto",
+        help=f"full: our routes between every pair of hosts (exact, n²); floyd/dijkstra: SimGrid routes"
+        f" by hop count (compact); auto: full up to {SIMGRID_FULL_HOSTS} hosts, else dijkstra",
+    )
+    p.add_argument("--dtype", default="fp32", help="data type of the SimGrid host speeds (default fp32)")
+    p.add_argument("--graphml", metavar="OUT", help="write the platform as GraphML")
+    p.add_argument("--graph-json", metavar="OUT", help="write the platform as a JSON graph document")
+    add_json(p, "the summary")
+    p.set_defaults(func=main)
+
+
+# The options that shape a template (`dest` names), as `add_template_options` adds them.
+TEMPLATE_OPTIONS = (
+    "xpus mix xpus_per_server servers_per_tor cpus_per_server nics_per_server pcie_uplinks link"
+    " cxl_uplink dram cxl_memory dram_window cxl_window"
+).split()
+
+
+def add_template_options(p: argparse.ArgumentParser) -> None:
+    """The options of a template platform (hcsim-pcie, hcsim-cxl): every command that builds one."""
     p.add_argument(
         "--xpus", type=count, help="XPUs (templates; default 4096, the paper's system, or the --mix)"
     )
@@ -64,7 +89,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="CLASS=RATE,LATENCY",
-        help="override a link class's figures, e.g. cxl=256GB/s,1us (repeatable; classes below)",
+        help="override a link class's figures, e.g. cxl=256GB/s,1us (repeatable; classes: platform --help)",
     )
     p.add_argument("--cxl-uplink", metavar="RATE", help="CXL cascade link rate (default: non-blocking)")
     p.add_argument(
@@ -83,19 +108,14 @@ def add(sub: argparse._SubParsersAction) -> None:
         help="bytes an XPU keeps in flight to its CXL memory, e.g. 1MiB (default: 16384 tags x 64 B"
         " lines; inf: no bound)",
     )
-    p.add_argument("--simgrid", metavar="OUT.xml", help="write the platform as a SimGrid platform file")
-    p.add_argument(
-        "--simgrid-routing",
-        choices=("auto", "full", "floyd", "dijkstra"),
-        default="auto",
-        help=f"full: our routes between every pair of hosts (exact, n²); floyd/dijkstra: SimGrid routes"
-        f" by hop count (compact); auto: full up to {SIMGRID_FULL_HOSTS} hosts, else dijkstra",
-    )
-    p.add_argument("--dtype", default="fp32", help="data type of the SimGrid host speeds (default fp32)")
-    p.add_argument("--graphml", metavar="OUT", help="write the platform as GraphML")
-    p.add_argument("--graph-json", metavar="OUT", help="write the platform as a JSON graph document")
-    add_json(p, "the summary")
-    p.set_defaults(func=main)
+
+
+def template_options(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The template options a command ran with (what its outputs record beside the template);
+    None for a platform file."""
+    from clustersim.platform import TEMPLATES
+
+    return {k: getattr(args, k) for k in TEMPLATE_OPTIONS} if args.platform in TEMPLATES else None
 
 
 def parse_mix(text: str | None, xpus: int | None) -> list[tuple[str, int]]:
