@@ -245,11 +245,20 @@ def test_a_workload_becomes_a_graph_of_its_ops():
     # 1 µs at the H100's dense bf16 peak, in FLOPs; the data in HBM.
     assert nodes["r0.0"]["flops"] == pytest.approx(1e-6 * 989e12, rel=1e-12)
     assert nodes["r0.0"]["dtype"] == "bf16" and nodes["r0.0"]["bytes"] == 0
-    links = {(e["source"], e["target"]) for e in doc["links"]}
+    links = {(e["source"], e["target"]) for e in doc["links"] if not e.get("not_first")}
     assert links == {
         ("r0.0", "TP@r0.0"), ("r1.0", "TP@r0.0"), ("TP@r0.0", "PP+1@r0-r2.0"), ("TP@r0.0", "PP+1@r1-r3.0"),
         ("PP+1@r0-r2.0", "r2.1"), ("PP+1@r1-r3.0", "r3.1"),
     }  # fmt: skip
+    # The loop: each rank's streams (compute, TP, its PP direction) start an iteration after all
+    # of its streams ended the one before, where the iteration does not already order them.
+    loop = {(e["source"], e["target"]) for e in doc["links"] if e.get("not_first")}
+    assert loop == {
+        ("r0.0", "PP+1@r0-r2.0"), ("TP@r0.0", "r0.0"), ("PP+1@r0-r2.0", "r0.0"), ("PP+1@r0-r2.0", "TP@r0.0"),
+        ("r1.0", "PP+1@r1-r3.0"), ("TP@r0.0", "r1.0"), ("PP+1@r1-r3.0", "r1.0"), ("PP+1@r1-r3.0", "TP@r0.0"),
+        ("r2.1", "PP+1@r0-r2.0"), ("r3.1", "PP+1@r1-r3.0"),
+    }  # fmt: skip
+    assert doc["graph"]["iterations"] == 1
     # A graph has no streams: ops one after another on a stream are joined by an edge.
     w = Workload(ranks=4)
     tp = w.group("TP", [[0, 1], [2, 3]])
@@ -260,7 +269,7 @@ def test_a_workload_becomes_a_graph_of_its_ops():
     w.coll(p, "allgather", tp, 1 << 20)
     w.coll(p, "allgather", tp, 1 << 20)
     doc = json.loads(workload_graph.from_workload(w, platform))
-    links = {(e["source"], e["target"]) for e in doc["links"]}
+    links = {(e["source"], e["target"]) for e in doc["links"] if not e.get("not_first")}
     assert links == {("r0.0", "r0.1"), ("r1.0", "r1.1"), ("r2.0", "r2.1"), ("r3.0", "r3.1"),
                      ("TP@r0.0", "TP@r0.1"), ("TP@r2.0", "TP@r2.1")}  # fmt: skip
     with pytest.raises(InputError, match="the workload has 4 ranks and the platform runs 8"):
@@ -293,7 +302,7 @@ def test_a_send_meets_the_receive_the_executor_matches_it_with():
     doc = json.loads(workload_graph.from_workload(w, platform))
     by_bytes = {n["bytes"]: n["id"] for n in doc["nodes"] if n["kind"] == "communication"}
     assert sorted(by_bytes) == [1 << 10, 8 << 20]
-    links = {(e["source"], e["target"]) for e in doc["links"]}
+    links = {(e["source"], e["target"]) for e in doc["links"] if not e.get("not_first")}
     # Rank 1's compute waits for the 1 KiB transfer; the two directions are streams of their own.
     assert links == {(by_bytes[1 << 10], "r1.1")}
 
@@ -371,6 +380,9 @@ def test_a_train_plan_as_a_graph_runs_to_the_plans_iteration_time(model, plan):
     text = workload_graph.from_workload(Workload.from_training(model, **plan), platform)
     ran = workload_graph.run(text, platform)
     assert ran["iteration_end_ns"][-1] / 1e9 == pytest.approx(expected, rel=1e-12)
+    # Looped: each iteration starts once the one before has ended, so takes as long again.
+    ends = workload_graph.run(text, platform, iterations=3)["iteration_end_ns"]
+    assert [e / 1e9 for e in ends] == pytest.approx([expected, 2 * expected, 3 * expected], rel=1e-12)
 
 
 def test_from_workload_on_the_command_line(tmp_path):

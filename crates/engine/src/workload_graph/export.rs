@@ -20,7 +20,9 @@
 //! collectives or bytes, and a collective, send or receive that its peers never issue.
 //!
 //! Edges: each op's dependencies, and the op before it on its stream (compute, each group, each
-//! peer and direction), which a graph must state as edges because it has no streams of its own.
+//! peer and direction), which a graph must state as edges because it has no streams of its own;
+//! and the loop (`not_first`, iteration count 1): each rank's first op on every stream waits for
+//! its last op on every stream of the iteration before, so `--iterations N` runs N iterations.
 //! Userbuffers copies (`copy` send/recv pairs) have no graph form and are refused.
 
 use std::collections::HashMap;
@@ -76,7 +78,7 @@ pub fn from_workload(file: &str, w: &Workload, platform: &Platform, dtype: Dtype
         // A rank's sends and receives on one p2p channel are numbered apart (the channel of a
         // transfer to itself, in a group of one, has both).
         let mut seq: HashMap<(Channel, bool), u32> = HashMap::new();
-        let mut last_on: HashMap<Stream, u32> = HashMap::new();
+        let (mut first_on, mut last_on): (HashMap<Stream, u32>, HashMap<Stream, u32>) = Default::default();
         for (i, op) in program.ops.iter().enumerate() {
             let at = || format!("rank {r}: op {i}");
             let mut next = |key: (Channel, bool)| {
@@ -203,7 +205,16 @@ pub fn from_workload(file: &str, w: &Workload, platform: &Platform, dtype: Dtype
             if let Some(u) = last_on.insert(op.stream(), v) {
                 edges.push(Edge { source: u, target: v, not_first: false });
             }
+            first_on.entry(op.stream()).or_insert(v);
             ops_vertex.push(v);
+        }
+        // The loop: a rank's next iteration starts each stream once the last op of every stream
+        // of this one has ended (the optimizer step ends an iteration, the next forward follows).
+        // (A stream's one op waits for itself by the stream's order alone.)
+        for &u in last_on.values() {
+            for &v in first_on.values().filter(|&&v| v != u) {
+                edges.push(Edge { source: u, target: v, not_first: true });
+            }
         }
         for (&(channel, _), &n) in &seq {
             if let Channel::Coll { group, .. } = channel {
@@ -212,9 +223,12 @@ pub fn from_workload(file: &str, w: &Workload, platform: &Platform, dtype: Dtype
         }
     }
     unmatched(file, w, &parties, &issued)?;
-    edges.sort_unstable_by_key(|e| (e.source, e.target));
+    // An edge within the iteration and a loop edge between the same vertices: the first is
+    // kept, which orders them in every iteration as the loop edge would from the second on.
+    edges.sort_unstable_by_key(|e| (e.source, e.target, e.not_first));
     edges.dedup_by_key(|e| (e.source, e.target));
-    let mut g = WorkloadGraph { name: file.to_string(), iterations: None, vertices, edges, order: Vec::new() };
+    let iterations = Some(1);
+    let mut g = WorkloadGraph { name: file.to_string(), iterations, vertices, edges, order: Vec::new() };
     g.order = super::json::order(file, &g)?;
     Ok(g)
 }
