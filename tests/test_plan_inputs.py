@@ -293,6 +293,7 @@ LLAMA32_1B = DATA / "hf" / "llama3.2-1b" / "config.json"
 def test_a_tied_output_layer_as_hugging_face_and_megatron_say(run_cli):
     # Llama 3.2 1B ties its output layer (tie_word_embeddings): Hugging Face counts 1,235,814,400.
     assert resolve(str(LLAMA32_1B))["tie_embeddings"] is True
+    assert resolve(str(LLAMA32_1B))["name"] == "llama3.2-1b"  # a config.json named by its folder
     tied = train(str(LLAMA32_1B), gpus=8, gbs=8, seq=2048)
     assert tied.data["params"] == 1_235_814_400
     # Untied (Megatron's --untie-embeddings-and-output-weights): a second 128256 × 2048 matrix.

@@ -188,7 +188,9 @@ def resolve(spec: str, overrides: dict[str, Any] | None = None) -> dict[str, Any
             if len(doc) == 1 and isinstance(next(iter(doc.values())), dict):
                 doc = next(iter(doc.values()))
         model = from_hf_config(doc, spec, text) if "hidden_size" in doc else dict(doc)
-        model.setdefault("name", path.stem)
+        # A Hugging Face checkpoint's config.json is named by its folder (the model's name).
+        hf_folder = path.name == "config.json" and path.resolve().parent.name
+        model.setdefault("name", hf_folder or path.stem)
     else:
         model = lookup("models", spec)
     model.update({k: v for k, v in (overrides or {}).items() if v is not None})
