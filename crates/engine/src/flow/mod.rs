@@ -26,8 +26,9 @@
 //!
 //! Flows come in *batches* that run `repeat` times back to back (one phase of a collective
 //! schedule, such as the 2(n−1) identical steps of a ring). A run is *clean* when every re-solve
-//! that touched its flows held no other flow; the next run, started fresh under the same
-//! conditions, then takes exactly as long. So after a clean run of duration d the batch is
+//! that touched its flows held no other flow and no other batch's event shared an instant with
+//! its own (see *Instants*: that may move its events by up to the window); the next run, started
+//! fresh under the same conditions, then takes exactly as long. So after a clean run of duration d the batch is
 //! *parked*: its remaining k runs end at t + k·d with no events in between, and its flows stay
 //! on their links so that any newcomer finds them. A newcomer sharing a link with a parked batch
 //! at time t resumes it from its exact state: j = ⌊(t − t_park)/d⌋ runs are done, and at offset
@@ -88,6 +89,8 @@ const MAX_RECORD: usize = 64;
 const COALESCE: f64 = 1e-9;
 /// No bottleneck link known yet.
 const NO_LINK: u32 = u32::MAX;
+/// No batch.
+const NO_BATCH: u32 = u32::MAX;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -226,6 +229,8 @@ pub struct FlowSim {
     replay_ver: u32,
     /// The batch whose run ended and was re-armed at the instant being processed.
     run_ended: Option<u32>,
+    /// The batch of the first event of the instant being processed (NO_BATCH: none yet).
+    instant_batch: u32,
     /// Runs that repeated in company, by the hash of their key, and the rates they hold (`cycle.rs`).
     memo: std::collections::HashMap<u64, cycle::Memo>,
     memo_rates: usize,
@@ -293,6 +298,7 @@ impl FlowSim {
             replay: None,
             replay_ver: 0,
             run_ended: None,
+            instant_batch: NO_BATCH,
             memo: std::collections::HashMap::new(),
             memo_rates: 0,
             recall: true,
@@ -753,6 +759,7 @@ impl FlowSim {
         self.time = now;
         let horizon = now + self.coalesce * now;
         let mut last = now;
+        self.instant_batch = NO_BATCH;
         while self.heap.peek().is_some_and(|e| e.time <= horizon) {
             let e = self.heap.pop().expect("peeked");
             last = e.time;
@@ -778,7 +785,7 @@ impl FlowSim {
                     if !self.batches[b].live || self.batches[b].ver != e.ver {
                         continue;
                     }
-                    self.note_event(e.id);
+                    self.event_of(e.id);
                     let (_, _, runs) = self.batches[b].park.take().expect("parked batch");
                     let flows = std::mem::take(&mut self.batches[b].flows);
                     for &f in &flows {
@@ -804,7 +811,7 @@ impl FlowSim {
             return;
         }
         if kind == Kind::Activate && self.state[i] == State::Waiting {
-            self.note_event(self.batch_of[i]);
+            self.event_of(self.batch_of[i]);
             self.upd[i] = now;
             self.rate[i] = 0.0;
             if self.path[i].is_empty() || self.rem[i] <= 0.0 {
@@ -816,8 +823,21 @@ impl FlowSim {
                 self.attach(f);
             }
         } else if kind == Kind::Finish && self.state[i] == State::Active {
-            self.note_event(self.batch_of[i]);
+            self.event_of(self.batch_of[i]);
             self.finish_flow(f, now, finished);
+        }
+    }
+
+    /// An event of batch `b` takes place at the instant being processed. The instant is
+    /// processed at its earliest event, so events of two batches in one may have moved each
+    /// other's by up to the window: neither run is its batch's own, and neither is parked on.
+    fn event_of(&mut self, b: u32) {
+        self.note_event(b);
+        if self.instant_batch == NO_BATCH {
+            self.instant_batch = b;
+        } else if self.instant_batch != b {
+            self.batches[b as usize].clean = false;
+            self.batches[self.instant_batch as usize].clean = false;
         }
     }
 
