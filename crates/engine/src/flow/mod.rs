@@ -508,6 +508,7 @@ impl FlowSim {
         if now >= self.time && self.next_time().is_none_or(|t| t >= now) {
             self.watch_run(b, now);
         }
+        self.prune();
         b
     }
 
@@ -755,6 +756,7 @@ impl FlowSim {
     /// Process every event at the earliest pending time; append the tags of batches that ended
     /// then (with that time). Returns the time processed, or None when nothing is pending.
     pub fn step(&mut self, finished: &mut Vec<(u64, f64)>) -> Option<f64> {
+        self.prune();
         let now = self.heap.peek()?.time;
         self.time = now;
         let horizon = now + self.coalesce * now;
@@ -801,7 +803,39 @@ impl FlowSim {
         // How this instant was cut out: the events it took, and the next one it left.
         let next = self.heap.peek().map_or(f64::INFINITY, |e| e.time);
         self.watch_cycle(now, last - now, next - now);
+        self.prune();
         Some(now)
+    }
+
+    /// Does event `e` do nothing now: a flow's start or end from before it was re-armed or its
+    /// rate changed, a batch's end from before it was resumed, a replay's from before it was
+    /// cut?
+    fn is_stale(&self, e: &Event) -> bool {
+        let flow = |f: u32, ver: u32, kind: Kind| {
+            let want = if kind == Kind::Activate { State::Waiting } else { State::Active };
+            self.ver[f as usize] != ver || self.state[f as usize] != want
+        };
+        match e.kind {
+            Kind::Activate | Kind::Finish => flow(e.id, e.ver, e.kind),
+            Kind::Group => {
+                let (kind, members) = &self.groups[e.id as usize];
+                members.iter().all(|&(f, v)| flow(f, v, *kind))
+            }
+            Kind::BatchEnd => !self.batches[e.id as usize].live || self.batches[e.id as usize].ver != e.ver,
+            Kind::ReplayEnd => self.replay.as_ref().is_none_or(|r| r.ver != e.ver),
+        }
+    }
+
+    /// Drop the stale events at the top of the heap. They are no events: one left there would
+    /// set the time of the next instant and take the events within the window after it along,
+    /// moving them by up to the window, as it happens to be left by the rates' history.
+    fn prune(&mut self) {
+        while let Some(e) = self.heap.peek().map(|e| e.item).filter(|e| self.is_stale(e)) {
+            self.heap.pop();
+            if e.kind == Kind::Group {
+                self.free_groups.push(e.id);
+            }
+        }
     }
 
     /// Flow `f` starts or ends at `now`, if `ver` is still its version.
