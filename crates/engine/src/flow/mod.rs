@@ -26,8 +26,9 @@
 //!
 //! Flows come in *batches* that run `repeat` times back to back (one phase of a collective
 //! schedule, such as the 2(n−1) identical steps of a ring). A run is *clean* when every re-solve
-//! that touched its flows held no other flow; the next run, started fresh under the same
-//! conditions, then takes exactly as long. So after a clean run of duration d the batch is
+//! that touched its flows held no other flow and no other batch's event shared an instant with
+//! its own (see *Instants*: that may move its events by up to the window); the next run, started
+//! fresh under the same conditions, then takes exactly as long. So after a clean run of duration d the batch is
 //! *parked*: its remaining k runs end at t + k·d with no events in between, and its flows stay
 //! on their links so that any newcomer finds them. A newcomer sharing a link with a parked batch
 //! at time t resumes it from its exact state: j = ⌊(t − t_park)/d⌋ runs are done, and at offset
@@ -88,6 +89,8 @@ const MAX_RECORD: usize = 64;
 const COALESCE: f64 = 1e-9;
 /// No bottleneck link known yet.
 const NO_LINK: u32 = u32::MAX;
+/// No batch.
+const NO_BATCH: u32 = u32::MAX;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -226,6 +229,8 @@ pub struct FlowSim {
     replay_ver: u32,
     /// The batch whose run ended and was re-armed at the instant being processed.
     run_ended: Option<u32>,
+    /// The batch of the first event of the instant being processed (NO_BATCH: none yet).
+    instant_batch: u32,
     /// Runs that repeated in company, by the hash of their key, and the rates they hold (`cycle.rs`).
     memo: std::collections::HashMap<u64, cycle::Memo>,
     memo_rates: usize,
@@ -293,6 +298,7 @@ impl FlowSim {
             replay: None,
             replay_ver: 0,
             run_ended: None,
+            instant_batch: NO_BATCH,
             memo: std::collections::HashMap::new(),
             memo_rates: 0,
             recall: true,
@@ -502,6 +508,7 @@ impl FlowSim {
         if now >= self.time && self.next_time().is_none_or(|t| t >= now) {
             self.watch_run(b, now);
         }
+        self.prune();
         b
     }
 
@@ -749,10 +756,12 @@ impl FlowSim {
     /// Process every event at the earliest pending time; append the tags of batches that ended
     /// then (with that time). Returns the time processed, or None when nothing is pending.
     pub fn step(&mut self, finished: &mut Vec<(u64, f64)>) -> Option<f64> {
+        self.prune();
         let now = self.heap.peek()?.time;
         self.time = now;
         let horizon = now + self.coalesce * now;
         let mut last = now;
+        self.instant_batch = NO_BATCH;
         while self.heap.peek().is_some_and(|e| e.time <= horizon) {
             let e = self.heap.pop().expect("peeked");
             last = e.time;
@@ -778,7 +787,7 @@ impl FlowSim {
                     if !self.batches[b].live || self.batches[b].ver != e.ver {
                         continue;
                     }
-                    self.note_event(e.id);
+                    self.event_of(e.id);
                     let (_, _, runs) = self.batches[b].park.take().expect("parked batch");
                     let flows = std::mem::take(&mut self.batches[b].flows);
                     for &f in &flows {
@@ -794,7 +803,39 @@ impl FlowSim {
         // How this instant was cut out: the events it took, and the next one it left.
         let next = self.heap.peek().map_or(f64::INFINITY, |e| e.time);
         self.watch_cycle(now, last - now, next - now);
+        self.prune();
         Some(now)
+    }
+
+    /// Does event `e` do nothing now: a flow's start or end from before it was re-armed or its
+    /// rate changed, a batch's end from before it was resumed, a replay's from before it was
+    /// cut?
+    fn is_stale(&self, e: &Event) -> bool {
+        let flow = |f: u32, ver: u32, kind: Kind| {
+            let want = if kind == Kind::Activate { State::Waiting } else { State::Active };
+            self.ver[f as usize] != ver || self.state[f as usize] != want
+        };
+        match e.kind {
+            Kind::Activate | Kind::Finish => flow(e.id, e.ver, e.kind),
+            Kind::Group => {
+                let (kind, members) = &self.groups[e.id as usize];
+                members.iter().all(|&(f, v)| flow(f, v, *kind))
+            }
+            Kind::BatchEnd => !self.batches[e.id as usize].live || self.batches[e.id as usize].ver != e.ver,
+            Kind::ReplayEnd => self.replay.as_ref().is_none_or(|r| r.ver != e.ver),
+        }
+    }
+
+    /// Drop the stale events at the top of the heap. They are no events: one left there would
+    /// set the time of the next instant and take the events within the window after it along,
+    /// moving them by up to the window, as it happens to be left by the rates' history.
+    fn prune(&mut self) {
+        while let Some(e) = self.heap.peek().map(|e| e.item).filter(|e| self.is_stale(e)) {
+            self.heap.pop();
+            if e.kind == Kind::Group {
+                self.free_groups.push(e.id);
+            }
+        }
     }
 
     /// Flow `f` starts or ends at `now`, if `ver` is still its version.
@@ -804,7 +845,7 @@ impl FlowSim {
             return;
         }
         if kind == Kind::Activate && self.state[i] == State::Waiting {
-            self.note_event(self.batch_of[i]);
+            self.event_of(self.batch_of[i]);
             self.upd[i] = now;
             self.rate[i] = 0.0;
             if self.path[i].is_empty() || self.rem[i] <= 0.0 {
@@ -816,8 +857,21 @@ impl FlowSim {
                 self.attach(f);
             }
         } else if kind == Kind::Finish && self.state[i] == State::Active {
-            self.note_event(self.batch_of[i]);
+            self.event_of(self.batch_of[i]);
             self.finish_flow(f, now, finished);
+        }
+    }
+
+    /// An event of batch `b` takes place at the instant being processed. The instant is
+    /// processed at its earliest event, so events of two batches in one may have moved each
+    /// other's by up to the window: neither run is its batch's own, and neither is parked on.
+    fn event_of(&mut self, b: u32) {
+        self.note_event(b);
+        if self.instant_batch == NO_BATCH {
+            self.instant_batch = b;
+        } else if self.instant_batch != b {
+            self.batches[b as usize].clean = false;
+            self.batches[self.instant_batch as usize].clean = false;
         }
     }
 

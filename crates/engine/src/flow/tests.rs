@@ -908,3 +908,64 @@ fn a_recall_waits_for_a_batch_added_for_sooner_after_one_added_for_later() {
         }
     }
 }
+
+#[test]
+fn a_run_moved_by_a_stranger_s_event_in_its_instant_is_not_parked() {
+    // 10 s in, an instant takes the events of the next 10 ns with it. A ring of 300 runs has
+    // its links to itself; a stranger on the other ToR ends 5 ns before the ring's first run
+    // would, and that instant, processed at the stranger's end, ends the run 5 ns early. Parked
+    // on that run, the ring would end 300 × 5 ns early; it parks on a run of its own instead.
+    // Fast-forward on and off agree to 1e-9 of the time taken.
+    let t = leaf_spine(4, 2, 1, 2.0, 2.0, 30.0);
+    let mut router = Router::new(&t, 0);
+    let mut route = |s: u32, d: u32| {
+        let mut p = Vec::new();
+        router.route(&t, s, d, 0, &mut p).unwrap();
+        p
+    };
+    let ring: Vec<Route> =
+        [(0, 1, 500.0), (1, 2, 500.0), (2, 3, 500.0), (3, 0, 800.0)].map(|(s, d, b)| (route(s, d), b)).into();
+    let stranger = route(4, 5);
+    let t0 = 1e10;
+    let first_run_end = {
+        let mut sim = FlowSim::new(&t);
+        sim.add_batch_waiting(t0, ring.clone(), 1, 0, Wait::Fixed(45.0));
+        end_times(&mut sim, 1)[0]
+    };
+    let run = |ff: bool| {
+        let mut sim = FlowSim::new(&t);
+        sim.set_fast_forward(ff);
+        sim.add_batch_waiting(t0, ring.clone(), 300, 0, Wait::Fixed(45.0));
+        sim.add_batch_waiting(t0, [(stranger.clone(), 2.0 * (first_run_end - 5.0 - t0))], 1, 1, Wait::Fixed(0.0));
+        (end_times(&mut sim, 2), sim.solves())
+    };
+    let ((fast, solves_fast), (slow, solves_slow)) = (run(true), run(false));
+    assert!(close(fast[1], first_run_end - 5.0, 1e-15), "the stranger ends 5 ns before the run: {fast:?}");
+    let taken = slow[0] - t0;
+    assert!((fast[0] - slow[0]).abs() <= 1e-9 * taken, "{} vs {} ({} ns apart)", fast[0], slow[0], fast[0] - slow[0]);
+    assert!(solves_fast * 20 < solves_slow, "{solves_fast} vs {solves_slow}");
+}
+
+#[test]
+fn a_stale_event_does_not_set_an_instant_s_time() {
+    // 10 s in, an instant takes the events of the next 10 ns with it. A (0 → 1, 1000 B) and B
+    // (2 → 1, 400 B) share GPU 1's link of 2 B/ns; when B ends at +400 ns, A speeds up and ends
+    // at +700 ns, and its first end, due at +1000 ns, is left in the heap, stale. D (3 → 2, on
+    // links of its own) ends at +1005 ns: at its own time, not taken along by the stale event.
+    let t = leaf_spine(4, 1, 0, 2.0, 2.0, 30.0);
+    let mut router = Router::new(&t, 0);
+    let mut route = |s: u32, d: u32| {
+        let mut p = Vec::new();
+        router.route(&t, s, d, 0, &mut p).unwrap();
+        p
+    };
+    let t0 = 1e10;
+    let mut sim = FlowSim::new(&t);
+    for (tag, (s, d, bytes)) in [(0, 1, 1000.0), (2, 1, 400.0), (3, 2, 2010.0)].into_iter().enumerate() {
+        sim.add_batch_waiting(t0, [(route(s, d), bytes)], 1, tag as u64, Wait::Fixed(0.0));
+    }
+    let ends = end_times(&mut sim, 3);
+    for (end, want) in ends.iter().zip([700.0, 400.0, 1005.0]) {
+        assert!(close(*end, t0 + want, 1e-15), "{:?}", ends.iter().map(|e| e - t0).collect::<Vec<_>>());
+    }
+}
