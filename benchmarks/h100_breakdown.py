@@ -39,7 +39,7 @@ from hopper_kernels import CAUSAL_BWD, GEMMS
 from results import write_section
 
 ROWS = ("1.7B", "7.1B")
-# HBM bytes per element of the element-wise classes, as the model counts them (kernels.rs
+# HBM bytes per element of the element-wise classes, as the model counts them (compute/kernel.rs
 # `Pointwise::bytes`): forward, backward.
 EW_BYTES = {
     "norm": (4, 8),

@@ -1,6 +1,6 @@
 """The compute model on H100 against public BF16 training results (a check, not fitted data: the
 model is fitted on A100 only and carried to Hopper by kernel-level measurements, see
-python/clustersim/catalog/accelerators.yaml and benchmarks/hopper_kernels.py).
+crates/engine/src/catalog/accelerators.yaml and benchmarks/hopper_kernels.py).
 
 Table 1, Megatron-Core (the framework the simulator models): NVIDIA/Megatron-LM README, "Training
 Speed and Scalability", images/model_table.png, both added by commit f2e5db4 (2024-07-15): GPT

@@ -1,7 +1,7 @@
 """The compute model's kernels on H100 and B200 against published kernel measurements (no GPU here).
 
 The catalog's Hopper and B200 efficiencies are the A100 fit carried over by kernel-level ratios
-(python/clustersim/catalog/accelerators.yaml). This script checks the model's kernel rates, shape
+(crates/engine/src/catalog/accelerators.yaml). This script checks the model's kernel rates, shape
 by shape, against measurements it was not derived from:
 
 - GEMMs (bf16, one product): OpenXLA's measured cuBLAS table that XLA's GPU cost model

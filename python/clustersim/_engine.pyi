@@ -25,8 +25,8 @@ class Platform:
     """The engine's platform: typed nodes, directed links, ranks placed on GPUs. Arrays in bulk."""
 
     @staticmethod
-    def parse(path: str, text: str, accelerators: Sequence[str]) -> Platform:
-        """A platform file or a SimAI topology file; `accelerators` are the catalog's names."""
+    def parse(path: str, text: str) -> Platform:
+        """A platform file or a SimAI topology file; accelerator types are the catalog's."""
     @staticmethod
     def parse_simai(path: str, text: str) -> Platform:
         """A SimAI topology file only."""
@@ -73,17 +73,14 @@ class Platform:
     @property
     def accelerator_types(self) -> list[str]: ...
     @staticmethod
-    def parse_graph(
-        path: str, text: str, catalog: Sequence[tuple[str, dict[str, float], float, float | None]]
-    ) -> Platform:
-        """A platform graph document (node-link JSON, HCSim's Table 2 attributes); `catalog` as
-        (name, FLOP/s by data type, HBM bytes, HBM bytes/s)."""
+    def parse_graph(path: str, text: str) -> Platform:
+        """A platform graph document (node-link JSON, HCSim's Table 2 attributes); XPU types are
+        the catalog's."""
     @staticmethod
     def hcsim(
         source: str,
         coherent: bool,
         mix: Sequence[tuple[str, int]],
-        catalog: Sequence[tuple[str, dict[str, float], float, float | None]],
         xpus_per_server: int = 8,
         servers_per_tor: int = 16,
         cpus_per_server: int = 2,
@@ -260,9 +257,23 @@ def simulate_workload(
 ) -> dict[str, Any]:
     """Columns through the executor on the analytical model: end time and op start/end times."""
 
-def check_description(kind: str, doc: str) -> tuple[str, str] | None:
-    """Check a model or accelerator description (`kind` "model" or "accelerator", `doc` JSON) as a
-    run will: None, or (field, problem)."""
+def roofline_ns(flops: float, flops_per_s: float | None, bytes: float, bytes_per_s: float | None) -> float:
+    """A compute op's time by the compute model's roofline, ns (a rate of None bounds nothing)."""
+
+def check_model(doc: str) -> tuple[str, str] | None:
+    """Check a model description (`doc` JSON) as a run will: None, or (field, problem)."""
+
+def catalog_accelerators() -> str:
+    """The shipped accelerator catalog: JSON text of names to entries, in file order."""
+
+def accelerator_entry(name: str, doc: str) -> tuple[str | None, tuple[str, str] | None]:
+    """A user's accelerator entry (JSON) as the catalog's schema reads it (JSON, peaks and NIC
+    resolved), or (None, (field, problem))."""
+
+def llama2_13b_graph(
+    batch: int, layers: int, hidden: int, seq: int, heads: int, element_bytes: int, iterations: int, sync: str
+) -> str:
+    """The HCSim paper's LLaMA2-13B data-parallel workload graph as document text."""
 
 def normalize_workload_graph(path: str, text: str) -> str:
     """Read a workload graph document (node-link JSON, HCSim's Table 3) and write it back as the

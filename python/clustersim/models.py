@@ -137,9 +137,7 @@ def check_model(model: dict[str, Any], path: str, text: str) -> None:
                 fail(path, text, f"{block}.{key}", f"must be a whole number, got {v!r}")
     optional = ("kv_heads", "head_dim", "moe", "mla", "tie_embeddings")
     doc = {k: model[k] for k in (*REQUIRED, *optional) if model.get(k) is not None}
-    engine_check(
-        "model", {"name": str(model.get("name", "model")), "kv_heads": model["heads"]} | doc, path, text
-    )
+    engine_check({"name": str(model.get("name", "model")), "kv_heads": model["heads"]} | doc, path, text)
 
 
 def from_flags(shape: dict[str, Any], family: str | None, seq: int | None) -> dict[str, Any]:
@@ -157,7 +155,7 @@ def from_flags(shape: dict[str, Any], family: str | None, seq: int | None) -> di
     model.setdefault("kv_heads", model["heads"])
     from clustersim import _engine
 
-    problem = _engine.check_description("model", json.dumps(model))
+    problem = _engine.check_model(json.dumps(model))
     if problem is not None:
         field, message = problem
         flag = "--seq" if field == "seq_len" else "--" + field.removeprefix("moe.").replace("_", "-")

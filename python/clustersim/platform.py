@@ -13,7 +13,6 @@ files and NetworkX graphs are turned into that document here; the engine reads a
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import os
@@ -28,30 +27,9 @@ if TYPE_CHECKING:
     import networkx as nx
 
 Platform = _engine.Platform
-CatalogEntry = tuple[str, dict[str, float], float, float | None]
 
 TEMPLATES = ("hcsim-pcie", "hcsim-cxl")
 """HCSim's Fig. 6a (PCIe, no coherence) and Fig. 6b (with a CXL fabric) systems."""
-
-
-def accelerator_names() -> list[str]:
-    """Accelerator types a platform file may name: the catalog's entries."""
-    from clustersim.catalog import HERE, load_yaml
-
-    return sorted(load_yaml(HERE / "accelerators.yaml"))
-
-
-@functools.lru_cache(maxsize=1)
-def xpu_catalog() -> tuple[CatalogEntry, ...]:
-    """The catalog's accelerators as the engine's XPU specs: (NAME, FLOP/s by data type, HBM bytes,
-    HBM bytes/s), FLOP/s per data type from each entry's `tflops` table."""
-    from clustersim.catalog import HERE, load_yaml
-
-    out = []
-    for name, entry in load_yaml(HERE / "accelerators.yaml").items():
-        flops = {dtype: float(t) * 1e12 for dtype, t in entry["tflops"].items()}
-        out.append((name.upper(), flops, float(entry["hbm_gb"]) * 1e9, float(entry["hbm_tbps"]) * 1e12))
-    return tuple(out)
 
 
 def _read_text(path: str | os.PathLike[str]) -> str:
@@ -74,14 +52,14 @@ def read_platform(path: str | os.PathLike[str]) -> Platform:
         return parse_graph(name, text)
     if suffix in (".yaml", ".yml"):
         return parse_yaml(name, text)
-    return Platform.parse(name, text, accelerator_names())
+    return Platform.parse(name, text)
 
 
 def parse_graph(name: str, text: str, lines: dict[str, int] | None = None) -> Platform:
     """A graph document's JSON text, read by the engine; `name` names it in errors, `lines` gives
     the line of each node ('node ID') or link ('link I') where the input has lines."""
     try:
-        return Platform.parse_graph(name, text, list(xpu_catalog()))
+        return Platform.parse_graph(name, text)
     except InputError as e:
         raise _with_line(e, name, lines if lines is not None else _json_lines(text)) from None
 
@@ -268,6 +246,4 @@ def hcsim(
     limits, docs/platform-format.md)."""
     if template not in TEMPLATES:
         raise InputError(f"command line: template: unknown '{template}' (valid: {', '.join(TEMPLATES)})")
-    return Platform.hcsim(
-        template, template == "hcsim-cxl", mix, list(xpu_catalog()), links=links or {}, **params
-    )
+    return Platform.hcsim(template, template == "hcsim-cxl", mix, links=links or {}, **params)

@@ -196,9 +196,9 @@ def leaf_spine_text(
 
 def platform(text: str, name: str = "reduction-servers"):  # noqa: ANN201 (the engine's Platform)
     """The engine's Platform of a platform file text (e.g. `crossbar_text()`)."""
-    from clustersim.platform import Platform, accelerator_names
+    from clustersim.platform import Platform
 
-    return Platform.parse(name, text, accelerator_names())
+    return Platform.parse(name, text)
 
 
 def _check_counts(clients: int, servers: int) -> None:

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from clustersim import _engine
-from clustersim.catalog import check_accelerator, lookup, peaks
+from clustersim.catalog import accelerator as read_accelerator
+from clustersim.catalog import lookup
 from clustersim.errors import InputError
 from clustersim.fabric import fabric_document, load_topology
 from clustersim.models import resolve
@@ -74,24 +75,6 @@ def one_type(plan: dict[str, Any], what: str) -> None:
         raise InputError(f"command line: --gpu: {what} describes one accelerator type, not the mix {names}")
 
 
-ACCELERATOR_KEYS = (
-    "name",
-    "matmul_tflops",
-    "vector_tflops",
-    "hbm_gb",
-    "hbm_tbps",
-    "sms",
-    "gemm_tile",
-    "gemm_efficiency",
-    "hbm_efficiency",
-    "attention_efficiency",
-    "attention_bwd_efficiency",
-    "kernel_overhead_ns",
-    "gemm_fill_drain_ns",
-    "measured_kernels",
-)
-
-
 def input_document(
     model: str | dict[str, Any],
     *,
@@ -143,9 +126,11 @@ def input_document(
     if isinstance(accelerator, str):
         acc = lookup("accelerators", accelerator)
     else:
-        acc = dict(accelerator)
-        check_accelerator(acc, "accelerator", None)
-        acc = peaks(acc)
+        measured = accelerator.get("measured_kernels")
+        name = str(accelerator.get("name", "accelerator"))
+        acc = read_accelerator(name, dict(accelerator), "accelerator", None)
+        if measured is not None:
+            acc["measured_kernels"] = measured
     m.setdefault("kv_heads", m.get("heads"))
     types = [acc] if mix is None else [a for a, _ in mix]
     nvls = [a.get("nvls_busbw") for a in types]
@@ -172,7 +157,7 @@ def input_document(
             # Megatron-Core's --account-for-embedding/loss-in-pipeline-split.
             "account_for": account_for or {},
         },
-        "accelerator": {k: acc[k] for k in ACCELERATOR_KEYS if k in acc},
+        "accelerator": acc,
         "network": {
             "nvlink_busbw": min(a["nvlink_busbw"] for a in types),
             "nvls_busbw": None if nvls is None else min(nvls),
@@ -186,7 +171,7 @@ def input_document(
         "trace": trace,
     }
     if mix is not None:
-        parts = [{"accelerator": {k: a[k] for k in ACCELERATOR_KEYS if k in a}, "gpus": n} for a, n in mix]
+        parts = [{"accelerator": a, "gpus": n} for a, n in mix]
         doc["mix"] = {"parts": parts, "by": mix_by}
     if topology is None:
         needs_fabric(reduction, switch_reduce_gbps)

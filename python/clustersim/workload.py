@@ -239,15 +239,13 @@ class Workload:
         phase: str = "other",
     ) -> int:
         """A compute op of `ns`, or of `flops` at `flops_per_s` and `bytes` of memory traffic at
-        `bytes_per_s` (roofline: the slower of the two). Returns its index."""
+        `bytes_per_s` (the compute model's roofline: the slower of the two). Returns its index."""
         if ns is None:
             if flops_per_s is None and bytes_per_s is None:
                 raise InputError(
                     "workload: comp: give ns, or flops with flops_per_s and/or bytes with bytes_per_s"
                 )
-            ns = 1e9 * max(
-                flops / flops_per_s if flops_per_s else 0.0, bytes / bytes_per_s if bytes_per_s else 0.0
-            )
+            ns = _engine.roofline_ns(flops, flops_per_s or None, bytes, bytes_per_s or None)
         return self.add_ops(program, ["COMP"], ns=[ns], deps=[deps], row=[row], phase=[phase])[0]
 
     def coll(

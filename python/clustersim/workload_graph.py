@@ -171,106 +171,11 @@ def llama2_13b(
     sync: str = "decoder",
 ) -> dict[str, Any]:
     """The HCSim paper's LLaMA2-13B data-parallel workload graph (§3.1 (2), Fig. 7): `layers`
-    decoders of hidden size h = `hidden`, sequence s = `seq`, `batch` b per XPU, every vertex on
-    every XPU (`*`), each decoder's gradients all-reduced after its backward pass, and the loop
-    closed by not_first edges from each all-reduce to its decoder's first forward vertex. Like the
-    paper (Table 4) the decoder is GPT-shaped: a 4h MLP with GeLU, LayerNorm.
-
-    Per layer, with e = `element_bytes` (FP32: 4), t = b·s tokens:
-    - linear h_in → h_out: forward 2·t·h_in·h_out FLOPs reading e·(h_in·h_out + t·h_in) bytes
-      (weights, input); backward twice the FLOPs, reading 16 bytes per weight (FP32 weight,
-      gradient, Adam's two moments) and e·2·t·(h_in + h_out) (saved input, output gradient,
-      input gradient written, output read);
-    - self-attention (a = `heads`): forward 4·t·s·h FLOPs (QKᵀ and the weighted sum of V),
-      reading e·(3·t·h + 2·b·a·s²) (Q, K, V; the score matrix written and read back); backward
-      twice the FLOPs and the bytes;
-    - LayerNorm, dropout, GeLU, add: 5, 1, 8 and 1 FLOPs per element, reading their inputs (e per
-      element; add two) forward and twice that backward (negligible FLOPs, as in Table 4).
-    The all-reduce of decoder l carries its parameters' gradients: e·(12h² + 13h) bytes. With
-    `sync` = "layer", as the paper builds its graph (§3.1 (2): each neural layer's gradients in its
-    own communication vertex), every layer with parameters (LayerNorm 2h, linear h_in·h_out + h_out)
-    has its own all-reduce after its backward vertex instead: 8 per decoder, the same bytes."""
+    GPT-shaped decoders of hidden size `hidden`, sequence `seq`, `batch` per XPU, every vertex on
+    every XPU, gradients all-reduced per decoder (`sync` "decoder") or per layer with parameters
+    ("layer", as the paper builds its graph). Built by the engine (`workload_graph::llama2`, whose
+    module doc gives each layer's FLOPs and bytes)."""
     if min(batch, layers, hidden, seq, heads, element_bytes, iterations) < 1:
         raise InputError("command line: llama2-13b: every size must be at least 1")
-    if sync not in SYNC:
-        raise InputError(f"command line: --sync: '{sync}' is not one of {', '.join(SYNC)}")
-    b, s, h, a, e = batch, seq, hidden, heads, element_bytes
-    t = b * s
-    dtype = {2: "fp16", 4: "fp32", 8: "fp64"}.get(e)
-    if dtype is None:
-        raise InputError(f"command line: --element-bytes: {e} is not 2, 4 or 8")
-
-    def linear(h_in: int, h_out: int) -> tuple[float, float, float, float]:
-        fwd_flops = 2.0 * t * h_in * h_out
-        return (
-            fwd_flops,
-            e * (h_in * h_out + t * h_in),
-            2 * fwd_flops,
-            16.0 * h_in * h_out + e * 2.0 * t * (h_in + h_out),
-        )
-
-    def elementwise(flops_per: float, n: int, inputs: int = 1) -> tuple[float, float, float, float]:
-        return flops_per * t * n, e * inputs * t * n, 2 * flops_per * t * n, 2.0 * e * inputs * t * n
-
-    attention = (4.0 * t * s * h, e * (3.0 * t * h + 2.0 * b * a * s * s))
-    parts: list[tuple[str, tuple[float, float, float, float]]] = [
-        ("layernorm1", elementwise(5, h)),
-        ("linear_k", linear(h, h)),
-        ("linear_q", linear(h, h)),
-        ("linear_v", linear(h, h)),
-        ("attention", (attention[0], attention[1], 2 * attention[0], 2 * attention[1])),
-        ("linear_out", linear(h, h)),
-        ("dropout1", elementwise(1, h)),
-        ("add1", elementwise(1, h, inputs=2)),
-        ("layernorm2", elementwise(5, h)),
-        ("linear_up", linear(h, 4 * h)),
-        ("gelu", elementwise(8, 4 * h)),
-        ("linear_down", linear(4 * h, h)),
-        ("dropout2", elementwise(1, h)),
-        ("add2", elementwise(1, h, inputs=2)),
-    ]
-    # Parameters of the layers that have them (weights and biases; LayerNorm's scale and shift).
-    params = {"layernorm1": 2 * h, "linear_k": h * h + h, "linear_q": h * h + h, "linear_v": h * h + h,
-              "linear_out": h * h + h, "layernorm2": 2 * h, "linear_up": 4 * h * h + 4 * h,
-              "linear_down": 4 * h * h + h}  # fmt: skip
-    nodes: list[dict[str, Any]] = []
-    links: list[dict[str, Any]] = []
-
-    def compute(vid: str, flops: float, nbytes: float) -> None:
-        nodes.append({"id": vid, "kind": "compute", "xpu": "*", "flops": round(flops), "dtype": dtype,
-                      "bytes": round(nbytes)})  # fmt: skip
-
-    previous = None
-    for layer in range(layers):
-        for name, (flops, nbytes, _, _) in parts:
-            vid = f"d{layer}.fwd.{name}"
-            compute(vid, flops, nbytes)
-            if previous is not None:
-                links.append({"source": previous, "target": vid})
-            previous = vid
-
-    def all_reduce(vid: str, after: str, before: str, n_params: int) -> None:
-        """Gradients all-reduced once `after` is done; `before` waits for them from iteration 2."""
-        nodes.append({"id": vid, "kind": "communication", "pattern": "allreduce", "participants": "*",
-                      "bytes": e * n_params})  # fmt: skip
-        links.append({"source": after, "target": vid})
-        links.append({"source": vid, "target": before, "not_first": True})
-
-    for layer in reversed(range(layers)):
-        for name, (_, _, flops, nbytes) in reversed(parts):
-            vid = f"d{layer}.bwd.{name}"
-            compute(vid, flops, nbytes)
-            links.append({"source": previous, "target": vid})
-            previous = vid
-            if sync == "layer" and name in params:
-                all_reduce(f"d{layer}.{name}.allreduce", vid, f"d{layer}.fwd.{name}", params[name])
-        if sync == "decoder":
-            all_reduce(f"d{layer}.allreduce", previous, f"d{layer}.fwd.{parts[0][0]}", sum(params.values()))
-    name = f"llama2-13b b={b} (decoders {layers}, hidden {h}, seq {s}, {dtype})"
-    return {
-        "directed": True,
-        "multigraph": False,
-        "graph": {"name": name, "iterations": iterations},
-        "nodes": nodes,
-        "links": links,
-    }
+    text = _engine.llama2_13b_graph(batch, layers, hidden, seq, heads, element_bytes, iterations, sync)
+    return json.loads(text)

@@ -2,7 +2,9 @@
 //! Pure Rust; the Python package drives it through the `clustersim-python` bindings.
 
 pub mod analytical;
+pub mod catalog;
 pub mod collective;
+pub mod compute;
 pub mod driver;
 pub mod due;
 pub mod error;

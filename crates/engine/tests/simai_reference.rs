@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use clustersim_engine::analytical::busbw_file::BusbwTable;
 use clustersim_engine::analytical::ratio::RatioTables;
-use clustersim_engine::analytical::server_spec::{GpuType, NicType, ServerSpec};
+use clustersim_engine::analytical::server_spec::ServerSpec;
+use clustersim_engine::catalog::simai::{GpuType, NicType};
 use clustersim_engine::simai::build::Overlap;
 use clustersim_engine::simai::run::{run_analytical, RunConfig};
 
@@ -20,8 +21,8 @@ fn config(nv: Option<f32>, nic: Option<f32>, busbw: Option<BusbwTable>, run_name
         platform: ServerSpec {
             gpus_per_server: 8,
             nics_per_server: 8,
-            gpu: GpuType::H100,
-            nic: NicType::Cx7,
+            gpu: GpuType::parse("H100").unwrap(),
+            nic: NicType::parse("cx7").unwrap(),
             nvlink_busbw: nv,
             nic_busbw: nic,
         },

@@ -12,7 +12,7 @@ use clustersim_engine::platform::Placement;
 use clustersim_engine::simai::build::{BuildOptions, Overlap, SimaiWorkload};
 use clustersim_engine::simai::file::WorkloadFile;
 use clustersim_engine::training::generate::{generate, generate_with};
-use clustersim_engine::training::hardware::Accelerator;
+use clustersim_engine::compute::Device;
 use clustersim_engine::training::model::Model;
 use clustersim_engine::training::overlap::Overlap as Overlaps;
 use clustersim_engine::training::plan::Plan;
@@ -59,9 +59,10 @@ fn a_megatron_plan_round_trips() {
             "gbs": 32, "seq": 2048, "sp": true, "dp": "ddp", "recompute": "none"}"#,
     )
     .unwrap();
-    let acc: Accelerator = serde_json::from_str(
+    let acc: Device = serde_json::from_str(
         r#"{"name": "a", "matmul_tflops": 300, "vector_tflops": 20, "hbm_gb": 80, "hbm_tbps": 2,
-            "sms": 100, "gemm_efficiency": 0.7, "hbm_efficiency": 0.8, "attention_efficiency": 0.5}"#,
+            "sms": 100, "gemm_efficiency": 0.7, "hbm_efficiency": 0.8, "attention_efficiency": 0.5,
+            "nvlink_busbw": 300, "nic_busbw": 50}"#,
     )
     .unwrap();
     let w = generate(&model, &plan, &acc, true).unwrap().workload;

@@ -7,6 +7,7 @@ use clustersim_engine::flow::network::Tuning;
 use clustersim_engine::platform::xpu::Dtype;
 use clustersim_engine::trace::chrome_trace;
 use clustersim_engine::workload_graph::export::from_workload;
+use clustersim_engine::workload_graph::llama2::{Llama2, Sync};
 use clustersim_engine::workload_graph::lower::{Access, Options};
 use clustersim_engine::workload_graph::run::run_graph;
 use clustersim_engine::workload_graph::WorkloadGraph;
@@ -22,6 +23,25 @@ use crate::{engine_err, report};
 #[pyfunction]
 pub fn normalize_workload_graph(py: Python<'_>, path: &str, text: &str) -> PyResult<String> {
     py.detach(|| WorkloadGraph::parse_json(path, text).map(|g| g.to_json())).map_err(engine_err)
+}
+
+/// The HCSim paper's LLaMA2-13B data-parallel graph (the engine's `workload_graph::llama2`) as
+/// graph document text.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+pub fn llama2_13b_graph(
+    batch: u64,
+    layers: u64,
+    hidden: u64,
+    seq: u64,
+    heads: u64,
+    element_bytes: u64,
+    iterations: u64,
+    sync: &str,
+) -> PyResult<String> {
+    let sync = Sync::parse(sync).map_err(engine_err)?;
+    let graph = Llama2 { batch, layers, hidden, seq, heads, element_bytes, iterations, sync };
+    graph.document().map(|d| d.to_string()).map_err(engine_err)
 }
 
 /// A workload (IR columns; `path` names it in errors) as a workload graph document on `platform`,

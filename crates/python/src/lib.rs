@@ -8,15 +8,16 @@ mod workload;
 
 use clustersim_engine::analytical::busbw_file::BusbwTable;
 use clustersim_engine::analytical::ratio::{RatioTable, RatioTables};
-use clustersim_engine::analytical::server_spec::{GpuType, NicType, ServerSpec};
+use clustersim_engine::analytical::server_spec::ServerSpec;
+use clustersim_engine::catalog::simai::{GpuType, NicType};
 use clustersim_engine::simai::build::Overlap;
 use clustersim_engine::simai::file::WorkloadFile;
 use clustersim_engine::simai::report::{Report, LAYER_COLUMNS, SUMMARY_COLUMNS};
 use clustersim_engine::simai::run::{run_analytical as engine_run, RunConfig};
 use clustersim_engine::trace::chrome_trace;
 use clustersim_engine::training::costs::iteration_kernels as engine_iteration_kernels;
-use clustersim_engine::training::hardware::Accelerator;
-use clustersim_engine::training::kernels::is_class;
+use clustersim_engine::catalog::{Accelerator, Catalog};
+use clustersim_engine::compute::is_class;
 use clustersim_engine::training::model::Model;
 use clustersim_engine::training::simai_rows::{simai_workload, Flavor};
 use clustersim_engine::training::{
@@ -242,7 +243,7 @@ fn iteration_kernels(input: &str) -> PyResult<Vec<KernelRow>> {
     let mut input: TrainingInput =
         serde_json::from_str(input).map_err(|e| EngineInputError::new_err(format!("training input: {e}")))?;
     input.accelerator.check().map_err(engine_err)?;
-    input.accelerator.measured_kernels = Default::default();
+    input.accelerator.measured = Default::default();
     let acc = &input.accelerator;
     let kernels =
         engine_iteration_kernels(&input.model, &input.plan, acc, input.flash_attention).map_err(engine_err)?;
@@ -274,19 +275,36 @@ fn generate_workload(input: &str, aicb_compat: bool) -> PyResult<String> {
     Ok(f.to_text())
 }
 
-/// Check a model or accelerator description (`kind`, as JSON) the way a run will: None, or the
-/// field and problem (the front end names the file and line).
+/// A model description's problem, if any: None, or (field, problem); the front end names the
+/// file and line.
 #[pyfunction]
-fn check_description(kind: &str, doc: &str) -> PyResult<Option<(String, String)>> {
-    let checked = match kind {
-        "model" => serde_json::from_str::<Model>(doc).map(|m| m.check()),
-        _ => serde_json::from_str::<Accelerator>(doc).map(|a| a.check()),
-    };
-    match checked {
-        Ok(Ok(())) => Ok(None),
-        Ok(Err(e)) => Ok(Some((e.field.unwrap_or_default(), e.message))),
-        Err(e) => Err(EngineInputError::new_err(format!("{kind}: {e}"))),
+fn check_model(doc: &str) -> PyResult<Option<(String, String)>> {
+    match serde_json::from_str::<Model>(doc) {
+        Ok(m) => Ok(m.check().err().map(|e| (e.field.unwrap_or_default(), e.message))),
+        Err(e) => Err(EngineInputError::new_err(format!("model: {e}"))),
     }
+}
+
+/// The shipped accelerator catalog: JSON text of a mapping of names to entries, in file order.
+#[pyfunction]
+fn catalog_accelerators() -> String {
+    let c = Catalog::shipped();
+    let entries: serde_json::Map<String, serde_json::Value> =
+        c.accelerators.iter().map(|a| (a.name.clone(), a.to_value())).collect();
+    serde_json::Value::Object(entries).to_string()
+}
+
+/// A user's accelerator `name` from its entry (JSON text): (the entry as the catalog's schema
+/// reads it, JSON text with peaks and NIC resolved, None) or (None, (field, problem)) for the
+/// front end to place in the user's file.
+#[pyfunction]
+fn accelerator_entry(name: &str, doc: &str) -> PyResult<(Option<String>, Option<(String, String)>)> {
+    let value: serde_json::Value =
+        serde_json::from_str(doc).map_err(|e| EngineInputError::new_err(format!("accelerator: {e}")))?;
+    Ok(match Accelerator::from_value(name, &value, &Catalog::shipped().nics) {
+        Ok(a) => (Some(a.to_value().to_string()), None),
+        Err(problem) => (None, Some(problem)),
+    })
 }
 
 /// Read a SimAI workload file and write it back (checks it, normalises spacing).
@@ -362,10 +380,13 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(is_kernel_class, m)?)?;
     m.add_function(wrap_pyfunction!(generate_workload, m)?)?;
     m.add_function(wrap_pyfunction!(inspect_workload, m)?)?;
-    m.add_function(wrap_pyfunction!(check_description, m)?)?;
+    m.add_function(wrap_pyfunction!(check_model, m)?)?;
+    m.add_function(wrap_pyfunction!(catalog_accelerators, m)?)?;
+    m.add_function(wrap_pyfunction!(accelerator_entry, m)?)?;
     m.add_function(wrap_pyfunction!(search::enumerate_plans, m)?)?;
     m.add_function(wrap_pyfunction!(search::simulate_plans, m)?)?;
     m.add_function(wrap_pyfunction!(graph::normalize_workload_graph, m)?)?;
+    m.add_function(wrap_pyfunction!(graph::llama2_13b_graph, m)?)?;
     m.add_function(wrap_pyfunction!(graph::run_workload_graph, m)?)?;
     m.add_function(wrap_pyfunction!(graph::workload_graph_from_workload, m)?)?;
     workload::register(m)?;

@@ -5,34 +5,11 @@ use std::collections::HashMap;
 
 use clustersim_engine::platform::hcsim::{Figure, HcsimParams, LinkFigures};
 use clustersim_engine::platform::simgrid::SimgridRouting;
-use clustersim_engine::platform::xpu::{Catalog, Dtype, XpuSpec};
+use clustersim_engine::platform::xpu::Dtype;
 use clustersim_engine::platform::{simai, Link, MemoryKind, NodeKind, Platform};
 use pyo3::prelude::*;
 
 use crate::engine_err;
-
-/// Catalog entries as Python gives them: (name, FLOP/s by dtype name, HBM bytes, HBM bytes/s).
-type CatalogEntry = (String, HashMap<String, f64>, f64, Option<f64>);
-
-fn catalog(entries: Vec<CatalogEntry>) -> PyResult<Catalog> {
-    let mut out = Vec::with_capacity(entries.len());
-    for (name, flops, memory_bytes, bandwidth) in entries {
-        let mut spec = XpuSpec { memory_bytes, memory_bandwidth: bandwidth.map(|b| b / 1e9), ..XpuSpec::default() };
-        for (d, f) in flops {
-            let dtype = Dtype::parse(&d).ok_or_else(|| {
-                engine_err(clustersim_engine::Error::field(
-                    "accelerator catalog",
-                    &name,
-                    format!("unknown data type '{d}'"),
-                ))
-            })?;
-            spec.set_flops(dtype, f);
-        }
-        spec.check("accelerator catalog", &name).map_err(engine_err)?;
-        out.push((name, spec));
-    }
-    Ok(Catalog { entries: out })
-}
 
 /// Full-duplex links as arrays: src, dst, bandwidth (GB/s), latency (ns), error rate.
 type DuplexLinks = (Vec<u32>, Vec<u32>, Vec<f64>, Vec<f64>, Vec<f64>);
@@ -45,10 +22,10 @@ pub struct PyPlatform {
 #[pymethods]
 impl PyPlatform {
     /// Parse a platform file or a SimAI topology file (`path` names it in errors);
-    /// `accelerators` are the catalog's type names.
+    /// accelerator types are the catalog's.
     #[staticmethod]
-    fn parse(py: Python<'_>, path: &str, text: &str, accelerators: Vec<String>) -> PyResult<PyPlatform> {
-        py.detach(|| Platform::parse_text(path, text, &accelerators))
+    fn parse(py: Python<'_>, path: &str, text: &str) -> PyResult<PyPlatform> {
+        py.detach(|| Platform::parse_text(path, text))
             .map(|inner| PyPlatform { inner })
             .map_err(engine_err)
     }
@@ -106,11 +83,10 @@ impl PyPlatform {
     }
 
     /// A platform graph document (NetworkX node-link JSON with HCSim's attribute names; see the
-    /// engine's `platform::graph`); `catalog` as (name, FLOP/s by dtype, HBM bytes, HBM B/s).
+    /// engine's `platform::graph`); XPU types are the catalog's.
     #[staticmethod]
-    fn parse_graph(py: Python<'_>, path: &str, text: &str, catalog: Vec<CatalogEntry>) -> PyResult<PyPlatform> {
-        let catalog = self::catalog(catalog)?;
-        py.detach(|| Platform::parse_graph_json(path, text, &catalog))
+    fn parse_graph(py: Python<'_>, path: &str, text: &str) -> PyResult<PyPlatform> {
+        py.detach(|| Platform::parse_graph_json(path, text))
             .map(|inner| PyPlatform { inner })
             .map_err(engine_err)
     }
@@ -119,7 +95,7 @@ impl PyPlatform {
     /// order (`mix`), link classes overridden by name with (GB/s, ns), rates in GB/s, capacities
     /// in bytes (inf: unbounded), read windows in bytes (None: the protocols' defaults).
     #[staticmethod]
-    #[pyo3(signature = (source, coherent, mix, catalog, xpus_per_server = 8, servers_per_tor = 16,
+    #[pyo3(signature = (source, coherent, mix, xpus_per_server = 8, servers_per_tor = 16,
         cpus_per_server = 2, nics_per_server = 2, pcie_uplinks = 4, links = HashMap::new(), cxl_uplink = None,
         dram_bytes = f64::INFINITY, cxl_memory_bytes = f64::INFINITY, dram_window_bytes = None,
         cxl_window_bytes = None))]
@@ -129,7 +105,6 @@ impl PyPlatform {
         source: &str,
         coherent: bool,
         mix: Vec<(String, u32)>,
-        catalog: Vec<CatalogEntry>,
         xpus_per_server: u32,
         servers_per_tor: u32,
         cpus_per_server: u32,
@@ -142,7 +117,6 @@ impl PyPlatform {
         dram_window_bytes: Option<f64>,
         cxl_window_bytes: Option<f64>,
     ) -> PyResult<PyPlatform> {
-        let catalog = self::catalog(catalog)?;
         let mut figures = LinkFigures::TABLE5;
         for (name, (bandwidth, latency_ns)) in links {
             let names: Vec<&str> = LinkFigures::TABLE5.all().iter().map(|x| x.0).collect();
@@ -170,7 +144,7 @@ impl PyPlatform {
             dram_window_bytes: dram_window_bytes.unwrap_or(MemoryKind::Dram.default_window()),
             cxl_window_bytes: cxl_window_bytes.unwrap_or(MemoryKind::Cxl.default_window()),
         };
-        py.detach(|| Platform::hcsim(source, &params, &catalog)).map(|inner| PyPlatform { inner }).map_err(engine_err)
+        py.detach(|| Platform::hcsim(source, &params)).map(|inner| PyPlatform { inner }).map_err(engine_err)
     }
 
     /// The platform as a graph document (JSON text) that `parse_graph` reads back.

@@ -168,11 +168,20 @@ fn simulate_workload<'py>(
     Ok(d)
 }
 
+/// A compute op's time by the compute model's roofline, ns: `flops` at `flops_per_s`, `bytes`
+/// at `bytes_per_s` (None bounds nothing).
+#[pyfunction]
+#[pyo3(signature = (flops, flops_per_s, bytes, bytes_per_s))]
+fn roofline_ns(flops: f64, flops_per_s: Option<f64>, bytes: f64, bytes_per_s: Option<f64>) -> f64 {
+    clustersim_engine::compute::roofline_ns(flops, flops_per_s, bytes, bytes_per_s.map(|b| b / 1e9))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("OP_KINDS", KINDS.to_vec())?;
     m.add("COLLECTIVES", Collective::ALL.iter().map(|c| c.name()).collect::<Vec<_>>())?;
     m.add("PHASES", PHASE_NAMES.to_vec())?;
     m.add_function(wrap_pyfunction!(workload_from_json, m)?)?;
+    m.add_function(wrap_pyfunction!(roofline_ns, m)?)?;
     m.add_function(wrap_pyfunction!(workload_to_json, m)?)?;
     m.add_function(wrap_pyfunction!(workload_from_simai, m)?)?;
     m.add_function(wrap_pyfunction!(workload_from_training, m)?)?;

@@ -1,8 +1,9 @@
-"""Model and accelerator presets shipped with clustersim (YAML; users add their own files).
+"""Model and accelerator presets shipped with clustersim; users add their own files (YAML).
 
-Entries read from a user's file are checked here, so that a bad value is reported as
-`file:line: field: problem`: types first (a count is a whole number, a rate a finite number),
-then values by the engine's own checks (`check_description`)."""
+Accelerators (and NICs) are the engine's catalog (crates/engine/src/catalog/): one schema,
+read and checked there; this module reads a user's file and places the engine's verdict on an
+entry at its line (`file:line: field: problem`). Models are read here, types first (a count is a
+whole number), then values by the engine's own checks (`check_model`)."""
 
 from __future__ import annotations
 
@@ -20,14 +21,6 @@ from typing import Any, NoReturn
 from clustersim.errors import InputError
 
 HERE = Path(__file__).parent
-
-ACCELERATOR_RATES = ("hbm_gb", "hbm_tbps")
-# The compute model's two peaks, derived from an entry's per-data-type `tflops` table (`peaks`).
-ACCELERATOR_PEAKS = ("matmul_tflops", "vector_tflops")
-DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8")
-ACCELERATOR_LINKS = ("nvlink_busbw", "nic_busbw")
-ACCELERATOR_COMPUTE = ("sms", "gemm_efficiency", "hbm_efficiency", "attention_efficiency")
-ACCELERATOR_OPTIONAL = ("gemm_tile", "kernel_overhead_ns", "gemm_fill_drain_ns", "attention_bwd_efficiency")
 
 
 def read_yaml(path: str | os.PathLike[str]) -> tuple[dict[str, Any], str]:
@@ -88,78 +81,41 @@ def is_count(v: object) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**31
 
 
-def engine_check(kind: str, doc: dict[str, Any], path: str | os.PathLike[str], text: str) -> None:
-    """The engine's checks of a model or accelerator, reported at the field's line in `path`."""
+def engine_check(doc: dict[str, Any], path: str | os.PathLike[str], text: str) -> None:
+    """The engine's checks of a model, reported at the field's line in `path`."""
     from clustersim import _engine
 
-    problem = _engine.check_description(kind, json.dumps(doc))
+    problem = _engine.check_model(json.dumps(doc))
     if problem is not None:
         fail(path, text, *problem)
 
 
-def peaks(entry: dict[str, Any]) -> dict[str, Any]:
-    """The entry with the compute model's peaks taken from its `tflops` table (TFLOP/s per data
-    type, the one place a peak is written): `matmul_tflops`, the dense tensor-core peak, is
-    bf16's (fp16's where there is no bf16, as on V100); `vector_tflops` is fp32's. An entry
-    without a table (an older user file) gives the two itself."""
-    table = entry.get("tflops")
-    if not isinstance(table, dict):
-        return entry
-    matmul = table.get("bf16", table.get("fp16"))
-    return entry | {"matmul_tflops": matmul, "vector_tflops": table.get("fp32")}
+def accelerators() -> dict[str, dict[str, Any]]:
+    """The engine's accelerator catalog: names to entries (peaks, HBM, compute-model constants,
+    NVLink and NIC figures), in file order."""
+    from clustersim import _engine
+
+    return json.loads(_engine.catalog_accelerators())
 
 
-def check_accelerator(entry: dict[str, Any], path: str | os.PathLike[str], text: str | None) -> None:
-    """An accelerator from a user's file (or, with `text` None, a mapping given in Python): the
-    fields a run needs, of the right types and values. A missing field is reported at the
-    entry's line. Peaks come from the `tflops` table, or from `matmul_tflops` and
-    `vector_tflops` in a file without one (given beside a table, they must be its figures)."""
-    name = str(entry.get("name", "accelerator"))
-    given = [k for k in ACCELERATOR_PEAKS if k in entry]
-    peak_keys = ("tflops",) if "tflops" in entry or not given else ACCELERATOR_PEAKS
-    for key in (*peak_keys, *ACCELERATOR_RATES, *ACCELERATOR_LINKS, *ACCELERATOR_COMPUTE):
-        if key not in entry:
-            where = f"{path}:{line_of(text, name)}" if text is not None else str(path)
-            raise InputError(f"{where}: {key}: missing in accelerator '{name}'")
-    text = text or ""
-    if "tflops" in entry:
-        check_tflops(entry["tflops"], path, text)
-    derived = peaks(entry)
-    for key in given:
-        if entry[key] != derived[key]:
-            problem = f"{entry[key]!r} is not the tflops table's {derived[key]!r} (give the table alone)"
-            fail(path, text, key, problem)
-    entry = derived
-    numbers = (*ACCELERATOR_PEAKS, *ACCELERATOR_RATES, *ACCELERATOR_LINKS, *ACCELERATOR_COMPUTE, "nvls_busbw")
-    for key in (*numbers, "kernel_overhead_ns", "gemm_fill_drain_ns", "attention_bwd_efficiency"):
-        v = entry.get(key, 0)
-        if not is_number(v) and not (key == "nvls_busbw" and v is None):
-            fail(path, text, key, f"must be a finite number, got {v!r}")
-    for key in (*ACCELERATOR_LINKS, "nvls_busbw"):
-        v = entry.get(key)
-        if v is not None and not 0 < v <= 1e9:
-            fail(path, text, key, f"must be a bandwidth from 0 to 1e9 GB/s, got {v!r}")
-    if not is_count(entry["sms"]):
-        fail(path, text, "sms", f"must be a whole number, got {entry['sms']!r}")
-    tile = entry.get("gemm_tile", [128, 128])
-    if not (isinstance(tile, list) and len(tile) == 2 and all(map(is_count, tile))):
-        fail(path, text, "gemm_tile", f"must be [rows, columns] in whole numbers, got {tile!r}")
-    fields = ("name", *ACCELERATOR_PEAKS, *ACCELERATOR_RATES, *ACCELERATOR_COMPUTE, *ACCELERATOR_OPTIONAL)
-    engine_check("accelerator", {k: entry[k] for k in fields if k in entry}, path, text)
+def accelerator(name: str, entry: object, path: str | os.PathLike[str], text: str | None) -> dict[str, Any]:
+    """A user's accelerator `name` (from file `path` with `text`; `text` None: a mapping given in
+    Python) as the engine's schema reads it, or the engine's objection at its field's line."""
+    from clustersim import _engine
 
-
-def check_tflops(table: object, path: str | os.PathLike[str], text: str) -> None:
-    """A `tflops` table: positive TFLOP/s by data type, fp32 and bf16 or fp16 among them."""
-    if not isinstance(table, dict):
-        fail(path, text, "tflops", f"must map data types ({', '.join(DTYPES)}) to TFLOP/s, got {table!r}")
-    for dtype, v in table.items():
-        if dtype not in DTYPES:
-            fail(path, text, "tflops", f"unknown data type {dtype!r} (valid: {', '.join(DTYPES)})")
-        if not (is_number(v) and v > 0):
-            fail(path, text, "tflops", f"{dtype}: must be a positive number of TFLOP/s, got {v!r}")
-    for need in (("fp32",), ("bf16", "fp16")):
-        if not any(d in table for d in need):
-            fail(path, text, "tflops", f"needs {' or '.join(need)} (the compute model's peaks)")
+    if not isinstance(entry, dict):
+        fail(path, text or "", name, "expected a mapping of fields")
+    try:
+        doc = json.dumps(entry)
+    except (TypeError, ValueError):
+        fail(path, text or "", name, "fields must be numbers, strings, lists or mappings")
+    resolved, problem = _engine.accelerator_entry(name, doc)
+    if problem is not None:
+        field, message = problem
+        if text is None:
+            raise InputError(f"{path}: {field}: {message}")
+        raise InputError(f"{path}:{line_of(text, f'{name}.{field}')}: {field}: {message}")
+    return json.loads(resolved)
 
 
 @functools.cache
@@ -199,8 +155,9 @@ def _kept(name: str) -> Path | None:
 def lookup(kind: str, name: str, extra: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """The catalog entry `name` of `kind` ("models" or "accelerators"); entries of a user's file
     `extra` are added to the shipped ones and win on equal names (and are checked)."""
-    entries = shipped(kind)
+    entries = accelerators() if kind == "accelerators" else shipped(kind)
     text = ""
+    own: dict[str, Any] = {}
     if extra is not None:
         own, text = read_yaml(extra)
         entries = entries | {str(k): v for k, v in own.items()}
@@ -208,9 +165,10 @@ def lookup(kind: str, name: str, extra: str | os.PathLike[str] | None = None) ->
     if key not in entries:
         where = extra if extra is not None and kind == "accelerators" else kind
         raise InputError(f"{where}: {name}: unknown name (valid: {', '.join(sorted(map(str, entries)))})")
+    if kind == "accelerators":
+        if extra is not None and key in set(map(str, own)):
+            return accelerator(key, entries[key], extra, text) | {"name": key}
+        return entries[key]
     if not isinstance(entries[key], dict):
         fail(extra or kind, text, key, "expected a mapping of fields")
-    entry = dict(entries[key], name=key)
-    if extra is not None and kind == "accelerators" and key in set(map(str, own)):
-        check_accelerator(entry, extra, text)
-    return peaks(entry) if kind == "accelerators" else entry
+    return dict(entries[key], name=key)

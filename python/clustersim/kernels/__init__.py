@@ -1,6 +1,6 @@
 """Kernel tables (SimAI/AICB's AIOB job): the distinct kernels of one training iteration, timed on a
 device (`clustersim kernels measure`), and read back by `train --kernels TABLE`, where measured
-times replace the per-kernel compute model's (crates/engine/src/training/kernels.rs).
+times replace the per-kernel compute model's (crates/engine/src/compute/kernel.rs).
 
 The kernels come from the engine: the same op lists the simulator times (`iteration_kernels`)."""
 

@@ -8,7 +8,7 @@
 //! all-gather) runs on both the same way: adding an algorithm touches nothing else.
 
 use super::alpha_beta::{AlphaBeta, Bandwidths};
-use super::server_spec::{GpuType, NicType, ServerSpec};
+use super::server_spec::ServerSpec;
 use super::Analytical;
 use crate::collective::choose::Options;
 use crate::collective::{
@@ -55,7 +55,7 @@ fn run_both(w: &Workload, n: u32, m: u32, options: Options) -> (f64, f64) {
 /// [`run_both`] with NVLS present (`nvls`) or not; other test modules run their algorithms on
 /// the same fabric through it.
 pub(crate) fn run_both_nvls(w: &Workload, n: u32, m: u32, options: Options, nvls: bool) -> (f64, f64) {
-    let mut platform = ServerSpec::new(m, m, GpuType::H100, NicType::Cx7);
+    let mut platform = ServerSpec::new(m, m, "H100", "cx7").unwrap();
     platform.nvlink_busbw = Some(NVLINK as f32);
     platform.nic_busbw = Some(NIC as f32);
     let cost =

@@ -81,7 +81,7 @@ fn lock(memo: &Mutex<PriceMemo>) -> MutexGuard<'_, PriceMemo> {
 impl AlphaBeta {
     /// NCCL's tuner on `platform`, NVLS offered where its GPUs' NVSwitches reduce (Hopper).
     pub fn nccl(platform: ServerSpec, bandwidths: Bandwidths) -> AlphaBeta {
-        let nvls = platform.gpu.nvls_busbw().is_some();
+        let nvls = platform.gpu.nvls_busbw.is_some();
         let options = Options { nvls_enable: nvls, ..Options::default() };
         AlphaBeta { platform, bandwidths, nvls, options, memo: None }
     }
@@ -94,7 +94,7 @@ impl AlphaBeta {
             nic_gbps: p.nic_bw() as f64 * p.nics_per_server as f64 / p.gpus_per_server as f64,
             alpha_nvlink_ns: 0.0,
             alpha_net_ns: 0.0,
-            arch: Some(p.gpu.arch()),
+            arch: p.gpu.arch,
         }
     }
 
@@ -217,7 +217,6 @@ impl CollectiveCost for AlphaBeta {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analytical::server_spec::{GpuType, NicType};
     use crate::platform::Placement;
     use std::rc::Rc;
     use Collective::*;
@@ -225,7 +224,7 @@ mod tests {
     const GIB: f64 = 1073741824.0;
 
     fn model(bandwidths: Bandwidths) -> AlphaBeta {
-        AlphaBeta::nccl(ServerSpec::new(8, 8, GpuType::A100, NicType::Cx7), bandwidths)
+        AlphaBeta::nccl(ServerSpec::new(8, 8, "A100", "cx7").unwrap(), bandwidths)
     }
 
     /// `per_node` ranks on each of `nodes` servers of 8 GPUs.
@@ -297,7 +296,7 @@ mod tests {
         // H800: NVLink 8 × 20.6 = 164.8 GB/s < 8 NICs × 48.5. DP 16 = 2 servers × 8, ring forced,
         // 1 GiB, no ratio tables: 8 channels each leave a server through a different NIC, so 7 of 8
         // stay on NVLink: B = min(8 × 48.5, 164.8 × 8/7); Simple: (8.4 + 28 × 3.4 + 2 × 14) × 1.4 µs.
-        let platform = ServerSpec::new(8, 8, GpuType::H800, NicType::Cx7);
+        let platform = ServerSpec::new(8, 8, "H800", "cx7").unwrap();
         let mut m = AlphaBeta::nccl(platform, Bandwidths::Builtin(None));
         m.options.algorithm = Some(Algorithm::RING);
         let got = m.collective_ns(AllReduce, &shape("DP", 2, 8), GIB as u64).unwrap();
@@ -317,7 +316,7 @@ mod tests {
     #[test]
     fn nvls_is_offered_on_hopper_only() {
         let s = shape("TP", 1, 8);
-        let hopper = AlphaBeta::nccl(ServerSpec::new(8, 8, GpuType::H100, NicType::Cx7), Bandwidths::Builtin(None));
+        let hopper = AlphaBeta::nccl(ServerSpec::new(8, 8, "H100", "cx7").unwrap(), Bandwidths::Builtin(None));
         let ampere = model(Bandwidths::Builtin(None));
         // 1 GiB all-reduce in one H100 server: NVLS after 25 µs; 8 channels of k = 256 chunks of
         // 512 KiB pipelined up and down in k + 1 steps, each moving 8 chunks per GPU port, at
@@ -344,7 +343,7 @@ mod tests {
         let shapes = [shape("TP", 1, 8), shape("DP", 16, 1), shape("DP", 2, 8), shape("EP", 4, 2), shape("EP", 512, 8)];
         let memo = Arc::new(Mutex::new(PriceMemo::default()));
         let a100 = || model(Bandwidths::Builtin(Some(RatioTables::builtin())));
-        let h800 = || AlphaBeta::nccl(ServerSpec::new(8, 8, GpuType::H800, NicType::Cx7), Bandwidths::Builtin(None));
+        let h800 = || AlphaBeta::nccl(ServerSpec::new(8, 8, "H800", "cx7").unwrap(), Bandwidths::Builtin(None));
         for (round, fresh) in [a100, h800, a100].into_iter().enumerate() {
             let memoised = AlphaBeta { memo: Some(memo.clone()), ..fresh() };
             for pass in 0..2 {

@@ -212,7 +212,6 @@ impl CollectiveCost for SimaiBusbwFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analytical::server_spec::{GpuType, NicType};
     use crate::platform::Placement;
     use std::rc::Rc;
     use Collective::*;
@@ -235,7 +234,7 @@ mod tests {
     }
 
     fn builtin() -> SimaiBuiltin {
-        let platform = ServerSpec::new(8, 8, GpuType::A100, NicType::Cx7);
+        let platform = ServerSpec::new(8, 8, "A100", "cx7").unwrap();
         SimaiBuiltin { platform, ratios: RatioTables::builtin() }
     }
 

@@ -202,7 +202,7 @@ impl fmt::Debug for Algorithm {
 mod tests {
     use super::*;
     use crate::analytical::alpha_beta::{AlphaBeta, Bandwidths, PriceMemo};
-    use crate::analytical::server_spec::{GpuType, NicType, ServerSpec};
+    use crate::analytical::server_spec::ServerSpec;
     use crate::analytical::{CollectiveCost, GroupShape};
     use crate::platform::Placement;
     use std::rc::Rc;
@@ -212,7 +212,7 @@ mod tests {
 
     /// 1 GiB all-reduce on one A100 server of 8 GPUs with `algorithm` forced, priced through `memo`.
     fn price(algorithm: Algorithm, memo: Option<&Arc<Mutex<PriceMemo>>>) -> f64 {
-        let mut m = AlphaBeta::nccl(ServerSpec::new(8, 8, GpuType::A100, NicType::Cx7), Bandwidths::Builtin(None));
+        let mut m = AlphaBeta::nccl(ServerSpec::new(8, 8, "A100", "cx7").unwrap(), Bandwidths::Builtin(None));
         m.options.algorithm = Some(algorithm);
         m.memo = memo.cloned();
         let ranks: Vec<u32> = (0..8).collect();

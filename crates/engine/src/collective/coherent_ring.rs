@@ -125,8 +125,7 @@ mod tests {
     use crate::flow::network::{FlowNetwork, Tuning};
     use crate::flow::sweep::sweep_workload;
     use crate::platform::hcsim::HcsimParams;
-    use crate::platform::xpu::{Catalog, Dtype, XpuSpec};
-
+    
     /// (analytical, flow) ns of one all-reduce of `bytes` on n ranks, one per server on a
     /// non-blocking switch (50 GB/s NICs, no link latency), every step waiting `alpha_us`.
     fn crossbar(algorithm: Algorithm, n: u32, bytes: u64, alpha_us: f64) -> (f64, f64) {
@@ -167,11 +166,6 @@ mod tests {
         assert_eq!(Algorithm::parse("coherent-ring").unwrap(), Algorithm::COHERENT_RING);
     }
 
-    fn catalog() -> Catalog {
-        let mut h100 = XpuSpec { memory_bytes: 80e9, ..XpuSpec::default() };
-        h100.set_flops(Dtype::Bf16, 989e12);
-        Catalog { entries: vec![("H100".into(), h100)] }
-    }
 
     /// Flow-model ns of one `c` of `bytes` on every XPU of `platform` with `algorithm` and
     /// NCCL's timing (`protocol`, or its choice).
@@ -191,8 +185,8 @@ mod tests {
 
     #[test]
     fn beats_the_ring_on_a_coherent_system_and_is_refused_on_a_non_coherent_one() {
-        let cxl = Platform::hcsim("hcsim-cxl", &HcsimParams::paper(true, "H100", 32), &catalog()).unwrap();
-        let pcie = Platform::hcsim("hcsim-pcie", &HcsimParams::paper(false, "H100", 32), &catalog()).unwrap();
+        let cxl = Platform::hcsim("hcsim-cxl", &HcsimParams::paper(true, "H100", 32)).unwrap();
+        let pcie = Platform::hcsim("hcsim-pcie", &HcsimParams::paper(false, "H100", 32)).unwrap();
         assert!(is_coherent(&cxl) && !is_coherent(&pcie));
         let forcing = |a: Algorithm| Options { algorithm: Some(a), ..Options::default() };
         check_platform(&forcing(Algorithm::COHERENT_RING), &cxl, "hcsim-cxl").unwrap();

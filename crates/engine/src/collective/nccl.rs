@@ -40,6 +40,7 @@
 //! network backends charge it.
 
 use super::{Algorithm, Endpoint, Schedule, Servers};
+use crate::catalog::{Arch, Catalog};
 use crate::error::InputError;
 use crate::workload::Collective;
 
@@ -105,27 +106,10 @@ pub const TREE_EFFICIENCY: f64 = 0.92;
 pub const NVLS_EFFICIENCY: f64 = 0.85;
 pub const NVLS_CHANNELS: f64 = 16.0;
 
-/// GPU generations, oldest first, for NCCL's per-generation limits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Arch {
-    Volta,
-    Ampere,
-    Hopper,
-    Blackwell,
-}
 
+
+/// NCCL's per-generation limits.
 impl Arch {
-    /// The generation of a GPU type, None for types NCCL has no figures for.
-    pub fn of(gpu_type: &str) -> Option<Arch> {
-        match gpu_type.to_ascii_uppercase().as_str() {
-            "V100" => Some(Arch::Volta),
-            "A100" | "A800" => Some(Arch::Ampere),
-            "H100" | "H200" | "H20" | "H800" => Some(Arch::Hopper),
-            "B200" | "GB200" => Some(Arch::Blackwell),
-            _ => None,
-        }
-    }
-
     /// Most tree all-reduce bus bandwidth per channel NCCL expects (GB/s) on one node, two, and
     /// more (`perChMaxTreeBws` in tuning.cc): a tree's pipelining falls short of its links.
     pub fn tree_gbps_per_channel(self, nodes: u32) -> f64 {
@@ -143,21 +127,13 @@ impl Arch {
     }
 }
 
-/// NVLink payload rate per GPU that NCCL plans with (GB/s): its per-link speed (`topo.h`: 20 GB/s
-/// on SM70/SM80, 20.6 on SM90, 40.1 on SM100) × the GPU's NVLinks, below the line rate (25 or
-/// 50 GB/s per link): 8×A100 reach ≈ 230 GB/s busbw, not 300 (hardware.md §2–3). None for GPU
-/// types NCCL has no figure for.
+/// NVLink payload rate per GPU that NCCL plans with (GB/s): the catalog's `nvlink_busbw`, its
+/// per-link speed (`topo.h`: 20 GB/s on SM70/SM80, 20.6 on SM90, 40.1 on SM100) × the GPU's
+/// NVLinks, below the line rate (25 or 50 GB/s per link): 8×A100 reach ≈ 230 GB/s busbw, not 300.
+/// None for GPU types NCCL has no figure for (no generation in the catalog).
 pub fn nvlink_gbps(gpu_type: &str) -> Option<f64> {
-    let (per_link, links) = match gpu_type.to_ascii_uppercase().as_str() {
-        "V100" => (20.0, 6.0),
-        "A100" => (20.0, 12.0),
-        "A800" => (20.0, 8.0),
-        "H100" | "H200" | "H20" => (20.6, 18.0),
-        "H800" => (20.6, 8.0),
-        "B200" | "GB200" => (40.1, 18.0),
-        _ => return None,
-    };
-    Some(per_link * links)
+    let acc = Catalog::shipped().accelerator(gpu_type)?;
+    acc.arch.map(|_| acc.nvlink_busbw)
 }
 
 /// How a schedule's time is charged beyond the bytes it moves.

@@ -182,13 +182,13 @@ fn the_analytical_backend_prices_the_same_closed_form() {
     // The analytical model (α–β on a server spec, no fabric) runs the same forced schedule:
     // 4 one-GPU servers with a 25 GB/s NIC and 2 reduction servers at 25 GB/s.
     use crate::analytical::alpha_beta::{AlphaBeta, Bandwidths};
-    use crate::analytical::server_spec::{GpuType, NicType, ServerSpec};
+    use crate::analytical::server_spec::ServerSpec;
     use crate::analytical::Analytical;
     use crate::executor::Executor;
     use crate::flow::sweep::sweep_workload;
     let mut topo = crossbar(4, 2, B, B, 100.0, 0.0);
     let rs = ReductionServer::on_platform(&mut topo, "all", None, Split::default()).unwrap().algorithm();
-    let mut spec = ServerSpec::new(1, 1, GpuType::H100, NicType::Cx7);
+    let mut spec = ServerSpec::new(1, 1, "H100", "cx7").unwrap();
     spec.nic_busbw = Some(B as f32);
     let options = Options { algorithm: Some(rs), send_lat_us: Some(0.0), ..Options::default() };
     let cost = AlphaBeta { platform: spec, bandwidths: Bandwidths::Builtin(None), nvls: false, options, memo: None };

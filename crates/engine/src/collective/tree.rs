@@ -16,10 +16,11 @@
 
 use super::choose::Options;
 use super::cost::{timed_ns, Links};
-use super::nccl::{log2_ceil, Arch, Latency, Protocol, TREE_EFFICIENCY, TREE_LATENCY_US};
+use super::nccl::{log2_ceil, Latency, Protocol, TREE_EFFICIENCY, TREE_LATENCY_US};
 use super::{
     chunks, send, Algorithm, Call, CollectiveAlgorithm, Grain, GroupTopo, Phase, Servers, StepLatency, Timing, Transfer,
 };
+use crate::catalog::Arch;
 use crate::error::InputError;
 use crate::workload::Collective;
 
@@ -189,7 +190,7 @@ mod tests {
         // A slow tree is held to 0.92 only; an unknown generation has no cap.
         assert_eq!(tree_efficiency(50.0, 8, 2, Some(Arch::Ampere)), TREE_EFFICIENCY);
         assert_eq!(tree_efficiency(1e6, 1, 9, None), TREE_EFFICIENCY);
-        assert_eq!(Arch::of("h800"), Some(Arch::Hopper));
+        assert_eq!(crate::catalog::Catalog::arch_of("h800"), Some(Arch::Hopper));
         assert_eq!(Arch::Hopper.tree_gbps_per_channel(16), 36.0);
     }
 

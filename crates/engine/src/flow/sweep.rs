@@ -17,7 +17,7 @@ use std::rc::Rc;
 use super::network::{FlowNetwork, Scheduler, Tuning};
 use crate::collective::choose::Options;
 use crate::collective::cost::Links;
-use crate::collective::nccl::Arch;
+use crate::catalog::{Arch, Catalog};
 use crate::collective::GroupTopo;
 use crate::collective::{Algorithm, Protocol};
 use crate::driver::{simulate, Backend};
@@ -96,7 +96,7 @@ impl TunerLinks {
         let mut class = Vec::with_capacity(p.ranks() as usize);
         for r in 0..p.ranks() {
             let (nvlink, nic) = port_rates(topo, r)?;
-            let rates = (nvlink, nic, Arch::of(topo.accelerator_type(p.device(r))));
+            let rates = (nvlink, nic, Catalog::arch_of(topo.accelerator_type(p.device(r))));
             let i = classes.iter().position(|c| *c == rates).unwrap_or_else(|| {
                 classes.push(rates);
                 classes.len() - 1

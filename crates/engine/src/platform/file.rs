@@ -28,6 +28,7 @@ use std::collections::HashMap;
 use super::simai::{parse_rate, parse_time};
 use super::{Link, MemoryKind, MemorySpec, NodeAttrs, NodeKind, Placement, Platform, Tier};
 use crate::error::{InputError, Result};
+use crate::catalog::Catalog;
 
 /// Bytes of a capacity like `80GB`, `512GiB` or `4096` (bytes).
 pub(crate) fn parse_bytes(s: &str) -> Option<f64> {
@@ -67,7 +68,14 @@ impl<'a> Reader<'a> {
         })
     }
 
-    fn add_node(&mut self, line: usize, words: &[&'a str], accelerators: &[String]) -> Result<()> {
+    fn add_node(&mut self, line: usize, words: &[&'a str]) -> Result<()> {
+        let catalog = Catalog::shipped();
+        // The catalog's names as platform files name them (lower case, sorted).
+        let valid = || {
+            let mut names: Vec<&str> = catalog.accelerators.iter().map(|a| a.name.as_str()).collect();
+            names.sort_unstable();
+            names.join(", ")
+        };
         let (file, at) = (self.file, |field: &str, m: String| InputError::at(self.file, line, field, m));
         let [name, kind, options @ ..] = words else {
             return Err(at("node", "expected 'node <name> <kind> [key=value ...]'".into()));
@@ -90,11 +98,11 @@ impl<'a> Reader<'a> {
             match (kind, key) {
                 (_, "forward") => a.forwards = yes_no(value)?,
                 (NodeKind::Gpu, "type") => {
-                    let known = accelerators.iter().find(|t| t.eq_ignore_ascii_case(value));
+                    let known = catalog.accelerator(value);
                     let t = known.ok_or_else(|| {
-                        at("type", format!("unknown accelerator type '{value}' (valid: {})", accelerators.join(", ")))
+                        at("type", format!("unknown accelerator type '{value}' (valid: {})", valid()))
                     })?;
-                    a.accelerator = Some(t.clone());
+                    a.accelerator = Some(t.name.clone());
                 }
                 (NodeKind::NvSwitch, "reduction") => a.reduction = yes_no(value)?,
                 (NodeKind::Switch, "tier") => {
@@ -110,7 +118,7 @@ impl<'a> Reader<'a> {
             }
         }
         if kind == NodeKind::Gpu && a.accelerator.is_none() {
-            return Err(at("type", format!("a gpu needs type=<name> (valid: {})", accelerators.join(", "))));
+            return Err(at("type", format!("a gpu needs type=<name> (valid: {})", valid())));
         }
         if kind == NodeKind::Memory {
             let get =
@@ -233,8 +241,8 @@ pub(crate) fn scale_up_domains(kinds: &[NodeKind], links: &[Link], device: &[u32
 }
 
 impl Platform {
-    /// Read a platform file (module doc). `accelerators` are the catalog's type names.
-    pub fn parse_platform(file: &str, text: &str, accelerators: &[String]) -> Result<Platform> {
+    /// Read a platform file (module doc); accelerator types are the catalog's.
+    pub fn parse_platform(file: &str, text: &str) -> Result<Platform> {
         let mut r = Reader {
             file,
             kinds: Vec::new(),
@@ -248,7 +256,7 @@ impl Platform {
             let words: Vec<&str> = raw.split('#').next().unwrap_or("").split_whitespace().collect();
             match words.split_first() {
                 None => {}
-                Some((&"node", rest)) => r.add_node(line, rest, accelerators)?,
+                Some((&"node", rest)) => r.add_node(line, rest)?,
                 Some((&"link", rest)) => r.add_link(line, rest)?,
                 Some((&"rank", rest)) => r.add_rank(line, rest)?,
                 Some((other, _)) => {
@@ -271,12 +279,8 @@ impl Platform {
 mod tests {
     use super::*;
 
-    fn catalog() -> Vec<String> {
-        ["A100", "H100", "MI300X"].map(String::from).to_vec()
-    }
-
     fn parse(text: &str) -> Result<Platform> {
-        Platform::parse_platform("p.platform", text, &catalog())
+        Platform::parse_platform("p.platform", text)
     }
 
     const MIXED: &str = "\
@@ -317,8 +321,8 @@ rank 3 h1
         // Domains by NVSwitch, numbered by first rank; rails in rank order within a domain.
         assert_eq!((0..4).map(|r| pl.domain(r)).collect::<Vec<_>>(), [0, 1, 0, 1]);
         assert_eq!((0..4).map(|r| pl.rail(r)).collect::<Vec<_>>(), [0, 0, 1, 1]);
-        assert_eq!((p.accelerator_type(pl.device(1)), p.accelerator_type(pl.device(0))), ("H100", "A100"));
-        assert_eq!(p.gpu_type, "A100");
+        assert_eq!((p.accelerator_type(pl.device(1)), p.accelerator_type(pl.device(0))), ("h100", "a100"));
+        assert_eq!(p.gpu_type, "a100");
         assert!(p.reduces_in_switch(1) && !p.reduces_in_switch(0));
         let mem = p.attrs[7].memory.unwrap();
         assert_eq!(
@@ -356,7 +360,7 @@ rank 3 h1
         bad("node a0 gpu", "node h1 gpu", 5, "node name", "already the name of the node on line 3");
         bad("link a1 nvs1", "link a1 nvs9", 14, "link dst", "no node named 'nvs9'");
         bad("node tor switch", "node tor router", 8, "node kind", "unknown kind 'router'");
-        bad("type=A100\nnode a1", "type=V100\nnode a1", 5, "type", "unknown accelerator type 'V100'");
+        bad("type=A100\nnode a1", "type=Z9\nnode a1", 5, "type", "unknown accelerator type 'Z9'");
         bad("capacity=512GiB", "capacity=lots", 9, "capacity", "not a capacity");
         bad("capacity=512GiB", "capacity=512GiB window=0", 9, "window", "not a positive size");
         bad("capacity=512GiB", "capacity=512GiB window=-1MiB", 9, "window", "not a positive size");
@@ -414,7 +418,7 @@ rank 3 h1
 
     #[test]
     fn the_tuner_prices_a_group_at_its_slowest_members_rates() {
-        use crate::collective::nccl::Arch;
+        use crate::catalog::Arch;
         use crate::collective::GroupTopo;
         use crate::flow::sweep::TunerLinks;
         let p = parse(MIXED).unwrap();

@@ -39,7 +39,7 @@ use serde_json::{Map, Value};
 use super::file::{parse_bytes, scale_up_domains};
 use super::simai::{parse_rate, parse_time};
 use super::window::check_window;
-use super::xpu::{check_capacity, Catalog, Dtype, XpuSpec};
+use super::xpu::{catalog_names, catalog_xpu, check_capacity, Dtype, XpuSpec};
 use super::{Link, MemoryKind, MemorySpec, NodeAttrs, NodeKind, Placement, Platform, Tier};
 use crate::error::{InputError, Result};
 
@@ -126,18 +126,18 @@ fn node_label(i: usize, id: &str) -> String {
 }
 
 impl Platform {
-    /// Read a platform graph document (module doc). `catalog` gives the spec of each named XPU type.
-    pub fn parse_graph_json(file: &str, text: &str, catalog: &Catalog) -> Result<Platform> {
+    /// Read a platform graph document (module doc); named XPU types come from the catalog.
+    pub fn parse_graph_json(file: &str, text: &str) -> Result<Platform> {
         let value: Value = serde_json::from_str(text).map_err(|e| {
             let msg = e.to_string();
             let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
             InputError::at(file, e.line().max(1), "JSON", format!("not valid JSON: {msg}"))
         })?;
-        Platform::from_graph_value(file, &value, catalog)
+        Platform::from_graph_value(file, &value)
     }
 
     /// [`Platform::parse_graph_json`] of a parsed document.
-    pub fn from_graph_value(file: &str, value: &Value, catalog: &Catalog) -> Result<Platform> {
+    pub fn from_graph_value(file: &str, value: &Value) -> Result<Platform> {
         let doc = Doc { file };
         let top = value.as_object().ok_or_else(|| doc.err("(top level)", "expected a mapping with nodes and links"))?;
         for key in top.keys() {
@@ -167,7 +167,7 @@ impl Platform {
             let name = id_text(id).ok_or_else(|| {
                 doc.err(&format!("{at}: id"), format!("expected a string or an integer, got {}", type_name(id)))
             })?;
-            let (kind, a) = read_node(&doc, &node_label(i, &name), map, name.clone(), catalog)?;
+            let (kind, a) = read_node(&doc, &node_label(i, &name), map, name.clone())?;
             if ids.insert(name.clone(), i as u32).is_some() {
                 return Err(doc.err(&node_label(i, &name), "id: two nodes have this id"));
             }
@@ -332,7 +332,6 @@ fn read_node(
     at: &str,
     map: &Map<String, Value>,
     name: String,
-    catalog: &Catalog,
 ) -> Result<(NodeKind, NodeAttrs)> {
     let field = |key: &str| format!("{at}: {key}");
     let kind_value =
@@ -398,10 +397,10 @@ fn read_node(
     match kind {
         NodeKind::Gpu => {
             let mut spec = match a.accelerator.as_deref() {
-                Some(t) => match catalog.get(t) {
+                Some(t) => match catalog_xpu(t) {
                     Some((canonical, s)) => {
-                        a.accelerator = Some(canonical.to_string());
-                        s.clone()
+                        a.accelerator = Some(canonical);
+                        s
                     }
                     None if own => XpuSpec::default(),
                     None => {
@@ -409,7 +408,7 @@ fn read_node(
                             &field("type"),
                             format!(
                                 "unknown XPU type '{t}' (catalog: {}; or give its <dtype>_flops and memory)",
-                                catalog.names()
+                                catalog_names()
                             ),
                         ))
                     }
@@ -420,7 +419,7 @@ fn read_node(
                         &field("type"),
                         format!(
                             "an XPU needs a type (catalog: {}) or its own <dtype>_flops and memory",
-                            catalog.names()
+                            catalog_names()
                         ),
                     ))
                 }

@@ -27,7 +27,7 @@
 //! (type, count) in rank order, each count but the last a multiple of the XPUs per ToR.
 
 use super::window::check_window;
-use super::xpu::{check_capacity, Catalog};
+use super::xpu::{catalog_names, catalog_xpu, check_capacity};
 use super::{Link, MemoryKind, MemorySpec, NodeAttrs, NodeKind, Placement, Platform, Tier};
 use crate::error::{InputError, Result};
 
@@ -227,16 +227,16 @@ fn check(p: &HcsimParams, source: &str) -> Result<u32> {
 }
 
 impl Platform {
-    /// An HCSim system (module doc); `catalog` gives the XPU types' specs, `source` names the
-    /// template in errors.
-    pub fn hcsim(source: &str, p: &HcsimParams, catalog: &Catalog) -> Result<Platform> {
+    /// An HCSim system (module doc), its XPU types from the catalog; `source` names the template
+    /// in errors.
+    pub fn hcsim(source: &str, p: &HcsimParams) -> Result<Platform> {
         let xpus = check(p, source)?;
         let mut specs = Vec::with_capacity(p.mix.len());
         for (t, _) in &p.mix {
-            let (name, spec) = catalog.get(t).ok_or_else(|| {
-                InputError::field(source, "mix", format!("unknown XPU type '{t}' (catalog: {})", catalog.names()))
+            let xpu = catalog_xpu(t).ok_or_else(|| {
+                InputError::field(source, "mix", format!("unknown XPU type '{t}' (catalog: {})", catalog_names()))
             })?;
-            specs.push((name.to_string(), spec.clone()));
+            specs.push(xpu);
         }
         let gps = p.xpus_per_server;
         let servers = xpus.div_ceil(gps);

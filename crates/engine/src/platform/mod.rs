@@ -23,7 +23,7 @@ pub mod xpu;
 
 pub use placement::Placement;
 
-use crate::collective::nccl::Arch;
+use crate::catalog::{Arch, Catalog};
 use crate::error::{InputError, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -353,11 +353,11 @@ impl Platform {
     }
 
     /// Read either format: a platform file (its first statement is `node`) or a SimAI topology
-    /// file. `accelerators` are the catalog's type names (platform files only).
-    pub fn parse_text(file: &str, text: &str, accelerators: &[String]) -> Result<Platform> {
+    /// file.
+    pub fn parse_text(file: &str, text: &str) -> Result<Platform> {
         let first = text.lines().map(|l| l.split('#').next().unwrap_or("").trim()).find(|l| !l.is_empty());
         if first.is_some_and(|l| l.split_whitespace().next() == Some("node")) {
-            Platform::parse_platform(file, text, accelerators)
+            Platform::parse_platform(file, text)
         } else {
             Platform::parse_simai(file, text)
         }
@@ -379,7 +379,7 @@ impl Platform {
     pub fn reduces_in_switch(&self, domain: u32) -> bool {
         let nvs = self.nvswitches(domain);
         if self.attrs.is_empty() {
-            return !nvs.is_empty() && !matches!(Arch::of(&self.gpu_type), Some(Arch::Volta | Arch::Ampere));
+            return !nvs.is_empty() && !matches!(Catalog::arch_of(&self.gpu_type), Some(Arch::Volta | Arch::Ampere));
         }
         nvs.iter().any(|&s| self.attrs[s as usize].reduction)
     }

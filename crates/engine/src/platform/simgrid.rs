@@ -214,20 +214,13 @@ impl Platform {
 mod tests {
     use super::*;
     use crate::platform::hcsim::HcsimParams;
-    use crate::platform::xpu::{Catalog, XpuSpec};
-
-    fn catalog() -> Catalog {
-        let mut h100 = XpuSpec { memory_bytes: 80e9, ..XpuSpec::default() };
-        h100.set_flops(Dtype::Fp16, 989e12);
-        h100.set_flops(Dtype::Fp32, 67e12);
-        Catalog { entries: vec![("H100".into(), h100)] }
-    }
+    
 
     #[test]
     fn full_routes_follow_our_router_and_links_pair_up() {
         let mut p = HcsimParams::paper(true, "h100", 16);
         p.servers_per_tor = 1;
-        let platform = Platform::hcsim("t", &p, &catalog()).unwrap();
+        let platform = Platform::hcsim("t", &p).unwrap();
         let text = platform.to_simgrid(SimgridRouting::Full, Dtype::Fp32, 0).unwrap();
         let hosts = (0..platform.node_count()).filter(|&v| is_host(platform.kinds[v as usize])).count();
         assert_eq!(text.matches("<host ").count(), hosts);

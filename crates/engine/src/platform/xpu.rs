@@ -3,39 +3,22 @@
 //! FLOPS; any other data type may be given too. A compute vertex of `f` FLOPs in data type `d`
 //! takes at least `f / flops[d]` seconds (HCSim's Eq. 1, the roofline's compute bound).
 //!
-//! Catalog types (A100, H100, V100, ...) come with a spec from the catalog; a user-defined XPU
-//! (an FPGA, an ASIC) gives its own.
+//! Catalog types (A100, H100, V100, ...) take theirs from the catalog's accelerator
+//! ([`XpuSpec::of`]); a user-defined XPU (an FPGA, an ASIC) gives its own.
 
+pub use crate::catalog::Dtype;
+use crate::catalog::{Accelerator, Catalog};
 use crate::error::{InputError, Result};
 
-/// Floating-point data types an XPU may have a peak rate for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Dtype {
-    Fp64,
-    Fp32,
-    Tf32,
-    Bf16,
-    Fp16,
-    Fp8,
+/// The catalog's accelerator `name` as a graph or template node's type: its name in upper case
+/// (as HCSim writes XPU types) and what it computes with.
+pub fn catalog_xpu(name: &str) -> Option<(String, XpuSpec)> {
+    Catalog::shipped().accelerator(name).map(|a| (a.name.to_uppercase(), XpuSpec::of(a)))
 }
 
-impl Dtype {
-    pub const ALL: [Dtype; 6] = [Dtype::Fp64, Dtype::Fp32, Dtype::Tf32, Dtype::Bf16, Dtype::Fp16, Dtype::Fp8];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Dtype::Fp64 => "fp64",
-            Dtype::Fp32 => "fp32",
-            Dtype::Tf32 => "tf32",
-            Dtype::Bf16 => "bf16",
-            Dtype::Fp16 => "fp16",
-            Dtype::Fp8 => "fp8",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Dtype> {
-        Dtype::ALL.into_iter().find(|d| d.name().eq_ignore_ascii_case(text))
-    }
+/// The catalog's accelerator names in upper case, comma-separated, for messages.
+pub fn catalog_names() -> String {
+    Catalog::shipped().accelerators.iter().map(|a| a.name.to_uppercase()).collect::<Vec<_>>().join(", ")
 }
 
 /// The largest memory capacity a device may declare (1 EiB): no memory device holds more, so a
@@ -70,6 +53,21 @@ pub struct XpuSpec {
 }
 
 impl XpuSpec {
+    /// What catalog accelerator `acc` computes with: its peaks (FLOP/s), HBM bytes and bandwidth.
+    pub fn of(acc: &Accelerator) -> XpuSpec {
+        let mut spec = XpuSpec {
+            flops_per_s: [None; 6],
+            memory_bytes: acc.hbm_gb * 1e9,
+            memory_bandwidth: Some(acc.hbm_tbps * 1e12 / 1e9),
+        };
+        for d in Dtype::ALL {
+            if let Some(t) = acc.tflops[d as usize] {
+                spec.set_flops(d, t * 1e12);
+            }
+        }
+        spec
+    }
+
     /// Peak FLOP/s in data type `dtype`, if the XPU has a figure for it.
     pub fn flops(&self, dtype: Dtype) -> Option<f64> {
         self.flops_per_s[dtype as usize]
@@ -98,22 +96,6 @@ impl XpuSpec {
             return Err(bad(format!("memory_bandwidth {b} must be positive and finite")));
         }
         Ok(())
-    }
-}
-
-/// Accelerator types by name (case-insensitive), each with its spec.
-#[derive(Debug, Clone, Default)]
-pub struct Catalog {
-    pub entries: Vec<(String, XpuSpec)>,
-}
-
-impl Catalog {
-    pub fn get(&self, name: &str) -> Option<(&str, &XpuSpec)> {
-        self.entries.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(n, s)| (n.as_str(), s))
-    }
-
-    pub fn names(&self) -> String {
-        self.entries.iter().map(|e| e.0.as_str()).collect::<Vec<_>>().join(", ")
     }
 }
 

@@ -26,7 +26,7 @@ pub fn run_plans(base: &TrainingInput, plans: &[Plan]) -> Vec<Result<TrainingRep
 
 #[cfg(test)]
 mod tests {
-    use super::super::hardware::Accelerator;
+    use crate::compute::Device;
     use super::super::model::{Family, Model};
     use super::super::plan::{DataParallel, Recompute};
     use super::super::search::{enumerate, Batch, Space};
@@ -71,7 +71,7 @@ mod tests {
         let base = TrainingInput {
             model: model.clone(),
             plan: cluster.clone(),
-            accelerator: Accelerator::ideal(),
+            accelerator: Device::ideal(),
             network: Network { nvlink_busbw: 300.0, nvls_busbw: None, nic_busbw: 40.0, nics_per_server: 8 },
             flash_attention: true,
             overlap: Default::default(),

@@ -10,8 +10,8 @@
 //! `clustersim kernels measure` lists and times the same kernels on a real device.
 
 use super::generate::stage_params;
-use super::hardware::Accelerator;
-use super::kernels::{distinct, Kernel, Pointwise};
+use crate::compute::Device;
+use crate::compute::{distinct, Kernel, Pointwise};
 use super::model::{Family, Model};
 use super::plan::{DataParallel, Plan, Recompute};
 use crate::error::Result;
@@ -66,7 +66,7 @@ struct Pass {
 }
 
 pub struct Costs<'a> {
-    pub acc: &'a Accelerator,
+    pub acc: &'a Device,
     pub model: &'a Model,
     pub plan: &'a Plan,
     pub flash_attention: bool,
@@ -281,7 +281,7 @@ pub fn optimizer_params(model: &Model, plan: &Plan, stage: u32) -> f64 {
 pub fn iteration_kernels(
     model: &Model,
     plan: &Plan,
-    acc: &Accelerator,
+    acc: &Device,
     flash_attention: bool,
 ) -> Result<Vec<(Kernel, usize)>> {
     plan.validate(model)?;
@@ -304,6 +304,7 @@ pub fn iteration_kernels(
 
 #[cfg(test)]
 mod tests {
+    use crate::catalog::Accelerator;
     use super::super::model::Family;
     use super::super::plan::DataParallel;
     use super::*;
@@ -350,7 +351,7 @@ mod tests {
     #[test]
     fn a_gpt_layer_has_megatrons_gemms_and_each_backward_has_two() {
         let (m, p) = (gpt(6144, 48), plan(8, true, Recompute::None));
-        let acc = Accelerator::ideal();
+        let acc = Device::ideal();
         let k = Costs { acc: &acc, model: &m, plan: &p, flash_attention: true }.layer_kernels(false);
         let gemms = |v: &[Kernel]| v.iter().filter(|k| matches!(k, Kernel::Gemm { .. })).copied().collect::<Vec<_>>();
         // QKV (2048 × 6144 by 6144 × 3·6144/8), output (768 → 6144), fc1 (→ 3072), fc2 (3072 → 6144).
@@ -372,7 +373,7 @@ mod tests {
     #[test]
     fn block_times_are_the_sums_of_their_kernels() {
         let (m, p) = (gpt(4096, 32), plan(2, false, Recompute::Selective));
-        let acc = Accelerator { sms: 108, gemm_tile: [128, 128], kernel_overhead_ns: 2000.0, ..Accelerator::ideal() };
+        let acc = Device::from(Accelerator { sms: 108, gemm_tile: [128, 128], kernel_overhead_ns: 2000.0, ..Accelerator::ideal() });
         let c = Costs { acc: &acc, model: &m, plan: &p, flash_attention: false };
         let (k, t) = (c.layer_kernels(false), c.layer(false));
         let sum = |v: &[Kernel]| v.iter().map(|k| k.model_ns(&acc)).sum::<f64>();

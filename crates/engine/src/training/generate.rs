@@ -43,7 +43,7 @@
 //! - Full recompute replays each layer's forward, collectives included, before its backward.
 
 use super::costs::{BlockTimes, Costs};
-use super::hardware::Accelerator;
+use crate::compute::Device;
 use super::model::Model;
 use super::overlap::{buckets, Block, Bucket, Buffer, Overlap};
 use super::plan::{DataParallel, Plan, Recompute};
@@ -201,7 +201,7 @@ pub struct Generated {
     pub classes: Vec<(u32, u32)>,
 }
 
-pub fn generate(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: bool) -> Result<Generated> {
+pub fn generate(model: &Model, plan: &Plan, acc: &Device, flash_attention: bool) -> Result<Generated> {
     generate_with(model, plan, acc, flash_attention, &Overlap::default())
 }
 
@@ -209,7 +209,7 @@ pub fn generate(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: 
 pub fn generate_with(
     model: &Model,
     plan: &Plan,
-    acc: &Accelerator,
+    acc: &Device,
     flash_attention: bool,
     overlap: &Overlap,
 ) -> Result<Generated> {
@@ -222,7 +222,7 @@ pub fn generate_with(
 pub fn generate_mixed(
     model: &Model,
     plan: &Plan,
-    types: &[&Accelerator],
+    types: &[&Device],
     rank_type: &[u32],
     flash_attention: bool,
     overlap: &Overlap,
@@ -466,7 +466,7 @@ pub fn generate_mixed(
 
 /// One dense layer's forward then backward (with its recompute) for one micro-batch on one TP
 /// group, as IR: for per-layer timings. Returns the workload and the index of the last forward op.
-pub fn single_layer(model: &Model, plan: &Plan, acc: &Accelerator, flash_attention: bool) -> (Workload, u32) {
+pub fn single_layer(model: &Model, plan: &Plan, acc: &Device, flash_attention: bool) -> (Workload, u32) {
     let t = plan.tp;
     let layout = Layout::megatron(t, 1, 1, 1, 1);
     let groups = vec![Group { name: "TP".into(), members: Membership::Dims(layout.mask(&[Axis::Tp])) }];
@@ -952,8 +952,8 @@ mod sizes {
     use crate::training::model::{Family, Moe};
     use std::collections::BTreeSet;
 
-    fn gpu() -> Accelerator {
-        Accelerator::ideal()
+    fn gpu() -> Device {
+        Device::ideal()
     }
 
     fn plan(tp: u32, pp: u32, ep: u32, cp: u32, sp: bool, dp: DataParallel) -> Plan {

@@ -25,7 +25,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::hardware::Accelerator;
+use crate::compute::Device;
 use super::plan::Plan;
 use crate::error::{InputError, Result};
 use crate::layout::Axis;
@@ -34,7 +34,7 @@ use crate::platform::Platform;
 /// One type of a mix and how many GPUs run it.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct MixPart {
-    pub accelerator: Accelerator,
+    pub accelerator: Device,
     pub gpus: u32,
 }
 
@@ -58,7 +58,7 @@ pub enum MixBy {
 /// The devices of a job: its distinct accelerator types, GPUs of each, and each rank's type.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Devices<'a> {
-    pub types: Vec<&'a Accelerator>,
+    pub types: Vec<&'a Device>,
     pub gpus: Vec<u32>,
     /// Index into `types` per rank.
     pub rank_type: Vec<u32>,
@@ -80,14 +80,14 @@ fn bad(message: String) -> InputError {
 /// The devices of `plan` from `mix` (None: every GPU is `single`), checked: at least one
 /// part, counts positive, summing to the plan's GPUs, multiples of TP (of the stage size by
 /// stage); one description per type name.
-pub fn devices<'a>(plan: &Plan, single: &'a Accelerator, mix: Option<&'a Mix>) -> Result<Devices<'a>> {
+pub fn devices<'a>(plan: &Plan, single: &'a Device, mix: Option<&'a Mix>) -> Result<Devices<'a>> {
     let Some(Mix { parts: mix, by }) = mix else {
         return Ok(Devices { types: vec![single], gpus: vec![plan.gpus], rank_type: vec![0; plan.gpus as usize] });
     };
     if mix.is_empty() {
         return Err(bad("names no accelerator type".into()));
     }
-    let mut types: Vec<&Accelerator> = Vec::new();
+    let mut types: Vec<&Device> = Vec::new();
     let mut part_type = Vec::with_capacity(mix.len());
     for part in mix {
         part.accelerator.check()?;
@@ -172,6 +172,7 @@ pub fn check_fabric(devices: &Devices, fabric: &Platform, source: &str) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog::Accelerator;
     use crate::training::model::{Family, Model};
     use crate::training::plan::{DataParallel, Recompute};
     use crate::training::{run_training, Network, TrainingInput, TrainingReport};
@@ -198,11 +199,11 @@ mod tests {
         }
     }
 
-    fn acc(name: &str, tflops: f64) -> Accelerator {
-        Accelerator { name: name.into(), matmul_tflops: tflops, ..Accelerator::ideal() }
+    fn acc(name: &str, tflops: f64) -> Device {
+        Device::from(Accelerator { name: name.into(), matmul_tflops: tflops, ..Accelerator::ideal() })
     }
 
-    fn part(a: &Accelerator, gpus: u32) -> MixPart {
+    fn part(a: &Device, gpus: u32) -> MixPart {
         MixPart { accelerator: a.clone(), gpus }
     }
 
@@ -256,7 +257,7 @@ mod tests {
 
     /// A job of uniform layers on `gpus` GPUs in TP 8 and PP `pp`, on a network fast enough to
     /// leave compute setting the pace, with mix `mix` (None: every GPU an H100-like `h`).
-    fn job(gpus: u32, pp: u32, mix: Option<Mix>, single: &Accelerator) -> TrainingInput {
+    fn job(gpus: u32, pp: u32, mix: Option<Mix>, single: &Device) -> TrainingInput {
         let model = Model {
             name: "uniform".into(),
             family: Family::Gpt,
@@ -292,7 +293,7 @@ mod tests {
         run_training(i, &mut |_| true).unwrap()
     }
 
-    fn gpus(h: &Accelerator, a: &Accelerator) -> (Accelerator, Accelerator) {
+    fn gpus(h: &Device, a: &Device) -> (Device, Device) {
         (h.clone(), a.clone())
     }
 
@@ -321,7 +322,7 @@ mod tests {
     #[test]
     fn a_data_parallel_job_of_two_types_runs_at_the_slower_ones_pace() {
         // 16 GPUs: two TP groups of 8, data-parallel; the first an H100, the second an A100.
-        let (h, a) = gpus(&acc("h100", 989.0), &Accelerator { hbm_tbps: 1.0, ..acc("a100", 312.0) });
+        let (h, a) = gpus(&acc("h100", 989.0), &Device::from(Accelerator { hbm_tbps: 1.0, ..acc("a100", 312.0).accelerator }));
         let fast = run(&job(16, 1, None, &h));
         let slow = run(&job(16, 1, None, &a));
         assert!(slow.iteration_s > 2.0 * fast.iteration_s, "{} vs {}", slow.iteration_s, fast.iteration_s);
@@ -346,7 +347,7 @@ mod tests {
 
     #[test]
     fn stages_on_the_slower_type_are_the_critical_path() {
-        let (h, a) = gpus(&acc("h100", 989.0), &Accelerator { hbm_tbps: 1.0, ..acc("a100", 312.0) });
+        let (h, a) = gpus(&acc("h100", 989.0), &Device::from(Accelerator { hbm_tbps: 1.0, ..acc("a100", 312.0).accelerator }));
         for (parts, slow_stage) in [([part(&a, 16), part(&h, 16)], 0), ([part(&h, 16), part(&a, 16)], 1)] {
             let r = run(&job(32, 2, Some(of(&parts, MixBy::Stage)), &h));
             assert_eq!(r.critical_stage, slow_stage);

@@ -4,8 +4,6 @@
 pub mod batch;
 pub mod costs;
 pub mod generate;
-pub mod hardware;
-pub mod kernels;
 pub mod memory;
 pub mod mix;
 pub mod model;
@@ -19,7 +17,8 @@ use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
 
 use crate::analytical::alpha_beta::{AlphaBeta, Bandwidths, PriceMemo};
-use crate::analytical::server_spec::{GpuType, NicType, ServerSpec};
+use crate::analytical::server_spec::ServerSpec;
+use crate::catalog::simai::{GpuType, NicType};
 
 use crate::collective::choose::Options;
 use crate::collective::on_platform::{self, PlatformOptions};
@@ -32,7 +31,7 @@ use crate::flow::sweep::protocol_option;
 use crate::platform::routing::Routes;
 use crate::platform::{Platform, Routing};
 use crate::workload::{OpKind, Workload};
-use hardware::Accelerator;
+use crate::compute::Device;
 use memory::{stage_memory, Memory};
 use model::Model;
 use plan::Plan;
@@ -55,7 +54,7 @@ pub struct Network {
 pub struct TrainingInput {
     pub model: Model,
     pub plan: Plan,
-    pub accelerator: Accelerator,
+    pub accelerator: Device,
     pub network: Network,
     #[serde(default)]
     pub flash_attention: bool,
@@ -153,7 +152,7 @@ impl Fabric {
     pub fn config(&self) -> Result<FlowConfig> {
         let mut topology = match &self.platform {
             Some(p) => p.clone(),
-            None => Platform::parse_text(&self.path, &self.topology, &self.accelerators)?,
+            None => Platform::parse_text(&self.path, &self.topology)?,
         };
         if let Some(r) = &self.routing {
             topology.routing = Routing::parse(r)?;
@@ -224,7 +223,7 @@ pub struct TrainingReport {
     pub layers: Vec<LayerTime>,
     /// Distinct kernels timed from the measured kernel table and by the model (with a table).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub kernels: Option<kernels::KernelUse>,
+    pub kernels: Option<crate::compute::KernelUse>,
     /// Per accelerator type of a mixed job: GPUs, busy fraction and MFU ([`mix`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub per_type: Vec<mix::TypeUse>,
@@ -269,11 +268,11 @@ pub fn run_training_memo(
         input.flash_attention,
         &input.overlap,
     )?;
-    let kernel_use = match acc.measured_kernels.is_empty() {
+    let kernel_use = match acc.measured.is_empty() {
         true => None,
         false => {
             let kernels = costs::iteration_kernels(model, plan, acc, input.flash_attention)?;
-            Some(kernels::KernelUse::of(&kernels, &acc.measured_kernels))
+            Some(crate::compute::KernelUse::of(&kernels, &acc.measured))
         }
     };
     let w = &generated.workload;
@@ -452,9 +451,10 @@ pub(crate) fn network_cost(input: &TrainingInput) -> Result<AlphaBeta> {
     let platform = ServerSpec {
         gpus_per_server: input.plan.gpus_per_server,
         nics_per_server: net.nics_per_server,
-        // SimAI's GPU type only supplies defaults; both bandwidths are given explicitly.
-        gpu: GpuType::H100,
-        nic: NicType::Cx7,
+        // SimAI's GPU type only supplies defaults (and Hopper's NCCL tree limits, as before the
+        // catalog); both bandwidths are given explicitly.
+        gpu: GpuType::parse("H100")?,
+        nic: NicType::parse("cx7")?,
         nvlink_busbw: Some(net.nvlink_busbw),
         nic_busbw: Some(net.nic_busbw),
     };
@@ -575,7 +575,7 @@ mod tests {
             last_stage_layers: None,
             account_for: Default::default(),
         };
-        let accelerator = Accelerator::ideal();
+        let accelerator = Device::ideal();
         let network = Network { nvlink_busbw: 1e6, nvls_busbw: None, nic_busbw: 1e6, nics_per_server: 8 };
         TrainingInput {
             model,

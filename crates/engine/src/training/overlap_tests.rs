@@ -73,7 +73,7 @@ fn layer_params() -> u64 {
 }
 
 fn run(p: &Plan, o: &Overlap, bw: f64) -> (Generated, Execution) {
-    let g = generate_with(&model(), p, &Accelerator::ideal(), true, o).unwrap();
+    let g = generate_with(&model(), p, &Device::ideal(), true, o).unwrap();
     let exec = Executor::new(&g.workload)
         .unwrap()
         .run(&mut Analytical::new(Box::new(Linear(bw)), Placement::servers(p.gpus, 8)), &mut |_| true)
@@ -343,7 +343,7 @@ fn tp_bulk_overlaps_hide_only_under_the_qkv_layer_s_own_gemms() {
     let (weight, _) = block_ops(&g0, false, R_ATTN, Phase::WeightGrad);
     let d = duration(&e0, 0, *data.last().unwrap());
     let w = duration(&e0, 0, *weight.last().unwrap());
-    let x = tp_linears(&model(), &p, &Accelerator::ideal()).attn;
+    let x = tp_linears(&model(), &p, &Device::ideal()).attn;
     assert!(close(d, x.first_dgrad) && close(w, x.first_wgrad), "{d} {w} vs {x:?}");
     // The ring pieces, then the rest of the block's data gradient (core attention) before d.
     assert!(data.len() > t as usize + 1 && duration(&e0, 0, data[t as usize]) > 0.0);

@@ -33,7 +33,7 @@ use std::collections::HashMap;
 use super::generate::{
     generate_with, Generated, DP, DP_EP, EP, NO_LAYER, R_ATTN, R_CE, R_EMB, R_GATHER, R_GRAD, R_HEAD, R_MOE, R_OPT, TP,
 };
-use super::hardware::Accelerator;
+use crate::compute::Device;
 use super::model::Model;
 use super::overlap::Overlap;
 use super::plan::Plan;
@@ -262,7 +262,7 @@ pub const FILE_OVERLAP: Overlap = Overlap {
 };
 
 /// The rows of `plan`'s first pipeline stage, derived from the generator's program (`plan` without CP).
-pub fn megatron_workload(model: &Model, plan: &Plan, acc: &Accelerator, flash: bool) -> Result<WorkloadFile> {
+pub fn megatron_workload(model: &Model, plan: &Plan, acc: &Device, flash: bool) -> Result<WorkloadFile> {
     let Generated { workload, steps, op_layer, .. } = generate_with(model, plan, acc, flash, &FILE_OVERLAP)?;
     let (prog, steps, layer) = (&workload.programs[0], &steps[0], &op_layer[0]);
     let m = plan.micro_batches();
@@ -372,6 +372,7 @@ mod tests {
     //! `workload generate` then `analytical` in the default mode (the derived rows run by
     //! simai/build.rs), on the same α–β network. Compute and exposed communication per group agree.
     use super::*;
+    use crate::catalog::Accelerator;
     use crate::analytical::Analytical;
     use crate::executor::Executor;
     use crate::exposure::exposure;
@@ -417,14 +418,14 @@ mod tests {
         }
     }
 
-    fn h100() -> Accelerator {
-        Accelerator {
+    fn h100() -> Device {
+        Device::from(Accelerator {
             name: "h100".into(),
             matmul_tflops: 989.0,
             vector_tflops: 67.0,
             hbm_tbps: 3.35,
             ..Accelerator::ideal()
-        }
+        })
     }
 
     /// (compute, exposed TP, EP, DP + DP_EP) in ns of stage 0, the two ways.

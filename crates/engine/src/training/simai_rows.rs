@@ -20,7 +20,7 @@
 use serde::Deserialize;
 
 use super::costs::{BlockTimes, Costs};
-use super::hardware::Accelerator;
+use crate::compute::Device;
 use super::model::Model;
 use super::plan::Plan;
 use super::rows_from_ops::megatron_workload;
@@ -178,7 +178,7 @@ fn modules(model: &Model, plan: &Plan, sp: bool, layers: &[u32], costs: &Costs) 
 pub fn simai_workload(
     model: &Model,
     plan: &Plan,
-    acc: &Accelerator,
+    acc: &Device,
     flash: bool,
     flavor: Flavor,
 ) -> Result<WorkloadFile> {
@@ -198,7 +198,7 @@ pub fn simai_workload(
 }
 
 /// The rows AICB writes for `plan`.
-fn aicb_workload(model: &Model, plan: &Plan, acc: &Accelerator, flash: bool) -> Result<WorkloadFile> {
+fn aicb_workload(model: &Model, plan: &Plan, acc: &Device, flash: bool) -> Result<WorkloadFile> {
     let costs = Costs { acc, model, plan, flash_attention: flash };
     let (t, b, s, h) = (plan.tp as u64, plan.mbs as u64, plan.seq, model.hidden);
     let big_t = 2 * b * s * h;

@@ -41,8 +41,8 @@
 //! communication runs), as NCCL's SMs are not elsewhere in the model.
 
 use super::{Builder, Model, Plan, TP};
-use crate::training::hardware::Accelerator;
-use crate::training::kernels::Kernel;
+use crate::compute::Device;
+use crate::compute::Kernel;
 use crate::training::model::Family;
 use crate::workload::{OpKind, Peer, Phase};
 
@@ -89,7 +89,7 @@ pub struct TpLinears {
 /// tokens, pipeline splits a quarter of the output columns; each takes its share of the whole
 /// GEMM's time: TE issues the pieces on up to 3 compute streams (`_NUM_MAX_UB_STREAMS`), so a
 /// piece's last partial wave of tiles runs beside the next piece's first.
-pub fn tp_linears(model: &Model, plan: &Plan, acc: &Accelerator) -> TpLinears {
+pub fn tp_linears(model: &Model, plan: &Plan, acc: &Device) -> TpLinears {
     let t = plan.tp as u64;
     let n = plan.mbs as u64 * (plan.seq / plan.cp as u64);
     let h = model.hidden;

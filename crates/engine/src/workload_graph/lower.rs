@@ -5,8 +5,8 @@
 //! FLOPS_d and HBM bandwidth W, placed with L bytes in HBM and R = B − L on a remote memory
 //! device ([`super::memory`]):
 //!
-//! - all local (R = 0): one compute op of t = max(F / FLOPS_d, B / W) (the roofline; HCSim's
-//!   Eq. 1 when W is not given);
+//! - all local (R = 0): one compute op of t = max(F / FLOPS_d, B / W) (the compute model's
+//!   roofline, [`crate::compute::roofline_ns`]; HCSim's Eq. 1 when W is not given);
 //! - non-coherent (the remote device is host DRAM, Fig. 3b): a read of R bytes from the device
 //!   to the XPU over the platform's links, then compute of max(F / FLOPS_d, B / W);
 //! - coherent (a CXL device, Fig. 3c): the read and a compute of max(F / FLOPS_d, L / W) start
@@ -29,6 +29,7 @@ use std::collections::HashMap;
 
 use super::memory::{Memories, Placed, Source, Want};
 use super::{Memory, Pattern, VertexKind, WorkloadGraph, Xpus};
+use crate::compute::roofline_ns;
 use crate::error::{InputError, Result};
 use crate::layout::Layout;
 use crate::platform::{NodeKind, Platform};
@@ -311,8 +312,7 @@ pub fn lower(file: &str, g: &WorkloadGraph, platform: &Platform, o: &Options) ->
             };
         // HBM traffic while computing: everything after a copy, the local part when reading in place.
         let hbm = if coherent { p.local } else { c.bytes };
-        let mem_ns = spec.memory_bandwidth.map_or(0.0, |w| hbm / w);
-        Ok(((c.flops / flops * 1e9).max(mem_ns), p.remote, coherent))
+        Ok((roofline_ns(c.flops, Some(flops), hbm, spec.memory_bandwidth), p.remote, coherent))
     };
     // Rank classes: ranks with the same program.
     let mut class_of_sig: HashMap<Vec<u64>, u32> = HashMap::new();

@@ -22,6 +22,7 @@
 
 pub mod export;
 pub mod json;
+pub mod llama2;
 pub mod lower;
 pub mod memory;
 pub mod run;

@@ -2,7 +2,6 @@ use super::lower::{Access, Options};
 use super::run::{run_graph, GraphRun};
 use super::WorkloadGraph;
 use crate::flow::network::Tuning;
-use crate::platform::xpu::Catalog;
 use crate::platform::Platform;
 
 /// Two user-defined XPUs of 1 TFLOP/s (fp32) and 1 GB of HBM with no bandwidth figure (pure
@@ -27,7 +26,7 @@ fn platform_with(kind: &str, capacity: &str, extra: &str) -> Platform {
           {{"source": "m0", "target": "sw", "bandwidth": 2e10, "latency": 5e-8}},
           {{"source": "m1", "target": "sw", "bandwidth": 2e10, "latency": 5e-8}}]}}"#
     );
-    Platform::parse_graph_json("p.json", &text, &Catalog::default()).unwrap()
+    Platform::parse_graph_json("p.json", &text).unwrap()
 }
 
 fn graph(nodes: &str, links: &str, graph: &str) -> WorkloadGraph {

@@ -3,10 +3,9 @@
 
 use clustersim_engine::analytical::busbw_file::BusbwTable;
 use clustersim_engine::analytical::ratio::{RatioTable, RatioTables};
-use clustersim_engine::analytical::server_spec::{GpuType, NicType, ServerSpec};
+use clustersim_engine::analytical::server_spec::ServerSpec;
 use clustersim_engine::platform::hcsim::HcsimParams;
 use clustersim_engine::platform::routing::Routes;
-use clustersim_engine::platform::xpu::{Catalog, Dtype, XpuSpec};
 use clustersim_engine::platform::{NodeKind, Platform};
 use clustersim_engine::simai::build::{BuildOptions, Overlap, SimaiWorkload, MAX_GPUS};
 use clustersim_engine::simai::file::WorkloadFile;
@@ -72,7 +71,7 @@ fn simai_config(compat: bool) -> RunConfig {
     RunConfig {
         compat,
         gpus: None,
-        platform: ServerSpec::new(8, 8, GpuType::H100, NicType::Cx7),
+        platform: ServerSpec::new(8, 8, "H100", "cx7").unwrap(),
         busbw: None,
         ratios: RatioTables::builtin(),
         overlap: Overlap { dp: 0.0, tp: 0.0, ep: 0.0, pp: 1.0 },
@@ -244,8 +243,7 @@ const PLATFORM_WORDS: &[&str] = &[
 
 /// A platform file: accepted platforms place every rank on a GPU and keep their names.
 fn platform_file(text: &str) -> Verdict {
-    let catalog: Vec<String> = ["H100", "A100", "MI300X"].map(String::from).to_vec();
-    match Platform::parse_platform(FILE, text, &catalog) {
+    match Platform::parse_platform(FILE, text) {
         Err(e) => refused(FILE, &e, |e| {
             e.field.as_deref() == Some("links") && e.message.starts_with("the topology is disconnected")
                 || e.field.as_deref() == Some("nodes") && e.message.starts_with("no gpu nodes")
@@ -563,11 +561,7 @@ fn training_inputs() {
 /// Platform graph documents (node-link JSON with HCSim's Table 2 attributes; YAML, GraphML and
 /// NetworkX graphs reach the engine as these): a hand-written one with every kind and attribute
 /// form, and a one-server HCSim Fig. 6b system of 4 XPUs as the engine writes it.
-fn graph_seeds() -> (Vec<Value>, Catalog) {
-    let mut h100 = XpuSpec { memory_bytes: 80e9, memory_bandwidth: Some(3350.0), ..XpuSpec::default() };
-    h100.set_flops(Dtype::Fp16, 989e12);
-    h100.set_flops(Dtype::Fp32, 67e12);
-    let catalog = Catalog { entries: vec![("H100".into(), h100)] };
+fn graph_seeds() -> Vec<Value> {
     let hand = r#"{"graph": {"name": "hand"}, "directed": false,
       "nodes": [{"id": "x0", "kind": "xpu", "type": "h100"},
                 {"id": 7, "kind": "xpu", "fp16_flops": 4e14, "fp32_flops": "1e14", "memory": "64GB", "memory_bandwidth": "1TB/s"},
@@ -588,8 +582,8 @@ fn graph_seeds() -> (Vec<Value>, Catalog) {
       "ranks": [7, "x0"]}"#;
     let mut params = HcsimParams::paper(true, "H100", 4);
     params.xpus_per_server = 4;
-    let built = Platform::hcsim("t", &params, &catalog).unwrap().to_graph_json("hcsim-cxl");
-    ([hand, built.as_str()].iter().map(|t| serde_json::from_str(t).unwrap()).collect(), catalog)
+    let built = Platform::hcsim("t", &params).unwrap().to_graph_json("hcsim-cxl");
+    [hand, built.as_str()].iter().map(|t| serde_json::from_str(t).unwrap()).collect()
 }
 
 const GRAPH_WORDS: &[&str] = &[
@@ -653,13 +647,13 @@ fn same_platform(a: &Platform, b: &Platform) -> bool {
 
 /// A graph document: refused with the node or link and the field named, or written back and
 /// read again to the same platform.
-fn platform_graph(text: &str, catalog: &Catalog) -> Verdict {
-    match Platform::parse_graph_json(FILE, text, catalog) {
+fn platform_graph(text: &str) -> Verdict {
+    match Platform::parse_graph_json(FILE, text) {
         // Only a JSON syntax error has a line: the others name the node or link instead.
         Err(e) => refused(FILE, &e, |e| e.field.as_deref() != Some("JSON")),
         Ok(p) => {
             let written = p.to_graph_json("fuzz");
-            let again = Platform::parse_graph_json(FILE, &written, catalog)
+            let again = Platform::parse_graph_json(FILE, &written)
                 .map_err(|e| format!("written back, refused: {e}"))?;
             if !same_platform(&p, &again) {
                 return Err("written back, read as another platform".into());
@@ -671,13 +665,13 @@ fn platform_graph(text: &str, catalog: &Catalog) -> Verdict {
 
 #[test]
 fn platform_graph_documents() {
-    let (seeds, catalog) = graph_seeds();
+    let seeds = graph_seeds();
     campaign(
         "platform graph JSON",
         |rng: &mut Rng| {
             let seed = rng_pick(rng, &seeds);
             mutate_json(rng, seed, GRAPH_WORDS)
         },
-        |text| platform_graph(text, &catalog),
+        platform_graph,
     );
 }

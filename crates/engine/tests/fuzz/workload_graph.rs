@@ -5,7 +5,6 @@
 
 use clustersim_engine::flow::network::Tuning;
 use clustersim_engine::platform::hcsim::HcsimParams;
-use clustersim_engine::platform::xpu::{Catalog, Dtype, XpuSpec};
 use clustersim_engine::platform::Platform;
 use clustersim_engine::workload_graph::lower::{Access, Options};
 use clustersim_engine::workload_graph::run::run_graph;
@@ -102,15 +101,11 @@ const WORDS: &[&str] = &[
 ];
 
 fn platform() -> Platform {
-    let mut h100 = XpuSpec { memory_bytes: 80e9, memory_bandwidth: Some(3350.0), ..XpuSpec::default() };
-    h100.set_flops(Dtype::Fp16, 989e12);
-    h100.set_flops(Dtype::Fp32, 67e12);
-    let catalog = Catalog { entries: vec![("H100".into(), h100)] };
     let mut params = HcsimParams::paper(true, "H100", 4);
     params.xpus_per_server = 4;
     params.dram_bytes = 1e12;
     params.cxl_memory_bytes = 2e11;
-    Platform::hcsim("hcsim-cxl", &params, &catalog).unwrap()
+    Platform::hcsim("hcsim-cxl", &params).unwrap()
 }
 
 fn read_and_run(text: &str, p: &Platform) -> Verdict {

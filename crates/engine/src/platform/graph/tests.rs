@@ -1,13 +1,6 @@
 use super::*;
 use crate::platform::hcsim::HcsimParams;
 
-fn catalog() -> Catalog {
-    let mut h100 = XpuSpec { memory_bytes: 80e9, memory_bandwidth: Some(3350.0), ..XpuSpec::default() };
-    h100.set_flops(Dtype::Fp16, 989e12);
-    h100.set_flops(Dtype::Fp32, 67e12);
-    Catalog { entries: vec![("H100".into(), h100)] }
-}
-
 const DOC: &str = r#"{
   "graph": {"name": "two XPUs"},
   "nodes": [
@@ -28,7 +21,7 @@ const DOC: &str = r#"{
 }"#;
 
 fn parse(text: &str) -> Result<Platform> {
-    Platform::parse_graph_json("p.json", text, &catalog())
+    Platform::parse_graph_json("p.json", text)
 }
 
 #[test]
@@ -57,9 +50,9 @@ fn written_documents_read_back_to_the_same_platform() {
     let mut params = HcsimParams::paper(true, "H100", 32);
     params.servers_per_tor = 2;
     params.dram_bytes = 1.5e12;
-    let h = Platform::hcsim("t", &params, &catalog()).unwrap();
+    let h = Platform::hcsim("t", &params).unwrap();
     let text = h.to_graph_json("hcsim-cxl");
-    let back = Platform::parse_graph_json("t", &text, &catalog()).unwrap();
+    let back = Platform::parse_graph_json("t", &text).unwrap();
     assert_eq!(back, h);
 }
 

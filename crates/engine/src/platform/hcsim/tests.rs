@@ -1,22 +1,6 @@
 use super::*;
 use crate::flow::{completion_times, FlowSpec};
-use crate::platform::xpu::{Dtype, XpuSpec};
-
-fn catalog() -> Catalog {
-    let spec = |fp16: f64, fp32: f64, gb: f64| {
-        let mut s = XpuSpec { memory_bytes: gb * 1e9, ..XpuSpec::default() };
-        s.set_flops(Dtype::Fp16, fp16 * 1e12);
-        s.set_flops(Dtype::Fp32, fp32 * 1e12);
-        s
-    };
-    Catalog {
-        entries: vec![
-            ("H100".into(), spec(989.0, 67.0, 80.0)),
-            ("A100".into(), spec(312.0, 19.5, 80.0)),
-            ("V100".into(), spec(125.0, 15.7, 32.0)),
-        ],
-    }
-}
+use crate::platform::xpu::Dtype;
 
 fn count(p: &Platform, kind: NodeKind) -> usize {
     p.kinds.iter().filter(|&&k| k == kind).count()
@@ -34,7 +18,7 @@ fn lone(p: &Platform, src: &str, dst: &str, bytes: f64) -> f64 {
 
 #[test]
 fn the_papers_4096_xpu_system_has_the_papers_parts() {
-    let p = Platform::hcsim("t", &HcsimParams::paper(true, "H100", 4096), &catalog()).unwrap();
+    let p = Platform::hcsim("t", &HcsimParams::paper(true, "H100", 4096)).unwrap();
     // 512 servers of 8 XPUs on 32 ToRs of 16 servers.
     assert_eq!(count(&p, NodeKind::Gpu), 4096);
     assert_eq!(count(&p, NodeKind::Cpu), 1024);
@@ -47,14 +31,14 @@ fn the_papers_4096_xpu_system_has_the_papers_parts() {
     assert_eq!(count(&p, NodeKind::Memory), 1024 + 4096);
     assert_eq!((p.placement.ranks(), p.placement.domains(), p.placement.largest_domain()), (4096, 512, 8));
     let pcie = HcsimParams { coherent: false, ..HcsimParams::paper(false, "H100", 4096) };
-    let q = Platform::hcsim("t", &pcie, &catalog()).unwrap();
+    let q = Platform::hcsim("t", &pcie).unwrap();
     assert_eq!((count(&q, NodeKind::CxlSwitch), count(&q, NodeKind::Memory)), (0, 1024));
 }
 
 #[test]
 fn lone_transfers_take_the_table5_paths() {
     let gb = 1e9;
-    let cxl = Platform::hcsim("t", &HcsimParams::paper(true, "H100", 256), &catalog()).unwrap();
+    let cxl = Platform::hcsim("t", &HcsimParams::paper(true, "H100", 256)).unwrap();
     // Same server: XPU link both ways (900 GB/s, 100 ns each).
     assert!((lone(&cxl, "s0.x0", "s0.x7", gb) - (200.0 + gb / 900.0)).abs() < 1e-6);
     // Other server, same rack: XPU → server CXL switch → rack CXL switch → ... : 4 CXL hops.
@@ -66,7 +50,7 @@ fn lone_transfers_take_the_table5_paths() {
     // Host DRAM: PCIe to the switch, the 4-link uplink, the DRAM link.
     assert!((lone(&cxl, "s0.x5", "s0.dram1", gb) - (250.0 + 250.0 + 100.0 + gb / 128.0)).abs() < 1e-6);
     // Without CXL, another server is over Ethernet: PCIe, NIC, ToR (and core across racks).
-    let pcie = Platform::hcsim("t", &HcsimParams::paper(false, "H100", 256), &catalog()).unwrap();
+    let pcie = Platform::hcsim("t", &HcsimParams::paper(false, "H100", 256)).unwrap();
     let eth = 2.0 * (250.0 + 250.0 + 5000.0);
     assert!((lone(&pcie, "s0.x0", "s1.x3", gb) - (eth + gb / 12.5)).abs() < 1e-6);
     assert!((lone(&pcie, "s0.x0", "s16.x0", gb) - (eth + 10_000.0 + gb / 12.5)).abs() < 1e-6);
@@ -82,7 +66,7 @@ fn four_xpus_share_their_cpus_pcie_uplink() {
     let gb = 1e9;
     for (uplinks, rate) in [(4, 128.0), (2, 64.0)] {
         params.pcie_uplinks = uplinks;
-        let p = Platform::hcsim("t", &params, &catalog()).unwrap();
+        let p = Platform::hcsim("t", &params).unwrap();
         let flows: Vec<FlowSpec> =
             (0..4).map(|x| FlowSpec { src: x, dst: node(&p, "s0.dram0"), bytes: gb, start_ns: 0.0 }).collect();
         for t in completion_times(&p, &flows, None, 0).unwrap() {
@@ -95,7 +79,7 @@ fn four_xpus_share_their_cpus_pcie_uplink() {
 fn xpu_types_are_assigned_per_tor() {
     let mut params = HcsimParams::paper(true, "H100", 0);
     params.mix = vec![("h100".into(), 128), ("A100".into(), 128), ("v100".into(), 8)];
-    let p = Platform::hcsim("t", &params, &catalog()).unwrap();
+    let p = Platform::hcsim("t", &params).unwrap();
     let ty = |r: u32| p.accelerator_type(p.placement.device(r)).to_string();
     assert_eq!(
         (ty(0), ty(127), ty(128), ty(255), ty(256), ty(263)),
@@ -106,7 +90,7 @@ fn xpu_types_are_assigned_per_tor() {
     // Any count: a last, partial server and ToR.
     params.mix = vec![("H100".into(), 20)];
     params.servers_per_tor = 2;
-    let p = Platform::hcsim("t", &params, &catalog()).unwrap();
+    let p = Platform::hcsim("t", &params).unwrap();
     assert_eq!((p.placement.domains(), count(&p, NodeKind::Switch)), (3, 3));
 }
 
@@ -115,7 +99,7 @@ fn bad_parameters_name_the_field() {
     let bad = |f: &dyn Fn(&mut HcsimParams), field: &str, says: &str| {
         let mut params = HcsimParams::paper(true, "H100", 256);
         f(&mut params);
-        let Err(e) = Platform::hcsim("hcsim-cxl", &params, &catalog()) else { panic!("accepted: {field}") };
+        let Err(e) = Platform::hcsim("hcsim-cxl", &params) else { panic!("accepted: {field}") };
         assert_eq!(e.field.as_deref(), Some(field), "{e}");
         assert!(e.message.contains(says), "{e}");
         assert!(e.to_string().starts_with("hcsim-cxl: "), "{e}");

@@ -1,64 +1,5 @@
-//! The per-kernel compute model: each kernel's time from its shape and the device, or from a
-//! measured kernel table when the run has one.
-//!
-//! - GEMM C[m×n] = A[m×k]·B[k×n] (`batch` of them): the library picks, per shape, the fastest of
-//!   a few output tiles tm×tn and split-k factors s, as cuBLAS's heuristic aims to (cuBLASLt
-//!   enumerates its tiles as `cublasLtMatmulTile_t` and splits k with `SPLITK_NUM`):
-//!   the accelerator's tile (`gemm_tile`, 128×128), its doubles 256×128 and 128×256 and its
-//!   halves 128×64 and 64×128; s > 1 only while the output tiles leave SMs idle (s·tiles ≤ SMs,
-//!   s ≤ 16). tiles = batch·⌈m/tm⌉·⌈n/tn⌉·s run in waves = ⌈tiles / SMs⌉, one tile per SM per
-//!   wave; a wave takes one tile's main loop, 2·tm·tn·⌈k/s⌉ FLOPs at one SM's share of
-//!   ε_gemm·peak, plus the tile's pipeline fill and drain t_fd (`gemm_fill_drain_ns`):
-//!   t = max(waves · (2·tm·tn·⌈k/s⌉ / (r·peak/SMs·ε_gemm) + t_fd), 2·batch·(mk + kn + mn) / (B_hbm·ε_hbm))
-//!   plus t_split = (s − 1)·8·batch·m·n / (B_hbm·ε_hbm) and t_launch.
-//!   r = min(1, ρ(tile) / ρ(base)) with ρ = tm·tn / (tm + tn), the tile's FLOPs per operand byte
-//!   loaded: a tile with less reuse than the accelerator's own is fed too slowly to keep its
-//!   tensor cores busy, a larger one is no faster per FLOP ("larger tiles have more data reuse,
-//!   allowing them to use less bandwidth", NVIDIA's "Matrix Multiplication Background" user
-//!   guide). The split-k term writes and reads back each extra fp32 partial sum. A tile count one
-//!   above a multiple of the SM count still costs a whole wave's math (tile/wave quantisation, as
-//!   that guide describes it), but the larger tile can save the second fill and drain and split-k
-//!   fills idle SMs. t_fd = 3.3 µs: OpenXLA's measured cuBLAS times on H100 at m = n = 1024 (one
-//!   wave) grow linearly in k from an intercept of 5.3 µs, 3.3 µs above a 2 µs launch
-//!   (benchmarks/hopper_kernels.py checks the other shapes and B200).
-//! - Flash attention (causal, fused): FLOPs 2·bh·s_q·s_k·(d_qk + d_v)/2 forward and 2.5× that
-//!   backward (the backward recomputes the scores and makes 5 GEMMs to the forward's 2,
-//!   Dao 2023 §3.1); bytes Q, K, V, O (and their gradients backward). Roofline at
-//!   ε_attention · peak forward and ε_attention,bwd · peak backward (the accelerator's
-//!   `attention_bwd_efficiency`, ε_attention where no measurement gives the backward apart:
-//!   on Hopper cuDNN's causal backward runs at 0.83 of its causal forward's rate), and
-//!   ε_hbm · B_hbm, plus t_launch.
-//! - Element-wise ops (norms, activations, dropout + residual, softmax, cross-entropy, embedding
-//!   lookup, MoE permutation) are HBM-bound: t = bytes / (B_hbm · ε_hbm) + t_launch, bytes per
-//!   element as [`Pointwise::bytes`] says; backward ones move twice the bytes, except the
-//!   cross-entropy, whose passes are counted one by one from Megatron-Core's code.
-//! - Cross-entropy over the vocabulary-parallel logits (n tokens × V/t), as Megatron-Core runs it
-//!   unfused (`cross_entropy_loss_fusion` off by default; megatron/core/tensor_parallel/
-//!   cross_entropy.py at f2e5db4, the code of the published H100 runs): forward casts the bf16
-//!   logits to fp32 (read 2 B, write 4 B), takes the max (read 4), subtracts it in place (8),
-//!   exponentiates in place (8), sums (4) and divides in place (8): 38 B per logit; backward
-//!   scales the saved softmax in place by the loss gradient (8) and autograd casts the fp32
-//!   gradient back to bf16 for the output layer (read 4, write 2): 14 B. Per-token gathers and
-//!   the TP all-reduces of n floats are negligible beside these passes.
-//! - The optimizer step (mixed-precision Adam) reads fp32 master weights, m, v and gradients and
-//!   writes master, m, v and the bf16 copy: 34 B per parameter, HBM-bound.
-//!
-//! Device constants (SMs, peak, HBM bandwidth) come from datasheets; ε_gemm, ε_hbm and
-//! t_launch are fitted once on the Megatron-LM A100 results (benchmarks/calibrate.py);
-//! ε_attention is FlashAttention-2's published fraction of the A100 peak. Other accelerators
-//! carry the A100 fit scaled by kernel-level measurements, never by training results: on
-//! Hopper ε_gemm = 0.80 × (largest measured bf16 GEMM rate as a fraction of peak, H100 / A100)
-//! = 0.74, which also absorbs the clock the 700 W limit sustains below the 1.83 GHz at which
-//! 989 TFLOP/s is quoted, and ε_attention is cuDNN fused attention's measured fraction
-//! (the catalog, python/clustersim/catalog/accelerators.yaml, names every figure and source;
-//! benchmarks/hopper_kernels.py checks the model against the published kernel rates).
-
-use std::collections::HashMap;
-
-use serde::{Deserialize, Serialize};
-
-use super::hardware::Accelerator;
-use crate::error::{InputError, Result};
+use super::Device;
+use crate::catalog::Accelerator;
 
 /// Element-wise ops of a transformer iteration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -81,7 +22,7 @@ pub enum Pointwise {
 }
 
 impl Pointwise {
-    const ALL: [Pointwise; 8] = [
+    pub const ALL: [Pointwise; 8] = [
         Pointwise::Norm,
         Pointwise::Residual,
         Pointwise::Gelu,
@@ -194,12 +135,12 @@ impl Kernel {
         body + acc.kernel_overhead_ns
     }
 
-    /// The kernel's time on `acc`: measured when its table has the kernel, else the model's.
-    pub fn ns(&self, acc: &Accelerator) -> f64 {
-        if acc.measured_kernels.is_empty() {
-            return self.model_ns(acc);
+    /// The kernel's time on `device`: measured when its table has the kernel, else the model's.
+    pub fn ns(&self, device: &Device) -> f64 {
+        if device.measured.is_empty() {
+            return self.model_ns(device);
         }
-        acc.measured_kernels.get(self).unwrap_or_else(|| self.model_ns(acc))
+        device.measured.get(self).unwrap_or_else(|| self.model_ns(device))
     }
 }
 
@@ -240,94 +181,10 @@ fn gemm_ns(m: u64, n: u64, k: u64, batch: u64, acc: &Accelerator, bw: f64) -> f6
     best
 }
 
-/// A measured time of one kernel, as a kernel table row gives it.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct Measured {
-    pub kernel: String,
-    pub shape: String,
-    pub dtype: String,
-    pub ns: f64,
-}
-
-/// Measured kernel times by (class, shape, dtype).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(from = "Vec<Measured>")]
-pub struct KernelTable(HashMap<(String, String, String), f64>);
-
-impl From<Vec<Measured>> for KernelTable {
-    fn from(rows: Vec<Measured>) -> Self {
-        KernelTable(rows.into_iter().map(|r| ((r.kernel, r.shape, r.dtype), r.ns)).collect())
-    }
-}
-
-impl KernelTable {
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    pub fn get(&self, kernel: &Kernel) -> Option<f64> {
-        let (class, shape, dtype) = kernel.key();
-        self.0.get(&(class, shape, dtype.to_string())).copied()
-    }
-
-    /// Times finite and ≥ 0; kernel classes known. Errors name the `kernels` field of the row.
-    pub fn check(&self) -> Result<()> {
-        for ((class, shape, _), ns) in &self.0 {
-            if !(ns.is_finite() && *ns >= 0.0) {
-                return Err(InputError::field(
-                    "kernels",
-                    "measured",
-                    format!("{class} {shape}: time {ns} ns must be a finite number ≥ 0"),
-                ));
-            }
-            if !is_class(class) {
-                return Err(InputError::field("kernels", "kernel", format!("unknown kernel class {class:?}")));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Whether `class` names a kernel class of [`Kernel::key`].
-pub fn is_class(class: &str) -> bool {
-    let base = class.strip_suffix("_bwd").unwrap_or(class);
-    matches!(class, "gemm" | "adam") || base == "flash_attention" || Pointwise::ALL.iter().any(|p| p.name() == base)
-}
-
-/// How many distinct kernels of an iteration a run timed from its measured table and how many
-/// from the model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct KernelUse {
-    pub measured: usize,
-    pub modelled: usize,
-}
-
-impl KernelUse {
-    pub fn of(kernels: &[(Kernel, usize)], table: &KernelTable) -> KernelUse {
-        let measured = kernels.iter().filter(|(k, _)| table.get(k).is_some()).count();
-        KernelUse { measured, modelled: kernels.len() - measured }
-    }
-}
-
-/// The distinct kernels of a list, in first-seen order, each with how often it occurs.
-pub fn distinct(kernels: &[Kernel]) -> Vec<(Kernel, usize)> {
-    let mut out: Vec<(Kernel, usize)> = Vec::new();
-    for k in kernels {
-        match out.iter_mut().find(|(d, _)| d == k) {
-            Some((_, n)) => *n += 1,
-            None => out.push((*k, 1)),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compute::{distinct, is_class, KernelTable, Measured};
 
     /// An A100-like device: 108 SMs, 312 TFLOP/s, 2 TB/s, 128×128 tiles, no launch overhead, no
     /// fill/drain.
@@ -509,11 +366,11 @@ mod tests {
 
     #[test]
     fn a_measured_time_replaces_the_model_for_that_kernel_only() {
-        let mut acc = gpu();
+        let mut acc = Device::from(gpu());
         let g = Kernel::Gemm { m: 4096, n: 4096, k: 4096, batch: 1 };
         let other = Kernel::Gemm { m: 4096, n: 4096, k: 2048, batch: 1 };
         assert_eq!(g.key(), ("gemm".into(), "4096x4096x4096".into(), "bf16"));
-        acc.measured_kernels = KernelTable::from(vec![Measured {
+        acc.measured = KernelTable::from(vec![Measured {
             kernel: "gemm".into(),
             shape: "4096x4096x4096".into(),
             dtype: "bf16".into(),
