@@ -9,8 +9,8 @@ import shutil
 import subprocess
 
 import pytest
-from clustersim.study import store
-from clustersim.study.report import pareto_front
+from clustersim.explore import store
+from clustersim.explore.report import pareto_front
 
 SPEC = """\
 command: train

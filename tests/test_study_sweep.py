@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from clustersim import api
 from clustersim.errors import InputError
-from clustersim.study import store
-from clustersim.study.execute import sweep
-from clustersim.study.spec import load_spec
+from clustersim.explore import store
+from clustersim.explore.execute import sweep
+from clustersim.explore.spec import load_spec
 from conftest import ROOT
 
 SMALL = """\
@@ -218,7 +218,7 @@ def test_collective_and_run_points(tmp_path, run_cli):
 def test_a_failure_before_the_first_point_leaves_no_store_and_after_it_keeps_the_points(
     tmp_path, monkeypatch
 ):
-    import clustersim.study.execute as execute
+    import clustersim.explore.execute as execute
 
     spec = load_spec(write(tmp_path, SMALL))
     real, calls = execute.evaluate, []

@@ -13,7 +13,7 @@ from clustersim.errors import InputError
 from clustersim.table import Table
 
 if TYPE_CHECKING:
-    from clustersim.calibrate.file import CalibrationFile
+    from clustersim.calibration import CalibrationFile
     from clustersim.reduction_server import ReductionServers
 
 SIMAI = "simai"
@@ -114,7 +114,7 @@ def calibrated_busbw(
     the GPU and NIC types) times the calibration's scale-up and scale-out bandwidth efficiencies,
     as a fabric's NVLink and NIC links are rescaled. The latency factors have nothing to scale
     here: the model's latency is NCCL's per call, not the links' (calibrate/model.py)."""
-    from clustersim.calibrate.series import SCALE_OUT, SCALE_UP
+    from clustersim.measure.calibrate.series import SCALE_OUT, SCALE_UP
 
     built_in = _engine.server_busbw(gpu_type, nic_type)
     nvlink = built_in[0] if nvlink is None else nvlink
@@ -189,7 +189,7 @@ def simulate(
         run_name = Path(workload).stem + "-"
     fabric, platform = None, None
     if calibration is not None:
-        from clustersim.calibrate.file import calibrated, read_calibration
+        from clustersim.calibration import calibrated, read_calibration
 
         cal = read_calibration(calibration)
         if topology is not None:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from clustersim.analytical import AnalyticalResult, simulate
 from clustersim.errors import InputError
-from clustersim.search import SearchResult, search
+from clustersim.explore.search import SearchResult, search
 from clustersim.table import Table
 
 if TYPE_CHECKING:
@@ -95,10 +95,10 @@ def run(
 def _calibrated(
     topology: str | os.PathLike[str] | Topology | Platform | None, calibration: str | os.PathLike[str] | None
 ) -> Any:
-    """The fabric with the calibration file's link classes applied (clustersim.calibrate.file)."""
+    """The fabric with the calibration file's link classes applied (clustersim.calibration)."""
     if calibration is None:
         return topology
-    from clustersim.calibrate.file import calibrated, read_calibration
+    from clustersim.calibration import calibrated, read_calibration
 
     if topology is None:
         raise InputError(f"--calibration {calibration}: rescales a fabric's links; give the fabric (-n)")
@@ -311,7 +311,7 @@ def plan_options(
             f"command line: --kernels: a kernel table times one accelerator type, not the mix {o.gpu}"
         )
     if o.kernels is not None:
-        from clustersim.kernels.table import read_table
+        from clustersim.kernel_table import read_table
 
         acc["measured_kernels"] = read_table(o.kernels)
     plan = dict(
@@ -418,7 +418,7 @@ def collective(
     each row's time t becomes a_c + t / e_c where the file fits `op` itself."""
     from clustersim.fabric import ecmp_seeds as seed_range
     from clustersim.fabric import gpu_count, load_topology
-    from clustersim.sweep import OPS, seed_table, sizes, sweep
+    from clustersim.nccl_tests import OPS, seed_table, sizes, sweep
 
     name = op.lower().replace("_", "")
     if name not in OPS:
@@ -447,7 +447,7 @@ def collective(
         for k, s in enumerate(seeds)
     ]
     if calibration is not None:
-        from clustersim.calibrate.file import calibrate_table, read_calibration
+        from clustersim.calibration import calibrate_table, read_calibration
 
         tables = [calibrate_table(read_calibration(calibration), name, t) for t in tables]
     table = tables[0] if len(seeds) == 1 else seed_table(seeds, tables)
@@ -456,7 +456,7 @@ def collective(
 
 
 def _bytes(size: int | str) -> int:
-    from clustersim.sweep import parse_size
+    from clustersim.nccl_tests import parse_size
 
     if isinstance(size, int) and not isinstance(size, bool):
         return size
@@ -471,18 +471,18 @@ def sweep(
     ray: str | None = None,
     progress: Progress | None = None,
 ) -> Table:
-    """Every point of the sweep spec `spec` (YAML; see clustersim.study.spec) simulated and stored
+    """Every point of the sweep spec `spec` (YAML; see clustersim.explore.spec) simulated and stored
     in the SQLite store `store` (default: `spec` with the suffix .sqlite) as it finishes, on
     `workers` processes or on the Ray cluster at `ray`; points already stored are not simulated
-    again. Returns every stored point as flat columns (clustersim.study.export). Worker processes
+    again. Returns every stored point as flat columns (clustersim.explore.export). Worker processes
     are spawned (they inherit no state), so a script that calls this with `workers` > 1 must do
     so under `if __name__ == "__main__":`, as with any `multiprocessing` pool."""
     from pathlib import Path
 
-    from clustersim.study import export
-    from clustersim.study import store as stores
-    from clustersim.study.execute import sweep as run_sweep
-    from clustersim.study.spec import load_spec
+    from clustersim.explore import export
+    from clustersim.explore import store as stores
+    from clustersim.explore.execute import sweep as run_sweep
+    from clustersim.explore.spec import load_spec
 
     path = Path(spec).with_suffix(".sqlite") if store is None else store
     run_sweep(load_spec(spec), path, workers=workers, ray=ray, progress=progress)

@@ -432,7 +432,7 @@ class Workload:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the IR JSON to `path` (all or nothing)."""
-        from clustersim.output import atomic_outputs, write_text
+        from clustersim.files import atomic_outputs, write_text
 
         text = self.to_json()
         with atomic_outputs() as stage:

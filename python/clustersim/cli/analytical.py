@@ -132,7 +132,7 @@ def main(args: argparse.Namespace) -> int:
 
 def report(args: argparse.Namespace, result: AnalyticalResult, prefix: str) -> None:
     """Write a SimAI-workload run's files (all or none), then print its summary and what was written."""
-    from clustersim.output import atomic_outputs, write_csv, write_text
+    from clustersim.files import atomic_outputs, write_csv, write_text
 
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)

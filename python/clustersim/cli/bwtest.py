@@ -60,11 +60,11 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from clustersim.bwtest import report
-    from clustersim.bwtest.bound import group_bounds_GBps
-    from clustersim.bwtest.pattern import Pattern
-    from clustersim.bwtest.simulate import platform_of, rank_devices, simulate
     from clustersim.errors import InputError
+    from clustersim.measure.bwtest import report
+    from clustersim.measure.bwtest.bound import group_bounds_GBps
+    from clustersim.measure.bwtest.pattern import Pattern
+    from clustersim.measure.bwtest.simulate import platform_of, rank_devices, simulate
 
     if args.calibration is not None and not args.simulate:
         raise InputError("command line: --calibration: calibrates the simulation; give --simulate")
@@ -73,7 +73,7 @@ def main(args: argparse.Namespace) -> int:
             raise InputError("command line: --simulate: give the platform with -n/--topology")
         platform = platform_of(args.topology)
         if args.calibration is not None:
-            from clustersim.calibrate.file import calibrated, read_calibration
+            from clustersim.calibration import calibrated, read_calibration
 
             platform = calibrated(args.topology, read_calibration(args.calibration))
         ranks = args.ranks or len(platform.placement[0])
@@ -81,7 +81,7 @@ def main(args: argparse.Namespace) -> int:
     else:
         if args.ranks is not None:
             raise InputError("command line: -np: the MPI world sets the ranks; -np is for --simulate")
-        from clustersim.bwtest.measure import mpi
+        from clustersim.measure.bwtest.measure import mpi
 
         comm = mpi().COMM_WORLD
         ranks = comm.Get_size()
@@ -95,7 +95,7 @@ def main(args: argparse.Namespace) -> int:
         timing = dict(group_s=group_s, iteration_s=step_s, min_iteration_s=step_s)
         mode, buffers, hosts = "simulate", "none", None
     else:
-        from clustersim.bwtest.measure import measure
+        from clustersim.measure.bwtest.measure import measure
 
         got = measure(pattern, args.iters, args.buffers, comm)
         if got is None:  # ranks other than 0: rank 0 reports

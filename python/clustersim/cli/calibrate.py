@@ -49,9 +49,9 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from clustersim.calibrate import model, report, series
-    from clustersim.calibrate.fit import fit
-    from clustersim.output import atomic_outputs, write_text
+    from clustersim.files import atomic_outputs, write_text
+    from clustersim.measure.calibrate import model, report, series
+    from clustersim.measure.calibrate.fit import fit
 
     found = series.read_series(args.files)
     fits = [fit(s.x, s.times_s, s.source) for s in found]

@@ -30,7 +30,7 @@ HELP = "nccl-tests-style sweep of one collective on the flow model"
 
 
 def add(sub: argparse._SubParsersAction) -> None:
-    from clustersim.sweep import OPS
+    from clustersim.nccl_tests import OPS
 
     p = subcommand(
         sub,
@@ -92,7 +92,7 @@ def main(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     if args.csv:
-        from clustersim.output import atomic_outputs, write_csv
+        from clustersim.files import atomic_outputs, write_csv
 
         with atomic_outputs() as stage:
             write_csv(stage(args.csv), [table.columns, *(row.values() for row in table.rows())])

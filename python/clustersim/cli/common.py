@@ -167,8 +167,8 @@ def add_on_platform(p: argparse.ArgumentParser) -> None:
 
 def reduction_options(args: argparse.Namespace):  # noqa: ANN201 (ReductionServers | None)
     """The reduction servers of `add_on_platform`'s flags, or None."""
+    from clustersim.nccl_tests import parse_size
     from clustersim.reduction_server import ReductionServers
-    from clustersim.sweep import parse_size
 
     if args.reduction_servers is None:
         if args.reduce_gbps is not None:

@@ -26,7 +26,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from clustersim.study.compare import compare, load_run
+    from clustersim.explore.compare import compare, load_run
 
     rows = compare(load_run(args.a), load_run(args.b))
     if args.differences:

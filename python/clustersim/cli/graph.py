@@ -177,7 +177,7 @@ def _ms(ns: float) -> str:
 
 def main_run(args: argparse.Namespace) -> int:
     from clustersim import workload_graph
-    from clustersim.output import atomic_outputs, write_text
+    from clustersim.files import atomic_outputs, write_text
 
     if not Path(args.graph).is_file():
         raise InputError(f"command line: GRAPH: '{args.graph}' is not a file")
@@ -267,7 +267,7 @@ def main_llama(args: argparse.Namespace) -> int:
     import json
 
     from clustersim import workload_graph
-    from clustersim.output import atomic_outputs, write_text
+    from clustersim.files import atomic_outputs, write_text
 
     doc = workload_graph.llama2_13b(
         args.batch,
@@ -310,7 +310,7 @@ def main_from_workload(args: argparse.Namespace) -> int:
     import json
 
     from clustersim import workload_graph
-    from clustersim.output import atomic_outputs, write_text
+    from clustersim.files import atomic_outputs, write_text
     from clustersim.workload import Workload
 
     if not Path(args.workload).is_file():

@@ -51,10 +51,10 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def measure(args: argparse.Namespace) -> int:
-    from clustersim.kernels import measure as measure_kernels
-    from clustersim.kernels.table import rows_text
-    from clustersim.kernels.timing import STAND_IN
-    from clustersim.output import atomic_outputs, write_csv
+    from clustersim.files import atomic_outputs, write_csv
+    from clustersim.kernel_table import rows_text
+    from clustersim.measure.kernels import measure as measure_kernels
+    from clustersim.measure.kernels.timing import STAND_IN
 
     def progress(done: int, total: int) -> None:
         print(f"\rtiming kernels: {done}/{total}", end="" if done < total else "\n", file=sys.stderr)

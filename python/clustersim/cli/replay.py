@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from clustersim.cli.common import add_calibration, add_json, subcommand, whole, wrote
 
 if TYPE_CHECKING:
-    from clustersim.replay.plan import Plan
+    from clustersim.measure.replay.plan import Plan
 
 HELP = "replay a SimAI workload's communication for real over MPI, checked and timed"
 
@@ -99,15 +99,15 @@ def dry_run(plan: Plan, scale: float) -> None:
 def main(args: argparse.Namespace) -> int:
     from clustersim.cli.analytical import report
     from clustersim.errors import InputError
-    from clustersim.replay import compare
-    from clustersim.replay import plan as plans
-    from clustersim.replay.execute import mpi, replay
-    from clustersim.replay.report import document, result, trace
+    from clustersim.measure.replay import compare
+    from clustersim.measure.replay import plan as plans
+    from clustersim.measure.replay.execute import mpi, replay
+    from clustersim.measure.replay.report import document, result, trace
 
     plan = plans.load(args.workload)  # every rank reads it, so every rank refuses it alike
     cal = None
     if args.calibration is not None:
-        from clustersim.calibrate.file import read_calibration
+        from clustersim.calibration import read_calibration
 
         if args.compare_topology is None:
             raise InputError(
@@ -149,7 +149,7 @@ def main(args: argparse.Namespace) -> int:
     )
     compared = None if simulated is None else compare.rows(got, simulated)
     report(args, got, prefix)
-    from clustersim.output import atomic_outputs, write_csv, write_text
+    from clustersim.files import atomic_outputs, write_csv, write_text
 
     with atomic_outputs() as stage:
         write_text(stage(prefix + "replay.json"), json.dumps(doc, indent=2, allow_nan=False) + "\n")

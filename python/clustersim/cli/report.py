@@ -38,8 +38,8 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from clustersim.output import atomic_outputs
-    from clustersim.study import report, store
+    from clustersim.explore import report, store
+    from clustersim.files import atomic_outputs
 
     stored = store.read(args.results)
     with atomic_outputs() as stage:

@@ -18,7 +18,7 @@ from clustersim.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from clustersim.search import SearchResult
+    from clustersim.explore.search import SearchResult
 
 HELP = "search every parallel plan of a model on a cluster for the fastest (analytical backend)"
 
@@ -84,7 +84,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 def only(text: str) -> tuple[str, list[Any]]:
     """argparse type: AXIS=V1,V2,… with AXIS an axis of the search and values of its kind."""
-    from clustersim.search import AXES, OPTIMIZERS, RECOMPUTE
+    from clustersim.explore.search import AXES, OPTIMIZERS, RECOMPUTE
 
     axis, _, values = text.partition("=")
     axis, parts = axis.strip(), [x.strip() for x in values.split(",")]
@@ -105,7 +105,7 @@ def only(text: str) -> tuple[str, list[Any]]:
 
 def main(args: argparse.Namespace) -> int:
     from clustersim.api import search
-    from clustersim.output import atomic_outputs, write_csv
+    from clustersim.files import atomic_outputs, write_csv
 
     keys = (
         "gpus gbs max_gbs gpu accelerators seq memory_gb no_flash_attn gpus_per_server nics_per_server"
@@ -136,7 +136,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def print_result(result: SearchResult, top: int) -> None:
-    from clustersim.search import part_column
+    from clustersim.explore.search import part_column
 
     print(
         f"{result.model} on {result.gpus} × {result.accelerator}: {result.visited} combinations tried,"

@@ -71,7 +71,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
     )
-    from clustersim.study.hcsim import MIXES, STUDIES
+    from clustersim.explore.hcsim import MIXES, STUDIES
 
     h.add_argument("study", choices=STUDIES, help="which study")
     h.add_argument(
@@ -151,8 +151,8 @@ def main(args: argparse.Namespace) -> int:
     import sys
 
     from clustersim.cli.platform import parse_window
-    from clustersim.output import atomic_outputs, write_csv, write_text
-    from clustersim.study import hcsim as h
+    from clustersim.explore import hcsim as h
+    from clustersim.files import atomic_outputs, write_csv, write_text
 
     refuse_what_the_study_does_not_use(args)
     chosen = {

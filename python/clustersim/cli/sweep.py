@@ -48,10 +48,10 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from clustersim.output import atomic_outputs
-    from clustersim.study import export, store
-    from clustersim.study.execute import sweep
-    from clustersim.study.spec import load_spec
+    from clustersim.explore import export, store
+    from clustersim.explore.execute import sweep
+    from clustersim.explore.spec import load_spec
+    from clustersim.files import atomic_outputs
 
     spec = load_spec(args.spec)
     path = args.output or str(Path(args.spec).with_suffix(".sqlite"))

@@ -168,7 +168,7 @@ def plan_options(args: argparse.Namespace) -> dict[str, object]:
 
 def main(args: argparse.Namespace) -> int:
     from clustersim.api import train
-    from clustersim.output import atomic_outputs, write_csv, write_text
+    from clustersim.files import atomic_outputs, write_csv, write_text
     from clustersim.training import chart_inputs, layers_rows, stage_table, stages_rows
 
     no_charts_without_prefix(args)

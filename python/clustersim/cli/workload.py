@@ -151,7 +151,7 @@ def export(args: argparse.Namespace) -> int:
 def rewrite(args: argparse.Namespace) -> int:
     from clustersim import _engine
     from clustersim.analytical import read_text
-    from clustersim.output import atomic_outputs, write_text
+    from clustersim.files import atomic_outputs, write_text
 
     text, warnings = _engine.rewrite_workload(
         args.file, read_text(args.file, "workload"), lenient=args.lenient
@@ -169,7 +169,7 @@ def rewrite(args: argparse.Namespace) -> int:
 
 def generate(args: argparse.Namespace) -> int:
     from clustersim.api import plan_options as resolve_plan
-    from clustersim.output import atomic_outputs, write_text
+    from clustersim.files import atomic_outputs, write_text
     from clustersim.training import plan_warnings, workload_text
     from clustersim.workload import Workload
 

@@ -179,7 +179,7 @@ def platform_of(fabric: Topology | Platform) -> Platform:
 
 def write_simai(fabric: Topology | Platform, path: str | os.PathLike[str]) -> None:
     """Write a fabric as a SimAI topology file (the engine's writer); whole or not at all."""
-    from clustersim.output import atomic_outputs, write_text
+    from clustersim.files import atomic_outputs, write_text
 
     text = platform_of(fabric).to_simai()
     with atomic_outputs() as stage:

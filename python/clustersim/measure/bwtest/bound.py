@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from clustersim.bwtest.pattern import Pattern
+from clustersim.measure.bwtest.pattern import Pattern
 
 if TYPE_CHECKING:
     from clustersim.platform import Platform

@@ -23,9 +23,9 @@ import math
 import os
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
-from clustersim.calibrate.report import FORMAT
-from clustersim.calibrate.series import REPLAY_OPS, SCALE_OUT, SCALE_UP
 from clustersim.errors import InputError
+from clustersim.measure.calibrate.report import FORMAT
+from clustersim.measure.calibrate.series import REPLAY_OPS, SCALE_OUT, SCALE_UP
 
 if TYPE_CHECKING:
     from clustersim.platform import Platform
@@ -131,7 +131,7 @@ def _short(value: object) -> str:
 
 def calibrated(spec: str | os.PathLike[str] | Topology | Platform, cal: CalibrationFile) -> Platform:
     """The fabric `spec` with its link classes rescaled by the calibration."""
-    from clustersim.calibrate.model import editable, scaled
+    from clustersim.measure.calibrate.model import editable, scaled
 
     return scaled(editable(spec), cal.classes, str(spec)).platform
 
@@ -145,7 +145,7 @@ def collective_time(cal: CalibrationFile | None, op: str, seconds: float) -> flo
 
 
 def calibrate_table(cal: CalibrationFile, op: str, table: Table) -> Table:
-    """An nccl-tests table (`clustersim.sweep`) with `collective_time` applied to every row, its
+    """An nccl-tests table (`clustersim.nccl_tests`) with `collective_time` applied to every row, its
     bandwidths following the time."""
     from clustersim.table import Table
 

@@ -17,8 +17,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from clustersim.errors import InputError
-from clustersim.replay import buffers
-from clustersim.replay.plan import Plan, Step
+from clustersim.measure.replay import buffers
+from clustersim.measure.replay.plan import Plan, Step
 
 # Test hook: the world rank named here adds 1 to the first element of every buffer it sends,
 # so the checks must catch it.

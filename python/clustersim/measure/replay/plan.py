@@ -7,7 +7,7 @@ import os
 from typing import Any, NamedTuple
 
 from clustersim.errors import InputError
-from clustersim.replay.buffers import ELEMENT, need_bytes
+from clustersim.measure.replay.buffers import ELEMENT, need_bytes
 
 
 class Step(NamedTuple):

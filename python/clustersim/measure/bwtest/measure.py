@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from clustersim.bwtest.pattern import WORD_BYTES, Pattern
 from clustersim.errors import InputError
+from clustersim.measure.bwtest.pattern import WORD_BYTES, Pattern
 
 BUFFERS = ("host", "device", "staged")
 

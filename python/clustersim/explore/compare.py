@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from clustersim.errors import InputError
-from clustersim.study.export import flatten
+from clustersim.explore.export import flatten
 
 
 def load_run(what: str) -> dict[str, Any]:
@@ -38,7 +38,7 @@ def load_run(what: str) -> dict[str, Any]:
 
 
 def store_point(path: str | os.PathLike[str], which: str) -> dict[str, Any]:
-    from clustersim.study import store
+    from clustersim.explore import store
 
     stored = store.read(path)
     rows = [r for r in stored.rows if str(r.seq) == which] or [

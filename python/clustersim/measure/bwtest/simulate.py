@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from clustersim.bwtest.pattern import Pattern
 from clustersim.errors import InputError
+from clustersim.measure.bwtest.pattern import Pattern
 
 if TYPE_CHECKING:
     from clustersim.platform import Platform

@@ -29,9 +29,9 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, NamedTuple
 
-from clustersim.calibrate.fit import AlphaBeta, correction, fit
-from clustersim.calibrate.series import SCALE_OUT, SCALE_UP, Series
 from clustersim.errors import InputError
+from clustersim.measure.calibrate.fit import AlphaBeta, correction, fit
+from clustersim.measure.calibrate.series import SCALE_OUT, SCALE_UP, Series
 
 if TYPE_CHECKING:
     from clustersim.platform import Platform
@@ -82,15 +82,15 @@ def series_class(series: Series, platform: Platform) -> str:
 def simulate(series: Series, platform: Platform) -> list[float]:
     """The series' times (s) on the flow model of `platform`."""
     if series.kind == "bwtest":
-        from clustersim.bwtest.pattern import WORD_BYTES, Pattern
-        from clustersim.bwtest.simulate import simulate as run_bwtest
+        from clustersim.measure.bwtest.pattern import WORD_BYTES, Pattern
+        from clustersim.measure.bwtest.simulate import simulate as run_bwtest
 
         out = []
         for s in series.sizes:
             pattern = Pattern.of(series.ranks, series.group_size or 1, max(1, s // WORD_BYTES))
             out.append(run_bwtest(pattern, platform, series.source)[1])
         return out
-    from clustersim.sweep import sweep
+    from clustersim.nccl_tests import sweep
 
     table = sweep(platform, series.kind, series.sizes, gpus=series.ranks)
     return [us * 1e-6 for us in table["time_us"]]

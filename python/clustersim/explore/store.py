@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from clustersim.errors import InputError
-from clustersim.study.spec import Spec, canonical
+from clustersim.explore.spec import Spec, canonical
 
 STORE_FORMAT = 1
 

@@ -15,8 +15,8 @@ import math
 from typing import Any
 
 from clustersim.errors import InputError
-from clustersim.study.export import BREAKDOWN, NOT_PARTS, THROUGHPUT, table
-from clustersim.study.store import Stored
+from clustersim.explore.export import BREAKDOWN, NOT_PARTS, THROUGHPUT, table
+from clustersim.explore.store import Stored
 from clustersim.table import Table
 
 UNITS = {"breakdown_s.": "s", "summary_us.": "µs"}
@@ -161,7 +161,7 @@ def html_table(t: Table, front: set[int]) -> str:
 
 
 def write(stored: Stored, path: Any, **options: Any) -> None:
-    from clustersim.output import write_text
+    from clustersim.files import write_text
 
     write_text(path, render(stored, **options))
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from clustersim.calibrate.fit import AlphaBeta, relative_errors, rms
-from clustersim.calibrate.series import SCALE_UP, Series
+from clustersim.measure.calibrate.fit import AlphaBeta, relative_errors, rms
+from clustersim.measure.calibrate.series import SCALE_UP, Series
 
 FORMAT = "clustersim-calibration/1"
 BUSBW_KEYS = ("allreduce", "allgather", "reducescatter", "alltoall")

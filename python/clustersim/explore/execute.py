@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from clustersim.errors import InputError
-from clustersim.study import store
-from clustersim.study.spec import Point, Spec, api_function
+from clustersim.explore import store
+from clustersim.explore.spec import Point, Spec, api_function
 
 # A finished point: (seq, key, options, status, result).
 Outcome = tuple[int, str, dict[str, Any], str, dict[str, Any]]

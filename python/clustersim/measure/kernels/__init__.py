@@ -61,7 +61,7 @@ def measure(
     "cpu": the NumPy stand-in; None: cuda when PyTorch sees one): rows of a kernel table with
     the measured and the model's time in µs (measured None for a kernel too large for the
     stand-in). `progress(done, total)` is called after each."""
-    from clustersim.kernels import timing
+    from clustersim.measure.kernels import timing
 
     device = device or timing.default_device()
     timing.check_device(device)

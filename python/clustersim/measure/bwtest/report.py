@@ -6,7 +6,7 @@ import json
 import os
 from typing import Any
 
-from clustersim.bwtest.pattern import WORD_BYTES, Pattern
+from clustersim.measure.bwtest.pattern import WORD_BYTES, Pattern
 
 FORMAT = "clustersim-bwtest/1"
 
@@ -67,7 +67,7 @@ def document(
 
 def write(doc: dict[str, Any], path: str | os.PathLike[str]) -> None:
     """Write the document; the file appears whole or not at all."""
-    from clustersim.output import atomic_outputs, write_text
+    from clustersim.files import atomic_outputs, write_text
 
     with atomic_outputs() as stage:
         write_text(stage(path), json.dumps(doc, indent=2, allow_nan=False) + "\n")

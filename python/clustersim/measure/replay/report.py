@@ -18,9 +18,9 @@ from typing import Any
 
 from clustersim import _engine
 from clustersim.analytical import SUMMARY_KEYS, AnalyticalResult
-from clustersim.replay.execute import Measured
-from clustersim.replay.plan import Plan
-from clustersim.sweep import busbw_factor
+from clustersim.measure.replay.execute import Measured
+from clustersim.measure.replay.plan import Plan
+from clustersim.nccl_tests import busbw_factor
 from clustersim.table import Table
 
 # Layer columns in the simulator's order (`AnalyticalResult.layers`).

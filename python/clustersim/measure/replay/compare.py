@@ -2,7 +2,7 @@
 a described fabric with the flow model (`clustersim.run`), beside the measured times per row and
 phase (total comm, µs) and for the iteration's summary. With `--calibration`, the fabric's link
 classes are rescaled and each row's phase of one collective gets that collective's own fit
-(`clustersim.calibrate.file`); the summary is the rescaled fabric's."""
+(`clustersim.calibration`); the summary is the rescaled fabric's."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import tempfile
 from typing import TYPE_CHECKING, Any
 
 from clustersim.analytical import AnalyticalResult
-from clustersim.replay.plan import Plan
+from clustersim.measure.replay.plan import Plan
 
 if TYPE_CHECKING:
-    from clustersim.calibrate.file import CalibrationFile
+    from clustersim.calibration import CalibrationFile
 
 # Byte fields of a row in the engine's normalised text (name, reserved, then per phase
 # compute, type, bytes), and the header's pp_comm.
@@ -47,7 +47,7 @@ def simulate(
 ) -> AnalyticalResult:
     """The flow model's iteration of the scaled workload on `topology`, one rank per GPU."""
     from clustersim.api import run
-    from clustersim.calibrate.file import calibrated
+    from clustersim.calibration import calibrated
     from clustersim.fabric import load_topology
 
     platform = load_topology(topology) if cal is None else calibrated(topology, cal)
@@ -64,7 +64,7 @@ def simulate(
 
 def per_collective(plan: Plan, got: AnalyticalResult, cal: CalibrationFile) -> AnalyticalResult:
     """Each row's phase of exactly one collective with that collective's fit applied."""
-    from clustersim.calibrate.file import collective_time
+    from clustersim.calibration import collective_time
     from clustersim.table import Table
 
     ops: dict[tuple[int, str], list[str]] = {}

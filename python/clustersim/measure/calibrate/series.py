@@ -19,9 +19,9 @@ from collections import defaultdict
 from typing import Any, NamedTuple
 
 from clustersim.analytical import read_text
-from clustersim.calibrate.nccl_log import NcclRun, read_nccl_log
 from clustersim.errors import InputError
-from clustersim.sweep import busbw_factor
+from clustersim.measure.calibrate.nccl_log import NcclRun, read_nccl_log
+from clustersim.nccl_tests import busbw_factor
 
 SCALE_UP, SCALE_OUT = "scale-up", "scale-out"
 
@@ -84,7 +84,7 @@ def read_bwtest_json(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def parse_bwtest_json(text: str, path: str) -> dict[str, Any]:
-    from clustersim.bwtest.report import FORMAT
+    from clustersim.measure.bwtest.report import FORMAT
 
     doc = _json(text, path)
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
@@ -122,7 +122,7 @@ def read_replay_json(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def parse_replay_json(text: str, path: str) -> dict[str, Any]:
-    from clustersim.replay.report import FORMAT
+    from clustersim.measure.replay.report import FORMAT
 
     doc = _json(text, path)
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:

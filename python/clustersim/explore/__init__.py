@@ -8,5 +8,5 @@
     report    one self-contained HTML page: table, Pareto plot, breakdown, the spec
     compare   two runs side by side
 
-(`clustersim.sweep` is another thing: nccl-tests' size sweep of one collective.)
+(`clustersim.nccl_tests` is another thing: nccl-tests' size sweep of one collective.)
 """
