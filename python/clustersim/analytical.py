@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from clustersim import _engine
 from clustersim.errors import InputError
+from clustersim.files import read_text
 from clustersim.table import Table
 
 if TYPE_CHECKING:
@@ -29,15 +30,6 @@ SUMMARY_KEYS = {
     "total exposed comm": "exposed_comm_us",
     "Total time": "total_us",
 }
-
-
-def read_text(path: str | os.PathLike[str], what: str) -> str:
-    """A whole text file, or an InputError naming it."""
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        raise InputError(f"{path}: cannot read the {what}: {reason}") from None
 
 
 MAX_COUNT = 2**32 - 1

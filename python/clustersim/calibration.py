@@ -48,7 +48,7 @@ class CalibrationFile(NamedTuple):
 
 
 def read_calibration(path: str | os.PathLike[str]) -> CalibrationFile:
-    from clustersim.analytical import read_text
+    from clustersim.files import read_text
 
     return parse_calibration(read_text(path, "calibration file"), os.fspath(path))
 

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clustersim.analytical import read_text
 from clustersim.errors import InputError
+from clustersim.files import read_text
 
 if TYPE_CHECKING:
     from clustersim.platform import Platform

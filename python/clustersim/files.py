@@ -1,4 +1,5 @@
-"""Writing results: all files of a run appear together, or none (no half-written results)."""
+"""Reading and writing files: a whole text file or an InputError naming it (`read_text`), and
+results written all together or not at all (`atomic_outputs`: no half-written results)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,16 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from clustersim.errors import InputError
+
+
+def read_text(path: str | os.PathLike[str], what: str | None = None) -> str:
+    """A whole text file (UTF-8), or an InputError naming it (and `what` it was to be)."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        the = f" the {what}" if what is not None else ""
+        raise InputError(f"{os.fspath(path)}: cannot read{the}: {reason}") from None
 
 
 @contextlib.contextmanager

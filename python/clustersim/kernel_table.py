@@ -9,10 +9,10 @@ import csv
 import math
 import os
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 from clustersim.errors import InputError
+from clustersim.files import read_text
 
 COLUMNS = ("kernel", "shape", "dtype", "device", "measured_us", "model_us")
 REQUIRED = ("kernel", "shape", "dtype", "measured_us")
@@ -42,11 +42,7 @@ def read_table(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     and ns."""
     from clustersim import _engine
 
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        raise InputError(f"{path}: cannot read: {reason}") from None
+    text = read_text(path)
     reader = csv.reader(text.splitlines())
     header = next(reader, None)
     if header is None:

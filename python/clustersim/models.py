@@ -11,6 +11,7 @@ from typing import Any
 
 from clustersim.catalog import engine_check, fail, is_count, lookup, read_yaml
 from clustersim.errors import InputError
+from clustersim.files import read_text
 
 # Hugging Face config.json keys → ours. Families whose configs describe LLaMA-style blocks.
 HF_LLAMA_TYPES = {
@@ -171,12 +172,9 @@ def resolve(spec: str, overrides: dict[str, Any] | None = None) -> dict[str, Any
     text = None
     if path.suffix in (".json", ".yaml", ".yml") or path.is_file():
         if path.suffix == ".json":
+            text = read_text(spec, "model")
             try:
-                text = path.read_text(encoding="utf-8")
                 doc = json.loads(text)
-            except (OSError, UnicodeDecodeError) as e:
-                reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-                raise InputError(f"{spec}: cannot read the model: {reason}") from None
             except json.JSONDecodeError as e:
                 raise InputError(f"{spec}:{e.lineno}: JSON: not valid JSON: {e.msg}") from None
             except RecursionError:

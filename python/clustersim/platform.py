@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from clustersim import _engine
 from clustersim.errors import InputError
+from clustersim.files import read_text
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -54,14 +55,6 @@ def xpu_catalog() -> tuple[CatalogEntry, ...]:
     return tuple(out)
 
 
-def _read_text(path: str | os.PathLike[str]) -> str:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{os.fspath(path)}: cannot read: {getattr(e, 'strerror', None) or e}") from None
-
-
 def read_platform(path: str | os.PathLike[str]) -> Platform:
     """Read a platform: a graph document (.json, .yaml/.yml, .graphml), else a platform file or a
     SimAI topology file."""
@@ -69,7 +62,7 @@ def read_platform(path: str | os.PathLike[str]) -> Platform:
     suffix = Path(name).suffix.lower()
     if suffix == ".graphml":
         return read_graphml(name)
-    text = _read_text(path)
+    text = read_text(path)
     if suffix == ".json":
         return parse_graph(name, text)
     if suffix in (".yaml", ".yml"):

@@ -441,7 +441,7 @@ class Workload:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Workload:
         """Read IR JSON from `path`."""
-        from clustersim.analytical import read_text
+        from clustersim.files import read_text
 
         return cls.from_json(read_text(path, "workload"), str(path))
 
@@ -457,7 +457,7 @@ class Workload:
     ) -> Workload:
         """The IR a SimAI workload file becomes in `clustersim analytical`'s default mode
         (`overlap`: its dp_o, tp_o, ep_o, pp_o)."""
-        from clustersim.analytical import read_text
+        from clustersim.files import read_text
 
         text = read_text(path, "workload")
         return cls.from_columns(
@@ -491,7 +491,7 @@ class Workload:
         """Run the workload through the executor on the analytical model (the platform as in
         `clustersim.simulate`; `compat` prices as SimAI-Analytical does). Returns `end_ns` (the
         iteration time), `events`, and `start` / `end` (ns) of every op of each class."""
-        from clustersim.analytical import read_text
+        from clustersim.files import read_text
 
         table = None if busbw is None else (str(busbw), read_text(busbw, "busbw"))
         return _engine.simulate_workload(

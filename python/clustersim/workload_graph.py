@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from clustersim import _engine
 from clustersim.errors import InputError
-from clustersim.platform import _jsonable, _node_id, _read_text
+from clustersim.files import read_text
+from clustersim.platform import _jsonable, _node_id
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -104,7 +105,7 @@ def read_workload_graph(path: str | os.PathLike[str]) -> str:
     name = os.fspath(path)
     if Path(name).suffix.lower() == ".graphml":
         return read_graphml(name)
-    return _engine.normalize_workload_graph(name, _read_text(name))
+    return _engine.normalize_workload_graph(name, read_text(name))
 
 
 def run(

@@ -120,7 +120,7 @@ def print_fields(info: dict[str, Any], as_json: bool) -> None:
 
 def check(args: argparse.Namespace) -> int:
     from clustersim import _engine
-    from clustersim.analytical import read_text
+    from clustersim.files import read_text
     from clustersim.workload import Workload
 
     text = read_text(args.file, "workload")
@@ -150,8 +150,7 @@ def export(args: argparse.Namespace) -> int:
 
 def rewrite(args: argparse.Namespace) -> int:
     from clustersim import _engine
-    from clustersim.analytical import read_text
-    from clustersim.files import atomic_outputs, write_text
+    from clustersim.files import atomic_outputs, read_text, write_text
 
     text, warnings = _engine.rewrite_workload(
         args.file, read_text(args.file, "workload"), lenient=args.lenient

@@ -193,6 +193,6 @@ def parse_simai(text: str, path: str = "topology") -> Topology:
 
 def read_simai(path: str | os.PathLike[str]) -> Topology:
     """Read a SimAI topology file; bad input raises InputError with file:line: field: message."""
-    from clustersim.analytical import read_text
+    from clustersim.files import read_text
 
     return parse_simai(read_text(path, "topology"), os.fspath(path))

@@ -16,8 +16,8 @@ import os
 import re
 from typing import NamedTuple, NoReturn
 
-from clustersim.analytical import read_text
 from clustersim.errors import InputError
+from clustersim.files import read_text
 
 # nccl-tests binary stems → the collective; longest first, so reduce_scatter is not read as reduce.
 OPS = {

@@ -18,8 +18,8 @@ import os
 from collections import defaultdict
 from typing import Any, NamedTuple
 
-from clustersim.analytical import read_text
 from clustersim.errors import InputError
+from clustersim.files import read_text
 from clustersim.measure.calibrate.nccl_log import NcclRun, read_nccl_log
 from clustersim.nccl_tests import busbw_factor
 

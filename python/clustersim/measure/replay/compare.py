@@ -25,7 +25,7 @@ PHASES = ("fwd", "wg", "ig")
 def scaled_text(plan: Plan, scale: float) -> str:
     """The workload file with every size times `scale` (rounded down, as the replay's buffers)."""
     from clustersim import _engine
-    from clustersim.analytical import read_text
+    from clustersim.files import read_text
 
     text, _ = _engine.rewrite_workload(plan.path, read_text(plan.path, "workload"))
     header, count, *rows = text.splitlines()

@@ -78,7 +78,7 @@ class Plan(NamedTuple):
 def load(path: str | os.PathLike[str]) -> Plan:
     """The plan of a SimAI workload file (InputError with file, line and field on bad input)."""
     from clustersim import _engine
-    from clustersim.analytical import read_text
+    from clustersim.files import read_text
     from clustersim.workload import Workload
 
     text = read_text(path, "workload")
