@@ -23,18 +23,23 @@ import math
 import os
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
+from clustersim import _engine
 from clustersim.errors import InputError
-from clustersim.measure.calibrate.report import FORMAT
-from clustersim.measure.calibrate.series import REPLAY_OPS, SCALE_OUT, SCALE_UP
+from clustersim.fabric import load_topology
+from clustersim.files import read_text
+from clustersim.nccl_tests import OPS
+from clustersim.table import Table
+from clustersim.topology import Topology, parse_simai
 
 if TYPE_CHECKING:
     from clustersim.platform import Platform
-    from clustersim.table import Table
-    from clustersim.topology import Topology
 
+FORMAT = "clustersim-calibration/1"
+# The link classes: scale-up (links that touch an NVSwitch: NVLink), scale-out (every other).
+SCALE_UP, SCALE_OUT = "scale-up", "scale-out"
 CLASSES = (SCALE_UP, SCALE_OUT)
 KNOWN = {"format", "classes", "collectives", "bandwidth_efficiency", "latency_factor", "call_latency_us"}
-KNOWN |= set(CLASSES) | set(REPLAY_OPS)
+KNOWN |= set(CLASSES) | set(OPS)
 # No calibration moves a link by more than this factor either way; beyond it is no measurement.
 MOST = 1e6
 
@@ -48,8 +53,6 @@ class CalibrationFile(NamedTuple):
 
 
 def read_calibration(path: str | os.PathLike[str]) -> CalibrationFile:
-    from clustersim.files import read_text
-
     return parse_calibration(read_text(path, "calibration file"), os.fspath(path))
 
 
@@ -70,7 +73,7 @@ def parse_calibration(text: str, path: str) -> CalibrationFile:
         fail(("format",) if isinstance(doc, dict) else (), f"expected a calibration file ('{FORMAT}')")
     classes = _section(doc, ("classes", "class"), CLASSES, ("bandwidth_efficiency", "latency_factor"), fail)
     collectives = _section(
-        doc, ("collectives", "collective"), REPLAY_OPS, ("bandwidth_efficiency", "call_latency_us"), fail
+        doc, ("collectives", "collective"), OPS, ("bandwidth_efficiency", "call_latency_us"), fail
     )
     return CalibrationFile(path, classes, {op: (e, us * 1e-6) for op, (e, us) in collectives.items()})
 
@@ -131,8 +134,6 @@ def _short(value: object) -> str:
 
 def calibrated(spec: str | os.PathLike[str] | Topology | Platform, cal: CalibrationFile) -> Platform:
     """The fabric `spec` with its link classes rescaled by the calibration."""
-    from clustersim.measure.calibrate.model import editable, scaled
-
     return scaled(editable(spec), cal.classes, str(spec)).platform
 
 
@@ -147,8 +148,6 @@ def collective_time(cal: CalibrationFile | None, op: str, seconds: float) -> flo
 def calibrate_table(cal: CalibrationFile, op: str, table: Table) -> Table:
     """An nccl-tests table (`clustersim.nccl_tests`) with `collective_time` applied to every row, its
     bandwidths following the time."""
-    from clustersim.table import Table
-
     old = table["time_us"]
     new = [collective_time(cal, op, t * 1e-6) * 1e6 for t in old]
     columns = {c: list(table[c]) for c in table.columns}
@@ -156,3 +155,43 @@ def calibrate_table(cal: CalibrationFile, op: str, table: Table) -> Table:
     for c in ("algbw_GBps", "busbw_GBps"):
         columns[c] = [bw * t / n for bw, t, n in zip(table[c], old, new, strict=True)]
     return Table(columns)
+
+
+def editable(spec: str | os.PathLike[str]) -> Topology:
+    """The fabric as a Topology whose links can be rescaled (platform files through SimAI text)."""
+    topo = load_topology(spec)
+    if not isinstance(topo, _engine.Platform):
+        return topo
+    try:
+        text = topo.to_simai()
+    except InputError as e:
+        raise InputError(
+            f"--topology {spec}: calibrate rewrites it as a SimAI topology, which it cannot be ({e})"
+        ) from None
+    return parse_simai(text, str(spec))
+
+
+def scaled(topo: Topology, factors: dict[str, tuple[float, float]], where: str) -> Topology:
+    """`topo` with each class's links' bandwidth × e and latency × k (factors[class] = (e, k))."""
+    kinds = topo.kinds
+    links = []
+    for link in topo.links:
+        up = "nvswitch" in (kinds[link.src], kinds[link.dst])
+        e, k = factors.get(SCALE_UP if up else SCALE_OUT, (1.0, 1.0))
+        links.append(link._replace(bandwidth=link.bandwidth * e, latency=link.latency * k))
+    return Topology.from_links(
+        kinds, links, topo.gpus_per_server, topo.gpu_type, name=topo.name, source=where
+    )
+
+
+def calibrated_busbw(
+    cal: CalibrationFile, gpu_type: str, nic_type: str, nvlink: float | None, nic: float | None
+) -> tuple[float, float]:
+    """The analytical model's NVLink and NIC bus bandwidths (GB/s: `-nv` and `-nic`, else those of
+    the GPU and NIC types) times the calibration's scale-up and scale-out bandwidth efficiencies,
+    as a fabric's NVLink and NIC links are rescaled. The latency factors have nothing to scale
+    here: the model's latency is NCCL's per call, not the links' (measure/calibrate/model.py)."""
+    built_in = _engine.server_busbw(gpu_type, nic_type)
+    nvlink = built_in[0] if nvlink is None else nvlink
+    nic = built_in[1] if nic is None else nic
+    return nvlink * cal.classes.get(SCALE_UP, (1.0, 1.0))[0], nic * cal.classes.get(SCALE_OUT, (1.0, 1.0))[0]

@@ -6,6 +6,7 @@ import argparse
 import json
 
 from clustersim.cli.common import add_json, print_json, subcommand
+from clustersim.files import atomic_outputs, write_text
 
 HELP = "fit latency and bandwidth per link class to nccl-tests logs, bwtest and replay JSON"
 
@@ -49,7 +50,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from clustersim.files import atomic_outputs, write_text
+    from clustersim.calibration import FORMAT, editable
     from clustersim.measure.calibrate import model, report, series
     from clustersim.measure.calibrate.fit import fit
 
@@ -59,11 +60,11 @@ def main(args: argparse.Namespace) -> int:
     before = after = [None] * len(found)
     cal = None
     if args.topology is not None:
-        cal = model.calibrate(found, fits, model.editable(args.topology), str(args.topology))
+        cal = model.calibrate(found, fits, editable(args.topology), str(args.topology))
         classes, before, after = cal.classes, cal.before, cal.corrected
     docs = [report.series_doc(*row) for row in zip(found, fits, classes, before, after, strict=True)]
     doc = {
-        "format": report.FORMAT,
+        "format": FORMAT,
         "topology": args.topology,
         "series": docs,
         "classes": {},

@@ -26,12 +26,15 @@ gives the collective more latency than it measured.
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, NamedTuple
 
+from clustersim.calibration import SCALE_OUT, SCALE_UP, scaled
 from clustersim.errors import InputError
+from clustersim.measure.bwtest.pattern import WORD_BYTES, Pattern
+from clustersim.measure.bwtest.simulate import simulate as run_bwtest
 from clustersim.measure.calibrate.fit import AlphaBeta, correction, fit
-from clustersim.measure.calibrate.series import SCALE_OUT, SCALE_UP, Series
+from clustersim.measure.calibrate.series import Series
+from clustersim.nccl_tests import sweep
 
 if TYPE_CHECKING:
     from clustersim.platform import Platform
@@ -39,24 +42,6 @@ if TYPE_CHECKING:
 
 ROUNDS = 8
 TOLERANCE = 1e-3
-
-
-def editable(spec: str | os.PathLike[str]) -> Topology:
-    """The fabric as a Topology whose links can be rescaled (platform files through SimAI text)."""
-    from clustersim import _engine
-    from clustersim.fabric import load_topology
-    from clustersim.topology import parse_simai
-
-    topo = load_topology(spec)
-    if not isinstance(topo, _engine.Platform):
-        return topo
-    try:
-        text = topo.to_simai()
-    except InputError as e:
-        raise InputError(
-            f"--topology {spec}: calibrate rewrites it as a SimAI topology, which it cannot be ({e})"
-        ) from None
-    return parse_simai(text, str(spec))
 
 
 def series_class(series: Series, platform: Platform) -> str:
@@ -82,33 +67,13 @@ def series_class(series: Series, platform: Platform) -> str:
 def simulate(series: Series, platform: Platform) -> list[float]:
     """The series' times (s) on the flow model of `platform`."""
     if series.kind == "bwtest":
-        from clustersim.measure.bwtest.pattern import WORD_BYTES, Pattern
-        from clustersim.measure.bwtest.simulate import simulate as run_bwtest
-
         out = []
         for s in series.sizes:
             pattern = Pattern.of(series.ranks, series.group_size or 1, max(1, s // WORD_BYTES))
             out.append(run_bwtest(pattern, platform, series.source)[1])
         return out
-    from clustersim.nccl_tests import sweep
-
     table = sweep(platform, series.kind, series.sizes, gpus=series.ranks)
     return [us * 1e-6 for us in table["time_us"]]
-
-
-def scaled(topo: Topology, factors: dict[str, tuple[float, float]], where: str) -> Topology:
-    """`topo` with each class's links' bandwidth × e and latency × k (factors[class] = (e, k))."""
-    from clustersim.topology import Topology
-
-    kinds = topo.kinds
-    links = []
-    for link in topo.links:
-        up = "nvswitch" in (kinds[link.src], kinds[link.dst])
-        e, k = factors.get(SCALE_UP if up else SCALE_OUT, (1.0, 1.0))
-        links.append(link._replace(bandwidth=link.bandwidth * e, latency=link.latency * k))
-    return Topology.from_links(
-        kinds, links, topo.gpus_per_server, topo.gpu_type, name=topo.name, source=where
-    )
 
 
 def class_factors(

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from clustersim.calibration import SCALE_UP
 from clustersim.measure.calibrate.fit import AlphaBeta, relative_errors, rms
-from clustersim.measure.calibrate.series import SCALE_UP, Series
+from clustersim.measure.calibrate.series import Series
 
-FORMAT = "clustersim-calibration/1"
 BUSBW_KEYS = ("allreduce", "allgather", "reducescatter", "alltoall")
 
 

@@ -18,12 +18,13 @@ import os
 from collections import defaultdict
 from typing import Any, NamedTuple
 
+from clustersim.calibration import SCALE_OUT, SCALE_UP
 from clustersim.errors import InputError
 from clustersim.files import read_text
+from clustersim.measure.bwtest.report import FORMAT as BWTEST_FORMAT
 from clustersim.measure.calibrate.nccl_log import NcclRun, read_nccl_log
-from clustersim.nccl_tests import busbw_factor
-
-SCALE_UP, SCALE_OUT = "scale-up", "scale-out"
+from clustersim.measure.replay.report import FORMAT as REPLAY_FORMAT
+from clustersim.nccl_tests import OPS, busbw_factor
 
 
 class Series(NamedTuple):
@@ -84,12 +85,11 @@ def read_bwtest_json(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def parse_bwtest_json(text: str, path: str) -> dict[str, Any]:
-    from clustersim.measure.bwtest.report import FORMAT
-
     doc = _json(text, path)
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+    if not isinstance(doc, dict) or doc.get("format") != BWTEST_FORMAT:
         raise InputError(
-            f"{path}: format: expected a bwtest document ('{FORMAT}'; a replay one is 'clustersim-replay/1')"
+            f"{path}: format: expected a bwtest document ('{BWTEST_FORMAT}';"
+            f" a replay one is '{REPLAY_FORMAT}')"
         )
     if doc.get("mode") not in MODES:
         raise InputError(f"{path}: mode: expected one of {', '.join(MODES)}, got {_short(doc.get('mode'))}")
@@ -113,20 +113,15 @@ def parse_bwtest_json(text: str, path: str) -> dict[str, Any]:
     return doc
 
 
-REPLAY_OPS = ("allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce")
-
-
 def read_replay_json(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A replay document, its collectives' fields checked (errors name the file and field)."""
     return parse_replay_json(read_text(path, "replay JSON"), os.fspath(path))
 
 
 def parse_replay_json(text: str, path: str) -> dict[str, Any]:
-    from clustersim.measure.replay.report import FORMAT
-
     doc = _json(text, path)
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise InputError(f"{path}: format: expected a replay document ('{FORMAT}')")
+    if not isinstance(doc, dict) or doc.get("format") != REPLAY_FORMAT:
+        raise InputError(f"{path}: format: expected a replay document ('{REPLAY_FORMAT}')")
     ranks = doc.get("ranks")
     if not _whole(ranks):
         raise InputError(f"{path}: ranks: expected a whole number from 1 to 2^62, got {_short(ranks)}")
@@ -145,9 +140,9 @@ def parse_replay_json(text: str, path: str) -> dict[str, Any]:
             raise InputError(f"{where}.time_s: expected a positive number of seconds, got {_short(t)}")
         if "collective" not in op:
             continue  # a compute step
-        if op["collective"] not in REPLAY_OPS:
+        if op["collective"] not in OPS:
             raise InputError(
-                f"{where}.collective: expected one of {', '.join(REPLAY_OPS)}, got {_short(op['collective'])}"
+                f"{where}.collective: expected one of {', '.join(OPS)}, got {_short(op['collective'])}"
             )
         for key in ("ranks", "bytes"):
             if not _whole(op.get(key)):
