@@ -11,6 +11,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
+from clustersim import _engine
 from clustersim.errors import InputError
 from clustersim.files import read_text
 
@@ -40,8 +41,6 @@ def rows_text(rows: Iterable[dict[str, Any]]) -> list[list[object]]:
 def read_table(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The measured rows of kernel table `path`, as the engine takes them: kernel, shape, dtype
     and ns."""
-    from clustersim import _engine
-
     text = read_text(path)
     reader = csv.reader(text.splitlines())
     header = next(reader, None)

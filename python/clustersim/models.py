@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from clustersim import _engine
 from clustersim.catalog import engine_check, fail, is_count, lookup, read_yaml
 from clustersim.errors import InputError
 from clustersim.files import read_text
@@ -156,8 +157,6 @@ def from_flags(shape: dict[str, Any], family: str | None, seq: int | None) -> di
     model = {k: v for k, v in shape.items() if v is not None}
     model.update(name="custom", family=family or "llama", seq_len=seq)
     model.setdefault("kv_heads", model["heads"])
-    from clustersim import _engine
-
     problem = _engine.check_description("model", json.dumps(model))
     if problem is not None:
         field, message = problem

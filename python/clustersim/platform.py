@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clustersim import _engine
+from clustersim.catalog import HERE, load_yaml
 from clustersim.errors import InputError
 from clustersim.files import read_text
 
@@ -37,8 +38,6 @@ TEMPLATES = ("hcsim-pcie", "hcsim-cxl")
 
 def accelerator_names() -> list[str]:
     """Accelerator types a platform file may name: the catalog's entries."""
-    from clustersim.catalog import HERE, load_yaml
-
     return sorted(load_yaml(HERE / "accelerators.yaml"))
 
 
@@ -46,8 +45,6 @@ def accelerator_names() -> list[str]:
 def xpu_catalog() -> tuple[CatalogEntry, ...]:
     """The catalog's accelerators as the engine's XPU specs: (NAME, FLOP/s by data type, HBM bytes,
     HBM bytes/s), FLOP/s per data type from each entry's `tflops` table."""
-    from clustersim.catalog import HERE, load_yaml
-
     out = []
     for name, entry in load_yaml(HERE / "accelerators.yaml").items():
         flops = {dtype: float(t) * 1e12 for dtype, t in entry["tflops"].items()}

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from clustersim import _engine
 from clustersim.errors import InputError
 from clustersim.files import read_text
-from clustersim.platform import _jsonable, _node_id
+from clustersim.platform import _jsonable, _node_id, graphml_graph
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -76,8 +76,6 @@ def to_networkx(text: str) -> nx.DiGraph:
 
 def read_graphml(path: str | os.PathLike[str]) -> str:
     """A GraphML workload graph as the engine's document (XPU lists as comma-separated text)."""
-    from clustersim.platform import graphml_graph
-
     name = os.fspath(path)
     graph = graphml_graph(name)
     return from_networkx(graph, name)

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from clustersim.analytical import AnalyticalResult
+from clustersim.analytical import AnalyticalResult, simulate
 from clustersim.cli.common import (
     add_calibration,
     add_json,
@@ -22,6 +22,7 @@ from clustersim.cli.common import (
     subcommand,
     wrote,
 )
+from clustersim.files import atomic_outputs, write_csv, write_text
 from clustersim.table import Table
 
 EPILOG = """\
@@ -117,8 +118,6 @@ def simulate_options(args: argparse.Namespace, prefix: str) -> dict[str, object]
 
 
 def main(args: argparse.Namespace) -> int:
-    from clustersim.analytical import simulate
-
     prefix = output_prefix(args)
     progress = progress_for(args)
     try:
@@ -132,8 +131,6 @@ def main(args: argparse.Namespace) -> int:
 
 def report(args: argparse.Namespace, result: AnalyticalResult, prefix: str) -> None:
     """Write a SimAI-workload run's files (all or none), then print its summary and what was written."""
-    from clustersim.files import atomic_outputs, write_csv, write_text
-
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
     outputs = {"csv": prefix + "EndToEnd.csv", "json": prefix + "summary.json"}

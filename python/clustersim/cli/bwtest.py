@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from clustersim.cli.common import add_calibration, add_json, count, print_json, subcommand, whole
+from clustersim.errors import InputError
 
 HELP = "bisection bandwidth tester: measured over MPI, or simulated on a fabric"
 
@@ -60,7 +61,6 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from clustersim.errors import InputError
     from clustersim.measure.bwtest import report
     from clustersim.measure.bwtest.bound import group_bounds_GBps
     from clustersim.measure.bwtest.pattern import Pattern

@@ -17,6 +17,7 @@ from clustersim.cli.common import (
     subcommand,
 )
 from clustersim.errors import InputError
+from clustersim.files import atomic_outputs, write_csv
 from clustersim.table import Table
 
 EPILOG = """\
@@ -92,8 +93,6 @@ def main(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     if args.csv:
-        from clustersim.files import atomic_outputs, write_csv
-
         with atomic_outputs() as stage:
             write_csv(stage(args.csv), [table.columns, *(row.values() for row in table.rows())])
     if args.json:

@@ -7,8 +7,11 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from clustersim.cli import platform as platform_cli
 from clustersim.cli.common import add_json, add_progress, count, print_json, progress_for, subcommand, wrote
+from clustersim.cli.platform import add_template_options
 from clustersim.errors import InputError
+from clustersim.files import atomic_outputs, write_text
 
 HELP = (
     "run workload graphs (HCSim's compute/communication vertices) on platforms; write LLaMA2-13B's,"
@@ -154,8 +157,6 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 def add_platform(p: argparse.ArgumentParser) -> None:
     """The platform a graph runs on (or is written for): a file, or a template and its options."""
-    from clustersim.cli.platform import add_template_options
-
     p.add_argument(
         "--platform", required=True, metavar="TEMPLATE|FILE", help="hcsim-pcie, hcsim-cxl or a file"
     )
@@ -165,8 +166,6 @@ def add_platform(p: argparse.ArgumentParser) -> None:
 def platform_of(args: argparse.Namespace) -> tuple[Any, str, dict[str, Any] | None]:
     """The platform `--platform` names, through `clustersim platform`'s builder, its name and the
     template options it was built with."""
-    from clustersim.cli import platform as platform_cli
-
     platform, name = platform_cli.build(args)
     return platform, name, platform_cli.template_options(args)
 
@@ -177,7 +176,6 @@ def _ms(ns: float) -> str:
 
 def main_run(args: argparse.Namespace) -> int:
     from clustersim import workload_graph
-    from clustersim.files import atomic_outputs, write_text
 
     if not Path(args.graph).is_file():
         raise InputError(f"command line: GRAPH: '{args.graph}' is not a file")
@@ -267,7 +265,6 @@ def main_llama(args: argparse.Namespace) -> int:
     import json
 
     from clustersim import workload_graph
-    from clustersim.files import atomic_outputs, write_text
 
     doc = workload_graph.llama2_13b(
         args.batch,
@@ -310,7 +307,6 @@ def main_from_workload(args: argparse.Namespace) -> int:
     import json
 
     from clustersim import workload_graph
-    from clustersim.files import atomic_outputs, write_text
     from clustersim.workload import Workload
 
     if not Path(args.workload).is_file():

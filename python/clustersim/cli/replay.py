@@ -9,7 +9,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from clustersim.cli.analytical import report
 from clustersim.cli.common import add_calibration, add_json, subcommand, whole, wrote
+from clustersim.errors import InputError
+from clustersim.files import atomic_outputs, write_csv, write_text
 
 if TYPE_CHECKING:
     from clustersim.measure.replay.plan import Plan
@@ -97,8 +100,6 @@ def dry_run(plan: Plan, scale: float) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from clustersim.cli.analytical import report
-    from clustersim.errors import InputError
     from clustersim.measure.replay import compare
     from clustersim.measure.replay import plan as plans
     from clustersim.measure.replay.execute import mpi, replay
@@ -149,8 +150,6 @@ def main(args: argparse.Namespace) -> int:
     )
     compared = None if simulated is None else compare.rows(got, simulated)
     report(args, got, prefix)
-    from clustersim.files import atomic_outputs, write_csv, write_text
-
     with atomic_outputs() as stage:
         write_text(stage(prefix + "replay.json"), json.dumps(doc, indent=2, allow_nan=False) + "\n")
         write_text(stage(prefix + "trace.json"), trace(plan, measured))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from clustersim.cli.common import subcommand, wrote
+from clustersim.files import atomic_outputs
 
 EPILOG = """\
 examples:
@@ -39,7 +40,6 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from clustersim.explore import report, store
-    from clustersim.files import atomic_outputs
 
     stored = store.read(args.results)
     with atomic_outputs() as stage:

@@ -6,8 +6,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from clustersim._engine import parse_rate, parse_time
 from clustersim.cli.common import add_json, count, print_json, subcommand, wrote
+from clustersim.cli.platform import parse_window
 from clustersim.errors import InputError
+from clustersim.files import atomic_outputs, write_csv, write_text
 
 HELP = "the HCSim paper's studies: coherent vs not, CXL bandwidth and latency, coherent ring"
 
@@ -38,8 +41,6 @@ def _list(kind: Any, what: str) -> Any:
 
 
 def _gbps(text: str) -> float:
-    from clustersim._engine import parse_rate
-
     value = parse_rate(text if not text.replace(".", "", 1).isdigit() else text + "GB/s")
     if value is None or not value > 0:
         raise ValueError(text)
@@ -47,8 +48,6 @@ def _gbps(text: str) -> float:
 
 
 def _ns(text: str) -> float:
-    from clustersim._engine import parse_time
-
     value = parse_time(text)
     if value is None or value < 0:
         raise ValueError(text)
@@ -150,9 +149,7 @@ def refuse_what_the_study_does_not_use(args: argparse.Namespace) -> None:
 def main(args: argparse.Namespace) -> int:
     import sys
 
-    from clustersim.cli.platform import parse_window
     from clustersim.explore import hcsim as h
-    from clustersim.files import atomic_outputs, write_csv, write_text
 
     refuse_what_the_study_does_not_use(args)
     chosen = {

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from clustersim.cli.common import add_progress, count, progress_for, subcommand, wrote
+from clustersim.files import atomic_outputs
 
 EPILOG = """\
 examples:
@@ -51,7 +52,6 @@ def main(args: argparse.Namespace) -> int:
     from clustersim.explore import export, store
     from clustersim.explore.execute import sweep
     from clustersim.explore.spec import load_spec
-    from clustersim.files import atomic_outputs
 
     spec = load_spec(args.spec)
     path = args.output or str(Path(args.spec).with_suffix(".sqlite"))

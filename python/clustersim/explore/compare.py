@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from clustersim.errors import InputError
+from clustersim.explore import store
 from clustersim.explore.export import flatten
 
 
@@ -38,8 +39,6 @@ def load_run(what: str) -> dict[str, Any]:
 
 
 def store_point(path: str | os.PathLike[str], which: str) -> dict[str, Any]:
-    from clustersim.explore import store
-
     stored = store.read(path)
     rows = [r for r in stored.rows if str(r.seq) == which] or [
         r for r in stored.rows if r.key.startswith(which)

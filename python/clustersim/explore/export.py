@@ -14,6 +14,7 @@ from typing import Any
 from clustersim.errors import InputError
 from clustersim.explore.store import Row, Stored
 from clustersim.files import destination
+from clustersim.files import write_csv as write
 from clustersim.table import Table
 
 THROUGHPUT = {"train": "tokens_per_s", "run": "iterations_per_s", "analytical": "iterations_per_s"}
@@ -72,8 +73,6 @@ def table(stored: Stored) -> Table:
 
 
 def write_csv(t: Table, path: str | os.PathLike[str]) -> None:
-    from clustersim.files import write_csv as write
-
     write(path, [t.columns, *([("" if v is None else v) for v in r.values()] for r in t.rows())])
 
 

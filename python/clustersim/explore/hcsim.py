@@ -30,7 +30,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from clustersim import workload_graph
 from clustersim.errors import InputError
+from clustersim.platform import hcsim
 from clustersim.table import Table
 
 STUDIES = ("scale", "cxl-bandwidth", "cxl-latency", "coherent-ring")
@@ -96,8 +98,6 @@ def mix_of(name: str, xpus: int, per_tor: int) -> list[tuple[str, int]]:
 
 @functools.lru_cache(maxsize=4)
 def _graph(layers: int, batch: int, sync: str) -> str:
-    from clustersim import workload_graph
-
     return workload_graph.normalize(json.dumps(workload_graph.llama2_13b(batch, layers=layers, sync=sync)))
 
 
@@ -113,9 +113,6 @@ def point(
 ) -> dict[str, Any]:
     """One simulated iteration: the row of a study's table. The time breakdown is that of the
     rank class that sets the pace (the one least idle)."""
-    from clustersim import workload_graph
-    from clustersim.platform import hcsim
-
     algorithm = algorithm or setup.algorithm
     windows = {
         k: v

@@ -17,6 +17,7 @@ from typing import Any
 from clustersim.errors import InputError
 from clustersim.explore.export import BREAKDOWN, NOT_PARTS, THROUGHPUT, table
 from clustersim.explore.store import Stored
+from clustersim.files import write_text
 from clustersim.table import Table
 
 UNITS = {"breakdown_s.": "s", "summary_us.": "µs"}
@@ -161,8 +162,6 @@ def html_table(t: Table, front: set[int]) -> str:
 
 
 def write(stored: Stored, path: Any, **options: Any) -> None:
-    from clustersim.files import write_text
-
     write_text(path, render(stored, **options))
 
 

@@ -28,6 +28,8 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from clustersim import api
+from clustersim.catalog import read_yaml
 from clustersim.errors import InputError
 
 COMMANDS = ("train", "run", "collective", "analytical")
@@ -41,8 +43,6 @@ MAPPINGS = {"model", "env"}
 
 
 def api_function(command: str) -> Any:
-    from clustersim import api
-
     return {"train": api.train, "run": api.run, "collective": api.collective, "analytical": api.simulate}[
         command
     ]
@@ -91,8 +91,6 @@ def point_key(command: str, options: dict[str, Any]) -> str:
 def load_spec(path: str | os.PathLike[str]) -> Spec:
     """The spec in YAML file `path`, checked: InputError `path:line: field: problem` otherwise."""
     import yaml
-
-    from clustersim.catalog import read_yaml
 
     doc, text = read_yaml(path)
     lines = key_lines(yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))

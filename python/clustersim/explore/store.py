@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from clustersim import __version__
 from clustersim.errors import InputError
 from clustersim.explore.spec import Spec, canonical
 
@@ -96,8 +97,6 @@ def open_for(spec: Spec, path: str | os.PathLike[str]) -> Iterator[sqlite3.Conne
     """The store at `path` for `spec`: created if new; if it exists, it must have been written
     for the same spec (then its points are kept and the sweep resumes). A store created here and
     left without a point by an error is removed (nothing half-written)."""
-    from clustersim import __version__
-
     created = not Path(path).exists()
     conn = connect(path, create=True)
     try:

@@ -6,6 +6,7 @@ import json
 import os
 from typing import Any
 
+from clustersim.files import atomic_outputs, write_text
 from clustersim.measure.bwtest.pattern import WORD_BYTES, Pattern
 
 FORMAT = "clustersim-bwtest/1"
@@ -67,8 +68,6 @@ def document(
 
 def write(doc: dict[str, Any], path: str | os.PathLike[str]) -> None:
     """Write the document; the file appears whole or not at all."""
-    from clustersim.files import atomic_outputs, write_text
-
     with atomic_outputs() as stage:
         write_text(stage(path), json.dumps(doc, indent=2, allow_nan=False) + "\n")
 

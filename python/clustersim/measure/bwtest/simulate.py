@@ -13,7 +13,9 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from clustersim import _engine
 from clustersim.errors import InputError
+from clustersim.fabric import load_topology
 from clustersim.measure.bwtest.pattern import Pattern
 
 if TYPE_CHECKING:
@@ -25,8 +27,6 @@ ROUTINGS = ("spray", "ecmp")
 
 def platform_of(spec: str | os.PathLike[str] | Topology | Platform) -> Platform:
     """The engine's Platform of a fabric spec (file, template or object), as `-n` takes them."""
-    from clustersim.fabric import load_topology
-
     return load_topology(spec)
 
 
@@ -42,8 +42,6 @@ def simulate(
     pattern: Pattern, platform: Platform, spec: object, *, routing: str = "spray", seed: int = 0
 ) -> tuple[list[float], float]:
     """(each group's time, the step's time), seconds, of one iteration on `platform`."""
-    from clustersim import _engine
-
     devices = rank_devices(platform, pattern.ranks, spec)
     pairs = pattern.pairs()
     flows = [(devices[a], devices[b], float(pattern.message_bytes), 0.0) for a, b in pairs]

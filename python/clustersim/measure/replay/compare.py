@@ -10,8 +10,14 @@ import os
 import tempfile
 from typing import TYPE_CHECKING, Any
 
+from clustersim import _engine
 from clustersim.analytical import AnalyticalResult
+from clustersim.api import run
+from clustersim.calibration import calibrated, collective_time
+from clustersim.fabric import load_topology
+from clustersim.files import read_text
 from clustersim.measure.replay.plan import Plan
+from clustersim.table import Table
 
 if TYPE_CHECKING:
     from clustersim.calibration import CalibrationFile
@@ -24,9 +30,6 @@ PHASES = ("fwd", "wg", "ig")
 
 def scaled_text(plan: Plan, scale: float) -> str:
     """The workload file with every size times `scale` (rounded down, as the replay's buffers)."""
-    from clustersim import _engine
-    from clustersim.files import read_text
-
     text, _ = _engine.rewrite_workload(plan.path, read_text(plan.path, "workload"))
     header, count, *rows = text.splitlines()
     words = header.split(" ")
@@ -46,10 +49,6 @@ def simulate(
     plan: Plan, scale: float, topology: str, cal: CalibrationFile | None = None, **flow: Any
 ) -> AnalyticalResult:
     """The flow model's iteration of the scaled workload on `topology`, one rank per GPU."""
-    from clustersim.api import run
-    from clustersim.calibration import calibrated
-    from clustersim.fabric import load_topology
-
     platform = load_topology(topology) if cal is None else calibrated(topology, cal)
     fd, path = tempfile.mkstemp(suffix=".txt", prefix="replay-")
     try:
@@ -64,9 +63,6 @@ def simulate(
 
 def per_collective(plan: Plan, got: AnalyticalResult, cal: CalibrationFile) -> AnalyticalResult:
     """Each row's phase of exactly one collective with that collective's fit applied."""
-    from clustersim.calibration import collective_time
-    from clustersim.table import Table
-
     ops: dict[tuple[int, str], list[str]] = {}
     for s in plan.steps:
         if s.collective:

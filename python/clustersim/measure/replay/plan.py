@@ -6,8 +6,11 @@ from __future__ import annotations
 import os
 from typing import Any, NamedTuple
 
+from clustersim import _engine
 from clustersim.errors import InputError
+from clustersim.files import read_text
 from clustersim.measure.replay.buffers import ELEMENT, need_bytes
+from clustersim.workload import Workload
 
 
 class Step(NamedTuple):
@@ -77,10 +80,6 @@ class Plan(NamedTuple):
 
 def load(path: str | os.PathLike[str]) -> Plan:
     """The plan of a SimAI workload file (InputError with file, line and field on bad input)."""
-    from clustersim import _engine
-    from clustersim.files import read_text
-    from clustersim.workload import Workload
-
     text = read_text(path, "workload")
     header = _engine.inspect_workload(str(path), text)
     # One GPU per server: every world the plan fills is a valid shape (the server size only
