@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import clustersim
 import pytest
 from clustersim import api
 from clustersim.errors import InputError
@@ -52,7 +53,7 @@ def rows(path):
 
 
 def test_every_point_is_the_api_result_for_its_options(tmp_path):
-    table = api.sweep(write(tmp_path, SMALL))
+    table = clustersim.sweep(write(tmp_path, SMALL))
     assert (tmp_path / "s.sqlite").is_file() and len(table) == 12
     stored = store.read(tmp_path / "s.sqlite")
     assert [r.seq for r in stored.rows] == list(range(12))

@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Callable
 
+from clustersim import __version__
 from clustersim.cli import (
     analytical,
     bwtest,
@@ -59,8 +60,6 @@ COMMANDS = (
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole parser; with `only`, the other subcommands get just their one-line help (their
     options, and what building them imports, are not needed to run `only`)."""
-    from clustersim import __version__
-
     parser = Parser(
         prog="clustersim",
         description="Simulate AI training clusters: how long one iteration takes, and where the time goes.",

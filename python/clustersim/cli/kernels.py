@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from clustersim.cli.common import add_json, count, print_json, subcommand, wrote
-from clustersim.cli.train import add_plan_options, plan_options
+from clustersim.cli.common import add_json, add_options, count, option_values, print_json, subcommand, wrote
+from clustersim.files import atomic_outputs, write_csv
+from clustersim.plan import OPTIONS
 
 HELP = "time the kernels of a training iteration on a device and write a kernel table"
 
@@ -40,7 +41,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         ),
         epilog=EPILOG,
     )
-    add_plan_options(m)
+    add_options(m, OPTIONS)
     m.add_argument(
         "--device", choices=["cpu", "cuda"], help="where to time (default cuda when PyTorch sees one)"
     )
@@ -51,7 +52,6 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def measure(args: argparse.Namespace) -> int:
-    from clustersim.files import atomic_outputs, write_csv
     from clustersim.kernel_table import rows_text
     from clustersim.measure.kernels import measure as measure_kernels
     from clustersim.measure.kernels.timing import STAND_IN
@@ -59,7 +59,7 @@ def measure(args: argparse.Namespace) -> int:
     def progress(done: int, total: int) -> None:
         print(f"\rtiming kernels: {done}/{total}", end="" if done < total else "\n", file=sys.stderr)
 
-    options = plan_options(args)
+    options = option_values(args, OPTIONS)
     rows = measure_kernels(
         options.pop("model"), device=args.device, repeats=args.repeats, progress=progress, **options
     )

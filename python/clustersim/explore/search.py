@@ -15,12 +15,20 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+from clustersim import _engine
 from clustersim.errors import InputError
+from clustersim.plan import BY_NAME, OPTIONS, signature, values
 from clustersim.table import Table
+from clustersim.training import input_document, resolve_plan
 
-AXES = ("tp", "pp", "vpp", "ep", "cp", "mbs")
-RECOMPUTE = ("none", "selective", "full")
-OPTIMIZERS = ("ddp", "distributed_optimizer", "zero1", "zero2", "zero3")
+#: The options search takes as `train` does (the batch apart: `gbs` or `max_gbs`).
+FIXED = tuple(o for o in OPTIONS if o.search == "fixed" and o.name not in ("model", "gbs"))
+#: The plan sizes it tries: every value `train` accepts, or those given.
+AXES = tuple(o.name for o in OPTIONS if o.search == "axis" and o.type is int)
+RECOMPUTE = BY_NAME["recompute"].choices
+#: The options search varies: the sizes, SP and recompute (the optimizer is its own keyword).
+VARIED = (*AXES, "sp", "recompute")
+OPTIMIZERS = ("ddp", "distributed_optimizer", *(f"zero{stage}" for stage in BY_NAME["zero"].choices))
 PLAN_COLUMNS = (*AXES, "gbs", "sp", "optimizer", "recompute")
 #: How each plan column reads in a sentence.
 LABELS = {"tp": "TP", "pp": "PP", "vpp": "VPP", "ep": "EP", "cp": "CP", "mbs": "MBS", "gbs": "GBS"}
@@ -150,70 +158,37 @@ def _choices(name: str, values: Sequence[Any] | None, valid: Sequence[Any] | Non
 def search(
     model: str | os.PathLike[str] | dict[str, Any],
     *,
-    gpus: int,
     gbs: int | None = None,
     max_gbs: int | None = None,
-    gpu: str = "h100",
-    accelerators: str | os.PathLike[str] | None = None,
-    seq: int | None = None,
     memory_gb: float | None = None,
-    tp: Sequence[int] | None = None,
-    pp: Sequence[int] | None = None,
-    vpp: Sequence[int] | None = None,
-    ep: Sequence[int] | None = None,
-    cp: Sequence[int] | None = None,
-    mbs: Sequence[int] | None = None,
-    sp: Sequence[bool] | None = None,
-    recompute: Sequence[str] | None = None,
     optimizer: Sequence[str] | None = None,
-    no_flash_attn: bool = False,
-    overlap_p2p_comm: bool | None = None,
-    gpus_per_server: int = 8,
-    nics_per_server: int | None = None,
-    nic_busbw: float | None = None,
-    layers: int | None = None,
-    hidden: int | None = None,
-    heads: int | None = None,
-    kv_heads: int | None = None,
-    ffn: int | None = None,
-    vocab: int | None = None,
-    experts: int | None = None,
-    topk: int | None = None,
     progress: Callable[[float], None] | None = None,
+    **options: Any,
 ) -> SearchResult:
     """Every valid parallel plan of `model` on `gpus` × `gpu` (`clustersim search`): TP, PP, VPP,
     EP, CP, micro-batch size, SP, recompute and optimizer (ddp, distributed_optimizer, zero1–3),
-    each axis over all values `train` accepts or only those given. Plans that need more than
-    `memory_gb` per GPU (default: the accelerator's HBM) are dropped, the rest simulated on the
-    analytical backend and ranked by tokens/s. The global batch is `gbs` exactly, or with
-    `max_gbs` the largest multiple of each plan's DP not above it (Calculon's rule). Other
-    options are `train`'s. Raises InputError on bad input and when no plan fits."""
-    from clustersim import _engine
-    from clustersim.api import PLAN_OPTIONS, plan_options, train
-    from clustersim.training import input_document
-
+    each axis over all values `train` accepts or only those given (`tp=[1, 2]`, …). Plans that
+    need more than `memory_gb` per GPU (default: the accelerator's HBM) are dropped, the rest
+    simulated on the analytical backend and ranked by tokens/s. The global batch is `gbs`
+    exactly, or with `max_gbs` the largest multiple of each plan's DP not above it (Calculon's
+    rule). The other `options` are `train`'s that search holds fixed (`clustersim.plan`: gpus,
+    gpu, seq, the model's shape, …). Raises InputError on bad input and when no plan fits."""
+    fixed = values({k: v for k, v in options.items() if k not in VARIED}, FIXED, "search")
     start = time.perf_counter()
     if (gbs is None) == (max_gbs is None):
         raise InputError("search: give the global batch as exactly one of --gbs and --max-gbs")
     batch = gbs if gbs is not None else max_gbs
     if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
         raise InputError(f"search: {'gbs' if gbs is not None else 'max_gbs'}: must be a whole number ≥ 1")
-    space = {axis: _choices(axis, v) for axis, v in zip(AXES, (tp, pp, vpp, ep, cp, mbs), strict=True)}
-    space["sp"] = _choices("sp", sp, (False, True))
-    space["recompute"] = _choices("recompute", recompute, RECOMPUTE)
+    space = {axis: _choices(axis, options.get(axis)) for axis in AXES}
+    space["sp"] = _choices("sp", options.get("sp"), (False, True))
+    space["recompute"] = _choices("recompute", options.get("recompute"), RECOMPUTE)
     space["dp"] = _choices("optimizer", optimizer, OPTIMIZERS)
 
-    # The cluster and model as train takes them; the plan's own options at train's defaults (they
-    # are defined once, in train), which the enumeration replaces.
-    options = {k: v for k, v in (train.__kwdefaults__ or {}).items() if k in PLAN_OPTIONS}
-    options.update(
-        gpus=gpus, gbs=batch, gpu=gpu, accelerators=accelerators, seq=seq, no_flash_attn=no_flash_attn
-    )
-    options.update(overlap_p2p_comm=overlap_p2p_comm)
-    options.update(gpus_per_server=gpus_per_server, nics_per_server=nics_per_server, nic_busbw=nic_busbw)
-    shape = dict(layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads, ffn=ffn, vocab=vocab)
-    options.update(shape, experts=experts, topk=topk)
-    spec, acc, plan = plan_options(model, **options)
+    # The cluster and model as train takes them; the plan's own options at train's defaults,
+    # which the enumeration replaces.
+    plan_options = {o.name: o.default for o in OPTIONS if o.name != "model"} | fixed | {"gbs": batch}
+    spec, acc, plan, _ = resolve_plan(model, plan_options)
     doc = json.dumps(input_document(spec, **plan))
     limit = float(acc["hbm_gb"] if memory_gb is None else memory_gb)
     if not math.isfinite(limit) or limit <= 0:
@@ -222,7 +197,7 @@ def search(
     found = _engine.enumerate_plans(doc, json.dumps(space), gbs=batch, at_most=gbs is None, memory_gb=limit)
     visited = found.pop("visited")
     rule = "GBS" if gbs is not None else "GBS at most"
-    what = f"{spec.get('name', 'model')} on {gpus} × {acc['name']} with {rule} {batch}"
+    what = f"{spec.get('name', 'model')} on {fixed['gpus']} × {acc['name']} with {rule} {batch}"
     if not found["fits"]:
         raise InputError(f"search: no valid plan for {what} within the given choices")
     keep = [i for i, fits in enumerate(found["fits"]) if fits]
@@ -248,7 +223,7 @@ def search(
     return SearchResult(
         model=str(spec.get("name", "model")),
         accelerator=str(acc["name"]),
-        gpus=gpus,
+        gpus=fixed["gpus"],
         visited=visited,
         candidates=len(found["fits"]),
         feasible=len(keep),
@@ -257,6 +232,13 @@ def search(
         parts=parts,
         seconds=time.perf_counter() - start,
     )
+
+
+search.__signature__ = signature(  # type: ignore[attr-defined]
+    search,
+    [(o.name, o.default, o.annotation) for o in FIXED]
+    + [(name, None, f"Sequence[{BY_NAME[name].type.__name__}] | None") for name in VARIED],
+)
 
 
 def _simulate(

@@ -10,6 +10,10 @@ import json
 from typing import Any, NamedTuple
 
 from clustersim import _engine
+from clustersim.api import TRAIN_OPTIONS
+from clustersim.measure.kernels import timing
+from clustersim.plan import values
+from clustersim.training import input_document, one_type, resolve_plan
 
 
 class KernelRow(NamedTuple):
@@ -28,24 +32,16 @@ class KernelRow(NamedTuple):
 def iteration_kernels(model: str | dict[str, Any], **plan: Any) -> list[KernelRow]:
     """The distinct kernels of one iteration of `model` with `plan` (`clustersim.training.train`'s
     keyword arguments)."""
-    from clustersim.training import input_document, one_type
-
     one_type(plan, "a kernel list")
     doc = json.dumps(input_document(model, **plan))
     return [KernelRow(c, s, d, ns / 1e9, n) for c, s, d, ns, n in _engine.iteration_kernels(doc)]
 
 
 def plan_kernels(model: str | dict[str, Any] | None, **options: Any) -> list[KernelRow]:
-    """The distinct kernels of one iteration of `model` under the plan `options`
-    (`clustersim.api.train`'s keyword arguments, its defaults for those not given)."""
-    import inspect
-
-    from clustersim.api import PLAN_OPTIONS, plan_options, train
-
-    params = inspect.signature(train).parameters.items()
-    defaults = {k: p.default for k, p in params if k in PLAN_OPTIONS and k != "model"}
-    spec, _, plan = plan_options(model, **(defaults | options))
-    return iteration_kernels(spec, **plan)
+    """The distinct kernels of one iteration of `model` under the plan `options` (those of
+    `clustersim.plan`, as `clustersim.train` takes them; its defaults for those not given)."""
+    resolved = resolve_plan(model, values(options, TRAIN_OPTIONS, "plan_kernels"))
+    return iteration_kernels(resolved.model, **resolved.plan)
 
 
 def measure(
@@ -61,8 +57,6 @@ def measure(
     "cpu": the NumPy stand-in; None: cuda when PyTorch sees one): rows of a kernel table with
     the measured and the model's time in µs (measured None for a kernel too large for the
     stand-in). `progress(done, total)` is called after each."""
-    from clustersim.measure.kernels import timing
-
     device = device or timing.default_device()
     timing.check_device(device)
     kernels = plan_kernels(model, **options)
