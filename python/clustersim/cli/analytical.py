@@ -19,7 +19,6 @@ from clustersim.cli.common import (
     count,
     print_json,
     progress_for,
-    subcommand,
     wrote,
 )
 from clustersim.files import atomic_outputs, write_csv, write_text
@@ -37,14 +36,10 @@ Without --compat simai, SimAI's known quirks are corrected (see the README).""" 
 HELP = "simulate a SimAI workload file with the analytical network model (SimAI_analytical's flags)"
 
 
-def add(sub: argparse._SubParsersAction) -> None:
-    p = subcommand(
-        sub,
-        "analytical",
-        help=HELP,
-        description="Simulate one training iteration of a SimAI/AICB workload on the analytical backend.",
-        epilog=EPILOG,
-    )
+DESCRIPTION = "Simulate one training iteration of a SimAI/AICB workload on the analytical backend."
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
     add_workload_options(p)
     add_calibration(p, "the NVLink and NIC bandwidths times the fitted scale-up and scale-out efficiencies")
     p.set_defaults(func=main, topology=None)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from clustersim.cli.common import add_calibration, add_json, count, print_json, subcommand, whole
+from clustersim.cli.common import add_calibration, add_json, count, print_json, whole
 from clustersim.errors import InputError
 
 HELP = "bisection bandwidth tester: measured over MPI, or simulated on a fabric"
@@ -16,18 +16,16 @@ examples:
   mpirun -np 8 clustersim bwtest -g 4 --buffers device -n dgx_a100.platform"""
 
 
-def add(sub: argparse._SubParsersAction) -> None:
-    p = subcommand(
-        sub,
-        "bwtest",
-        help=HELP,
-        description="Groups of -g consecutive ranks; every rank exchanges --count 32-byte words with its "
-        "counterpart in every other group (MPI_Comm_split, no self-traffic); one warm-up, then --iters "
-        "iterations, each after a barrier. Prints each group's aggregate bidirectional bandwidth and the "
-        "latency, and writes JSON (rank 0). With -n, also the platform's bound (its cut between a group "
-        "and the rest); with --simulate, runs the pattern on that platform's flow model instead of MPI.",
-        epilog=EPILOG,
-    )
+DESCRIPTION = (
+    "Groups of -g consecutive ranks; every rank exchanges --count 32-byte words with its "
+    "counterpart in every other group (MPI_Comm_split, no self-traffic); one warm-up, then --iters "
+    "iterations, each after a barrier. Prints each group's aggregate bidirectional bandwidth and the "
+    "latency, and writes JSON (rank 0). With -n, also the platform's bound (its cut between a group "
+    "and the rest); with --simulate, runs the pattern on that platform's flow model instead of MPI."
+)
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-g", "--group-size", type=count, required=True, help="ranks per group")
     p.add_argument("--count", type=count, default=1 << 16, help="32-byte words per pair (default 65536)")
     p.add_argument("--iters", type=whole(1, 10**6), default=10, help="timed iterations (default 10)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from clustersim.cli.common import add_json, print_json, subcommand
+from clustersim.cli.common import add_json, print_json
 from clustersim.files import atomic_outputs, write_text
 
 HELP = "fit latency and bandwidth per link class to nccl-tests logs, bwtest and replay JSON"
@@ -19,22 +19,20 @@ examples:
 nccl-tests logs are read as they are: clustersim calibrate all_reduce_perf.log alltoall_perf.log -n FABRIC"""
 
 
-def add(sub: argparse._SubParsersAction) -> None:
-    p = subcommand(
-        sub,
-        "calibrate",
-        help=HELP,
-        description="Fit t = α + β·x to each measured series (x: nccl-tests' bus bytes, or bwtest's bytes "
-        "per rank each way): β by least squares on the largest sizes, α on the smallest; print the measured "
-        "and fitted times side by side. With -n, also simulate each series on that fabric, rescale its link "
-        "classes (scale-up: NVLink; scale-out: NICs and switches) to the fits, and print the simulated times "
-        "before and after, and fit each measured collective's own bandwidth efficiency and latency per "
-        "call on the rescaled links. Writes PREFIXcalibration.json (the calibration file: --calibration of "
-        "run, collective, train, bwtest --simulate, replay --compare-topology), PREFIXbusbw.yaml "
-        "(SimAI's format; clustersim analytical -busbw) and, with -n, PREFIXtopology.txt (the "
-        "recalibrated fabric, for -n of run, collective, train).",
-        epilog=EPILOG,
-    )
+DESCRIPTION = (
+    "Fit t = α + β·x to each measured series (x: nccl-tests' bus bytes, or bwtest's bytes "
+    "per rank each way): β by least squares on the largest sizes, α on the smallest; print the measured "
+    "and fitted times side by side. With -n, also simulate each series on that fabric, rescale its link "
+    "classes (scale-up: NVLink; scale-out: NICs and switches) to the fits, and print the simulated times "
+    "before and after, and fit each measured collective's own bandwidth efficiency and latency per "
+    "call on the rescaled links. Writes PREFIXcalibration.json (the calibration file: --calibration of "
+    "run, collective, train, bwtest --simulate, replay --compare-topology), PREFIXbusbw.yaml "
+    "(SimAI's format; clustersim analytical -busbw) and, with -n, PREFIXtopology.txt (the "
+    "recalibrated fabric, for -n of run, collective, train)."
+)
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "files", nargs="+", metavar="FILE", help="nccl-tests logs, bwtest and replay JSON documents (*.json)"
     )

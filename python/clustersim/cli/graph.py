@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from clustersim.cli import platform as platform_cli
-from clustersim.cli.common import add_json, add_progress, count, print_json, progress_for, subcommand, wrote
+from clustersim.cli.common import add_json, add_progress, count, print_json, progress_for, wrote
 from clustersim.cli.platform import add_template_options
 from clustersim.errors import InputError
 from clustersim.files import atomic_outputs, write_text
@@ -44,19 +44,15 @@ examples:
   clustersim graph llama2-13b --batch 2 --element-bytes 2 -o results/llama2-13b-b2.graphml --json"""
 
 
-def add(sub: argparse._SubParsersAction) -> None:
-    p = subcommand(
-        sub,
-        "graph",
-        help=HELP,
-        description=(
-            "Workload graphs as in the HCSim paper: compute vertices (FLOPs, bytes of memory and where"
-            " they live, the XPU they run on) and communication vertices (collectives, point-to-point)"
-            " joined by dependency edges, cycles closed by not_first edges, run for an iteration count."
-            " Format: docs/workload-graph-format.md."
-        ),
-        epilog=EPILOG,
-    )
+DESCRIPTION = (
+    "Workload graphs as in the HCSim paper: compute vertices (FLOPs, bytes of memory and where"
+    " they live, the XPU they run on) and communication vertices (collectives, point-to-point)"
+    " joined by dependency edges, cycles closed by not_first edges, run for an iteration count."
+    " Format: docs/workload-graph-format.md."
+)
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
     commands = p.add_subparsers(dest="graph_command", required=True, metavar="ACTION")
     r = commands.add_parser(
         "run",

@@ -19,14 +19,10 @@ examples:
 on a GPU (PyTorch): clustersim kernels measure --model llama3-8b --gpus 8 --gbs 8 -o llama3-8b-kernels.csv"""  # noqa: E501
 
 
-def add(sub: argparse._SubParsersAction) -> None:
-    p = subcommand(
-        sub,
-        "kernels",
-        help=HELP,
-        description="Kernel tables: the kernels of an iteration timed on a real device.",
-        epilog=EPILOG,
-    )
+DESCRIPTION = "Kernel tables: the kernels of an iteration timed on a real device."
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
     ksub = p.add_subparsers(dest="kernels_command", required=True, metavar="ACTION")
     m = subcommand(
         ksub,

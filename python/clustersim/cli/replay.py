@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clustersim.cli.analytical import report
-from clustersim.cli.common import add_calibration, add_json, subcommand, whole, wrote
+from clustersim.cli.common import add_calibration, add_json, whole, wrote
 from clustersim.errors import InputError
 from clustersim.files import atomic_outputs, write_csv, write_text
 
@@ -40,17 +40,15 @@ def positive(text: str) -> float:
     return x
 
 
-def add(sub: argparse._SubParsersAction) -> None:
-    p = subcommand(
-        sub,
-        "replay",
-        help=HELP,
-        description="Every rank reads the workload, builds its TP/DP/EP/DP_EP/PP communicators "
-        "(MPI_Comm_split) and runs each row's collectives and the pipeline's transfers on NumPy buffers, "
-        "checking every result like nccl-tests -c and timing every op (the slowest rank's time). Run "
-        "under mpirun -np N with N the workload's GPUs.",
-        epilog=EPILOG,
-    )
+DESCRIPTION = (
+    "Every rank reads the workload, builds its TP/DP/EP/DP_EP/PP communicators "
+    "(MPI_Comm_split) and runs each row's collectives and the pipeline's transfers on NumPy buffers, "
+    "checking every result like nccl-tests -c and timing every op (the slowest rank's time). Run "
+    "under mpirun -np N with N the workload's GPUs."
+)
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-w", "--workload", required=True, help="SimAI workload file (.txt written by AICB)")
     p.add_argument("--scale", type=positive, default=1.0, help="factor on every message size (default 1)")
     p.add_argument(

@@ -14,7 +14,6 @@ from clustersim.cli.common import (
     option_values,
     print_json,
     progress_for,
-    subcommand,
     wrote,
 )
 from clustersim.files import atomic_outputs, write_csv
@@ -40,19 +39,15 @@ examples:
   clustersim search --model llama3-8b --gpus 8 --gbs 16 --only recompute=selective --json"""
 
 
-def add(sub: argparse._SubParsersAction) -> None:
-    p = subcommand(
-        sub,
-        "search",
-        help=HELP,
-        description=(
-            "Enumerate every plan `train` accepts (TP, PP, VPP, EP, CP, micro-batch size, SP, recompute,"
-            " DDP / distributed optimizer / ZeRO-1-3), drop those that do not fit in memory (train's memory"
-            " model), simulate the rest on the analytical backend in parallel and print the best, with"
-            " where their time goes and why the best beats the runner-up. --only AXIS=V,… narrows an axis."
-        ),
-        epilog=EPILOG,
-    )
+DESCRIPTION = (
+    "Enumerate every plan `train` accepts (TP, PP, VPP, EP, CP, micro-batch size, SP, recompute,"
+    " DDP / distributed optimizer / ZeRO-1-3), drop those that do not fit in memory (train's memory"
+    " model), simulate the rest on the analytical backend in parallel and print the best, with"
+    " where their time goes and why the best beats the runner-up. --only AXIS=V,… narrows an axis."
+)
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
     # The batch is --gbs or --max-gbs.
     at = [o.name for o in FIXED].index("gbs")
     add_options(p, FIXED[:at], CHANGES)

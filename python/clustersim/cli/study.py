@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from clustersim._engine import parse_rate, parse_time
-from clustersim.cli.common import add_json, count, print_json, subcommand, wrote
+from clustersim.cli.common import add_json, count, print_json, wrote
 from clustersim.cli.platform import parse_window
 from clustersim.errors import InputError
 from clustersim.files import atomic_outputs, write_csv, write_text
@@ -54,8 +54,10 @@ def _ns(text: str) -> float:
     return float(value)
 
 
-def add(sub: argparse._SubParsersAction) -> None:
-    p = subcommand(sub, "study", help=HELP, description=HELP + ".", epilog=EPILOG)
+DESCRIPTION = HELP + "."
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
     papers = p.add_subparsers(dest="paper", required=True, metavar="PAPER")
     h = papers.add_parser(
         "hcsim",

@@ -20,7 +20,6 @@ from clustersim.cli.common import (
     option_values,
     print_json,
     progress_for,
-    subcommand,
     wrote,
 )
 from clustersim.files import atomic_outputs, write_csv, write_text
@@ -39,19 +38,15 @@ examples:
 HELP = "simulate one training iteration of a model with a parallel plan (Megatron-Core)"
 
 
-def add(sub: argparse._SubParsersAction) -> None:
-    p = subcommand(
-        sub,
-        "train",
-        help=HELP,
-        description=(
-            "Generate one Megatron-Core training iteration (TP, SP, PP with simulated 1F1B or interleaved"
-            " schedules, DP/ZeRO, EP, CP, recompute) and simulate it on the analytical network model, or"
-            " with -n on a fabric with the flow model. -r PREFIX writes PREFIXsummary.json,"
-            " PREFIXlayers.csv and PREFIXtrace.json (Chrome/Perfetto)."
-        ),
-        epilog=EPILOG,
-    )
+DESCRIPTION = (
+    "Generate one Megatron-Core training iteration (TP, SP, PP with simulated 1F1B or interleaved"
+    " schedules, DP/ZeRO, EP, CP, recompute) and simulate it on the analytical network model, or"
+    " with -n on a fabric with the flow model. -r PREFIX writes PREFIXsummary.json,"
+    " PREFIXlayers.csv and PREFIXtrace.json (Chrome/Perfetto)."
+)
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
     add_options(p, OPTIONS)
     p.add_argument(
         "--allow-oom", action="store_true", help="simulate even if the plan does not fit in memory"

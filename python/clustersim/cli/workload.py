@@ -27,14 +27,10 @@ examples:
 HELP = "generate, check, rewrite or export workloads (SimAI files, IR JSON)"
 
 
-def add(sub: argparse._SubParsersAction) -> None:
-    p = subcommand(
-        sub,
-        "workload",
-        help=HELP,
-        description="Generate, check, rewrite or export workloads (SimAI files, IR JSON).",
-        epilog=EPILOG,
-    )
+DESCRIPTION = "Generate, check, rewrite or export workloads (SimAI files, IR JSON)."
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
     wsub = p.add_subparsers(dest="workload_command", required=True, metavar="ACTION")
     c = subcommand(
         wsub,
