@@ -30,7 +30,7 @@ from results import measure_child, run_header, write_section
 
 SWEEP_CHILD = """
 import json, resource, sys, time
-from clustersim.sweep import sweep
+from clustersim.nccl_tests import sweep
 from clustersim.topology import simai_template
 name, gpus, pxn_level = json.loads(sys.argv[1])
 topo = simai_template(name, gpu=gpus)

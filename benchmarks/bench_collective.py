@@ -1,4 +1,4 @@
-"""Time `clustersim.sweep.sweep` (nccl-tests sweeps on the flow model).
+"""Time `clustersim.nccl_tests.sweep` (nccl-tests sweeps on the flow model).
 
 Cases (targets from the issue): all-reduce 16M..512M ×2 on 32-GPU Spectrum-X (≤ 1 s); the same on
 256 GPUs, Spectrum-X and DCN+ (≤ 5 s each); 1 GiB ring all-reduce on 4096 ranks (≤ 2 s, ≤ 500 MB
@@ -18,7 +18,7 @@ from results import measure_child, run_header, write_section
 
 CHILD = """
 import json, resource, sys, time
-from clustersim.sweep import sweep
+from clustersim.nccl_tests import sweep
 from clustersim.topology import simai_template
 name, gpus, pods, algo, sizes = json.loads(sys.argv[1])
 topo = simai_template(name, gpu=gpus, pods=pods)

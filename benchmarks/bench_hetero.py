@@ -36,7 +36,7 @@ print(json.dumps([wall, r.iteration_s, r.mfu, use]))
 RING = """
 import json, sys, time
 from clustersim.platform import hcsim
-from clustersim.sweep import sweep
+from clustersim.nccl_tests import sweep
 xpus, algo = json.loads(sys.argv[1])
 start = time.perf_counter()
 t = sweep(hcsim("hcsim-cxl", [("H100", xpus)]), "allreduce", [256 << 20], algorithm=algo, env={})

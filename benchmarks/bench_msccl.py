@@ -28,7 +28,7 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "tests" / "data" / "msccl"
 
 CHILD = """
 import json, sys, time
-from clustersim.sweep import sweep
+from clustersim.nccl_tests import sweep
 from clustersim.topology import simai_template
 gpus, op, algo, proto = json.loads(sys.argv[1])
 topo = simai_template("Spectrum-X", gpu=gpus)

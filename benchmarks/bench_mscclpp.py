@@ -21,7 +21,7 @@ import statistics
 import time
 
 from clustersim.errors import InputError
-from clustersim.sweep import sweep
+from clustersim.nccl_tests import sweep
 from clustersim.topology import simai_template
 from clustersim.topology.model import Topology
 from results import run_header, write_section

@@ -16,7 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from clustersim.sweep import sweep
+from clustersim.nccl_tests import sweep
 from clustersim.topology import simai_template
 from results import run_header, write_section
 

@@ -34,8 +34,8 @@ CHILD = """
 import json, resource, sys, time
 from clustersim import api
 from clustersim.errors import InputError
-from clustersim.study.execute import sweep
-from clustersim.study.spec import load_spec
+from clustersim.explore.execute import sweep
+from clustersim.explore.spec import load_spec
 mode, spec, store, workers = json.loads(sys.argv[1])
 start = time.perf_counter()
 points = load_spec(spec).points

@@ -33,7 +33,7 @@ from __future__ import annotations
 import argparse
 from collections import defaultdict
 
-from clustersim.kernels import KernelRow, iteration_kernels
+from clustersim.measure.kernels import KernelRow, iteration_kernels
 from h100_public import MEGATRON, MEGATRON_SEQ, MEGATRON_VOCAB, megatron_model, simulate_megatron
 from hopper_kernels import CAUSAL_BWD, GEMMS
 from results import write_section

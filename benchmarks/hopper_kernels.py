@@ -34,7 +34,7 @@ import argparse
 import statistics
 
 from clustersim.catalog import lookup
-from clustersim.kernels import iteration_kernels
+from clustersim.measure.kernels import iteration_kernels
 from results import write_section
 
 # The A100's largest measured bf16 matmul rate and peak, TFLOP/s (catalog/accelerators.yaml, MAMF).

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from calibrate import DATA, SC21, hardware_flops
-from clustersim.search import part_column, search
+from clustersim.explore.search import part_column, search
 from clustersim.training import train
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -175,11 +175,11 @@ def measure_compared_set(tmp: Path) -> None:
 def compare(cal_file: Path, tmp: Path) -> list[dict[str, Any]]:
     """The compared set measured in `tmp` (`measure_compared_set`): one row per bwtest (pattern,
     size) and per replayed op, measured, simulated before calibration and after."""
-    from clustersim.bwtest.pattern import Pattern
-    from clustersim.bwtest.simulate import platform_of, simulate
-    from clustersim.calibrate.file import calibrated, read_calibration
-    from clustersim.replay import compare as replay_compare
-    from clustersim.replay.plan import load
+    from clustersim.calibration import calibrated, read_calibration
+    from clustersim.measure.bwtest.pattern import Pattern
+    from clustersim.measure.bwtest.simulate import platform_of, simulate
+    from clustersim.measure.replay import compare as replay_compare
+    from clustersim.measure.replay.plan import load
 
     cal = read_calibration(cal_file)
     plain, fitted = platform_of(PLATFORM), calibrated(PLATFORM, cal)

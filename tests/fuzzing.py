@@ -297,7 +297,7 @@ def read_accelerator(scratch: Scratch, text: str, *, run: bool = True) -> None:
         raise
 
 
-# --- measurements: nccl-tests logs and bwtest JSON (python/clustersim/calibrate/) -----------------
+# --- measurements: nccl-tests logs and bwtest JSON (python/clustersim/measure/calibrate/) -----------------
 
 NCCL_LOGS = [
     (Path(__file__).parent / "data" / "nccl_tests" / name).read_text(encoding="utf-8")
@@ -340,9 +340,9 @@ CALIBRATION_WORDS = ["format", "classes", "collectives", "scale-up", "scale-out"
 
 def read_nccl(text: str, file: str = "all_reduce_perf.txt") -> None:
     """A log parsed, turned into series and fitted: every row a positive time, every fit finite."""
-    from clustersim.calibrate.fit import fit
-    from clustersim.calibrate.nccl_log import parse_nccl_log
-    from clustersim.calibrate.series import nccl_series
+    from clustersim.measure.calibrate.fit import fit
+    from clustersim.measure.calibrate.nccl_log import parse_nccl_log
+    from clustersim.measure.calibrate.series import nccl_series
 
     try:
         for s in nccl_series(parse_nccl_log(text, file)):
@@ -356,7 +356,7 @@ def read_nccl(text: str, file: str = "all_reduce_perf.txt") -> None:
 
 def read_bwtest(text: str, file: str = "bw.json") -> None:
     """A bwtest document read (field errors name the file and the field: JSON has no lines)."""
-    from clustersim.calibrate.series import parse_bwtest_json
+    from clustersim.measure.calibrate.series import parse_bwtest_json
 
     try:
         parse_bwtest_json(text, file)
@@ -367,8 +367,8 @@ def read_bwtest(text: str, file: str = "bw.json") -> None:
 
 def read_replay(text: str, file: str = "replay.json") -> None:
     """A replay document read, turned into series and fitted (errors name the file and the field)."""
-    from clustersim.calibrate.fit import fit
-    from clustersim.calibrate.series import parse_replay_json, replay_series
+    from clustersim.measure.calibrate.fit import fit
+    from clustersim.measure.calibrate.series import parse_replay_json, replay_series
 
     try:
         for s in replay_series([(file, parse_replay_json(text, file))]):
@@ -382,7 +382,7 @@ def read_replay(text: str, file: str = "replay.json") -> None:
 
 def read_calibration(text: str, file: str = "calibration.json") -> None:
     """A calibration file read and applied to a collective's time (every error at file:line: field)."""
-    from clustersim.calibrate.file import collective_time, parse_calibration
+    from clustersim.calibration import collective_time, parse_calibration
 
     try:
         cal = parse_calibration(text, file)

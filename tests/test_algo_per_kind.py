@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from clustersim.api import collective, run, sweep, train
+from clustersim import sweep
+from clustersim.api import collective, run, train
 from clustersim.errors import InputError
 from clustersim.platform import hcsim
 

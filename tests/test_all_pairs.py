@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from clustersim.sweep import busbw_factor, sweep
+from clustersim.nccl_tests import busbw_factor, sweep
 from clustersim.topology import simai_template
 from conftest import ROOT
 

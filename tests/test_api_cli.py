@@ -113,6 +113,6 @@ def test_bad_keyword_values_are_input_errors():
 def test_train_takes_every_plan_option_the_cli_has():
     import inspect
 
-    from clustersim.api import PLAN_OPTIONS
+    from clustersim.plan import PLAN_OPTIONS
 
     assert set(PLAN_OPTIONS) <= set(inspect.signature(clustersim.train).parameters)

@@ -12,10 +12,10 @@ import subprocess
 import sys
 
 import pytest
-from clustersim.bwtest.bound import group_bounds_GBps
-from clustersim.bwtest.pattern import Pattern
-from clustersim.bwtest.simulate import platform_of, rank_devices, simulate
 from clustersim.errors import InputError
+from clustersim.measure.bwtest.bound import group_bounds_GBps
+from clustersim.measure.bwtest.pattern import Pattern
+from clustersim.measure.bwtest.simulate import platform_of, rank_devices, simulate
 from conftest import DATA, run_clustersim
 
 CROSSBAR = DATA / "platforms" / "crossbar8.platform"  # 8 GPUs, 50 GB/s and 1 µs per link

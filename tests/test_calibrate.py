@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from clustersim.calibrate.fit import fit
-from clustersim.calibrate.nccl_log import parse_nccl_log, read_nccl_log
-from clustersim.calibrate.series import from_nccl_log
-from clustersim.sweep import busbw_factor
+from clustersim.measure.calibrate.fit import fit
+from clustersim.measure.calibrate.nccl_log import parse_nccl_log, read_nccl_log
+from clustersim.measure.calibrate.series import from_nccl_log
+from clustersim.nccl_tests import busbw_factor
 from conftest import DATA, run_clustersim
 
 LOGS = DATA / "nccl_tests"
@@ -278,7 +278,7 @@ def test_replay_documents_are_measurements(tmp_path):
 
 def test_a_real_replay_document_is_read():
     """Measured on the emulated cluster (tests/data/emulated/cal-replay.json, 4 hosts at 1 Gbit/s)."""
-    from clustersim.calibrate.series import from_replay
+    from clustersim.measure.calibrate.series import from_replay
 
     found = {s.kind: s for s in from_replay([str(DATA / "emulated" / "cal-replay.json")])}
     assert sorted(found) == ["allgather", "allreduce", "alltoall"]
@@ -330,8 +330,8 @@ def test_a_correction_is_fitted_on_relative_residuals_over_every_point():
     """measured = a + modelled / e: exact data give (e, a) back. With one point 30 % slow, the
     other points stay within 9 % of the fit; the α–β split (α from the smallest two sizes, β from
     the largest two) hands that point a whole parameter and misses the others by up to 52 %."""
-    from clustersim.calibrate.fit import correction
     from clustersim.errors import InputError
+    from clustersim.measure.calibrate.fit import correction
 
     modelled = [2e-3, 8e-3, 32e-3, 128e-3]
     exact = [0.5e-3 + t / 0.8 for t in modelled]

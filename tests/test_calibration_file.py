@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from clustersim.calibrate.file import parse_calibration
+from clustersim.calibration import parse_calibration
 from clustersim.errors import InputError
 from conftest import DATA, run_clustersim
 
@@ -171,7 +171,7 @@ def test_bad_calibration_files_name_file_line_and_field(tmp_path, text, error):
 
 def test_the_calibration_calibrate_writes_is_read_back(tmp_path):
     """A calibration file from a real run on the emulated cluster (tests/data/emulated)."""
-    from clustersim.calibrate.file import read_calibration
+    from clustersim.calibration import read_calibration
 
     cal = read_calibration(DATA / "emulated" / "calibration.json")
     doc = json.loads((DATA / "emulated" / "calibration.json").read_text())

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from clustersim.api import train
 import yaml
+from clustersim.api import train
 from clustersim.catalog import accelerators, lookup
 
 CATALOG = Path(__file__).resolve().parents[1] / "crates" / "engine" / "src" / "catalog" / "accelerators.yaml"

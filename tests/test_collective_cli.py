@@ -1,4 +1,4 @@
-"""`clustersim collective` and `clustersim.sweep.sweep`: nccl-tests reports on the flow model."""
+"""`clustersim collective` and `clustersim.nccl_tests.sweep`: nccl-tests reports on the flow model."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 from clustersim.errors import InputError
-from clustersim.sweep import busbw_factor, parse_size, sweep
+from clustersim.nccl_tests import busbw_factor, parse_size, sweep
 from clustersim.topology import simai_template
 
 GIB = 1 << 30

@@ -4,8 +4,8 @@ in-network factor, and bad input."""
 from __future__ import annotations
 
 import pytest
+from clustersim.nccl_tests import in_network_factor, sweep
 from clustersim.reduction_server import crossbar_text, platform
-from clustersim.sweep import in_network_factor, sweep
 from conftest import ROOT
 
 MIB32 = 32 << 20

@@ -8,7 +8,7 @@ import json
 import pytest
 from clustersim.errors import InputError
 from clustersim.fabric import qps_option
-from clustersim.sweep import sweep
+from clustersim.nccl_tests import sweep
 from clustersim.topology import simai_template
 from test_bad_input import assert_clean_error, assert_no_outputs
 

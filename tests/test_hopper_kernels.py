@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from clustersim.catalog import lookup
-from clustersim.kernels import iteration_kernels
+from clustersim.measure.kernels import iteration_kernels
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,8 +9,8 @@ import csv
 import clustersim
 import pytest
 from clustersim.api import train
-from clustersim.kernels import measure, plan_kernels
-from clustersim.kernels.table import read_table, rows_text
+from clustersim.kernel_table import read_table, rows_text
+from clustersim.measure.kernels import measure, plan_kernels
 
 # A tiny GPT (2 layers, hidden 256) on one GPU: every kernel times in milliseconds on a CPU.
 TINY = [
@@ -148,7 +148,7 @@ def test_the_good_row_reads_as_the_engine_takes_it(tmp_path):
 
 
 def test_the_stand_in_leaves_kernels_too_large_for_it_to_the_model(monkeypatch):
-    from clustersim.kernels import timing
+    from clustersim.measure.kernels import timing
 
     # Adam holds 4 arrays of the 2.35 M parameters: above a limit of 4 M elements; the rest is below.
     monkeypatch.setattr(timing, "STAND_IN_ELEMENTS", 4_000_000)

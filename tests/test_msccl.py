@@ -8,7 +8,7 @@ from pathlib import Path
 
 import clustersim
 import pytest
-from clustersim.sweep import sweep
+from clustersim.nccl_tests import sweep
 
 EXAMPLES = Path(__file__).parent / "data" / "msccl"
 

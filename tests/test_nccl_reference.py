@@ -6,7 +6,7 @@ line rates; benchmarks/bench_nccl.py prints the full table."""
 from __future__ import annotations
 
 import pytest
-from clustersim.sweep import sweep
+from clustersim.nccl_tests import sweep
 from clustersim.topology import simai_template
 from nccl_tuning_model import predict_us
 

@@ -28,7 +28,10 @@ def test_simai_train_and_platform_files_read_the_same_h100():
     doc = input_document("llama3-8b", accelerator="h100", gpus=8, tp=8, gbs=8)
     assert doc["accelerator"] == lookup("accelerators", "h100") == h100
     assert doc["network"]["nvlink_busbw"] == h100["nvlink_busbw"]
-    assert (doc["network"]["nvls_busbw"], doc["network"]["nic_busbw"]) == (h100["nvls_busbw"], h100["nic_busbw"])
+    assert (doc["network"]["nvls_busbw"], doc["network"]["nic_busbw"]) == (
+        h100["nvls_busbw"],
+        h100["nic_busbw"],
+    )
     # A platform file's H100 is the catalog's type, whatever its spelling.
     p = Platform.parse("p.platform", PLATFORM)
     assert p.accelerator_types() == ["h100", "h100"]

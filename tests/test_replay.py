@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 from clustersim import _engine, run, simulate
 from clustersim.errors import InputError
-from clustersim.replay import buffers, compare
-from clustersim.replay.execute import FAULT_ENV, Measured
-from clustersim.replay.plan import check_memory, check_world, load
-from clustersim.replay.report import busbw_factor, result
+from clustersim.measure.replay import buffers, compare
+from clustersim.measure.replay.execute import FAULT_ENV, Measured
+from clustersim.measure.replay.plan import check_memory, check_world, load
+from clustersim.measure.replay.report import busbw_factor, result
 from conftest import DATA
 from test_bwtest import CROSSBAR, mpirun, needs_mpi
 

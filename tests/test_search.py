@@ -9,7 +9,7 @@ import json
 import pytest
 from clustersim import api
 from clustersim.errors import InputError
-from clustersim.search import PLAN_COLUMNS, SearchResult, part_column, search
+from clustersim.explore.search import PLAN_COLUMNS, SearchResult, part_column, search
 from clustersim.table import Table
 from conftest import run_clustersim
 

@@ -11,8 +11,8 @@ import math
 
 import pytest
 from clustersim import workload_graph
+from clustersim.explore import hcsim as h
 from clustersim.platform import hcsim
-from clustersim.study import hcsim as h
 
 SMALL = h.Setup(layers=4, servers_per_tor=1)  # more than 80 GB of HBM; a ToR of one 8-XPU server
 # The paper's set-up (40 decoders, ToRs of 16 servers of 8 XPUs) with HCSim's own modelling.

@@ -9,8 +9,8 @@ import shutil
 import subprocess
 
 import pytest
-from clustersim.study import store
-from clustersim.study.report import pareto_front
+from clustersim.explore import store
+from clustersim.explore.report import pareto_front
 
 SPEC = """\
 command: train
@@ -34,11 +34,11 @@ def test_the_pareto_front_by_hand():
 
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory):
-    from clustersim import api
+    from clustersim import sweep
 
     folder = tmp_path_factory.mktemp("report")
     (folder / "s.yaml").write_text(SPEC)
-    api.sweep(folder / "s.yaml")
+    sweep(folder / "s.yaml")
     return folder
 
 

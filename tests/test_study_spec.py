@@ -1,4 +1,4 @@
-"""Sweep specs (clustersim.study.spec): the points of a grid, a list and a seeded random sample,
+"""Sweep specs (clustersim.explore.spec): the points of a grid, a list and a seeded random sample,
 their keys, and every kind of bad spec reported as one line naming file, line and field."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sqlite3
 
 import pytest
 from clustersim.errors import InputError
-from clustersim.study.spec import command_options, load_spec, point_key
+from clustersim.explore.spec import command_options, load_spec, point_key
 
 TRAIN = "command: train\nfixed: {model: llama3-8b, gpus: 16, gbs: 32, seq: 2048}\n"
 

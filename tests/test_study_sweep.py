@@ -14,12 +14,13 @@ import sys
 import time
 from pathlib import Path
 
+import clustersim
 import pytest
 from clustersim import api
 from clustersim.errors import InputError
-from clustersim.study import store
-from clustersim.study.execute import sweep
-from clustersim.study.spec import load_spec
+from clustersim.explore import store
+from clustersim.explore.execute import sweep
+from clustersim.explore.spec import load_spec
 from conftest import ROOT
 
 SMALL = """\
@@ -52,7 +53,7 @@ def rows(path):
 
 
 def test_every_point_is_the_api_result_for_its_options(tmp_path):
-    table = api.sweep(write(tmp_path, SMALL))
+    table = clustersim.sweep(write(tmp_path, SMALL))
     assert (tmp_path / "s.sqlite").is_file() and len(table) == 12
     stored = store.read(tmp_path / "s.sqlite")
     assert [r.seq for r in stored.rows] == list(range(12))
@@ -218,7 +219,7 @@ def test_collective_and_run_points(tmp_path, run_cli):
 def test_a_failure_before_the_first_point_leaves_no_store_and_after_it_keeps_the_points(
     tmp_path, monkeypatch
 ):
-    import clustersim.study.execute as execute
+    import clustersim.explore.execute as execute
 
     spec = load_spec(write(tmp_path, SMALL))
     real, calls = execute.evaluate, []

@@ -124,15 +124,16 @@ def test_aicb_rows_unchanged(name):
 def workload_text_from(args: list[str]) -> str:
     import argparse
 
-    from clustersim.api import plan_options
-    from clustersim.cli.train import add_plan_options
-    from clustersim.cli.train import plan_options as options_of
+    from clustersim.cli.common import add_options, option_values
+    from clustersim.plan import OPTIONS
+    from clustersim.training import resolve_plan
 
     parser = argparse.ArgumentParser()
-    add_plan_options(parser)
+    add_options(parser, OPTIONS)
     parser.add_argument("--aicb-compat", action="store_true")
     ns = parser.parse_args(args)
-    model, _, plan = plan_options(**options_of(ns))
+    options = option_values(ns, OPTIONS)
+    model, _, plan, _ = resolve_plan(options.pop("model"), options)
     return workload_text(model, aicb_compat=ns.aicb_compat, **plan)
 
 

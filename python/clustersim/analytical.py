@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from clustersim import _engine
 from clustersim.errors import InputError
+from clustersim.files import read_text
 from clustersim.table import Table
 
 if TYPE_CHECKING:
-    from clustersim.calibrate.file import CalibrationFile
     from clustersim.reduction_server import ReductionServers
 
 SIMAI = "simai"
@@ -29,15 +29,6 @@ SUMMARY_KEYS = {
     "total exposed comm": "exposed_comm_us",
     "Total time": "total_us",
 }
-
-
-def read_text(path: str | os.PathLike[str], what: str) -> str:
-    """A whole text file, or an InputError naming it."""
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        raise InputError(f"{path}: cannot read the {what}: {reason}") from None
 
 
 MAX_COUNT = 2**32 - 1
@@ -107,21 +98,6 @@ class AnalyticalResult(NamedTuple):
         } | seeds
 
 
-def calibrated_busbw(
-    cal: CalibrationFile, gpu_type: str, nic_type: str, nvlink: float | None, nic: float | None
-) -> tuple[float, float]:
-    """The analytical model's NVLink and NIC bus bandwidths (GB/s: `-nv` and `-nic`, else those of
-    the GPU and NIC types) times the calibration's scale-up and scale-out bandwidth efficiencies,
-    as a fabric's NVLink and NIC links are rescaled. The latency factors have nothing to scale
-    here: the model's latency is NCCL's per call, not the links' (calibrate/model.py)."""
-    from clustersim.calibrate.series import SCALE_OUT, SCALE_UP
-
-    built_in = _engine.server_busbw(gpu_type, nic_type)
-    nvlink = built_in[0] if nvlink is None else nvlink
-    nic = built_in[1] if nic is None else nic
-    return nvlink * cal.classes.get(SCALE_UP, (1.0, 1.0))[0], nic * cal.classes.get(SCALE_OUT, (1.0, 1.0))[0]
-
-
 def simulate(
     workload: str | os.PathLike[str],
     *,
@@ -168,7 +144,7 @@ def simulate(
     `algorithm` collnet_direct / collnet_chain run every all-reduce across servers on them, the
     other collectives as `algorithm` says (clustersim.reduction_server).
     `calibration` (a file `clustersim calibrate` wrote) rescales the bandwidths by link class
-    (`calibrated_busbw`; with `topology`, the fabric's links).
+    (`clustersim.calibration.calibrated_busbw`; with `topology`, the fabric's links).
     Raises `clustersim.InputError` with file, line and field on bad input.
     """
     if compat not in (None, SIMAI):
@@ -188,8 +164,10 @@ def simulate(
     if run_name is None:
         run_name = Path(workload).stem + "-"
     fabric, platform = None, None
+    # The fabric side (calibration, fabrics, reduction servers) loads only for a run that uses it:
+    # `clustersim analytical`'s start-up stays lean.
     if calibration is not None:
-        from clustersim.calibrate.file import calibrated, read_calibration
+        from clustersim.calibration import calibrated, calibrated_busbw, read_calibration
 
         cal = read_calibration(calibration)
         if topology is not None:

@@ -5,23 +5,27 @@ keyword arguments (`--dist-opt` → `dist_opt`, `-n/--topology` → `topology`) 
     run(workload, topology, …)         clustersim run -w workload -n topology …
     train(model, gpus=, gbs=, …)       clustersim train --model model --gpus … --gbs …
     collective(op, topology, …)        clustersim collective op -n topology …
-    search(model, gpus=, gbs=, …)      clustersim search --model model --gpus … --gbs …
-    sweep(spec, store, workers=, …)    clustersim sweep spec -o store --workers …
 
-The CLI calls these functions, so both give the same numbers for the same inputs
-(tests/test_api_cli.py). Results have `to_dict()` (what `--json` prints) and `to_pandas()`.
+`search` and `sweep`, which run many of these, are in `clustersim.explore` (and at the package's
+top, as all of these are). The CLI calls these functions, so both give the same numbers for the
+same inputs (tests/test_api_cli.py). Results have `to_dict()` (what `--json` prints) and `to_pandas()`.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from clustersim import training
 from clustersim.analytical import AnalyticalResult, simulate
+from clustersim.calibration import calibrate_table, calibrated, read_calibration
 from clustersim.errors import InputError
-from clustersim.search import SearchResult, search
+from clustersim.fabric import ecmp_seeds as seed_range
+from clustersim.fabric import gpu_count, load_topology, qps_option, seed_stats
+from clustersim.nccl_tests import OPS, parse_size, seed_table, sizes
+from clustersim.nccl_tests import sweep as nccl_tests_sweep
+from clustersim.plan import OPTIONS, signature, values
 from clustersim.table import Table
 
 if TYPE_CHECKING:
@@ -32,13 +36,10 @@ if TYPE_CHECKING:
 __all__ = [
     "AnalyticalResult",
     "CollectiveResult",
-    "SearchResult",
     "TrainResult",
     "collective",
     "run",
-    "search",
     "simulate",
-    "sweep",
     "train",
 ]
 
@@ -73,9 +74,6 @@ def run(
     `reduction` runs every all-reduce across servers on reduction servers
     (`clustersim.reduction_server`), as `--algo collnet_direct` / `collnet_chain` run it on the
     fabric's switches (reducing `switch_reduce_gbps` each); the other collectives run as `algo` says."""
-    from clustersim.fabric import ecmp_seeds as seed_range
-    from clustersim.fabric import qps_option, seed_stats
-
     topology = _calibrated(topology, calibration)
     seeds = seed_range(seed, ecmp_seeds)
     flow = dict(topology=topology, algorithm=algo, channels=channels, routes=routes, routing=routing)
@@ -95,11 +93,9 @@ def run(
 def _calibrated(
     topology: str | os.PathLike[str] | Topology | Platform | None, calibration: str | os.PathLike[str] | None
 ) -> Any:
-    """The fabric with the calibration file's link classes applied (clustersim.calibrate.file)."""
+    """The fabric with the calibration file's link classes applied (clustersim.calibration)."""
     if calibration is None:
         return topology
-    from clustersim.calibrate.file import calibrated, read_calibration
-
     if topology is None:
         raise InputError(f"--calibration {calibration}: rescales a fabric's links; give the fabric (-n)")
     return calibrated(topology, read_calibration(calibration))
@@ -167,46 +163,6 @@ class TrainResult(NamedTuple):
 def train(
     model: str | os.PathLike[str] | dict[str, Any] | None = None,
     *,
-    gpus: int,
-    gbs: int,
-    gpu: str = "h100",
-    mix_by: str = "rank",
-    accelerators: str | os.PathLike[str] | None = None,
-    tp: int = 1,
-    pp: int = 1,
-    ep: int = 1,
-    cp: int = 1,
-    vpp: int = 1,
-    mbs: int = 1,
-    seq: int | None = None,
-    sp: bool = False,
-    first_stage_layers: int | None = None,
-    last_stage_layers: int | None = None,
-    account_for_embedding_in_pipeline_split: bool = False,
-    account_for_loss_in_pipeline_split: bool = False,
-    dist_opt: bool = False,
-    zero: int | None = None,
-    recompute: str = "none",
-    no_flash_attn: bool = False,
-    overlap_grad_reduce: bool | None = None,
-    overlap_param_gather: bool | None = None,
-    tp_comm_overlap: bool | None = None,
-    overlap_p2p_comm: bool | None = None,
-    ddp_bucket_size: int | None = None,
-    gpus_per_server: int = 8,
-    nics_per_server: int | None = None,
-    nic_busbw: float | None = None,
-    layers: int | None = None,
-    hidden: int | None = None,
-    heads: int | None = None,
-    kv_heads: int | None = None,
-    ffn: int | None = None,
-    vocab: int | None = None,
-    experts: int | None = None,
-    topk: int | None = None,
-    family: str | None = None,
-    tie_embeddings: bool | None = None,
-    kernels: str | os.PathLike[str] | None = None,
     allow_oom: bool = False,
     topology: str | os.PathLike[str] | Topology | Platform | None = None,
     algo: str = "auto",
@@ -220,25 +176,21 @@ def train(
     progress: Progress | None = None,
     reduction: ReductionServers | str | None = None,
     switch_reduce_gbps: float | None = None,
+    **plan: Any,
 ) -> TrainResult:
     """One Megatron-Core training iteration of `model` (catalog name, YAML/JSON file, Hugging Face
     config.json, a dict, or None: the shape keyword arguments alone, named "custom") with a parallel
-    plan (`clustersim train`). `gpu` is a catalog name, or a mix of types with their GPU counts
-    ("h100:128,a100:128", summing to `gpus`) assigned in rank order (`mix_by="rank"`) or by whole
-    pipeline stages (`mix_by="stage"`); the result then has `per_type` utilisation. With `topology` the
-    communication runs on that fabric with the flow model; `reduction` and `switch_reduce_gbps` as
-    for `run`. Raises InputError on bad input and,
-    unless `allow_oom`, on a plan that does not fit in memory."""
-    from clustersim.training import train as run_training
-
-    spec, acc, plan = plan_options(
-        model, **{k: v for k, v in locals().items() if k in PLAN_OPTIONS and k != "model"}
-    )
+    plan (`clustersim train`): `plan` is the plan options of `clustersim.plan.OPTIONS` (gpus, gbs,
+    tp, pp, …; `help(clustersim.train)` lists them with their defaults). `gpu` is a catalog name,
+    or a mix of types with their GPU counts ("h100:128,a100:128", summing to `gpus`) assigned in
+    rank order (`mix_by="rank"`) or by whole pipeline stages (`mix_by="stage"`); the result then
+    has `per_type` utilisation. With `topology` the communication runs on that fabric with the
+    flow model; `reduction` and `switch_reduce_gbps` as for `run`. Raises InputError on bad
+    input and, unless `allow_oom`, on a plan that does not fit in memory."""
+    resolved = training.resolve_plan(model, values(plan, TRAIN_OPTIONS, "train"))
     flow: dict[str, Any] = dict(reduction=reduction, switch_reduce_gbps=switch_reduce_gbps)
     topology = _calibrated(topology, calibration)
     if topology is not None:
-        from clustersim.fabric import qps_option
-
         flow |= dict(
             topology=topology,
             algorithm=algo,
@@ -248,129 +200,23 @@ def train(
             qps=qps_option(qps),
             routing=routing,
         )
-    data = run_training(spec, allow_oom=allow_oom, trace=trace, progress=progress, **plan, **flow)
+    data = training.train(
+        resolved.model, allow_oom=allow_oom, trace=trace, progress=progress, **resolved.plan, **flow
+    )
     text = data.pop("trace", None)
     return TrainResult(
-        model=spec["name"],
-        accelerator=acc["name"] if "mix" not in plan else gpu.replace(" ", ""),
-        gpus=gpus,
+        model=resolved.model["name"],
+        accelerator=resolved.label,
+        gpus=resolved.plan["gpus"],
         data=data,
         trace=text,
-        accelerator_spec=acc,
+        accelerator_spec=resolved.accelerator,
     )
 
 
-PLAN_OPTIONS = (
-    "model gpus gbs gpu mix_by accelerators tp pp ep cp vpp mbs seq sp first_stage_layers last_stage_layers"
-    " account_for_embedding_in_pipeline_split account_for_loss_in_pipeline_split"
-    " dist_opt zero recompute no_flash_attn overlap_grad_reduce overlap_param_gather tp_comm_overlap"
-    " overlap_p2p_comm ddp_bucket_size gpus_per_server nics_per_server nic_busbw layers hidden"
-    " heads kv_heads ffn vocab experts topk family tie_embeddings kernels"
-).split()
-
-
-def plan_options(
-    model: str | os.PathLike[str] | dict[str, Any] | None, **options: Any
-) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """(model, accelerator, plan keyword arguments of `clustersim.training`) from the options of
-    `clustersim train` and `workload generate`: every name of PLAN_OPTIONS but `model` (their
-    defaults are `train`'s)."""
-    from clustersim.catalog import lookup
-    from clustersim.models import from_flags, resolve
-
-    defaults = {"family": None, "tie_embeddings": None, "kernels": None, "mix_by": "rank"}
-    defaults |= {f"account_for_{x}_in_pipeline_split": False for x in ("embedding", "loss")}
-    o = SimpleNamespace(**(defaults | options))
-
-    if o.dist_opt and o.zero:
-        raise InputError("command line: --dist-opt: cannot be combined with --zero")
-    shape = {"layers": o.layers, "hidden": o.hidden, "heads": o.heads, "kv_heads": o.kv_heads, "ffn": o.ffn}
-    shape["vocab"] = o.vocab
-    if model is None:
-        spec = from_flags(shape, o.family, o.seq)
-    elif isinstance(model, dict):
-        spec = dict(model)
-    else:
-        spec = resolve(os.fspath(model), shape)
-    if o.family is not None:
-        spec["family"] = o.family
-    if o.tie_embeddings is not None:
-        spec["tie_embeddings"] = o.tie_embeddings
-    if isinstance(model, dict):
-        spec.update({k: v for k, v in shape.items() if v is not None})
-        spec.setdefault("name", "model")
-    if o.experts or o.topk:
-        moe = dict(spec.get("moe") or {"expert_ffn": spec["ffn"], "topk": 1, "experts": 1})
-        moe.update({k: v for k, v in (("experts", o.experts), ("topk", o.topk)) if v})
-        spec["moe"] = moe
-    extra = None if o.accelerators is None else os.fspath(o.accelerators)
-    mix = gpu_mix(o.gpu, o.gpus, o.mix_by, extra)
-    acc = mix[0][0] if mix is not None else lookup("accelerators", o.gpu, extra)
-    if o.kernels is not None and mix is not None:
-        raise InputError(
-            f"command line: --kernels: a kernel table times one accelerator type, not the mix {o.gpu}"
-        )
-    if o.kernels is not None:
-        from clustersim.kernels.table import read_table
-
-        acc["measured_kernels"] = read_table(o.kernels)
-    plan = dict(
-        gpus=o.gpus,
-        accelerator=acc,
-        tp=o.tp,
-        pp=o.pp,
-        vpp=o.vpp,
-        ep=o.ep,
-        cp=o.cp,
-        mbs=o.mbs,
-        gbs=o.gbs,
-        seq=o.seq,
-        sp=o.sp,
-        dp="distributed_optimizer" if o.dist_opt else f"zero{o.zero}" if o.zero else "ddp",
-        recompute=o.recompute,
-        flash_attention=not o.no_flash_attn,
-        overlap={
-            "grad_reduce": o.overlap_grad_reduce,
-            "param_gather": o.overlap_param_gather,
-            "tp_comm": o.tp_comm_overlap,
-            "p2p": o.overlap_p2p_comm,
-            "bucket_size": o.ddp_bucket_size,
-        },
-        gpus_per_server=o.gpus_per_server,
-        nics_per_server=o.nics_per_server,
-        nic_busbw=o.nic_busbw,
-        first_stage_layers=o.first_stage_layers,
-        last_stage_layers=o.last_stage_layers,
-        account_for={
-            "embedding": o.account_for_embedding_in_pipeline_split,
-            "loss": o.account_for_loss_in_pipeline_split,
-        },
-    )
-    if mix is not None:
-        plan.update(mix=mix, mix_by=o.mix_by)
-    return spec, acc, plan
-
-
-def gpu_mix(gpu: str, gpus: int, mix_by: str, extra: str | None) -> list[tuple[dict[str, Any], int]] | None:
-    """`--gpu` as a mix of accelerator types ("h100:128,a100:128": catalog entries with their GPU
-    counts, which the engine checks against the plan), or None for one type's name."""
-    from clustersim.catalog import lookup
-
-    if mix_by not in ("rank", "stage"):
-        raise InputError(f"command line: --mix-by: '{mix_by}' is not rank or stage")
-    if ":" not in gpu:
-        if mix_by != "rank":
-            raise InputError(f"command line: --mix-by: assigns a mix of types; --gpu {gpu} names one type")
-        return None
-    mix = []
-    for part in gpu.split(","):
-        name, _, count = part.strip().partition(":")
-        if not name or not count.strip().isdigit():
-            raise InputError(
-                f"command line: --gpu: '{part.strip()}' is not TYPE:COUNT (e.g. h100:128,a100:128)"
-            )
-        mix.append((lookup("accelerators", name.strip(), extra), int(count)))
-    return mix
+#: `train`'s plan keywords: every plan option but the model (its first argument).
+TRAIN_OPTIONS = tuple(o for o in OPTIONS if o.name != "model")
+train.__signature__ = signature(train, ((o.name, o.default, o.annotation) for o in TRAIN_OPTIONS))  # type: ignore[attr-defined]
 
 
 class CollectiveResult(Table):
@@ -416,10 +262,6 @@ def collective(
     `switch_reduce_gbps` is a switch's reduction throughput for collnet_direct / collnet_chain.
     `calibration` (a file `clustersim calibrate` wrote) rescales the fabric's link classes, and
     each row's time t becomes a_c + t / e_c where the file fits `op` itself."""
-    from clustersim.fabric import ecmp_seeds as seed_range
-    from clustersim.fabric import gpu_count, load_topology
-    from clustersim.sweep import OPS, seed_table, sizes, sweep
-
     name = op.lower().replace("_", "")
     if name not in OPS:
         raise InputError(f"unknown collective '{op}' (valid: {', '.join(OPS)})")
@@ -436,7 +278,7 @@ def collective(
     if switch_reduce_gbps is not None:
         options["switch_reduce_gbps"] = switch_reduce_gbps
     tables = [
-        sweep(
+        nccl_tests_sweep(
             topo,
             name,
             todo,
@@ -447,8 +289,6 @@ def collective(
         for k, s in enumerate(seeds)
     ]
     if calibration is not None:
-        from clustersim.calibrate.file import calibrate_table, read_calibration
-
         tables = [calibrate_table(read_calibration(calibration), name, t) for t in tables]
     table = tables[0] if len(seeds) == 1 else seed_table(seeds, tables)
     ranks = gpus if gpus is not None else gpu_count(topo)
@@ -456,34 +296,6 @@ def collective(
 
 
 def _bytes(size: int | str) -> int:
-    from clustersim.sweep import parse_size
-
     if isinstance(size, int) and not isinstance(size, bool):
         return size
     return parse_size(str(size))
-
-
-def sweep(
-    spec: str | os.PathLike[str],
-    store: str | os.PathLike[str] | None = None,
-    *,
-    workers: int = 1,
-    ray: str | None = None,
-    progress: Progress | None = None,
-) -> Table:
-    """Every point of the sweep spec `spec` (YAML; see clustersim.study.spec) simulated and stored
-    in the SQLite store `store` (default: `spec` with the suffix .sqlite) as it finishes, on
-    `workers` processes or on the Ray cluster at `ray`; points already stored are not simulated
-    again. Returns every stored point as flat columns (clustersim.study.export). Worker processes
-    are spawned (they inherit no state), so a script that calls this with `workers` > 1 must do
-    so under `if __name__ == "__main__":`, as with any `multiprocessing` pool."""
-    from pathlib import Path
-
-    from clustersim.study import export
-    from clustersim.study import store as stores
-    from clustersim.study.execute import sweep as run_sweep
-    from clustersim.study.spec import load_spec
-
-    path = Path(spec).with_suffix(".sqlite") if store is None else store
-    run_sweep(load_spec(spec), path, workers=workers, ray=ray, progress=progress)
-    return export.table(stores.read(path))

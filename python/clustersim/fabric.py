@@ -16,13 +16,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clustersim.analytical import read_text
+from clustersim import _engine
 from clustersim.errors import InputError
+from clustersim.files import read_text
+from clustersim.platform import read_platform
+from clustersim.reduction_server import on_platform_options
+from clustersim.topology import TEMPLATES, Topology, fat_tree, simai_template
 
 if TYPE_CHECKING:
     from clustersim.platform import Platform
     from clustersim.reduction_server import ReductionServers
-    from clustersim.topology import Topology
 
 # NCCL's most queue pairs per connection (NCCL_IB_MAX_QPS); each QP becomes a flow of its own.
 MAX_QPS = 128
@@ -34,8 +37,6 @@ SEED_MAX = (1 << 64) - 1
 
 def template(spec: str) -> tuple[str, int | None] | None:
     """(template name, GPUs or None) if `spec` names a template (`NAME[:GPUS]`), else None."""
-    from clustersim.topology import TEMPLATES
-
     name, _, count = spec.partition(":")
     names = {t.lower(): t for t in TEMPLATES} | {"fat-tree": "fat-tree", "fattree": "fat-tree"}
     if name.lower() not in names:
@@ -49,33 +50,23 @@ def load_topology(spec: str | os.PathLike[str] | Topology | Platform) -> Platfor
     """The engine's `Platform` of a fabric spec: a Platform, a `Topology` view, a template
     `NAME[:GPUS]` (a SimAI template or fat-tree:K, a k-ary fat-tree), a SimAI topology file or a
     platform file."""
-    from clustersim import _engine
-
     if isinstance(spec, _engine.Platform):
         return spec
     if not isinstance(spec, (str, os.PathLike)):
-        from clustersim.topology import Topology
-
         if isinstance(spec, Topology):
             return spec.platform
         raise InputError(f"topology: expected a file, a template NAME[:GPUS] or a Platform, got {spec!r}")
     named = template(str(spec))
     if named is not None:
-        from clustersim.topology import fat_tree, simai_template
-
         name, count = named
         if name == "fat-tree":
             return fat_tree(count if count else 4).platform
         return simai_template(name, **({"gpu": count} if count else {})).platform
     if not Path(spec).is_file():
-        from clustersim.topology import TEMPLATES
-
         raise InputError(
             f"--topology {spec}: no such file"
             f" (or give a template: {', '.join(TEMPLATES)}, fat-tree, as NAME[:GPUS])"
         )
-    from clustersim.platform import read_platform
-
     return read_platform(spec)
 
 
@@ -175,8 +166,6 @@ def fabric_document(
     hashing) or "spray" (per-packet spraying / adaptive routing, as Spectrum-X does);
     `reduction` (reduction servers) and `switch_reduce_gbps` (CollNet) take the all-reduces
     across servers (clustersim.reduction_server.on_platform_options)."""
-    from clustersim.reduction_server import on_platform_options
-
     doc = {
         "path": str(topology) if isinstance(topology, (str, os.PathLike)) else "topology",
         "algorithm": algorithm,

@@ -9,8 +9,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from clustersim import _engine
 from clustersim.catalog import engine_check, fail, is_count, lookup, read_yaml
 from clustersim.errors import InputError
+from clustersim.files import read_text
 
 # Hugging Face config.json keys → ours. Families whose configs describe LLaMA-style blocks.
 HF_LLAMA_TYPES = {
@@ -153,8 +155,6 @@ def from_flags(shape: dict[str, Any], family: str | None, seq: int | None) -> di
     model = {k: v for k, v in shape.items() if v is not None}
     model.update(name="custom", family=family or "llama", seq_len=seq)
     model.setdefault("kv_heads", model["heads"])
-    from clustersim import _engine
-
     problem = _engine.check_model(json.dumps(model))
     if problem is not None:
         field, message = problem
@@ -169,12 +169,9 @@ def resolve(spec: str, overrides: dict[str, Any] | None = None) -> dict[str, Any
     text = None
     if path.suffix in (".json", ".yaml", ".yml") or path.is_file():
         if path.suffix == ".json":
+            text = read_text(spec, "model")
             try:
-                text = path.read_text(encoding="utf-8")
                 doc = json.loads(text)
-            except (OSError, UnicodeDecodeError) as e:
-                reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-                raise InputError(f"{spec}: cannot read the model: {reason}") from None
             except json.JSONDecodeError as e:
                 raise InputError(f"{spec}:{e.lineno}: JSON: not valid JSON: {e.msg}") from None
             except RecursionError:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from clustersim import _engine
 from clustersim.errors import InputError
+from clustersim.files import read_text
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -32,14 +33,6 @@ TEMPLATES = ("hcsim-pcie", "hcsim-cxl")
 """HCSim's Fig. 6a (PCIe, no coherence) and Fig. 6b (with a CXL fabric) systems."""
 
 
-def _read_text(path: str | os.PathLike[str]) -> str:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{os.fspath(path)}: cannot read: {getattr(e, 'strerror', None) or e}") from None
-
-
 def read_platform(path: str | os.PathLike[str]) -> Platform:
     """Read a platform: a graph document (.json, .yaml/.yml, .graphml), else a platform file or a
     SimAI topology file."""
@@ -47,7 +40,7 @@ def read_platform(path: str | os.PathLike[str]) -> Platform:
     suffix = Path(name).suffix.lower()
     if suffix == ".graphml":
         return read_graphml(name)
-    text = _read_text(path)
+    text = read_text(path)
     if suffix == ".json":
         return parse_graph(name, text)
     if suffix in (".yaml", ".yml"):

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clustersim.errors import InputError
+from clustersim.platform import Platform
 
 
 @dataclass(frozen=True)
@@ -196,8 +197,6 @@ def leaf_spine_text(
 
 def platform(text: str, name: str = "reduction-servers"):  # noqa: ANN201 (the engine's Platform)
     """The engine's Platform of a platform file text (e.g. `crossbar_text()`)."""
-    from clustersim.platform import Platform
-
     return Platform.parse(name, text)
 
 

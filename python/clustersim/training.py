@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from clustersim import _engine
 from clustersim.catalog import accelerator as read_accelerator
 from clustersim.catalog import lookup
 from clustersim.errors import InputError
 from clustersim.fabric import fabric_document, load_topology
-from clustersim.models import resolve
+from clustersim.kernel_table import read_table
+from clustersim.models import from_flags, resolve
+from clustersim.plan import OPTIONS
 from clustersim.reduction_server import ReductionServers, needs_fabric
 from clustersim.table import Table
 
@@ -35,6 +37,93 @@ MODEL_KEYS = (
     "tie_embeddings",
 )
 SP_AT_TP1 = "--sp at TP 1: sequence parallelism switched off, as Megatron does (it needs TP > 1)"
+
+
+class ResolvedPlan(NamedTuple):
+    """The plan options resolved, once: the model's description, the accelerator's catalog entry
+    (a mix's first type), the plan as `input_document` takes it, and the accelerator as results
+    name it (a mix as given: "h100:128,a100:128")."""
+
+    model: dict[str, Any]
+    accelerator: dict[str, Any]
+    plan: dict[str, Any]
+    label: str
+
+
+def resolve_plan(
+    model: str | os.PathLike[str] | dict[str, Any] | None, options: Mapping[str, Any]
+) -> ResolvedPlan:
+    """The plan `options` (every option of `clustersim.plan.OPTIONS` but the model, by name, as
+    `clustersim.plan.values` fills them) for `model`: the options whose `engine` field names the
+    plan's field become it as they are; the model, the accelerator (`--gpu`, `--accelerators`,
+    `--kernels`), the optimizer and the attention are resolved here."""
+    o = options
+    if o["dist_opt"] and o["zero"]:
+        raise InputError("command line: --dist-opt: cannot be combined with --zero")
+    shape = {k: o[k] for k in ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab")}
+    if model is None:
+        spec = from_flags(shape, o["family"], o["seq"])
+    elif isinstance(model, dict):
+        spec = dict(model)
+    else:
+        spec = resolve(os.fspath(model), shape)
+    if o["family"] is not None:
+        spec["family"] = o["family"]
+    if o["tie_embeddings"] is not None:
+        spec["tie_embeddings"] = o["tie_embeddings"]
+    if isinstance(model, dict):
+        spec.update({k: v for k, v in shape.items() if v is not None})
+        spec.setdefault("name", "model")
+    if o["experts"] or o["topk"]:
+        moe = dict(spec.get("moe") or {"expert_ffn": spec["ffn"], "topk": 1, "experts": 1})
+        moe.update({k: v for k, v in (("experts", o["experts"]), ("topk", o["topk"])) if v})
+        spec["moe"] = moe
+    extra = None if o["accelerators"] is None else os.fspath(o["accelerators"])
+    mix = gpu_mix(o["gpu"], o["gpus"], o["mix_by"], extra)
+    acc = mix[0][0] if mix is not None else lookup("accelerators", o["gpu"], extra)
+    if o["kernels"] is not None and mix is not None:
+        raise InputError(
+            f"command line: --kernels: a kernel table times one accelerator type, not the mix {o['gpu']}"
+        )
+    if o["kernels"] is not None:
+        acc["measured_kernels"] = read_table(o["kernels"])
+    zero = o["zero"]
+    plan: dict[str, Any] = {
+        "accelerator": acc,
+        "dp": "distributed_optimizer" if o["dist_opt"] else f"zero{zero}" if zero else "ddp",
+        "flash_attention": not o["no_flash_attn"],
+    }
+    for option in OPTIONS:
+        if option.engine is not None:
+            field, _, key = option.engine.partition(".")
+            if key:
+                plan.setdefault(field, {})[key] = o[option.name]
+            else:
+                plan[field] = o[option.name]
+    if mix is not None:
+        plan.update(mix=mix, mix_by=o["mix_by"])
+    label = acc["name"] if mix is None else o["gpu"].replace(" ", "")
+    return ResolvedPlan(spec, acc, plan, label)
+
+
+def gpu_mix(gpu: str, gpus: int, mix_by: str, extra: str | None) -> list[tuple[dict[str, Any], int]] | None:
+    """`--gpu` as a mix of accelerator types ("h100:128,a100:128": catalog entries with their GPU
+    counts, which the engine checks against the plan), or None for one type's name."""
+    if mix_by not in ("rank", "stage"):
+        raise InputError(f"command line: --mix-by: '{mix_by}' is not rank or stage")
+    if ":" not in gpu:
+        if mix_by != "rank":
+            raise InputError(f"command line: --mix-by: assigns a mix of types; --gpu {gpu} names one type")
+        return None
+    mix = []
+    for part in gpu.split(","):
+        name, _, count = part.strip().partition(":")
+        if not name or not count.strip().isdigit():
+            raise InputError(
+                f"command line: --gpu: '{part.strip()}' is not TYPE:COUNT (e.g. h100:128,a100:128)"
+            )
+        mix.append((lookup("accelerators", name.strip(), extra), int(count)))
+    return mix
 
 
 def plan_warnings(*, tp: int = 1, sp: bool = False, **_: Any) -> list[str]:

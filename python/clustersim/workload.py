@@ -27,7 +27,9 @@ from typing import Any
 
 from clustersim import _engine
 from clustersim.errors import InputError
+from clustersim.files import atomic_outputs, read_text, write_text
 from clustersim.table import Table
+from clustersim.training import input_document
 
 KINDS: tuple[str, ...] = tuple(_engine.OP_KINDS)
 COLLECTIVES: tuple[str, ...] = tuple(_engine.COLLECTIVES)
@@ -430,8 +432,6 @@ class Workload:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the IR JSON to `path` (all or nothing)."""
-        from clustersim.output import atomic_outputs, write_text
-
         text = self.to_json()
         with atomic_outputs() as stage:
             write_text(stage(path), text)
@@ -439,8 +439,6 @@ class Workload:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Workload:
         """Read IR JSON from `path`."""
-        from clustersim.analytical import read_text
-
         return cls.from_json(read_text(path, "workload"), str(path))
 
     @classmethod
@@ -455,8 +453,6 @@ class Workload:
     ) -> Workload:
         """The IR a SimAI workload file becomes in `clustersim analytical`'s default mode
         (`overlap`: its dp_o, tp_o, ep_o, pp_o)."""
-        from clustersim.analytical import read_text
-
         text = read_text(path, "workload")
         return cls.from_columns(
             _engine.workload_from_simai(
@@ -468,8 +464,6 @@ class Workload:
     def from_training(cls, model: str | dict[str, Any], **plan: Any) -> Workload:
         """One Megatron-Core iteration as `clustersim train` generates it (arguments as for
         `clustersim.training.train`)."""
-        from clustersim.training import input_document
-
         return cls.from_columns(_engine.workload_from_training(json.dumps(input_document(model, **plan))))
 
     # Running.
@@ -489,8 +483,6 @@ class Workload:
         """Run the workload through the executor on the analytical model (the platform as in
         `clustersim.simulate`; `compat` prices as SimAI-Analytical does). Returns `end_ns` (the
         iteration time), `events`, and `start` / `end` (ns) of every op of each class."""
-        from clustersim.analytical import read_text
-
         table = None if busbw is None else (str(busbw), read_text(busbw, "busbw"))
         return _engine.simulate_workload(
             self.columns(),

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from clustersim import _engine
 from clustersim.errors import InputError
-from clustersim.platform import _jsonable, _node_id, _read_text
+from clustersim.files import read_text
+from clustersim.platform import _jsonable, _node_id, graphml_graph
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -75,8 +76,6 @@ def to_networkx(text: str) -> nx.DiGraph:
 
 def read_graphml(path: str | os.PathLike[str]) -> str:
     """A GraphML workload graph as the engine's document (XPU lists as comma-separated text)."""
-    from clustersim.platform import graphml_graph
-
     name = os.fspath(path)
     graph = graphml_graph(name)
     return from_networkx(graph, name)
@@ -104,7 +103,7 @@ def read_workload_graph(path: str | os.PathLike[str]) -> str:
     name = os.fspath(path)
     if Path(name).suffix.lower() == ".graphml":
         return read_graphml(name)
-    return _engine.normalize_workload_graph(name, _read_text(name))
+    return _engine.normalize_workload_graph(name, read_text(name))
 
 
 def run(

@@ -1,5 +1,6 @@
-"""The `clustersim` command: one module per subcommand (`add(sub)` builds its parser, `main(args)`
-runs it through the API in `clustersim.api`), the options they share in `common`.
+"""The `clustersim` command: one module per subcommand, the options they share in `common`. A
+module gives its one-line `HELP`, `DESCRIPTION` and `EPILOG` (examples), `arguments(p)` adds its
+options to the parser built here, and `main(args)` runs it through the API (`clustersim.api`).
 
 Exit status: 0 success; 2 bad input or usage (one line naming file, line and field); 70 a fault
 of clustersim itself (sysexits.h's EX_SOFTWARE), reported as a bug; 130 interrupted.
@@ -12,6 +13,7 @@ import os
 import sys
 from collections.abc import Callable
 
+from clustersim import __version__
 from clustersim.cli import (
     analytical,
     bwtest,
@@ -31,7 +33,7 @@ from clustersim.cli import (
     train,
     workload,
 )
-from clustersim.cli.common import Parser
+from clustersim.cli.common import Parser, subcommand
 from clustersim.errors import EnginePanic, InputError, InternalError
 
 EX_SOFTWARE = 70
@@ -59,8 +61,6 @@ COMMANDS = (
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole parser; with `only`, the other subcommands get just their one-line help (their
     options, and what building them imports, are not needed to run `only`)."""
-    from clustersim import __version__
-
     parser = Parser(
         prog="clustersim",
         description="Simulate AI training clusters: how long one iteration takes, and where the time goes.",
@@ -70,10 +70,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         name = command.__name__.rsplit(".", 1)[1]
-        if only in (None, name):
+        if only not in (None, name):
+            sub.add_parser(name, help=command.HELP)
+        elif hasattr(command, "add"):  # topo and platform build their parser themselves
             command.add(sub)
         else:
-            sub.add_parser(name, help=command.HELP)
+            p = subcommand(
+                sub, name, help=command.HELP, description=command.DESCRIPTION, epilog=command.EPILOG
+            )
+            command.arguments(p)
     return parser
 
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from clustersim.analytical import AnalyticalResult
+from clustersim.analytical import AnalyticalResult, simulate
 from clustersim.cli.common import (
     add_calibration,
     add_json,
@@ -19,9 +19,9 @@ from clustersim.cli.common import (
     count,
     print_json,
     progress_for,
-    subcommand,
     wrote,
 )
+from clustersim.files import atomic_outputs, write_csv, write_text
 from clustersim.table import Table
 
 EPILOG = """\
@@ -36,14 +36,10 @@ Without --compat simai, SimAI's known quirks are corrected (see the README).""" 
 HELP = "simulate a SimAI workload file with the analytical network model (SimAI_analytical's flags)"
 
 
-def add(sub: argparse._SubParsersAction) -> None:
-    p = subcommand(
-        sub,
-        "analytical",
-        help=HELP,
-        description="Simulate one training iteration of a SimAI/AICB workload on the analytical backend.",
-        epilog=EPILOG,
-    )
+DESCRIPTION = "Simulate one training iteration of a SimAI/AICB workload on the analytical backend."
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
     add_workload_options(p)
     add_calibration(p, "the NVLink and NIC bandwidths times the fitted scale-up and scale-out efficiencies")
     p.set_defaults(func=main, topology=None)
@@ -117,8 +113,6 @@ def simulate_options(args: argparse.Namespace, prefix: str) -> dict[str, object]
 
 
 def main(args: argparse.Namespace) -> int:
-    from clustersim.analytical import simulate
-
     prefix = output_prefix(args)
     progress = progress_for(args)
     try:
@@ -132,8 +126,6 @@ def main(args: argparse.Namespace) -> int:
 
 def report(args: argparse.Namespace, result: AnalyticalResult, prefix: str) -> None:
     """Write a SimAI-workload run's files (all or none), then print its summary and what was written."""
-    from clustersim.output import atomic_outputs, write_csv, write_text
-
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
     outputs = {"csv": prefix + "EndToEnd.csv", "json": prefix + "summary.json"}

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from clustersim.cli.common import add_calibration, add_json, count, print_json, subcommand, whole
+from clustersim.cli.common import add_calibration, add_json, count, print_json, whole
+from clustersim.errors import InputError
 
 HELP = "bisection bandwidth tester: measured over MPI, or simulated on a fabric"
 
@@ -15,18 +16,16 @@ examples:
   mpirun -np 8 clustersim bwtest -g 4 --buffers device -n dgx_a100.platform"""
 
 
-def add(sub: argparse._SubParsersAction) -> None:
-    p = subcommand(
-        sub,
-        "bwtest",
-        help=HELP,
-        description="Groups of -g consecutive ranks; every rank exchanges --count 32-byte words with its "
-        "counterpart in every other group (MPI_Comm_split, no self-traffic); one warm-up, then --iters "
-        "iterations, each after a barrier. Prints each group's aggregate bidirectional bandwidth and the "
-        "latency, and writes JSON (rank 0). With -n, also the platform's bound (its cut between a group "
-        "and the rest); with --simulate, runs the pattern on that platform's flow model instead of MPI.",
-        epilog=EPILOG,
-    )
+DESCRIPTION = (
+    "Groups of -g consecutive ranks; every rank exchanges --count 32-byte words with its "
+    "counterpart in every other group (MPI_Comm_split, no self-traffic); one warm-up, then --iters "
+    "iterations, each after a barrier. Prints each group's aggregate bidirectional bandwidth and the "
+    "latency, and writes JSON (rank 0). With -n, also the platform's bound (its cut between a group "
+    "and the rest); with --simulate, runs the pattern on that platform's flow model instead of MPI."
+)
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-g", "--group-size", type=count, required=True, help="ranks per group")
     p.add_argument("--count", type=count, default=1 << 16, help="32-byte words per pair (default 65536)")
     p.add_argument("--iters", type=whole(1, 10**6), default=10, help="timed iterations (default 10)")
@@ -60,11 +59,10 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from clustersim.bwtest import report
-    from clustersim.bwtest.bound import group_bounds_GBps
-    from clustersim.bwtest.pattern import Pattern
-    from clustersim.bwtest.simulate import platform_of, rank_devices, simulate
-    from clustersim.errors import InputError
+    from clustersim.measure.bwtest import report
+    from clustersim.measure.bwtest.bound import group_bounds_GBps
+    from clustersim.measure.bwtest.pattern import Pattern
+    from clustersim.measure.bwtest.simulate import platform_of, rank_devices, simulate
 
     if args.calibration is not None and not args.simulate:
         raise InputError("command line: --calibration: calibrates the simulation; give --simulate")
@@ -73,7 +71,7 @@ def main(args: argparse.Namespace) -> int:
             raise InputError("command line: --simulate: give the platform with -n/--topology")
         platform = platform_of(args.topology)
         if args.calibration is not None:
-            from clustersim.calibrate.file import calibrated, read_calibration
+            from clustersim.calibration import calibrated, read_calibration
 
             platform = calibrated(args.topology, read_calibration(args.calibration))
         ranks = args.ranks or len(platform.placement[0])
@@ -81,7 +79,7 @@ def main(args: argparse.Namespace) -> int:
     else:
         if args.ranks is not None:
             raise InputError("command line: -np: the MPI world sets the ranks; -np is for --simulate")
-        from clustersim.bwtest.measure import mpi
+        from clustersim.measure.bwtest.measure import mpi
 
         comm = mpi().COMM_WORLD
         ranks = comm.Get_size()
@@ -95,7 +93,7 @@ def main(args: argparse.Namespace) -> int:
         timing = dict(group_s=group_s, iteration_s=step_s, min_iteration_s=step_s)
         mode, buffers, hosts = "simulate", "none", None
     else:
-        from clustersim.bwtest.measure import measure
+        from clustersim.measure.bwtest.measure import measure
 
         got = measure(pattern, args.iters, args.buffers, comm)
         if got is None:  # ranks other than 0: rank 0 reports

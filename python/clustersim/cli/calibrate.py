@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from clustersim.cli.common import add_json, print_json, subcommand
+from clustersim.cli.common import add_json, print_json
+from clustersim.files import atomic_outputs, write_text
 
 HELP = "fit latency and bandwidth per link class to nccl-tests logs, bwtest and replay JSON"
 
@@ -18,22 +19,20 @@ examples:
 nccl-tests logs are read as they are: clustersim calibrate all_reduce_perf.log alltoall_perf.log -n FABRIC"""
 
 
-def add(sub: argparse._SubParsersAction) -> None:
-    p = subcommand(
-        sub,
-        "calibrate",
-        help=HELP,
-        description="Fit t = α + β·x to each measured series (x: nccl-tests' bus bytes, or bwtest's bytes "
-        "per rank each way): β by least squares on the largest sizes, α on the smallest; print the measured "
-        "and fitted times side by side. With -n, also simulate each series on that fabric, rescale its link "
-        "classes (scale-up: NVLink; scale-out: NICs and switches) to the fits, and print the simulated times "
-        "before and after, and fit each measured collective's own bandwidth efficiency and latency per "
-        "call on the rescaled links. Writes PREFIXcalibration.json (the calibration file: --calibration of "
-        "run, collective, train, bwtest --simulate, replay --compare-topology), PREFIXbusbw.yaml "
-        "(SimAI's format; clustersim analytical -busbw) and, with -n, PREFIXtopology.txt (the "
-        "recalibrated fabric, for -n of run, collective, train).",
-        epilog=EPILOG,
-    )
+DESCRIPTION = (
+    "Fit t = α + β·x to each measured series (x: nccl-tests' bus bytes, or bwtest's bytes "
+    "per rank each way): β by least squares on the largest sizes, α on the smallest; print the measured "
+    "and fitted times side by side. With -n, also simulate each series on that fabric, rescale its link "
+    "classes (scale-up: NVLink; scale-out: NICs and switches) to the fits, and print the simulated times "
+    "before and after, and fit each measured collective's own bandwidth efficiency and latency per "
+    "call on the rescaled links. Writes PREFIXcalibration.json (the calibration file: --calibration of "
+    "run, collective, train, bwtest --simulate, replay --compare-topology), PREFIXbusbw.yaml "
+    "(SimAI's format; clustersim analytical -busbw) and, with -n, PREFIXtopology.txt (the "
+    "recalibrated fabric, for -n of run, collective, train)."
+)
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "files", nargs="+", metavar="FILE", help="nccl-tests logs, bwtest and replay JSON documents (*.json)"
     )
@@ -49,9 +48,9 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from clustersim.calibrate import model, report, series
-    from clustersim.calibrate.fit import fit
-    from clustersim.output import atomic_outputs, write_text
+    from clustersim.calibration import FORMAT, editable
+    from clustersim.measure.calibrate import model, report, series
+    from clustersim.measure.calibrate.fit import fit
 
     found = series.read_series(args.files)
     fits = [fit(s.x, s.times_s, s.source) for s in found]
@@ -59,11 +58,11 @@ def main(args: argparse.Namespace) -> int:
     before = after = [None] * len(found)
     cal = None
     if args.topology is not None:
-        cal = model.calibrate(found, fits, model.editable(args.topology), str(args.topology))
+        cal = model.calibrate(found, fits, editable(args.topology), str(args.topology))
         classes, before, after = cal.classes, cal.before, cal.corrected
     docs = [report.series_doc(*row) for row in zip(found, fits, classes, before, after, strict=True)]
     doc = {
-        "format": report.FORMAT,
+        "format": FORMAT,
         "topology": args.topology,
         "series": docs,
         "classes": {},

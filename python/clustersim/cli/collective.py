@@ -14,9 +14,9 @@ from clustersim.cli.common import (
     count,
     fabric_options,
     progress_for,
-    subcommand,
 )
 from clustersim.errors import InputError
+from clustersim.files import atomic_outputs, write_csv
 from clustersim.table import Table
 
 EPILOG = """\
@@ -29,21 +29,19 @@ examples:
 HELP = "nccl-tests-style sweep of one collective on the flow model"
 
 
-def add(sub: argparse._SubParsersAction) -> None:
-    from clustersim.sweep import OPS
+DESCRIPTION = (
+    "Time one collective over every GPU of a fabric (or the first -g) for each size, "
+    "each on an idle network, and print nccl-tests' table. NCCL_ALGO and NCCL_PROTO are honoured "
+    "as by NCCL, NCCL_P2P_PXN_LEVEL too (default 2: all-to-all between servers through PXN), "
+    "AS_SEND_LAT, AS_NVLS_ENABLE, AS_PXN_ENABLE and AS_NVLSTREE_ENABLE as in SimAI. In-network"
+    " reduction (--algo collnet_direct / collnet_chain, SHARP) reports busbw with nccl-tests'"
+    " in-network factor (n-1)/(n+1)."
+)
 
-    p = subcommand(
-        sub,
-        "collective",
-        help=HELP,
-        description="Time one collective over every GPU of a fabric (or the first -g) for each size, "
-        "each on an idle network, and print nccl-tests' table. NCCL_ALGO and NCCL_PROTO are honoured "
-        "as by NCCL, NCCL_P2P_PXN_LEVEL too (default 2: all-to-all between servers through PXN), "
-        "AS_SEND_LAT, AS_NVLS_ENABLE, AS_PXN_ENABLE and AS_NVLSTREE_ENABLE as in SimAI. In-network"
-        " reduction (--algo collnet_direct / collnet_chain, SHARP) reports busbw with nccl-tests'"
-        " in-network factor (n-1)/(n+1).",
-        epilog=EPILOG,
-    )
+
+def arguments(p: argparse.ArgumentParser) -> None:
+    from clustersim.nccl_tests import OPS
+
     p.add_argument("op", help=", ".join(OPS))
     p.add_argument("-b", "--minbytes", default="32M", help="smallest size (K/M/G suffixes; default 32M)")
     p.add_argument("-e", "--maxbytes", default="32M", help="largest size (default 32M)")
@@ -92,8 +90,6 @@ def main(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     if args.csv:
-        from clustersim.output import atomic_outputs, write_csv
-
         with atomic_outputs() as stage:
             write_csv(stage(args.csv), [table.columns, *(row.values() for row in table.rows())])
     if args.json:

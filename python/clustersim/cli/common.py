@@ -9,10 +9,11 @@ import json
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NoReturn
 
 from clustersim.errors import InputError
+from clustersim.plan import BY_NAME, Option
 
 MAX_COUNT = 2**32 - 1
 
@@ -82,13 +83,46 @@ def add_result(p: argparse.ArgumentParser, default: str) -> None:
     )
 
 
+def add_options(
+    p: argparse.ArgumentParser | argparse._ActionsContainer,
+    options: Iterable[Option],
+    changes: Mapping[str, Mapping[str, Any]] | None = None,
+) -> None:
+    """One argument per plan option (clustersim.plan): its flags, and argparse's type, range,
+    choices, default and help from its type, default, choices and help; options of one `group`
+    exclude each other. `changes` gives a command's own words for some (search's --model is
+    required there)."""
+    groups: dict[str, Any] = {}
+    for o in options:
+        kw: dict[str, Any] = {"help": o.help}
+        if o.type is bool:
+            kw["action"] = "store_true" if o.default is False else argparse.BooleanOptionalAction
+        else:
+            if o.type is not str:
+                kw["type"] = count if o.type is int and o.count else o.type
+            if o.choices is not None:
+                kw["choices"] = list(o.choices)
+            if o.required:
+                kw["required"] = True
+            elif o.default is not None:
+                kw["default"] = o.default
+            if o.metavar is not None:
+                kw["metavar"] = o.metavar
+        kw.update((changes or {}).get(o.name, {}))
+        into = p if o.group is None else groups.get(o.group)
+        if into is None:
+            into = groups[o.group] = p.add_mutually_exclusive_group()
+        into.add_argument(*o.flags, **kw)
+
+
+def option_values(args: argparse.Namespace, options: Iterable[Option]) -> dict[str, Any]:
+    """The API's keyword arguments for the options of `add_options`."""
+    return {o.name: getattr(args, o.name) for o in options}
+
+
 def add_platform(p: argparse.ArgumentParser, *, nics: bool = True) -> None:
     """Server shape: GPUs and NICs per server."""
-    p.add_argument("-g_p_s", "--gpus-per-server", type=count, default=8, help="GPUs per server (default 8)")
-    if nics:
-        p.add_argument(
-            "-n_p_s", "--nics-per-server", type=count, help="NICs per server (default: one per GPU)"
-        )
+    add_options(p, [BY_NAME["gpus_per_server"], *([BY_NAME["nics_per_server"]] if nics else [])])
 
 
 def add_fabric(p: argparse.ArgumentParser, *, required: bool, what: str) -> None:
@@ -167,8 +201,8 @@ def add_on_platform(p: argparse.ArgumentParser) -> None:
 
 def reduction_options(args: argparse.Namespace):  # noqa: ANN201 (ReductionServers | None)
     """The reduction servers of `add_on_platform`'s flags, or None."""
+    from clustersim.nccl_tests import parse_size
     from clustersim.reduction_server import ReductionServers
-    from clustersim.sweep import parse_size
 
     if args.reduction_servers is None:
         if args.reduce_gbps is not None:

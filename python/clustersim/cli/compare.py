@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from clustersim.cli.common import subcommand
-
 EPILOG = """\
 examples:
   clustersim train --model llama3-8b --gpus 16 --tp 2 --gbs 32 --dist-opt -o results/a.json
@@ -17,8 +15,10 @@ examples:
 HELP = "print two runs side by side (JSON results, or points STORE:N of sweeps) with their differences"
 
 
-def add(sub: argparse._SubParsersAction) -> None:
-    p = subcommand(sub, "compare", help=HELP, description=HELP[0].upper() + HELP[1:] + ".", epilog=EPILOG)
+DESCRIPTION = HELP[0].upper() + HELP[1:] + "."
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("a", metavar="A", help="a JSON result of train, run or analytical, or STORE:N")
     p.add_argument("b", metavar="B", help="the other run")
     p.add_argument("--differences", action="store_true", help="only the fields that differ")
@@ -26,7 +26,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from clustersim.study.compare import compare, load_run
+    from clustersim.explore.compare import compare, load_run
 
     rows = compare(load_run(args.a), load_run(args.b))
     if args.differences:

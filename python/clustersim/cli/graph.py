@@ -7,8 +7,11 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from clustersim.cli.common import add_json, add_progress, count, print_json, progress_for, subcommand, wrote
+from clustersim.cli import platform as platform_cli
+from clustersim.cli.common import add_json, add_progress, count, print_json, progress_for, wrote
+from clustersim.cli.platform import add_template_options
 from clustersim.errors import InputError
+from clustersim.files import atomic_outputs, write_text
 
 HELP = (
     "run workload graphs (HCSim's compute/communication vertices) on platforms; write LLaMA2-13B's,"
@@ -41,19 +44,15 @@ examples:
   clustersim graph llama2-13b --batch 2 --element-bytes 2 -o results/llama2-13b-b2.graphml --json"""
 
 
-def add(sub: argparse._SubParsersAction) -> None:
-    p = subcommand(
-        sub,
-        "graph",
-        help=HELP,
-        description=(
-            "Workload graphs as in the HCSim paper: compute vertices (FLOPs, bytes of memory and where"
-            " they live, the XPU they run on) and communication vertices (collectives, point-to-point)"
-            " joined by dependency edges, cycles closed by not_first edges, run for an iteration count."
-            " Format: docs/workload-graph-format.md."
-        ),
-        epilog=EPILOG,
-    )
+DESCRIPTION = (
+    "Workload graphs as in the HCSim paper: compute vertices (FLOPs, bytes of memory and where"
+    " they live, the XPU they run on) and communication vertices (collectives, point-to-point)"
+    " joined by dependency edges, cycles closed by not_first edges, run for an iteration count."
+    " Format: docs/workload-graph-format.md."
+)
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
     commands = p.add_subparsers(dest="graph_command", required=True, metavar="ACTION")
     r = commands.add_parser(
         "run",
@@ -154,8 +153,6 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 def add_platform(p: argparse.ArgumentParser) -> None:
     """The platform a graph runs on (or is written for): a file, or a template and its options."""
-    from clustersim.cli.platform import add_template_options
-
     p.add_argument(
         "--platform", required=True, metavar="TEMPLATE|FILE", help="hcsim-pcie, hcsim-cxl or a file"
     )
@@ -165,8 +162,6 @@ def add_platform(p: argparse.ArgumentParser) -> None:
 def platform_of(args: argparse.Namespace) -> tuple[Any, str, dict[str, Any] | None]:
     """The platform `--platform` names, through `clustersim platform`'s builder, its name and the
     template options it was built with."""
-    from clustersim.cli import platform as platform_cli
-
     platform, name = platform_cli.build(args)
     return platform, name, platform_cli.template_options(args)
 
@@ -177,7 +172,6 @@ def _ms(ns: float) -> str:
 
 def main_run(args: argparse.Namespace) -> int:
     from clustersim import workload_graph
-    from clustersim.output import atomic_outputs, write_text
 
     if not Path(args.graph).is_file():
         raise InputError(f"command line: GRAPH: '{args.graph}' is not a file")
@@ -267,7 +261,6 @@ def main_llama(args: argparse.Namespace) -> int:
     import json
 
     from clustersim import workload_graph
-    from clustersim.output import atomic_outputs, write_text
 
     doc = workload_graph.llama2_13b(
         args.batch,
@@ -310,7 +303,6 @@ def main_from_workload(args: argparse.Namespace) -> int:
     import json
 
     from clustersim import workload_graph
-    from clustersim.output import atomic_outputs, write_text
     from clustersim.workload import Workload
 
     if not Path(args.workload).is_file():

@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from clustersim.cli.common import add_json, count, print_json, subcommand, wrote
-from clustersim.cli.train import add_plan_options, plan_options
+from clustersim.cli.common import add_json, add_options, count, option_values, print_json, subcommand, wrote
+from clustersim.files import atomic_outputs, write_csv
+from clustersim.plan import OPTIONS
 
 HELP = "time the kernels of a training iteration on a device and write a kernel table"
 
@@ -18,14 +19,10 @@ examples:
 on a GPU (PyTorch): clustersim kernels measure --model llama3-8b --gpus 8 --gbs 8 -o llama3-8b-kernels.csv"""  # noqa: E501
 
 
-def add(sub: argparse._SubParsersAction) -> None:
-    p = subcommand(
-        sub,
-        "kernels",
-        help=HELP,
-        description="Kernel tables: the kernels of an iteration timed on a real device.",
-        epilog=EPILOG,
-    )
+DESCRIPTION = "Kernel tables: the kernels of an iteration timed on a real device."
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
     ksub = p.add_subparsers(dest="kernels_command", required=True, metavar="ACTION")
     m = subcommand(
         ksub,
@@ -40,7 +37,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         ),
         epilog=EPILOG,
     )
-    add_plan_options(m)
+    add_options(m, OPTIONS)
     m.add_argument(
         "--device", choices=["cpu", "cuda"], help="where to time (default cuda when PyTorch sees one)"
     )
@@ -51,15 +48,14 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def measure(args: argparse.Namespace) -> int:
-    from clustersim.kernels import measure as measure_kernels
-    from clustersim.kernels.table import rows_text
-    from clustersim.kernels.timing import STAND_IN
-    from clustersim.output import atomic_outputs, write_csv
+    from clustersim.kernel_table import rows_text
+    from clustersim.measure.kernels import measure as measure_kernels
+    from clustersim.measure.kernels.timing import STAND_IN
 
     def progress(done: int, total: int) -> None:
         print(f"\rtiming kernels: {done}/{total}", end="" if done < total else "\n", file=sys.stderr)
 
-    options = plan_options(args)
+    options = option_values(args, OPTIONS)
     rows = measure_kernels(
         options.pop("model"), device=args.device, repeats=args.repeats, progress=progress, **options
     )

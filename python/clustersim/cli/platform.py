@@ -288,7 +288,7 @@ def _bytes(v: float | str) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    from clustersim.output import atomic_outputs, write_text
+    from clustersim.files import atomic_outputs, write_text
     from clustersim.platform import graphml_text
 
     platform, name = build(args)

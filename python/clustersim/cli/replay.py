@@ -9,10 +9,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from clustersim.cli.common import add_calibration, add_json, subcommand, whole, wrote
+from clustersim.cli.analytical import report
+from clustersim.cli.common import add_calibration, add_json, whole, wrote
+from clustersim.errors import InputError
+from clustersim.files import atomic_outputs, write_csv, write_text
 
 if TYPE_CHECKING:
-    from clustersim.replay.plan import Plan
+    from clustersim.measure.replay.plan import Plan
 
 HELP = "replay a SimAI workload's communication for real over MPI, checked and timed"
 
@@ -37,17 +40,15 @@ def positive(text: str) -> float:
     return x
 
 
-def add(sub: argparse._SubParsersAction) -> None:
-    p = subcommand(
-        sub,
-        "replay",
-        help=HELP,
-        description="Every rank reads the workload, builds its TP/DP/EP/DP_EP/PP communicators "
-        "(MPI_Comm_split) and runs each row's collectives and the pipeline's transfers on NumPy buffers, "
-        "checking every result like nccl-tests -c and timing every op (the slowest rank's time). Run "
-        "under mpirun -np N with N the workload's GPUs.",
-        epilog=EPILOG,
-    )
+DESCRIPTION = (
+    "Every rank reads the workload, builds its TP/DP/EP/DP_EP/PP communicators "
+    "(MPI_Comm_split) and runs each row's collectives and the pipeline's transfers on NumPy buffers, "
+    "checking every result like nccl-tests -c and timing every op (the slowest rank's time). Run "
+    "under mpirun -np N with N the workload's GPUs."
+)
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-w", "--workload", required=True, help="SimAI workload file (.txt written by AICB)")
     p.add_argument("--scale", type=positive, default=1.0, help="factor on every message size (default 1)")
     p.add_argument(
@@ -97,17 +98,15 @@ def dry_run(plan: Plan, scale: float) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from clustersim.cli.analytical import report
-    from clustersim.errors import InputError
-    from clustersim.replay import compare
-    from clustersim.replay import plan as plans
-    from clustersim.replay.execute import mpi, replay
-    from clustersim.replay.report import document, result, trace
+    from clustersim.measure.replay import compare
+    from clustersim.measure.replay import plan as plans
+    from clustersim.measure.replay.execute import mpi, replay
+    from clustersim.measure.replay.report import document, result, trace
 
     plan = plans.load(args.workload)  # every rank reads it, so every rank refuses it alike
     cal = None
     if args.calibration is not None:
-        from clustersim.calibrate.file import read_calibration
+        from clustersim.calibration import read_calibration
 
         if args.compare_topology is None:
             raise InputError(
@@ -149,8 +148,6 @@ def main(args: argparse.Namespace) -> int:
     )
     compared = None if simulated is None else compare.rows(got, simulated)
     report(args, got, prefix)
-    from clustersim.output import atomic_outputs, write_csv, write_text
-
     with atomic_outputs() as stage:
         write_text(stage(prefix + "replay.json"), json.dumps(doc, indent=2, allow_nan=False) + "\n")
         write_text(stage(prefix + "trace.json"), trace(plan, measured))

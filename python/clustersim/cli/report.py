@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from clustersim.cli.common import subcommand, wrote
+from clustersim.cli.common import wrote
+from clustersim.files import atomic_outputs
 
 EPILOG = """\
 examples:
@@ -15,18 +16,14 @@ examples:
 HELP = "write a sweep's results as one interactive HTML page (table, Pareto plot, breakdown)"
 
 
-def add(sub: argparse._SubParsersAction) -> None:
-    p = subcommand(
-        sub,
-        "report",
-        help=HELP,
-        description=(
-            "Write one self-contained HTML page (plotly.js embedded: it opens with no network) for the"
-            " sweep in RESULTS: the Pareto plot of throughput against GPUs, the breakdown of where the"
-            " time of each point goes, a sortable table of every point, and the sweep's spec."
-        ),
-        epilog=EPILOG,
-    )
+DESCRIPTION = (
+    "Write one self-contained HTML page (plotly.js embedded: it opens with no network) for the"
+    " sweep in RESULTS: the Pareto plot of throughput against GPUs, the breakdown of where the"
+    " time of each point goes, a sortable table of every point, and the sweep's spec."
+)
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("results", metavar="RESULTS", help="the SQLite store of clustersim sweep")
     p.add_argument("-o", "--output", required=True, help="the HTML file to write")
     p.add_argument("--x", default="gpus", help="the Pareto plot's cost axis, lower is better (default gpus)")
@@ -38,8 +35,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from clustersim.output import atomic_outputs
-    from clustersim.study import report, store
+    from clustersim.explore import report, store
 
     stored = store.read(args.results)
     with atomic_outputs() as stage:

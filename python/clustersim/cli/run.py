@@ -11,7 +11,6 @@ from clustersim.cli.common import (
     add_routes,
     fabric_options,
     progress_for,
-    subcommand,
 )
 
 EPILOG = """\
@@ -24,19 +23,15 @@ examples:
 HELP = "simulate a SimAI workload file on a fabric (-n topology) with the flow model"
 
 
-def add(sub: argparse._SubParsersAction) -> None:
-    p = subcommand(
-        sub,
-        "run",
-        help=HELP,
-        description=(
-            "Simulate one training iteration of a SimAI/AICB workload with every collective turned into"
-            " transfers on a fabric, links shared max-min fairly. Writes <prefix>EndToEnd.csv,"
-            " <prefix>summary.json, <prefix>links.csv (per-link utilisation) and <prefix>trace.json"
-            " (Chrome/Perfetto)."
-        ),
-        epilog=EPILOG,
-    )
+DESCRIPTION = (
+    "Simulate one training iteration of a SimAI/AICB workload with every collective turned into"
+    " transfers on a fabric, links shared max-min fairly. Writes <prefix>EndToEnd.csv,"
+    " <prefix>summary.json, <prefix>links.csv (per-link utilisation) and <prefix>trace.json"
+    " (Chrome/Perfetto)."
+)
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
     add_workload_options(p)
     add_fabric(p, required=True, what="the fabric")
     add_routes(p)

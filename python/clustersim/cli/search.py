@@ -8,17 +8,27 @@ from typing import TYPE_CHECKING, Any
 
 from clustersim.cli.common import (
     add_json,
-    add_platform,
+    add_options,
     add_progress,
     count,
+    option_values,
     print_json,
     progress_for,
-    subcommand,
     wrote,
 )
+from clustersim.files import atomic_outputs, write_csv
+from clustersim.plan import OPTIONS
 
 if TYPE_CHECKING:
-    from clustersim.search import SearchResult
+    from clustersim.explore.search import SearchResult
+
+# The plan options search holds fixed (clustersim.plan), and its own words for some of them.
+FIXED = [o for o in OPTIONS if o.search == "fixed"]
+CHANGES = {
+    "model": {"required": True, "help": "catalog name, a YAML/JSON model file, or a HF config.json"},
+    "gpu": {"help": "accelerator name from the catalog (default h100)"},
+    "gbs": {"required": False, "help": "global batch size in sequences, the same for every plan"},
+}
 
 HELP = "search every parallel plan of a model on a cluster for the fastest (analytical backend)"
 
@@ -29,32 +39,27 @@ examples:
   clustersim search --model llama3-8b --gpus 8 --gbs 16 --only recompute=selective --json"""
 
 
-def add(sub: argparse._SubParsersAction) -> None:
-    p = subcommand(
-        sub,
-        "search",
-        help=HELP,
-        description=(
-            "Enumerate every plan `train` accepts (TP, PP, VPP, EP, CP, micro-batch size, SP, recompute,"
-            " DDP / distributed optimizer / ZeRO-1-3), drop those that do not fit in memory (train's memory"
-            " model), simulate the rest on the analytical backend in parallel and print the best, with"
-            " where their time goes and why the best beats the runner-up. --only AXIS=V,… narrows an axis."
-        ),
-        epilog=EPILOG,
-    )
-    p.add_argument("--model", required=True, help="catalog name, a YAML/JSON model file, or a HF config.json")
-    p.add_argument("-g", "--gpus", type=count, required=True, help="number of GPUs")
-    p.add_argument("--gpu", default="h100", help="accelerator name from the catalog (default h100)")
-    p.add_argument("--accelerators", help="YAML file of extra accelerator descriptions")
+DESCRIPTION = (
+    "Enumerate every plan `train` accepts (TP, PP, VPP, EP, CP, micro-batch size, SP, recompute,"
+    " DDP / distributed optimizer / ZeRO-1-3), drop those that do not fit in memory (train's memory"
+    " model), simulate the rest on the analytical backend in parallel and print the best, with"
+    " where their time goes and why the best beats the runner-up. --only AXIS=V,… narrows an axis."
+)
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
+    # The batch is --gbs or --max-gbs.
+    at = [o.name for o in FIXED].index("gbs")
+    add_options(p, FIXED[:at], CHANGES)
     batch = p.add_mutually_exclusive_group(required=True)
-    batch.add_argument("--gbs", type=count, help="global batch size in sequences, the same for every plan")
+    add_options(batch, FIXED[at : at + 1], CHANGES)
     batch.add_argument(
         "--max-gbs",
         type=count,
         metavar="N",
         help="global batch at most N: each plan takes the largest multiple of its DP (Calculon's rule)",
     )
-    p.add_argument("--seq", type=count, help="sequence length (default: the model's)")
+    add_options(p, FIXED[at + 1 :], CHANGES)
     p.add_argument(
         "--memory-gb", type=float, help="usable memory per GPU in GB (default: the accelerator's HBM)"
     )
@@ -68,13 +73,6 @@ def add(sub: argparse._SubParsersAction) -> None:
         " sp (on, off), recompute (none, selective, full),"
         " optimizer (ddp, distributed_optimizer, zero1, zero2, zero3); default: every valid value",
     )
-    p.add_argument("--no-flash-attn", action="store_true", help="unfused attention (s×s scores in HBM)")
-    add_platform(p)
-    p.add_argument(
-        "-nic", "--nic-busbw", type=float, help="bus bandwidth per NIC, GB/s (default: the accelerator's)"
-    )
-    for flag in ("layers", "hidden", "heads", "kv-heads", "ffn", "vocab", "experts", "topk"):
-        p.add_argument(f"--{flag}", type=count, help=f"override the model's {flag.replace('-', ' ')}")
     p.add_argument("-k", "--top", type=count, default=10, help="plans to show (default 10)")
     p.add_argument("--csv", metavar="FILE", help="write every simulated plan, best first, as CSV")
     add_json(p, "the counts and the top plans")
@@ -84,7 +82,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 def only(text: str) -> tuple[str, list[Any]]:
     """argparse type: AXIS=V1,V2,… with AXIS an axis of the search and values of its kind."""
-    from clustersim.search import AXES, OPTIMIZERS, RECOMPUTE
+    from clustersim.explore.search import AXES, OPTIMIZERS, RECOMPUTE
 
     axis, _, values = text.partition("=")
     axis, parts = axis.strip(), [x.strip() for x in values.split(",")]
@@ -104,19 +102,20 @@ def only(text: str) -> tuple[str, list[Any]]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from clustersim.api import search
-    from clustersim.output import atomic_outputs, write_csv
+    from clustersim.explore.search import search
 
-    keys = (
-        "gpus gbs max_gbs gpu accelerators seq memory_gb no_flash_attn gpus_per_server nics_per_server"
-        " nic_busbw layers hidden heads kv_heads ffn vocab experts topk"
-    ).split()
     choices: dict[str, list[Any]] = {}
     for axis, values in args.only:
         choices[axis] = [*choices.get(axis, []), *values]
     progress = progress_for(args, "searching")
     try:
-        result = search(args.model, progress=progress, **choices, **{k: getattr(args, k) for k in keys})
+        result = search(
+            progress=progress,
+            max_gbs=args.max_gbs,
+            memory_gb=args.memory_gb,
+            **choices,
+            **option_values(args, FIXED),
+        )
     finally:
         progress.close()
     written = []
@@ -136,7 +135,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def print_result(result: SearchResult, top: int) -> None:
-    from clustersim.search import part_column
+    from clustersim.explore.search import part_column
 
     print(
         f"{result.model} on {result.gpus} × {result.accelerator}: {result.visited} combinations tried,"

@@ -6,8 +6,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from clustersim.cli.common import add_json, count, print_json, subcommand, wrote
+from clustersim._engine import parse_rate, parse_time
+from clustersim.cli.common import add_json, count, print_json, wrote
+from clustersim.cli.platform import parse_window
 from clustersim.errors import InputError
+from clustersim.files import atomic_outputs, write_csv, write_text
 
 HELP = "the HCSim paper's studies: coherent vs not, CXL bandwidth and latency, coherent ring"
 
@@ -38,8 +41,6 @@ def _list(kind: Any, what: str) -> Any:
 
 
 def _gbps(text: str) -> float:
-    from clustersim._engine import parse_rate
-
     value = parse_rate(text if not text.replace(".", "", 1).isdigit() else text + "GB/s")
     if value is None or not value > 0:
         raise ValueError(text)
@@ -47,16 +48,16 @@ def _gbps(text: str) -> float:
 
 
 def _ns(text: str) -> float:
-    from clustersim._engine import parse_time
-
     value = parse_time(text)
     if value is None or value < 0:
         raise ValueError(text)
     return float(value)
 
 
-def add(sub: argparse._SubParsersAction) -> None:
-    p = subcommand(sub, "study", help=HELP, description=HELP + ".", epilog=EPILOG)
+DESCRIPTION = HELP + "."
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
     papers = p.add_subparsers(dest="paper", required=True, metavar="PAPER")
     h = papers.add_parser(
         "hcsim",
@@ -71,7 +72,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
     )
-    from clustersim.study.hcsim import MIXES, STUDIES
+    from clustersim.explore.hcsim import MIXES, STUDIES
 
     h.add_argument("study", choices=STUDIES, help="which study")
     h.add_argument(
@@ -150,9 +151,7 @@ def refuse_what_the_study_does_not_use(args: argparse.Namespace) -> None:
 def main(args: argparse.Namespace) -> int:
     import sys
 
-    from clustersim.cli.platform import parse_window
-    from clustersim.output import atomic_outputs, write_csv, write_text
-    from clustersim.study import hcsim as h
+    from clustersim.explore import hcsim as h
 
     refuse_what_the_study_does_not_use(args)
     chosen = {

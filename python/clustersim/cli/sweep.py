@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from clustersim.cli.common import add_progress, count, progress_for, subcommand, wrote
+from clustersim.cli.common import add_progress, count, progress_for, wrote
+from clustersim.files import atomic_outputs
 
 EPILOG = """\
 examples:
@@ -15,19 +16,15 @@ examples:
 HELP = "simulate every point of a sweep spec (grid, list or random sample over a command's options)"
 
 
-def add(sub: argparse._SubParsersAction) -> None:
-    p = subcommand(
-        sub,
-        "sweep",
-        help=HELP,
-        description=(
-            "Simulate every point of SPEC (YAML: a command — train, run, collective or analytical —, the"
-            " options every point shares, and a grid, a list or a seeded random sample over the others)"
-            " and store each point in a SQLite store as it finishes. Run again after an interruption"
-            " (kill -9 included): the points already stored are kept and only the others simulated."
-        ),
-        epilog=EPILOG,
-    )
+DESCRIPTION = (
+    "Simulate every point of SPEC (YAML: a command — train, run, collective or analytical —, the"
+    " options every point shares, and a grid, a list or a seeded random sample over the others)"
+    " and store each point in a SQLite store as it finishes. Run again after an interruption"
+    " (kill -9 included): the points already stored are kept and only the others simulated."
+)
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("spec", metavar="SPEC", help="the sweep spec (YAML)")
     p.add_argument(
         "-o", "--output", metavar="STORE", help="the SQLite store (default: SPEC with the suffix .sqlite)"
@@ -48,10 +45,9 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from clustersim.output import atomic_outputs
-    from clustersim.study import export, store
-    from clustersim.study.execute import sweep
-    from clustersim.study.spec import load_spec
+    from clustersim.explore import export, store
+    from clustersim.explore.execute import sweep
+    from clustersim.explore.spec import load_spec
 
     spec = load_spec(args.spec)
     path = args.output or str(Path(args.spec).with_suffix(".sqlite"))

@@ -11,18 +11,19 @@ from typing import TYPE_CHECKING
 from clustersim.cli.common import (
     add_fabric,
     add_json,
-    add_platform,
+    add_options,
     add_progress,
     add_result,
     add_routes,
-    count,
     fabric_options,
     no_charts_without_prefix,
+    option_values,
     print_json,
     progress_for,
-    subcommand,
     wrote,
 )
+from clustersim.files import atomic_outputs, write_csv, write_text
+from clustersim.plan import OPTIONS
 
 if TYPE_CHECKING:
     from clustersim.api import TrainResult
@@ -37,20 +38,16 @@ examples:
 HELP = "simulate one training iteration of a model with a parallel plan (Megatron-Core)"
 
 
-def add(sub: argparse._SubParsersAction) -> None:
-    p = subcommand(
-        sub,
-        "train",
-        help=HELP,
-        description=(
-            "Generate one Megatron-Core training iteration (TP, SP, PP with simulated 1F1B or interleaved"
-            " schedules, DP/ZeRO, EP, CP, recompute) and simulate it on the analytical network model, or"
-            " with -n on a fabric with the flow model. -r PREFIX writes PREFIXsummary.json,"
-            " PREFIXlayers.csv and PREFIXtrace.json (Chrome/Perfetto)."
-        ),
-        epilog=EPILOG,
-    )
-    add_plan_options(p)
+DESCRIPTION = (
+    "Generate one Megatron-Core training iteration (TP, SP, PP with simulated 1F1B or interleaved"
+    " schedules, DP/ZeRO, EP, CP, recompute) and simulate it on the analytical network model, or"
+    " with -n on a fabric with the flow model. -r PREFIX writes PREFIXsummary.json,"
+    " PREFIXlayers.csv and PREFIXtrace.json (Chrome/Perfetto)."
+)
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
+    add_options(p, OPTIONS)
     p.add_argument(
         "--allow-oom", action="store_true", help="simulate even if the plan does not fit in memory"
     )
@@ -63,112 +60,8 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=main)
 
 
-def add_plan_options(p: argparse.ArgumentParser) -> None:
-    """Model, accelerator and parallel plan: shared by `train` and `workload generate`."""
-    p.add_argument(
-        "--model",
-        help="catalog name, a YAML/JSON model file, or a HF config.json; without it the model is"
-        " --layers --hidden --heads --ffn --vocab --seq (and --kv-heads, --family) alone, named custom",
-    )
-    p.add_argument("-g", "--gpus", type=count, required=True, help="number of GPUs")
-    p.add_argument(
-        "--gpu",
-        default="h100",
-        help="accelerator name from the catalog (default h100), or a mix of types with their GPU counts"
-        " summing to --gpus, e.g. h100:128,a100:128 (a heterogeneous job: reports utilisation per type)",
-    )
-    p.add_argument(
-        "--mix-by",
-        choices=["rank", "stage"],
-        default="rank",
-        help="assign a --gpu mix in rank order (default; a type boundary inside a pipeline stage mixes its"
-        " data-parallel groups) or by whole pipeline stages",
-    )
-    p.add_argument("--accelerators", help="YAML file of extra accelerator descriptions")
-    for name, what in (("tp", "tensor"), ("pp", "pipeline"), ("ep", "expert"), ("cp", "context")):
-        p.add_argument(f"--{name}", type=count, default=1, help=f"{what}-parallel size (default 1)")
-    p.add_argument("--vpp", type=count, default=1, help="virtual pipeline stages per GPU (interleaving)")
-    p.add_argument("--mbs", type=count, default=1, help="micro-batch size in sequences (default 1)")
-    p.add_argument("--gbs", type=count, required=True, help="global batch size in sequences")
-    p.add_argument("--seq", type=count, help="sequence length (default: the model's)")
-    p.add_argument("--sp", action="store_true", help="sequence parallelism")
-    p.add_argument(
-        "--first-stage-layers", type=count, help="layers of the first pipeline stage (uneven pipelines)"
-    )
-    p.add_argument(
-        "--last-stage-layers", type=count, help="layers of the last pipeline stage (uneven pipelines)"
-    )
-    for part in ("embedding", "loss"):
-        p.add_argument(
-            f"--account-for-{part}-in-pipeline-split",
-            action="store_true",
-            help=f"count the {part} as a layer of the even split, as Megatron-Core does (its stage"
-            " builds one layer fewer; Llama 3 405B: both, --pp 16 --vpp 8)",
-        )
-    dp = p.add_mutually_exclusive_group()
-    dp.add_argument("--dist-opt", action="store_true", help="Megatron's distributed optimizer")
-    dp.add_argument("--zero", type=int, choices=[1, 2, 3], help="DeepSpeed ZeRO stage")
-    p.add_argument("--recompute", choices=["none", "selective", "full"], default="none")
-    p.add_argument("--no-flash-attn", action="store_true", help="unfused attention (s×s scores in HBM)")
-    on_off = argparse.BooleanOptionalAction
-    p.add_argument(
-        "--overlap-grad-reduce",
-        action=on_off,
-        help="gradient buckets reduced under the backward (default off, as in Megatron-LM)",
-    )
-    p.add_argument(
-        "--overlap-param-gather",
-        action=on_off,
-        help="parameter all-gathers under the next forward (needs --dist-opt, --overlap-grad-reduce; off)",
-    )
-    p.add_argument(
-        "--tp-comm-overlap",
-        action=on_off,
-        help="TP communication as Transformer Engine's userbuffers copies under the GEMMs (needs --sp and"
-        " each TP group inside one server; default off)",
-    )
-    p.add_argument(
-        "--overlap-p2p-comm",
-        action=on_off,
-        help="pipeline receives posted a step ahead (default on with --vpp)",
-    )
-    p.add_argument(
-        "--ddp-bucket-size", type=count, help="parameters per gradient bucket (default max(40M, 1M×DP))"
-    )
-    p.add_argument(
-        "--kernels",
-        metavar="TABLE",
-        help="kernel table (CSV, `clustersim kernels measure`): measured times replace the compute model's",
-    )
-    add_platform(p)
-    p.add_argument(
-        "-nic", "--nic-busbw", type=float, help="bus bandwidth per NIC, GB/s (default: the accelerator's)"
-    )
-    for flag in ("layers", "hidden", "heads", "kv-heads", "ffn", "vocab", "experts", "topk"):
-        p.add_argument(f"--{flag}", type=count, help=f"override the model's {flag.replace('-', ' ')}")
-    p.add_argument(
-        "--family",
-        choices=["gpt", "llama"],
-        help="block type: gpt (LayerNorm, GeLU, biases) or llama (RMSNorm, SwiGLU; default without --model)",
-    )
-    p.add_argument(
-        "--tie-embeddings",
-        action=argparse.BooleanOptionalAction,
-        help="the output layer shares the word embedding's weights (default: the model's; gpt tied,"
-        " llama untied; --no-tie-embeddings is Megatron's --untie-embeddings-and-output-weights)",
-    )
-
-
-def plan_options(args: argparse.Namespace) -> dict[str, object]:
-    """The API's keyword arguments for the options of `add_plan_options`."""
-    from clustersim.api import PLAN_OPTIONS
-
-    return {k: getattr(args, k) for k in PLAN_OPTIONS}
-
-
 def main(args: argparse.Namespace) -> int:
     from clustersim.api import train
-    from clustersim.output import atomic_outputs, write_csv, write_text
     from clustersim.training import chart_inputs, layers_rows, stage_table, stages_rows
 
     no_charts_without_prefix(args)
@@ -183,7 +76,7 @@ def main(args: argparse.Namespace) -> int:
             allow_oom=args.allow_oom,
             trace=args.result is not None,
             progress=progress,
-            **plan_options(args),
+            **option_values(args, OPTIONS),
             **flow,
         )
     finally:

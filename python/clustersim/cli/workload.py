@@ -7,9 +7,11 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from clustersim.cli.common import add_json, add_platform, count, subcommand, wrote
-from clustersim.cli.train import add_plan_options, plan_options
+from clustersim import _engine
+from clustersim.cli.common import add_json, add_options, add_platform, count, option_values, subcommand, wrote
 from clustersim.errors import InputError
+from clustersim.files import atomic_outputs, read_text, write_text
+from clustersim.plan import OPTIONS
 
 if TYPE_CHECKING:
     from clustersim.workload import Workload
@@ -25,14 +27,10 @@ examples:
 HELP = "generate, check, rewrite or export workloads (SimAI files, IR JSON)"
 
 
-def add(sub: argparse._SubParsersAction) -> None:
-    p = subcommand(
-        sub,
-        "workload",
-        help=HELP,
-        description="Generate, check, rewrite or export workloads (SimAI files, IR JSON).",
-        epilog=EPILOG,
-    )
+DESCRIPTION = "Generate, check, rewrite or export workloads (SimAI files, IR JSON)."
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
     wsub = p.add_subparsers(dest="workload_command", required=True, metavar="ACTION")
     c = subcommand(
         wsub,
@@ -70,7 +68,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         epilog="example: clustersim workload generate --model gpt-175b --gpus 1024 --tp 8 --pp 8 --sp "
         "--gbs 1024 --seq 2048 -o results/gpt175b.txt",
     )
-    add_plan_options(g)
+    add_options(g, OPTIONS)
     g.add_argument(
         "--aicb-compat", action="store_true", help="AICB's rows and quirks (to compare with SimAI)"
     )
@@ -119,8 +117,6 @@ def print_fields(info: dict[str, Any], as_json: bool) -> None:
 
 
 def check(args: argparse.Namespace) -> int:
-    from clustersim import _engine
-    from clustersim.analytical import read_text
     from clustersim.workload import Workload
 
     text = read_text(args.file, "workload")
@@ -149,10 +145,6 @@ def export(args: argparse.Namespace) -> int:
 
 
 def rewrite(args: argparse.Namespace) -> int:
-    from clustersim import _engine
-    from clustersim.analytical import read_text
-    from clustersim.output import atomic_outputs, write_text
-
     text, warnings = _engine.rewrite_workload(
         args.file, read_text(args.file, "workload"), lenient=args.lenient
     )
@@ -168,12 +160,11 @@ def rewrite(args: argparse.Namespace) -> int:
 
 
 def generate(args: argparse.Namespace) -> int:
-    from clustersim.api import plan_options as resolve_plan
-    from clustersim.output import atomic_outputs, write_text
-    from clustersim.training import plan_warnings, workload_text
+    from clustersim.training import plan_warnings, resolve_plan, workload_text
     from clustersim.workload import Workload
 
-    model, _, plan = resolve_plan(**plan_options(args))
+    options = option_values(args, OPTIONS)
+    model, _, plan, _ = resolve_plan(options.pop("model"), options)
     for w in plan_warnings(**plan):
         print(f"warning: {w}", file=sys.stderr)
     if args.ir:

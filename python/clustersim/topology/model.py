@@ -179,7 +179,7 @@ def platform_of(fabric: Topology | Platform) -> Platform:
 
 def write_simai(fabric: Topology | Platform, path: str | os.PathLike[str]) -> None:
     """Write a fabric as a SimAI topology file (the engine's writer); whole or not at all."""
-    from clustersim.output import atomic_outputs, write_text
+    from clustersim.files import atomic_outputs, write_text
 
     text = platform_of(fabric).to_simai()
     with atomic_outputs() as stage:
@@ -193,6 +193,6 @@ def parse_simai(text: str, path: str = "topology") -> Topology:
 
 def read_simai(path: str | os.PathLike[str]) -> Topology:
     """Read a SimAI topology file; bad input raises InputError with file:line: field: message."""
-    from clustersim.analytical import read_text
+    from clustersim.files import read_text
 
     return parse_simai(read_text(path, "topology"), os.fspath(path))
