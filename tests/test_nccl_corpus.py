@@ -24,7 +24,7 @@ CORPUS = yaml.safe_load((HERE / "corpus.yaml").read_text(encoding="utf-8"))
 ENTRIES: list[dict[str, Any]] = CORPUS["entries"]
 
 GPUS = {"A100", "A100-PCIe", "A800", "H100", "H100-PCIe", "H800", "H20", "H200", "B200", "GB200"}
-FABRICS = {"ib", "roce", "efa", "none"}
+FABRICS = {"ib", "roce", "efa", "slingshot", "none"}
 # nccl-tests' binary → the reader's name for it, and its busbw factor for n ranks.
 OPS = {"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter": "reducescatter",
        "alltoall": "alltoall", "broadcast": "broadcast", "reduce": "reduce"}  # fmt: skip
