@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 import yaml
-
 from clustersim.calibrate.nccl_log import read_nccl_log
 
 HERE = Path(__file__).parent / "data" / "nccl-tests"
@@ -180,6 +179,14 @@ def test_no_msccl_pp_readme_tables():
     for e in ENTRIES:
         url = e["source"]["url"].lower()
         assert "mscclpp" not in url and "msccl-pp" not in url, e["id"]
+
+
+def test_readme_lists_every_entry_with_its_split():
+    readme = (HERE / "README.md").read_text(encoding="utf-8")
+    for e in ENTRIES:
+        row = next((line for line in readme.splitlines() if line.startswith(f"| `{e['id']}` |")), None)
+        assert row is not None, e["id"]
+        assert f"| {e['split']}" in row, e["id"]
 
 
 def test_flagged_entries_say_why():
