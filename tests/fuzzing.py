@@ -300,7 +300,7 @@ def read_accelerator(scratch: Scratch, text: str, *, run: bool = True) -> None:
 # --- measurements: nccl-tests logs and bwtest JSON (python/clustersim/measure/calibrate/) -----------------
 
 NCCL_LOGS = [
-    (Path(__file__).parent / "data" / "nccl_tests" / name).read_text(encoding="utf-8")
+    (Path(__file__).parent / "data" / "nccl-tests" / name).read_text(encoding="utf-8")
     for name in ("all_reduce_16x_a100_sharp.txt", "all_gather_2x1_b200.txt")
 ]
 NCCL_WORDS = ["#", "Rank", "on", "size", "count", "time", "algbw", "busbw", "#wrong", "N/A", "-1", "float",

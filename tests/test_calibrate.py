@@ -13,7 +13,7 @@ from clustersim.measure.calibrate.series import from_nccl_log
 from clustersim.nccl_tests import busbw_factor
 from conftest import DATA, run_clustersim
 
-LOGS = DATA / "nccl_tests"
+LOGS = DATA / "nccl-tests"
 ABCI = LOGS / "all_reduce_16x_a100_sharp.txt"  # 2 × 8 A100, SHARP, older format (no root, 'error')
 DRANET = LOGS / "all_gather_2x1_b200.txt"  # 2 B200s on 2 hosts, current format, 0-byte rows
 CROSSBAR = DATA / "platforms" / "crossbar8.platform"

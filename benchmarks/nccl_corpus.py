@@ -1,0 +1,504 @@
+"""The default model against the corpus of public nccl-tests results (issue 28, item 2).
+
+For every entry of tests/data/nccl-tests/corpus.yaml: a platform file for the entry's hardware
+(`platform_for`, written to a temporary folder), the entry's collective simulated on it over the
+entry's own sizes with the default model (`clustersim.collective`: flow backend, NCCL's tuner, no
+calibration), with the entry's NCCL_ALGO / NCCL_PROTO where its environment forces them, against
+the measured table:
+
+- large sizes (≥ 64 MiB): busbw error = mean simulated busbw / mean measured busbw − 1, over the
+  entry's sizes ≥ 64 MiB; an entry is "within 15 %" when |error| ≤ 0.15;
+- small sizes (≤ 64 KiB): time ratio = simulated / measured time per size; the entry's ratio is
+  the geometric mean over its sizes ≤ 64 KiB, and it is "within 2×" when every one of those sizes
+  is within a factor 2.
+
+Measured: the out-of-place time of each row (nccl-tests' first time column); busbw from a time t
+of size S on n ranks is S / t × nccl-tests' factor (2(n−1)/n all-reduce, (n−1)/n all-gather,
+reduce-scatter and all-to-all), for measured and simulated alike.
+
+The summary per split (train / validation) counts only entries that are modelled and not flagged:
+flagged entries (a broken system, by the corpus' `flag`) are shown with their flag, and entries
+the platform cannot express are shown as "not modelled: <why>" — never approximated.
+
+    python3 benchmarks/nccl_corpus.py [--split train|validation] [--only ID ...] [--json OUT]
+                                      [--every-size] [--keep-platforms DIR]
+
+`--every-size` simulates every size of the log (default: only the sizes the summary uses);
+`--keep-platforms` keeps the platform files written for the entries. Progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "tests" / "data" / "nccl-tests" / "corpus.yaml"
+LARGE = 64 << 20  # busbw is compared at sizes ≥ 64 MiB
+SMALL = 64 << 10  # time is compared at sizes ≤ 64 KiB
+# nccl-tests' binary → clustersim's collective name.
+OPS = {
+    "all_reduce": "allreduce",
+    "all_gather": "allgather",
+    "reduce_scatter": "reducescatter",
+    "alltoall": "alltoall",
+    "broadcast": "broadcast",
+    "reduce": "reduce",
+}
+# NVLink line rate per GPU and direction, by generation: links × per-link rate (NVIDIA's
+# datasheets: NVLink 3 on A100 12 × 25 GB/s = 300 GB/s; NVLink 4 on H100/H200 18 × 25 GB/s =
+# 450 GB/s; NVLink 5 on B200 18 × 50 GB/s = 900 GB/s). The flow model then caps it at what NCCL
+# reaches on the GPU type (crates/engine/src/collective/nccl.rs, `nvlink_gbps`).
+NVLINK_GBITS = {3: 2400, 4: 3600, 5: 7200}
+# The catalog accelerator each corpus GPU name runs as (python/clustersim/catalog/accelerators.yaml);
+# a name missing here is not modelled.
+GPU_TYPES = {"A100": "A100", "A100-PCIe": "A100", "H100": "H100", "H200": "H200", "B200": "B200"}
+# NVSwitches that reduce in the switch (NVLink SHARP, what NCCL's NVLS algorithms need): the
+# third-generation NVSwitch of HGX H100/H200 and the fourth of HGX B200; A100's NVSwitch does not.
+NVLS_GPUS = {"H100", "H200", "B200"}
+# SimAI's default link latencies (gen_Topo_Template.py): NIC–switch 0.0005 ms, GPU–NVSwitch 0.000025 ms.
+NIC_LATENCY = "500ns"
+NVLINK_LATENCY = "25ns"
+# Environment variables the runner gives the model (the rest are listed per entry as not modelled).
+FORCING = ("NCCL_ALGO", "NCCL_PROTO")
+
+
+class NotModelled(Exception):
+    """The platform cannot express the entry's hardware; the message says why."""
+
+
+@dataclass
+class PlatformSpec:
+    """What `platform_for` took from an entry, and what it could not express (`caveats`: what
+    the platform leaves out or assumes, reported with the entry's row)."""
+
+    nodes: int
+    gpus_per_node: int
+    gpu_type: str
+    nvlink_gbits: int | None
+    nvswitch: bool
+    nvls: bool
+    nics_per_node: int
+    nic_gbits: int | None
+    caveats: list[str] = field(default_factory=list)
+
+    @property
+    def ranks(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+    def text(self) -> str:
+        """The platform file (docs/platform-format.md): per node its GPUs, an NVSwitch joining
+        them (when more than one), and its NICs; every NIC on one leaf switch. A GPU with a NIC of
+        its own (or k NICs) is linked to the leaf directly at the NIC's rate (k × it), as SimAI's
+        files do; a NIC shared by several GPUs is a `nic` node, its GPUs linked to it at the NIC's
+        rate (PCIe is not the bottleneck, see `platform_for`) and it to the leaf at its rate."""
+        nics = (
+            f"{self.nics_per_node} NICs × {self.nic_gbits} Gbit/s per node"
+            if self.nics_per_node
+            else "no NIC"
+        )
+        out = [f"# nccl-tests corpus platform: {self.nodes} × {self.gpus_per_node} {self.gpu_type}, {nics}"]
+        if self.nics_per_node:
+            out.append("node leaf switch tier=tor")
+        share = self.nics_per_node > 0 and self.nics_per_node < self.gpus_per_node
+        for n in range(self.nodes):
+            if self.nvswitch:
+                out.append(f"node n{n}nvs nvswitch reduction={'yes' if self.nvls else 'no'}")
+            if share:
+                for k in range(self.nics_per_node):
+                    out.append(f"node n{n}nic{k} nic")
+                    out.append(f"link n{n}nic{k} leaf {self.nic_gbits}Gbps {NIC_LATENCY}")
+            for g in range(self.gpus_per_node):
+                gpu = f"n{n}g{g}"
+                out.append(f"node {gpu} gpu type={self.gpu_type}")
+                if self.nvswitch:
+                    out.append(f"link {gpu} n{n}nvs {self.nvlink_gbits}Gbps {NVLINK_LATENCY}")
+                if share:
+                    nic = g * self.nics_per_node // self.gpus_per_node
+                    out.append(f"link {gpu} n{n}nic{nic} {self.nic_gbits}Gbps 0ns")
+                elif self.nics_per_node > 0:
+                    rate = self.nic_gbits * (self.nics_per_node // self.gpus_per_node)  # type: ignore[operator]
+                    out.append(f"link {gpu} leaf {rate}Gbps {NIC_LATENCY}")
+        return "\n".join(out) + "\n"
+
+
+def platform_for(entry: dict[str, Any]) -> PlatformSpec:
+    """The platform of an entry's hardware, field by field; raises NotModelled with every reason
+    the platform cannot express it.
+
+    - `gpu`: the catalog accelerator (GPU_TYPES; A100-PCIe runs as A100: only its network port
+      matters at one GPU per node). GB200 is not in the catalog. The type sets the tuner's GPU
+      generation and the NVLink rate NCCL reaches.
+    - `gpus_per_node`, `nodes`: GPUs per node and nodes, exactly (ranks = their product).
+    - `nvlink`: the GPU–NVSwitch link rate (NVLINK_GBITS by generation). Unknown (null) with
+      more than one GPU per node: not modelled.
+    - `nvswitch`: GPUs of a node are one scale-up domain through one NVSwitch. Null is taken as
+      true where 8 NVLink GPUs share a node (every 8-GPU HGX A100/H100/H200/B200 board joins its
+      GPUs through NVSwitches); otherwise null or false with more than one GPU per node is not
+      modelled: a 4-GPU board's direct NVLink mesh, or PCIe peer-to-peer, is no scale-up domain
+      (the platform's domains are GPUs joined through NVSwitches).
+      NVLS (in-switch reduction) is offered on H100/H200/B200 NVSwitches unless the entry's
+      NCCL_NVLS_ENABLE=0 switched it off.
+    - `nics_per_node`, `nic_gbps`: one NIC per GPU, several per GPU (a port of their summed
+      rate) or one per several GPUs (a NIC node they share); both must be stated for a multi-node
+      run, and one must divide the other. NIC–switch links carry payload at line rate: IB's and
+      RoCE's headers, NCCL's per-channel and per-QP limits are not expressed (issue 28, item 3).
+    - `fabric`: `ib` and `roce` are the same links (RoCE's larger headers and congestion control
+      are not expressed); `efa` (AWS SRD through the aws-ofi-nccl libfabric plugin) and
+      `slingshot` (HPE Slingshot through libfabric's CXI provider) are not NCCL's IB-verbs
+      transport and are not modelled; null on a multi-node run is not modelled.
+    - `pcie_gen`: not used. The GPU–NIC hop is not rate-limited (PCIe x16: Gen4 32 GB/s,
+      Gen5 64 GB/s, above HDR's 25 GB/s and NDR's 50 GB/s).
+    - `gpu_nic_placement`: a GPU and its NIC under one PCIe switch is what the platform assumes;
+      a path through the CPU (SYS, "different CPU sockets", "not aligned") is not modelled.
+    - `switch_tiers`: not used: every NIC on one non-blocking switch (no oversubscription, no
+      ECMP collisions between tiers).
+    - `nvlink_domain_gpus` (GB200 NVL72: NVLink across the trays of a rack): not modelled.
+    """
+    h = entry["hardware"]
+    env = entry.get("env") or {}
+    why: list[str] = []
+    caveats: list[str] = []
+    gpus, nodes = int(h["gpus_per_node"]), int(h["nodes"])
+    gpu_type = GPU_TYPES.get(h["gpu"])
+    if gpu_type is None:
+        why.append(f"GPU {h['gpu']} is not in the accelerator catalog")
+    elif h["gpu"] != gpu_type:
+        caveats.append(f"{h['gpu']} runs as the catalog's {gpu_type}")
+    if h.get("nvlink_domain_gpus"):
+        why.append(f"an NVLink domain of {h['nvlink_domain_gpus']} GPUs across nodes (NVL72)")
+    nvswitch = False
+    nvlink = None
+    if gpus > 1:
+        nvswitch = bool(h.get("nvswitch"))
+        if h.get("nvswitch") is None and gpus == 8 and h.get("nvlink") is not None:
+            nvswitch = True
+            caveats.append("NVSwitch taken for 8 NVLink GPUs per node (HGX board)")
+        if h.get("nvlink") is None:
+            why.append("NVLink generation not stated")
+        elif h["nvlink"] not in NVLINK_GBITS:
+            why.append(f"NVLink {h['nvlink']} has no rate here")
+        else:
+            nvlink = NVLINK_GBITS[h["nvlink"]]
+        if not nvswitch:
+            what = "no NVSwitch" if h.get("nvswitch") is False else "NVSwitch not stated"
+            why.append(
+                f"{what} with {gpus} GPUs per node (a direct NVLink mesh or PCIe is no scale-up domain)"
+            )
+    nvls = nvswitch and h["gpu"] in NVLS_GPUS and str(env.get("NCCL_NVLS_ENABLE", "1")).strip() != "0"
+    nics, nic_gbits = int(h.get("nics_per_node") or 0), h.get("nic_gbps")
+    if nodes > 1:
+        fabric = h.get("fabric")
+        if fabric == "efa":
+            why.append("EFA (AWS SRD via the aws-ofi-nccl plugin), not IB verbs")
+        elif fabric == "slingshot":
+            why.append("HPE Slingshot (libfabric CXI provider), not IB verbs")
+        elif fabric not in ("ib", "roce"):
+            why.append("fabric not stated")
+        elif fabric == "roce":
+            caveats.append("RoCE taken as IB (same line rate)")
+        if not h.get("nics_per_node"):
+            why.append("NICs per node not stated")
+        if nic_gbits is None:
+            why.append("NIC rate not stated")
+        if nics and nics % gpus and gpus % nics:
+            why.append(f"{nics} NICs for {gpus} GPUs per node: neither divides the other")
+        elif nics and gpus % nics == 0 and nics < gpus:
+            caveats.append(f"{gpus // nics} GPUs share each NIC")
+        elif nics > gpus:
+            caveats.append(f"each GPU's {nics // gpus} NICs as one port of their summed rate")
+        placement = str(h.get("gpu_nic_placement") or "")
+        if any(word in placement for word in ("SYS", "different CPU", "not aligned")):
+            why.append(f"GPU–NIC path through the CPU ({placement.split(':')[0]})")
+    else:
+        nics, nic_gbits = 0, None
+    if why:
+        raise NotModelled("; ".join(why))
+    assert gpu_type is not None
+    return PlatformSpec(nodes, gpus, gpu_type, nvlink, nvswitch, nvls, nics, nic_gbits, caveats)
+
+
+def forced_env(entry: dict[str, Any]) -> dict[str, str]:
+    """NCCL_ALGO / NCCL_PROTO where the entry's environment sets them (the model's only inputs
+    from the environment: nothing else of the process's environment reaches it)."""
+    env = entry.get("env") or {}
+    return {k: str(env[k]) for k in FORCING if k in env}
+
+
+def ignored_env(entry: dict[str, Any]) -> list[str]:
+    """The entry's NCCL_* settings the default model does not take (shown in the JSON rows)."""
+    env = entry.get("env") or {}
+    taken = set(FORCING) | {"NCCL_NVLS_ENABLE", "NCCL_DEBUG", "NCCL_SOCKET_IFNAME"}
+    return [f"{k}={v}" for k, v in env.items() if k.startswith("NCCL_") and k not in taken]
+
+
+def busbw_factor(collective: str, n: int) -> float:
+    """nccl-tests' busbw / algbw (its doc/PERFORMANCE.md) for a collective on n ranks."""
+    if collective == "all_reduce":
+        return 2 * (n - 1) / n
+    if collective in ("all_gather", "reduce_scatter", "alltoall"):
+        return (n - 1) / n
+    return 1.0
+
+
+def busbw(collective: str, n: int, size: int, seconds: float) -> float:
+    """GB/s (10^9 B/s) of one size's time, as nccl-tests computes it."""
+    return size / seconds / 1e9 * busbw_factor(collective, n)
+
+
+def measured(entry: dict[str, Any]) -> dict[int, float]:
+    """Size (B) → out-of-place time (s) of the entry's log, read with the project's reader."""
+    from clustersim.calibrate.nccl_log import read_nccl_log
+
+    runs = read_nccl_log(CORPUS.parent / entry["log"])
+    out: dict[int, float] = {}
+    for run in runs:
+        for size, seconds in run.points:
+            out.setdefault(size, seconds)  # the first time of a row is its out-of-place one
+    return out
+
+
+def compared_sizes(sizes: list[int], every: bool = False) -> list[int]:
+    """The sizes to simulate: those the summary compares (≤ SMALL, ≥ LARGE), or all."""
+    return sorted(s for s in sizes if every or s <= SMALL or s >= LARGE)
+
+
+def simulate(
+    entry: dict[str, Any], spec: PlatformSpec, sizes: list[int], folder: Path
+) -> list[tuple[int, float, str, str]]:
+    """(size, simulated time s, algorithm, protocol) per size: the entry's collective on its
+    platform (written to `folder`) with the default model and the entry's forced NCCL_ALGO /
+    NCCL_PROTO."""
+    import clustersim
+
+    path = folder / f"{entry['id']}.platform"
+    path.write_text(spec.text(), encoding="utf-8")
+    op = OPS[entry["collective"]]
+    out = []
+    for size in sizes:
+        r = clustersim.collective(op, path, minbytes=size, maxbytes=size, env=forced_env(entry))
+        out.append((size, r["time_us"][0] * 1e-6, r["algorithm"][0], r["protocol"][0]))
+    return out
+
+
+def compare(entry: dict[str, Any], sim: list[tuple[int, float, str, str]], meas: dict[int, float]) -> dict:
+    """Per-size rows and the entry's large-size busbw error and small-size time ratios."""
+    n = entry["hardware"]["nodes"] * entry["hardware"]["gpus_per_node"]
+    c = entry["collective"]
+    rows = []
+    for size, t_sim, algo, proto in sim:
+        t = meas[size]
+        rows.append(
+            {
+                "size": size,
+                "measured_time_us": t * 1e6,
+                "simulated_time_us": t_sim * 1e6,
+                "measured_busbw": busbw(c, n, size, t),
+                "simulated_busbw": busbw(c, n, size, t_sim),
+                "algorithm": algo,
+                "protocol": proto,
+            }
+        )
+    large = [r for r in rows if r["size"] >= LARGE]
+    small = [r for r in rows if r["size"] <= SMALL]
+    out: dict[str, Any] = {"rows": rows, "large_error": None, "small_ratio": None, "small_worst": None}
+    if large:
+        meas_bw = statistics.fmean(r["measured_busbw"] for r in large)
+        sim_bw = statistics.fmean(r["simulated_busbw"] for r in large)
+        out |= {"large_measured_busbw": meas_bw, "large_simulated_busbw": sim_bw}
+        out["large_error"] = sim_bw / meas_bw - 1
+        out["large_algorithm"] = f"{large[-1]['algorithm']}/{large[-1]['protocol']}"
+    if small:
+        ratios = [r["simulated_time_us"] / r["measured_time_us"] for r in small]
+        out["small_ratio"] = math.exp(statistics.fmean(math.log(x) for x in ratios))
+        out["small_worst"] = max(ratios, key=lambda x: max(x, 1 / x))
+        out["small_algorithm"] = f"{small[0]['algorithm']}/{small[0]['protocol']}"
+    return out
+
+
+def run_entry(entry: dict[str, Any], folder: Path, every: bool = False) -> dict[str, Any]:
+    """One entry's result: its identity, status (ok / not modelled / error), platform and
+    comparison."""
+    h = entry["hardware"]
+    row: dict[str, Any] = {
+        "id": entry["id"],
+        "split": entry["split"],
+        "flag": entry.get("flag"),
+        "collective": entry["collective"],
+        "nodes": h["nodes"],
+        "gpus_per_node": h["gpus_per_node"],
+        "forced": forced_env(entry),
+        "env_not_modelled": ignored_env(entry),
+    }
+    try:
+        spec = platform_for(entry)
+    except NotModelled as e:
+        return row | {"status": "not modelled", "why": str(e)}
+    row["platform"] = asdict(spec)
+    meas = measured(entry)
+    try:
+        sim = simulate(entry, spec, compared_sizes(list(meas), every), folder)
+    except Exception as e:  # an input the engine refuses (e.g. a forced algorithm it lacks)
+        return row | {"status": "error", "why": str(e).splitlines()[0]}
+    return row | {"status": "ok"} | compare(entry, sim, meas)
+
+
+def summary(results: list[dict[str, Any]], split: str) -> dict[str, Any]:
+    """Per split: entries counted (modelled, not flagged), the share within 15 % and 25 % at
+    ≥ 64 MiB, median and worst |error|, and the share within 2× at ≤ 64 KiB: every size, and by
+    the geometric mean of the sizes' ratios (a single noisy measured size fails the first)."""
+    mine = [r for r in results if r["split"] == split]
+    counted = [r for r in mine if r["status"] == "ok" and not r["flag"]]
+    large = [r for r in counted if r["large_error"] is not None]
+    small = [r for r in counted if r["small_ratio"] is not None]
+    errors = [abs(r["large_error"]) for r in large]
+    worst = max(large, key=lambda r: abs(r["large_error"]), default=None)
+    return {
+        "split": split,
+        "entries": len(mine),
+        "counted": len(counted),
+        "flagged": sum(1 for r in mine if r["flag"]),
+        "not_modelled": sum(1 for r in mine if r["status"] == "not modelled" and not r["flag"]),
+        "errors": sum(1 for r in mine if r["status"] == "error" and not r["flag"]),
+        "large": len(large),
+        "within_15": sum(e <= 0.15 for e in errors) / len(errors) if errors else None,
+        "within_25": sum(e <= 0.25 for e in errors) / len(errors) if errors else None,
+        "median_error": statistics.median(errors) if errors else None,
+        "worst_error": worst["large_error"] if worst else None,
+        "worst_id": worst["id"] if worst else None,
+        "small": len(small),
+        "small_geomean_within_2x": (
+            sum(max(r["small_ratio"], 1 / r["small_ratio"]) <= 2 for r in small) / len(small)
+            if small
+            else None
+        ),
+        "small_within_2x": (
+            sum(max(r["small_worst"], 1 / r["small_worst"]) <= 2 for r in small) / len(small)
+            if small
+            else None
+        ),
+    }
+
+
+def _pct(x: float | None, signed: bool = True) -> str:
+    return "—" if x is None else (f"{x * 100:+.0f} %" if signed else f"{x * 100:.0f} %")
+
+
+def _ratio(x: float | None) -> str:
+    return "—" if x is None else f"{x:.2f}×"
+
+
+def entry_table(results: list[dict[str, Any]]) -> str:
+    """One line per entry (markdown)."""
+    lines = [
+        "| entry | split | ranks | busbw ≥ 64 MiB meas → sim GB/s | error | algo (large)"
+        " | time ≤ 64 KiB sim/meas (worst) | note |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        ranks = f"{r['nodes']}×{r['gpus_per_node']}"
+        parts = [f"{k}={v}" for k, v in r["forced"].items()]
+        parts += [r["flag"]] if r["flag"] else []
+        parts += [f"{r['status']}: {r['why']}"] if r["status"] != "ok" else r["platform"]["caveats"]
+        parts += [f"not modelled: {', '.join(r['env_not_modelled'])}"] if r["env_not_modelled"] else []
+        note = "; ".join(parts)
+        if r["status"] != "ok":
+            lines.append(f"| `{r['id']}` | {r['split']} | {ranks} | | | | | {note} |")
+            continue
+        bw = (
+            f"{r['large_measured_busbw']:.1f} → {r['large_simulated_busbw']:.1f}"
+            if r["large_error"] is not None
+            else "—"
+        )
+        small = f"{_ratio(r['small_ratio'])} ({_ratio(r['small_worst'])})" if r["small_ratio"] else "—"
+        algo = r.get("large_algorithm", "—")
+        lines.append(
+            f"| `{r['id']}` | {r['split']} | {ranks} | {bw} | {_pct(r['large_error'])} | {algo}"
+            f" | {small} | {note} |"
+        )
+    return "\n".join(lines)
+
+
+def summary_table(results: list[dict[str, Any]]) -> str:
+    """The summary per split (markdown)."""
+    lines = [
+        "| split | entries | counted (not modelled, flagged, errors) | ≥ 64 MiB: within 15 % | within 25 % |"
+        " median \\|error\\| | worst | ≤ 64 KiB: every size within 2× (geometric mean) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for split in ("train", "validation"):
+        s = summary(results, split)
+        worst = "—" if s["worst_id"] is None else f"{_pct(s['worst_error'])} (`{s['worst_id']}`)"
+        share = (
+            "—" if s["within_15"] is None else f"{_pct(s['within_15'], False)} of {s['large']}",
+            "—" if s["within_25"] is None else f"{_pct(s['within_25'], False)}",
+            "—"
+            if s["small_within_2x"] is None
+            else f"{_pct(s['small_within_2x'], False)} of {s['small']}"
+            f" ({_pct(s['small_geomean_within_2x'], False)})",
+        )
+        lines.append(
+            f"| {split} | {s['entries']}"
+            f" | {s['counted']} ({s['not_modelled']}, {s['flagged']}, {s['errors']})"
+            f" | {share[0]} | {share[1]} | {_pct(s['median_error'], False)} | {worst} | {share[2]} |"
+        )
+    return "\n".join(lines)
+
+
+def load(split: str | None = None, only: list[str] | None = None) -> list[dict[str, Any]]:
+    """The corpus' entries, filtered by split and id."""
+    entries = yaml.safe_load(CORPUS.read_text(encoding="utf-8"))["entries"]
+    if only:
+        unknown = set(only) - {e["id"] for e in entries}
+        if unknown:
+            raise SystemExit(f"--only: no entry {', '.join(sorted(unknown))}")
+        entries = [e for e in entries if e["id"] in only]
+    if split:
+        entries = [e for e in entries if e["split"] == split]
+    return entries
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--split", choices=("train", "validation"))
+    ap.add_argument("--only", nargs="+", metavar="ID", help="these entries only")
+    ap.add_argument("--json", metavar="OUT", help="write every entry and row as JSON")
+    ap.add_argument("--every-size", action="store_true", help="simulate every size of the log")
+    ap.add_argument("--keep-platforms", metavar="DIR", help="write the platform files here")
+    args = ap.parse_args(argv)
+    entries = load(args.split, args.only)
+    start = time.monotonic()
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(args.keep_platforms or tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        for k, entry in enumerate(entries, 1):
+            t0 = time.monotonic()
+            results.append(run_entry(entry, folder, args.every_size))
+            status = results[-1]["status"]
+            print(
+                f"[{k}/{len(entries)}] {entry['id']}: {status} ({time.monotonic() - t0:.1f} s)",
+                file=sys.stderr,
+            )
+    wall = time.monotonic() - start
+    print(entry_table(results))
+    print()
+    print(summary_table(results))
+    print(f"\n{len(results)} entries in {wall:.0f} s", file=sys.stderr)
+    if args.json:
+        doc = {"wall_s": wall, "summary": [summary(results, s) for s in ("train", "validation")]}
+        Path(args.json).write_text(json.dumps(doc | {"entries": results}, indent=1), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
