@@ -258,7 +258,7 @@ def busbw(collective: str, n: int, size: int, seconds: float) -> float:
 
 def measured(entry: dict[str, Any]) -> dict[int, float]:
     """Size (B) → out-of-place time (s) of the entry's log, read with the project's reader."""
-    from clustersim.calibrate.nccl_log import read_nccl_log
+    from clustersim.measure.calibrate.nccl_log import read_nccl_log
 
     runs = read_nccl_log(CORPUS.parent / entry["log"])
     out: dict[int, float] = {}

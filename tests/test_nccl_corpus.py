@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from clustersim.calibrate.nccl_log import read_nccl_log
+from clustersim.measure.calibrate.nccl_log import read_nccl_log
 
 HERE = Path(__file__).parent / "data" / "nccl-tests"
 CORPUS = yaml.safe_load((HERE / "corpus.yaml").read_text(encoding="utf-8"))
