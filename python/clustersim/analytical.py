@@ -132,7 +132,7 @@ def simulate(
     """Simulate one training iteration of a SimAI workload file on the analytical backend.
 
     `compat="simai"` reproduces SimAI-Analytical's numbers (quirks included); the default mode
-    corrects them (see the README). Bandwidths: `busbw` (a SimAI busbw.yaml) or the built-in
+    corrects them (docs/guides/simai.md lists each). Bandwidths: `busbw` (a SimAI busbw.yaml) or the built-in
     model from `gpu_type`, `nic_type`, `nvlink_busbw`, `nic_busbw` and the server shape.
     With `topology` (a SimAI topology file) communication runs on the flow model instead: every
     collective becomes the transfers of `algorithm` ("auto": NCCL's tuner, honouring SimAI's AS_*

@@ -30,7 +30,7 @@ SimAI_analytical's flags are accepted as they are, e.g.
   clustersim analytical -w examples/workload_analytical.txt -g 9216 -nv 360 -nic 48.5 -n_p_s 8 -g_p_s 8 -r results/example-
 Outputs: <prefix>EndToEnd.csv (SimAI's layout, times in µs) and <prefix>summary.json;
 with -v also <prefix>chart.png, .svg and .html. --json prints the summary as JSON.
-Without --compat simai, SimAI's known quirks are corrected (see the README)."""  # noqa: E501
+Without --compat simai, SimAI's known quirks are corrected (docs/guides/simai.md lists each)."""  # noqa: E501
 
 
 HELP = "simulate a SimAI workload file with the analytical network model (SimAI_analytical's flags)"
