@@ -148,7 +148,8 @@ def main(argv: list[str]) -> int:
     text = page()
     if "--check" in argv:
         if not PAGE.is_file() or PAGE.read_text(encoding="utf-8") != text:
-            print(f"{PAGE.relative_to(ROOT)} is out of date: run python3 scripts/cli_reference.py", file=sys.stderr)
+            stale = f"{PAGE.relative_to(ROOT)} is out of date: run python3 scripts/cli_reference.py"
+            print(stale, file=sys.stderr)
             return 1
         return 0
     PAGE.parent.mkdir(parents=True, exist_ok=True)

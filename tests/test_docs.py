@@ -1,0 +1,141 @@
+"""The README and the documentation site: the README's two-command contract and its size, the CLI
+reference generated from the parsers and current, every command in the docs accepted by the
+parser as written, and nothing cited that a clone does not have."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import re
+import shlex
+
+import pytest
+from clustersim.cli import build_parser
+from conftest import ROOT
+
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+# Pages a user reads: the README, the site, the examples' README and CONTRIBUTING.
+USER_PAGES = [README, ROOT / "CONTRIBUTING.md", ROOT / "examples" / "README.md", *sorted(DOCS.rglob("*.md"))]
+
+
+def cli_reference():
+    spec = importlib.util.spec_from_file_location("cli_reference", ROOT / "scripts" / "cli_reference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_cli_reference_is_current():
+    page = (DOCS / "reference" / "cli.md").read_text(encoding="utf-8")
+    assert page == cli_reference().page(), "stale: run python3 scripts/cli_reference.py"
+
+
+def test_cli_reference_has_every_command_and_option():
+    page = (DOCS / "reference" / "cli.md").read_text(encoding="utf-8")
+    module = cli_reference()
+    for path, parser in module.walk(build_parser()):
+        if len(path) == 1:
+            continue
+        assert f" {' '.join(path)}\n" in page, path
+        for action in parser._actions:
+            if "--help" in action.option_strings:
+                continue
+            for flag in action.option_strings:
+                assert f"`{flag}`" in page, (path, flag)
+
+
+def readme_block() -> list[str]:
+    """The README's first ```bash block's commands, as .ci/run extracts them."""
+    lines, inside = [], False
+    for line in README.read_text(encoding="utf-8").splitlines():
+        if line == "```bash":
+            inside = True
+        elif line == "```" and inside:
+            break
+        elif inside and line and not line.startswith("#"):
+            lines.append(line)
+    return lines
+
+
+def test_readme_keeps_the_two_command_contract():
+    install, tests = readme_block()
+    assert install.startswith("pip install . && clustersim train ")
+    assert " -r results/" in install  # it writes a result file
+    assert tests == "bash scripts/test.sh"
+    text = README.read_text(encoding="utf-8")
+    # The requirements come before the commands that need them.
+    assert text.index("Python ≥ 3.10") < text.index("```bash") and text.index("Rust") < text.index("```bash")
+    # What scripts/test.sh installs is said where the command is.
+    assert "pip install '.[dev]'" in text[: text.index("bash scripts/test.sh")]
+
+
+def test_readme_is_a_front_page():
+    text = README.read_text(encoding="utf-8")
+    words = len(text.split())
+    assert words <= 1200, f"README has {words} words"
+    first_screen = "\n".join(text.splitlines()[:60])
+    for part in ("pip install .", "## Quick start", "| your question | command | example |"):
+        assert part in first_screen, part
+
+
+def commands(text: str) -> list[str]:
+    """The `clustersim` command lines of a page's bash and text code blocks."""
+    found, fence, pending = [], None, ""
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fence = line.strip("`") if fence is None else None
+            continue
+        if fence not in ("bash", "text", ""):
+            continue
+        line = pending + line.strip()
+        if line.endswith("\\"):
+            pending = line[:-1] + " "
+            continue
+        pending = ""
+        line = re.sub(r"\s+#.*$", "", line)
+        line = re.sub(r"^mpirun -np \d+ ", "", line)
+        if line.startswith("clustersim ") and "…" not in line:
+            found.append(line)
+    return found
+
+
+DOC_COMMANDS = sorted(
+    {(p.relative_to(ROOT).as_posix(), c) for p in USER_PAGES for c in commands(p.read_text("utf-8"))}
+)
+
+
+def test_the_docs_show_commands():
+    pages = {page for page, _ in DOC_COMMANDS}
+    assert len(DOC_COMMANDS) >= 50 and "README.md" in pages and "docs/guides/training.md" in pages
+
+
+@pytest.mark.parametrize(("page", "line"), DOC_COMMANDS)
+def test_every_command_in_the_docs_parses(page, line):
+    argv = shlex.split(line)[1:]
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            build_parser(argv[0]).parse_args(argv)
+        except SystemExit as e:
+            pytest.fail(f"{page}: {line}\n{err.getvalue()}(exit {e.code})")
+    for arg in argv:
+        if arg.startswith(("examples/", "tests/data/")):
+            assert (ROOT / arg).exists(), f"{page}: {line}: {arg} is not in the repository"
+
+
+def test_nothing_cited_outside_the_repository():
+    for page in USER_PAGES:
+        text = page.read_text(encoding="utf-8")
+        assert "shared/" not in text and "../shared" not in text, page
+        # Files of the repository named in code spans exist.
+        spans = r"`((?:examples|tests|benchmarks|scripts|docs|crates|python)/[^`\s*…]+)`"
+        for path in re.findall(spans, text):
+            assert (ROOT / path.rstrip("/")).exists(), f"{page.relative_to(ROOT)}: {path}"
+
+
+def test_readme_links_exist():
+    for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", README.read_text(encoding="utf-8")):
+        if not target.startswith("http"):
+            assert (ROOT / target).exists(), target
