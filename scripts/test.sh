@@ -13,9 +13,10 @@ ruff check python tests benchmarks
 ruff format --check python tests benchmarks
 # The Python package's layers: pyproject.toml's [tool.importlinter] contracts, on the source tree.
 PYTHONPATH=python lint-imports --no-cache
-# The CLI reference (docs/reference/cli.md) is generated from the parsers; the site builds with no
+# The CLI and API references (docs/reference/) are generated from the parsers and docstrings; the site builds with no
 # warning and no broken link (into a scratch folder: nothing is written in the tree).
 python3 scripts/cli_reference.py --check
+python3 scripts/api_reference.py --check
 site=$(mktemp -d)
 NO_MKDOCS_2_WARNING=1 python3 -m mkdocs build --strict --quiet --site-dir "$site"
 rm -rf "$site"

@@ -32,6 +32,16 @@ def test_cli_reference_is_current():
     assert page == cli_reference().page(), "stale: run python3 scripts/cli_reference.py"
 
 
+def test_api_reference_is_current():
+    spec = importlib.util.spec_from_file_location("api_reference", ROOT / "scripts" / "api_reference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    page = (DOCS / "reference" / "api.md").read_text(encoding="utf-8")
+    assert page == module.page(), "stale: run python3 scripts/api_reference.py"
+    for name in ("train", "simulate", "TrainResult.to_pandas", "Workload.from_training"):
+        assert f"`{name}`" in page
+
+
 def test_cli_reference_has_every_command_and_option():
     page = (DOCS / "reference" / "cli.md").read_text(encoding="utf-8")
     module = cli_reference()
