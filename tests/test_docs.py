@@ -1,6 +1,7 @@
 """The README and the documentation site: the README's two-command contract and its size, the CLI
 reference generated from the parsers and current, every command in the docs accepted by the
-parser as written, and nothing cited that a clone does not have."""
+parser and run as written (but those that need MPI or a GPU), and nothing cited that a clone does
+not have."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import shlex
 
 import pytest
 from clustersim.cli import build_parser
-from conftest import ROOT
+from conftest import ROOT, run_clustersim
 
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
@@ -104,9 +105,8 @@ def commands(text: str) -> list[str]:
             pending = line[:-1] + " "
             continue
         pending = ""
-        line = re.sub(r"\s+#.*$", "", line)
-        line = re.sub(r"^mpirun -np \d+ ", "", line)
-        if line.startswith("clustersim ") and "…" not in line:
+        line = re.sub(r"\s+#.*$", "", " ".join(line.split()))
+        if line.startswith(("clustersim ", "mpirun ")) and "…" not in line:
             found.append(line)
     return found
 
@@ -121,9 +121,14 @@ def test_the_docs_show_commands():
     assert len(DOC_COMMANDS) >= 50 and "README.md" in pages and "docs/guides/training.md" in pages
 
 
+def arguments(line: str) -> list[str]:
+    """A command line's arguments after `clustersim` (under `mpirun -np N` too)."""
+    return shlex.split(re.sub(r"^mpirun -np \d+ ", "", line))[1:]
+
+
 @pytest.mark.parametrize(("page", "line"), DOC_COMMANDS)
 def test_every_command_in_the_docs_parses(page, line):
-    argv = shlex.split(line)[1:]
+    argv = arguments(line)
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
         try:
@@ -149,3 +154,39 @@ def test_readme_links_exist():
     for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", README.read_text(encoding="utf-8")):
         if not target.startswith("http"):
             assert (ROOT / target).exists(), target
+
+
+def needs_a_cluster_or_gpu(line: str) -> str | None:
+    if line.startswith("mpirun "):
+        return "runs under mpirun (tests/test_bwtest.py and tests/test_replay.py run these tools)"
+    if "kernels measure" in line and "--device cpu" not in line:
+        return "times kernels on a GPU"
+    if "--kernels llama3-8b-kernels.csv" in line:
+        return "reads the GPU kernel table of the line before"
+    return None
+
+
+def help_examples() -> set[str]:
+    """The `--help` examples, which tests/test_cli.py runs as written."""
+    found = set()
+    for _, parser in cli_reference().walk(build_parser()):
+        for line in (parser.epilog or "").splitlines():
+            if m := re.match(r"\s*(?:examples?:)?\s*(clustersim .*)$", line):
+                found.add(" ".join(m.group(1).split()))
+    return found
+
+
+# Every command of the guides, the README and the examples' README that no `--help` example
+# already runs (the CLI reference holds only those), each once.
+TO_RUN = sorted({line for page, line in DOC_COMMANDS if page != "docs/reference/cli.md"} - help_examples())
+
+
+@pytest.mark.parametrize("line", TO_RUN)
+def test_every_command_in_the_docs_runs(tmp_path, line):
+    if reason := needs_a_cluster_or_gpu(line):
+        pytest.skip(reason)
+    for folder in ("examples", "tests"):
+        (tmp_path / folder).symlink_to(ROOT / folder)
+    rc, out, err = run_clustersim(*arguments(line), cwd=tmp_path, timeout=180)
+    assert rc == 0, f"{line}\n{err}"
+    assert "Traceback" not in err
