@@ -89,7 +89,7 @@ def section(path: tuple[str, ...], parser: argparse.ArgumentParser, subs: dict[s
     prog = " ".join(path)
     lines = [f"{'#' * min(len(path) + 1, 4)} {prog}", ""]
     if parser.description:
-        lines += [parser.description.replace("%(prog)s", prog).strip(), ""]
+        lines += [parser.description.replace("%(prog)s", prog).strip().replace("<", "&lt;"), ""]
     children = subparsers(parser)
     if children:
         lines += ["| command | what it does |", "|---|---|"]
