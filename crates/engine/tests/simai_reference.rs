@@ -3,9 +3,9 @@
 
 use std::path::PathBuf;
 
-use clustersim_engine::analytical::busbw_file::BusbwTable;
-use clustersim_engine::analytical::ratio::RatioTables;
-use clustersim_engine::analytical::server_spec::{GpuType, NicType, ServerSpec};
+use clustersim_engine::network::analytical::busbw_file::BusbwTable;
+use clustersim_engine::network::analytical::ratio::RatioTables;
+use clustersim_engine::network::analytical::server_spec::{GpuType, NicType, ServerSpec};
 use clustersim_engine::simai::build::Overlap;
 use clustersim_engine::simai::run::{run_analytical, RunConfig};
 

@@ -4,9 +4,9 @@
 
 use std::path::PathBuf;
 
-use clustersim_engine::analytical::{Analytical, CollectiveCost, GroupShape};
 use clustersim_engine::error::Kind;
 use clustersim_engine::executor::Executor;
+use clustersim_engine::network::analytical::{Analytical, CollectiveCost, GroupShape};
 use clustersim_engine::network::{Comm, NetworkModel};
 use clustersim_engine::platform::Placement;
 use clustersim_engine::simai::build::{BuildOptions, Overlap, SimaiWorkload};

@@ -6,9 +6,9 @@ mod platform;
 mod search;
 mod workload;
 
-use clustersim_engine::analytical::busbw_file::BusbwTable;
-use clustersim_engine::analytical::ratio::{RatioTable, RatioTables};
-use clustersim_engine::analytical::server_spec::{GpuType, NicType, ServerSpec};
+use clustersim_engine::network::analytical::busbw_file::BusbwTable;
+use clustersim_engine::network::analytical::ratio::{RatioTable, RatioTables};
+use clustersim_engine::network::analytical::server_spec::{GpuType, NicType, ServerSpec};
 use clustersim_engine::simai::build::Overlap;
 use clustersim_engine::simai::file::WorkloadFile;
 use clustersim_engine::simai::report::{Report, LAYER_COLUMNS, SUMMARY_COLUMNS};

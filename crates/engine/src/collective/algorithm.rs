@@ -201,9 +201,9 @@ impl fmt::Debug for Algorithm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analytical::alpha_beta::{AlphaBeta, Bandwidths, PriceMemo};
-    use crate::analytical::server_spec::{GpuType, NicType, ServerSpec};
-    use crate::analytical::{CollectiveCost, GroupShape};
+    use crate::network::analytical::alpha_beta::{AlphaBeta, Bandwidths, PriceMemo};
+    use crate::network::analytical::server_spec::{GpuType, NicType, ServerSpec};
+    use crate::network::analytical::{CollectiveCost, GroupShape};
     use crate::platform::Placement;
     use std::rc::Rc;
     use std::sync::Arc;

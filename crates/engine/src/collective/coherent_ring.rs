@@ -119,11 +119,11 @@ pub fn check_platform(options: &Options, platform: &Platform, source: &str) -> R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analytical::agreement::run_both_nvls;
     use crate::collective::schedule;
     use crate::executor::Executor;
-    use crate::flow::network::{FlowNetwork, Tuning};
-    use crate::flow::sweep::sweep_workload;
+    use crate::nccl_tests::sweep_workload;
+    use crate::network::analytical::agreement::run_both_nvls;
+    use crate::network::flow::network::{FlowNetwork, Tuning};
     use crate::platform::hcsim::HcsimParams;
     use crate::platform::xpu::{Catalog, Dtype, XpuSpec};
 

@@ -5,9 +5,9 @@ use crate::collective::choose::Options;
 use crate::collective::cost::schedule_ns;
 use crate::collective::{schedule, PIPELINE_CHUNK_BYTES};
 use crate::driver::{simulate, Backend};
-use crate::flow::network::{FlowNetwork, Tuning};
-use crate::flow::sweep::{sweep, sweep_workload, SweepOptions, TunerLinks};
 use crate::layout::Layout;
+use crate::nccl_tests::{sweep, sweep_workload, SweepOptions, TunerLinks};
+use crate::network::flow::network::{FlowNetwork, Tuning};
 use crate::platform::{Link, Placement};
 
 const B: f64 = 50.0;

@@ -393,7 +393,7 @@ rank 3 h1
 
     #[test]
     fn a_platform_file_runs_as_its_simai_twin() {
-        use crate::flow::sweep::{sweep, SweepOptions};
+        use crate::nccl_tests::{sweep, SweepOptions};
         use crate::workload::Collective;
         let (simai, typed) = twins();
         assert_eq!((typed.placement.domain(6), typed.placement.rail(6)), (1, 2));
@@ -416,7 +416,7 @@ rank 3 h1
     fn the_tuner_prices_a_group_at_its_slowest_members_rates() {
         use crate::collective::nccl::Arch;
         use crate::collective::GroupTopo;
-        use crate::flow::sweep::TunerLinks;
+        use crate::nccl_tests::TunerLinks;
         let p = parse(MIXED).unwrap();
         let t = TunerLinks::of(&p).unwrap();
         let rates = |ranks: &[u32]| {

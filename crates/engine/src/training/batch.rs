@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use super::plan::Plan;
 use super::{run_training_memo, TrainingInput, TrainingReport};
-use crate::analytical::alpha_beta::PriceMemo;
 use crate::error::Result;
+use crate::network::analytical::alpha_beta::PriceMemo;
 
 /// `base` with each of `plans` in turn, in the order given. Memory is not checked here (the
 /// search has already chosen what fits), and no trace is kept.

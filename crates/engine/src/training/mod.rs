@@ -18,8 +18,8 @@ pub mod simai_rows;
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
 
-use crate::analytical::alpha_beta::{AlphaBeta, Bandwidths, PriceMemo};
-use crate::analytical::server_spec::{GpuType, NicType, ServerSpec};
+use crate::network::analytical::alpha_beta::{AlphaBeta, Bandwidths, PriceMemo};
+use crate::network::analytical::server_spec::{GpuType, NicType, ServerSpec};
 
 use crate::collective::choose::Options;
 use crate::collective::on_platform::{self, PlatformOptions};
@@ -27,8 +27,8 @@ use crate::driver::{simulate, Backend, FlowConfig};
 use crate::error::{InputError, Result};
 use crate::executor::Execution;
 use crate::exposure::{exposure, Exposure};
-use crate::flow::network::Tuning;
-use crate::flow::sweep::protocol_option;
+use crate::nccl_tests::protocol_option;
+use crate::network::flow::network::Tuning;
 use crate::platform::routing::Routes;
 use crate::platform::{Platform, Routing};
 use crate::workload::{OpKind, Workload};
@@ -534,8 +534,8 @@ mod tests {
     use super::model::Family;
     use super::plan::{DataParallel, Recompute};
     use super::*;
-    use crate::analytical::{Analytical, CollectiveCost, GroupShape};
     use crate::executor::Executor;
+    use crate::network::analytical::{Analytical, CollectiveCost, GroupShape};
     use crate::platform::Placement;
     use crate::workload::Collective;
     use generate::Step;

@@ -372,9 +372,9 @@ mod tests {
     //! `workload generate` then `analytical` in the default mode (the derived rows run by
     //! simai/build.rs), on the same α–β network. Compute and exposed communication per group agree.
     use super::*;
-    use crate::analytical::Analytical;
     use crate::executor::Executor;
     use crate::exposure::exposure;
+    use crate::network::analytical::Analytical;
     use crate::platform::Placement;
     use crate::simai::build::{BuildOptions, Overlap, SimaiWorkload};
     use crate::training::model::llama3_70b;

@@ -1,7 +1,7 @@
 use super::lower::{Access, Options};
 use super::run::{run_graph, GraphRun};
 use super::WorkloadGraph;
-use crate::flow::network::Tuning;
+use crate::network::flow::network::Tuning;
 use crate::platform::xpu::Catalog;
 use crate::platform::Platform;
 

@@ -1,9 +1,9 @@
 //! One campaign per reader: its seeds (small valid files of each variant), the words of its
 //! format, and what accepting an input must mean.
 
-use clustersim_engine::analytical::busbw_file::BusbwTable;
-use clustersim_engine::analytical::ratio::{RatioTable, RatioTables};
-use clustersim_engine::analytical::server_spec::{GpuType, NicType, ServerSpec};
+use clustersim_engine::network::analytical::busbw_file::BusbwTable;
+use clustersim_engine::network::analytical::ratio::{RatioTable, RatioTables};
+use clustersim_engine::network::analytical::server_spec::{GpuType, NicType, ServerSpec};
 use clustersim_engine::platform::hcsim::HcsimParams;
 use clustersim_engine::platform::routing::Routes;
 use clustersim_engine::platform::xpu::{Catalog, Dtype, XpuSpec};

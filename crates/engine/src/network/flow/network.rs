@@ -25,12 +25,12 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use super::sweep::{default_channels, TunerLinks};
 use super::{FlowSim, Wait};
 use crate::collective::choose::{self, Options};
 use crate::collective::nccl::{nvlink_gbps, p2p_latency_ns};
 use crate::collective::{group_channels, Algorithm, Endpoint, GroupTopo, Schedule};
 use crate::error::{InputError, Result};
+use crate::nccl_tests::{default_channels, TunerLinks};
 use crate::network::{Comm, NetworkModel};
 use crate::platform::routing::{link_between, Router, Routes};
 use crate::platform::window::read_ceiling;

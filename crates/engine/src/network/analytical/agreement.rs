@@ -16,9 +16,9 @@ use crate::collective::{
     Servers, Transfer,
 };
 use crate::executor::Executor;
-use crate::flow::network::{FlowNetwork, Tuning};
-use crate::flow::sweep::sweep_workload;
 use crate::layout::{Axis, Layout};
+use crate::nccl_tests::sweep_workload;
+use crate::network::flow::network::{FlowNetwork, Tuning};
 use crate::platform::Placement;
 use crate::platform::{Link, NodeKind, Platform};
 use crate::workload::{Collective, Group, Membership, Op, OpKind, Peer, Phase, Program, Workload};

@@ -3,6 +3,16 @@
 //! The executor tells a model when a communication starts; the model tells the executor when
 //! communications finish. Analytical models answer in closed form; flow models share links among
 //! whatever is in flight. Nothing model-specific lives in the executor.
+//!
+//! This folder holds the contract ([`NetworkModel`], [`Comm`]) and the models only:
+//! [`analytical`] (closed-form prices: NCCL's tuning model, SimAI's formulas, measured busbw) and
+//! [`flow`] (max-min fair flows on a platform's links). A model may use the layers below it
+//! (collectives, compute, workload, platform, catalog, utilities) and the contract here, never the
+//! executor, the driver or a front end: the nccl-tests sweep that runs the flow model through the
+//! driver is a front end ([`crate::nccl_tests`]).
+
+pub mod analytical;
+pub mod flow;
 
 use crate::error::Result;
 use crate::workload::{Collective, GroupId, Workload};

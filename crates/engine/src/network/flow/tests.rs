@@ -1,12 +1,12 @@
 use super::network::{fixed_algorithm, FlowNetwork, Tuning};
 use super::reference_tests::end_times;
-use super::sweep::sweep_workload;
 use super::*;
 use crate::collective::choose::Options;
 use crate::collective::nccl::{RING_LATENCY_US, RING_SIMPLE_ALLREDUCE_FACTOR};
 use crate::collective::{Algorithm, Protocol, StepLatency, Timing};
 use crate::executor::Executor;
 use crate::layout::{Axis, Layout};
+use crate::nccl_tests::sweep_workload;
 use crate::network::Comm;
 use crate::network::NetworkModel;
 use crate::platform::{Link, NodeKind};

@@ -217,7 +217,7 @@ impl CollectiveCost for AlphaBeta {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analytical::server_spec::{GpuType, NicType};
+    use crate::network::analytical::server_spec::{GpuType, NicType};
     use crate::platform::Placement;
     use std::rc::Rc;
     use Collective::*;

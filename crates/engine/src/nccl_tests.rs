@@ -14,7 +14,6 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use super::network::{FlowNetwork, Scheduler, Tuning};
 use crate::collective::choose::Options;
 use crate::collective::cost::Links;
 use crate::collective::nccl::Arch;
@@ -23,6 +22,7 @@ use crate::collective::{Algorithm, Protocol};
 use crate::driver::{simulate, Backend};
 use crate::error::{InputError, Result};
 use crate::layout::{Axis, Layout};
+use crate::network::flow::network::{FlowNetwork, Scheduler, Tuning};
 use crate::platform::routing::Router;
 use crate::platform::{NodeKind, Platform};
 use crate::workload::{Collective, Group, Membership, Op, OpKind, Phase, Program, Workload};
