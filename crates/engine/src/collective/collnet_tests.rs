@@ -3,10 +3,11 @@
 use super::*;
 use crate::collective::choose::Options;
 use crate::collective::cost::schedule_ns;
+use crate::collective::tuner_links::TunerLinks;
 use crate::collective::{schedule, PIPELINE_CHUNK_BYTES};
 use crate::driver::{simulate, Backend};
 use crate::layout::Layout;
-use crate::nccl_tests::{sweep, sweep_workload, SweepOptions, TunerLinks};
+use crate::nccl_tests::{sweep, sweep_workload, SweepOptions};
 use crate::network::flow::network::{FlowNetwork, Tuning};
 use crate::platform::{Link, Placement};
 

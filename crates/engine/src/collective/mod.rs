@@ -62,6 +62,7 @@ mod pxn;
 pub mod reduction_server;
 mod ring;
 mod tree;
+pub mod tuner_links;
 
 use crate::error::InputError;
 use crate::platform::Placement;

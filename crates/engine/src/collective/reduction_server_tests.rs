@@ -3,8 +3,9 @@
 use super::*;
 use crate::collective::choose::Options;
 use crate::collective::cost::schedule_ns;
+use crate::collective::tuner_links::TunerLinks;
 use crate::collective::{schedule, PIPELINE_CHUNK_BYTES};
-use crate::nccl_tests::{sweep, SweepOptions, TunerLinks};
+use crate::nccl_tests::{sweep, SweepOptions};
 use crate::platform::{Link, NodeAttrs, Placement};
 
 /// n GPU workers (NIC `worker` GB/s) and `servers` CPU servers (NIC `server` GB/s, host link

@@ -268,18 +268,18 @@ impl Platform {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn catalog() -> Vec<String> {
         ["A100", "H100", "MI300X"].map(String::from).to_vec()
     }
 
-    fn parse(text: &str) -> Result<Platform> {
+    pub(crate) fn parse(text: &str) -> Result<Platform> {
         Platform::parse_platform("p.platform", text, &catalog())
     }
 
-    const MIXED: &str = "\
+    pub(crate) const MIXED: &str = "\
 # two servers of different GPU generations and a CXL expander
 node h0 gpu type=H100
 node h1 gpu type=h100
@@ -410,23 +410,5 @@ rank 3 h1
         }
         // The typed platform cannot be written as SimAI (ranks are not on GPUs 0..8).
         assert!(typed.to_simai().unwrap_err().message.contains("places ranks otherwise"));
-    }
-
-    #[test]
-    fn the_tuner_prices_a_group_at_its_slowest_members_rates() {
-        use crate::collective::nccl::Arch;
-        use crate::collective::GroupTopo;
-        use crate::nccl_tests::TunerLinks;
-        let p = parse(MIXED).unwrap();
-        let t = TunerLinks::of(&p).unwrap();
-        let rates = |ranks: &[u32]| {
-            let l = t.group(&GroupTopo::new(ranks, &p.placement, false));
-            (l.nvlink_gbps, l.nic_gbps, l.arch)
-        };
-        // Ranks 1, 3: H100 (450 GB/s NVLink, 50 GB/s NIC); 0, 2: A100 (300, 25).
-        assert_eq!(rates(&[1, 3]), (450.0, 50.0, Some(Arch::Hopper)));
-        assert_eq!(rates(&[0, 2]), (300.0, 25.0, Some(Arch::Ampere)));
-        assert_eq!(rates(&[0, 1, 2, 3]), (300.0, 25.0, Some(Arch::Ampere)));
-        assert_eq!(t.class, [0, 1, 0, 1]);
     }
 }
