@@ -24,10 +24,10 @@ use crate::collective::choose::Options;
 use crate::collective::{Algorithm, Protocol};
 use crate::driver::{simulate, Backend};
 use crate::error::{InputError, Result};
-use crate::layout::{Axis, Layout};
 use crate::network::flow::network::{FlowNetwork, Scheduler, Tuning};
 use crate::platform::Platform;
-use crate::workload::{Collective, Group, Membership, Op, OpKind, Phase, Program, Workload};
+use crate::workload::sweep::sweep_workload;
+use crate::workload::Collective;
 
 /// How to run a sweep.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -51,24 +51,6 @@ pub struct SweepPoint {
     pub ns: f64,
     pub algorithm: Algorithm,
     pub protocol: Protocol,
-}
-
-/// A workload of one class whose single group spans `n` ranks, one collective per size in order.
-pub(crate) fn sweep_workload(c: Collective, n: u32, sizes: &[u64]) -> Workload {
-    let layout = Layout::megatron(n, 1, 1, 1, 1);
-    let mask = layout.mask(&[Axis::Tp]);
-    let mut program = Program::default();
-    for &bytes in sizes {
-        program.push(Op::new(OpKind::Collective { collective: c, group: 0, bytes }, Vec::new(), 0, Phase::Other));
-    }
-    Workload {
-        layout,
-        groups: vec![Group { name: "WORLD".into(), members: Membership::Dims(mask) }],
-        programs: vec![program],
-        class_program: vec![0],
-        rank_class: vec![0; n as usize],
-        rows: vec![c.name().into()],
-    }
 }
 
 /// Run collective `c` of each S in `sizes` (bytes, nccl-tests convention) over the fabric.
@@ -120,17 +102,6 @@ pub fn parse_collective(name: &str) -> Result<Collective> {
     Collective::ALL.into_iter().find(|c| c.name() == key).ok_or_else(|| {
         let names: Vec<&str> = Collective::ALL.iter().map(|c| c.name()).collect();
         InputError::field("sweep", "collective", format!("unknown collective '{name}' (valid: {})", names.join(", ")))
-    })
-}
-
-/// "auto" (NCCL's choice per size) or a protocol name.
-pub fn protocol_option(protocol: &str) -> Result<Option<Protocol>> {
-    if protocol.eq_ignore_ascii_case("auto") {
-        return Ok(None);
-    }
-    Protocol::parse(protocol).map(Some).map_err(|mut e| {
-        e.message = format!("{} (or auto)", e.message);
-        e
     })
 }
 

@@ -1,7 +1,7 @@
 //! Bindings of the flow model: flow completion times and collective sweeps on a SimAI topology
 //! (conversion only).
 
-use clustersim_engine::collective::choose::{AlgoSpec, Options};
+use clustersim_engine::collective::choose::{protocol_option, AlgoSpec, Options};
 use clustersim_engine::collective::on_platform::{self, PlatformOptions};
 use clustersim_engine::collective::reduction_server::Split;
 use clustersim_engine::nccl_tests::{self, SweepOptions};
@@ -91,7 +91,7 @@ pub fn collective_sweep(
             nvls_enable: nvls,
             pxn_enable: pxn,
             nvlstree_enable: nvlstree,
-            protocol: nccl_tests::protocol_option(protocol)?,
+            protocol: protocol_option(protocol)?,
             p2p_pxn,
             ..Options::default()
         };

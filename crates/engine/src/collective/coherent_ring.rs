@@ -121,11 +121,11 @@ mod tests {
     use super::*;
     use crate::collective::schedule;
     use crate::executor::Executor;
-    use crate::nccl_tests::sweep_workload;
     use crate::network::analytical::agreement::run_both_nvls;
     use crate::network::flow::network::{FlowNetwork, Tuning};
     use crate::platform::hcsim::HcsimParams;
     use crate::platform::xpu::{Catalog, Dtype, XpuSpec};
+    use crate::workload::sweep::sweep_workload;
 
     /// (analytical, flow) ns of one all-reduce of `bytes` on n ranks, one per server on a
     /// non-blocking switch (50 GB/s NICs, no link latency), every step waiting `alpha_us`.

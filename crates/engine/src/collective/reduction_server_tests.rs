@@ -183,10 +183,10 @@ fn the_analytical_backend_prices_the_same_closed_form() {
     // The analytical model (α–β on a server spec, no fabric) runs the same forced schedule:
     // 4 one-GPU servers with a 25 GB/s NIC and 2 reduction servers at 25 GB/s.
     use crate::executor::Executor;
-    use crate::nccl_tests::sweep_workload;
     use crate::network::analytical::alpha_beta::{AlphaBeta, Bandwidths};
     use crate::network::analytical::server_spec::{GpuType, NicType, ServerSpec};
     use crate::network::analytical::Analytical;
+    use crate::workload::sweep::sweep_workload;
     let mut topo = crossbar(4, 2, B, B, 100.0, 0.0);
     let rs = ReductionServer::on_platform(&mut topo, "all", None, Split::default()).unwrap().algorithm();
     let mut spec = ServerSpec::new(1, 1, GpuType::H100, NicType::Cx7);

@@ -21,13 +21,13 @@ use std::sync::{Arc, Mutex};
 use crate::network::analytical::alpha_beta::{AlphaBeta, Bandwidths, PriceMemo};
 use crate::network::analytical::server_spec::{GpuType, NicType, ServerSpec};
 
+use crate::collective::choose::protocol_option;
 use crate::collective::choose::Options;
 use crate::collective::on_platform::{self, PlatformOptions};
 use crate::driver::{simulate, Backend, FlowConfig};
 use crate::error::{InputError, Result};
 use crate::executor::Execution;
 use crate::exposure::{exposure, Exposure};
-use crate::nccl_tests::protocol_option;
 use crate::network::flow::network::Tuning;
 use crate::platform::routing::Routes;
 use crate::platform::{Platform, Routing};

@@ -3,8 +3,8 @@ use crate::collective::choose::Options;
 use crate::collective::nccl::call_latency_ns;
 use crate::collective::ring::{ring_hops, ring_order};
 use crate::collective::{group_channels, schedule};
-use crate::nccl_tests::sweep_workload;
 use crate::network::analytical::agreement::run_both_nvls;
+use crate::workload::sweep::sweep_workload;
 
 /// An MSCCL ring all-reduce in MSCCL's format: one thread block per channel, channel c going
 /// round `orders[c]` (group ranks) on its own n chunks of the buffer. The rank at position i of a

@@ -17,10 +17,10 @@ use crate::collective::{
 };
 use crate::executor::Executor;
 use crate::layout::{Axis, Layout};
-use crate::nccl_tests::sweep_workload;
 use crate::network::flow::network::{FlowNetwork, Tuning};
 use crate::platform::Placement;
 use crate::platform::{Link, NodeKind, Platform};
+use crate::workload::sweep::sweep_workload;
 use crate::workload::{Collective, Group, Membership, Op, OpKind, Peer, Phase, Program, Workload};
 
 const NVLINK: f64 = 360.0;

@@ -6,10 +6,10 @@ use crate::collective::nccl::{RING_LATENCY_US, RING_SIMPLE_ALLREDUCE_FACTOR};
 use crate::collective::{Algorithm, Protocol, StepLatency, Timing};
 use crate::executor::Executor;
 use crate::layout::{Axis, Layout};
-use crate::nccl_tests::sweep_workload;
 use crate::network::Comm;
 use crate::network::NetworkModel;
 use crate::platform::{Link, NodeKind};
+use crate::workload::sweep::sweep_workload;
 use crate::workload::{Collective, Group, Membership, Op, OpKind, Phase as OpPhase, Program, Workload};
 
 fn both(links: &mut Vec<Link>, a: u32, b: u32, bandwidth: f64, latency_ns: f64) {
