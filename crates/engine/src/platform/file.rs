@@ -374,41 +374,4 @@ rank 3 h1
         let e = parse("node s switch\n").unwrap_err();
         assert!(e.message.contains("no gpu nodes"), "{e}");
     }
-
-    /// Two servers of 4 H100 on an NVSwitch each and a ToR, as a SimAI file (GPUs 0..8 first)
-    /// and as a platform file listing switches first, GPUs in reverse and ranks mapped back.
-    fn twins() -> (Platform, Platform) {
-        let mut simai = String::from("11 4 2 1 16 H100\n8 9 10\n");
-        let mut typed = String::from("node tor switch\nnode nvs1 nvswitch\nnode nvs0 nvswitch\n");
-        for g in (0..8).rev() {
-            typed += &format!("node g{g} gpu type=H100\n");
-        }
-        for g in 0..8 {
-            simai += &format!("{g} {} 2880Gbps 0.000025ms 0\n{g} 10 400Gbps 0.0005ms 0\n", 8 + g / 4);
-            typed += &format!("link g{g} nvs{} 2880Gbps 25ns\nlink tor g{g} 400Gbps 500ns\n", g / 4);
-            typed += &format!("rank {g} g{g}\n");
-        }
-        (Platform::parse_simai("t.txt", &simai).unwrap(), parse(&typed).unwrap())
-    }
-
-    #[test]
-    fn a_platform_file_runs_as_its_simai_twin() {
-        use crate::nccl_tests::{sweep, SweepOptions};
-        use crate::workload::Collective;
-        let (simai, typed) = twins();
-        assert_eq!((typed.placement.domain(6), typed.placement.rail(6)), (1, 2));
-        assert_eq!(typed.node_name(typed.placement.device(6)), "g6");
-        assert_ne!(typed.placement.device(6), 6);
-        for c in [Collective::AllReduce, Collective::AllToAll, Collective::AllGather] {
-            let sizes = [4096, 1 << 20, 256 << 20];
-            let a = sweep(simai.clone(), c, &sizes, &SweepOptions::default()).unwrap();
-            let b = sweep(typed.clone(), c, &sizes, &SweepOptions::default()).unwrap();
-            for (x, y) in a.iter().zip(&b) {
-                assert!((x.ns - y.ns).abs() <= 1e-9 * x.ns, "{c:?} {}: {} vs {}", x.bytes, x.ns, y.ns);
-                assert_eq!(x.algorithm, y.algorithm);
-            }
-        }
-        // The typed platform cannot be written as SimAI (ranks are not on GPUs 0..8).
-        assert!(typed.to_simai().unwrap_err().message.contains("places ranks otherwise"));
-    }
 }
