@@ -59,7 +59,7 @@ fn run_both(n: u32, m: u32, bytes: u64, options: Options) -> (f64, f64) {
 }
 
 fn run_both_on(c: Collective, n: u32, m: u32, bytes: u64, options: Options) -> (f64, f64) {
-    // The fabric of analytical/agreement.rs, without NVLS.
+    // The fabric of network/analytical/agreement.rs, without NVLS.
     run_both_nvls(&sweep_workload(c, n, &[bytes]), n, m, options, false)
 }
 
