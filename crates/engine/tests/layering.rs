@@ -59,7 +59,7 @@ const ALLOWED: &[(&str, &str, bool, &str)] = &[
     ("collective/reduction_server_tests.rs", "executor", true, "reduction servers on both models, one workload"),
     (
         "collective/msccl/tests.rs",
-        "network::analytical::agreement",
+        "network::agreement",
         true,
         "MSCCL programs run alike on both models (the agreement fabric)",
     ),
@@ -74,7 +74,7 @@ const ALLOWED: &[(&str, &str, bool, &str)] = &[
     ),
     // A model's tests run workloads through the executor, as every run does.
     (
-        "network/analytical/agreement.rs",
+        "network/agreement.rs",
         "executor",
         true,
         "the analytical and flow models agree on one workload run through the executor",
@@ -497,7 +497,7 @@ fn the_tree_is_read_the_way_rustc_reads_it() {
     assert!(has("nccl_tests.rs", "driver::simulate", false));
     // `#[cfg(test)] #[path = "collnet_tests.rs"] mod tests;` and `#[cfg(test)] mod agreement;`.
     assert!(has("collective/collnet_tests.rs", "driver", true));
-    assert!(has("network/analytical/agreement.rs", "executor::Executor", true));
+    assert!(has("network/agreement.rs", "executor::Executor", true));
     // An inline `#[cfg(test)] mod tests { … }` is test code; what follows it is not.
     assert!(has("executor.rs", "network::analytical", true));
     assert!(!has("executor.rs", "network::analytical", false));

@@ -121,7 +121,7 @@ mod tests {
     use super::*;
     use crate::collective::schedule;
     use crate::executor::Executor;
-    use crate::network::analytical::agreement::run_both_nvls;
+    use crate::network::agreement::run_both_nvls;
     use crate::network::flow::network::{FlowNetwork, Tuning};
     use crate::platform::hcsim::HcsimParams;
     use crate::platform::xpu::{Catalog, Dtype, XpuSpec};

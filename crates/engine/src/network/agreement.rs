@@ -7,9 +7,9 @@
 //! protocol choice and their default channels. An algorithm defined only in this file (a star
 //! all-gather) runs on both the same way: adding an algorithm touches nothing else.
 
-use super::alpha_beta::{AlphaBeta, Bandwidths};
-use super::server_spec::{GpuType, NicType, ServerSpec};
-use super::Analytical;
+use super::analytical::alpha_beta::{AlphaBeta, Bandwidths};
+use super::analytical::server_spec::{GpuType, NicType, ServerSpec};
+use super::analytical::Analytical;
 use crate::collective::choose::Options;
 use crate::collective::{
     schedule, valid_algorithms, Algorithm, CollectiveAlgorithm, Endpoint, Grain, GroupTopo, Phase as SchedulePhase,
