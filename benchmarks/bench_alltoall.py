@@ -10,10 +10,11 @@ the fabric file included), wall and CPU (the child's own CPU time, which other l
 inflates less), RSS the child's peak. A run past --timeout is recorded as such. Median of --runs;
 --no-train leaves DeepSeek out.
 
-Exactness: `flow::reference_tests::the_fast_paths_match_the_plain_per_flow_solve` holds the flow
-model with every fast path on to a plain per-flow max-min reference (all-to-all with ECMP
-collisions, random leaf-spines), and `flow::tests::coalesced_instants_match_the_per_event_solve`
-the coalesced event instants to solving each distinct time alone.
+Exactness: `network::flow::reference_tests::the_fast_paths_match_the_plain_per_flow_solve` holds
+the flow model with every fast path on to a plain per-flow max-min reference (all-to-all with
+ECMP collisions, random leaf-spines), and
+`network::flow::tests::coalesced_instants_match_the_per_event_solve` the coalesced event instants
+to solving each distinct time alone.
 
     python3 benchmarks/bench_alltoall.py [--runs 3] [--timeout 600] [--no-train] [--write]
 """

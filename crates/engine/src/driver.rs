@@ -3,10 +3,10 @@
 //! nccl-tests sweeps, and the Python API through them) picks its [`Backend`] and calls
 //! [`simulate`]; nothing else runs the executor.
 
-use crate::analytical::{Analytical, CollectiveCost};
 use crate::error::Result;
 use crate::executor::{Execution, Executor};
-use crate::flow::network::{FlowNetwork, Tuning};
+use crate::network::analytical::{Analytical, CollectiveCost};
+use crate::network::flow::network::{FlowNetwork, Tuning};
 use crate::platform::routing::Routes;
 use crate::platform::{Placement, Platform};
 use crate::workload::Workload;

@@ -423,9 +423,9 @@ fn deadlock_error(w: &Workload, tl: &[Timeline]) -> InputError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analytical::{Analytical, CollectiveCost, GroupShape};
     use crate::exposure::exposure;
     use crate::layout::{Axis, Layout};
+    use crate::network::analytical::{Analytical, CollectiveCost, GroupShape};
     use crate::platform::Placement;
     use crate::workload::{Collective, Group, Membership, Op, Phase};
 

@@ -1,7 +1,6 @@
 //! clustersim's engine: the workload IR, the discrete-event executor, and network models.
 //! Pure Rust; the Python package drives it through the `clustersim-python` bindings.
 
-pub mod analytical;
 pub mod catalog;
 pub mod collective;
 pub mod compute;
@@ -10,9 +9,9 @@ pub mod due;
 pub mod error;
 pub mod executor;
 pub mod exposure;
-pub mod flow;
 pub mod int_hash;
 pub mod layout;
+pub mod nccl_tests;
 pub mod network;
 mod node_link;
 pub mod platform;

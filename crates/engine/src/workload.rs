@@ -7,11 +7,13 @@
 //! a group), so no per-group member list is stored either.
 //!
 //! [`check`] holds the invariants every workload keeps; [`json`] is its versioned JSON form
-//! (docs/workload-ir.md); [`columns`] its bulk form for Python.
+//! (docs/workload-ir.md); [`columns`] its bulk form for Python; [`sweep`] builds the one-collective
+//! workload nccl-tests runs.
 
 pub mod check;
 pub mod columns;
 pub mod json;
+pub mod sweep;
 
 use serde::{Deserialize, Serialize};
 

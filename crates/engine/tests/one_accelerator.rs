@@ -1,10 +1,10 @@
 //! One accelerator, one description: SimAI's `-g_type H100`, a training run's `--gpu h100` and an
 //! H100 in a platform file or graph all resolve the catalog's figures.
 
-use clustersim_engine::analytical::server_spec::ServerSpec;
 use clustersim_engine::catalog::{Arch, Catalog, Dtype};
 use clustersim_engine::collective::nccl::nvlink_gbps;
 use clustersim_engine::compute::Device;
+use clustersim_engine::network::analytical::server_spec::ServerSpec;
 use clustersim_engine::platform::xpu::XpuSpec;
 use clustersim_engine::platform::Platform;
 
@@ -24,7 +24,10 @@ const GRAPH: &str = r#"{"nodes": [{"id": "x0", "kind": "xpu", "type": "H100"}, {
 #[test]
 fn every_path_to_an_h100_reads_the_catalog() {
     let h100 = Catalog::shipped().accelerator("h100").unwrap();
-    assert_eq!((h100.nvlink_busbw, h100.nvls_busbw, h100.nic_busbw, h100.arch), (370.8, Some(475.0), 48.5, Some(Arch::Hopper)));
+    assert_eq!(
+        (h100.nvlink_busbw, h100.nvls_busbw, h100.nic_busbw, h100.arch),
+        (370.8, Some(475.0), 48.5, Some(Arch::Hopper))
+    );
 
     // SimAI-Analytical's -g_type H100 (single precision, as SimAI computes).
     let simai = ServerSpec::new(8, 8, "H100", "cx7").unwrap();
@@ -48,6 +51,9 @@ fn every_path_to_an_h100_reads_the_catalog() {
     for x in 0..2 {
         let spec = g.attrs[x].xpu.as_ref().unwrap();
         assert_eq!(spec, &XpuSpec::of(h100));
-        assert_eq!((spec.flops(Dtype::Bf16), spec.memory_bytes, spec.memory_bandwidth), (Some(989e12), 80e9, Some(3350.0)));
+        assert_eq!(
+            (spec.flops(Dtype::Bf16), spec.memory_bytes, spec.memory_bandwidth),
+            (Some(989e12), 80e9, Some(3350.0))
+        );
     }
 }

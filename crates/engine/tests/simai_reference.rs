@@ -3,10 +3,10 @@
 
 use std::path::PathBuf;
 
-use clustersim_engine::analytical::busbw_file::BusbwTable;
-use clustersim_engine::analytical::ratio::RatioTables;
-use clustersim_engine::analytical::server_spec::ServerSpec;
 use clustersim_engine::catalog::simai::{GpuType, NicType};
+use clustersim_engine::network::analytical::busbw_file::BusbwTable;
+use clustersim_engine::network::analytical::ratio::RatioTables;
+use clustersim_engine::network::analytical::server_spec::ServerSpec;
 use clustersim_engine::simai::build::Overlap;
 use clustersim_engine::simai::run::{run_analytical, RunConfig};
 

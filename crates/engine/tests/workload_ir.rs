@@ -4,15 +4,15 @@
 
 use std::path::PathBuf;
 
-use clustersim_engine::analytical::{Analytical, CollectiveCost, GroupShape};
+use clustersim_engine::compute::Device;
 use clustersim_engine::error::Kind;
 use clustersim_engine::executor::Executor;
+use clustersim_engine::network::analytical::{Analytical, CollectiveCost, GroupShape};
 use clustersim_engine::network::{Comm, NetworkModel};
 use clustersim_engine::platform::Placement;
 use clustersim_engine::simai::build::{BuildOptions, Overlap, SimaiWorkload};
 use clustersim_engine::simai::file::WorkloadFile;
 use clustersim_engine::training::generate::{generate, generate_with};
-use clustersim_engine::compute::Device;
 use clustersim_engine::training::model::Model;
 use clustersim_engine::training::overlap::Overlap as Overlaps;
 use clustersim_engine::training::plan::Plan;

@@ -1,11 +1,11 @@
 //! Bindings of the flow model: flow completion times and collective sweeps on a SimAI topology
 //! (conversion only).
 
-use clustersim_engine::collective::choose::{AlgoSpec, Options};
+use clustersim_engine::collective::choose::{protocol_option, AlgoSpec, Options};
 use clustersim_engine::collective::on_platform::{self, PlatformOptions};
 use clustersim_engine::collective::reduction_server::Split;
-use clustersim_engine::flow::sweep::{self, SweepOptions};
-use clustersim_engine::flow::{completion_times, FlowSpec};
+use clustersim_engine::nccl_tests::{self, SweepOptions};
+use clustersim_engine::network::flow::{completion_times, FlowSpec};
 use clustersim_engine::platform::Routing;
 use clustersim_engine::workload::Collective;
 use pyo3::prelude::*;
@@ -82,7 +82,7 @@ pub fn collective_sweep(
 ) -> PyResult<Vec<(f64, String, String)>> {
     let mut topo = topology.platform().map_err(engine_err)?;
     py.detach(|| {
-        let c = sweep::parse_collective(collective)?;
+        let c = nccl_tests::parse_collective(collective)?;
         let split = Split { chunk_bytes: chunk_bytes.unwrap_or(Split::default().chunk_bytes), nsplit, nreq };
         let servers = reduction_servers.map(str::to_string);
         let platform = PlatformOptions { servers, reduce_gbps, split, switch_reduce_gbps };
@@ -91,7 +91,7 @@ pub fn collective_sweep(
             nvls_enable: nvls,
             pxn_enable: pxn,
             nvlstree_enable: nvlstree,
-            protocol: sweep::protocol_option(protocol)?,
+            protocol: protocol_option(protocol)?,
             p2p_pxn,
             ..Options::default()
         };
@@ -110,7 +110,7 @@ pub fn collective_sweep(
         choose.per_collective = vec![(c, forced)];
         topo.routing = Routing::parse(routing)?;
         let opts = SweepOptions { choose, channels, ranks, seed, qps };
-        let points = sweep::sweep(topo, c, &sizes, &opts)?;
+        let points = nccl_tests::sweep(topo, c, &sizes, &opts)?;
         Ok(points.into_iter().map(|p| (p.ns, p.algorithm.name().to_string(), p.protocol.name().to_string())).collect())
     })
     .map_err(engine_err)

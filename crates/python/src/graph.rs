@@ -3,7 +3,7 @@
 
 use clustersim_engine::collective::on_platform::{self, PlatformOptions};
 use clustersim_engine::collective::{choose, coherent_ring};
-use clustersim_engine::flow::network::Tuning;
+use clustersim_engine::network::flow::network::Tuning;
 use clustersim_engine::platform::xpu::Dtype;
 use clustersim_engine::trace::chrome_trace;
 use clustersim_engine::workload_graph::export::from_workload;

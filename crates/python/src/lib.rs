@@ -6,18 +6,18 @@ mod platform;
 mod search;
 mod workload;
 
-use clustersim_engine::analytical::busbw_file::BusbwTable;
-use clustersim_engine::analytical::ratio::{RatioTable, RatioTables};
-use clustersim_engine::analytical::server_spec::ServerSpec;
 use clustersim_engine::catalog::simai::{GpuType, NicType};
+use clustersim_engine::catalog::{Accelerator, Catalog};
+use clustersim_engine::compute::is_class;
+use clustersim_engine::network::analytical::busbw_file::BusbwTable;
+use clustersim_engine::network::analytical::ratio::{RatioTable, RatioTables};
+use clustersim_engine::network::analytical::server_spec::ServerSpec;
 use clustersim_engine::simai::build::Overlap;
 use clustersim_engine::simai::file::WorkloadFile;
 use clustersim_engine::simai::report::{Report, LAYER_COLUMNS, SUMMARY_COLUMNS};
 use clustersim_engine::simai::run::{run_analytical as engine_run, RunConfig};
 use clustersim_engine::trace::chrome_trace;
 use clustersim_engine::training::costs::iteration_kernels as engine_iteration_kernels;
-use clustersim_engine::catalog::{Accelerator, Catalog};
-use clustersim_engine::compute::is_class;
 use clustersim_engine::training::model::Model;
 use clustersim_engine::training::simai_rows::{simai_workload, Flavor};
 use clustersim_engine::training::{

@@ -25,9 +25,7 @@ impl PyPlatform {
     /// accelerator types are the catalog's.
     #[staticmethod]
     fn parse(py: Python<'_>, path: &str, text: &str) -> PyResult<PyPlatform> {
-        py.detach(|| Platform::parse_text(path, text))
-            .map(|inner| PyPlatform { inner })
-            .map_err(engine_err)
+        py.detach(|| Platform::parse_text(path, text)).map(|inner| PyPlatform { inner }).map_err(engine_err)
     }
 
     /// Parse a SimAI topology file only (`path` names it in errors).
@@ -86,9 +84,7 @@ impl PyPlatform {
     /// engine's `platform::graph`); XPU types are the catalog's.
     #[staticmethod]
     fn parse_graph(py: Python<'_>, path: &str, text: &str) -> PyResult<PyPlatform> {
-        py.detach(|| Platform::parse_graph_json(path, text))
-            .map(|inner| PyPlatform { inner })
-            .map_err(engine_err)
+        py.detach(|| Platform::parse_graph_json(path, text)).map(|inner| PyPlatform { inner }).map_err(engine_err)
     }
 
     /// One of HCSim's systems (Fig. 6a, or 6b when `coherent`): XPU types and counts in rank

@@ -2,8 +2,8 @@
 //! `workload::columns`) in and out, and a run of a workload on the analytical model.
 //! Conversion only.
 
-use clustersim_engine::analytical::ratio::RatioTables;
 use clustersim_engine::driver::{simulate, Backend};
+use clustersim_engine::network::analytical::ratio::RatioTables;
 use clustersim_engine::platform::Placement;
 use clustersim_engine::simai::build::{BuildOptions, Overlap, SimaiWorkload};
 use clustersim_engine::simai::file::WorkloadFile;

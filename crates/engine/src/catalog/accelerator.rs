@@ -96,8 +96,16 @@ const MAX_RATE: f64 = 1e9;
 /// Most SMs and largest tile side accepted.
 const MAX_UNITS: u32 = 1 << 20;
 /// Fields every entry gives, after its peaks.
-const REQUIRED: [&str; 8] =
-    ["hbm_gb", "hbm_tbps", "nvlink_busbw", "nic_busbw", "sms", "gemm_efficiency", "hbm_efficiency", "attention_efficiency"];
+const REQUIRED: [&str; 8] = [
+    "hbm_gb",
+    "hbm_tbps",
+    "nvlink_busbw",
+    "nic_busbw",
+    "sms",
+    "gemm_efficiency",
+    "hbm_efficiency",
+    "attention_efficiency",
+];
 /// Fields that are finite numbers where given.
 const NUMBERS: [&str; 14] = [
     "matmul_tflops",
@@ -131,9 +139,13 @@ impl Accelerator {
             return Err(problem(name, "expected a mapping of fields".into()));
         };
         let get = |field: &str| map.get(field).filter(|v| !(field == "nvls_busbw" && v.is_null()));
-        let given_peaks: Vec<&str> = ["matmul_tflops", "vector_tflops"].into_iter().filter(|k| map.contains_key(*k)).collect();
-        let peak_keys: &[&str] =
-            if map.contains_key("tflops") || given_peaks.is_empty() { &["tflops"] } else { &["matmul_tflops", "vector_tflops"] };
+        let given_peaks: Vec<&str> =
+            ["matmul_tflops", "vector_tflops"].into_iter().filter(|k| map.contains_key(*k)).collect();
+        let peak_keys: &[&str] = if map.contains_key("tflops") || given_peaks.is_empty() {
+            &["tflops"]
+        } else {
+            &["matmul_tflops", "vector_tflops"]
+        };
         for key in peak_keys.iter().chain(&REQUIRED) {
             let present = map.contains_key(*key) || (*key == "nic_busbw" && map.contains_key("nic"));
             if !present {
@@ -152,7 +164,8 @@ impl Accelerator {
                         let written = ["bf16", "fp16", "fp32"].map(|d| map["tflops"].get(d));
                         let own = if key == "matmul_tflops" { written[0].or(written[1]) } else { written[2] };
                         let table_text = own.map_or("None".into(), py_repr);
-                        let m = format!("{} is not the tflops table's {table_text} (give the table alone)", py_repr(given));
+                        let m =
+                            format!("{} is not the tflops table's {table_text} (give the table alone)", py_repr(given));
                         return Err(problem(key, m));
                     }
                 }
@@ -173,7 +186,8 @@ impl Accelerator {
                 ("nic_busbw", _) if !map.contains_key(key) => nic.map_or(json!(0), |n| json!(n.busbw)),
                 _ => get(key).cloned().unwrap_or(json!(0)),
             };
-            if !(value.as_f64().is_some_and(f64::is_finite) || (key == "nvls_busbw" && map.get(key).is_some_and(Value::is_null)))
+            if !(value.as_f64().is_some_and(f64::is_finite)
+                || (key == "nvls_busbw" && map.get(key).is_some_and(Value::is_null)))
             {
                 return Err(problem(key, format!("must be a finite number, got {}", py_repr(&value))));
             }
@@ -181,7 +195,10 @@ impl Accelerator {
         let number = |key: &str| get(key).and_then(Value::as_f64);
         for key in ["nvlink_busbw", "nic_busbw", "nvls_busbw"] {
             if number(key).is_some_and(|x| !(0.0 < x && x <= 1e9)) {
-                return Err(problem(key, format!("must be a bandwidth from 0 to 1e9 GB/s, got {}", py_repr(&map[key]))));
+                return Err(problem(
+                    key,
+                    format!("must be a bandwidth from 0 to 1e9 GB/s, got {}", py_repr(&map[key])),
+                ));
             }
         }
         let nic_busbw = match (nic, number("nic_busbw")) {
@@ -192,25 +209,34 @@ impl Accelerator {
             (None, x) => x.unwrap_or_default(),
         };
         let count = |v: &Value| v.as_u64().filter(|c| *c < 1 << 31 && !v.is_f64()).map(|c| c as u32);
-        let sms = count(&map["sms"]).ok_or_else(|| problem("sms", format!("must be a whole number, got {}", py_repr(&map["sms"]))))?;
+        let sms = count(&map["sms"])
+            .ok_or_else(|| problem("sms", format!("must be a whole number, got {}", py_repr(&map["sms"]))))?;
         let gemm_tile = match map.get("gemm_tile") {
             None => [128, 128],
             Some(t) => match t.as_array().map(|a| a.iter().map(count).collect::<Option<Vec<u32>>>()) {
                 Some(Some(sides)) if sides.len() == 2 => [sides[0], sides[1]],
-                _ => return Err(problem("gemm_tile", format!("must be [rows, columns] in whole numbers, got {}", py_repr(t)))),
+                _ => {
+                    return Err(problem(
+                        "gemm_tile",
+                        format!("must be [rows, columns] in whole numbers, got {}", py_repr(t)),
+                    ))
+                }
             },
         };
-        let nvlink_links = match map.get("nvlink_links") {
-            None | Some(Value::Null) => None,
-            Some(v) => Some(count(v).filter(|c| *c > 0).ok_or_else(|| {
-                problem("nvlink_links", format!("must be a whole number ≥ 1, got {}", py_repr(v)))
-            })?),
-        };
+        let nvlink_links =
+            match map.get("nvlink_links") {
+                None | Some(Value::Null) => None,
+                Some(v) => Some(count(v).filter(|c| *c > 0).ok_or_else(|| {
+                    problem("nvlink_links", format!("must be a whole number ≥ 1, got {}", py_repr(v)))
+                })?),
+            };
         let arch = match map.get("arch") {
             None | Some(Value::Null) => None,
-            Some(v) => Some(v.as_str().and_then(Arch::parse).ok_or_else(|| {
-                problem("arch", format!("must be one of {}, got {}", Arch::NAMES, py_repr(v)))
-            })?),
+            Some(v) => Some(
+                v.as_str()
+                    .and_then(Arch::parse)
+                    .ok_or_else(|| problem("arch", format!("must be one of {}, got {}", Arch::NAMES, py_repr(v))))?,
+            ),
         };
         let (matmul, vector) = match derived {
             Some((m, v)) => (m.unwrap_or_default(), v.unwrap_or_default()),
@@ -250,8 +276,10 @@ impl Accelerator {
 
     /// The entry as a mapping of this schema (reads back to the same accelerator).
     pub fn to_value(&self) -> Value {
-        let tflops: Map<String, Value> =
-            Dtype::ALL.iter().filter_map(|d| self.tflops[*d as usize].map(|t| (d.name().to_string(), number(t)))).collect();
+        let tflops: Map<String, Value> = Dtype::ALL
+            .iter()
+            .filter_map(|d| self.tflops[*d as usize].map(|t| (d.name().to_string(), number(t))))
+            .collect();
         let mut v = json!({
             "name": self.name,
             "arch": self.arch.map(Arch::name),
@@ -392,7 +420,10 @@ fn tflops_table(table: &Value) -> std::result::Result<[Option<f64>; 6], Problem>
         match v.as_f64().filter(|x| x.is_finite() && *x > 0.0 && !v.is_boolean()) {
             Some(x) => out[d as usize] = Some(x),
             None => {
-                return Err(problem("tflops", format!("{dtype}: must be a positive number of TFLOP/s, got {}", py_repr(v))))
+                return Err(problem(
+                    "tflops",
+                    format!("{dtype}: must be a positive number of TFLOP/s, got {}", py_repr(v)),
+                ))
             }
         }
     }
@@ -426,7 +457,8 @@ impl<'de> Deserialize<'de> for Accelerator {
     fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
         let v = Value::deserialize(d)?;
         let name = v.get("name").and_then(Value::as_str).unwrap_or("accelerator").to_string();
-        Accelerator::from_value(&name, &v, &Catalog::shipped().nics).map_err(|(f, p)| D::Error::custom(format!("{f}: {p}")))
+        Accelerator::from_value(&name, &v, &Catalog::shipped().nics)
+            .map_err(|(f, p)| D::Error::custom(format!("{f}: {p}")))
     }
 }
 
@@ -436,7 +468,10 @@ mod tests {
 
     fn entry() -> Value {
         let shipped = Catalog::shipped().accelerator("a100").unwrap().to_value();
-        assert_eq!(Accelerator::from_value("a100", &shipped, &Catalog::shipped().nics).as_ref(), Ok(Catalog::shipped().accelerator("a100").unwrap()));
+        assert_eq!(
+            Accelerator::from_value("a100", &shipped, &Catalog::shipped().nics).as_ref(),
+            Ok(Catalog::shipped().accelerator("a100").unwrap())
+        );
         shipped
     }
 
@@ -487,7 +522,10 @@ mod tests {
         assert_eq!(problem_of(v).1, "unknown data type 'bf17' (valid: fp64, fp32, tf32, bf16, fp16, fp8)");
         let mut v = entry();
         v["matmul_tflops"] = json!(400);
-        assert_eq!(problem_of(v), ("matmul_tflops".into(), "400 is not the tflops table's 312 (give the table alone)".into()));
+        assert_eq!(
+            problem_of(v),
+            ("matmul_tflops".into(), "400 is not the tflops table's 312 (give the table alone)".into())
+        );
         let mut v = entry();
         v["hbm_tbps"] = Value::Null;
         assert_eq!(problem_of(v), ("hbm_tbps".into(), "must be a finite number, got None".into()));

@@ -56,7 +56,11 @@ impl Catalog {
     /// The accelerator `name`, or an error naming `file` and `field` that lists the valid names.
     pub fn require_accelerator(&self, file: &str, field: &str, name: &str) -> Result<&Accelerator> {
         self.accelerator(name).ok_or_else(|| {
-            InputError::field(file, field, format!("unknown accelerator type '{name}' (valid: {})", self.accelerator_names()))
+            InputError::field(
+                file,
+                field,
+                format!("unknown accelerator type '{name}' (valid: {})", self.accelerator_names()),
+            )
         })
     }
 
@@ -113,7 +117,10 @@ mod tests {
         }
         // The shared defaults of the `_defaults` and `_hopper` anchors reach their entries.
         let (a100, h100) = (c.accelerator("A100").unwrap(), c.accelerator("h100").unwrap());
-        assert_eq!((a100.gemm_efficiency, h100.gemm_efficiency, h100.attention_bwd_efficiency), (0.8, 0.74, Some(0.43)));
+        assert_eq!(
+            (a100.gemm_efficiency, h100.gemm_efficiency, h100.attention_bwd_efficiency),
+            (0.8, 0.74, Some(0.43))
+        );
         assert_eq!((a100.matmul_tflops, a100.vector_tflops, h100.nic_busbw, a100.nic_busbw), (312.0, 19.5, 48.5, 23.5));
         assert_eq!(c.accelerator("v100").unwrap().matmul_tflops, 125.0, "no bf16: fp16's tensor peak");
     }

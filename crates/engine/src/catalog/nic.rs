@@ -16,9 +16,10 @@ impl Nic {
     /// A NIC entry of `nics.yaml`; the error is (field, problem).
     pub fn from_value(name: &str, v: &Value) -> std::result::Result<Nic, (String, String)> {
         let number = |field: &str| {
-            v.get(field).and_then(Value::as_f64).filter(|x| *x > 0.0 && x.is_finite()).ok_or_else(|| {
-                (field.to_string(), format!("must be a positive number, got {:?}", v.get(field)))
-            })
+            v.get(field)
+                .and_then(Value::as_f64)
+                .filter(|x| *x > 0.0 && x.is_finite())
+                .ok_or_else(|| (field.to_string(), format!("must be a positive number, got {:?}", v.get(field))))
         };
         Ok(Nic {
             name: name.to_string(),

@@ -88,7 +88,10 @@ mod tests {
         ];
         for (name, nvlink, nvls, arch) in expected {
             let g = GpuType::parse(&name.to_lowercase()).unwrap();
-            assert_eq!((g.name, g.nvlink_busbw.to_bits(), g.nvls_busbw, g.arch), (name, nvlink.to_bits(), nvls, Some(arch)));
+            assert_eq!(
+                (g.name, g.nvlink_busbw.to_bits(), g.nvls_busbw, g.arch),
+                (name, nvlink.to_bits(), nvls, Some(arch))
+            );
         }
         let nics: Vec<f32> = NIC_TYPES.iter().map(|n| NicType::parse(n).unwrap().busbw).collect();
         assert_eq!(nics, [23.5, 48.5, 48.5]);

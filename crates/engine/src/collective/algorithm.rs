@@ -201,52 +201,6 @@ impl fmt::Debug for Algorithm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analytical::alpha_beta::{AlphaBeta, Bandwidths, PriceMemo};
-    use crate::analytical::server_spec::ServerSpec;
-    use crate::analytical::{CollectiveCost, GroupShape};
-    use crate::platform::Placement;
-    use std::rc::Rc;
-    use std::sync::Arc;
-
-    const MSCCL_DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/msccl/");
-
-    /// 1 GiB all-reduce on one A100 server of 8 GPUs with `algorithm` forced, priced through `memo`.
-    fn price(algorithm: Algorithm, memo: Option<&Arc<Mutex<PriceMemo>>>) -> f64 {
-        let mut m = AlphaBeta::nccl(ServerSpec::new(8, 8, "A100", "cx7").unwrap(), Bandwidths::Builtin(None));
-        m.options.algorithm = Some(algorithm);
-        m.memo = memo.cloned();
-        let ranks: Vec<u32> = (0..8).collect();
-        let placement = Rc::new(Placement::servers(8, 8));
-        let g = GroupShape { name: "TP".into(), size: 8, nodes: 1, per_node: 8, tp: 8, ep: 1, ranks, placement };
-        m.collective_ns(Collective::AllReduce, &g, 1 << 30).unwrap()
-    }
-
-    #[test]
-    fn two_msccl_programs_under_one_name_do_not_share_a_memo_entry() {
-        // One path, two programs (a file rewritten, or one relative path from two directories):
-        // one name, two algorithms; the price memo, keyed by the tuner's options, keeps them apart.
-        let dir = std::env::temp_dir().join(format!("clustersim-memo-key-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("allreduce.xml");
-        let path_text = path.to_str().unwrap();
-        let memo = Arc::new(Mutex::new(PriceMemo::default()));
-        let mut seen = Vec::new();
-        for file in ["allreduce_ndv2.xml", "allreduce_allpairs_ll.xml", "allreduce_ndv2.xml"] {
-            std::fs::copy(format!("{MSCCL_DATA}{file}"), &path).unwrap();
-            let a = Algorithm::parse(&format!("msccl:{path_text}")).unwrap();
-            let alone = price(a, None);
-            assert_eq!(price(a, Some(&memo)), alone, "{file}");
-            assert_eq!(price(a, Some(&memo)), alone, "{file}, from the memo");
-            seen.push((a, alone));
-        }
-        std::fs::remove_dir_all(&dir).unwrap();
-        let [(ndv2, t_ndv2), (pairs, t_pairs), (again, t_again)] = seen[..] else { unreachable!() };
-        assert_eq!(ndv2.name(), pairs.name());
-        assert_ne!(ndv2, pairs);
-        assert_ne!(t_ndv2, t_pairs);
-        // The same program read again is the same algorithm (a sweep holds one copy).
-        assert_eq!((ndv2, t_ndv2), (again, t_again));
-    }
 
     #[test]
     fn built_algorithms_are_equal_exactly_when_built_from_the_same_key() {

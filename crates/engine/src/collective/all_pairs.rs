@@ -26,7 +26,7 @@
 //! packet is flags, efficiency 0.5) or put/get with a signal (Simple), one latency hop per
 //! dependent step. NCCL has none of these: the tuner weighs them under `--algo auto+extra`
 //! ([`Options::extra`]) only. Being registered, they are among the algorithms whose analytical
-//! and flow times analytical/agreement.rs checks against each other.
+//! and flow times network/agreement.rs checks against each other.
 
 use super::choose::Options;
 use super::nccl::{Latency, Protocol};

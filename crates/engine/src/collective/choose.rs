@@ -232,6 +232,17 @@ pub fn algorithm_choice(algo: &str) -> Result<(Option<Algorithm>, bool), InputEr
     })
 }
 
+/// "auto" (NCCL's choice per size) or a protocol name.
+pub fn protocol_option(protocol: &str) -> Result<Option<Protocol>, InputError> {
+    if protocol.eq_ignore_ascii_case("auto") {
+        return Ok(None);
+    }
+    Protocol::parse(protocol).map(Some).map_err(|mut e| {
+        e.message = format!("{} (or auto)", e.message);
+        e
+    })
+}
+
 impl Default for Options {
     fn default() -> Options {
         Options {

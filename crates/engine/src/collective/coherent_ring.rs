@@ -119,13 +119,13 @@ pub fn check_platform(options: &Options, platform: &Platform, source: &str) -> R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analytical::agreement::run_both_nvls;
     use crate::collective::schedule;
     use crate::executor::Executor;
-    use crate::flow::network::{FlowNetwork, Tuning};
-    use crate::flow::sweep::sweep_workload;
+    use crate::network::agreement::run_both_nvls;
+    use crate::network::flow::network::{FlowNetwork, Tuning};
     use crate::platform::hcsim::HcsimParams;
-    
+    use crate::workload::sweep::sweep_workload;
+
     /// (analytical, flow) ns of one all-reduce of `bytes` on n ranks, one per server on a
     /// non-blocking switch (50 GB/s NICs, no link latency), every step waiting `alpha_us`.
     fn crossbar(algorithm: Algorithm, n: u32, bytes: u64, alpha_us: f64) -> (f64, f64) {
@@ -165,7 +165,6 @@ mod tests {
         assert!(e.message.contains("coherent_ring cannot run allgather"), "{e}");
         assert_eq!(Algorithm::parse("coherent-ring").unwrap(), Algorithm::COHERENT_RING);
     }
-
 
     /// Flow-model ns of one `c` of `bytes` on every XPU of `platform` with `algorithm` and
     /// NCCL's timing (`protocol`, or its choice).

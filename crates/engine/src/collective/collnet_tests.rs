@@ -3,12 +3,14 @@
 use super::*;
 use crate::collective::choose::Options;
 use crate::collective::cost::schedule_ns;
+use crate::collective::tuner_links::TunerLinks;
 use crate::collective::{schedule, PIPELINE_CHUNK_BYTES};
 use crate::driver::{simulate, Backend};
-use crate::flow::network::{FlowNetwork, Tuning};
-use crate::flow::sweep::{sweep, sweep_workload, SweepOptions, TunerLinks};
 use crate::layout::Layout;
+use crate::nccl_tests::{sweep, SweepOptions};
+use crate::network::flow::network::{FlowNetwork, Tuning};
 use crate::platform::{Link, Placement};
+use crate::workload::sweep::sweep_workload;
 
 const B: f64 = 50.0;
 const NV: f64 = 1000.0;

@@ -23,8 +23,8 @@
 //! bytes / GB/s is ns. Example (one server per rank, B = B_nic, bare schedule): a ring all-reduce
 //! is 2(n−1)(α + S/(n·B)); its 1/c-sized channels sum back to the same bytes.
 
-use crate::catalog::Arch;
 use super::{err, Endpoint, GroupTopo, Schedule, Timing};
+use crate::catalog::Arch;
 use crate::error::InputError;
 
 /// Link speeds and per-step latencies of the platform a schedule is priced on.

@@ -26,8 +26,8 @@
 //!
 //! Nothing else changes: both backends run and price any schedule the same way. An algorithm
 //! need not even be registered to run when forced (`Options::algorithm`): the test
-//! `an_algorithm_defined_in_one_place_runs_on_both_backends` (analytical/agreement.rs) defines a
-//! star all-gather in the test itself and checks that the two backends agree on it.
+//! `an_algorithm_defined_in_one_place_runs_on_both_backends` (network/agreement.rs)
+//! defines a star all-gather in the test itself and checks that the two backends agree on it.
 //!
 //! Sizes follow nccl-tests (shared/reference/hardware.md §3): `bytes` is S, the per-rank buffer
 //! for all-reduce, all-to-all, broadcast and reduce, the gathered output for all-gather and the
@@ -62,6 +62,7 @@ mod pxn;
 pub mod reduction_server;
 mod ring;
 mod tree;
+pub mod tuner_links;
 
 use crate::error::InputError;
 use crate::platform::Placement;

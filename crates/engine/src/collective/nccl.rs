@@ -106,8 +106,6 @@ pub const TREE_EFFICIENCY: f64 = 0.92;
 pub const NVLS_EFFICIENCY: f64 = 0.85;
 pub const NVLS_CHANNELS: f64 = 16.0;
 
-
-
 /// NCCL's per-generation limits.
 impl Arch {
     /// Most tree all-reduce bus bandwidth per channel NCCL expects (GB/s) on one node, two, and

@@ -3,8 +3,9 @@
 use super::*;
 use crate::collective::choose::Options;
 use crate::collective::cost::schedule_ns;
+use crate::collective::tuner_links::TunerLinks;
 use crate::collective::{schedule, PIPELINE_CHUNK_BYTES};
-use crate::flow::sweep::{sweep, SweepOptions, TunerLinks};
+use crate::nccl_tests::{sweep, SweepOptions};
 use crate::platform::{Link, NodeAttrs, Placement};
 
 /// n GPU workers (NIC `worker` GB/s) and `servers` CPU servers (NIC `server` GB/s, host link
@@ -181,11 +182,11 @@ fn bad_servers_are_one_line_errors_naming_the_field() {
 fn the_analytical_backend_prices_the_same_closed_form() {
     // The analytical model (α–β on a server spec, no fabric) runs the same forced schedule:
     // 4 one-GPU servers with a 25 GB/s NIC and 2 reduction servers at 25 GB/s.
-    use crate::analytical::alpha_beta::{AlphaBeta, Bandwidths};
-    use crate::analytical::server_spec::ServerSpec;
-    use crate::analytical::Analytical;
     use crate::executor::Executor;
-    use crate::flow::sweep::sweep_workload;
+    use crate::network::analytical::alpha_beta::{AlphaBeta, Bandwidths};
+    use crate::network::analytical::server_spec::ServerSpec;
+    use crate::network::analytical::Analytical;
+    use crate::workload::sweep::sweep_workload;
     let mut topo = crossbar(4, 2, B, B, 100.0, 0.0);
     let rs = ReductionServer::on_platform(&mut topo, "all", None, Split::default()).unwrap().algorithm();
     let mut spec = ServerSpec::new(1, 1, "H100", "cx7").unwrap();

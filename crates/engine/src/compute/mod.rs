@@ -54,7 +54,6 @@
 //! (the catalog, crates/engine/src/catalog/accelerators.yaml, names every figure and source;
 //! benchmarks/hopper_kernels.py checks the model against the published kernel rates).
 
-
 mod kernel;
 mod table;
 

@@ -92,4 +92,3 @@ pub fn distinct(kernels: &[Kernel]) -> Vec<(Kernel, usize)> {
     }
     out
 }
-

@@ -27,8 +27,8 @@ use std::collections::HashMap;
 
 use super::simai::{parse_rate, parse_time};
 use super::{Link, MemoryKind, MemorySpec, NodeAttrs, NodeKind, Placement, Platform, Tier};
-use crate::error::{InputError, Result};
 use crate::catalog::Catalog;
+use crate::error::{InputError, Result};
 
 /// Bytes of a capacity like `80GB`, `512GiB` or `4096` (bytes).
 pub(crate) fn parse_bytes(s: &str) -> Option<f64> {
@@ -276,14 +276,14 @@ impl Platform {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn parse(text: &str) -> Result<Platform> {
+    pub(crate) fn parse(text: &str) -> Result<Platform> {
         Platform::parse_platform("p.platform", text)
     }
 
-    const MIXED: &str = "\
+    pub(crate) const MIXED: &str = "\
 # two servers of different GPU generations and a CXL expander
 node h0 gpu type=H100
 node h1 gpu type=h100
@@ -377,60 +377,5 @@ rank 3 h1
         assert!(e.message.contains("cannot reach"), "{e}");
         let e = parse("node s switch\n").unwrap_err();
         assert!(e.message.contains("no gpu nodes"), "{e}");
-    }
-
-    /// Two servers of 4 H100 on an NVSwitch each and a ToR, as a SimAI file (GPUs 0..8 first)
-    /// and as a platform file listing switches first, GPUs in reverse and ranks mapped back.
-    fn twins() -> (Platform, Platform) {
-        let mut simai = String::from("11 4 2 1 16 H100\n8 9 10\n");
-        let mut typed = String::from("node tor switch\nnode nvs1 nvswitch\nnode nvs0 nvswitch\n");
-        for g in (0..8).rev() {
-            typed += &format!("node g{g} gpu type=H100\n");
-        }
-        for g in 0..8 {
-            simai += &format!("{g} {} 2880Gbps 0.000025ms 0\n{g} 10 400Gbps 0.0005ms 0\n", 8 + g / 4);
-            typed += &format!("link g{g} nvs{} 2880Gbps 25ns\nlink tor g{g} 400Gbps 500ns\n", g / 4);
-            typed += &format!("rank {g} g{g}\n");
-        }
-        (Platform::parse_simai("t.txt", &simai).unwrap(), parse(&typed).unwrap())
-    }
-
-    #[test]
-    fn a_platform_file_runs_as_its_simai_twin() {
-        use crate::flow::sweep::{sweep, SweepOptions};
-        use crate::workload::Collective;
-        let (simai, typed) = twins();
-        assert_eq!((typed.placement.domain(6), typed.placement.rail(6)), (1, 2));
-        assert_eq!(typed.node_name(typed.placement.device(6)), "g6");
-        assert_ne!(typed.placement.device(6), 6);
-        for c in [Collective::AllReduce, Collective::AllToAll, Collective::AllGather] {
-            let sizes = [4096, 1 << 20, 256 << 20];
-            let a = sweep(simai.clone(), c, &sizes, &SweepOptions::default()).unwrap();
-            let b = sweep(typed.clone(), c, &sizes, &SweepOptions::default()).unwrap();
-            for (x, y) in a.iter().zip(&b) {
-                assert!((x.ns - y.ns).abs() <= 1e-9 * x.ns, "{c:?} {}: {} vs {}", x.bytes, x.ns, y.ns);
-                assert_eq!(x.algorithm, y.algorithm);
-            }
-        }
-        // The typed platform cannot be written as SimAI (ranks are not on GPUs 0..8).
-        assert!(typed.to_simai().unwrap_err().message.contains("places ranks otherwise"));
-    }
-
-    #[test]
-    fn the_tuner_prices_a_group_at_its_slowest_members_rates() {
-        use crate::catalog::Arch;
-        use crate::collective::GroupTopo;
-        use crate::flow::sweep::TunerLinks;
-        let p = parse(MIXED).unwrap();
-        let t = TunerLinks::of(&p).unwrap();
-        let rates = |ranks: &[u32]| {
-            let l = t.group(&GroupTopo::new(ranks, &p.placement, false));
-            (l.nvlink_gbps, l.nic_gbps, l.arch)
-        };
-        // Ranks 1, 3: H100 (450 GB/s NVLink, 50 GB/s NIC); 0, 2: A100 (300, 25).
-        assert_eq!(rates(&[1, 3]), (450.0, 50.0, Some(Arch::Hopper)));
-        assert_eq!(rates(&[0, 2]), (300.0, 25.0, Some(Arch::Ampere)));
-        assert_eq!(rates(&[0, 1, 2, 3]), (300.0, 25.0, Some(Arch::Ampere)));
-        assert_eq!(t.class, [0, 1, 0, 1]);
     }
 }

@@ -327,12 +327,7 @@ fn capacity_value(bytes: f64) -> Value {
     }
 }
 
-fn read_node(
-    doc: &Doc,
-    at: &str,
-    map: &Map<String, Value>,
-    name: String,
-) -> Result<(NodeKind, NodeAttrs)> {
+fn read_node(doc: &Doc, at: &str, map: &Map<String, Value>, name: String) -> Result<(NodeKind, NodeAttrs)> {
     let field = |key: &str| format!("{at}: {key}");
     let kind_value =
         map.get("kind").ok_or_else(|| doc.err(&field("kind"), format!("missing (valid: {})", NodeKind::NAMES)))?;

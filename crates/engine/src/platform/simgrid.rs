@@ -214,7 +214,6 @@ impl Platform {
 mod tests {
     use super::*;
     use crate::platform::hcsim::HcsimParams;
-    
 
     #[test]
     fn full_routes_follow_our_router_and_links_pair_up() {

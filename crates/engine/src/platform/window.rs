@@ -4,7 +4,7 @@
 //! completion; so by Little's law it reads at most W / RTT, W = outstanding requests × request
 //! size, RTT the time one request is outstanding: out over the path (α), served by the device
 //! (its latency d), back over the path (α), RTT = 2α + d. The flow model holds each read to
-//! that rate as a ceiling ([`crate::flow`]). The defaults, from the protocols' tag limits:
+//! that rate as a ceiling ([`crate::network::flow`]). The defaults, from the protocols' tag limits:
 //!
 //! - **DRAM behind a CPU, copied by a DMA engine over PCIe** (the non-coherent system): 768
 //!   outstanding non-posted requests, the 10-bit tag space of PCIe 4.0+ less the 256 values

@@ -6,16 +6,16 @@ use std::time::Instant;
 use super::build::{BuildOptions, Overlap, SimaiWorkload};
 use super::file::WorkloadFile;
 use super::report::{Report, ReportOptions};
-use crate::analytical::alpha_beta::{AlphaBeta, Bandwidths};
-use crate::analytical::busbw_file::BusbwTable;
-use crate::analytical::ratio::RatioTables;
-use crate::analytical::server_spec::ServerSpec;
-use crate::analytical::simai::{SimaiBuiltin, SimaiBusbwFile};
-use crate::analytical::CollectiveCost;
 use crate::driver::{simulate, Backend, FlowConfig, Simulation};
 use crate::error::{InputError, Result};
 use crate::executor::Execution;
 use crate::layout::Axis;
+use crate::network::analytical::alpha_beta::{AlphaBeta, Bandwidths};
+use crate::network::analytical::busbw_file::BusbwTable;
+use crate::network::analytical::ratio::RatioTables;
+use crate::network::analytical::server_spec::ServerSpec;
+use crate::network::analytical::simai::{SimaiBuiltin, SimaiBusbwFile};
+use crate::network::analytical::CollectiveCost;
 use crate::platform::Placement;
 
 #[derive(Debug, Clone, PartialEq)]

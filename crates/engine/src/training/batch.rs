@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use super::plan::Plan;
 use super::{run_training_memo, TrainingInput, TrainingReport};
-use crate::analytical::alpha_beta::PriceMemo;
 use crate::error::Result;
+use crate::network::analytical::alpha_beta::PriceMemo;
 
 /// `base` with each of `plans` in turn, in the order given. Memory is not checked here (the
 /// search has already chosen what fits), and no trace is kept.
@@ -26,12 +26,12 @@ pub fn run_plans(base: &TrainingInput, plans: &[Plan]) -> Vec<Result<TrainingRep
 
 #[cfg(test)]
 mod tests {
-    use crate::compute::Device;
     use super::super::model::{Family, Model};
     use super::super::plan::{DataParallel, Recompute};
     use super::super::search::{enumerate, Batch, Space};
     use super::super::{run_training, Network};
     use super::*;
+    use crate::compute::Device;
 
     #[test]
     fn each_plan_gives_what_it_gives_alone() {

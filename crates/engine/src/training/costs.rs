@@ -10,10 +10,10 @@
 //! `clustersim kernels measure` lists and times the same kernels on a real device.
 
 use super::generate::stage_params;
-use crate::compute::Device;
-use crate::compute::{distinct, Kernel, Pointwise};
 use super::model::{Family, Model};
 use super::plan::{DataParallel, Plan, Recompute};
+use crate::compute::Device;
+use crate::compute::{distinct, Kernel, Pointwise};
 use crate::error::Result;
 
 /// ns of the pieces of one layer, forward and backward.
@@ -304,10 +304,10 @@ pub fn iteration_kernels(
 
 #[cfg(test)]
 mod tests {
-    use crate::catalog::Accelerator;
     use super::super::model::Family;
     use super::super::plan::DataParallel;
     use super::*;
+    use crate::catalog::Accelerator;
 
     fn gpt(hidden: u64, heads: u64) -> Model {
         Model {
@@ -373,7 +373,12 @@ mod tests {
     #[test]
     fn block_times_are_the_sums_of_their_kernels() {
         let (m, p) = (gpt(4096, 32), plan(2, false, Recompute::Selective));
-        let acc = Device::from(Accelerator { sms: 108, gemm_tile: [128, 128], kernel_overhead_ns: 2000.0, ..Accelerator::ideal() });
+        let acc = Device::from(Accelerator {
+            sms: 108,
+            gemm_tile: [128, 128],
+            kernel_overhead_ns: 2000.0,
+            ..Accelerator::ideal()
+        });
         let c = Costs { acc: &acc, model: &m, plan: &p, flash_attention: false };
         let (k, t) = (c.layer_kernels(false), c.layer(false));
         let sum = |v: &[Kernel]| v.iter().map(|k| k.model_ns(&acc)).sum::<f64>();

@@ -43,10 +43,10 @@
 //! - Full recompute replays each layer's forward, collectives included, before its backward.
 
 use super::costs::{BlockTimes, Costs};
-use crate::compute::Device;
 use super::model::Model;
 use super::overlap::{buckets, Block, Bucket, Buffer, Overlap};
 use super::plan::{DataParallel, Plan, Recompute};
+use crate::compute::Device;
 use crate::error::Result;
 use crate::layout::{Axis, Layout};
 use crate::workload::{Collective, Group, GroupId, Membership, Op, OpKind, Peer, Phase, Program, Workload};

@@ -25,8 +25,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::compute::Device;
 use super::plan::Plan;
+use crate::compute::Device;
 use crate::error::{InputError, Result};
 use crate::layout::Axis;
 use crate::platform::Platform;
@@ -322,7 +322,8 @@ mod tests {
     #[test]
     fn a_data_parallel_job_of_two_types_runs_at_the_slower_ones_pace() {
         // 16 GPUs: two TP groups of 8, data-parallel; the first an H100, the second an A100.
-        let (h, a) = gpus(&acc("h100", 989.0), &Device::from(Accelerator { hbm_tbps: 1.0, ..acc("a100", 312.0).accelerator }));
+        let (h, a) =
+            gpus(&acc("h100", 989.0), &Device::from(Accelerator { hbm_tbps: 1.0, ..acc("a100", 312.0).accelerator }));
         let fast = run(&job(16, 1, None, &h));
         let slow = run(&job(16, 1, None, &a));
         assert!(slow.iteration_s > 2.0 * fast.iteration_s, "{} vs {}", slow.iteration_s, fast.iteration_s);
@@ -347,7 +348,8 @@ mod tests {
 
     #[test]
     fn stages_on_the_slower_type_are_the_critical_path() {
-        let (h, a) = gpus(&acc("h100", 989.0), &Device::from(Accelerator { hbm_tbps: 1.0, ..acc("a100", 312.0).accelerator }));
+        let (h, a) =
+            gpus(&acc("h100", 989.0), &Device::from(Accelerator { hbm_tbps: 1.0, ..acc("a100", 312.0).accelerator }));
         for (parts, slow_stage) in [([part(&a, 16), part(&h, 16)], 0), ([part(&h, 16), part(&a, 16)], 1)] {
             let r = run(&job(32, 2, Some(of(&parts, MixBy::Stage)), &h));
             assert_eq!(r.critical_stage, slow_stage);

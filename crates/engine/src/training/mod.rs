@@ -16,22 +16,22 @@ pub mod simai_rows;
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
 
-use crate::analytical::alpha_beta::{AlphaBeta, Bandwidths, PriceMemo};
-use crate::analytical::server_spec::ServerSpec;
 use crate::catalog::simai::{GpuType, NicType};
+use crate::network::analytical::alpha_beta::{AlphaBeta, Bandwidths, PriceMemo};
+use crate::network::analytical::server_spec::ServerSpec;
 
+use crate::collective::choose::protocol_option;
 use crate::collective::choose::Options;
 use crate::collective::on_platform::{self, PlatformOptions};
+use crate::compute::Device;
 use crate::driver::{simulate, Backend, FlowConfig};
 use crate::error::{InputError, Result};
 use crate::executor::Execution;
 use crate::exposure::{exposure, Exposure};
-use crate::flow::network::Tuning;
-use crate::flow::sweep::protocol_option;
+use crate::network::flow::network::Tuning;
 use crate::platform::routing::Routes;
 use crate::platform::{Platform, Routing};
 use crate::workload::{OpKind, Workload};
-use crate::compute::Device;
 use memory::{stage_memory, Memory};
 use model::Model;
 use plan::Plan;
@@ -534,8 +534,8 @@ mod tests {
     use super::model::Family;
     use super::plan::{DataParallel, Recompute};
     use super::*;
-    use crate::analytical::{Analytical, CollectiveCost, GroupShape};
     use crate::executor::Executor;
+    use crate::network::analytical::{Analytical, CollectiveCost, GroupShape};
     use crate::platform::Placement;
     use crate::workload::Collective;
     use generate::Step;

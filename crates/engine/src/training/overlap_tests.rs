@@ -3,10 +3,10 @@
 //! gives the times in closed form from the compute ops' durations.
 
 use super::*;
-use crate::analytical::{Analytical, CollectiveCost, GroupShape};
 use crate::error::InputError;
 use crate::executor::{Execution, Executor};
 use crate::exposure::exposure;
+use crate::network::analytical::{Analytical, CollectiveCost, GroupShape};
 use crate::platform::Placement;
 use crate::training::model::Family;
 

@@ -33,11 +33,11 @@ use std::collections::HashMap;
 use super::generate::{
     generate_with, Generated, DP, DP_EP, EP, NO_LAYER, R_ATTN, R_CE, R_EMB, R_GATHER, R_GRAD, R_HEAD, R_MOE, R_OPT, TP,
 };
-use crate::compute::Device;
 use super::model::Model;
 use super::overlap::Overlap;
 use super::plan::Plan;
 use super::simai_rows::stage_header;
+use crate::compute::Device;
 use crate::error::Result;
 use crate::simai::file::{Comm, CommType, Row, Scope, WorkloadFile};
 use crate::workload::{Collective, GroupId, Op, OpKind, Phase, Program};
@@ -373,9 +373,9 @@ mod tests {
     //! simai/build.rs), on the same α–β network. Compute and exposed communication per group agree.
     use super::*;
     use crate::catalog::Accelerator;
-    use crate::analytical::Analytical;
     use crate::executor::Executor;
     use crate::exposure::exposure;
+    use crate::network::analytical::Analytical;
     use crate::platform::Placement;
     use crate::simai::build::{BuildOptions, Overlap, SimaiWorkload};
     use crate::training::model::llama3_70b;

@@ -20,10 +20,10 @@
 use serde::Deserialize;
 
 use super::costs::{BlockTimes, Costs};
-use crate::compute::Device;
 use super::model::Model;
 use super::plan::Plan;
 use super::rows_from_ops::megatron_workload;
+use crate::compute::Device;
 use crate::error::{InputError, Result};
 use crate::simai::file::{Comm, CommType, Header, HeaderVariant, Policy, Row, Scope, WorkloadFile};
 use crate::workload::Collective;
@@ -175,13 +175,7 @@ fn modules(model: &Model, plan: &Plan, sp: bool, layers: &[u32], costs: &Costs) 
 }
 
 /// The SimAI workload file of one iteration of `plan` (one pipeline stage).
-pub fn simai_workload(
-    model: &Model,
-    plan: &Plan,
-    acc: &Device,
-    flash: bool,
-    flavor: Flavor,
-) -> Result<WorkloadFile> {
+pub fn simai_workload(model: &Model, plan: &Plan, acc: &Device, flash: bool, flavor: Flavor) -> Result<WorkloadFile> {
     plan.validate(model)?;
     acc.check()?;
     if plan.cp > 1 {

@@ -136,12 +136,13 @@ impl Llama2 {
                               "dtype": dtype, "bytes": bytes.round() as u64}));
         };
         // Gradients all-reduced once `after` is done; `before` waits for them from iteration 2.
-        let all_reduce = |nodes: &mut Vec<Value>, links: &mut Vec<Value>, id: String, after: &str, before: String, n: u64| {
-            nodes.push(json!({"id": id, "kind": "communication", "pattern": "allreduce", "participants": "*",
+        let all_reduce =
+            |nodes: &mut Vec<Value>, links: &mut Vec<Value>, id: String, after: &str, before: String, n: u64| {
+                nodes.push(json!({"id": id, "kind": "communication", "pattern": "allreduce", "participants": "*",
                               "bytes": e * n}));
-            links.push(json!({"source": after, "target": id}));
-            links.push(json!({"source": id, "target": before, "not_first": true}));
-        };
+                links.push(json!({"source": after, "target": id}));
+                links.push(json!({"source": id, "target": before, "not_first": true}));
+            };
         let mut previous: Option<String> = None;
         for layer in 0..layers {
             for (name, c) in &parts {
@@ -205,6 +206,10 @@ mod tests {
             .map(|n| n["bytes"].as_u64().unwrap())
             .collect();
         assert_eq!((syncs.len(), syncs.iter().sum::<u64>()), (8, 4 * (12 * 5120 * 5120 + 13 * 5120)));
-        assert!(Llama2 { element_bytes: 3, ..Llama2::paper(1) }.document().unwrap_err().message.contains("is not 2, 4 or 8"));
+        assert!(Llama2 { element_bytes: 3, ..Llama2::paper(1) }
+            .document()
+            .unwrap_err()
+            .message
+            .contains("is not 2, 4 or 8"));
     }
 }

@@ -10,7 +10,7 @@ use super::WorkloadGraph;
 use crate::error::{InputError, Result};
 use crate::executor::{Execution, Executor};
 use crate::exposure::exposure;
-use crate::flow::network::{FlowNetwork, NodeFlows, Tuning};
+use crate::network::flow::network::{FlowNetwork, NodeFlows, Tuning};
 use crate::network::{Comm, NetworkModel};
 use crate::platform::Platform;
 use crate::workload::Workload;

@@ -1,7 +1,7 @@
 use super::lower::{Access, Options};
 use super::run::{run_graph, GraphRun};
 use super::WorkloadGraph;
-use crate::flow::network::Tuning;
+use crate::network::flow::network::Tuning;
 use crate::platform::Platform;
 
 /// Two user-defined XPUs of 1 TFLOP/s (fp32) and 1 GB of HBM with no bandwidth figure (pure

@@ -1,9 +1,9 @@
 //! One campaign per reader: its seeds (small valid files of each variant), the words of its
 //! format, and what accepting an input must mean.
 
-use clustersim_engine::analytical::busbw_file::BusbwTable;
-use clustersim_engine::analytical::ratio::{RatioTable, RatioTables};
-use clustersim_engine::analytical::server_spec::ServerSpec;
+use clustersim_engine::network::analytical::busbw_file::BusbwTable;
+use clustersim_engine::network::analytical::ratio::{RatioTable, RatioTables};
+use clustersim_engine::network::analytical::server_spec::ServerSpec;
 use clustersim_engine::platform::hcsim::HcsimParams;
 use clustersim_engine::platform::routing::Routes;
 use clustersim_engine::platform::{NodeKind, Platform};
@@ -653,8 +653,8 @@ fn platform_graph(text: &str) -> Verdict {
         Err(e) => refused(FILE, &e, |e| e.field.as_deref() != Some("JSON")),
         Ok(p) => {
             let written = p.to_graph_json("fuzz");
-            let again = Platform::parse_graph_json(FILE, &written)
-                .map_err(|e| format!("written back, refused: {e}"))?;
+            let again =
+                Platform::parse_graph_json(FILE, &written).map_err(|e| format!("written back, refused: {e}"))?;
             if !same_platform(&p, &again) {
                 return Err("written back, read as another platform".into());
             }

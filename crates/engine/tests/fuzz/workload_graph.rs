@@ -3,7 +3,7 @@
 //! vertex or edge and the field, or accepted, written back and read again to the same graph, and
 //! then run on a one-server HCSim Fig. 6b system without fault.
 
-use clustersim_engine::flow::network::Tuning;
+use clustersim_engine::network::flow::network::Tuning;
 use clustersim_engine::platform::hcsim::HcsimParams;
 use clustersim_engine::platform::Platform;
 use clustersim_engine::workload_graph::lower::{Access, Options};

@@ -1,10 +1,10 @@
 use super::*;
-use crate::analytical::agreement::run_both_nvls;
 use crate::collective::choose::Options;
 use crate::collective::nccl::call_latency_ns;
 use crate::collective::ring::{ring_hops, ring_order};
 use crate::collective::{group_channels, schedule};
-use crate::flow::sweep::sweep_workload;
+use crate::network::agreement::run_both_nvls;
+use crate::workload::sweep::sweep_workload;
 
 /// An MSCCL ring all-reduce in MSCCL's format: one thread block per channel, channel c going
 /// round `orders[c]` (group ranks) on its own n chunks of the buffer. The rank at position i of a
@@ -59,7 +59,7 @@ fn run_both(n: u32, m: u32, bytes: u64, options: Options) -> (f64, f64) {
 }
 
 fn run_both_on(c: Collective, n: u32, m: u32, bytes: u64, options: Options) -> (f64, f64) {
-    // The fabric of analytical/agreement.rs, without NVLS.
+    // The fabric of network/agreement.rs, without NVLS.
     run_both_nvls(&sweep_workload(c, n, &[bytes]), n, m, options, false)
 }
 

@@ -1,5 +1,5 @@
 use super::*;
-use crate::flow::{completion_times, FlowSpec};
+use crate::network::flow::{completion_times, FlowSpec};
 use crate::platform::xpu::Dtype;
 
 fn count(p: &Platform, kind: NodeKind) -> usize {

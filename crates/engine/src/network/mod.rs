@@ -3,6 +3,31 @@
 //! The executor tells a model when a communication starts; the model tells the executor when
 //! communications finish. Analytical models answer in closed form; flow models share links among
 //! whatever is in flight. Nothing model-specific lives in the executor.
+//!
+//! This folder holds the contract ([`NetworkModel`], [`Comm`]) and the models only. A model may
+//! use the layers below it (collectives, compute, workload, platform, catalog, utilities) and the
+//! contract here, never the executor, the driver or a front end
+//! (`crates/engine/tests/layering.rs` checks it). What each file is, and so where it lives:
+//! - [`analytical`]: the analytical network model ([`analytical::Analytical`], its
+//!   [`analytical::CollectiveCost`] prices) and the prices themselves: NCCL's tuning model on the
+//!   algorithms' schedules (`alpha_beta.rs`) and SimAI's formulas (`simai.rs`); the measured
+//!   tables they read (`busbw_file.rs`, `ratio.rs`) and the server they price (`server_spec.rs`,
+//!   whose GPU and NIC figures are moving to the catalog) are the model's inputs.
+//! - [`flow`]: the flow model: max-min fair flows on a platform's links (`mod.rs`, `solve.rs`,
+//!   `cycle.rs`) and the [`NetworkModel`] that plays collectives' schedules on them
+//!   (`network.rs`).
+//! - Not here: the algorithms, their α–β cost formulas, NCCL's tuner and what it reads off a
+//!   fabric (link rates, default channels) are the collectives' ([`crate::collective`],
+//!   `collective/tuner_links.rs`), used by both models; the nccl-tests sweep, which builds a
+//!   workload and runs the flow model through the driver, is a front end ([`crate::nccl_tests`]).
+//! - `agreement.rs` (tests only): the two models agree on a non-blocking fabric; the collectives'
+//!   tests run their algorithms on its fabric.
+
+pub mod analytical;
+pub mod flow;
+
+#[cfg(test)]
+pub(crate) mod agreement;
 
 use crate::error::Result;
 use crate::workload::{Collective, GroupId, Workload};

@@ -72,7 +72,6 @@
 mod cycle;
 pub mod network;
 mod solve;
-pub mod sweep;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

@@ -1,31 +1,33 @@
 //! nccl-tests on the flow model: one collective over the first n GPUs of a fabric, once per size.
 //!
+//! A front end, above the driver (it builds a workload and runs it through [`simulate`]), not part
+//! of the flow model: the models under [`crate::network`] never call it. What the tuner reads off
+//! the fabric (its link rates, the default channel count) is the collectives'
+//! ([`crate::collective::tuner_links`]).
+//!
 //! Each size S runs as its own op of a one-class workload whose single group spans the n ranks,
 //! through the real executor and [`FlowNetwork`]. The ops sit on one communicator stream, so each
 //! starts when the previous one has finished: every size meets an idle network, as nccl-tests'
 //! timed loop does (shared/reference/hardware.md §3). The time of a size is its op's end − start.
 //!
-//! The algorithm is forced or chosen per size by NCCL's tuning model ([`crate::collective::choose::choose`]) on the
-//! fabric's own link rates ([`TunerLinks`]); the flow model then plays the chosen schedule's bytes
-//! on the links. Protocol efficiency (LL, LL128) is a choice criterion only: the flows carry
-//! payload at link rate.
+//! The algorithm is forced or chosen per size by NCCL's tuning model
+//! ([`crate::collective::choose::choose`]) on the fabric's own link rates
+//! ([`TunerLinks`](crate::collective::tuner_links::TunerLinks)); the flow model then plays the
+//! chosen schedule's bytes on the links. Protocol efficiency (LL, LL128) is a choice criterion
+//! only: the flows carry payload at link rate.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use super::network::{FlowNetwork, Scheduler, Tuning};
 use crate::collective::choose::Options;
-use crate::collective::cost::Links;
-use crate::catalog::{Arch, Catalog};
-use crate::collective::GroupTopo;
 use crate::collective::{Algorithm, Protocol};
 use crate::driver::{simulate, Backend};
 use crate::error::{InputError, Result};
-use crate::layout::{Axis, Layout};
-use crate::platform::routing::Router;
-use crate::platform::{NodeKind, Platform};
-use crate::workload::{Collective, Group, Membership, Op, OpKind, Phase, Program, Workload};
+use crate::network::flow::network::{FlowNetwork, Scheduler, Tuning};
+use crate::platform::Platform;
+use crate::workload::sweep::sweep_workload;
+use crate::workload::Collective;
 
 /// How to run a sweep.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -49,122 +51,6 @@ pub struct SweepPoint {
     pub ns: f64,
     pub algorithm: Algorithm,
     pub protocol: Protocol,
-}
-
-/// A GPU's port rates (GB/s): NVLink = its links to NVSwitches summed, NIC = its links to
-/// network switches or NICs summed; a missing kind is priced at the other's rate so the tuner
-/// stays defined (a schedule never uses it: a server without NVSwitch routes through the network).
-fn port_rates(topo: &Platform, rank: u32) -> Result<(f64, f64)> {
-    let gpu = topo.placement.device(rank);
-    let (mut nvlink, mut nic) = (0.0, 0.0);
-    for &l in topo.out_links(gpu) {
-        let link = &topo.links[l as usize];
-        match topo.kinds[link.dst as usize] {
-            NodeKind::NvSwitch => nvlink += link.bandwidth,
-            NodeKind::Switch | NodeKind::Nic => nic += link.bandwidth,
-            _ => {}
-        }
-    }
-    if nic <= 0.0 && nvlink <= 0.0 {
-        let name = topo.node_name(gpu);
-        return Err(InputError::new("topology", format!("GPU {name} (rank {rank}) has no link to a switch")));
-    }
-    Ok((if nvlink > 0.0 { nvlink } else { nic }, if nic > 0.0 { nic } else { nvlink }))
-}
-
-/// Link rates the tuner prices each group with. Per rank: its port rates and generation; a group
-/// gets its slowest member's rates and oldest generation (one communicator runs at the pace of
-/// its slowest GPU). α are the physical path latencies NCCL adds to its per-hop latencies, from
-/// rank 0: to a GPU of its domain through an NVSwitch, and to the next domain's GPU through the
-/// network (0 if none).
-#[derive(Debug, Clone, PartialEq)]
-pub struct TunerLinks {
-    pub alpha_nvlink_ns: f64,
-    pub alpha_net_ns: f64,
-    /// (NVLink GB/s, NIC GB/s, generation) per rate class; `class[r]` is rank r's.
-    classes: Vec<(f64, f64, Option<Arch>)>,
-    pub class: Vec<u32>,
-}
-
-impl TunerLinks {
-    pub fn of(topo: &Platform) -> Result<TunerLinks> {
-        let p = &topo.placement;
-        if p.ranks() == 0 {
-            return Err(InputError::new("topology", "the fabric has no GPUs"));
-        }
-        let mut classes: Vec<(f64, f64, Option<Arch>)> = Vec::new();
-        let mut class = Vec::with_capacity(p.ranks() as usize);
-        for r in 0..p.ranks() {
-            let (nvlink, nic) = port_rates(topo, r)?;
-            let rates = (nvlink, nic, Catalog::arch_of(topo.accelerator_type(p.device(r))));
-            let i = classes.iter().position(|c| *c == rates).unwrap_or_else(|| {
-                classes.push(rates);
-                classes.len() - 1
-            });
-            class.push(i as u32);
-        }
-        let gpu0 = p.device(0);
-        let out_latency = |kind: NodeKind| {
-            topo.out_links(gpu0).iter().map(|&l| &topo.links[l as usize]).find(|l| topo.kinds[l.dst as usize] == kind)
-        };
-        // Up to the switch and down again, assuming symmetric links.
-        let alpha_nvlink_ns = out_latency(NodeKind::NvSwitch).map_or(0.0, |l| 2.0 * l.latency_ns);
-        let peer = (0..p.ranks()).find(|&r| !p.same_domain(0, r));
-        // The path to the first rank outside rank 0's scale-up domain, over whatever joins them
-        // (a NIC and switches, PCIe and Ethernet, a CXL fabric): each network hop waits for it.
-        let alpha_net_ns = if let Some(peer) = peer {
-            let mut path = Vec::new();
-            Router::new(topo, 0).route(topo, gpu0, p.device(peer), 0, &mut path)?;
-            path.iter().map(|&l| topo.links[l as usize].latency_ns).sum()
-        } else {
-            0.0
-        };
-        Ok(TunerLinks { alpha_nvlink_ns, alpha_net_ns, classes, class })
-    }
-
-    /// The rates of group `g`: its slowest member's.
-    pub fn group(&self, g: &GroupTopo) -> Links {
-        let mut members = g.ranks.iter().map(|&r| self.classes[self.class[r as usize] as usize]);
-        let first = members.next().unwrap_or(self.classes[0]);
-        let (nvlink_gbps, nic_gbps, arch) = members.fold(first, |(v, n, a), (v2, n2, a2)| {
-            let oldest = match (a, a2) {
-                (Some(x), Some(y)) => Some(x.min(y)),
-                _ => a.or(a2),
-            };
-            (v.min(v2), n.min(n2), oldest)
-        });
-        Links { nvlink_gbps, nic_gbps, alpha_nvlink_ns: self.alpha_nvlink_ns, alpha_net_ns: self.alpha_net_ns, arch }
-    }
-}
-
-/// Channels when none are given: the NICs of the first server (each GPU link to a network
-/// switch is one NIC), so rings leave each server on every NIC; at least 2.
-pub fn default_channels(topo: &Platform) -> u32 {
-    let p = &topo.placement;
-    let nics = (0..p.ranks())
-        .filter(|&r| p.same_domain(0, r))
-        .flat_map(|r| topo.out_links(p.device(r)).iter())
-        .filter(|&&l| matches!(topo.kinds[topo.links[l as usize].dst as usize], NodeKind::Switch | NodeKind::Nic))
-        .count() as u32;
-    nics.max(2)
-}
-
-/// A workload of one class whose single group spans `n` ranks, one collective per size in order.
-pub(crate) fn sweep_workload(c: Collective, n: u32, sizes: &[u64]) -> Workload {
-    let layout = Layout::megatron(n, 1, 1, 1, 1);
-    let mask = layout.mask(&[Axis::Tp]);
-    let mut program = Program::default();
-    for &bytes in sizes {
-        program.push(Op::new(OpKind::Collective { collective: c, group: 0, bytes }, Vec::new(), 0, Phase::Other));
-    }
-    Workload {
-        layout,
-        groups: vec![Group { name: "WORLD".into(), members: Membership::Dims(mask) }],
-        programs: vec![program],
-        class_program: vec![0],
-        rank_class: vec![0; n as usize],
-        rows: vec![c.name().into()],
-    }
 }
 
 /// Run collective `c` of each S in `sizes` (bytes, nccl-tests convention) over the fabric.
@@ -219,22 +105,11 @@ pub fn parse_collective(name: &str) -> Result<Collective> {
     })
 }
 
-/// "auto" (NCCL's choice per size) or a protocol name.
-pub fn protocol_option(protocol: &str) -> Result<Option<Protocol>> {
-    if protocol.eq_ignore_ascii_case("auto") {
-        return Ok(None);
-    }
-    Protocol::parse(protocol).map(Some).map_err(|mut e| {
-        e.message = format!("{} (or auto)", e.message);
-        e
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::collective::choose::algorithm_choice;
-    use crate::platform::Link;
+    use crate::platform::{Link, NodeKind};
 
     fn both(links: &mut Vec<Link>, a: u32, b: u32, bandwidth: f64, latency_ns: f64) {
         for (src, dst) in [(a, b), (b, a)] {
@@ -336,5 +211,40 @@ mod tests {
         assert_eq!(algorithm_choice("AUTO").unwrap(), (None, false));
         assert_eq!(algorithm_choice("Auto+Extra").unwrap(), (None, true));
         assert_eq!(algorithm_choice("ring").unwrap(), (Some(Algorithm::RING), false));
+    }
+
+    /// Two servers of 4 H100 on an NVSwitch each and a ToR, as a SimAI file (GPUs 0..8 first)
+    /// and as a platform file listing switches first, GPUs in reverse and ranks mapped back.
+    fn twins() -> (Platform, Platform) {
+        let mut simai = String::from("11 4 2 1 16 H100\n8 9 10\n");
+        let mut typed = String::from("node tor switch\nnode nvs1 nvswitch\nnode nvs0 nvswitch\n");
+        for g in (0..8).rev() {
+            typed += &format!("node g{g} gpu type=H100\n");
+        }
+        for g in 0..8 {
+            simai += &format!("{g} {} 2880Gbps 0.000025ms 0\n{g} 10 400Gbps 0.0005ms 0\n", 8 + g / 4);
+            typed += &format!("link g{g} nvs{} 2880Gbps 25ns\nlink tor g{g} 400Gbps 500ns\n", g / 4);
+            typed += &format!("rank {g} g{g}\n");
+        }
+        (Platform::parse_simai("t.txt", &simai).unwrap(), crate::platform::file::tests::parse(&typed).unwrap())
+    }
+
+    #[test]
+    fn a_platform_file_runs_as_its_simai_twin() {
+        let (simai, typed) = twins();
+        assert_eq!((typed.placement.domain(6), typed.placement.rail(6)), (1, 2));
+        assert_eq!(typed.node_name(typed.placement.device(6)), "g6");
+        assert_ne!(typed.placement.device(6), 6);
+        for c in [Collective::AllReduce, Collective::AllToAll, Collective::AllGather] {
+            let sizes = [4096, 1 << 20, 256 << 20];
+            let a = sweep(simai.clone(), c, &sizes, &SweepOptions::default()).unwrap();
+            let b = sweep(typed.clone(), c, &sizes, &SweepOptions::default()).unwrap();
+            for (x, y) in a.iter().zip(&b) {
+                assert!((x.ns - y.ns).abs() <= 1e-9 * x.ns, "{c:?} {}: {} vs {}", x.bytes, x.ns, y.ns);
+                assert_eq!(x.algorithm, y.algorithm);
+            }
+        }
+        // The typed platform cannot be written as SimAI (ranks are not on GPUs 0..8).
+        assert!(typed.to_simai().unwrap_err().message.contains("places ranks otherwise"));
     }
 }

@@ -1,8 +1,6 @@
 //! Analytical network models: every communication takes a closed-form time, independent of
 //! what else is in flight (no link sharing). Which closed form is a [`CollectiveCost`].
 
-#[cfg(test)]
-pub(crate) mod agreement;
 pub mod alpha_beta;
 pub mod busbw_file;
 pub mod ratio;

@@ -1,6 +1,5 @@
 use super::network::{fixed_algorithm, FlowNetwork, Tuning};
 use super::reference_tests::end_times;
-use super::sweep::sweep_workload;
 use super::*;
 use crate::collective::choose::Options;
 use crate::collective::nccl::{RING_LATENCY_US, RING_SIMPLE_ALLREDUCE_FACTOR};
@@ -10,6 +9,7 @@ use crate::layout::{Axis, Layout};
 use crate::network::Comm;
 use crate::network::NetworkModel;
 use crate::platform::{Link, NodeKind};
+use crate::workload::sweep::sweep_workload;
 use crate::workload::{Collective, Group, Membership, Op, OpKind, Phase as OpPhase, Program, Workload};
 
 fn both(links: &mut Vec<Link>, a: u32, b: u32, bandwidth: f64, latency_ns: f64) {

@@ -32,9 +32,9 @@ impl RatioTables {
     pub fn builtin() -> RatioTables {
         let parse = |name, text| RatioTable::parse(name, text).expect("shipped ratio table parses");
         RatioTables {
-            nvlink: parse("nvlink_ratio.csv", include_str!("../../data/ratio/nvlink_ratio.csv")),
-            nic: parse("nic_ratio.csv", include_str!("../../data/ratio/nic_ratio.csv")),
-            all_to_all: parse("ata_ratio.csv", include_str!("../../data/ratio/ata_ratio.csv")),
+            nvlink: parse("nvlink_ratio.csv", include_str!("../../../data/ratio/nvlink_ratio.csv")),
+            nic: parse("nic_ratio.csv", include_str!("../../../data/ratio/nic_ratio.csv")),
+            all_to_all: parse("ata_ratio.csv", include_str!("../../../data/ratio/ata_ratio.csv")),
         }
     }
 }

@@ -25,10 +25,10 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use super::sweep::{default_channels, TunerLinks};
 use super::{FlowSim, Wait};
 use crate::collective::choose::{self, Options};
 use crate::collective::nccl::{nvlink_gbps, p2p_latency_ns};
+use crate::collective::tuner_links::{default_channels, TunerLinks};
 use crate::collective::{group_channels, Algorithm, Endpoint, GroupTopo, Schedule};
 use crate::error::{InputError, Result};
 use crate::network::{Comm, NetworkModel};

@@ -7,20 +7,20 @@
 //! protocol choice and their default channels. An algorithm defined only in this file (a star
 //! all-gather) runs on both the same way: adding an algorithm touches nothing else.
 
-use super::alpha_beta::{AlphaBeta, Bandwidths};
-use super::server_spec::ServerSpec;
-use super::Analytical;
+use super::analytical::alpha_beta::{AlphaBeta, Bandwidths};
+use super::analytical::server_spec::ServerSpec;
+use super::analytical::Analytical;
 use crate::collective::choose::Options;
 use crate::collective::{
     schedule, valid_algorithms, Algorithm, CollectiveAlgorithm, Endpoint, Grain, GroupTopo, Phase as SchedulePhase,
     Servers, Transfer,
 };
 use crate::executor::Executor;
-use crate::flow::network::{FlowNetwork, Tuning};
-use crate::flow::sweep::sweep_workload;
 use crate::layout::{Axis, Layout};
+use crate::network::flow::network::{FlowNetwork, Tuning};
 use crate::platform::Placement;
 use crate::platform::{Link, NodeKind, Platform};
+use crate::workload::sweep::sweep_workload;
 use crate::workload::{Collective, Group, Membership, Op, OpKind, Peer, Phase, Program, Workload};
 
 const NVLINK: f64 = 360.0;
