@@ -34,7 +34,7 @@ def test_simai_train_and_platform_files_read_the_same_h100():
     )
     # A platform file's H100 is the catalog's type, whatever its spelling.
     p = Platform.parse("p.platform", PLATFORM)
-    assert p.accelerator_types() == ["h100", "h100"]
+    assert p.accelerator_types == ["h100", "h100"]
 
 
 def test_simai_gpu_types_are_catalog_entries():

@@ -497,7 +497,7 @@ fn rng_pick<'a>(rng: &mut Rng, seeds: &'a [Value]) -> &'a Value {
 fn training_seeds() -> Vec<Value> {
     let acc = r#"{"name": "h100", "matmul_tflops": 989, "vector_tflops": 67, "hbm_gb": 80, "hbm_tbps": 3.35,
         "sms": 132, "gemm_efficiency": 0.75, "hbm_efficiency": 0.7, "attention_efficiency": 0.55,
-        "kernel_overhead_ns": 2000}"#;
+        "kernel_overhead_ns": 2000, "nvlink_busbw": 360, "nic_busbw": 48}"#;
     let net = r#"{"nvlink_busbw": 360, "nvls_busbw": 480, "nic_busbw": 48, "nics_per_server": 4}"#;
     let plan = r#"{"gpus": 8, "gpus_per_server": 4, "tp": 2, "pp": 2, "vpp": 1, "ep": 1, "cp": 1, "mbs": 1,
         "gbs": 4, "seq": 256, "sp": true, "dp": "ddp", "recompute": "none"}"#;
