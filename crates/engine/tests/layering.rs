@@ -42,6 +42,7 @@ const LAYERS: &[&[&str]] = &[
 /// A path matches itself and anything under it (`collective::nccl::Arch` matches
 /// `collective::nccl::Arch::of`).
 const ALLOWED: &[(&str, &str, bool, &str)] = &[
+    // catalog work in progress: the lead's catalog/ takes Arch, and this entry goes with it.
     (
         "platform/mod.rs",
         "collective::nccl::Arch",
