@@ -68,6 +68,24 @@ SCENARIOS = [
     _ar("spx128_ar_16m", SPX128, 16 * MIB),
 ]
 
+# (link rate bit/s, KMIN KB, KMAX KB, PMAX) as in SimAI's shipped file.
+ECN = [
+    (25000000000, 100, 400, "0.2"),
+    (50000000000, 200, 800, "0.2"),
+    (100000000000, 400, 1600, "0.2"),
+    (200000000000, 300, 1200, "0.8"),
+    (400000000000, 800, 3200, "0.2"),
+    (1600000000000, 600, 2400, "0.2"),
+]
+
+
+def ecn_lines() -> str:
+    def one(key: str, col: int) -> str:
+        return f"{key} {len(ECN)} " + " ".join(f"{e[0]} {e[col]}" for e in ECN)
+
+    return "\n".join([one("KMAX_MAP", 2), one("KMIN_MAP", 1), one("PMAX_MAP", 3)]) + "\n"
+
+
 # SimAI 1.6 inputs/config/SimAI.conf, values unchanged except the file paths (relative to the
 # run folder instead of /etc/astra-sim/simulation/), ENABLE_TRACE (off) and CC_MODE.
 CONF = """\
@@ -121,10 +139,7 @@ LINK_DOWN 0 0 0
 
 ENABLE_TRACE 0
 
-KMAX_MAP 6 25000000000 400 50000000000 800 100000000000 1600 200000000000 1200 400000000000 3200 1600000000000 2400
-KMIN_MAP 6 25000000000 100 50000000000 200 100000000000 400 200000000000 300 400000000000 800 1600000000000 600
-PMAX_MAP 6 25000000000 0.2 50000000000 0.2 100000000000 0.2 200000000000 0.8 400000000000 0.2 1600000000000 0.2
-
+{ecn}
 BUFFER_SIZE 32
 
 QLEN_MON_FILE qlen.txt
@@ -161,7 +176,7 @@ def write(s: Scenario, simai_dir: Path) -> None:
             old.unlink()
     gen = simai_dir / "astra-sim-alibabacloud" / "inputs" / "topo" / "gen_Topo_Template.py"
     subprocess.run([sys.executable, str(gen), *s.topo_flags], cwd=out, check=True)
-    (out / "SimAI.conf").write_text(CONF.format(cc_mode=s.cc_mode))
+    (out / "SimAI.conf").write_text(CONF.format(cc_mode=s.cc_mode, ecn=ecn_lines()))
     (out / "workload.txt").write_text(workload(s))
     (out / "flow.txt").write_text("0\n")
     (out / "trace.txt").write_text("0\n")
