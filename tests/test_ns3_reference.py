@@ -49,6 +49,7 @@ class Topology:
     gpus_per_server: int
     nodes: int
     switches: set[int]
+    nvswitches: set[int]
     adj: dict[int, list[tuple[int, float, float]]]  # node -> (peer, bit/s, delay ns)
 
 
@@ -75,6 +76,7 @@ def topology(scn: str) -> Topology:
     tokens = files[0].read_text().split()
     nodes, gps, nvs, sws, links = (int(t) for t in tokens[:5])
     switch_ids = {int(t) for t in tokens[6 : 6 + nvs + sws]}
+    nvswitch_ids = {int(t) for t in tokens[6 : 6 + nvs]}
     adj: dict[int, list[tuple[int, float, float]]] = {i: [] for i in range(nodes)}
     rest = tokens[6 + nvs + sws :]
     assert len(rest) == 5 * links
@@ -82,7 +84,7 @@ def topology(scn: str) -> Topology:
         a, b, rate, delay, _err = rest[5 * i : 5 * i + 5]
         adj[int(a)].append((int(b), _rate(rate), _delay_ns(delay)))
         adj[int(b)].append((int(a), _rate(rate), _delay_ns(delay)))
-    return Topology(nodes - nvs - sws, gps, nodes, switch_ids, adj)
+    return Topology(nodes - nvs - sws, gps, nodes, switch_ids, nvswitch_ids, adj)
 
 
 def _bfs_paths(t: Topology, src: int) -> dict[int, tuple[int, float, float, float]]:
@@ -210,7 +212,9 @@ def test_flow_times_against_the_topology(scn):
     floors = {s: _min_delay(t, s) for s in routes}
     for f in fl:
         hops, delay, tx, bw = routes[f.src][f.dst]
-        first_rate = max(r for peer, r, _ in t.adj[f.src])
+        # A flow leaves on one link: NVLink within a server, one NIC link between servers.
+        same_server = f.src // t.gpus_per_server == f.dst // t.gpus_per_server
+        first_rate = max(r for peer, r, _ in t.adj[f.src] if (peer in t.nvswitches) == same_server)
         floor = 2 * floors[f.src][f.dst] + f.size * 8e9 / first_rate
         assert f.standalone > 0 and f.fct >= floor, (f, floor)
         # standalone_fct = base RTT (2·Σdelay + Σ MTU serialisation) + bytes with headers at the
