@@ -70,7 +70,7 @@ def topology(scn: str) -> Topology:
     files = [
         p
         for p in folder.iterdir()
-        if p.name not in INPUTS and not p.name.startswith(("fct", "pfc", "ncclFlowModel_"))
+        if p.name not in INPUTS and not p.name.startswith(("fct", "pfc", "ncclFlowModel_", "run-failed"))
     ]
     assert len(files) == 1, files
     tokens = files[0].read_text().split()
@@ -87,19 +87,29 @@ def topology(scn: str) -> Topology:
     return Topology(nodes - nvs - sws, gps, nodes, switch_ids, nvswitch_ids, adj)
 
 
-def _bfs_paths(t: Topology, src: int) -> dict[int, tuple[int, float, float, float]]:
-    """SimAI's route metrics from src, as its CalculateRoute forms them: hop-count BFS through
-    switches only, first path found; per host (hops, Σ delay ns, Σ MTU·8/rate ns, min rate)."""
-    out = {src: (0, 0.0, 0.0, math.inf)}
-    queue = [src]
-    for now in queue:
-        hops, delay, tx, bw = out[now]
-        for peer, rate, d in t.adj[now]:
-            if peer not in out:
-                out[peer] = (hops + 1, delay + d, tx + int(MTU * 1e9 * 8 / rate), min(bw, rate))
-                if peer in t.switches:
-                    queue.append(peer)
-    return out
+def _route_metrics(t: Topology, src: int) -> dict[int, set[tuple[float, float, float]]]:
+    """SimAI's route metrics from src (its CalculateRoute): a hop-count BFS through switches only
+    that keeps, per node, (Σ delay ns, Σ MTU·8/rate ns, min rate) of the first path it finds.
+    Which of several shortest paths is first depends on pointer order in SimAI, so this returns
+    the metrics of every shortest-hop path."""
+    level = {src: 0}
+    metrics: dict[int, set[tuple[float, float, float]]] = {src: {(0.0, 0.0, math.inf)}}
+    frontier = [src]
+    while frontier:
+        nxt: list[int] = []
+        for now in frontier:
+            for peer, rate, d in t.adj[now]:
+                if level.get(peer, level[now] + 1) != level[now] + 1:
+                    continue
+                if peer not in level:
+                    level[peer] = level[now] + 1
+                    metrics[peer] = set()
+                    if peer in t.switches:
+                        nxt.append(peer)
+                hop = int(MTU * 1e9 * 8 / rate)
+                metrics[peer] |= {(dl + d, tx + hop, min(bw, rate)) for dl, tx, bw in metrics[now]}
+        frontier = nxt
+    return metrics
 
 
 def _min_delay(t: Topology, src: int) -> dict[int, float]:
@@ -178,10 +188,11 @@ def test_flows_are_the_collectives_closed_form(scn):
         sent[f.src] = sent.get(f.src, 0) + f.size
         pairs[f.src, f.dst] = pairs.get((f.src, f.dst), 0) + 1
     gps = t.gpus_per_server
-    if coll == "ALLREDUCE":
-        # One ring per local rank (gps channels), each 2(n-1) steps of S/n/gps per rank.
+    if coll in ("ALLREDUCE", "ALLGATHER", "REDUCESCATTER"):
+        # One ring per local rank (gps channels); all-reduce runs 2(n-1) steps, all-gather and
+        # reduce-scatter n-1, each step one flow of S/n/gps per rank per ring.
         per = size // n // gps
-        steps = 2 * (n - 1)
+        steps = 2 * (n - 1) if coll == "ALLREDUCE" else n - 1
         assert {f.size for f in fl} == {per}
         assert len(fl) == gps * n * steps
         want_pairs = {}
@@ -193,7 +204,7 @@ def test_flows_are_the_collectives_closed_form(scn):
             want_pairs[r, inter] = want_pairs.get((r, inter), 0) + steps
         assert pairs == want_pairs
         if size % (n * gps) == 0:
-            assert all(sent[r] * n == 2 * (n - 1) * size for r in range(n))
+            assert all(sent[r] * n == steps * size for r in range(n))
     elif coll == "ALLTOALL":
         per = size // n
         assert {f.size for f in fl} == {per}
@@ -208,10 +219,9 @@ def test_flows_are_the_collectives_closed_form(scn):
 def test_flow_times_against_the_topology(scn):
     t = topology(scn)
     fl = flows(scn)
-    routes = {s: _bfs_paths(t, s) for s in {f.src for f in fl}}
+    routes = {s: _route_metrics(t, s) for s in {f.src for f in fl}}
     floors = {s: _min_delay(t, s) for s in routes}
     for f in fl:
-        hops, delay, tx, bw = routes[f.src][f.dst]
         # A flow leaves on one link: NVLink within a server, one NIC link between servers.
         same_server = f.src // t.gpus_per_server == f.dst // t.gpus_per_server
         first_rate = max(r for peer, r, _ in t.adj[f.src] if (peer in t.nvswitches) == same_server)
@@ -219,10 +229,12 @@ def test_flow_times_against_the_topology(scn):
         assert f.standalone > 0 and f.fct >= floor, (f, floor)
         # standalone_fct = base RTT (2·Σdelay + Σ MTU serialisation) + bytes with headers at the
         # path's slowest link; the per-packet header is tens of bytes (between 0 and 100 here).
-        base = 2 * delay + tx
-        lo = base + f.size * 8e9 / bw
-        hi = base + (f.size + math.ceil(f.size / MTU) * 100) * 8e9 / bw
-        assert lo - 2 <= f.standalone <= hi + 1, (f, lo, hi)
+        fits = []
+        for delay, tx, bw in routes[f.src][f.dst]:
+            lo = 2 * delay + tx + f.size * 8e9 / bw
+            hi = 2 * delay + tx + (f.size + math.ceil(f.size / MTU) * 100) * 8e9 / bw
+            fits.append(lo - 2 <= f.standalone <= hi + 1)
+        assert any(fits), (f, routes[f.src][f.dst])
         assert f.start >= AS_SEND_LAT_NS
 
 

@@ -66,6 +66,11 @@ SCENARIOS = [
     Scenario("spx16_a2a_16m", SPX16, "ALLTOALL", 16 * MIB, 1),
     Scenario("spx32_a2a_16m", SPX32, "ALLTOALL", 16 * MIB, 1),
     _ar("spx128_ar_16m", SPX128, 16 * MIB),
+    Scenario("spx32_ag_16m", SPX32, "ALLGATHER", 16 * MIB, 1),
+    Scenario("spx32_rs_16m", SPX32, "REDUCESCATTER", 16 * MIB, 1),
+    _ar("dcn32_ar_16m_hpcc", DCN32, 16 * MIB, cc=3),
+    Scenario("dcn32_a2a_16m", DCN32, "ALLTOALL", 16 * MIB, 1),
+    Scenario("dcn32_a2a_16m_hpcc", DCN32, "ALLTOALL", 16 * MIB, 3),
 ]
 
 # (link rate bit/s, KMIN KB, KMAX KB, PMAX) as in SimAI's shipped file.

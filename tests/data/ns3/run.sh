@@ -18,7 +18,7 @@ BIN="$NS3_SIM/build/scratch/ns3.36.1-AstraSimNetwork-debug"
 RUN_ROOT=${RUN_ROOT:-/work/ns3build/runs}
 RUN="$RUN_ROOT/$SCN"
 
-TOPO=$(cd "$SRC" && ls | grep -v -E '^(SimAI\.conf|workload\.txt|flow\.txt|trace\.txt|fct\.txt|pfc\.txt|ncclFlowModel_.*|run\.txt|.*\.gz)$')
+TOPO=$(cd "$SRC" && ls | grep -v -E '^(SimAI\.conf|workload\.txt|flow\.txt|trace\.txt|fct\.txt|pfc\.txt|ncclFlowModel_.*|run\.txt|run-failed.*|.*\.gz)$')
 rm -rf "$RUN"
 mkdir -p "$RUN"
 cp "$SRC/$TOPO" "$SRC/SimAI.conf" "$SRC/workload.txt" "$SRC/flow.txt" "$SRC/trace.txt" "$RUN/"
@@ -50,6 +50,13 @@ end=$(date +%s.%N)
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 } >run.txt
 
+if [ "$rc" -ne 0 ]; then
+  # A failed run keeps only its record (the tests read scenarios that have run.txt).
+  cp run.txt "$SRC/run-failed.txt"
+  tail -n 20 stderr.txt >"$SRC/run-failed-stderr.txt"
+  cat run.txt
+  exit $rc
+fi
 for f in ncclFlowModel_EndToEnd.csv fct.txt pfc.txt run.txt; do
   if [ -f "$f" ]; then
     sz=$(stat -c %s "$f")
