@@ -20,6 +20,7 @@ and against closed forms, so the reference data cannot rot silently:
 from __future__ import annotations
 
 import csv
+import functools
 import gzip
 import heapq
 import math
@@ -65,6 +66,7 @@ def _delay_ns(s: str) -> float:
     return float(m[1]) * {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": 1.0}[m[2]]
 
 
+@functools.cache
 def topology(scn: str) -> Topology:
     folder = NS3 / scn
     files = [
@@ -147,6 +149,7 @@ def _node(ip_hex: str) -> int:
     return (int(ip_hex, 16) >> 8) & 0xFFFF
 
 
+@functools.cache
 def flows(scn: str) -> list[Flow]:
     out = []
     for n, line in enumerate(_read(NS3 / scn / "fct.txt").splitlines(), 1):
