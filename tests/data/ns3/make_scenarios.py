@@ -71,6 +71,9 @@ SCENARIOS = [
     _ar("dcn32_ar_16m_hpcc", DCN32, 16 * MIB, cc=3),
     Scenario("dcn32_a2a_16m", DCN32, "ALLTOALL", 16 * MIB, 1),
     Scenario("dcn32_a2a_16m_hpcc", DCN32, "ALLTOALL", 16 * MIB, 3),
+    _ar("spx16_ar_1m_hpcc", SPX16, 1 * MIB, cc=3),
+    _ar("spx16_ar_16m_hpcc", SPX16, 16 * MIB, cc=3),
+    Scenario("dcn64_a2a_16m", DCN64, "ALLTOALL", 16 * MIB, 1),
 ]
 
 # (link rate bit/s, KMIN KB, KMAX KB, PMAX) as in SimAI's shipped file.
