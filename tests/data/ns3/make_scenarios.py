@@ -41,6 +41,7 @@ def _ar(name: str, flags: tuple[str, ...], size: int, cc: int = 1) -> Scenario:
 
 SPX16 = ("-topo", "Spectrum-X", "-g", "16")
 SPX32 = ("-topo", "Spectrum-X", "-g", "32")
+SPX64 = ("-topo", "Spectrum-X", "-g", "64")
 SPX128 = ("-topo", "Spectrum-X", "-g", "128")
 HPN32 = ("-topo", "AlibabaHPN", "-g", "32")
 HPN64 = ("-topo", "AlibabaHPN", "-g", "64")
@@ -74,6 +75,8 @@ SCENARIOS = [
     _ar("spx16_ar_1m_hpcc", SPX16, 1 * MIB, cc=3),
     _ar("spx16_ar_16m_hpcc", SPX16, 16 * MIB, cc=3),
     Scenario("dcn64_a2a_16m", DCN64, "ALLTOALL", 16 * MIB, 1),
+    Scenario("hpn32_a2a_16m", HPN32, "ALLTOALL", 16 * MIB, 1),
+    _ar("spx64_ar_16m", SPX64, 16 * MIB),
 ]
 
 # (link rate bit/s, KMIN KB, KMAX KB, PMAX) as in SimAI's shipped file.
