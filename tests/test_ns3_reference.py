@@ -14,7 +14,8 @@ and against closed forms, so the reference data cannot rot silently:
   gives from the topology;
 - flows start no earlier than AS_SEND_LAT; the EndToEnd.csv time is rank 0's finish: between
   the end of rank 0's last flow less its ACK's return and that flow's end;
-- the PFC file parses.
+- the PFC file parses, its node types match the topology, and every paused port is paused and
+  resumed in turn, in time order, within the run.
 """
 
 from __future__ import annotations
@@ -255,9 +256,18 @@ def test_end_to_end_time_is_rank_0s_last_arrival(scn):
 
 
 @pytest.mark.parametrize("scn", SCENARIOS)
-def test_pfc_file_parses(scn):
+def test_pfc_file_pauses_and_resumes_in_turn(scn):
     t = topology(scn)
+    last_end = max(f.end for f in flows(scn))
+    ports: dict[tuple[int, int], list[tuple[int, int]]] = {}
     for n, line in enumerate(_read(NS3 / scn / "pfc.txt").splitlines(), 1):
         f = line.split()
         assert len(f) == 5 and all(x.isdigit() for x in f), f"pfc.txt:{n}: {line!r}"
-        assert int(f[1]) < t.nodes and int(f[2]) in (0, 1, 2) and int(f[4]) in (0, 1)
+        time, node, kind, port, pause = (int(x) for x in f)
+        assert node < t.nodes and kind == (0 if node < t.gpus else 2 if node in t.nvswitches else 1)
+        assert pause in (0, 1) and 0 < time <= last_end
+        ports.setdefault((node, port), []).append((time, pause))
+    # On every port that was paused: pause, resume, pause, ... in time order, ending resumed.
+    for events in ports.values():
+        assert [e[0] for e in events] == sorted(e[0] for e in events)
+        assert [e[1] for e in events] == [1, 0] * (len(events) // 2)
