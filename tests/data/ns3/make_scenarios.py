@@ -77,6 +77,9 @@ SCENARIOS = [
     Scenario("dcn64_a2a_16m", DCN64, "ALLTOALL", 16 * MIB, 1),
     Scenario("hpn32_a2a_16m", HPN32, "ALLTOALL", 16 * MIB, 1),
     _ar("spx64_ar_16m", SPX64, 16 * MIB),
+    _ar("dcn32_ar_64m", DCN32, 64 * MIB),
+    _ar("hpn32_ar_64m", HPN32, 64 * MIB),
+    Scenario("spx64_a2a_16m", SPX64, "ALLTOALL", 16 * MIB, 1),
 ]
 
 # (link rate bit/s, KMIN KB, KMAX KB, PMAX) as in SimAI's shipped file.

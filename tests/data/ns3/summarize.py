@@ -28,9 +28,7 @@ def quantile(xs: list[float], q: float) -> float:
 
 
 def row(folder: Path) -> str:
-    run = dict(
-        line.split(": ", 1) for line in (folder / "run.txt").read_text().splitlines() if ": " in line
-    )
+    run = dict(line.split(": ", 1) for line in (folder / "run.txt").read_text().splitlines() if ": " in line)
     lines = (folder / "workload.txt").read_text().splitlines()
     head = lines[0].split()
     n = int(head[head.index("all_gpus:") + 1])
