@@ -14,7 +14,7 @@
 //!   is a flow like any other, sharing links with collectives and other reads.
 //!
 //! A read is a flow from the device to the XPU that waits its path latency plus the device's
-//! own latency, then moves at its max-min fair share (`flow/mod.rs`): alone, R / bottleneck +
+//! own latency, then moves at its max-min fair share (`network/flow/mod.rs`): alone, R / bottleneck +
 //! Σ latency. A communication vertex is a collective on a group of its participants (one per
 //! participant set and `communicator`; one per vertex with [`Options::concurrent`]), run by the
 //! collective algorithms on the platform as NCCL's tuner picks them, or a send/recv pair.
