@@ -114,7 +114,7 @@ def add_simai_options(p: argparse.ArgumentParser) -> None:
             flag,
             *ALIASES.get(name, (f"--{name}",)),
             dest=DESTS.get(name, name),
-            type=types.get(kind, str),
+            type=types.get(kind),
             help=help_,
         )
     p.add_argument("--fat-tree", type=count, metavar="K", help="a k-ary fat-tree of K-port switches instead")
