@@ -163,3 +163,39 @@ def test_bad_input_under_mpirun_fails_on_every_rank_without_hanging(tmp_path):
     error = "clustersim: error: -g 3: the group size must divide the 4 ranks"
     assert 1 <= proc.stderr.count(error) == proc.stderr.count("clustersim: error:") <= 4, proc.stderr
     assert not (tmp_path / "x.json").exists()
+
+
+FORWARDING_CPU = """\
+# Two switches of two GPUs each, joined by a thin 25 GB/s link and through a CPU by 100 GB/s links.
+node g0 gpu type=H100
+node g1 gpu type=H100
+node g2 gpu type=H100
+node g3 gpu type=H100
+node sw0 switch
+node sw1 switch
+node cpu cpu forward={forward}
+link g0 sw0 50GB/s 1us
+link g1 sw0 50GB/s 1us
+link g2 sw1 50GB/s 1us
+link g3 sw1 50GB/s 1us
+link sw0 sw1 25GB/s 1us
+link sw0 cpu 100GB/s 1us
+link cpu sw1 100GB/s 1us
+"""
+
+
+@pytest.mark.parametrize(("forward", "each_way"), [("no", 25.0), ("yes", 100.0)])
+def test_the_bound_passes_through_a_node_as_the_engine_routes(tmp_path, forward, each_way):
+    # The engine routes through a CPU declared forward=yes: the two GPUs of a switch then reach the
+    # others at their own 2 × 50 GB/s; through the 25 GB/s link alone when the CPU does not forward.
+    from clustersim.platform import read_platform
+    from clustersim.topology import bisection_bandwidth
+
+    path = tmp_path / "cpu.platform"
+    path.write_text(FORWARDING_CPU.format(forward=forward))
+    platform = read_platform(path)
+    assert platform.forwards[6] is (forward == "yes")
+    p = Pattern.of(4, 2, 1)
+    assert group_bounds_GBps(p, platform, rank_devices(platform, 4, path)) == [2 * each_way] * 2
+    # The bisection is the same max-flow, one way, in bytes/s.
+    assert bisection_bandwidth(platform) == each_way * 1e9

@@ -102,6 +102,45 @@ class Platform:
     def node_specs(self) -> list[tuple[str, float, str, str]]:
         """Per node: (XPU type or "", memory bytes or 0, "hbm"/"dram"/"cxl" or "", tier or "")."""
 
+class TemplateParams:
+    """gen_Topo_Template.py's parameters resolved for a template (None: the custom fabric) with the
+    --ro/--dt/--dp flags and parameters by name (None: not given); each parameter is an attribute."""
+
+    topology: str | None
+    rail_optimized: bool
+    dual_tor: bool
+    dual_plane: bool
+    def __init__(
+        self,
+        topology: str | None = None,
+        params: dict[str, object] | None = None,
+        *,
+        ro: bool = False,
+        dt: bool = False,
+        dp: bool = False,
+    ) -> None: ...
+    def __getattr__(self, name: str) -> int | str: ...
+    def to_dict(self) -> dict[str, int | str]: ...
+    def file_name(self) -> str:
+        """The file name gen_Topo_Template.py gives these parameters (one pod)."""
+    def build(self, pods: int | None = None) -> tuple[Platform, str, list[str]]:
+        """(platform, name, warnings) of the fabric, `pods` pods joined by a core tier."""
+
+def fat_tree(k: int, params: dict[str, object] | None = None) -> tuple[Platform, str, list[str]]:
+    """(platform, name, warnings) of a k-ary fat-tree with SimAI's link and server parameters."""
+
+def template_parameters() -> list[tuple[str, str, str, str]]:
+    """(name, short flag, kind, help) of every gen_Topo_Template.py parameter."""
+
+def simai_templates() -> list[str]:
+    """gen_Topo_Template.py's template names."""
+
+def read_rate(text: str) -> float:
+    """An ns-3 DataRate string in GB/s; ValueError with the reason if it is not one."""
+
+def read_delay(text: str) -> float:
+    """An ns-3 Time string in ns; ValueError with the reason if it is not one."""
+
 def parse_rate(text: str) -> float | None:
     """An ns-3 DataRate string in GB/s (bytes/ns); None if it is not one."""
 

@@ -4,6 +4,7 @@ mod flow;
 mod graph;
 mod platform;
 mod search;
+mod templates;
 mod workload;
 
 use clustersim_engine::catalog::simai::{GpuType, NicType};
@@ -363,7 +364,13 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(end_to_end_csv, m)?)?;
     m.add_function(wrap_pyfunction!(server_busbw, m)?)?;
     m.add_class::<platform::PyPlatform>()?;
+    m.add_class::<templates::PyTemplateParams>()?;
     for f in [
+        wrap_pyfunction!(templates::fat_tree, m)?,
+        wrap_pyfunction!(templates::template_parameters, m)?,
+        wrap_pyfunction!(templates::simai_templates, m)?,
+        wrap_pyfunction!(templates::read_rate, m)?,
+        wrap_pyfunction!(templates::read_delay, m)?,
         wrap_pyfunction!(platform::parse_rate, m)?,
         wrap_pyfunction!(platform::parse_time, m)?,
         wrap_pyfunction!(platform::format_rate, m)?,

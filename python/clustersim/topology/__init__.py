@@ -5,22 +5,31 @@ engine's one `Platform` (`clustersim.platform`).
 - `read_simai`, `parse_simai`, `write_simai`: SimAI / gen_Topo_Template.py files (the engine's reader
   and writer).
 - `to_networkx`, `from_networkx`: NetworkX graphs.
-- `simai_template`, `template_params`, `TEMPLATES`: gen_Topo_Template.py's templates, one or more pods.
-- `fat_tree`: k-ary three-tier fat-tree of GPU servers.
-- `bisection_bandwidth`: max-flow between the two halves of the ranks.
+- `simai_template`, `template_params`, `TEMPLATES`: gen_Topo_Template.py's templates, one or more pods,
+  and `fat_tree`: a k-ary fat-tree — all built by the engine (`platform/templates/`).
+- `bisection_bandwidth`, `max_flow`: maximum flows under the engine's reachability rule.
 """
 
-from clustersim.topology.fattree import fat_tree
 from clustersim.topology.graph import from_networkx, to_networkx
-from clustersim.topology.metrics import bisection_bandwidth
+from clustersim.topology.metrics import bisection_bandwidth, max_flow
 from clustersim.topology.model import KIND_CODES, KINDS, Link, Topology, parse_simai, read_simai, write_simai
-from clustersim.topology.params import TEMPLATES, TemplateParams, template_params
-from clustersim.topology.templates import file_name, simai_template
+from clustersim.topology.templates import (
+    FLAGS,
+    PARAMETERS,
+    TEMPLATES,
+    TemplateParams,
+    fat_tree,
+    file_name,
+    simai_template,
+    template_params,
+)
 from clustersim.topology.units import format_delay, format_rate, parse_delay, parse_rate
 
 __all__ = [
+    "FLAGS",
     "KINDS",
     "KIND_CODES",
+    "PARAMETERS",
     "TEMPLATES",
     "Link",
     "TemplateParams",
@@ -31,6 +40,7 @@ __all__ = [
     "format_delay",
     "format_rate",
     "from_networkx",
+    "max_flow",
     "parse_delay",
     "parse_rate",
     "parse_simai",

@@ -2,8 +2,8 @@
 
 The fabric itself — typed nodes and directed links, checked by the engine with its one
 reachability rule (routes pass through switches, never through a GPU) — exists once, in the
-engine (`clustersim.platform.Platform`). Templates and NetworkX graphs build it from link arrays
-(`Platform.from_arrays`), SimAI files are read and written by the engine; this class only adds
+engine (`clustersim.platform.Platform`). The engine builds the templates and reads and writes SimAI
+files; NetworkX graphs build it from link arrays (`Platform.from_arrays`); this class only adds
 what a template knows beyond the fabric (gen_Topo_Template.py's file name, its warnings) and the
 Python conveniences (NetworkX, bisection bandwidth, a summary, `links` as records). As in
 NetworkX graphs, `Link` records are in bytes/s and s; the engine's arrays are in GB/s and ns.

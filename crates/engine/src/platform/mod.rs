@@ -3,7 +3,9 @@
 //!
 //! Units: bandwidth in bytes/ns (= GB/s with GB = 1e9 B; SimAI files give bits per second, so
 //! `400Gbps` = 50 B/ns), latency in ns. Readers: SimAI's topology file ([`simai`]), the platform
-//! file of typed devices ([`file`]), and arrays from NetworkX ([`Platform::from_parts`]).
+//! file of typed devices ([`file`]), graph documents ([`graph`]), and arrays from NetworkX
+//! ([`Platform::from_parts`]); builders: the fabric templates ([`templates`]: SimAI's, the
+//! fat-tree, HCSim's).
 //!
 //! One reachability rule: routes pass through switches and NICs (a NIC bridges its host side
 //! and the network) and through other nodes only when declared to forward. An accelerator is an
@@ -13,15 +15,16 @@
 
 pub mod file;
 pub mod graph;
-pub mod hcsim;
 mod placement;
 pub mod routing;
 pub mod simai;
 pub mod simgrid;
+pub mod templates;
 pub mod window;
 pub mod xpu;
 
 pub use placement::Placement;
+pub use templates::hcsim;
 
 use crate::catalog::{Arch, Catalog};
 use crate::error::{InputError, Result};

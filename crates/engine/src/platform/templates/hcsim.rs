@@ -21,15 +21,15 @@
 //!   `cxl_uplink` gives a rate.
 //! - Memory capacities default to unbounded, as HCSim allows (Table 2).
 //! - Read windows (the bytes an XPU keeps in flight to a device, which bound its read rate by
-//!   Little's law) default to the protocols' tag limits ([`super::window`]); HCSim has none.
+//!   Little's law) default to the protocols' tag limits ([`crate::platform::window`]); HCSim has none.
 //!
 //! XPU types are assigned per ToR (the paper keeps the 128 XPUs of one ToR alike): `mix` lists
 //! (type, count) in rank order, each count but the last a multiple of the XPUs per ToR.
 
-use super::window::check_window;
-use super::xpu::{catalog_names, catalog_xpu, check_capacity};
-use super::{Link, MemoryKind, MemorySpec, NodeAttrs, NodeKind, Placement, Platform, Tier};
 use crate::error::{InputError, Result};
+use crate::platform::window::check_window;
+use crate::platform::xpu::{catalog_names, catalog_xpu, check_capacity};
+use crate::platform::{Link, MemoryKind, MemorySpec, NodeAttrs, NodeKind, Placement, Platform, Tier};
 
 /// A link class's rate (bytes/ns = GB/s) and latency (ns).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -114,7 +114,7 @@ pub struct HcsimParams {
     pub dram_bytes: f64,
     /// Each XPU's CXL Type-3 expander, bytes.
     pub cxl_memory_bytes: f64,
-    /// Read windows of the extension memory and the CXL expanders, bytes ([`super::window`]).
+    /// Read windows of the extension memory and the CXL expanders, bytes ([`crate::platform::window`]).
     pub dram_window_bytes: f64,
     pub cxl_window_bytes: f64,
 }
