@@ -65,7 +65,7 @@ def main() -> None:
     table = "\n".join(lines)
     print(table)
     if args.write:
-        write_section("flow_run", table, title="## `clustersim run` on the flow backend: whole workloads")
+        write_section("flow_run", table)
 
 
 if __name__ == "__main__":

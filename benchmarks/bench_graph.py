@@ -92,9 +92,7 @@ def main() -> None:
     body = "\n".join(lines)
     print(body)
     if args.write:
-        write_section(
-            "bench_graph", body, title="## Workload graphs: LLaMA2-13B on HCSim's coherent system (issue 11)"
-        )
+        write_section("graph", body)
 
 
 if __name__ == "__main__":

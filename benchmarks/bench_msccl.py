@@ -67,7 +67,7 @@ def main() -> None:
     body = "\n".join(lines)
     print(body)
     if args.write:
-        write_section("bench_msccl", body, title="### Timing (`bench_msccl.py`)")
+        write_section("msccl", body)
 
 
 if __name__ == "__main__":

@@ -94,10 +94,11 @@ def main() -> None:
         f"| Calculon `llm-optimal-execution` (issue 15) | {c['candidates']} | {c['feasible']} |"
         f" {c['seconds']:.0f} | {c['candidates'] / c['seconds']:.0f} | | | see below | | |"
     )
-    body = "\n".join([run_header(args.runs), "", *rows, "", *whys])
+    print("\n".join(whys))
+    body = "\n".join([run_header(args.runs), "", *rows])
     print(body)
     if args.write:
-        write_section("bench_search", body, title="## Plan search: Calculon's study (issue 15)")
+        write_section("bench_search", body)
 
 
 if __name__ == "__main__":

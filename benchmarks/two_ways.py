@@ -16,7 +16,7 @@ from pathlib import Path
 
 from clustersim.analytical import simulate
 from clustersim.training import train, workload_text
-from results import write_section
+from results import run_header, write_section
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "crates" / "engine" / "data" / "ratio"
@@ -59,7 +59,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--write", action="store_true", help="record the result in benchmarks/RESULTS.md")
     args = ap.parse_args()
-    lines = ["| plan | path | " + " | ".join(COLUMNS) + " |", "|---|---|" + "---|" * len(COLUMNS)]
+    lines = [
+        run_header(),
+        "",
+        "| plan | path | " + " | ".join(COLUMNS) + " |",
+        "|---|---|" + "---|" * len(COLUMNS),
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         ratio = ones(Path(tmp))
         for name, p in PLANS.items():
@@ -79,11 +84,7 @@ def main() -> None:
     body = "\n".join(lines)
     print(body)
     if args.write:
-        write_section(
-            "two_ways",
-            body,
-            title="## The same iteration two ways: `train` vs `workload generate` + `analytical`",
-        )
+        write_section("two_ways", body)
 
 
 if __name__ == "__main__":
