@@ -36,7 +36,6 @@ import statistics
 from pathlib import Path
 
 from clustersim.training import train
-from results import run_header, write_section
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURES = ROOT / "tests" / "data" / "calibration" / "narayanan_sc21_figures.csv"
@@ -174,6 +173,8 @@ def main() -> None:
     all_rows = rows()
     print("\n".join(table(all_rows) + fig17()))
     if args.write:
+        from results import run_header, write_section  # benchmarks/: on the path when run as a script
+
         write_section("narayanan_tradeoffs", "\n".join([run_header(), "", *summary(all_rows)]))
 
 
