@@ -116,7 +116,7 @@ def main() -> None:
     print("\n".join(lines).rstrip())
     if args.write:
         marker = "study_hcsim" + ("_hcsim_model" if args.model == "hcsim" else "")
-        write_section(marker, claims(done, f"`--out {args.out}`" + (" `--quick`" if args.quick else "")))
+        write_section(marker, claims(done, f"`{args.out}/` (arguments: `{' '.join(sys.argv[1:])}`)"))
 
 
 def claims(done: list[tuple[str, dict[str, Any], float]], where: str) -> str:
