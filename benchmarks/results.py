@@ -335,7 +335,7 @@ times are noisy: compare CPU seconds where given. A section not re-run says so a
 date of its numbers. History, with the how and why of every change: `git log -p benchmarks/RESULTS.md`.
 """
 
-RUN_LINE = re.compile(r"^Run of (\d{4}-\d{2}-\d{2})\b[^;]*? on [^;]+?, \d+ cores")
+RUN_LINE = re.compile(r"\bRun of (\d{4}-\d{2}-\d{2})\b[^;]*? on [^;]+?, \d+ cores")
 
 
 def run_header(runs: int | None = None) -> str:
@@ -375,11 +375,13 @@ def _markers(marker: str) -> tuple[str, str]:
 
 
 def section_text(marker: str, body: str) -> str:
-    """The whole section `marker`, markers included; `body` starts with its run line."""
+    """The whole section `marker`, markers included; `body` starts with its run line, which follows
+    what the benchmark measures and its command on the section's first line (the page is short)."""
     bench = benchmark(marker)
     begin, end = _markers(marker)
-    lines = [begin, f"## {bench.title}", f"{bench.what} Regenerate: `{bench.command}`."]
-    return "\n".join([*lines, body.strip("\n"), end])
+    run, *rest = body.strip("\n").splitlines()
+    first = f"{bench.what} Regenerate: `{bench.command}`. {run}"
+    return "\n".join([begin, f"## {bench.title}", first, *rest, end])
 
 
 def write_section(marker: str, body: str, *, path: Path = RESULTS) -> None:
@@ -398,9 +400,9 @@ def write_section(marker: str, body: str, *, path: Path = RESULTS) -> None:
         later = [m for m in order[order.index(marker) + 1 :] if _markers(m)[0] in text]
         if later:
             at = text.index(_markers(later[0])[0])
-            text = text[:at] + block + "\n\n" + text[at:]
+            text = text[:at] + block + "\n" + text[at:]
         else:
-            text = text.rstrip("\n") + "\n\n" + block + "\n"
+            text = text.rstrip("\n") + ("\n" if text.rstrip().endswith("-->") else "\n\n") + block + "\n"
     path.write_text(text, encoding="utf-8")
 
 
@@ -430,7 +432,7 @@ def check(path: Path = RESULTS, folder: Path = HERE) -> list[str]:
             problems.append(f"{where}: no title")
         if not any("Regenerate: `" in line and f"benchmarks/{bench.script}" in line for line in block):
             problems.append(f"{where}: no command that regenerates it")
-        if not any(RUN_LINE.match(line) for line in block):
+        if not any(RUN_LINE.search(line) for line in block):
             problems.append(f"{where}: no line 'Run of YYYY-MM-DD … on MACHINE, N cores'")
         if not any(line.startswith("|") for line in block):
             problems.append(f"{where}: no table")
