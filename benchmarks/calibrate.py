@@ -188,7 +188,6 @@ def main() -> None:
     if args.write:
         compact = ["| rows (metric) | error per row, % |", "|---|---|"]
         compact += [f"| {name} | {', '.join(errs)} |" for name, errs in groups.items()]
-        compact.append(f"| all {len(errors)} | mean {mae:.1f}, worst {worst:.1f} |")
         write_section("calibration", "\n".join([run_header() + " " + summary, "", *compact]))
     if not math.isfinite(mae):
         raise SystemExit(1)

@@ -375,31 +375,42 @@ def _markers(marker: str) -> tuple[str, str]:
 
 
 def section_text(marker: str, body: str) -> str:
-    """The whole section `marker`, markers included; `body` starts with its run line, which follows
-    what the benchmark measures and its command on the section's first line (the page is short)."""
+    """The whole section `marker`: its title line, which holds the begin marker, what the benchmark
+    measures and its command followed by `body`'s first line (the run line), the rest of `body`,
+    and the end marker on a line of its own (the page is short: 400 lines for every benchmark)."""
     bench = benchmark(marker)
     begin, end = _markers(marker)
     run, *rest = body.strip("\n").splitlines()
     first = f"{bench.what} Regenerate: `{bench.command}`. {run}"
-    return "\n".join([begin, f"## {bench.title}", first, *rest, end])
+    return "\n".join([f"## {bench.title} {begin}", first, *rest, end])
+
+
+def _span(text: str, marker: str) -> tuple[int, int] | None:
+    """Where the section `marker` lies in `text`: from the start of its title line to the end of its
+    end marker; None when it is not there whole."""
+    begin, end = _markers(marker)
+    if begin not in text or end not in text:
+        return None
+    at = text.index(begin)
+    stop = text.find(end, at)
+    return None if stop < 0 else (text.rfind("\n", 0, at) + 1, stop + len(end))
 
 
 def write_section(marker: str, body: str, *, path: Path = RESULTS) -> None:
-    """Put the section `marker` (its title, what it measures, `body`) between its markers in `path`.
+    """Put the section `marker` (its title, what it measures, `body`) in `path`, keeping the rest.
 
     `body` starts with the run line (`run_header`, or a carried-over date) and holds the tables.
     A missing section goes in `BENCHMARKS`' order; a missing file starts with `HEADER`."""
     block = section_text(marker, body)
-    begin, end = _markers(marker)
     text = path.read_text(encoding="utf-8") if path.is_file() else HEADER
-    if begin in text and end in text:
-        before, rest = text.split(begin, 1)
-        text = before + block + rest.split(end, 1)[1]
+    span = _span(text, marker)
+    if span is not None:
+        text = text[: span[0]] + block + text[span[1] :]
     else:
         order = [b.marker for b in BENCHMARKS]
-        later = [m for m in order[order.index(marker) + 1 :] if _markers(m)[0] in text]
+        later = [s for m in order[order.index(marker) + 1 :] if (s := _span(text, m)) is not None]
         if later:
-            at = text.index(_markers(later[0])[0])
+            at = later[0][0]
             text = text[:at] + block + "\n" + text[at:]
         else:
             text = text.rstrip("\n") + ("\n" if text.rstrip().endswith("-->") else "\n\n") + block + "\n"
@@ -424,10 +435,11 @@ def check(path: Path = RESULTS, folder: Path = HERE) -> list[str]:
     for bench in BENCHMARKS:
         begin, end = _markers(bench.marker)
         where = f"{path.name}: section {bench.marker} ({bench.script})"
-        if text.count(begin) != 1 or text.count(end) != 1 or text.index(begin) > text.index(end):
+        span = _span(text, bench.marker)
+        if text.count(begin) != 1 or text.count(end) != 1 or span is None:
             problems.append(f"{where}: not exactly one {begin} … {end}")
             continue
-        block = text.split(begin, 1)[1].split(end, 1)[0].strip("\n").splitlines()
+        block = text[span[0] : span[1]].splitlines()
         if not block or not block[0].startswith("## "):
             problems.append(f"{where}: no title")
         if not any("Regenerate: `" in line and f"benchmarks/{bench.script}" in line for line in block):
