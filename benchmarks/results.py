@@ -332,7 +332,8 @@ its own section (the command is in the section); `python3 benchmarks/results.py 
 the page (every section, its date, machine and command; ≤ 400 lines; tests/test_results_page.py).
 Machine: the project's 2-core AMD EPYC (x86_64) build machine, shared with other sessions, so wall
 times are noisy: compare CPU seconds where given. A section not re-run says so and carries the
-date of its numbers. History, with the how and why of every change: `git log -p benchmarks/RESULTS.md`.
+date of its numbers. History, with the how and why of every change: `git log -p benchmarks/RESULTS.md`;
+what some findings mean for a user: docs/notes/ (HCSim studies, ECMP and channels, H100 fidelity).
 """
 
 RUN_LINE = re.compile(r"\bRun of (\d{4}-\d{2}-\d{2})\b[^;]*? on [^;]+?, \d+ cores")
