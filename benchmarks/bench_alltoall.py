@@ -108,9 +108,7 @@ def main() -> None:
     table = "\n".join(lines)
     print(table)
     if args.write:
-        # Its own section: the earlier measurements (sections "alltoall", "alltoall-exact") stay.
-        title = "## All-to-all at scale: direct and NCCL's default PXN"
-        write_section("alltoall-pxn", table, title=title)
+        write_section("alltoall", table)
 
 
 if __name__ == "__main__":

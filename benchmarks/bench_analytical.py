@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from results import write_section
+from results import run_header, write_section
 
 REPO = Path(__file__).resolve().parents[1]
 # In the repository: SimAI's example workload and busbw file, and SimAI's reference CSVs.
@@ -361,51 +361,27 @@ def report(data: dict[str, Any], runs: int, warmup: int) -> tuple[str, bool]:
     return "\n".join(lines), ok
 
 
-HEADER = """\
-# clustersim benchmarks
-
-Numbers below are written by the benchmark scripts in this folder; rerun them to refresh.
-
-## `clustersim analytical` on SimAI's 9216-GPU example
-
-`python3 benchmarks/bench_analytical.py --runs 5 --write` runs four cases — the built-in bandwidth
-model (`-nv 360 -nic 48.5 -n_p_s 8 -g_p_s 8`) and a measured `busbw.yaml`, each in the default mode
-and with `--compat simai` — on `shared/data/simai/workload_analytical.txt` (9216 GPUs).
-
-How it is measured:
-
-- **Whole process**: the installed console script is run as a child process (not the pyenv shell
-  shim on PATH, which costs tens of ms by itself). CPU = user + sys and peak RSS = `ru_maxrss`, both
-  from `os.wait4` on that child; wall time around spawn and wait. The child is spawned by a small
-  `python -S` launcher rather than by the benchmark itself, because Linux counts the spawning
-  process's own peak RSS into the child's `ru_maxrss`; the launcher's peak (the "floor") is shown.
-  `python -c pass` with the same interpreter is the cost of Python start-up alone.
-- **The simulation itself**: `simulate_seconds` that the engine reports in `--json` output (building,
-  executing and accounting the iteration; no Python start-up, no file reading), and
-  `clustersim.simulate(...)` timed in-process with `time.perf_counter` (import once, call N times;
-  this one also includes reading and parsing the files, formatting the CSV and building the Python
-  result).
-- **Correctness**: in `--compat simai` mode the CSV must be byte-identical to SimAI_analytical's
-  output in `tests/data/simai/reference/`, else the benchmark fails.
-- The machine is small and noisy, so every figure is the median of the runs, with min–max.
-
-Targets (from the project's issue): whole process ≤ 0.1 s CPU and ≤ 100 MB RSS; the simulation
-itself ≤ 10 ms. MB = 10^6 bytes.
-
-"""
-
-QUOTED = """
-
-### SimAI_analytical, for comparison (quoted, not measured by us)
-
-Figures quoted from the project's issue and `tests/data/simai/reference/README.md`; we did not
-build or run SimAI_analytical for this benchmark:
-
-| build | CPU per run | memory |
-|---|---|---|
-| SimAI_analytical as shipped (an unoptimised build) | 1.5–1.7 s | 7 MB |
-| SimAI_analytical built with `-O3` | 0.03 s | – |
-"""
+def compact(data: dict[str, Any], runs: int) -> str:
+    """The section of RESULTS.md: one row per case, medians."""
+    lines = [
+        run_header(runs) + f" Whole process: os.wait4 of the child; launcher floor {data['floor']:.1f} MB. "
+        "Every `--compat simai` CSV (CLI and `simulate()`) was byte-identical to SimAI_analytical's. "
+        "For comparison (quoted, not measured): SimAI_analytical as shipped 1.5–1.7 s CPU, built "
+        "with `-O3` 0.03 s.",
+        "",
+        "| case | CPU s | peak RSS MB | engine `simulate_seconds` ms | `simulate()` ms | targets |",
+        "|---|---|---|---|---|---|",
+    ]
+    for label, (cpu, rss, _wall) in data["baselines"][:1]:
+        lines.append(f"| {label} | {cpu.median:.3f} | {rss.median:.1f} | – | – | – |")
+    for (label, (cpu, rss, _wall)), (_, engine, api) in zip(data["cli"], data["sim"], strict=True):
+        ok = max(cpu.median / TARGET_CPU_S, rss.median / TARGET_RSS_MB) <= 1
+        ok &= max(engine.median, api.median) <= TARGET_SIM_S
+        lines.append(
+            f"| {label} | {cpu.median:.3f} | {rss.median:.1f} | {engine.median * 1e3:.2f} | "
+            f"{api.median * 1e3:.2f} | {'✅' if ok else '❌'} |"
+        )
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -490,13 +466,7 @@ def main(argv: list[str] | None = None) -> int:
     section, ok = report(data, args.runs, args.warmup)
     print(section)
     if args.write:
-        write_section(
-            "analytical",
-            section,
-            title="## `clustersim analytical` on SimAI's 9216-GPU example",
-            path=args.results,
-            new_file=HEADER + QUOTED,
-        )
+        write_section("analytical", compact(data, args.runs), path=args.results)
         print(f"\nwrote {args.results}", file=sys.stderr)
     return 3 if args.strict and not ok else 0
 

@@ -80,8 +80,8 @@ def main() -> None:
                 f" {a['group_bandwidth_GBps']:.3f} | {a['bandwidth_GBps']:.3f} |"
             )
             print(lines[-1], flush=True)
-    lines += ["", "calibrate's α–β fits (β on the largest third of the sizes, α on the smallest):", ""]
-    lines += ["| measurement | α (µs) | bandwidth (GB/s) | fit residual rms / max |", "|---|---|---|---|"]
+    fits = [lines[0] + " calibrate's α–β fits (β on the largest third of the sizes, α on the smallest)."]
+    fits += ["", "| measurement | α (µs) | bandwidth (GB/s) | fit residual rms / max |", "|---|---|---|---|"]
     series = [[medians[np_, g, c] for c in COUNTS] for np_, g in CONFIGS]
     for files in [*series, *([log] for log in LOGS)]:
         out = tmp / "cal-"
@@ -92,10 +92,10 @@ def main() -> None:
                 what = f"{Path(s['source'].rsplit(':', 1)[0]).name} ({s['kind']}, {s['ranks']} ranks, busbw)"
             r = s["fit_residual"]
             fitted = f"{s['alpha_us']:.2f} | {s['bandwidth_GBps']:.3f}"
-            lines.append(f"| {what} | {fitted} | {r['rms']:.1%} / {r['max_abs']:.1%} |")
-            print(lines[-1], flush=True)
+            fits.append(f"| {what} | {fitted} | {r['rms']:.1%} / {r['max_abs']:.1%} |")
+            print(fits[-1], flush=True)
     if args.write:
-        write_section("bwtest", "\n".join(lines), title="## bwtest and calibrate on this machine (issue 12)")
+        write_section("bwtest", "\n".join(fits))
 
 
 if __name__ == "__main__":

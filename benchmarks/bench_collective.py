@@ -64,9 +64,7 @@ def main() -> None:
     table = "\n".join(lines)
     print(table)
     if args.write:
-        write_section(
-            "collective", table, title="## `clustersim collective`: nccl-tests sweeps on the flow model"
-        )
+        write_section("collective", table)
 
 
 if __name__ == "__main__":

@@ -102,54 +102,16 @@ def main() -> None:
             )
             print(lines[-1], flush=True)
         base = run(work, "Spectrum-X", 512 << 20, args.seeds, [])
-        lines += [
-            "",
-            "At 512 MiB (the seed's size), what the penalty depends on:",
-            "",
-            "| case | mean ms | min | max | seeds with a collision | / Spectrum-X (mean) |",
-            "|---|---|---|---|---|---|",
-        ]
+        variants = []
         for label, fabric, extra in VARIANTS:
             r = run(work, fabric, 512 << 20, args.seeds, extra)
-            lines.append(
-                f"| {label} | {r['mean']:.3f} | {r['min']:.3f} | {r['max']:.3f} | {r['slow']:.0%}"
-                f" | {r['mean'] / base['mean']:.2f}× |"
-            )
-            print(lines[-1], flush=True)
+            variants.append(f"{label} {r['mean'] / base['mean']:.2f}× ({r['slow']:.0%} of seeds collide)")
+            print(variants[-1], flush=True)
+        lines[0] += " At 512 MiB, mean over seeds / Spectrum-X: " + "; ".join(variants) + "."
     body = "\n".join(lines)
     print(body)
     if args.write:
-        write_section("fabric_ecmp", body, title=TITLE + "\n\n" + INTRO)
-
-
-TITLE = "## SimAI's DCN+ vs Spectrum-X (seed 000) over ECMP seeds"
-INTRO = """`python3 benchmarks/bench_fabric_ecmp.py --seeds 64 --write`. SimAI's experiment as SimAI ran it:
-256 H100, TP 8, one all-reduce in the wg column (a data-parallel ring of 32 GPUs, one per server, on
-each of the 8 rails), `AS_SEND_LAT=2`, through `clustersim run` on the fabrics of SimAI's two
-`gen_Topo_Template.py` commands. Times are the all-reduce (exposed DP communication).
-
-Why the flow model now sees the ECMP penalty. On Spectrum-X a rail's 32 NICs share one rail ToR,
-so the DP ring never leaves it. On DCN+ a ToR holds 8 whole servers (64 NICs, 64 uplinks to 64
-spines), so each rail's ring crosses ToRs 4 times, and at each crossing the 8 rails' connections
-leave one ToR for the next one over 64 uplinks. Per-flow ECMP pins each connection's queue pair to
-one uplink: when two of those 8 hash onto the same spine, both rings run at half rate for the whole
-collective, and the all-reduce (which ends with its slowest ring) takes twice as long. The chance
-that none of the 4 crossings has two of its 8 flows on one spine is (∏ᵢ₌₀⁷ (1 − i/64))⁴ = 0.634⁴ ≈
-16 %, so about 84 % of seeds pay the 2× (with NCCL's 2 channels an uplink needs 3 of 16 flows at
-half a NIC each: about 38 % of seeds pay 1.5×). The seeds column checks these numbers.
-Before, clustersim gave every collective one channel per NIC of a server (8),
-so each NIC spread its ring over 8 flows of 1/8 of its rate; an uplink then needs more than 8
-colliding flows to slow anyone, which 64 flows on 64 uplinks almost never do, and the two fabrics
-came out within 0.3 %. The channel count now follows the group as SimAI builds rings (one per group
-rank of a server, `gen_local_ring`; whole-server groups keep one per NIC), so a one-GPU-per-server
-DP group has one connection per NIC, each queue pair hashed on its own. NCCL duplicates such a ring
-into 2 channels; `--channels 2` gives that, and more queue pairs per connection
-(`--qps`, NCCL_IB_QPS_PER_CONNECTION) dilute the collisions, as NVIDIA recommends for ECMP fabrics.
-With `--routing spray` (per-packet spraying / adaptive routing, as Spectrum-X switches do) a flow is
-split evenly at every switch over its equal-cost next hops; in a fluid model that is exact for ideal
-spraying, and the DCN+ penalty disappears. SimAI's ns-3 run re-hashes every chunk (a new source port
-per flow) and adds packet-level effects (PFC, DCQCN), so its penalty is an average over hash draws
-within one run rather than a distribution over seeds; the mean over seeds is the comparable figure."""
+        write_section("fabric_ecmp", body)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 
 from results import measure_child, run_header, write_section
 
@@ -62,6 +63,7 @@ def main() -> None:
     ap.add_argument("--algorithm", help="only this all-reduce (auto, halving_doubling, hierarchical)")
     ap.add_argument("--sync", choices=("decoder", "layer"), help="only the graphs synchronised so")
     ap.add_argument("--collectives", choices=("nccl", "cm02"), help="only collectives priced so")
+    ap.add_argument("--timeout", type=float, default=3600.0, help="seconds before a run counts as too slow")
     ap.add_argument("--write", action="store_true", help="record the result in benchmarks/RESULTS.md")
     args = ap.parse_args()
     lines = [
@@ -80,7 +82,15 @@ def main() -> None:
     for xpus, algorithm, sync, collectives in cases:
         runs = 1 if algorithm == "ring" else args.runs
         spec = [xpus, algorithm, sync, collectives]
-        measured = [measure_child(CHILD, spec, timeout=3600) for _ in range(runs)]
+        try:
+            measured = [measure_child(CHILD, spec, timeout=args.timeout) for _ in range(runs)]
+        except subprocess.TimeoutExpired:
+            lines.append(
+                f"| {xpus} | {algorithm} | {sync} | {collectives} | | |"
+                f" > {args.timeout:g} (stopped) | | | | |"
+            )
+            print(lines[-1], flush=True)
+            continue
         med = [statistics.median(float(r[i]) for r in measured) for i in range(len(measured[0]))]
         build, graph, run, cpu, iteration_ms, events, rss = med
         note = " (1 run)" if runs == 1 else ""
@@ -92,9 +102,7 @@ def main() -> None:
     body = "\n".join(lines)
     print(body)
     if args.write:
-        write_section(
-            "bench_graph", body, title="## Workload graphs: LLaMA2-13B on HCSim's coherent system (issue 11)"
-        )
+        write_section("graph", body)
 
 
 if __name__ == "__main__":

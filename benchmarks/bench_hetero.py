@@ -53,23 +53,22 @@ def main() -> None:
     lines = [
         run_header(args.runs),
         "",
-        "LLaMA2-13B, 1024 GPUs, TP 8, DP 128, distributed optimizer, analytical network:",
-        "",
-        "| --gpu | wall s | iteration s | MFU % | MFU per type % |",
-        "|---|---|---|---|---|",
     ]
+    jobs = []
     for gpu in ("h100", "a100", "h100:512,a100:512"):
         runs = [measure_child(TRAIN, gpu, timeout=600) for _ in range(args.runs)]
         wall = statistics.median(r[0] for r in runs)
         _, iteration, mfu, use = runs[0]
         per_type = ", ".join(f"{k} {v * 100:.1f}" for k, v in use.items()) or "-"
-        lines.append(f"| {gpu} | {wall:.3f} | {iteration:.3f} | {mfu * 100:.1f} | {per_type} |")
-        print(lines[-1], flush=True)
+        jobs.append(
+            f"`--gpu {gpu}` {iteration:.3f} s, MFU {mfu * 100:.1f} % (per type: {per_type}),"
+            f" {wall:.3f} s wall"
+        )
+        print(jobs[-1], flush=True)
+    lines[0] += " LLaMA2-13B, 1024 GPUs, TP 8, DP 128, dist-opt, analytical network: " + "; ".join(jobs) + "."
     lines += [
-        "",
-        "One 256 MiB all-reduce on hcsim-cxl (H100), flow model:",
-        "",
-        "| XPUs | ring µs | coherent ring µs | coherent / ring | wall s (ring, coherent) |",
+        "| 256 MiB all-reduce on hcsim-cxl (H100), flow model: XPUs | ring µs | coherent ring µs"
+        " | coherent / ring | wall s (ring, coherent) |",
         "|---|---|---|---|---|",
     ]
     for xpus in (64, 256, 1024):
@@ -85,11 +84,7 @@ def main() -> None:
     table = "\n".join(lines)
     print(table)
     if args.write:
-        write_section(
-            "hetero",
-            table,
-            title="## Heterogeneous jobs and the coherent ring all-reduce (HCSim §3.2–§3.3)",
-        )
+        write_section("hetero", table)
 
 
 if __name__ == "__main__":

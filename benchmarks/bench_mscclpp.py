@@ -89,27 +89,14 @@ def main() -> None:
         start = time.perf_counter()
         body = table()
         walls.append(time.perf_counter() - start)
-    notes = (
-        "\n\nSimulated times on the flow model (deterministic: the same every run), busbw in GB/s as"
-        " nccl-tests reports it; where a tuner chose, its pick follows each figure; —: the algorithm"
-        " does not run on that shape (one-shot and two-shot run inside one server); on one server"
-        " hierarchical all-pairs is all-pairs (all-gather) or two-shot (all-reduce). Across 2 nodes × 8,"
-        " NCCL's ring all-gather beats flat all-pairs by 4× (the seed's note: all-pairs puts half of every"
-        " rank's gather on its NIC, the ring 15/128 of it), while hierarchical all-pairs, crossing once per"
-        " rail, beats the ring. All-pairs steps cost MSCCL++'s own measured 1 KB exchanges (its tutorials:"
-        " 4.07 µs packets, 6.51 µs put + signal, 20.49 µs through the proxy), hence the 4.1 µs one-step"
-        " 1 KB figures in one node. MSCCL++'s published numbers are not beside ours: the seed withholds"
-        " them as the simulators' check. The table takes"
-        f" {statistics.median(walls):.2f} s to compute."
+    text = (
+        run_header(args.runs) + " Flow model, deterministic; busbw in GB/s as nccl-tests reports it; —: the"
+        " algorithm does not run on that shape; the table takes"
+        f" {statistics.median(walls):.2f} s to compute.\n\n" + body
     )
-    text = run_header(args.runs) + "\n\n" + body + notes
     print(text)
     if args.write:
-        write_section(
-            "mscclpp",
-            text,
-            title="## MSCCL++'s README comparison on simulated NDv4 (all-pairs vs NCCL)",
-        )
+        write_section("mscclpp", text)
 
 
 if __name__ == "__main__":

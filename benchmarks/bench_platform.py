@@ -60,9 +60,7 @@ def main() -> None:
     body = "\n".join(lines)
     print(body)
     if args.write:
-        write_section(
-            "bench_platform", body, title="## Platforms: building and exporting HCSim's systems (issue 11)"
-        )
+        write_section("platform", body)
 
 
 if __name__ == "__main__":

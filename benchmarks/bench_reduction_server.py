@@ -65,22 +65,11 @@ def main() -> None:
     ap.add_argument("--write", action="store_true", help="record the result in benchmarks/RESULTS.md")
     args = ap.parse_args()
     lines = [
-        run_header(args.runs),
-        "",
-        "4 one-GPU clients + 4 CPU servers (cpu behind a nic), 200 Gbit/s NICs on one switch, all-reduce"
-        " of 32 MiB on the flow model (`benchmarks/bench_reduction_server.py`). Model"
-        " (`collective/reduction_server.rs`): k = S/c chunks, t = α + max(u/B_w, n·b/min(B_s, R), n·b/B_s),"
-        " T = (k+1)·t with ≥ 2 requests in flight. Ideal: ring 133.33 Gbit/s = 200·4/(2·3) as the seed"
-        " says; reduction server 200·k/(k+1) (196.92 at 64 chunks of 512 KiB; 160 with Optcast's 8M"
-        " chunks, k = 4), ratio 1.477 (1.5 in the limit). NCCL overheads: NCCL's latency constants"
-        " (not the seed's measurements, which our copy withholds) on 1 µs links; R (the servers'"
-        " reduction throughput) is assumed: below B·n/(2(n−1)) ≈ 16.7 GB/s the ring wins."
-        " collnet_direct: the same switch reduces (SHARP), no servers needed; its busbw in"
-        " `clustersim collective` takes nccl-tests' in-network factor (n−1)/(n+1).",
-        "",
-        "| overheads | algorithm | time (µs) | algbw (Gbit/s) | vs ring | sim wall (ms) |",
-        "|---|---|---|---|---|---|",
+        "| overheads | ring: µs, Gbit/s | servers, 512 KiB chunks: µs, Gbit/s, × ring"
+        " | servers, Optcast 8M/4/4 | collnet_direct (switch reduces) |",
+        "|---|---|---|---|---|",
     ]
+    walls = []
     for label, latency, env, reduce in SETTINGS:
         ring_us, wall = run(latency, env, None, args.runs)
         rows = [("ring", ring_us, wall)]
@@ -95,22 +84,27 @@ def main() -> None:
             # In-network reduction (SHARP) on the same switch, for comparison.
             us, wall = run(latency, env, None, args.runs, "collnet_direct")
             rows.append(("collnet_direct (switch reduces)", us, wall))
+        cells = []
         for name, us, wall in rows:
             gbps = MIB32 * 8 / (us * 1e3)
-            lines.append(
-                f"| {label} | {name} | {us:.1f} | {gbps:.2f} | {ring_us / us:.3f} | {wall * 1e3:.1f} |"
-            )
+            cells.append(f"{us:.1f}, {gbps:.2f}" + ("" if name == "ring" else f", {ring_us / us:.3f}×"))
+            walls.append(wall)
+        lines.append(f"| {label} | " + " | ".join(cells + ["–"] * (4 - len(cells))) + " |")
+        print(lines[-1], flush=True)
     x = break_even(1, 32.0, 2, 4.0)
-    lines += [
+    lines = [
+        run_header(args.runs) + " NCCL overheads: NCCL's latency constants on 1 µs links; R: the servers'"
+        f" assumed reduction throughput. Each simulation ≤ {max(walls) * 1e3:.1f} ms wall."
+        " Break-even (seed's prices: one p4d.24xlarge $32/h matched by two c7gn.16xlarge $4/h):"
+        f" x = {x:.3f}; 4 one-GPU clients at $32/h each and 4 servers:"
+        f" x = {break_even(4, 32.0, 4, 4.0):.3f}.",
         "",
-        f"Break-even (seed's prices: one p4d.24xlarge $32/h matched by two c7gn.16xlarge $4/h): x = {x:.3f};"
-        " with the seed's 4 one-GPU clients priced at $32/h each and 4 servers: "
-        f"x = {break_even(4, 32.0, 4, 4.0):.3f}.",
+        *lines,
     ]
     body = "\n".join(lines)
     print(body)
     if args.write:
-        write_section("reduction-server", body, title="## Reduction servers: seed 004's Optcast set-up")
+        write_section("reduction_server", body)
 
 
 if __name__ == "__main__":

@@ -69,7 +69,7 @@ def main() -> None:
             print(lines[-1], flush=True)
     body = "\n".join(lines)
     if args.write:
-        write_section("replay", body, title="## clustersim replay (issue 12 item 2)")
+        write_section("replay", body)
     else:
         print(body)
 

@@ -136,21 +136,16 @@ def main() -> None:
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     body = "\n".join(
         [
-            run_header(args.runs) + f" Load average at the end: {load}.",
+            run_header(args.runs) + f" Load average at the end: {load}."
+            f" `python -c pass` (the interpreter's start-up, in every command): {wall:.3f} s wall,"
+            f" {cpu:.3f} s CPU.",
             "",
             *rows,
-            "",
-            f"`python -c pass` (the interpreter's start-up, in every command): {wall:.3f} s wall,"
-            f" {cpu:.3f} s CPU.",
         ]
     )
     print(body)
     if args.write:
-        write_section(
-            "bench_search_speed_command",
-            body,
-            title="## Plan search from the command: the first search made cheaper (issue 15)",
-        )
+        write_section("bench_search_speed", body)
 
 
 if __name__ == "__main__":

@@ -98,7 +98,7 @@ def main() -> None:
     body = "\n".join(lines)
     print(body)
     if args.write:
-        write_section("startup", body, title="## Start-up of the `clustersim` command (issue 10)")
+        write_section("startup", body)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ Median of --runs.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import tempfile
 from pathlib import Path
@@ -57,8 +56,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--write", action="store_true", help="record the result in benchmarks/RESULTS.md")
     args = ap.parse_args()
-    load = os.getloadavg()[0]
-    lines = [run_header(args.runs) + f" Load average at the start: {load:.1f}.", ""]
+    lines = [run_header(args.runs), ""]
     lines += ["| case | wall s | points/s | CPU s |", "|---|---|---|---|"]
     with tempfile.TemporaryDirectory() as tmp:
         spec = Path(tmp) / "grid.yaml"
@@ -84,9 +82,7 @@ def main() -> None:
     table = "\n".join(lines)
     print(table)
     if args.write:
-        write_section(
-            "sweep", table, title="## `clustersim sweep`: points per second and resuming (issue 15)"
-        )
+        write_section("sweep", table)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 16384 (the engine's checks included), then writing its SimAI text (`.to_simai()`), each in a fresh
 process (CPU time of each call, imports excluded), median of --runs.
 
-    python3 benchmarks/bench_topology.py [--runs 3]
+    python3 benchmarks/bench_topology.py [--runs 3] [--write]
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from results import measure_child, run_header
+from results import measure_child, run_header, write_section
 
 CODE = """import json, sys, time
 from clustersim.topology import simai_template
@@ -27,12 +27,21 @@ SIZES = (2048, 16384)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--write", action="store_true", help="record the result in benchmarks/RESULTS.md")
     args = parser.parse_args()
-    print(run_header(args.runs))
+    lines = [
+        run_header(args.runs),
+        "",
+        "| Spectrum-X template | build CPU s | SimAI text CPU s |",
+        "|---|---|---|",
+    ]
     for gpus in SIZES:
         runs = [measure_child(CODE, gpus, 600) for _ in range(args.runs)]
         build, write = (statistics.median(r[i] for r in runs) for i in (0, 1))
-        print(f"Spectrum-X {gpus} GPUs: build {build:.3f} s, SimAI text {write:.3f} s")
+        lines.append(f"| {gpus} GPUs | {build:.3f} | {write:.3f} |")
+        print(lines[-1], flush=True)
+    if args.write:
+        write_section("topology", "\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -92,7 +92,7 @@ def main() -> None:
     table = "\n".join(rows)
     print(table)
     if args.write:
-        write_section("train", table, title="## `clustersim train`: Llama 3 405B on 16384 GPUs")
+        write_section("train", table)
 
 
 if __name__ == "__main__":

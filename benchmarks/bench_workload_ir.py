@@ -71,7 +71,7 @@ def main() -> None:
     table = "\n".join(lines)
     print(table)
     if args.write:
-        write_section("workload-ir", table, title="## Workload IR from Python: import, JSON out and back")
+        write_section("workload_ir", table)
 
 
 if __name__ == "__main__":

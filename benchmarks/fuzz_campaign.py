@@ -31,6 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 RUN_EVERY = 32
+TOTALS: list[str] = []  # one markdown row per reader's campaign, for --write
 
 from fuzzing import (  # noqa: E402 - tests/ is put on the path just above
     ACCELERATOR_WORDS,
@@ -203,6 +204,10 @@ def campaign(
             failures.setdefault(kind_of(f["problem"]), f)
     accepted, refused = sum(d["accepted"] for d in ran), sum(d["refused"] for d in ran)
     wall, cpu = sum(d["wall_s"] for d in ran), sum(d["cpu_s"] for d in ran)
+    TOTALS.append(
+        f"| {name} | {inputs:,} | {accepted:,} | {refused:,} | {len(failures)}"
+        f" | {cpu / max(inputs, 1) * 1e3:.2f} |"
+    )
     print(
         f"fuzz {name} (seed {seed}): {inputs} inputs, {accepted} accepted, {refused} refused, "
         f"{len(failures)} kinds of failure, {wall:.1f} s ({wall / max(inputs, 1) * 1e3:.2f} ms/input, "
@@ -236,6 +241,7 @@ def main() -> None:
     ap.add_argument("--log", metavar="DIR", help="append each chunk's counts to DIR/READER.jsonl; resume")
     ap.add_argument("--case", type=int, help="run this one input of the (one) reader and show it")
     ap.add_argument("--report", action="store_true", help="only the totals of the chunks in the log")
+    ap.add_argument("--write", action="store_true", help="record the totals in benchmarks/RESULTS.md")
     args = ap.parse_args()
     scratch = Scratch()
     chosen = readers(scratch)
@@ -253,6 +259,12 @@ def main() -> None:
         failed += campaign(
             name, chosen[name], args.cases, args.seed, args.chunk, log, args.first, not args.report
         )
+    if args.write:
+        from results import run_header, write_section
+
+        head = [f"{run_header()} Seed {args.seed}.", "", "| reader | inputs | accepted | refused"]
+        head[-1] += " | kinds of failure | ms CPU per input |"
+        write_section("fuzz", "\n".join([*head, "|---|---:|---:|---:|---:|---:|", *TOTALS]))
     sys.exit(1 if failed else 0)
 
 

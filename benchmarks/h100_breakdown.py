@@ -36,7 +36,7 @@ from collections import defaultdict
 from clustersim.measure.kernels import KernelRow, iteration_kernels
 from h100_public import MEGATRON, MEGATRON_SEQ, MEGATRON_VOCAB, megatron_model, simulate_megatron
 from hopper_kernels import CAUSAL_BWD, GEMMS
-from results import write_section
+from results import run_header, write_section
 
 ROWS = ("1.7B", "7.1B")
 # HBM bytes per element of the element-wise classes, as the model counts them (compute/kernel.rs
@@ -115,7 +115,7 @@ def per_micro_batch(rows: list[KernelRow], layers: int, tp: int) -> list[tuple[K
     return out
 
 
-def breakdown(size: str) -> list[str]:
+def breakdown(size: str, checked: dict[str, dict[str, list[float]]] | None = None) -> list[str]:
     _, heads, hidden, layers, tp, pp, _dp, gpus, gbs, *_ = next(r for r in MEGATRON if r[0] == size)
     model = megatron_model(heads, hidden, layers)
     plan = {"gpus": gpus, "gbs": gbs, "tp": tp, "pp": pp, "mbs": 1, "sp": tp > 1}
@@ -151,6 +151,14 @@ def breakdown(size: str) -> list[str]:
         cells = f"{pub[0]:.0f} {unit} [{pub[1]}] | {value / pub[0]:.2f}" if pub else "| "
         label = f"gemm {shape.replace('x', '×')}" if shape else name
         lines.append(f"| {label} | {1e3 * s:.2f} | {100 * s / total:.1f}% | {value:.0f} {unit} | {cells} |")
+        if pub and checked is not None:
+            kind = f"{name} [{pub[1]}]" if not shape else f"GEMMs of OpenXLA's shapes [{pub[1]}]"
+            share, ratio = 100 * s / total, value / pub[0]
+            if kind in checked and size in checked[kind]:  # several GEMM shapes: the sum and the range
+                old_share, *ratios = checked[kind][size]
+                checked[kind][size] = [old_share + share, *ratios, ratio]
+            else:
+                checked.setdefault(kind, {})[size] = [share, ratio]
     adam_rate = hbm_bytes(adam) / adam.model_s / 1e9
     lines.append(f"| adam (per iteration) | {1e3 * adam.model_s:.2f} | | {adam_rate:.0f} GB/s | | |")
     return lines
@@ -160,14 +168,28 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--write", action="store_true", help="write the tables into benchmarks/RESULTS.md")
     args = ap.parse_args()
-    text = "\n".join(line for size in ROWS for line in [*breakdown(size), ""]).rstrip()
+    checked: dict[str, dict[str, list[float]]] = {}
+    parts = [breakdown(size, checked) for size in ROWS]
+    text = "\n".join(line for lines in parts for line in [*lines, ""]).rstrip()
     print(text)
     if args.write:
-        write_section(
-            "i14-small-breakdown",
-            text,
-            title="## H100 small models: the compute model per op class (issue 14, branch i14-small)",
-        )
+        heads = "; ".join(lines[0].split(":", 1)[0] + ":" + lines[0].split("=", 1)[1] for lines in parts)
+        rows = [
+            f"{run_header()} One micro-batch of 4096 tokens: {heads}.",
+            "",
+            "| op class with a published kernel | "
+            + " | ".join(f"GPT {s}: share, model / published" for s in ROWS)
+            + " |",
+            "|---|" + "---|" * len(ROWS),
+        ]
+        for kind, by_size in checked.items():
+            cells = []
+            for s in ROWS:
+                share, *ratios = by_size[s]
+                spread = f"{min(ratios):.2f}" + (f"–{max(ratios):.2f}" if len(ratios) > 1 else "")
+                cells.append(f"{share:.1f} %, {spread}")
+            rows.append(f"| {kind} | " + " | ".join(cells) + " |")
+        write_section("h100_breakdown", "\n".join(rows))
 
 
 if __name__ == "__main__":

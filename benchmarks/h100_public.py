@@ -71,7 +71,7 @@ import argparse
 
 from clustersim.api import train
 from clustersim.training import train as simulate
-from results import write_section
+from results import run_header, write_section
 
 PEAK = 989e12
 
@@ -216,11 +216,13 @@ def main() -> None:
     )
     print(text)
     if args.write:
-        write_section(
-            "i14-h100-fidelity",
-            text,
-            title="## H100 fidelity: the README runs' options, the cross-entropy (issue 14, branch i14-h100)",
+        names = [row[0] for row in MOSAIC]
+        per_row = ", ".join(f"{n} {e:+.1f}" for n, e in zip(names, p_err, strict=True))
+        head = (
+            f"{run_header()} Megatron-LM README rows: {summary(m_err)} MosaicML llm-foundry (FSDP, sequence"
+            f" 2048; not apples to apples): {summary(p_err)[:-1]} ({per_row} %)."
         )
+        write_section("h100_public", "\n".join([head, "", *megatron]))
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ beside micro-batch 1 without interleaving (calibrate.py's rule before).
 
 from __future__ import annotations
 
+import argparse
 import csv
 import sys
 import time
@@ -20,6 +21,7 @@ from pathlib import Path
 from calibrate import DATA, SC21, hardware_flops
 from clustersim.explore.search import part_column, search
 from clustersim.training import train
+from results import run_header, write_section
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -95,8 +97,15 @@ def weak_scaling_rows() -> list[str]:
 
 
 def main() -> None:
-    body = "\n".join([*search_rows(), "", *weak_scaling_rows()])
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--write", action="store_true", help="record the search table in benchmarks/RESULTS.md")
+    args = ap.parse_args()
+    searched = search_rows()
+    body = "\n".join([*searched, "", *weak_scaling_rows()])
     print(body)
+    if args.write:
+        table = searched[: searched.index("")]
+        write_section("megatron_plans", "\n".join([run_header(), "", *table]))
 
 
 if __name__ == "__main__":

@@ -30,7 +30,9 @@ orders) is checked exactly by tests/test_narayanan_tradeoffs.py.
 
 from __future__ import annotations
 
+import argparse
 import csv
+import statistics
 from pathlib import Path
 
 from clustersim.training import train
@@ -111,9 +113,8 @@ STATED = {
 HEADER = "| batch | configuration | model TFLOP/s | published | error | parts (s) |"
 
 
-def table() -> list[str]:
+def table(all_rows: list[dict]) -> list[str]:
     lines = []
-    all_rows = rows()
     for fig in ("13", "14", "15", "16", "12", "18"):
         figure = [r for r in all_rows if r["figure"] == fig]
         lines += [f"**Fig. {fig}**", "", HEADER, "|---|---|---|---|---|---|"]
@@ -149,8 +150,32 @@ def fig17() -> list[str]:
     return lines
 
 
+def summary(all_rows: list[dict]) -> list[str]:
+    """Per figure: the configurations compared and model − published, % (the section of RESULTS.md)."""
+    lines = ["| figure | configurations with a published value | model − published, % (median) |"]
+    lines.append("|---|---|---|")
+    for fig in ("13", "14", "15", "16", "12", "18"):
+        errs = [
+            (r["run"]["tflops"] / float(r["tflops_per_gpu"]) - 1) * 100
+            for r in all_rows
+            if r["figure"] == fig and r["tflops_per_gpu"]
+        ]
+        if errs:
+            spread = f"{min(errs):+.1f} … {max(errs):+.1f} ({statistics.median(errs):+.1f})"
+            lines.append(f"| {fig} | {len(errs)} | {spread} |")
+    return lines
+
+
 def main() -> None:
-    print("\n".join(table() + fig17()))
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--write", action="store_true", help="record the summary in benchmarks/RESULTS.md")
+    args = ap.parse_args()
+    all_rows = rows()
+    print("\n".join(table(all_rows) + fig17()))
+    if args.write:
+        from results import run_header, write_section  # benchmarks/: on the path when run as a script
+
+        write_section("narayanan_tradeoffs", "\n".join([run_header(), "", *summary(all_rows)]))
 
 
 if __name__ == "__main__":

@@ -475,6 +475,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--json", metavar="OUT", help="write every entry and row as JSON")
     ap.add_argument("--every-size", action="store_true", help="simulate every size of the log")
     ap.add_argument("--keep-platforms", metavar="DIR", help="write the platform files here")
+    ap.add_argument("--write", action="store_true", help="record the summary in benchmarks/RESULTS.md")
     args = ap.parse_args(argv)
     entries = load(args.split, args.only)
     start = time.monotonic()
@@ -498,6 +499,13 @@ def main(argv: list[str] | None = None) -> None:
     if args.json:
         doc = {"wall_s": wall, "summary": [summary(results, s) for s in ("train", "validation")]}
         Path(args.json).write_text(json.dumps(doc | {"entries": results}, indent=1), encoding="utf-8")
+    if args.write:
+        from results import run_header, write_section
+
+        head = (
+            f"{run_header()} {len(results)} entries in {wall:.0f} s; the table per entry: without `--write`."
+        )
+        write_section("nccl_corpus", f"{head}\n\n{summary_table(results)}")
 
 
 if __name__ == "__main__":

@@ -6,9 +6,11 @@ exposed data-parallel and TP communication of the breakdown stage, per plan and 
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 from clustersim import api
+from results import run_header, write_section
 
 LLAMA_405B: dict[str, Any] = dict(
     model="llama3-405b",
@@ -50,13 +52,20 @@ SETS: list[tuple[str, dict[str, Any]]] = [
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--write", action="store_true", help="record the table in benchmarks/RESULTS.md")
+    args = ap.parse_args()
+    labels = [label for label, _ in SETS]
+    lines = ["| plan | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
     print("| plan | overlaps | iteration s | MFU % | exposed DP s | exposed TP s |")
     print("|---|---|---|---|---|---|")
     for name, plan in PLANS:
+        cells = []
         for label, flags in SETS:
-            if "param_gather" in str(flags) and not plan.get("dist_opt"):
-                continue
-            if "tp_comm" in str(flags) and not plan.get("sp"):
+            if ("param_gather" in str(flags) and not plan.get("dist_opt")) or (
+                "tp_comm" in str(flags) and not plan.get("sp")
+            ):
+                cells.append("–")
                 continue
             r = api.train(gpu="h100", **plan, **flags)
             b = r.breakdown_s
@@ -65,6 +74,11 @@ def main() -> None:
                 f"| {name} | {label} | {r.iteration_s:.3f} | {100 * r.mfu:.1f} | {dp:.3f} "
                 f"| {b['exposed TP comm']:.3f} |"
             )
+            cells.append(f"{r.iteration_s:.3f} ({dp:.3f}, {b['exposed TP comm']:.3f})")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    if args.write:
+        head = run_header() + " Iteration s (exposed DP s, exposed TP s); –: the option needs SP or dist-opt."
+        write_section("overlap_iterations", "\n".join([head, "", *lines]))
 
 
 if __name__ == "__main__":

@@ -110,19 +110,29 @@ def main() -> None:
     ]
     with ThreadPoolExecutor(args.jobs) as pool:
         done = list(pool.map(lambda c: study(*c), cases))
-    lines = [run_header(1), ""]
+    lines = [run_header(), ""]
     for name, doc, wall in done:
         lines += [f"**{name}** (wall {wall:.1f} s, {len(doc['rows'])} points):", "", *markdown(name, doc), ""]
-    body = "\n".join(lines).rstrip()
-    print(body)
+    print("\n".join(lines).rstrip())
     if args.write:
-        hcsim = args.model == "hcsim"
-        write_section(
-            "study_hcsim" + ("_hcsim_model" if hcsim else ""),
-            body,
-            title="## The HCSim paper's studies: Fig. 8, 10, 11 and Table 6 (issue 11, item 8)"
-            + (", with HCSim's modelling (--model hcsim)" if hcsim else ""),
-        )
+        marker = "study_hcsim" + ("_hcsim_model" if args.model == "hcsim" else "")
+        write_section(marker, claims(done, f"`{args.out}/` (arguments: `{' '.join(sys.argv[1:])}`)"))
+
+
+def claims(done: list[tuple[str, dict[str, Any], float]], where: str) -> str:
+    """The section of RESULTS.md: per study, the paper's claims that hold and those that do not."""
+    lines = [
+        run_header() + f" Rows and plots in {where}.",
+        "",
+        "| study | points | wall s | holds | does not hold |",
+        "|---|---:|---:|---|---|",
+    ]
+    for name, doc, wall in done:
+        found = doc["findings"]
+        holds = "; ".join(f["claim"] for f in found if f["holds"]) or "–"
+        fails = "; ".join(f"{f['claim']} ({f['detail']})" for f in found if not f["holds"]) or "–"
+        lines.append(f"| {name} | {len(doc['rows'])} | {wall:.1f} | {holds} | {fails} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from clustersim.analytical import simulate
 from clustersim.training import train, workload_text
-from results import write_section
+from results import run_header, write_section
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "crates" / "engine" / "data" / "ratio"
@@ -59,7 +59,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--write", action="store_true", help="record the result in benchmarks/RESULTS.md")
     args = ap.parse_args()
-    lines = ["| plan | path | " + " | ".join(COLUMNS) + " |", "|---|---|" + "---|" * len(COLUMNS)]
+    lines = [
+        run_header(),
+        "",
+        "| plan | path | " + " | ".join(COLUMNS) + " |",
+        "|---|---|" + "---|" * len(COLUMNS),
+    ]
+    pivot = [
+        run_header() + " Each cell: `train` / `workload generate` → `analytical` with ratio tables of ones /"
+        " with SimAI's ratio tables.",
+        "",
+        "| plan | " + " | ".join(COLUMNS) + " |",
+        "|---|" + "---|" * len(COLUMNS),
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         ratio = ones(Path(tmp))
         for name, p in PLANS.items():
@@ -76,14 +88,16 @@ def main() -> None:
             }
             for label, row in runs.items():
                 lines.append(f"| {name} | {label} | " + " | ".join(f"{c:.3f}" for c in row) + " |")
-    body = "\n".join(lines)
-    print(body)
+            ways = [
+                runs["train"],
+                runs["generate → analytical (ratios 1)"],
+                runs["generate → analytical (SimAI ratios)"],
+            ]
+            by_part = (" / ".join(f"{w[i]:.3f}" for w in ways) for i in range(len(COLUMNS)))
+            pivot.append(f"| {name} | " + " | ".join(by_part) + " |")
+    print("\n".join(lines))
     if args.write:
-        write_section(
-            "two_ways",
-            body,
-            title="## The same iteration two ways: `train` vs `workload generate` + `analytical`",
-        )
+        write_section("two_ways", "\n".join(pivot))
 
 
 if __name__ == "__main__":
