@@ -30,7 +30,7 @@
 
 use super::choose::Options;
 use super::nccl::{Latency, Protocol};
-use super::{send, Algorithm, CollectiveAlgorithm, Grain, GroupTopo, Phase, Servers, Transfer, DIRECT_MAX_RANKS};
+use super::{send, Algorithm, CollectiveAlgorithm, GroupTopo, Phase, Request, Servers, Transfer, DIRECT_MAX_RANKS};
 use crate::workload::Collective;
 
 /// MSCCL++'s cost of one dependent step, µs, as (base, NVLink hop, network hop) per protocol.
@@ -108,8 +108,8 @@ impl CollectiveAlgorithm for AllPairs {
         }
     }
 
-    fn phases(&self, _c: Collective, g: &GroupTopo, _s: &Servers, bytes: f64, _ch: u32, _grain: Grain) -> Vec<Phase> {
-        vec![everyone(g.size(), bytes / g.size() as f64)]
+    fn phases(&self, r: &Request) -> Vec<Phase> {
+        vec![everyone(r.group.size(), r.bytes / r.group.size() as f64)]
     }
 
     fn offered(&self, _c: Collective, _g: &GroupTopo, _s: &Servers, opts: &Options) -> bool {
@@ -134,8 +134,8 @@ impl CollectiveAlgorithm for OneShot {
         in_one_server(self.name(), c, g, s)
     }
 
-    fn phases(&self, _c: Collective, g: &GroupTopo, _s: &Servers, bytes: f64, _ch: u32, _grain: Grain) -> Vec<Phase> {
-        vec![everyone(g.size(), bytes)]
+    fn phases(&self, r: &Request) -> Vec<Phase> {
+        vec![everyone(r.group.size(), r.bytes)]
     }
 
     fn offered(&self, _c: Collective, _g: &GroupTopo, _s: &Servers, opts: &Options) -> bool {
@@ -160,9 +160,9 @@ impl CollectiveAlgorithm for TwoShot {
         in_one_server(self.name(), c, g, s)
     }
 
-    fn phases(&self, _c: Collective, g: &GroupTopo, _s: &Servers, bytes: f64, _ch: u32, _grain: Grain) -> Vec<Phase> {
-        let shard = bytes / g.size() as f64;
-        vec![everyone(g.size(), shard), everyone(g.size(), shard)]
+    fn phases(&self, r: &Request) -> Vec<Phase> {
+        let (n, shard) = (r.group.size(), r.bytes / r.group.size() as f64);
+        vec![everyone(n, shard), everyone(n, shard)]
     }
 
     fn offered(&self, _c: Collective, _g: &GroupTopo, _s: &Servers, opts: &Options) -> bool {

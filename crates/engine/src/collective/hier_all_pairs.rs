@@ -28,7 +28,7 @@
 use super::all_pairs::{exchange, too_many, MSCCLPP_LATENCY_US};
 use super::choose::Options;
 use super::nccl::{Latency, Protocol};
-use super::{Algorithm, CollectiveAlgorithm, Grain, GroupTopo, Phase, Servers, Transfer};
+use super::{Algorithm, CollectiveAlgorithm, GroupTopo, Phase, Request, Servers, Transfer};
 use crate::workload::Collective;
 
 pub struct HierAllPairs;
@@ -56,8 +56,9 @@ impl CollectiveAlgorithm for HierAllPairs {
         }
     }
 
-    fn phases(&self, c: Collective, g: &GroupTopo, s: &Servers, bytes: f64, _ch: u32, _grain: Grain) -> Vec<Phase> {
-        let (nodes, n) = (s.members.len() as f64, g.size() as f64);
+    fn phases(&self, r: &Request) -> Vec<Phase> {
+        let (c, s, bytes) = (r.collective, r.servers, r.bytes);
+        let (nodes, n) = (s.members.len() as f64, r.group.size() as f64);
         let m = n / nodes;
         let phase = |parts: Vec<Vec<Transfer>>| Phase { transfers: parts.concat(), repeat: 1 };
         let shard = bytes / n;

@@ -16,7 +16,7 @@
 //! data crosses the network, on every NIC at once. NCCL has no such algorithm: it runs only
 //! when forced.
 
-use super::{send, Algorithm, CollectiveAlgorithm, Grain, GroupTopo, Phase, Servers, Transfer};
+use super::{send, Algorithm, CollectiveAlgorithm, GroupTopo, Phase, Request, Servers, Transfer};
 use crate::workload::Collective;
 
 pub struct Hierarchical;
@@ -44,16 +44,8 @@ impl CollectiveAlgorithm for Hierarchical {
         }
     }
 
-    fn phases(
-        &self,
-        c: Collective,
-        _g: &GroupTopo,
-        s: &Servers,
-        bytes: f64,
-        channels: u32,
-        _grain: Grain,
-    ) -> Vec<Phase> {
-        hierarchical(c, s, bytes, channels)
+    fn phases(&self, r: &Request) -> Vec<Phase> {
+        hierarchical(r.collective, r.servers, r.bytes, r.channels)
     }
 }
 

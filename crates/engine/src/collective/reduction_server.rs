@@ -28,7 +28,7 @@
 //! own GPU-to-server path; equal on the templates, whose host links have no latency). NCCL does not model reduction servers: forced, they run with the
 //! point-to-point latency constants over two network hops (up, down).
 
-use super::{Algorithm, Call, CollectiveAlgorithm, Endpoint, Grain, GroupTopo, Phase, Servers, Transfer};
+use super::{Algorithm, Call, CollectiveAlgorithm, Endpoint, GroupTopo, Phase, Request, Servers, Transfer};
 use crate::error::{InputError, Result};
 use crate::platform::{NodeKind, Platform};
 use crate::workload::Collective;
@@ -147,7 +147,8 @@ impl CollectiveAlgorithm for ReductionServer {
         (c != Collective::AllReduce).then(|| "a reduction server reduces for all-reduce only".into())
     }
 
-    fn phases(&self, _c: Collective, g: &GroupTopo, _s: &Servers, bytes: f64, _ch: u32, _gr: Grain) -> Vec<Phase> {
+    fn phases(&self, r: &Request) -> Vec<Phase> {
+        let (g, bytes) = (r.group, r.bytes);
         let k = (bytes / self.split.chunk_bytes).ceil().clamp(1.0, u32::MAX as f64 / 4.0) as u32;
         let unit = bytes / k as f64;
         let shares = self.shares(unit);
