@@ -27,6 +27,7 @@
 
 use super::all_pairs::{exchange, too_many, MSCCLPP_LATENCY_US};
 use super::choose::Options;
+use super::hierarchical::{along_rails, RAIL_KINDS};
 use super::nccl::{Latency, Protocol};
 use super::{Algorithm, CollectiveAlgorithm, GroupTopo, Phase, Request, Servers, Transfer};
 use crate::workload::Collective;
@@ -43,17 +44,11 @@ impl CollectiveAlgorithm for HierAllPairs {
     }
 
     fn collectives(&self) -> &[Collective] {
-        &[Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter]
+        &RAIL_KINDS
     }
 
     fn unsupported(&self, c: Collective, g: &GroupTopo, s: &Servers) -> Option<String> {
-        if !matches!(c, Collective::AllReduce | Collective::AllGather | Collective::ReduceScatter) {
-            Some("hier_all_pairs is defined for all-reduce, all-gather and reduce-scatter".into())
-        } else if s.uniform().is_none() {
-            Some("servers hold different numbers of group ranks, so rails do not line up".into())
-        } else {
-            too_many(g.size())
-        }
+        along_rails(self.name(), c, s).or_else(|| too_many(g.size()))
     }
 
     fn phases(&self, r: &Request) -> Vec<Phase> {
