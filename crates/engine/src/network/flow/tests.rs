@@ -826,6 +826,17 @@ fn ring_beside_reads(stranger_bytes: f64) -> (Platform, [Vec<Route>; 3]) {
     (t, [ring, company, stranger])
 }
 
+/// A simulation of `t` (fast-forward `ff`, recall `recall`) with the reads in `company` started
+/// at 5 ns and the first ring (tag 1) of 60 runs at 100 ns.
+fn ring_started(t: &Platform, ring: &[Route], company: &[Route], ff: bool, recall: bool) -> FlowSim {
+    let mut sim = FlowSim::new(t);
+    sim.set_fast_forward(ff);
+    sim.set_recall(recall);
+    sim.add_batch_waiting(5.0, company.to_vec(), 1, 0, Wait::Fixed(45.0));
+    sim.add_batch_waiting(100.0, ring.to_vec(), 60, 1, Wait::Fixed(45.0));
+    sim
+}
+
 #[test]
 fn a_run_met_again_in_the_same_company_is_recalled_exactly() {
     // Rings of 60 runs start one after the other, each as the one before ends (as an executor
@@ -835,11 +846,7 @@ fn a_run_met_again_in_the_same_company_is_recalled_exactly() {
     // Recall on, off, and every run simulated agree to 1e-9; recall saves runs.
     let (t, [ring, company, stranger]) = ring_beside_reads(9_000.0);
     let run = |ff: bool, recall: bool| {
-        let mut sim = FlowSim::new(&t);
-        sim.set_fast_forward(ff);
-        sim.set_recall(recall);
-        sim.add_batch_waiting(5.0, company.clone(), 1, 0, Wait::Fixed(45.0));
-        sim.add_batch_waiting(100.0, ring.clone(), 60, 1, Wait::Fixed(45.0));
+        let mut sim = ring_started(&t, &ring, &company, ff, recall);
         let (mut ends, mut strangers) = (Vec::new(), [20_000.3, 61_000.7, 130_000.1].into_iter());
         let mut finished = Vec::new();
         while let Some(now) = sim.step(&mut finished) {
@@ -879,11 +886,7 @@ fn a_recall_waits_for_a_batch_added_for_sooner_after_one_added_for_later() {
     // agree to 1e-9.
     let (t, [ring, company, stranger]) = ring_beside_reads(700.0);
     let run = |ff: bool, recall: bool| {
-        let mut sim = FlowSim::new(&t);
-        sim.set_fast_forward(ff);
-        sim.set_recall(recall);
-        sim.add_batch_waiting(5.0, company.clone(), 1, 0, Wait::Fixed(45.0));
-        sim.add_batch_waiting(100.0, ring.clone(), 60, 1, Wait::Fixed(45.0));
+        let mut sim = ring_started(&t, &ring, &company, ff, recall);
         let mut ends = Vec::new();
         let mut finished = Vec::new();
         while let Some(now) = sim.step(&mut finished) {
