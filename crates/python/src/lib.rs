@@ -294,11 +294,13 @@ fn catalog_accelerators() -> String {
     serde_json::Value::Object(entries).to_string()
 }
 
+type AcceleratorEntry = (Option<String>, Option<(String, String)>);
+
 /// A user's accelerator `name` from its entry (JSON text): (the entry as the catalog's schema
 /// reads it, JSON text with peaks and NIC resolved, None) or (None, (field, problem)) for the
 /// front end to place in the user's file.
 #[pyfunction]
-fn accelerator_entry(name: &str, doc: &str) -> PyResult<(Option<String>, Option<(String, String)>)> {
+fn accelerator_entry(name: &str, doc: &str) -> PyResult<AcceleratorEntry> {
     let value: serde_json::Value =
         serde_json::from_str(doc).map_err(|e| EngineInputError::new_err(format!("accelerator: {e}")))?;
     Ok(match Accelerator::from_value(name, &value, &Catalog::shipped().nics) {

@@ -28,11 +28,11 @@ impl ServerSpec {
     }
 
     pub fn nvlink(&self) -> f32 {
-        self.nvlink_busbw.filter(|v| *v > 0.0).unwrap_or_else(|| self.gpu.nvlink_busbw)
+        self.nvlink_busbw.filter(|v| *v > 0.0).unwrap_or(self.gpu.nvlink_busbw)
     }
 
     pub fn nic_bw(&self) -> f32 {
-        self.nic_busbw.filter(|v| *v > 0.0).unwrap_or_else(|| self.nic.busbw)
+        self.nic_busbw.filter(|v| *v > 0.0).unwrap_or(self.nic.busbw)
     }
 
     pub fn validate(&self) -> Result<()> {
