@@ -30,6 +30,19 @@ pub struct Call<'a> {
     pub schedule: &'a Schedule,
 }
 
+/// What [`CollectiveAlgorithm::phases`] turns into a schedule: collective `collective` of
+/// S = `bytes` on `group` (on `servers`), rings and trees over `channels` channels, pipelines
+/// cut at `grain`.
+#[derive(Clone, Copy)]
+pub struct Request<'a> {
+    pub collective: Collective,
+    pub group: &'a GroupTopo<'a>,
+    pub servers: &'a Servers,
+    pub bytes: f64,
+    pub channels: u32,
+    pub grain: Grain,
+}
+
 /// A collective algorithm, defined once: its schedule and NCCL's timing of it.
 pub trait CollectiveAlgorithm: Sync {
     /// The name NCCL_ALGO, `--algo` and reports use (lower case, words joined by `_`).
@@ -46,10 +59,9 @@ pub trait CollectiveAlgorithm: Sync {
     /// Why this algorithm cannot run `c` on group `g` (servers `s`), or None if it can.
     fn unsupported(&self, c: Collective, g: &GroupTopo, s: &Servers) -> Option<String>;
 
-    /// The phases of `c` of S = `bytes` on `g`, rings and trees over `channels` channels,
-    /// pipelines cut at `grain`. Called only where [`Self::unsupported`] is None, on two or
+    /// The phases of request `r`. Called only where [`Self::unsupported`] is None, on two or
     /// more ranks and S > 0.
-    fn phases(&self, c: Collective, g: &GroupTopo, s: &Servers, bytes: f64, channels: u32, grain: Grain) -> Vec<Phase>;
+    fn phases(&self, r: &Request) -> Vec<Phase>;
 
     /// Whether NCCL's tuner considers it for `c` on `g` under `opts` (a forced algorithm runs
     /// whatever this says). Default: only when forced.

@@ -30,7 +30,7 @@
 
 use super::choose::Options;
 use super::nccl::{Latency, Protocol};
-use super::{send, Algorithm, CollectiveAlgorithm, Grain, GroupTopo, Phase, Servers, Transfer, DIRECT_MAX_RANKS};
+use super::{send, Algorithm, CollectiveAlgorithm, GroupTopo, Phase, Request, Servers, Transfer, DIRECT_MAX_RANKS};
 use crate::workload::Collective;
 
 /// MSCCL++'s cost of one dependent step, µs, as (base, NVLink hop, network hop) per protocol.
@@ -43,19 +43,20 @@ use crate::workload::Collective;
 pub const MSCCLPP_LATENCY_US: [(Protocol, Latency); 2] =
     [(Protocol::LL, (0.0, 4.07, 20.49)), (Protocol::Simple, (0.0, 6.51, 20.49))];
 
-/// All-pairs all-gather and reduce-scatter, on any group.
-pub struct AllPairs;
-
-/// One-shot all-reduce inside one server: every rank reads every peer's whole buffer.
-pub struct OneShot;
-
-/// Two-shot all-reduce inside one server: all-pairs reduce-scatter, then all-pairs all-gather.
-pub struct TwoShot;
+/// MSCCL++'s all-pairs algorithms: one exchange among all ranks, in three shapes.
+pub enum AllPairs {
+    /// All-pairs all-gather and reduce-scatter, on any group.
+    Gather,
+    /// One-shot all-reduce inside one server: every rank reads every peer's whole buffer.
+    OneShot,
+    /// Two-shot all-reduce inside one server: all-pairs reduce-scatter, then all-pairs all-gather.
+    TwoShot,
+}
 
 impl Algorithm {
-    pub const ALL_PAIRS: Algorithm = Algorithm::new(&AllPairs);
-    pub const ONE_SHOT: Algorithm = Algorithm::new(&OneShot);
-    pub const TWO_SHOT: Algorithm = Algorithm::new(&TwoShot);
+    pub const ALL_PAIRS: Algorithm = Algorithm::new(&AllPairs::Gather);
+    pub const ONE_SHOT: Algorithm = Algorithm::new(&AllPairs::OneShot);
+    pub const TWO_SHOT: Algorithm = Algorithm::new(&AllPairs::TwoShot);
 }
 
 /// Every member of `ranks` sends `bytes` to every other member, at once.
@@ -93,76 +94,38 @@ fn in_one_server(name: &str, c: Collective, g: &GroupTopo, s: &Servers) -> Optio
 
 impl CollectiveAlgorithm for AllPairs {
     fn name(&self) -> &'static str {
-        "all_pairs"
-    }
-
-    fn collectives(&self) -> &[Collective] {
-        &[Collective::AllGather, Collective::ReduceScatter]
-    }
-
-    fn unsupported(&self, c: Collective, g: &GroupTopo, _s: &Servers) -> Option<String> {
-        if !matches!(c, Collective::AllGather | Collective::ReduceScatter) {
-            Some("all_pairs gathers and scatters; its all-reduces are one_shot and two_shot".into())
-        } else {
-            too_many(g.size())
+        match self {
+            AllPairs::Gather => "all_pairs",
+            AllPairs::OneShot => "one_shot",
+            AllPairs::TwoShot => "two_shot",
         }
     }
 
-    fn phases(&self, _c: Collective, g: &GroupTopo, _s: &Servers, bytes: f64, _ch: u32, _grain: Grain) -> Vec<Phase> {
-        vec![everyone(g.size(), bytes / g.size() as f64)]
-    }
-
-    fn offered(&self, _c: Collective, _g: &GroupTopo, _s: &Servers, opts: &Options) -> bool {
-        opts.extra
-    }
-
-    fn protocols(&self) -> Vec<(Protocol, Latency)> {
-        MSCCLPP_LATENCY_US.to_vec()
-    }
-}
-
-impl CollectiveAlgorithm for OneShot {
-    fn name(&self) -> &'static str {
-        "one_shot"
-    }
-
     fn collectives(&self) -> &[Collective] {
-        &[Collective::AllReduce]
+        match self {
+            AllPairs::Gather => &[Collective::AllGather, Collective::ReduceScatter],
+            AllPairs::OneShot | AllPairs::TwoShot => &[Collective::AllReduce],
+        }
     }
 
     fn unsupported(&self, c: Collective, g: &GroupTopo, s: &Servers) -> Option<String> {
-        in_one_server(self.name(), c, g, s)
+        match self {
+            AllPairs::Gather if !matches!(c, Collective::AllGather | Collective::ReduceScatter) => {
+                Some("all_pairs gathers and scatters; its all-reduces are one_shot and two_shot".into())
+            }
+            AllPairs::Gather => too_many(g.size()),
+            AllPairs::OneShot | AllPairs::TwoShot => in_one_server(self.name(), c, g, s),
+        }
     }
 
-    fn phases(&self, _c: Collective, g: &GroupTopo, _s: &Servers, bytes: f64, _ch: u32, _grain: Grain) -> Vec<Phase> {
-        vec![everyone(g.size(), bytes)]
-    }
-
-    fn offered(&self, _c: Collective, _g: &GroupTopo, _s: &Servers, opts: &Options) -> bool {
-        opts.extra
-    }
-
-    fn protocols(&self) -> Vec<(Protocol, Latency)> {
-        MSCCLPP_LATENCY_US.to_vec()
-    }
-}
-
-impl CollectiveAlgorithm for TwoShot {
-    fn name(&self) -> &'static str {
-        "two_shot"
-    }
-
-    fn collectives(&self) -> &[Collective] {
-        &[Collective::AllReduce]
-    }
-
-    fn unsupported(&self, c: Collective, g: &GroupTopo, s: &Servers) -> Option<String> {
-        in_one_server(self.name(), c, g, s)
-    }
-
-    fn phases(&self, _c: Collective, g: &GroupTopo, _s: &Servers, bytes: f64, _ch: u32, _grain: Grain) -> Vec<Phase> {
-        let shard = bytes / g.size() as f64;
-        vec![everyone(g.size(), shard), everyone(g.size(), shard)]
+    fn phases(&self, r: &Request) -> Vec<Phase> {
+        let n = r.group.size();
+        let shard = r.bytes / n as f64;
+        match self {
+            AllPairs::Gather => vec![everyone(n, shard)],
+            AllPairs::OneShot => vec![everyone(n, r.bytes)],
+            AllPairs::TwoShot => vec![everyone(n, shard), everyone(n, shard)],
+        }
     }
 
     fn offered(&self, _c: Collective, _g: &GroupTopo, _s: &Servers, opts: &Options) -> bool {

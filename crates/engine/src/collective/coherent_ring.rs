@@ -36,7 +36,7 @@
 
 use super::choose::Options;
 use super::nccl::{Latency, Protocol, RING_LATENCY_US};
-use super::{ring, Algorithm, Call, CollectiveAlgorithm, Grain, GroupTopo, Phase, Servers};
+use super::{ring, Algorithm, Call, CollectiveAlgorithm, GroupTopo, Phase, Request, Servers};
 use crate::error::{InputError, Result};
 use crate::platform::{NodeKind, Platform};
 use crate::workload::Collective;
@@ -62,17 +62,9 @@ impl CollectiveAlgorithm for CoherentRing {
             .then(|| "it is an all-reduce (the reduce-scatter half of a ring, read in place)".into())
     }
 
-    fn phases(
-        &self,
-        _c: Collective,
-        _g: &GroupTopo,
-        s: &Servers,
-        bytes: f64,
-        channels: u32,
-        grain: Grain,
-    ) -> Vec<Phase> {
+    fn phases(&self, r: &Request) -> Vec<Phase> {
         // S is the per-rank buffer: the reduce-scatter of the whole buffer, n − 1 steps of S/(n·c).
-        ring::ring(Collective::ReduceScatter, s, bytes, channels, grain)
+        ring::ring(Collective::ReduceScatter, r.servers, r.bytes, r.channels, r.grain)
     }
 
     /// NCCL's ring protocols and their latency constants.

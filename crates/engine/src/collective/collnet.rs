@@ -33,7 +33,9 @@
 use std::collections::HashMap;
 
 use super::nccl::Latency;
-use super::{chunks, send, Algorithm, Call, CollectiveAlgorithm, Endpoint, Grain, GroupTopo, Phase, Servers, Transfer};
+use super::{
+    chunks, send, Algorithm, Call, CollectiveAlgorithm, Endpoint, GroupTopo, Phase, Request, Servers, Transfer,
+};
 use crate::error::{InputError, Result};
 use crate::platform::{NodeKind, Platform};
 use crate::workload::Collective;
@@ -209,7 +211,8 @@ impl CollectiveAlgorithm for CollNet {
         self.tree(g, s).err()
     }
 
-    fn phases(&self, _c: Collective, g: &GroupTopo, s: &Servers, bytes: f64, _ch: u32, grain: Grain) -> Vec<Phase> {
+    fn phases(&self, r: &Request) -> Vec<Phase> {
+        let (g, s, bytes, grain) = (r.group, r.servers, r.bytes, r.grain);
         let Ok((leaves, roots)) = self.tree(g, s) else { return Vec::new() };
         let k = chunks(bytes, grain);
         let u = bytes / k as f64;

@@ -12,7 +12,7 @@
 
 use super::choose::Options;
 use super::pxn::relays_point_to_point;
-use super::{send, Algorithm, CollectiveAlgorithm, Grain, GroupTopo, Phase, Servers, Transfer, DIRECT_MAX_RANKS};
+use super::{send, Algorithm, CollectiveAlgorithm, GroupTopo, Phase, Request, Servers, Transfer, DIRECT_MAX_RANKS};
 use crate::workload::Collective;
 
 pub struct Direct;
@@ -32,16 +32,8 @@ impl CollectiveAlgorithm for Direct {
             .then(|| format!("{n} ranks needs n(n−1) transfers; direct is limited to {DIRECT_MAX_RANKS} ranks"))
     }
 
-    fn phases(
-        &self,
-        c: Collective,
-        g: &GroupTopo,
-        _s: &Servers,
-        bytes: f64,
-        _channels: u32,
-        _grain: Grain,
-    ) -> Vec<Phase> {
-        direct(c, g.size(), bytes)
+    fn phases(&self, r: &Request) -> Vec<Phase> {
+        direct(r.collective, r.group.size(), r.bytes)
     }
 
     /// All-to-all, unless PXN relays it (NCCL_P2P_PXN_LEVEL=2, [`relays_point_to_point`]).

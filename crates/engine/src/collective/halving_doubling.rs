@@ -14,7 +14,7 @@
 //! layout does not survive the fold. Each step is its own phase (partners change), so the
 //! schedule holds O(n log n) transfers. NCCL has no such algorithm: it runs only when forced.
 
-use super::{send, Algorithm, CollectiveAlgorithm, Grain, GroupTopo, Phase, Servers};
+use super::{send, Algorithm, CollectiveAlgorithm, GroupTopo, Phase, Request, Servers};
 use crate::workload::Collective;
 
 pub struct HalvingDoubling;
@@ -44,16 +44,8 @@ impl CollectiveAlgorithm for HalvingDoubling {
         }
     }
 
-    fn phases(
-        &self,
-        c: Collective,
-        g: &GroupTopo,
-        _s: &Servers,
-        bytes: f64,
-        _channels: u32,
-        _grain: Grain,
-    ) -> Vec<Phase> {
-        halving_doubling(c, g.size(), bytes)
+    fn phases(&self, r: &Request) -> Vec<Phase> {
+        halving_doubling(r.collective, r.group.size(), r.bytes)
     }
 }
 

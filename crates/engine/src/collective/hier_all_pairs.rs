@@ -27,8 +27,9 @@
 
 use super::all_pairs::{exchange, too_many, MSCCLPP_LATENCY_US};
 use super::choose::Options;
+use super::hierarchical::{along_rails, RAIL_KINDS};
 use super::nccl::{Latency, Protocol};
-use super::{Algorithm, CollectiveAlgorithm, Grain, GroupTopo, Phase, Servers, Transfer};
+use super::{Algorithm, CollectiveAlgorithm, GroupTopo, Phase, Request, Servers, Transfer};
 use crate::workload::Collective;
 
 pub struct HierAllPairs;
@@ -43,21 +44,16 @@ impl CollectiveAlgorithm for HierAllPairs {
     }
 
     fn collectives(&self) -> &[Collective] {
-        &[Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter]
+        &RAIL_KINDS
     }
 
     fn unsupported(&self, c: Collective, g: &GroupTopo, s: &Servers) -> Option<String> {
-        if !matches!(c, Collective::AllReduce | Collective::AllGather | Collective::ReduceScatter) {
-            Some("hier_all_pairs is defined for all-reduce, all-gather and reduce-scatter".into())
-        } else if s.uniform().is_none() {
-            Some("servers hold different numbers of group ranks, so rails do not line up".into())
-        } else {
-            too_many(g.size())
-        }
+        along_rails(self.name(), c, s).or_else(|| too_many(g.size()))
     }
 
-    fn phases(&self, c: Collective, g: &GroupTopo, s: &Servers, bytes: f64, _ch: u32, _grain: Grain) -> Vec<Phase> {
-        let (nodes, n) = (s.members.len() as f64, g.size() as f64);
+    fn phases(&self, r: &Request) -> Vec<Phase> {
+        let (c, s, bytes) = (r.collective, r.servers, r.bytes);
+        let (nodes, n) = (s.members.len() as f64, r.group.size() as f64);
         let m = n / nodes;
         let phase = |parts: Vec<Vec<Transfer>>| Phase { transfers: parts.concat(), repeat: 1 };
         let shard = bytes / n;

@@ -16,7 +16,7 @@
 //! data crosses the network, on every NIC at once. NCCL has no such algorithm: it runs only
 //! when forced.
 
-use super::{send, Algorithm, CollectiveAlgorithm, Grain, GroupTopo, Phase, Servers, Transfer};
+use super::{send, Algorithm, CollectiveAlgorithm, GroupTopo, Phase, Request, Servers, Transfer};
 use crate::workload::Collective;
 
 pub struct Hierarchical;
@@ -31,29 +31,31 @@ impl CollectiveAlgorithm for Hierarchical {
     }
 
     fn collectives(&self) -> &[Collective] {
-        &[Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter]
+        &RAIL_KINDS
     }
 
     fn unsupported(&self, c: Collective, _g: &GroupTopo, s: &Servers) -> Option<String> {
-        if matches!(c, Collective::AllToAll | Collective::Broadcast | Collective::Reduce) {
-            Some("hierarchical is defined for all-reduce, all-gather and reduce-scatter".into())
-        } else if s.uniform().is_none() {
-            Some("servers hold different numbers of group ranks, so rails do not line up".into())
-        } else {
-            None
-        }
+        along_rails(self.name(), c, s)
     }
 
-    fn phases(
-        &self,
-        c: Collective,
-        _g: &GroupTopo,
-        s: &Servers,
-        bytes: f64,
-        channels: u32,
-        _grain: Grain,
-    ) -> Vec<Phase> {
-        hierarchical(c, s, bytes, channels)
+    fn phases(&self, r: &Request) -> Vec<Phase> {
+        hierarchical(r.collective, r.servers, r.bytes, r.channels)
+    }
+}
+
+/// The kinds of collective an algorithm working rail by rail across servers runs.
+pub(super) const RAIL_KINDS: [Collective; 3] =
+    [Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter];
+
+/// Why `name`, working rail by rail across servers ([`RAIL_KINDS`]), cannot run `c` on servers
+/// `s`, or None.
+pub(super) fn along_rails(name: &str, c: Collective, s: &Servers) -> Option<String> {
+    if !RAIL_KINDS.contains(&c) {
+        Some(format!("{name} is defined for all-reduce, all-gather and reduce-scatter"))
+    } else if s.uniform().is_none() {
+        Some("servers hold different numbers of group ranks, so rails do not line up".into())
+    } else {
+        None
     }
 }
 

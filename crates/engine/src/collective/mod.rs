@@ -67,7 +67,7 @@ pub mod tuner_links;
 use crate::error::InputError;
 use crate::platform::Placement;
 use crate::workload::Collective;
-pub use algorithm::{Algorithm, Call, CollectiveAlgorithm};
+pub use algorithm::{Algorithm, Call, CollectiveAlgorithm, Request};
 pub use nccl::{Protocol, StepLatency, Timing};
 pub use ring::ring_hops;
 
@@ -307,7 +307,8 @@ pub fn schedule_grained(
     if g.size() <= 1 || bytes == 0 {
         return Ok(Schedule { algorithm: algo, phases: Vec::new(), timing: Timing::RAW });
     }
-    let mut phases = algo.phases(c, g, s, bytes as f64, channels, grain);
+    let mut phases =
+        algo.phases(&Request { collective: c, group: g, servers: s, bytes: bytes as f64, channels, grain });
     phases.retain(|p| p.repeat > 0 && !p.transfers.is_empty());
     Ok(Schedule { algorithm: algo, phases, timing: Timing::RAW })
 }

@@ -28,7 +28,9 @@ use super::nccl::{
     log2_ceil, Latency, Protocol, NVLS_CHANNELS, NVLS_EFFICIENCY, NVLS_LATENCY_US, NVLS_TREE_LATENCY_US,
 };
 use super::tree::double_btree_parent;
-use super::{chunks, send, Algorithm, Call, CollectiveAlgorithm, Endpoint, Grain, GroupTopo, Phase, Servers, Transfer};
+use super::{
+    chunks, send, Algorithm, Call, CollectiveAlgorithm, Endpoint, Grain, GroupTopo, Phase, Request, Servers, Transfer,
+};
 use crate::error::InputError;
 use crate::workload::Collective;
 
@@ -74,16 +76,8 @@ impl CollectiveAlgorithm for Nvls {
             .or_else(|| (nodes > 1).then(|| format!("NVLS works inside one server and the group spans {nodes}")))
     }
 
-    fn phases(
-        &self,
-        c: Collective,
-        _g: &GroupTopo,
-        s: &Servers,
-        bytes: f64,
-        channels: u32,
-        grain: Grain,
-    ) -> Vec<Phase> {
-        nvls(c, s, bytes, channels, grain)
+    fn phases(&self, r: &Request) -> Vec<Phase> {
+        nvls(r.collective, r.servers, r.bytes, r.channels, r.grain)
     }
 
     fn offered(&self, _c: Collective, _g: &GroupTopo, _s: &Servers, opts: &Options) -> bool {
@@ -119,16 +113,8 @@ impl CollectiveAlgorithm for NvlsTree {
         })
     }
 
-    fn phases(
-        &self,
-        _c: Collective,
-        _g: &GroupTopo,
-        s: &Servers,
-        bytes: f64,
-        channels: u32,
-        grain: Grain,
-    ) -> Vec<Phase> {
-        nvls_tree(s, bytes, channels, grain)
+    fn phases(&self, r: &Request) -> Vec<Phase> {
+        nvls_tree(r.servers, r.bytes, r.channels, r.grain)
     }
 
     fn offered(&self, _c: Collective, _g: &GroupTopo, _s: &Servers, opts: &Options) -> bool {

@@ -15,7 +15,7 @@ use super::choose::Options;
 use super::direct::direct;
 use super::ring::{ring, ring_hops};
 use super::{
-    chunks, Algorithm, Call, CollectiveAlgorithm, Endpoint, Grain, GroupTopo, Phase, Servers, Transfer,
+    chunks, Algorithm, Call, CollectiveAlgorithm, Endpoint, Grain, GroupTopo, Phase, Request, Servers, Transfer,
     DIRECT_MAX_RANKS,
 };
 use crate::workload::Collective;
@@ -38,9 +38,10 @@ impl CollectiveAlgorithm for Pxn {
             .then(|| format!("{n} ranks needs n(n−1) transfers; PXN all-to-all is limited to {DIRECT_MAX_RANKS} ranks"))
     }
 
-    fn phases(&self, c: Collective, g: &GroupTopo, s: &Servers, bytes: f64, channels: u32, grain: Grain) -> Vec<Phase> {
+    fn phases(&self, r: &Request) -> Vec<Phase> {
+        let (c, g, s, bytes, grain) = (r.collective, r.group, r.servers, r.bytes, r.grain);
         let base =
-            if c == Collective::AllToAll { direct(c, g.size(), bytes) } else { ring(c, s, bytes, channels, grain) };
+            if c == Collective::AllToAll { direct(c, g.size(), bytes) } else { ring(c, s, bytes, r.channels, grain) };
         relay(base, g, s, grain)
     }
 

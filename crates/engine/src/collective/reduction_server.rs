@@ -28,9 +28,9 @@
 //! own GPU-to-server path; equal on the templates, whose host links have no latency). NCCL does not model reduction servers: forced, they run with the
 //! point-to-point latency constants over two network hops (up, down).
 
-use super::{Algorithm, Call, CollectiveAlgorithm, Endpoint, Grain, GroupTopo, Phase, Servers, Transfer};
+use super::{Algorithm, Call, CollectiveAlgorithm, Endpoint, GroupTopo, Phase, Request, Servers, Transfer};
 use crate::error::{InputError, Result};
-use crate::platform::{NodeKind, Platform};
+use crate::platform::{Link, NodeKind, Platform};
 use crate::workload::Collective;
 
 /// Optcast's default chunk size on the command line of the seed (`--chunksize 8M`).
@@ -147,7 +147,8 @@ impl CollectiveAlgorithm for ReductionServer {
         (c != Collective::AllReduce).then(|| "a reduction server reduces for all-reduce only".into())
     }
 
-    fn phases(&self, _c: Collective, g: &GroupTopo, _s: &Servers, bytes: f64, _ch: u32, _gr: Grain) -> Vec<Phase> {
+    fn phases(&self, r: &Request) -> Vec<Phase> {
+        let (g, bytes) = (r.group, r.bytes);
         let k = (bytes / self.split.chunk_bytes).ceil().clamp(1.0, u32::MAX as f64 / 4.0) as u32;
         let unit = bytes / k as f64;
         let shares = self.shares(unit);
@@ -249,24 +250,14 @@ fn rate(topo: &Platform, a: u32, b: u32) -> f64 {
 /// A server's (out, in) GB/s: over each of its NICs, the slower of the host side and the
 /// network side (the NIC's links to every node but this CPU), summed over its NICs.
 fn server_rates(topo: &Platform, cpu: u32) -> Result<Server> {
+    // GB/s over `links` whose far end (`end`) is not this CPU.
+    let network = |links: &[u32], end: fn(&Link) -> u32| -> f64 {
+        links.iter().map(|&l| &topo.links[l as usize]).filter(|l| end(l) != cpu).map(|l| l.bandwidth).sum()
+    };
     let (mut out, mut inn) = (0.0, 0.0);
     for nic in nics_of(topo, cpu) {
-        let net_out: f64 = topo
-            .out_links(nic)
-            .iter()
-            .map(|&l| &topo.links[l as usize])
-            .filter(|l| l.dst != cpu)
-            .map(|l| l.bandwidth)
-            .sum();
-        let net_in: f64 = topo
-            .in_links(nic)
-            .iter()
-            .map(|&l| &topo.links[l as usize])
-            .filter(|l| l.src != cpu)
-            .map(|l| l.bandwidth)
-            .sum();
-        out += rate(topo, cpu, nic).min(net_out);
-        inn += rate(topo, nic, cpu).min(net_in);
+        out += rate(topo, cpu, nic).min(network(topo.out_links(nic), |l| l.dst));
+        inn += rate(topo, nic, cpu).min(network(topo.in_links(nic), |l| l.src));
     }
     if !(out > 0.0 && inn > 0.0) {
         return Err(bad(

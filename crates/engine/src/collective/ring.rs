@@ -18,7 +18,7 @@
 
 use super::choose::Options;
 use super::nccl::{Latency, Protocol, RING_LATENCY_US};
-use super::{chunks, send, Algorithm, Call, CollectiveAlgorithm, Grain, GroupTopo, Phase, Servers, Transfer};
+use super::{chunks, send, Algorithm, Call, CollectiveAlgorithm, Grain, GroupTopo, Phase, Request, Servers, Transfer};
 use crate::workload::Collective;
 
 /// NCCL's ring: every collective but all-to-all, always considered by the tuner, all three
@@ -42,16 +42,8 @@ impl CollectiveAlgorithm for Ring {
         (c == Collective::AllToAll).then(|| "a ring cannot deliver distinct data to every rank".into())
     }
 
-    fn phases(
-        &self,
-        c: Collective,
-        _g: &GroupTopo,
-        s: &Servers,
-        bytes: f64,
-        channels: u32,
-        grain: Grain,
-    ) -> Vec<Phase> {
-        ring(c, s, bytes, channels, grain)
+    fn phases(&self, r: &Request) -> Vec<Phase> {
+        ring(r.collective, r.servers, r.bytes, r.channels, r.grain)
     }
 
     fn offered(&self, _c: Collective, _g: &GroupTopo, _s: &Servers, _opts: &Options) -> bool {

@@ -18,7 +18,8 @@ use super::choose::Options;
 use super::cost::{timed_ns, Links};
 use super::nccl::{log2_ceil, Latency, Protocol, TREE_EFFICIENCY, TREE_LATENCY_US};
 use super::{
-    chunks, send, Algorithm, Call, CollectiveAlgorithm, Grain, GroupTopo, Phase, Servers, StepLatency, Timing, Transfer,
+    chunks, send, Algorithm, Call, CollectiveAlgorithm, Grain, GroupTopo, Phase, Request, Servers, StepLatency, Timing,
+    Transfer,
 };
 use crate::catalog::Arch;
 use crate::error::InputError;
@@ -45,16 +46,8 @@ impl CollectiveAlgorithm for Tree {
         (c != Collective::AllReduce).then(|| "the double binary tree is defined for all-reduce".into())
     }
 
-    fn phases(
-        &self,
-        _c: Collective,
-        _g: &GroupTopo,
-        s: &Servers,
-        bytes: f64,
-        channels: u32,
-        grain: Grain,
-    ) -> Vec<Phase> {
-        tree(s, bytes, channels, grain)
+    fn phases(&self, r: &Request) -> Vec<Phase> {
+        tree(r.servers, r.bytes, r.channels, r.grain)
     }
 
     fn offered(&self, _c: Collective, _g: &GroupTopo, _s: &Servers, _opts: &Options) -> bool {

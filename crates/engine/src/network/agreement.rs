@@ -12,7 +12,7 @@ use super::analytical::server_spec::ServerSpec;
 use super::analytical::Analytical;
 use crate::collective::choose::Options;
 use crate::collective::{
-    schedule, valid_algorithms, Algorithm, CollectiveAlgorithm, Endpoint, Grain, GroupTopo, Phase as SchedulePhase,
+    schedule, valid_algorithms, Algorithm, CollectiveAlgorithm, Endpoint, GroupTopo, Phase as SchedulePhase, Request,
     Servers, Transfer,
 };
 use crate::executor::Executor;
@@ -151,16 +151,8 @@ impl CollectiveAlgorithm for Star {
         (c != Collective::AllGather).then(|| "the star gathers only".into())
     }
 
-    fn phases(
-        &self,
-        _c: Collective,
-        g: &GroupTopo,
-        _s: &Servers,
-        bytes: f64,
-        _ch: u32,
-        _grain: Grain,
-    ) -> Vec<SchedulePhase> {
-        let n = g.size();
+    fn phases(&self, r: &Request) -> Vec<SchedulePhase> {
+        let (n, bytes) = (r.group.size(), r.bytes);
         let shard = bytes / n as f64;
         let send = |a, b, bytes| Transfer { src: Endpoint::Rank(a), dst: Endpoint::Rank(b), bytes };
         vec![

@@ -26,60 +26,19 @@ pub fn run_plans(base: &TrainingInput, plans: &[Plan]) -> Vec<Result<TrainingRep
 
 #[cfg(test)]
 mod tests {
-    use super::super::model::{Family, Model};
-    use super::super::plan::{DataParallel, Recompute};
+    use super::super::model::Model;
+    use super::super::plan::Recompute;
     use super::super::search::{enumerate, Batch, Space};
     use super::super::{run_training, Network};
     use super::*;
-    use crate::compute::Device;
+    use crate::training::fixtures;
 
     #[test]
     fn each_plan_gives_what_it_gives_alone() {
-        let model = Model {
-            name: "small".into(),
-            family: Family::Llama,
-            layers: 4,
-            hidden: 1024,
-            heads: 16,
-            kv_heads: 4,
-            head_dim: None,
-            ffn: 4096,
-            vocab: 32000,
-            seq_len: 2048,
-            moe: None,
-            mla: None,
-            tie_embeddings: None,
-        };
-        let cluster = Plan {
-            gpus: 16,
-            gpus_per_server: 8,
-            tp: 1,
-            pp: 1,
-            vpp: 1,
-            ep: 1,
-            cp: 1,
-            mbs: 1,
-            gbs: 16,
-            seq: 2048,
-            sp: false,
-            dp: DataParallel::Ddp,
-            recompute: Recompute::None,
-            first_stage_layers: None,
-            last_stage_layers: None,
-            account_for: Default::default(),
-        };
-        let base = TrainingInput {
-            model: model.clone(),
-            plan: cluster.clone(),
-            accelerator: Device::ideal(),
-            network: Network { nvlink_busbw: 300.0, nvls_busbw: None, nic_busbw: 40.0, nics_per_server: 8 },
-            flash_attention: true,
-            overlap: Default::default(),
-            allow_oom: false,
-            trace: false,
-            fabric: None,
-            mix: None,
-        };
+        let model = Model { name: "small".into(), kv_heads: 4, seq_len: 2048, ..fixtures::model(4, 1024, 16, 4096) };
+        let cluster = Plan { gbs: 16, ..fixtures::plan(16, 1, 1) };
+        let network = Network { nvlink_busbw: 300.0, nvls_busbw: None, nic_busbw: 40.0, nics_per_server: 8 };
+        let base = TrainingInput { network, ..fixtures::input(model.clone(), cluster.clone()) };
         let space = Space { recompute: Some(vec![Recompute::Selective]), ..Space::default() };
         let plans: Vec<Plan> = enumerate(&model, &cluster, Batch::Exact(32), &space, true, 1e9)
             .unwrap()

@@ -305,47 +305,17 @@ pub fn iteration_kernels(
 #[cfg(test)]
 mod tests {
     use super::super::model::Family;
-    use super::super::plan::DataParallel;
     use super::*;
     use crate::catalog::Accelerator;
+    use crate::training::fixtures;
 
     fn gpt(hidden: u64, heads: u64) -> Model {
-        Model {
-            name: "gpt".into(),
-            family: Family::Gpt,
-            layers: 2,
-            hidden,
-            heads,
-            kv_heads: heads,
-            head_dim: None,
-            ffn: 4 * hidden,
-            vocab: 51200,
-            seq_len: 2048,
-            moe: None,
-            mla: None,
-            tie_embeddings: None,
-        }
+        let m = fixtures::model(2, hidden, heads, 4 * hidden);
+        Model { name: "gpt".into(), family: Family::Gpt, vocab: 51200, seq_len: 2048, ..m }
     }
 
     fn plan(tp: u32, sp: bool, recompute: Recompute) -> Plan {
-        Plan {
-            gpus: tp,
-            gpus_per_server: 8,
-            tp,
-            pp: 1,
-            vpp: 1,
-            ep: 1,
-            cp: 1,
-            mbs: 1,
-            gbs: 1,
-            seq: 2048,
-            sp,
-            dp: DataParallel::Ddp,
-            recompute,
-            first_stage_layers: None,
-            last_stage_layers: None,
-            account_for: Default::default(),
-        }
+        Plan { sp, recompute, ..fixtures::plan(tp, tp, 1) }
     }
 
     #[test]

@@ -949,7 +949,8 @@ mod tests {
 #[cfg(test)]
 mod sizes {
     use super::*;
-    use crate::training::model::{Family, Moe};
+    use crate::training::fixtures;
+    use crate::training::model::Moe;
     use std::collections::BTreeSet;
 
     fn gpu() -> Device {
@@ -957,49 +958,13 @@ mod sizes {
     }
 
     fn plan(tp: u32, pp: u32, ep: u32, cp: u32, sp: bool, dp: DataParallel) -> Plan {
-        Plan {
-            gpus: 64,
-            gpus_per_server: 8,
-            tp,
-            pp,
-            vpp: 1,
-            ep,
-            cp,
-            mbs: 2,
-            gbs: 64 * 2 / (tp * pp * cp),
-            seq: 4096,
-            sp,
-            dp,
-            recompute: Recompute::None,
-            first_stage_layers: None,
-            last_stage_layers: None,
-            account_for: Default::default(),
-        }
+        let gbs = 64 * 2 / (tp * pp * cp);
+        Plan { ep, cp, mbs: 2, gbs, seq: 4096, sp, dp, ..fixtures::plan(64, tp, pp) }
     }
 
     fn model(moe: bool) -> Model {
-        Model {
-            name: "m".into(),
-            family: Family::Llama,
-            layers: 8,
-            hidden: 4096,
-            heads: 32,
-            kv_heads: 8,
-            head_dim: None,
-            ffn: 14336,
-            vocab: 32000,
-            seq_len: 4096,
-            moe: moe.then_some(Moe {
-                experts: 8,
-                topk: 2,
-                expert_ffn: 14336,
-                shared_experts: 0,
-                shared_ffn: 0,
-                dense_layers: 0,
-            }),
-            mla: None,
-            tie_embeddings: None,
-        }
+        let experts = Moe { experts: 8, topk: 2, expert_ffn: 14336, shared_experts: 0, shared_ffn: 0, dense_layers: 0 };
+        Model { kv_heads: 8, moe: moe.then_some(experts), ..fixtures::model(8, 4096, 32, 14336) }
     }
 
     /// Distinct (collective, group, bytes) and point-to-point sizes of stage 0's program.

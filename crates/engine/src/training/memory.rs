@@ -158,28 +158,13 @@ pub fn communicators(model: &Model, plan: &Plan) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::training::fixtures;
     use crate::training::model::llama3_70b;
     use crate::training::plan::AccountFor;
 
     fn plan(gpus: u32, tp: u32, pp: u32, vpp: u32, gbs: u32) -> Plan {
-        Plan {
-            gpus,
-            gpus_per_server: 8,
-            tp,
-            pp,
-            vpp,
-            ep: 1,
-            cp: 1,
-            mbs: 1,
-            gbs,
-            seq: 8192,
-            sp: true,
-            dp: DataParallel::DistributedOptimizer,
-            recompute: Recompute::None,
-            first_stage_layers: None,
-            last_stage_layers: None,
-            account_for: Default::default(),
-        }
+        let dp = DataParallel::DistributedOptimizer;
+        Plan { vpp, gbs, seq: 8192, sp: true, dp, ..fixtures::plan(gpus, tp, pp) }
     }
 
     #[test]

@@ -173,30 +173,12 @@ pub fn check_fabric(devices: &Devices, fabric: &Platform, source: &str) -> Resul
 mod tests {
     use super::*;
     use crate::catalog::Accelerator;
-    use crate::training::model::{Family, Model};
-    use crate::training::plan::{DataParallel, Recompute};
-    use crate::training::{run_training, Network, TrainingInput, TrainingReport};
+    use crate::training::fixtures;
+    use crate::training::{run_training, TrainingInput, TrainingReport};
 
     /// `gpus` GPUs in TP `tp` and PP `pp`, the rest data-parallel.
     fn plan_of(gpus: u32, tp: u32, pp: u32) -> Plan {
-        Plan {
-            gpus,
-            gpus_per_server: 8,
-            tp,
-            pp,
-            vpp: 1,
-            ep: 1,
-            cp: 1,
-            mbs: 1,
-            gbs: 64,
-            seq: 2048,
-            sp: false,
-            dp: DataParallel::Ddp,
-            recompute: Recompute::None,
-            first_stage_layers: None,
-            last_stage_layers: None,
-            account_for: Default::default(),
-        }
+        Plan { gbs: 64, ..fixtures::plan(gpus, tp, pp) }
     }
 
     fn acc(name: &str, tflops: f64) -> Device {
@@ -258,35 +240,9 @@ mod tests {
     /// A job of uniform layers on `gpus` GPUs in TP 8 and PP `pp`, on a network fast enough to
     /// leave compute setting the pace, with mix `mix` (None: every GPU an H100-like `h`).
     fn job(gpus: u32, pp: u32, mix: Option<Mix>, single: &Device) -> TrainingInput {
-        let model = Model {
-            name: "uniform".into(),
-            family: Family::Gpt,
-            layers: 16,
-            hidden: 4096,
-            heads: 32,
-            kv_heads: 32,
-            head_dim: None,
-            ffn: 16384,
-            vocab: 64,
-            seq_len: 2048,
-            moe: None,
-            mla: None,
-            tie_embeddings: None,
-        };
         let plan = Plan { gbs: 8 * gpus / (8 * pp), ..plan_of(gpus, 8, pp) };
-        let network = Network { nvlink_busbw: 1e6, nvls_busbw: None, nic_busbw: 1e6, nics_per_server: 8 };
-        TrainingInput {
-            model,
-            plan,
-            accelerator: single.clone(),
-            network,
-            flash_attention: true,
-            overlap: Default::default(),
-            allow_oom: true,
-            trace: false,
-            fabric: None,
-            mix,
-        }
+        let model = fixtures::uniform(16, 4096, 32, 16384);
+        TrainingInput { accelerator: single.clone(), allow_oom: true, mix, ..fixtures::input(model, plan) }
     }
 
     fn run(i: &TrainingInput) -> TrainingReport {

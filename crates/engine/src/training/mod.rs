@@ -3,6 +3,8 @@
 
 pub mod batch;
 pub mod costs;
+#[cfg(test)]
+pub(crate) mod fixtures;
 pub mod generate;
 pub mod memory;
 pub mod mix;
@@ -531,64 +533,17 @@ fn stage_parts(w: &Workload, exec: &Execution, class: usize) -> (Vec<(String, f6
 
 #[cfg(test)]
 mod tests {
-    use super::model::Family;
-    use super::plan::{DataParallel, Recompute};
     use super::*;
     use crate::executor::Executor;
     use crate::network::analytical::{Analytical, CollectiveCost, GroupShape};
     use crate::platform::Placement;
+    use crate::training::fixtures;
     use crate::workload::Collective;
     use generate::Step;
 
     fn input(pp: u32, vpp: u32, gbs: u32) -> TrainingInput {
         // Uniform stages: many identical layers, a negligible vocabulary, fast links.
-        let model = Model {
-            name: "uniform".into(),
-            family: Family::Gpt,
-            layers: 32,
-            hidden: 8192,
-            heads: 64,
-            kv_heads: 64,
-            head_dim: None,
-            ffn: 32768,
-            vocab: 64,
-            seq_len: 2048,
-            moe: None,
-            mla: None,
-            tie_embeddings: None,
-        };
-        let plan = Plan {
-            gpus: 8 * pp,
-            gpus_per_server: 8,
-            tp: 8,
-            pp,
-            vpp,
-            ep: 1,
-            cp: 1,
-            mbs: 1,
-            gbs,
-            seq: 2048,
-            sp: false,
-            dp: DataParallel::Ddp,
-            recompute: Recompute::None,
-            first_stage_layers: None,
-            last_stage_layers: None,
-            account_for: Default::default(),
-        };
-        let accelerator = Device::ideal();
-        let network = Network { nvlink_busbw: 1e6, nvls_busbw: None, nic_busbw: 1e6, nics_per_server: 8 };
-        TrainingInput {
-            model,
-            plan,
-            accelerator,
-            network,
-            flash_attention: true,
-            overlap: overlap::Overlap::default(),
-            allow_oom: false,
-            trace: false,
-            fabric: None,
-            mix: None,
-        }
+        fixtures::input(fixtures::uniform(32, 8192, 64, 32768), Plan { vpp, gbs, ..fixtures::plan(8 * pp, 8, pp) })
     }
 
     /// Communication that takes no time, so only the schedule shapes the timeline.

@@ -249,45 +249,14 @@ fn split(model: &Model, l: u32) -> (LayerTensors, (u64, u64)) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::training::plan::Recompute;
+    use crate::training::fixtures;
 
     fn llama() -> Model {
-        Model {
-            name: "l".into(),
-            family: Family::Llama,
-            layers: 4,
-            hidden: 4096,
-            heads: 32,
-            kv_heads: 8,
-            head_dim: None,
-            ffn: 14336,
-            vocab: 128256,
-            seq_len: 4096,
-            moe: None,
-            mla: None,
-            tie_embeddings: None,
-        }
+        Model { name: "l".into(), kv_heads: 8, vocab: 128256, ..fixtures::model(4, 4096, 32, 14336) }
     }
 
     fn plan(gpus: u32, pp: u32, dp: DataParallel) -> Plan {
-        Plan {
-            gpus,
-            gpus_per_server: 8,
-            tp: 1,
-            pp,
-            vpp: 1,
-            ep: 1,
-            cp: 1,
-            mbs: 1,
-            gbs: 64,
-            seq: 4096,
-            sp: false,
-            dp,
-            recompute: Recompute::None,
-            first_stage_layers: None,
-            last_stage_layers: None,
-            account_for: Default::default(),
-        }
+        Plan { gbs: 64, seq: 4096, dp, ..fixtures::plan(gpus, 1, pp) }
     }
 
     #[test]

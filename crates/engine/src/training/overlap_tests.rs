@@ -8,7 +8,7 @@ use crate::executor::{Execution, Executor};
 use crate::exposure::exposure;
 use crate::network::analytical::{Analytical, CollectiveCost, GroupShape};
 use crate::platform::Placement;
-use crate::training::model::Family;
+use crate::training::fixtures;
 
 /// Every communication at `bw` bytes per ns.
 struct Linear(f64);
@@ -22,43 +22,12 @@ impl CollectiveCost for Linear {
 }
 
 fn model() -> Model {
-    Model {
-        name: "small".into(),
-        family: Family::Llama,
-        layers: 8,
-        hidden: 1024,
-        heads: 8,
-        kv_heads: 8,
-        head_dim: None,
-        ffn: 4096,
-        vocab: 64,
-        seq_len: 1024,
-        moe: None,
-        mla: None,
-        tie_embeddings: None,
-    }
+    Model { name: "small".into(), vocab: 64, seq_len: 1024, ..fixtures::model(8, 1024, 8, 4096) }
 }
 
 fn plan(gpus: u32, tp: u32, pp: u32, vpp: u32, m: u32, dp: DataParallel) -> Plan {
     let d = gpus / (tp * pp);
-    Plan {
-        gpus,
-        gpus_per_server: 8,
-        tp,
-        pp,
-        vpp,
-        ep: 1,
-        cp: 1,
-        mbs: 1,
-        gbs: m * d,
-        seq: 1024,
-        sp: tp > 1,
-        dp,
-        recompute: Recompute::None,
-        first_stage_layers: None,
-        last_stage_layers: None,
-        account_for: Default::default(),
-    }
+    Plan { vpp, gbs: m * d, seq: 1024, sp: tp > 1, dp, ..fixtures::plan(gpus, tp, pp) }
 }
 
 /// The data-parallel overlaps `p` can have, on (Megatron-LM's flags default off).

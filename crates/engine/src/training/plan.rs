@@ -406,44 +406,21 @@ fn gcd(a: u64, b: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::training::model::Family;
+    use crate::training::fixtures;
 
     fn model(layers: u32, ffn: u64) -> Model {
-        Model {
-            name: "m".into(),
-            family: Family::Llama,
-            layers,
-            hidden: 4096,
-            heads: 32,
-            kv_heads: 8,
-            head_dim: None,
-            ffn,
-            vocab: 32000,
-            seq_len: 4096,
-            moe: None,
-            mla: None,
-            tie_embeddings: None,
-        }
+        Model { kv_heads: 8, ..fixtures::model(layers, 4096, 32, ffn) }
     }
 
     fn plan(gpus: u32, tp: u32, pp: u32, vpp: u32, first_last: Option<(u32, u32)>) -> Plan {
         Plan {
-            gpus,
-            gpus_per_server: 8,
-            tp,
-            pp,
             vpp,
-            ep: 1,
-            cp: 1,
-            mbs: 1,
             gbs: 8 * gpus / (tp * pp),
             seq: 4096,
             sp: tp > 1,
-            dp: DataParallel::Ddp,
-            recompute: Recompute::None,
             first_stage_layers: first_last.map(|f| f.0),
             last_stage_layers: first_last.map(|f| f.1),
-            account_for: Default::default(),
+            ..fixtures::plan(gpus, tp, pp)
         }
     }
 

@@ -378,6 +378,7 @@ mod tests {
     use crate::network::analytical::Analytical;
     use crate::platform::Placement;
     use crate::simai::build::{BuildOptions, Overlap, SimaiWorkload};
+    use crate::training::fixtures;
     use crate::training::model::llama3_70b;
     use crate::training::model::Moe;
     use crate::training::plan::{DataParallel, Recompute};
@@ -398,24 +399,7 @@ mod tests {
     }
 
     fn plan(gpus: u32, tp: u32, pp: u32, ep: u32, gbs: u32, sp: bool, dp: DataParallel) -> Plan {
-        Plan {
-            gpus,
-            gpus_per_server: 8,
-            tp,
-            pp,
-            vpp: 1,
-            ep,
-            cp: 1,
-            mbs: 1,
-            gbs,
-            seq: 8192,
-            sp,
-            dp,
-            recompute: Recompute::None,
-            first_stage_layers: None,
-            last_stage_layers: None,
-            account_for: Default::default(),
-        }
+        Plan { ep, gbs, seq: 8192, sp, dp, ..fixtures::plan(gpus, tp, pp) }
     }
 
     fn h100() -> Device {
@@ -431,16 +415,10 @@ mod tests {
     /// (compute, exposed TP, EP, DP + DP_EP) in ns of stage 0, the two ways.
     fn both_ways(model: Model, plan: Plan) -> ([f64; 4], [f64; 4]) {
         let input = TrainingInput {
-            model,
-            plan,
             accelerator: h100(),
             network: Network { nvlink_busbw: 370.8, nvls_busbw: Some(475.0), nic_busbw: 48.5, nics_per_server: 8 },
-            flash_attention: true,
-            overlap: Default::default(),
             allow_oom: true,
-            trace: false,
-            fabric: None,
-            mix: None,
+            ..fixtures::input(model, plan)
         };
         let (m, p, acc) = (&input.model, &input.plan, &input.accelerator);
         let sum = |prog: &Program, ex: &crate::exposure::Exposure, groups: &[GroupId]| -> f64 {

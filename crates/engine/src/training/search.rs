@@ -166,44 +166,15 @@ fn allowed<T: PartialEq>(only: &Option<Vec<T>>, v: T) -> bool {
 mod tests {
     use super::super::model::Family;
     use super::*;
+    use crate::training::fixtures;
 
     fn model(layers: u32, heads: u64) -> Model {
-        Model {
-            name: "small".into(),
-            family: Family::Gpt,
-            layers,
-            hidden: 64 * heads,
-            heads,
-            kv_heads: heads,
-            head_dim: None,
-            ffn: 256 * heads,
-            vocab: 1024,
-            seq_len: 1024,
-            moe: None,
-            mla: None,
-            tie_embeddings: None,
-        }
+        let m = fixtures::model(layers, 64 * heads, heads, 256 * heads);
+        Model { name: "small".into(), family: Family::Gpt, vocab: 1024, seq_len: 1024, ..m }
     }
 
     fn cluster(gpus: u32) -> Plan {
-        Plan {
-            gpus,
-            gpus_per_server: 8,
-            tp: 1,
-            pp: 1,
-            vpp: 1,
-            ep: 1,
-            cp: 1,
-            mbs: 1,
-            gbs: 1,
-            seq: 1024,
-            sp: false,
-            dp: DataParallel::Ddp,
-            recompute: Recompute::None,
-            first_stage_layers: None,
-            last_stage_layers: None,
-            account_for: Default::default(),
-        }
+        Plan { seq: 1024, ..fixtures::plan(gpus, 1, 1) }
     }
 
     #[test]

@@ -47,7 +47,7 @@ pub mod program;
 pub mod xml;
 
 use super::nccl::{Latency, Protocol, RING_LATENCY_US};
-use super::{Algorithm, CollectiveAlgorithm, Grain, GroupTopo, Phase, Servers};
+use super::{Algorithm, CollectiveAlgorithm, GroupTopo, Phase, Request, Servers};
 use crate::error::InputError;
 use crate::workload::Collective;
 pub use program::Program;
@@ -97,8 +97,8 @@ impl CollectiveAlgorithm for Msccl {
         (g.size() != p.ngpus).then(|| format!("the program is written for ngpus=\"{}\"", p.ngpus))
     }
 
-    fn phases(&self, _c: Collective, _g: &GroupTopo, _s: &Servers, bytes: f64, _ch: u32, _grain: Grain) -> Vec<Phase> {
-        self.program.phases(bytes)
+    fn phases(&self, r: &Request) -> Vec<Phase> {
+        self.program.phases(r.bytes)
     }
 
     fn protocols(&self) -> Vec<(Protocol, Latency)> {

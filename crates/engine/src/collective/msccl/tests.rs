@@ -2,7 +2,7 @@ use super::*;
 use crate::collective::choose::Options;
 use crate::collective::nccl::call_latency_ns;
 use crate::collective::ring::{ring_hops, ring_order};
-use crate::collective::{group_channels, schedule};
+use crate::collective::{group_channels, schedule, Grain};
 use crate::network::agreement::run_both_nvls;
 use crate::workload::sweep::sweep_workload;
 
@@ -91,7 +91,15 @@ fn the_ring_program_is_2_n_minus_1_repeats_of_the_ring_hops() {
     let ranks: Vec<u32> = (0..8).collect();
     let g = GroupTopo::on_servers(&ranks, 4, false);
     let msccl = algorithm(&ring_all_reduce_xml(&orders(&g, 2), "Simple"));
-    let p = &msccl.phases(Collective::AllReduce, &g, g.servers(), 1.6e7, 2, Grain::Steps);
+    let r = Request {
+        collective: Collective::AllReduce,
+        group: &g,
+        servers: g.servers(),
+        bytes: 1.6e7,
+        channels: 2,
+        grain: Grain::Steps,
+    };
+    let p = &msccl.phases(&r);
     let ring = schedule(Collective::AllReduce, Algorithm::RING, &g, 16_000_000, 2).unwrap().phases;
     // The levels are equal and merge into one phase of the ring's transfers.
     let hops = |p: &Phase| {

@@ -388,6 +388,19 @@ impl FlowNetwork {
     }
 
     /// Start the next phase of instance run `id` (a fresh one when None), or finish it.
+    /// Launch every instance of a routed communication, `token` done when all are (at once when
+    /// there are none).
+    fn launch_all(&mut self, now_ns: f64, token: u64, routed: &[Rc<[ReadyPhase]>]) {
+        if routed.is_empty() {
+            self.ready.push(token);
+            return;
+        }
+        self.pending.insert(token, routed.len() as u32);
+        for phases in routed {
+            self.launch(now_ns, token, phases.clone(), 0);
+        }
+    }
+
     fn launch(&mut self, now: f64, token: u64, phases: Rc<[ReadyPhase]>, next: usize) {
         let Some((flows, repeat, wait, ceil)) = phases.get(next) else {
             self.instance_done(token);
@@ -528,14 +541,7 @@ impl FlowNetwork {
                 r
             }
         };
-        if routed.is_empty() {
-            self.ready.push(token);
-            return Ok(());
-        }
-        self.pending.insert(token, routed.len() as u32);
-        for phases in routed.iter() {
-            self.launch(now_ns, token, phases.clone(), 0);
-        }
+        self.launch_all(now_ns, token, &routed);
         Ok(())
     }
 
@@ -614,14 +620,7 @@ impl NetworkModel for FlowNetwork {
             Comm::Shift { group, offset, class, bytes, copy, .. } => RouteKey::Shift(group, class, offset, bytes, copy),
         };
         let routed = self.routed(key, comm)?;
-        if routed.is_empty() {
-            self.ready.push(token);
-            return Ok(());
-        }
-        self.pending.insert(token, routed.len() as u32);
-        for phases in routed.iter() {
-            self.launch(now_ns, token, phases.clone(), 0);
-        }
+        self.launch_all(now_ns, token, &routed);
         Ok(())
     }
 

@@ -640,12 +640,7 @@ fn capped_run(t: &Platform, flows: &[(Vec<u32>, f64, f64, f64)]) -> Vec<f64> {
 fn a_capped_flow_runs_at_the_lower_of_its_ceiling_and_its_fair_share() {
     // GPU 0 → switch → GPU 1: 2 links of 10 B/ns and 100 ns, so α = 200 ns.
     let t = leaf_spine(3, 1, 0, 10.0, 10.0, 100.0);
-    let mut router = Router::new(&t, 0);
-    let mut path = |s, d| {
-        let mut p = Vec::new();
-        router.route(&t, s, d, 0, &mut p).unwrap();
-        p
-    };
+    let mut path = paths(&t);
     let (p01, p21) = (path(0, 1), path(2, 1));
     // Alone: T = α + B / min(b, c), ceiling below and above the link.
     let got = capped_run(&t, &[(p01.clone(), 1e4, 4.0, 0.0)]);
@@ -810,20 +805,39 @@ fn an_in_class_send_pays_its_p2p_latency_and_a_marked_copy_only_its_path() {
 /// A flow's links and bytes.
 type Route = (Vec<u32>, f64);
 
+/// Seed-0 routing on `t`: the path (links) it gives from node s to node d.
+fn paths(t: &Platform) -> impl FnMut(u32, u32) -> Vec<u32> + '_ {
+    let mut router = Router::new(t, 0);
+    move |s, d| {
+        let mut p = Vec::new();
+        router.route(t, s, d, 0, &mut p).unwrap();
+        p
+    }
+}
+
 /// The recall tests' case on a 4-server leaf-spine: a ring of 4 hops, the two long flows beside it
 /// (its reads), and a stranger of `stranger_bytes` on one of its links.
 fn ring_beside_reads(stranger_bytes: f64) -> (Platform, [Vec<Route>; 3]) {
     let t = leaf_spine(4, 1, 0, 2.0, 2.0, 30.0);
-    let mut router = Router::new(&t, 0);
-    let mut route = |s: u32, d: u32, bytes: f64| {
-        let mut p = Vec::new();
-        router.route(&t, s, d, 0, &mut p).unwrap();
-        (p, bytes)
+    let routes = {
+        let mut path = paths(&t);
+        let mut route = |s: u32, d: u32, bytes: f64| (path(s, d), bytes);
+        let ring = [(0, 1, 500.0), (1, 2, 500.0), (2, 3, 500.0), (3, 0, 800.0)].map(|(s, d, b)| route(s, d, b)).into();
+        let company = [(0, 1, 2e6), (2, 1, 3e6)].map(|(s, d, b)| route(s, d, b)).into();
+        [ring, company, vec![route(1, 2, stranger_bytes)]]
     };
-    let ring = [(0, 1, 500.0), (1, 2, 500.0), (2, 3, 500.0), (3, 0, 800.0)].map(|(s, d, b)| route(s, d, b)).into();
-    let company = [(0, 1, 2e6), (2, 1, 3e6)].map(|(s, d, b)| route(s, d, b)).into();
-    let stranger = vec![route(1, 2, stranger_bytes)];
-    (t, [ring, company, stranger])
+    (t, routes)
+}
+
+/// A simulation of `t` (fast-forward `ff`, recall `recall`) with the reads in `company` started
+/// at 5 ns and the first ring (tag 1) of 60 runs at 100 ns.
+fn ring_started(t: &Platform, ring: &[Route], company: &[Route], ff: bool, recall: bool) -> FlowSim {
+    let mut sim = FlowSim::new(t);
+    sim.set_fast_forward(ff);
+    sim.set_recall(recall);
+    sim.add_batch_waiting(5.0, company.to_vec(), 1, 0, Wait::Fixed(45.0));
+    sim.add_batch_waiting(100.0, ring.to_vec(), 60, 1, Wait::Fixed(45.0));
+    sim
 }
 
 #[test]
@@ -835,11 +849,7 @@ fn a_run_met_again_in_the_same_company_is_recalled_exactly() {
     // Recall on, off, and every run simulated agree to 1e-9; recall saves runs.
     let (t, [ring, company, stranger]) = ring_beside_reads(9_000.0);
     let run = |ff: bool, recall: bool| {
-        let mut sim = FlowSim::new(&t);
-        sim.set_fast_forward(ff);
-        sim.set_recall(recall);
-        sim.add_batch_waiting(5.0, company.clone(), 1, 0, Wait::Fixed(45.0));
-        sim.add_batch_waiting(100.0, ring.clone(), 60, 1, Wait::Fixed(45.0));
+        let mut sim = ring_started(&t, &ring, &company, ff, recall);
         let (mut ends, mut strangers) = (Vec::new(), [20_000.3, 61_000.7, 130_000.1].into_iter());
         let mut finished = Vec::new();
         while let Some(now) = sim.step(&mut finished) {
@@ -879,11 +889,7 @@ fn a_recall_waits_for_a_batch_added_for_sooner_after_one_added_for_later() {
     // agree to 1e-9.
     let (t, [ring, company, stranger]) = ring_beside_reads(700.0);
     let run = |ff: bool, recall: bool| {
-        let mut sim = FlowSim::new(&t);
-        sim.set_fast_forward(ff);
-        sim.set_recall(recall);
-        sim.add_batch_waiting(5.0, company.clone(), 1, 0, Wait::Fixed(45.0));
-        sim.add_batch_waiting(100.0, ring.clone(), 60, 1, Wait::Fixed(45.0));
+        let mut sim = ring_started(&t, &ring, &company, ff, recall);
         let mut ends = Vec::new();
         let mut finished = Vec::new();
         while let Some(now) = sim.step(&mut finished) {
@@ -917,12 +923,7 @@ fn a_run_moved_by_a_stranger_s_event_in_its_instant_is_not_parked() {
     // on that run, the ring would end 300 × 5 ns early; it parks on a run of its own instead.
     // Fast-forward on and off agree to 1e-9 of the time taken.
     let t = leaf_spine(4, 2, 1, 2.0, 2.0, 30.0);
-    let mut router = Router::new(&t, 0);
-    let mut route = |s: u32, d: u32| {
-        let mut p = Vec::new();
-        router.route(&t, s, d, 0, &mut p).unwrap();
-        p
-    };
+    let mut route = paths(&t);
     let ring: Vec<Route> =
         [(0, 1, 500.0), (1, 2, 500.0), (2, 3, 500.0), (3, 0, 800.0)].map(|(s, d, b)| (route(s, d), b)).into();
     let stranger = route(4, 5);
@@ -953,12 +954,7 @@ fn a_stale_event_does_not_set_an_instant_s_time() {
     // at +700 ns, and its first end, due at +1000 ns, is left in the heap, stale. D (3 → 2, on
     // links of its own) ends at +1005 ns: at its own time, not taken along by the stale event.
     let t = leaf_spine(4, 1, 0, 2.0, 2.0, 30.0);
-    let mut router = Router::new(&t, 0);
-    let mut route = |s: u32, d: u32| {
-        let mut p = Vec::new();
-        router.route(&t, s, d, 0, &mut p).unwrap();
-        p
-    };
+    let mut route = paths(&t);
     let t0 = 1e10;
     let mut sim = FlowSim::new(&t);
     for (tag, (s, d, bytes)) in [(0, 1, 1000.0), (2, 1, 400.0), (3, 2, 2010.0)].into_iter().enumerate() {
