@@ -26,8 +26,9 @@
 //!
 //! Flows come in *batches* that run `repeat` times back to back (one phase of a collective
 //! schedule, such as the 2(n−1) identical steps of a ring). A run is *clean* when every re-solve
-//! that touched its flows held no other flow and no other batch's event shared an instant with
-//! its own (see *Instants*: that may move its events by up to the window); the next run, started
+//! that touched its flows held no other flow and no instant was cut out at another batch's event
+//! ahead of its own (see *Instants*: that may move its events by up to the window; an instant
+//! whose time its first event is due at is the one it would have alone); the next run, started
 //! fresh under the same conditions, then takes exactly as long. So after a clean run of duration d the batch is
 //! *parked*: its remaining k runs end at t + k·d with no events in between, and its flows stay
 //! on their links so that any newcomer finds them. A newcomer sharing a link with a parked batch
@@ -88,8 +89,6 @@ const MAX_RECORD: usize = 64;
 const COALESCE: f64 = 1e-9;
 /// No bottleneck link known yet.
 const NO_LINK: u32 = u32::MAX;
-/// No batch.
-const NO_BATCH: u32 = u32::MAX;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -228,8 +227,10 @@ pub struct FlowSim {
     replay_ver: u32,
     /// The batch whose run ended and was re-armed at the instant being processed.
     run_ended: Option<u32>,
-    /// The batch of the first event of the instant being processed (NO_BATCH: none yet).
-    instant_batch: u32,
+    /// The instants processed so far; the one being processed, while `step` runs.
+    instants: u64,
+    /// Per batch: the last instant that held an event of it (`instants` then).
+    batch_instant: Vec<u64>,
     /// Runs that repeated in company, by the hash of their key, and the rates they hold (`cycle.rs`).
     memo: std::collections::HashMap<u64, cycle::Memo>,
     memo_rates: usize,
@@ -297,7 +298,8 @@ impl FlowSim {
             replay: None,
             replay_ver: 0,
             run_ended: None,
-            instant_batch: NO_BATCH,
+            instants: 0,
+            batch_instant: Vec::new(),
             memo: std::collections::HashMap::new(),
             memo_rates: 0,
             recall: true,
@@ -462,7 +464,10 @@ impl FlowSim {
         wait: Wait,
     ) -> u32 {
         let b = match self.free_batches.pop() {
-            Some(b) => b,
+            Some(b) => {
+                self.batch_instant[b as usize] = 0;
+                b
+            }
             None => {
                 self.batches.push(Batch {
                     flows: Vec::new(),
@@ -480,6 +485,7 @@ impl FlowSim {
                     key: None,
                 });
                 self.batch_mark.push(0);
+                self.batch_instant.push(0);
                 (self.batches.len() - 1) as u32
             }
         };
@@ -760,18 +766,19 @@ impl FlowSim {
         self.time = now;
         let horizon = now + self.coalesce * now;
         let mut last = now;
-        self.instant_batch = NO_BATCH;
+        self.instants += 1;
         while self.heap.peek().is_some_and(|e| e.time <= horizon) {
             let e = self.heap.pop().expect("peeked");
             last = e.time;
+            let at = e.time;
             let e = e.item;
             match e.kind {
-                Kind::Activate | Kind::Finish => self.flow_event(e.kind, e.id, e.ver, now, finished),
+                Kind::Activate | Kind::Finish => self.flow_event(e.kind, e.id, e.ver, at, now, finished),
                 Kind::Group => {
                     let kind = self.groups[e.id as usize].0;
                     let members = std::mem::take(&mut self.groups[e.id as usize].1);
                     for &(f, v) in &members {
-                        self.flow_event(kind, f, v, now, finished);
+                        self.flow_event(kind, f, v, at, now, finished);
                     }
                     self.groups[e.id as usize].1 = members;
                     self.free_groups.push(e.id);
@@ -786,7 +793,7 @@ impl FlowSim {
                     if !self.batches[b].live || self.batches[b].ver != e.ver {
                         continue;
                     }
-                    self.event_of(e.id);
+                    self.event_of(e.id, at, now);
                     let (_, _, runs) = self.batches[b].park.take().expect("parked batch");
                     let flows = std::mem::take(&mut self.batches[b].flows);
                     for &f in &flows {
@@ -837,14 +844,15 @@ impl FlowSim {
         }
     }
 
-    /// Flow `f` starts or ends at `now`, if `ver` is still its version.
-    fn flow_event(&mut self, kind: Kind, f: u32, ver: u32, now: f64, finished: &mut Vec<(u64, f64)>) {
+    /// Flow `f` starts or ends at `now` (its event's own time `at`, within the instant's
+    /// window), if `ver` is still its version.
+    fn flow_event(&mut self, kind: Kind, f: u32, ver: u32, at: f64, now: f64, finished: &mut Vec<(u64, f64)>) {
         let i = f as usize;
         if self.ver[i] != ver {
             return;
         }
         if kind == Kind::Activate && self.state[i] == State::Waiting {
-            self.event_of(self.batch_of[i]);
+            self.event_of(self.batch_of[i], at, now);
             self.upd[i] = now;
             self.rate[i] = 0.0;
             if self.path[i].is_empty() || self.rem[i] <= 0.0 {
@@ -856,21 +864,25 @@ impl FlowSim {
                 self.attach(f);
             }
         } else if kind == Kind::Finish && self.state[i] == State::Active {
-            self.event_of(self.batch_of[i]);
+            self.event_of(self.batch_of[i], at, now);
             self.finish_flow(f, now, finished);
         }
     }
 
-    /// An event of batch `b` takes place at the instant being processed. The instant is
-    /// processed at its earliest event, so events of two batches in one may have moved each
-    /// other's by up to the window: neither run is its batch's own, and neither is parked on.
-    fn event_of(&mut self, b: u32) {
+    /// An event of batch `b`, due at `at`, takes place at the instant being processed, `now`.
+    /// The instant is processed at its earliest event: when that is another batch's (b's own
+    /// first event in it is due later), b's events are moved by up to the window, as its run
+    /// alone would not have them, and this run is not parked on. A batch whose first event is
+    /// due at the instant's very time is not moved, whoever shares the instant: alone it would
+    /// have had the same instant (events due later in it are then moved as they would be alone).
+    fn event_of(&mut self, b: u32, at: f64, now: f64) {
         self.note_event(b);
-        if self.instant_batch == NO_BATCH {
-            self.instant_batch = b;
-        } else if self.instant_batch != b {
-            self.batches[b as usize].clean = false;
-            self.batches[self.instant_batch as usize].clean = false;
+        let seen = &mut self.batch_instant[b as usize];
+        if *seen != self.instants {
+            *seen = self.instants;
+            if at > now {
+                self.batches[b as usize].clean = false;
+            }
         }
     }
 
