@@ -61,7 +61,7 @@ const ALLOWED: &[(&str, &str, bool, &str)] = &[
     ("collective/coherent_ring.rs", "executor", true, "the coherent ring run through the executor on the flow model"),
     // A platform template checked by the times its paths give.
     (
-        "platform/hcsim/tests.rs",
+        "platform/templates/hcsim/tests.rs",
         "network::flow",
         true,
         "HCSim's template gives the paper's Table 5 path times, as lone flows on the flow model",
