@@ -41,20 +41,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from clustersim.measure.calibrate.nccl_log import OPS
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "data" / "nccl-tests" / "corpus.yaml"
 LARGE = 64 << 20  # busbw is compared at sizes ≥ 64 MiB
 SMALL = 64 << 10  # time is compared at sizes ≤ 64 KiB
-# nccl-tests' binary → clustersim's collective name.
-OPS = {
-    "all_reduce": "allreduce",
-    "all_gather": "allgather",
-    "reduce_scatter": "reducescatter",
-    "alltoall": "alltoall",
-    "broadcast": "broadcast",
-    "reduce": "reduce",
-}
 # NVLink line rate per GPU and direction, by generation: links × per-link rate (NVIDIA's
 # datasheets: NVLink 3 on A100 12 × 25 GB/s = 300 GB/s; NVLink 4 on H100/H200 18 × 25 GB/s =
 # 450 GB/s; NVLink 5 on B200 18 × 50 GB/s = 900 GB/s). The flow model then caps it at what NCCL

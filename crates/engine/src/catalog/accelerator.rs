@@ -106,23 +106,9 @@ const REQUIRED: [&str; 8] = [
     "hbm_efficiency",
     "attention_efficiency",
 ];
-/// Fields that are finite numbers where given.
-const NUMBERS: [&str; 14] = [
-    "matmul_tflops",
-    "vector_tflops",
-    "hbm_gb",
-    "hbm_tbps",
-    "nvlink_busbw",
-    "nic_busbw",
-    "sms",
-    "gemm_efficiency",
-    "hbm_efficiency",
-    "attention_efficiency",
-    "nvls_busbw",
-    "kernel_overhead_ns",
-    "gemm_fill_drain_ns",
-    "attention_bwd_efficiency",
-];
+/// Optional fields that are finite numbers where given (besides the peaks and [`REQUIRED`]).
+const OPTIONAL_NUMBERS: [&str; 4] =
+    ["nvls_busbw", "kernel_overhead_ns", "gemm_fill_drain_ns", "attention_bwd_efficiency"];
 
 /// A problem with an entry: (field, what is wrong).
 pub type Problem = (String, String);
@@ -179,7 +165,8 @@ impl Accelerator {
             })?),
             Some(other) => return Err(problem("nic", format!("must be a NIC's name, got {}", py_repr(other)))),
         };
-        for key in NUMBERS {
+        let numbers = ["matmul_tflops", "vector_tflops"].into_iter().chain(REQUIRED).chain(OPTIONAL_NUMBERS);
+        for key in numbers {
             let value = match (key, derived) {
                 ("matmul_tflops", Some((m, _))) => m.map_or(Value::Null, |x| json!(x)),
                 ("vector_tflops", Some((_, v))) => v.map_or(Value::Null, |x| json!(x)),
