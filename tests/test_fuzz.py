@@ -210,6 +210,11 @@ def test_found_accelerator_inputs() -> None:
     assert error(base.replace("my-gpu", "&a")).startswith(": my-gpu: unknown name (valid: ")
     efficiency = base.replace("gemm_efficiency: 0.7", "gemm_efficiency: 2")
     assert error(efficiency) == ":9: gemm_efficiency: must be from 1e-6 to 1, got 2"
+    # Found by fuzzing once the engine read the entry: JSON has no NaN, and an anchor may hold itself.
+    nan = base.replace("nvlink_busbw: 100", "nvlink_busbw: .nan")
+    assert error(nan) == ":6: nvlink_busbw: must be a finite number, got 'nan'"
+    selfish = "_d: &d\n  sms: 100\n  hbm_efficiency: *d\nmy-gpu:\n  <<: *d\n  matmul_tflops: 100\n"
+    assert error(selfish) == ":4: my-gpu: fields must be numbers, strings, lists or mappings"
 
 
 @FUZZ

@@ -98,6 +98,17 @@ def accelerators() -> dict[str, dict[str, Any]]:
     return json.loads(_engine.catalog_accelerators())
 
 
+def _finite(v: object) -> object:
+    """`v` with every non-finite float written as Python writes it ('nan', 'inf')."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return repr(v)
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_finite(x) for x in v]
+    return v
+
+
 def accelerator(name: str, entry: object, path: str | os.PathLike[str], text: str | None) -> dict[str, Any]:
     """A user's accelerator `name` (from file `path` with `text`; `text` None: a mapping given in
     Python) as the engine's schema reads it, or the engine's objection at its field's line."""
@@ -106,8 +117,9 @@ def accelerator(name: str, entry: object, path: str | os.PathLike[str], text: st
     if not isinstance(entry, dict):
         fail(path, text or "", name, "expected a mapping of fields")
     try:
-        doc = json.dumps(entry)
-    except (TypeError, ValueError):
+        # JSON has no NaN or infinity: the engine sees them as the text YAML gave, and refuses it.
+        doc = json.dumps(_finite(entry), allow_nan=False)
+    except (TypeError, ValueError, RecursionError):  # RecursionError: an anchor that holds itself
         fail(path, text or "", name, "fields must be numbers, strings, lists or mappings")
     resolved, problem = _engine.accelerator_entry(name, doc)
     if problem is not None:
