@@ -80,6 +80,7 @@ SCENARIOS = [
     _ar("dcn32_ar_64m", DCN32, 64 * MIB),
     _ar("hpn32_ar_64m", HPN32, 64 * MIB),
     Scenario("spx64_a2a_16m", SPX64, "ALLTOALL", 16 * MIB, 1),
+    Scenario("spx128_a2a_16m", SPX128, "ALLTOALL", 16 * MIB, 1),
 ]
 
 # (link rate bit/s, KMIN KB, KMAX KB, PMAX) as in SimAI's shipped file.
