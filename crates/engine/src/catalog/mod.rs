@@ -3,12 +3,14 @@
 //!
 //! The shipped entries are `accelerators.yaml` and `nics.yaml` beside this file (each entry names
 //! its sources), compiled into the engine and read once. Users add accelerators of their own as
-//! mappings of the same schema ([`Accelerator::from_value`]).
+//! mappings of the same schema ([`Accelerator::from_value`]). RDMA transports' wire framing
+//! (RoCEv2, InfiniBand) is in [`transport`].
 
 mod accelerator;
 mod arch;
 mod nic;
 pub mod simai;
+pub mod transport;
 
 use std::sync::OnceLock;
 
