@@ -20,6 +20,8 @@ OP_KINDS: list[str]
 COLLECTIVES: list[str]
 #: Phases of an op (fwd, ig, wg, other).
 PHASES: list[str]
+# Data types of compute ops' work (the workload columns' `dtype` is 1 + an index, 0 for none).
+DTYPES: list[str]
 
 class Platform:
     """The engine's platform: typed nodes, directed links, ranks placed on GPUs. Arrays in bulk."""

@@ -163,7 +163,12 @@ impl SimaiWorkload {
         let mut gate: Vec<u32> = Vec::new();
         let deps = |g: &Vec<u32>| g.clone();
         for (i, r) in file.rows.iter().enumerate() {
-            let c = prog.push(Op::new(OpKind::Compute { ns: r.fwd_ns as f64 }, deps(&gate), i as u32, Phase::Forward));
+            let c = prog.push(Op::new(
+                OpKind::Compute { ns: r.fwd_ns as f64, work: None },
+                deps(&gate),
+                i as u32,
+                Phase::Forward,
+            ));
             row_ops[i][0].compute = c;
             gate = vec![c];
             let mut bytes = r.fwd.bytes;
@@ -178,7 +183,12 @@ impl SimaiWorkload {
             }
         }
         for (i, r) in file.rows.iter().enumerate().rev() {
-            let c = prog.push(Op::new(OpKind::Compute { ns: r.ig_ns as f64 }, deps(&gate), i as u32, Phase::InputGrad));
+            let c = prog.push(Op::new(
+                OpKind::Compute { ns: r.ig_ns as f64, work: None },
+                deps(&gate),
+                i as u32,
+                Phase::InputGrad,
+            ));
             row_ops[i][1].compute = c;
             gate = vec![c];
             let (ops, block) = collective(
@@ -204,8 +214,12 @@ impl SimaiWorkload {
             } else {
                 block
             };
-            let c =
-                prog.push(Op::new(OpKind::Compute { ns: r.wg_ns as f64 }, deps(&gate), i as u32, Phase::WeightGrad));
+            let c = prog.push(Op::new(
+                OpKind::Compute { ns: r.wg_ns as f64, work: None },
+                deps(&gate),
+                i as u32,
+                Phase::WeightGrad,
+            ));
             row_ops[i][2].compute = c;
             gate = std::iter::once(c).chain(ig_block).collect();
             // wg collectives never block: nothing waits for them but the end of the iteration.
