@@ -91,35 +91,27 @@ enum OpDoc {
         phase: Phase,
     },
     #[serde(rename = "SEND")]
-    Send {
-        group: u16,
-        offset: i32,
-        bytes: u64,
-        /// A userbuffers copy (no NCCL call); written only when true.
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        copy: bool,
-        #[serde(default)]
-        deps: Vec<u32>,
-        #[serde(default)]
-        row: u32,
-        #[serde(default)]
-        phase: Phase,
-    },
+    Send(PeerDoc),
     #[serde(rename = "RECV")]
-    Recv {
-        group: u16,
-        offset: i32,
-        bytes: u64,
-        /// A userbuffers copy (no NCCL call); written only when true.
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        copy: bool,
-        #[serde(default)]
-        deps: Vec<u32>,
-        #[serde(default)]
-        row: u32,
-        #[serde(default)]
-        phase: Phase,
-    },
+    Recv(PeerDoc),
+}
+
+/// A SEND's or RECV's fields: the peer `offset` places on in its instance of `group`.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PeerDoc {
+    group: u16,
+    offset: i32,
+    bytes: u64,
+    /// A userbuffers copy (no NCCL call); written only when true.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    copy: bool,
+    #[serde(default)]
+    deps: Vec<u32>,
+    #[serde(default)]
+    row: u32,
+    #[serde(default)]
+    phase: Phase,
 }
 
 impl OpDoc {
@@ -139,10 +131,10 @@ impl OpDoc {
                 OpDoc::Coll { collective, group, bytes, deps, row, phase }
             }
             OpKind::Send { peer, bytes, copy } => {
-                OpDoc::Send { group: peer.group, offset: peer.offset, bytes, copy, deps, row, phase }
+                OpDoc::Send(PeerDoc { group: peer.group, offset: peer.offset, bytes, copy, deps, row, phase })
             }
             OpKind::Recv { peer, bytes, copy } => {
-                OpDoc::Recv { group: peer.group, offset: peer.offset, bytes, copy, deps, row, phase }
+                OpDoc::Recv(PeerDoc { group: peer.group, offset: peer.offset, bytes, copy, deps, row, phase })
             }
         }
     }
@@ -163,10 +155,10 @@ impl OpDoc {
             OpDoc::Coll { collective, group, bytes, deps, row, phase } => {
                 Op::new(OpKind::Collective { collective, group, bytes }, deps, row, phase)
             }
-            OpDoc::Send { group, offset, bytes, copy, deps, row, phase } => {
+            OpDoc::Send(PeerDoc { group, offset, bytes, copy, deps, row, phase }) => {
                 Op::new(OpKind::Send { peer: Peer { group, offset }, bytes, copy }, deps, row, phase)
             }
-            OpDoc::Recv { group, offset, bytes, copy, deps, row, phase } => {
+            OpDoc::Recv(PeerDoc { group, offset, bytes, copy, deps, row, phase }) => {
                 Op::new(OpKind::Recv { peer: Peer { group, offset }, bytes, copy }, deps, row, phase)
             }
         })
