@@ -99,7 +99,7 @@ def add_options(
             kw["action"] = "store_true" if o.default is False else argparse.BooleanOptionalAction
         else:
             if o.type is not str:
-                kw["type"] = count if o.type is int and o.count else o.type
+                kw["type"] = whole(1, o.maximum) if o.type is int and o.count else o.type
             if o.choices is not None:
                 kw["choices"] = list(o.choices)
             if o.required:
