@@ -216,7 +216,7 @@ def test_a_sweep_spec_varies_the_servers(run_cli, tmp_path):
     )
     rc, out, err = run_cli("sweep", spec, "--csv", tmp_path / "s.csv")
     assert rc == 0, err
-    rows = (tmp_path / "s.csv").read_text().splitlines()
+    rows = [r for r in (tmp_path / "s.csv").read_text().splitlines() if not r.startswith("# ")]
     head = rows[0].split(",")
     got = {
         r.split(",")[head.index("reduction")]: float(r.split(",")[head.index("time_us")]) for r in rows[1:]
