@@ -128,7 +128,8 @@ def test_compare_two_train_results_and_two_sweep_points(swept, run_cli):
     assert row[4] == f"{change:+.1f}"
     assert lines["model"] == ["model", "llama3-8b", "llama3-8b"]  # equal: no difference shown
     code, out, _ = run_cli("compare", "a.json", "b.json", "--differences", cwd=swept)
-    assert "model" not in out and "iteration_s" in out
+    table = out.split("\n\n", 1)[1]  # below what made them differ
+    assert "model" not in table and "iteration_s" in table
     stored = store.read(swept / "s.sqlite")
     code, out, _ = run_cli("compare", "s.sqlite:3", f"s.sqlite:{stored.rows[5].key[:10]}", cwd=swept)
     assert code == 0
