@@ -13,6 +13,7 @@ import time
 import clustersim
 import pytest
 from clustersim.plan import BY_NAME, MAX_COUNT, OPTIONS
+from conftest import ROOT
 
 
 def one_line_error(code: int, out: str, err: str) -> str:
@@ -48,9 +49,13 @@ def test_a_sweep_grid_is_type_checked_against_the_plan_before_any_point_runs(run
 
 def test_one_limit_one_message(run_cli):
     # The CLI's range is the engine's: "from 1 to 4294967295" then "at most 16777216" no more.
+    micro = str(ROOT / "examples" / "microAllReduce.txt")
     for value in ("0", "16777217"):
         err = one_line_error(*run_cli("train", "--model", "llama3-8b", "--gpus", value, "--gbs", "8"))
         assert "must be a whole number from 1 to 16777216, got" in err
+        for command in (["analytical", "-w", micro], ["collective", "allreduce", "-n", "Spectrum-X:16"]):
+            err = one_line_error(*run_cli(*command, "-g", value))
+            assert "must be a whole number from 1 to 16777216, got" in err
     # The plan schema's maxima are the engine's: one past each, the engine names the same number.
     plan = dict(gpus=8, gbs=8, seq=1024, allow_oom=True)
     checked = (

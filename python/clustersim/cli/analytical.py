@@ -16,7 +16,7 @@ from clustersim.cli.common import (
     add_platform,
     add_progress,
     add_result,
-    count,
+    gpu_count,
     print_json,
     progress_for,
     wrote,
@@ -49,7 +49,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
 def add_workload_options(p: argparse.ArgumentParser) -> None:
     """SimAI_analytical's flags and ours, shared by `analytical` and `run`."""
     p.add_argument("-w", "--workload", required=True, help="SimAI workload file (.txt written by AICB)")
-    p.add_argument("-g", "--gpus", type=count, help="number of GPUs (default: the header's all_gpus)")
+    p.add_argument("-g", "--gpus", type=gpu_count, help="number of GPUs (default: the header's all_gpus)")
     add_platform(p)
     p.add_argument(
         "-g_type", "--gpu-type", default="H100", help="A100, A800, H100, H800 or H20 (default H100)"

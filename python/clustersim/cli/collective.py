@@ -12,8 +12,8 @@ from clustersim.cli.common import (
     add_fabric,
     add_json,
     add_progress,
-    count,
     fabric_options,
+    gpu_count,
     progress_for,
 )
 from clustersim.errors import InputError
@@ -53,7 +53,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-f", "--stepfactor", type=int, default=2, help="size multiplier (default 2)")
     add_fabric(p, required=True, what="the fabric")
     p.add_argument("--proto", default="auto", help="auto (NCCL's choice per size) or LL, LL128, Simple")
-    p.add_argument("-g", "--gpus", type=count, help="ranks: the first N GPUs (default all)")
+    p.add_argument("-g", "--gpus", type=gpu_count, help="ranks: the first N GPUs (default all)")
     add_ecmp_seeds(p)
     add_json(p, "the table")
     p.add_argument("--csv", metavar="FILE", help="also write the table to this CSV file")
