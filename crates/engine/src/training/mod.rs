@@ -188,7 +188,7 @@ pub struct StageTime {
     pub memory_gb: f64,
 }
 
-/// Time per row label (layer name) of the stage that finishes last, summed over its ops.
+/// Time per row label (layer name) of the critical stage, summed over its ops.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct LayerTime {
     pub name: String,
@@ -495,19 +495,19 @@ fn last_stage(exec: &Execution) -> usize {
     (0..exec.timelines.len()).max_by(|&a, &b| end(a).total_cmp(&end(b)).then(b.cmp(&a))).unwrap_or(0)
 }
 
-/// Rank class `last`'s time per row label, given its exposure `ex`.
-fn layer_times(w: &Workload, exec: &Execution, last: usize, ex: &Exposure) -> Vec<LayerTime> {
-    let prog = &w.programs[w.class_program[last] as usize];
-    let tl = &exec.timelines[last];
+/// Rank class `class`'s time per row label, given its exposure `ex`.
+fn layer_times(w: &Workload, exec: &Execution, class: usize, ex: &Exposure) -> Vec<LayerTime> {
+    let prog = &w.programs[w.class_program[class] as usize];
+    let tl = &exec.timelines[class];
     let mut layers: Vec<LayerTime> = w
         .rows
         .iter()
         .map(|n| LayerTime { name: n.clone(), compute_s: 0.0, exposed_comm_s: 0.0, comm_s: 0.0 })
         .collect();
     // A send and a recv inside the class are one shift (one copy): its time counts once, at the send.
-    let rep = w.class_representatives()[last];
+    let rep = w.class_representatives()[class];
     let shift_recv = |op: &OpKind| match *op {
-        OpKind::Recv { peer, .. } => w.rank_class[w.peer_rank(rep, peer) as usize] == last as u32,
+        OpKind::Recv { peer, .. } => w.rank_class[w.peer_rank(rep, peer) as usize] == class as u32,
         _ => false,
     };
     for (i, op) in prog.ops.iter().enumerate() {
