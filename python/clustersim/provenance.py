@@ -5,10 +5,11 @@ every `--json`, `-o`, summary file and sweep row holds it; CSV files carry it as
 lines above their header (`comment_lines`, written by `clustersim.files.write_csv`); and
 `clustersim compare` reads it to say what differs between two runs before their numbers.
 
-The content hashes are SHA-256 of canonical JSON (sorted keys, no spaces): of a fabric, its
-nodes, links, link rates, placement and device types as the engine holds them (so a template and
-the file it writes hash alike, and a calibrated fabric differs from the raw one); of a model, its
-resolved description (the catalog entry or file as read, with any overrides applied).
+The content hashes are SHA-256: of a fabric, its nodes, links, link rates, placement and device
+types as the engine holds them (`platform_digest`: a fabric given as a template, a file or a
+Platform object hashes alike, and a calibrated fabric differs from the raw one); of a model, its
+resolved description as canonical JSON (sorted keys, no spaces: the catalog entry or file as
+read, with any overrides applied).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import contextlib
 import hashlib
 import json
 import os
+import sys
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any
@@ -85,9 +87,38 @@ def digest(value: Any) -> str:
 
 
 def platform_digest(platform: Any) -> str:
-    """SHA-256 of a fabric's content as the engine holds it (an `_engine.Platform`)."""
-    parts = ("kinds", "names", "links", "forwards", "error_rates", "placement", "accelerator_types")
-    return digest([getattr(platform, part) for part in parts])
+    """SHA-256 of a fabric's content as the engine holds it (an `_engine.Platform`): its node
+    kinds and names, links (ends, rates, latencies, forwarding, error rates), placement and
+    accelerator types, each as packed bytes (little-endian 64-bit numbers, NUL-separated text)
+    behind its length. Bytes, not JSON: AlibabaHPN's 17,640 nodes hash in a fraction of the time."""
+    from array import array
+
+    def text(values: list[str]) -> bytes:
+        return "\x00".join(values).encode()
+
+    def ints(values: list[int] | list[bool]) -> bytes:
+        packed = array("q", values)  # bools are ints
+        return packed.tobytes() if sys.byteorder == "little" else _swapped(packed)
+
+    def floats(values: list[float]) -> bytes:
+        packed = array("d", values)
+        return packed.tobytes() if sys.byteorder == "little" else _swapped(packed)
+
+    src, dst, rate, latency = platform.links
+    chunks = [text(platform.kinds), text(platform.names), ints(src), ints(dst), floats(rate)]
+    chunks += [floats(latency), ints(platform.forwards), floats(platform.error_rates)]
+    chunks += [ints(column) for column in platform.placement]
+    chunks.append(text(platform.accelerator_types))
+    h = hashlib.sha256()
+    for chunk in chunks:
+        h.update(len(chunk).to_bytes(8, "little"))
+        h.update(chunk)
+    return h.hexdigest()
+
+
+def _swapped(packed: Any) -> bytes:
+    packed.byteswap()
+    return packed.tobytes()
 
 
 def fabric(spec: Any, platform: Any) -> dict[str, Any] | None:
