@@ -72,6 +72,9 @@ def _shown(value: Any) -> Any:
         return {str(k): _shown(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_shown(v) for v in value]
+    fields = getattr(value, "__dataclass_fields__", None)  # ReductionServers: its settings
+    if fields is not None:
+        return {type(value).__name__: {f: _shown(getattr(value, f)) for f in fields}}
     return getattr(value, "name", None) or type(value).__name__
 
 
