@@ -34,6 +34,7 @@ _PARTS = (
     ("exposed_ep_us", "Exposed EP comm", "#9467bd"),
     ("exposed_pp_us", "Exposed PP comm", "#8c564b"),
     ("bubble_us", "Pipeline bubble", "#7f7f7f"),
+    ("waiting_us", "Waiting for slower devices", "#bcbd22"),
 )
 
 # Per-layer stack: label, colour. Hidden comm is drawn pale because it overlaps compute and costs no time.

@@ -22,6 +22,32 @@ if TYPE_CHECKING:
     import inspect
 
 MAX_COUNT = 2**32 - 1
+#: The engine's limits (crates/engine/src/training/plan.rs, model.rs; simai/build.rs MAX_GPUS).
+MAX_GPUS = 1 << 24
+MAX_WIDTH = 1 << 22
+MAX_LAYERS = 1 << 12
+_MAXIMUM = {
+    "gpus": MAX_GPUS,
+    "gbs": MAX_GPUS,
+    "tp": MAX_GPUS,
+    "pp": MAX_GPUS,
+    "ep": MAX_GPUS,
+    "cp": MAX_GPUS,
+    "vpp": 1 << 12,
+    "mbs": 1 << 16,
+    "seq": MAX_WIDTH,
+    "gpus_per_server": 1 << 16,
+    "first_stage_layers": MAX_LAYERS,
+    "last_stage_layers": MAX_LAYERS,
+    "layers": MAX_LAYERS,
+    "hidden": MAX_WIDTH,
+    "heads": 1 << 14,
+    "kv_heads": 1 << 14,
+    "ffn": MAX_WIDTH,
+    "vocab": MAX_WIDTH,
+    "experts": 1 << 12,
+    "topk": 1 << 12,
+}
 
 
 class _Required:
@@ -45,8 +71,11 @@ class Option(NamedTuple):
     flags: tuple[str, ...]
     #: The values it may take (the CLI checks them; the engine checks the rest).
     choices: tuple[Any, ...] | None = None
-    #: A whole number from 1 to MAX_COUNT (`whole`); False: any int (`--zero`, with choices).
+    #: A whole number from 1 to `maximum` (`whole`); False: any int (`--zero`, with choices).
     count: bool = True
+    #: The largest value the engine simulates (its plan and model checks say the same number,
+    #: tests/test_plan_schema.py holds them together): the CLI and sweeps refuse more, with it.
+    maximum: int = MAX_COUNT
     metavar: str | None = None
     #: A file's path: the API also takes an os.PathLike.
     path: bool = False
@@ -74,6 +103,7 @@ class Option(NamedTuple):
 def _count(
     name: str, help: str | None, *, default: Any = None, flags: tuple[str, ...] = (), **kw: Any
 ) -> Option:
+    kw.setdefault("maximum", _MAXIMUM.get(name, MAX_COUNT))
     return Option(name, int, default, help, flags or (f"--{name.replace('_', '-')}",), **kw)
 
 

@@ -36,6 +36,7 @@ from clustersim.cli import (
 )
 from clustersim.cli.common import Parser, subcommand
 from clustersim.errors import EnginePanic, InputError, InternalError
+from clustersim.provenance import command_line
 
 EX_SOFTWARE = 70
 COMMANDS = (
@@ -89,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser(argv[0] if argv else None).parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
-        code = func(args)
+        with command_line(argv):  # results record the command that made them
+            code = func(args)
         sys.stdout.flush()  # a closed pipe shows here, not at exit
         return code
     except InputError as e:
@@ -104,9 +106,21 @@ def main(argv: list[str] | None = None) -> int:
         )
         return EX_SOFTWARE
     except KeyboardInterrupt:
+        print(f"clustersim: interrupted: {interrupted_note(args)}", file=sys.stderr)
         return 130
     except BrokenPipeError:
         # The reader went away (`clustersim … | head`): as a Unix filter, stop quietly. Point
         # stdout at /dev/null so the interpreter's final flush does not fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+
+
+def interrupted_note(args: argparse.Namespace) -> str:
+    """What an interrupted command kept: a sweep, the points stored so far (run it again to
+    resume); every other command, nothing (results are written whole or not at all)."""
+    if args.command == "sweep":
+        from pathlib import Path
+
+        path = args.output or str(Path(args.spec).with_suffix(".sqlite"))
+        return f"the points simulated so far are kept in {path}; run the same sweep again to resume"
+    return "no result file was written (results are written whole, at the end, or not at all)"

@@ -76,10 +76,23 @@ def main(args: argparse.Namespace) -> int:
     if args.csv or args.parquet:
         with atomic_outputs() as stage:
             if args.csv:
-                export.write_csv(table, stage(args.csv))
+                export.write_csv(table, stage(args.csv), sweep_comments(args, stored.command))
                 written.append(args.csv)
             if args.parquet:
                 export.write_parquet(table, stage(args.parquet))
                 written.append(args.parquet)
     wrote(written)
     return 0
+
+
+def sweep_comments(args: argparse.Namespace, command: str) -> list[str]:
+    """What made a sweep's CSV: the sweep's command and version; each row's own provenance
+    (model, fabric, backend) is in its `provenance.` columns, its plan in its options."""
+    from clustersim import __version__
+    from clustersim.provenance import call_text
+
+    return [
+        f"# command: {call_text('sweep', {'spec': args.spec, 'output': args.output})}",
+        f"# version: {__version__}",
+        f"# spec: {args.spec} ({command}); each row: its options, and what made it (provenance. columns)",
+    ]

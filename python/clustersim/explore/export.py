@@ -46,7 +46,9 @@ def flatten(doc: Any, prefix: str = "") -> dict[str, Any]:
 def row_columns(command: str, row: Row, varying: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {"seq": row.seq, "key": row.key, "status": row.status}
     out |= {k: _cell(row.options.get(k)) for k in varying}
-    result = flatten(row.result)
+    # What made the point: its options are the plan (the spec's fixed ones and its own), so the
+    # provenance's plan is left out; the rest (command, version, model, fabric, backend) stays.
+    result = {k: v for k, v in flatten(row.result).items() if not k.startswith("provenance.plan.")}
     if row.status == "ok":
         if command in ("run", "analytical"):
             time_us = result["iteration_time_us"]
@@ -72,8 +74,10 @@ def table(stored: Stored) -> Table:
     return Table({c: [r.get(c) for r in rows] for c in columns})
 
 
-def write_csv(t: Table, path: str | os.PathLike[str]) -> None:
-    write(path, [t.columns, *([("" if v is None else v) for v in r.values()] for r in t.rows())])
+def write_csv(t: Table, path: str | os.PathLike[str], comments: list[str] | None = None) -> None:
+    """The table as CSV, below `comments` (`#` lines: what made it)."""
+    rows = [t.columns, *([("" if v is None else v) for v in r.values()] for r in t.rows())]
+    write(path, rows, comments or ())
 
 
 def need_pyarrow(path: str | os.PathLike[str]) -> None:
