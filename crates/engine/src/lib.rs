@@ -8,6 +8,7 @@ pub mod driver;
 pub mod due;
 pub mod error;
 pub mod executor;
+pub mod goodput;
 pub mod exposure;
 pub mod int_hash;
 pub mod layout;
