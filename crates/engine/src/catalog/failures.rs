@@ -179,8 +179,8 @@ impl Profile {
                 .filter(|x| *x >= 0.0 && x.is_finite())
                 .ok_or_else(|| at("count: must be a number ≥ 0".into()))?;
             let per = Per::parse(&text(c, "per")).ok_or_else(|| at("per: must be gpu, server, nic or job".into()))?;
-            let effect =
-                Effect::parse(&text(c, "effect")).ok_or_else(|| at("effect: must be swap, restart or planned".into()))?;
+            let effect = Effect::parse(&text(c, "effect"))
+                .ok_or_else(|| at("effect: must be swap, restart or planned".into()))?;
             causes.push(Cause {
                 name: cause.clone(),
                 label: text(c, "label"),
@@ -192,7 +192,9 @@ impl Profile {
             });
         }
         // Most frequent first, as the paper's table lists them (the mapping's order is lost).
-        causes.sort_by(|a, b| b.count.unwrap_or(0.0).total_cmp(&a.count.unwrap_or(0.0)).then_with(|| a.name.cmp(&b.name)));
+        causes.sort_by(|a, b| {
+            b.count.unwrap_or(0.0).total_cmp(&a.count.unwrap_or(0.0)).then_with(|| a.name.cmp(&b.name))
+        });
         Ok(Profile { name: name.to_string(), source: text(v, "source"), observed, days, causes })
     }
 

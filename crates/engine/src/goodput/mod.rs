@@ -93,10 +93,10 @@ impl Run {
                 return at(field, format!("must be a number ≥ 0, got {v}"));
             }
         }
-        if !(self.window_s > 0.0) || self.window_s.is_nan() {
+        if self.window_s.is_nan() || self.window_s <= 0.0 {
             return at("days", format!("must be > 0, got {} s", self.window_s));
         }
-        if !(self.work_s > 0.0) || self.work_s.is_nan() {
+        if self.work_s.is_nan() || self.work_s <= 0.0 {
             return at("tokens", format!("must give > 0 s of training, got {} s", self.work_s));
         }
         if self.window_s.is_infinite() && self.work_s.is_infinite() {
@@ -351,30 +351,27 @@ fn trial_outcome(
             ev.push(Event { at_s: now, cause, lost_s: lost, work_s: o.work });
         }
         let save = if running && run.causes[cause].effect == Effect::Planned { delta } else { 0.0 };
-        if run.causes[cause].effect == Effect::Swap {
-            if run.spare_servers.is_some() {
-                // Servers back from repair become spares again.
-                in_repair.retain(|&back| {
-                    if back <= now {
-                        free_spares += 1;
-                    }
-                    back > now
-                });
-                in_repair.push(now + run.repair_s);
-                let replaced_at = if free_spares > 0 {
-                    free_spares -= 1;
-                    now
-                } else {
-                    // The first server back replaces the failed one.
-                    let (i, &back) =
-                        in_repair.iter().enumerate().min_by(|a, b| a.1.total_cmp(b.1)).expect("one in repair");
-                    in_repair.swap_remove(i);
-                    back
-                };
-                let was = servers_at.max(now);
-                servers_at = servers_at.max(replaced_at);
-                o.wait += servers_at - was;
-            }
+        if run.causes[cause].effect == Effect::Swap && run.spare_servers.is_some() {
+            // Servers back from repair become spares again.
+            in_repair.retain(|&back| {
+                if back <= now {
+                    free_spares += 1;
+                }
+                back > now
+            });
+            in_repair.push(now + run.repair_s);
+            let replaced_at = if free_spares > 0 {
+                free_spares -= 1;
+                now
+            } else {
+                // The first server back replaces the failed one.
+                let (i, &back) = in_repair.iter().enumerate().min_by(|a, b| a.1.total_cmp(b.1)).expect("one in repair");
+                in_repair.swap_remove(i);
+                back
+            };
+            let was = servers_at.max(now);
+            servers_at = servers_at.max(replaced_at);
+            o.wait += servers_at - was;
         }
         let begin = servers_at.max(now + save);
         ready = begin + resume;
