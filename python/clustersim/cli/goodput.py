@@ -37,11 +37,8 @@ DESCRIPTION = (
 
 EPILOG = """\
 examples:
-  clustersim goodput --model llama3-405b --gpus 16384 --tp 8 --pp 16 --vpp 8 --gbs 2048 --seq 8192 --sp --dist-opt \\
-      --recompute selective --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split \\
-      --allow-oom --days 54
-  clustersim goodput --model llama3-70b --gpus 1024 --tp 8 --pp 4 --gbs 1024 --seq 8192 --sp --dist-opt \\
-      --tokens 15e12 --spare-servers 4 --checkpoint-interval-min 30 -r results/70b- -v"""  # noqa: E501
+  clustersim goodput --model llama3-405b --gpus 16384 --tp 8 --pp 16 --vpp 8 --gbs 2048 --seq 8192 --sp --dist-opt --recompute selective --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split --allow-oom --days 54
+  clustersim goodput --model llama3-70b --gpus 1024 --tp 8 --pp 4 --gbs 1024 --seq 8192 --sp --dist-opt --tokens 15e12 --spare-servers 4 --checkpoint-interval-min 30 -r results/70b- -v"""  # noqa: E501
 
 
 def arguments(p: argparse.ArgumentParser) -> None:

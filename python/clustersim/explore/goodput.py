@@ -64,7 +64,8 @@ class GoodputResult(NamedTuple):
     checkpoint_write_s: float
     restore_s: float
     restart_s: float
-    #: The interval simulated, and the closed forms' (Young, Daly, the exact optimum).
+    #: The interval simulated, and the closed forms' (Young, Daly, the exact optimum) for the mean
+    #: time between interruptions that lose work (planned stops lose none).
     checkpoint_interval_min: float
     young_min: float
     daly_min: float
@@ -77,6 +78,7 @@ class GoodputResult(NamedTuple):
     days: float | None
     effective_training_time: Spread | None
     interruptions: Spread | None
+    #: Daly's expected goodput counting every interruption as a restart that loses work.
     expected_goodput: float
     #: Where the window's wall time goes, mean fractions: training, lost, checkpoint, wait, restart.
     wall_fractions: dict[str, float] | None
@@ -188,6 +190,12 @@ def goodput(
     ]
     rate_per_s = sum(per_hour) / 3600.0
     mtbf_s = 1.0 / rate_per_s if rate_per_s > 0 else math.inf
+    # The interval trades writes against work lost: planned stops save first and lose none, so
+    # Young's and Daly's M is the mean time between the interruptions that lose work.
+    losing_per_s = (
+        sum(r for r, c in zip(per_hour, profile.causes, strict=True) if c.effect != "planned") / 3600
+    )
+    mtbf_losing_s = 1.0 / losing_per_s if losing_per_s > 0 else math.inf
 
     params = int(data["params"])
     ckpt_bytes = _engine.checkpoint_bytes(params)
@@ -196,7 +204,7 @@ def goodput(
     restart_s = own["restart_min"] * MIN_S
     resume_s = restart_s + restore_s
     _, young_s, daly_s, optimum_s = _engine.goodput_closed_form(
-        interval_s=1.0, checkpoint_s=write_s, restart_s=resume_s, mtbf_s=mtbf_s
+        interval_s=1.0, checkpoint_s=write_s, restart_s=resume_s, mtbf_s=mtbf_losing_s
     )
     interval_s = own["checkpoint_interval_min"] * MIN_S if own["checkpoint_interval_min"] else daly_s
     if not math.isfinite(interval_s):
