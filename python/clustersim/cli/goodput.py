@@ -15,6 +15,7 @@ from clustersim.cli.common import (
     no_charts_without_prefix,
     option_values,
     print_json,
+    whole,
     wrote,
 )
 from clustersim.files import atomic_outputs, write_csv, write_text
@@ -46,7 +47,8 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--allow-oom", action="store_true", help="simulate even if the plan does not fit in memory"
     )
-    add_options(p, GOODPUT_OPTIONS)
+    # A seed is a whole number from 0 to 2^64 − 1, as every command's --seed.
+    add_options(p, GOODPUT_OPTIONS, {"seed": {"type": whole(0, 2**64 - 1)}})
     add_result(p, "none by default")
     add_json(p)
     p.set_defaults(func=main)

@@ -58,7 +58,8 @@ class GoodputResult(NamedTuple):
     tokens_per_s: float
     params: int
     failures: str
-    #: Interruptions per day of this job, by cause (the profile's order).
+    #: Per cause (the profile's order): name, label, category, effect, per, FIT, interruptions per
+    #: day of this job and the simulated mean a trial over the window.
     causes: list[dict[str, Any]]
     checkpoint_bytes: float
     checkpoint_write_s: float
@@ -166,13 +167,12 @@ def goodput(
         _positive(name, own[name], zero=True)
     for name in ("days", "tokens", "checkpoint_interval_min", "storage_write_gbps", "storage_read_gbps"):
         _positive(name, own[name])
-    for name in ("trials", "spare_servers", "seed"):
+    for name, most in (("trials", 2**32 - 1), ("spare_servers", 2**64 - 1), ("seed", 2**64 - 1)):
         v = own[name]
-        if v is not None and (
-            isinstance(v, bool) or not isinstance(v, int) or v < (1 if name == "trials" else 0)
-        ):
-            least = 1 if name == "trials" else 0
-            raise InputError(f"--{name.replace('_', '-')}: must be a whole number ≥ {least}, got {v!r}")
+        least = 1 if name == "trials" else 0
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not least <= v <= most):
+            flag = "--" + name.replace("_", "-")
+            raise InputError(f"{flag}: must be a whole number from {least} to {most}, got {v!r}")
     profile = _profile(own["failures"])
     names = [c.name for c in profile.causes]
     fits = [c.fit for c in profile.causes]
@@ -234,6 +234,7 @@ def goodput(
         )
 
     window = budget = None
+    simulated: list[float | None] = [None] * len(names)
     ett = interruptions = fractions = days_to = ideal = None
     unfinished = 0
     timeline: list[tuple[float, str, float, float]] = []
@@ -247,6 +248,8 @@ def goodput(
             "training": ett.mean,
             **{k: trials.spread(f"{k}_s")[0] / wall for k in ("lost", "checkpoint", "wait", "restart")},
         }
+        for i, n in enumerate(trials.by_cause):
+            simulated[i] = n / own["trials"]
         timeline = [
             (t / DAY_S, names[c], lost / MIN_S, kept / DAY_S) for t, c, lost, kept in window.timeline(0)
         ]
@@ -285,6 +288,8 @@ def goodput(
             "per": profile.causes[i].per,
             "fit": fits[i],
             "per_day": per_hour[i] * 24.0,
+            # Mean interruptions of this cause a trial over the window (None without --days).
+            "interruptions": simulated[i],
         }
         for i in range(n_causes)
     ]
