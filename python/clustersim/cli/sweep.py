@@ -17,7 +17,7 @@ HELP = "simulate every point of a sweep spec (grid, list or random sample over a
 
 
 DESCRIPTION = (
-    "Simulate every point of SPEC (YAML: a command — train, run, collective or analytical —, the"
+    "Simulate every point of SPEC (YAML: a command — train, run, collective, analytical or goodput —, the"
     " options every point shares, and a grid, a list or a seeded random sample over the others)"
     " and store each point in a SQLite store as it finishes. Run again after an interruption"
     " (kill -9 included): the points already stored are kept and only the others simulated."

@@ -1,7 +1,8 @@
 """A store's rows as flat columns — `seq`, `key`, `status`, the options that vary, then every
 scalar of the result under its dotted path (`memory.total_gb`, `breakdown_s.compute`) — and
 their CSV and Parquet files. Added columns: `throughput` (higher is better: tokens/s for train,
-iterations/s for run and analytical, bus bandwidth GB/s for collective), `gpus` where the result
+iterations/s for run and analytical, bus bandwidth GB/s for collective, tokens/s kept through
+failures for goodput), `gpus` where the result
 has no such field, and `error` for infeasible points.
 """
 
@@ -19,8 +20,14 @@ from clustersim.table import Table
 
 THROUGHPUT = {"train": "tokens_per_s", "run": "iterations_per_s", "analytical": "iterations_per_s"}
 THROUGHPUT["collective"] = "busbw_GBps"
+THROUGHPUT["goodput"] = "effective_tokens_per_s"
 # Where the time goes: the columns of these prefixes (parts that add up to the whole).
-BREAKDOWN = {"train": "breakdown_s.", "run": "summary_us.", "analytical": "summary_us."}
+BREAKDOWN = {
+    "train": "breakdown_s.",
+    "run": "summary_us.",
+    "analytical": "summary_us.",
+    "goodput": "wall_fractions.",
+}
 NOT_PARTS = ("summary_us.total_us", "summary_us.exposed_comm_us")
 
 

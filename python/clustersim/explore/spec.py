@@ -1,6 +1,6 @@
 """A sweep spec: which command, which options every point shares, and which vary.
 
-    command: train                  # train, run, collective or analytical
+    command: train                  # train, run, collective, analytical or goodput
     fixed:   {model: llama3-8b, gpus: 64, gbs: 256, seq: 4096}
     grid:    {tp: [1, 2, 4, 8], pp: [1, 2], mbs: [1, 2]}      # every combination, in order
   or
@@ -32,7 +32,7 @@ from clustersim import api
 from clustersim.catalog import read_yaml
 from clustersim.errors import InputError
 
-COMMANDS = ("train", "run", "collective", "analytical")
+COMMANDS = ("train", "run", "collective", "analytical", "goodput")
 SECTIONS = ("grid", "points", "random")
 # Options no point may set: callbacks, and what a stored row could not hold.
 NOT_OPTIONS = {"progress", "trace", "options"}
@@ -43,6 +43,10 @@ MAPPINGS = {"model", "env"}
 
 
 def api_function(command: str) -> Any:
+    if command == "goodput":
+        from clustersim.explore.goodput import goodput
+
+        return goodput
     return {"train": api.train, "run": api.run, "collective": api.collective, "analytical": api.simulate}[
         command
     ]
