@@ -34,9 +34,6 @@ with -v also <prefix>chart.png, .svg and .html. --json prints the summary as JSO
 Without --compat simai, SimAI's known quirks are corrected (docs/guides/simai.md lists each)."""  # noqa: E501
 
 
-HELP = "simulate a SimAI workload file with the analytical network model (SimAI_analytical's flags)"
-
-
 DESCRIPTION = "Simulate one training iteration of a SimAI/AICB workload on the analytical backend."
 
 

@@ -31,9 +31,6 @@ examples:
   clustersim collective allreduce -n examples/optcast_4x4.platform --reduction-servers all --cost 32,4,1"""
 
 
-HELP = "nccl-tests-style sweep of one collective on the flow model"
-
-
 DESCRIPTION = (
     "Time one collective over every GPU of a fabric (or the first -g) for each size, "
     "each on an idle network, and print nccl-tests' table. NCCL_ALGO and NCCL_PROTO are honoured "

@@ -12,13 +12,11 @@ examples:
   clustersim sweep examples/sweep_llama3_8b.yaml -o results/llama3-8b.sqlite
   clustersim compare results/llama3-8b.sqlite:3 results/llama3-8b.sqlite:7 --differences"""
 
-HELP = (
-    "print what differs between two runs (fabric, plan, model, backend, version), then their"
-    " results side by side (JSON results, or points STORE:N of sweeps)"
+
+DESCRIPTION = (
+    "Print what differs between two runs (fabric, plan, model, backend, version), then their"
+    " results side by side (JSON results, or points STORE:N of sweeps)."
 )
-
-
-DESCRIPTION = HELP[0].upper() + HELP[1:] + "."
 
 
 def arguments(p: argparse.ArgumentParser) -> None:

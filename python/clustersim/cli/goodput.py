@@ -24,7 +24,6 @@ from clustersim.plan import GOODPUT_OPTIONS, OPTIONS
 if TYPE_CHECKING:
     from clustersim.explore.goodput import GoodputResult
 
-HELP = "a long run's goodput: failures, checkpoints, restarts, spares (Monte Carlo)"
 
 DESCRIPTION = (
     "Simulate one iteration of the plan (as `clustersim train`), then a seeded Monte Carlo of the"

@@ -14,11 +14,6 @@ from clustersim.cli.platform import add_template_options
 from clustersim.errors import InputError
 from clustersim.files import atomic_outputs, write_text
 
-HELP = (
-    "run workload graphs (HCSim's compute/communication vertices) on platforms; write LLaMA2-13B's,"
-    " or any workload's (a train plan's)"
-)
-
 EPILOG = """\
 examples:
   clustersim graph llama2-13b --layers 4 -o results/llama-4.json

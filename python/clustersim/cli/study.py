@@ -12,8 +12,6 @@ from clustersim.cli.platform import parse_window
 from clustersim.errors import InputError
 from clustersim.files import atomic_outputs, write_csv, write_text
 
-HELP = "the HCSim paper's studies: coherent vs not, CXL bandwidth and latency, coherent ring"
-
 EPILOG = """\
 examples:
   clustersim study hcsim scale --layers 4 --servers-per-tor 1 --xpu-counts 8,16 -o results/hcsim
@@ -54,7 +52,7 @@ def _ns(text: str) -> float:
     return float(value)
 
 
-DESCRIPTION = HELP + "."
+DESCRIPTION = "The HCSim paper's studies: coherent vs not, CXL bandwidth and latency, coherent ring."
 
 
 def arguments(p: argparse.ArgumentParser) -> None:

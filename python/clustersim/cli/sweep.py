@@ -13,8 +13,6 @@ examples:
   clustersim sweep examples/sweep_llama3_8b.yaml -o results/llama3-8b.sqlite --workers 2 --csv results/llama3-8b.csv
   clustersim report results/llama3-8b.sqlite -o results/llama3-8b.html"""  # noqa: E501
 
-HELP = "simulate every point of a sweep spec (grid, list or random sample over a command's options)"
-
 
 DESCRIPTION = (
     "Simulate every point of SPEC (YAML: a command — train, run, collective, analytical or goodput —, the"

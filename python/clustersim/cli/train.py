@@ -36,9 +36,6 @@ examples:
   clustersim train --model llama2-13b --gpus 256 --gpu h100:128,a100:128 --tp 8 --gbs 256 --seq 4096 --dist-opt"""  # noqa: E501
 
 
-HELP = "simulate one training iteration of a model with a parallel plan (Megatron-Core)"
-
-
 DESCRIPTION = (
     "Generate one Megatron-Core training iteration (TP, SP, PP with simulated 1F1B or interleaved"
     " schedules, DP/ZeRO, EP, CP, recompute) and simulate it on the analytical network model, or"
