@@ -5,11 +5,13 @@ platform it builds for an entry's hardware, what it refuses to model, and a hand
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
 import pytest
 from clustersim.platform import read_platform
+from conftest import run_clustersim
 
 _SPEC = importlib.util.spec_from_file_location(
     "nccl_corpus", Path(__file__).resolve().parents[1] / "benchmarks" / "nccl_corpus.py"
@@ -189,3 +191,18 @@ def test_8_h100_nvls_all_reduce_reaches_the_catalogs_busbw(results):
     assert big["algorithm"] == "nvls"
     assert big["simulated_busbw"] == pytest.approx(475, rel=0.01)
     assert big["simulated_busbw"] < 475  # NCCL's latency on top of the asymptote
+
+
+def test_calibrate_on_an_entrys_log_and_platform_recovers_it(tmp_path):
+    # Issue 28: `clustersim calibrate LOG -n PLATFORM` on a corpus entry, with the runner's platform
+    # for it, fits the measured table: after rescaling, every size within 5 % (here the 8 × H100
+    # all-reduce, 32 MiB–16 GiB; before calibration the platform runs the ring, up to 30 % slow).
+    entry = ENTRIES["h100_1x8_allreduce_xxrjun"]
+    platform = tmp_path / "p.platform"
+    platform.write_text(corpus.platform_for(entry).text(), encoding="utf-8")
+    log = corpus.CORPUS.parent / entry["log"]
+    rc, _, stderr = run_clustersim("calibrate", log, "-n", platform, "-o", tmp_path / "c-", cwd=tmp_path)
+    assert rc == 0, stderr
+    (s,) = json.loads((tmp_path / "c-calibration.json").read_text())["series"]
+    assert s["before_residual"]["max_abs"] > 0.2
+    assert s["after_residual"]["max_abs"] <= 0.05
