@@ -63,6 +63,30 @@ NIC_LATENCY = "500ns"
 NVLINK_LATENCY = "25ns"
 # Environment variables the runner gives the model (the rest are listed per entry as not modelled).
 FORCING = ("NCCL_ALGO", "NCCL_PROTO")
+# The first NCCL releases with NVLS (NVLink SHARP inside a node) and NVLS tree (NVLS inside nodes,
+# a tree across them): NCCL 2.17 and 2.18 (NVIDIA/nccl release notes). Both are on by default where
+# the NVSwitch supports them (NCCL_NVLS_ENABLE's default) and NCCL's tuner picks them by predicted
+# time; an entry whose NCCL version is not stated is taken as recent (every stated one is ≥ 2.20).
+NVLS_SINCE = (2, 17)
+NVLS_TREE_SINCE = (2, 18)
+# Fabrics whose RDMA framing the platform expresses (its `transport=` on the leaf switch: links
+# carry payload at line rate × MTU / (MTU + headers), crates/engine/src/catalog/transport.rs).
+RDMA_FABRICS = ("ib", "roce")
+
+
+# The summary before issue 28 item 3's model pieces (NVLS where NCCL offers it, Hopper's NVLS at
+# the catalog's achieved busbw, IB / RoCEv2 framing on NIC links) and before the 3 GCP entries got
+# their NIC rate, for RESULTS.md.
+BEFORE = (
+    "Before issue 28 item 3 (NVLS as NCCL offers it, Hopper NVLS at the catalog's achieved busbw, "
+    "IB/RoCEv2 framing on NIC links, NIC rates for 3 GCP entries from Google's machine-type page): "
+    "train 70 % of 10 within 15 %, 90 % within 25 %; validation 57 % of 7 within 15 % (the three "
+    "8×H100 all-reduces −18 to −21 %: ring where NCCL runs NVLS), 100 % within 25 %. Train is worse "
+    "now because its 3 new GCP entries (one 400G RoCE NIC per GPU) measure 30–35 GB/s per NIC, "
+    "and 4- and 8-node H100 runs stay +16 to +22 %: NCCL's per-channel limit, not modelled yet. "
+    "Validation ≤ 64 KiB: the one size outside 2× is the 32 B row of "
+    "`h100_1x8_allreduce_dgxc_benchmarking`, measured 68 µs between rows of 13 and 15 µs."
+)
 
 
 class NotModelled(Exception):
@@ -82,6 +106,8 @@ class PlatformSpec:
     nvls: bool
     nics_per_node: int
     nic_gbits: int | None
+    transport: str | None = None
+    nvls_tree: bool = False
     caveats: list[str] = field(default_factory=list)
 
     @property
@@ -93,34 +119,41 @@ class PlatformSpec:
         them (when more than one), and its NICs; every NIC on one leaf switch. A GPU with a NIC of
         its own (or k NICs) is linked to the leaf directly at the NIC's rate (k × it), as SimAI's
         files do; a NIC shared by several GPUs is a `nic` node, its GPUs linked to it at the NIC's
-        rate (PCIe is not the bottleneck, see `platform_for`) and it to the leaf at its rate."""
+        rate (PCIe is not the bottleneck, see `platform_for`) and it to the leaf at its rate. The
+        leaf is declared with the fabric's RDMA transport, so its links carry payload at the line
+        rate less the IB or RoCEv2 framing (docs/platform-format.md)."""
         nics = (
             f"{self.nics_per_node} NICs × {self.nic_gbits} Gbit/s per node"
             if self.nics_per_node
             else "no NIC"
         )
         out = [f"# nccl-tests corpus platform: {self.nodes} × {self.gpus_per_node} {self.gpu_type}, {nics}"]
-        if self.nics_per_node:
-            out.append("node leaf switch tier=tor")
+        # Every GPU first, node by node (rank r is the r-th GPU, and node ids follow SimAI's
+        # layout, so `clustersim calibrate -n` can rewrite the platform as a SimAI topology).
+        gpus = [[f"n{n}g{g}" for g in range(self.gpus_per_node)] for n in range(self.nodes)]
+        out += [f"node {gpu} gpu type={self.gpu_type}" for node in gpus for gpu in node]
         share = self.nics_per_node > 0 and self.nics_per_node < self.gpus_per_node
-        for n in range(self.nodes):
+        links = []
+        for n, node in enumerate(gpus):
             if self.nvswitch:
                 out.append(f"node n{n}nvs nvswitch reduction={'yes' if self.nvls else 'no'}")
+                links += [f"link {gpu} n{n}nvs {self.nvlink_gbits}Gbps {NVLINK_LATENCY}" for gpu in node]
+        if self.nics_per_node:
+            transport = f" transport={self.transport}" if self.transport else ""
+            out.append(f"node leaf switch tier=tor{transport}")
+        for n, node in enumerate(gpus):
             if share:
                 for k in range(self.nics_per_node):
                     out.append(f"node n{n}nic{k} nic")
-                    out.append(f"link n{n}nic{k} leaf {self.nic_gbits}Gbps {NIC_LATENCY}")
-            for g in range(self.gpus_per_node):
-                gpu = f"n{n}g{g}"
-                out.append(f"node {gpu} gpu type={self.gpu_type}")
-                if self.nvswitch:
-                    out.append(f"link {gpu} n{n}nvs {self.nvlink_gbits}Gbps {NVLINK_LATENCY}")
+                    links.append(f"link n{n}nic{k} leaf {self.nic_gbits}Gbps {NIC_LATENCY}")
+            for g, gpu in enumerate(node):
                 if share:
                     nic = g * self.nics_per_node // self.gpus_per_node
-                    out.append(f"link {gpu} n{n}nic{nic} {self.nic_gbits}Gbps 0ns")
+                    links.append(f"link {gpu} n{n}nic{nic} {self.nic_gbits}Gbps 0ns")
                 elif self.nics_per_node > 0:
                     rate = self.nic_gbits * (self.nics_per_node // self.gpus_per_node)  # type: ignore[operator]
-                    out.append(f"link {gpu} leaf {rate}Gbps {NIC_LATENCY}")
+                    links.append(f"link {gpu} leaf {rate}Gbps {NIC_LATENCY}")
+        out += links
         return "\n".join(out) + "\n"
 
 
@@ -140,15 +173,17 @@ def platform_for(entry: dict[str, Any]) -> PlatformSpec:
       modelled: a 4-GPU board's direct NVLink mesh, or PCIe peer-to-peer, is no scale-up domain
       (the platform's domains are GPUs joined through NVSwitches).
       NVLS (in-switch reduction) is offered on H100/H200/B200 NVSwitches unless the entry's
-      NCCL_NVLS_ENABLE=0 switched it off.
+      NCCL_NVLS_ENABLE=0 switched it off or its NCCL predates it (NVLS_SINCE); across nodes NVLS
+      tree too (NVLS_TREE_SINCE). The tuner then picks them where they are fastest, as NCCL's.
     - `nics_per_node`, `nic_gbps`: one NIC per GPU, several per GPU (a port of their summed
       rate) or one per several GPUs (a NIC node they share); both must be stated for a multi-node
-      run, and one must divide the other. NIC–switch links carry payload at line rate: IB's and
-      RoCE's headers, NCCL's per-channel and per-QP limits are not expressed (issue 28, item 3).
-    - `fabric`: `ib` and `roce` are the same links (RoCE's larger headers and congestion control
-      are not expressed); `efa` (AWS SRD through the aws-ofi-nccl libfabric plugin) and
-      `slingshot` (HPE Slingshot through libfabric's CXI provider) are not NCCL's IB-verbs
-      transport and are not modelled; null on a multi-node run is not modelled.
+      run, and one must divide the other. NIC–switch links carry payload at line rate less the
+      fabric's framing (`fabric`); NCCL's per-channel and per-QP limits are not expressed.
+    - `fabric`: `ib` and `roce` are the leaf's transport: links at line rate less InfiniBand's
+      or RoCEv2's framing per 4096-byte packet (RoCE's congestion control is not expressed);
+      `efa` (AWS SRD through the aws-ofi-nccl libfabric plugin) and `slingshot` (HPE
+      Slingshot through libfabric's CXI provider) are not NCCL's IB-verbs transport and are
+      not modelled; null on a multi-node run is not modelled.
     - `pcie_gen`: not used. The GPU–NIC hop is not rate-limited (PCIe x16: Gen4 32 GB/s,
       Gen5 64 GB/s, above HDR's 25 GB/s and NDR's 50 GB/s).
     - `gpu_nic_placement`: a GPU and its NIC under one PCIe switch is what the platform assumes;
@@ -187,7 +222,14 @@ def platform_for(entry: dict[str, Any]) -> PlatformSpec:
             why.append(
                 f"{what} with {gpus} GPUs per node (a direct NVLink mesh or PCIe is no scale-up domain)"
             )
-    nvls = nvswitch and h["gpu"] in NVLS_GPUS and str(env.get("NCCL_NVLS_ENABLE", "1")).strip() != "0"
+    version = nccl_version(entry)
+    nvls = (
+        nvswitch
+        and h["gpu"] in NVLS_GPUS
+        and str(env.get("NCCL_NVLS_ENABLE", "1")).strip() != "0"
+        and (version is None or version >= NVLS_SINCE)
+    )
+    nvls_tree = nvls and nodes > 1 and (version is None or version >= NVLS_TREE_SINCE)
     nics, nic_gbits = int(h.get("nics_per_node") or 0), h.get("nic_gbps")
     if nodes > 1:
         fabric = h.get("fabric")
@@ -197,8 +239,6 @@ def platform_for(entry: dict[str, Any]) -> PlatformSpec:
             why.append("HPE Slingshot (libfabric CXI provider), not IB verbs")
         elif fabric not in ("ib", "roce"):
             why.append("fabric not stated")
-        elif fabric == "roce":
-            caveats.append("RoCE taken as IB (same line rate)")
         if not h.get("nics_per_node"):
             why.append("NICs per node not stated")
         if nic_gbits is None:
@@ -217,7 +257,31 @@ def platform_for(entry: dict[str, Any]) -> PlatformSpec:
     if why:
         raise NotModelled("; ".join(why))
     assert gpu_type is not None
-    return PlatformSpec(nodes, gpus, gpu_type, nvlink, nvswitch, nvls, nics, nic_gbits, caveats)
+    transport = h.get("fabric") if nodes > 1 and h.get("fabric") in RDMA_FABRICS else None
+    return PlatformSpec(
+        nodes, gpus, gpu_type, nvlink, nvswitch, nvls, nics, nic_gbits, transport, nvls_tree, caveats
+    )
+
+
+def nccl_version(entry: dict[str, Any]) -> tuple[int, int] | None:
+    """(major, minor) of the entry's NCCL version, or None where the source does not say."""
+    v = entry.get("nccl_version")
+    if not v:
+        return None
+    major, minor = str(v).split(".")[:2]
+    return int(major), int(minor)
+
+
+def model_env(entry: dict[str, Any], spec: PlatformSpec) -> dict[str, str]:
+    """What the model is told of the run: the entry's forced NCCL_ALGO / NCCL_PROTO, and NVLS /
+    NVLS tree as NCCL offers them on the entry's hardware (the tuner's AS_NVLS_ENABLE and
+    AS_NVLSTREE_ENABLE switches, off by default as in SimAI)."""
+    env = forced_env(entry)
+    if spec.nvls:
+        env["AS_NVLS_ENABLE"] = "1"
+    if spec.nvls_tree:
+        env["AS_NVLSTREE_ENABLE"] = "1"
+    return env
 
 
 def forced_env(entry: dict[str, Any]) -> dict[str, str]:
@@ -269,8 +333,8 @@ def simulate(
     entry: dict[str, Any], spec: PlatformSpec, sizes: list[int], folder: Path
 ) -> list[tuple[int, float, str, str]]:
     """(size, simulated time s, algorithm, protocol) per size: the entry's collective on its
-    platform (written to `folder`) with the default model and the entry's forced NCCL_ALGO /
-    NCCL_PROTO."""
+    platform (written to `folder`) with the default model and the entry's environment
+    (`model_env`)."""
     import clustersim
 
     path = folder / f"{entry['id']}.platform"
@@ -278,7 +342,7 @@ def simulate(
     op = OPS[entry["collective"]]
     out = []
     for size in sizes:
-        r = clustersim.collective(op, path, minbytes=size, maxbytes=size, env=forced_env(entry))
+        r = clustersim.collective(op, path, minbytes=size, maxbytes=size, env=model_env(entry, spec))
         out.append((size, r["time_us"][0] * 1e-6, r["algorithm"][0], r["protocol"][0]))
     return out
 
@@ -496,6 +560,7 @@ def main(argv: list[str] | None = None) -> None:
 
         head = (
             f"{run_header()} {len(results)} entries in {wall:.0f} s; the table per entry: without `--write`."
+            f" {BEFORE}"
         )
         write_section("nccl_corpus", f"{head}\n\n{summary_table(results)}")
 

@@ -44,7 +44,9 @@ def test_auto_picks_nvls_in_one_server_when_enabled_and_it_beats_the_ring():
     default = sweep("Spectrum-X:8", "allreduce", [GIB], env={})
     assert nvls["algorithm"] == ["nvls"]
     assert default["algorithm"] != ["nvls"]
-    assert nvls["busbw_GBps"][0] > 1.3 * ring["busbw_GBps"][0]
+    # 8 H100: NVLS ≈ 475 GB/s busbw (the catalog's nvls_busbw; ≈ 480 measured, nccl-tests#212)
+    # against the ring's ≈ 370 (hardware.md §3): 1.28×, less NCCL's latency at 1 GiB.
+    assert nvls["busbw_GBps"][0] > 1.25 * ring["busbw_GBps"][0]
 
 
 def test_rail_optimised_spectrum_x_beats_single_tor_dcn_on_256_gpus():

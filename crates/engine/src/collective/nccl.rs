@@ -27,7 +27,8 @@
 //! multi-node Ring/Simple all-reduce's latency is ×1.4 (SM80 and later), for the algorithms NCCL
 //! prices as a ring ([`super::CollectiveAlgorithm::ring_latency`]: ring and PXN). Algorithm efficiencies:
 //! tree 0.92 (tuning.cc caps tree all-reduce at 0.92 of the bus bandwidth); NVLS
-//! nvlsEfficiency 0.85 (Hopper) × (nCh − 1)/nCh with NCCL's 16 NVLS channels.
+//! nvlsEfficiency (0.85 Hopper, 0.74 Blackwell) × (nCh − 1)/nCh with NCCL's 16 NVLS channels, Hopper's
+//! scaled to what an 8×H100 board measures ([`nvls_achieved_hopper`]).
 //!
 //! Why the hops' latency, not each step's own path latency: intraLat and interLat already hold
 //! the fabric's physical path latency (α_nv, α_net), once per hop NCCL counts. A ring's steps run
@@ -102,9 +103,21 @@ pub const NET_POST_OVERHEAD_US: f64 = 1.0;
 pub const RING_SIMPLE_ALLREDUCE_FACTOR: f64 = 1.4;
 /// Tree all-reduce reaches at most this fraction of the bus bandwidth.
 pub const TREE_EFFICIENCY: f64 = 0.92;
-/// NVLS efficiency on Hopper (0.74 on Blackwell) and NCCL's default NVLS channel count.
+/// NVLS efficiency on Hopper (`nvlsEfficiency` in tuning.cc; [`Arch::nvls_efficiency`] per
+/// generation) and NCCL's default NVLS channel count.
 pub const NVLS_EFFICIENCY: f64 = 0.85;
 pub const NVLS_CHANNELS: f64 = 16.0;
+/// What an 8-GPU H100 NVSwitch board achieves of NCCL's NVLS prediction: the catalog's H100
+/// `nvls_busbw` (475 GB/s, SimAI's calbusbw.cc; a maintainer quotes ≈ 480 at ≥ 1 GB,
+/// NVIDIA/nccl-tests#212) over the busbw NCCL's constants give that board, 2(n − 1)/n ×
+/// nvlink_busbw × 0.85 × 15/16 = 1.75 × 370.8 × 0.797 = 517.0 GB/s (n = 8): 0.919. Neither
+/// source is in the corpus of tests/data/nccl-tests, which checks the figure independently.
+/// 1 where the catalog has no H100 NVLS figure.
+pub fn nvls_achieved_hopper() -> f64 {
+    let Some(h100) = Catalog::shipped().accelerator("h100") else { return 1.0 };
+    let predicted = 2.0 * 7.0 / 8.0 * h100.nvlink_busbw * NVLS_EFFICIENCY * (NVLS_CHANNELS - 1.0) / NVLS_CHANNELS;
+    h100.nvls_busbw.map_or(1.0, |measured| measured / predicted)
+}
 
 /// NCCL's per-generation limits.
 impl Arch {
@@ -121,6 +134,20 @@ impl Arch {
             0 | 1 => one,
             2 => two,
             _ => more,
+        }
+    }
+}
+
+impl Arch {
+    /// NCCL's NVLS efficiency (`nvlsEfficiency`, tuning.cc): 0.85 on Hopper, 0.74 on Blackwell;
+    /// older generations have no NVLS, and a reducing switch of theirs (or of an unknown GPU) is
+    /// priced as Hopper's. Hopper's is scaled by what an H100 board achieves
+    /// ([`nvls_achieved_hopper`]); Blackwell's stays NCCL's (no public measurement to check it).
+    pub fn nvls_efficiency(arch: Option<Arch>) -> f64 {
+        match arch {
+            Some(Arch::Blackwell) => 0.74,
+            Some(Arch::Hopper) => NVLS_EFFICIENCY * nvls_achieved_hopper(),
+            _ => NVLS_EFFICIENCY,
         }
     }
 }
@@ -296,6 +323,18 @@ mod tests {
             (0.0, 0.0),
         );
         assert!((t - (6.6 + 14.0 * 1.0 + 2.7) * 1e3).abs() < 1e-6, "{t}");
+    }
+
+    #[test]
+    fn nvls_efficiency_is_nccls_per_generation_and_hopper_achieves_the_catalogs_busbw() {
+        // NCCL's nvlsEfficiency: 0.74 Blackwell; Hopper's 0.85 scaled so that an 8×H100 NVLS
+        // all-reduce's asymptotic busbw, 1.75 × 370.8 GB/s × efficiency × 15/16, is the
+        // catalog's 475 GB/s (by hand: 475 / (1.75 × 370.8 × 15/16) = 475 / 608.34 = 0.78081).
+        assert_eq!(Arch::nvls_efficiency(Some(Arch::Blackwell)), 0.74);
+        assert_eq!(Arch::nvls_efficiency(None), 0.85);
+        let hopper = Arch::nvls_efficiency(Some(Arch::Hopper));
+        assert!((hopper - 475.0 / (1.75 * 370.8 * 15.0 / 16.0)).abs() < 1e-12, "{hopper}");
+        assert!((hopper - 0.78081).abs() < 1e-5, "{hopper}");
     }
 
     #[test]

@@ -24,13 +24,12 @@
 
 use super::choose::Options;
 use super::cost::Links;
-use super::nccl::{
-    log2_ceil, Latency, Protocol, NVLS_CHANNELS, NVLS_EFFICIENCY, NVLS_LATENCY_US, NVLS_TREE_LATENCY_US,
-};
+use super::nccl::{log2_ceil, Latency, Protocol, NVLS_CHANNELS, NVLS_LATENCY_US, NVLS_TREE_LATENCY_US};
 use super::tree::double_btree_parent;
 use super::{
     chunks, send, Algorithm, Call, CollectiveAlgorithm, Endpoint, Grain, GroupTopo, Phase, Request, Servers, Transfer,
 };
+use crate::catalog::Arch;
 use crate::error::InputError;
 use crate::workload::Collective;
 
@@ -56,9 +55,9 @@ fn switch_unsupported(c: Collective, g: &GroupTopo) -> Option<String> {
     }
 }
 
-/// NCCL's NVLS efficiency: nvlsEfficiency × (nCh − 1)/nCh.
-fn nvls_efficiency() -> f64 {
-    NVLS_EFFICIENCY * (NVLS_CHANNELS - 1.0) / NVLS_CHANNELS
+/// NCCL's NVLS efficiency: nvlsEfficiency of the GPUs' generation × (nCh − 1)/nCh.
+fn nvls_efficiency(links: &Links) -> f64 {
+    Arch::nvls_efficiency(links.arch) * (NVLS_CHANNELS - 1.0) / NVLS_CHANNELS
 }
 
 impl CollectiveAlgorithm for Nvls {
@@ -88,8 +87,8 @@ impl CollectiveAlgorithm for Nvls {
         vec![(Protocol::Simple, NVLS_LATENCY_US)]
     }
 
-    fn efficiency(&self, _call: &Call, _links: &Links) -> Result<f64, InputError> {
-        Ok(nvls_efficiency())
+    fn efficiency(&self, _call: &Call, links: &Links) -> Result<f64, InputError> {
+        Ok(nvls_efficiency(links))
     }
 
     fn hops(&self, _call: &Call) -> (u32, u32) {
@@ -125,8 +124,8 @@ impl CollectiveAlgorithm for NvlsTree {
         vec![(Protocol::Simple, NVLS_TREE_LATENCY_US)]
     }
 
-    fn efficiency(&self, _call: &Call, _links: &Links) -> Result<f64, InputError> {
-        Ok(nvls_efficiency())
+    fn efficiency(&self, _call: &Call, links: &Links) -> Result<f64, InputError> {
+        Ok(nvls_efficiency(links))
     }
 
     fn hops(&self, call: &Call) -> (u32, u32) {

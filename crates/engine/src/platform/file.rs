@@ -14,7 +14,8 @@
 //! ```
 //!
 //! Kinds: `gpu` (also `accelerator`, `xpu`; `type=` names a catalog entry), `nvswitch` (also
-//! `xpu_switch`; `reduction=yes` reduces in-network), `switch` (`tier=tor|spine|core`), `cpu`,
+//! `xpu_switch`; `reduction=yes` reduces in-network), `switch` (`tier=tor|spine|core`,
+//! `transport=ib|roce`: see below), `cpu`,
 //! `nic`, `memory` (`kind=dram|cxl`, `capacity`, `bandwidth`, `latency`, optional `window`: the
 //! bytes a reader keeps in flight to it, default by kind, [`super::window`]), `pcie_switch`,
 //! `cxl_switch`; any node may be declared `forward=yes`. Rates are ns-3 data rates
@@ -22,11 +23,19 @@
 //! prefix (`80GB`, `512GiB`). Scale-up domains are the GPUs joined through NVSwitches (each
 //! other GPU alone); a rank's rail is its order among its domain's ranks. Errors name the file,
 //! the line and the field.
+//!
+//! A link's rate is what it carries of payload. A switch declared `transport=ib` or
+//! `transport=roce` is part of an RDMA fabric whose links are given at their line rate: every
+//! link to or from it carries payload at the line rate × the transport's full-MTU efficiency
+//! ([`crate::catalog::transport`]: 4096 / 4122 on InfiniBand, 4096 / 4178 on RoCEv2), the share
+//! of the wire that large RDMA messages leave to data. A link between two such switches takes the
+//! smaller efficiency. Without `transport=` a rate is taken as it is.
 
 use std::collections::HashMap;
 
 use super::simai::{parse_rate, parse_time};
 use super::{Link, MemoryKind, MemorySpec, NodeAttrs, NodeKind, Placement, Platform, Tier};
+use crate::catalog::transport::{Transport, INFINIBAND, ROCE_V2};
 use crate::catalog::Catalog;
 use crate::error::{InputError, Result};
 
@@ -57,6 +66,8 @@ struct Reader<'a> {
     attrs: Vec<NodeAttrs>,
     ids: HashMap<&'a str, (u32, usize)>,
     links: Vec<Link>,
+    /// Switches declared with `transport=`: their links' payload share of the line rate.
+    transport: HashMap<u32, Transport>,
     /// (rank, device, line)
     ranks: Vec<(u32, u32, usize)>,
 }
@@ -87,6 +98,7 @@ impl<'a> Reader<'a> {
             .ok_or_else(|| at("node kind", format!("unknown kind '{kind}' (valid: {})", NodeKind::NAMES)))?;
         let mut a = NodeAttrs { name: Some(name.to_string()), ..NodeAttrs::default() };
         let mut memory: HashMap<&str, &str> = HashMap::new();
+        let mut transport = None;
         for opt in options {
             let (key, value) =
                 opt.split_once('=').ok_or_else(|| at("node option", format!("'{opt}' is not key=value")))?;
@@ -110,6 +122,13 @@ impl<'a> Reader<'a> {
                         Tier::parse(value)
                             .ok_or_else(|| at("tier", format!("unknown tier '{value}' (valid: tor, spine, core)")))?,
                     )
+                }
+                (NodeKind::Switch, "transport") => {
+                    transport = Some(match value.to_ascii_lowercase().as_str() {
+                        "ib" | "infiniband" => INFINIBAND,
+                        "roce" | "rocev2" => ROCE_V2,
+                        _ => return Err(at("transport", format!("unknown transport '{value}' (valid: ib, roce)"))),
+                    })
                 }
                 (NodeKind::Memory, "kind" | "capacity" | "bandwidth" | "latency" | "window") => {
                     memory.insert(key, value);
@@ -143,6 +162,9 @@ impl<'a> Reader<'a> {
                 },
             });
         }
+        if let Some(t) = transport {
+            self.transport.insert(self.kinds.len() as u32, t);
+        }
         self.ids.insert(name, (self.kinds.len() as u32, line));
         self.kinds.push(kind);
         self.attrs.push(a);
@@ -161,8 +183,12 @@ impl<'a> Reader<'a> {
         if a == b {
             return Err(at("link dst", format!("a link from '{src}' to itself")));
         }
-        let bandwidth =
+        let line_rate =
             parse_rate(rate).ok_or_else(|| at("link bandwidth", format!("'{rate}' is not a rate like 400Gbps")))?;
+        // An RDMA fabric's link: payload at the line rate less the framing (module doc).
+        let efficiency =
+            [a, b].iter().filter_map(|n| self.transport.get(n)).map(Transport::efficiency).fold(1.0, f64::min);
+        let bandwidth = line_rate * efficiency;
         let latency_ns =
             parse_time(delay).ok_or_else(|| at("link latency", format!("'{delay}' is not a time like 500ns")))?;
         self.links.push(Link { src: a, dst: b, bandwidth, latency_ns, error_rate: 0.0 });
@@ -249,6 +275,7 @@ impl Platform {
             attrs: Vec::new(),
             ids: HashMap::new(),
             links: Vec::new(),
+            transport: HashMap::new(),
             ranks: Vec::new(),
         };
         for (i, raw) in text.lines().enumerate() {
@@ -355,6 +382,30 @@ rank 3 h1
     }
 
     #[test]
+    fn a_transport_switch_carries_payload_at_line_rate_less_framing() {
+        // 400 Gbit/s = 50 GB/s of line; per 4096-byte packet InfiniBand adds 26 bytes, RoCEv2
+        // 62 of headers and 20 of preamble and gap (catalog::transport): by hand,
+        // 50 × 4096 / 4122 and 50 × 4096 / 4178 GB/s. NVLink links and links of a plain switch
+        // keep their rate.
+        let rate = |text: &str, a: &str, b: &str| {
+            let p = parse(text).unwrap();
+            let id = |name: &str| (0..p.kinds.len() as u32).find(|&v| p.node_name(v) == name).unwrap();
+            let (a, b) = (id(a), id(b));
+            let l = p.links.iter().find(|l| l.src == a && l.dst == b).unwrap();
+            l.bandwidth
+        };
+        let close = |x: f64, want: f64| assert!((x - want).abs() < 1e-6 * want, "{x} vs {want}");
+        let ib = MIXED.replace("node tor switch tier=tor", "node tor switch tier=tor transport=ib");
+        close(rate(&ib, "h0", "tor"), 50.0 * 4096.0 / 4122.0);
+        close(rate(&ib, "tor", "h0"), 50.0 * 4096.0 / 4122.0);
+        close(rate(&ib, "a0", "tor"), 25.0 * 4096.0 / 4122.0);
+        close(rate(&ib, "h0", "nvs0"), 450.0);
+        let roce = MIXED.replace("node tor switch tier=tor", "node tor switch tier=tor transport=RoCE");
+        close(rate(&roce, "h1", "tor"), 50.0 * 4096.0 / 4178.0);
+        close(rate(MIXED, "h0", "tor"), 50.0);
+    }
+
+    #[test]
     fn bad_input_names_the_line_and_field() {
         bad("rank 2 a0", "rank 2 tor", 23, "rank device", "'tor' is a switch, not an accelerator");
         bad("node a0 gpu", "node h1 gpu", 5, "node name", "already the name of the node on line 3");
@@ -371,6 +422,14 @@ rank 3 h1
         bad("rank 3 h1", "rank 5 h1", 24, "rank", "rank 3 is missing");
         bad("node tor switch tier=tor", "node tor switch tier=tor reduction=yes", 8, "reduction", "no option");
         bad("rank 0 a1", "bogus 0 a1", 21, "statement", "unknown statement 'bogus'");
+        bad(
+            "node tor switch tier=tor",
+            "node tor switch tier=tor transport=omnipath",
+            8,
+            "transport",
+            "unknown transport 'omnipath' (valid: ib, roce)",
+        );
+        bad("node nvs0 nvswitch reduction=yes", "node nvs0 nvswitch transport=ib", 4, "transport", "no option");
         // A GPU with no path to the others.
         let e = parse(&MIXED.replace("link a0 tor 200Gbps 500ns\n", "").replace("link a1 tor 200Gbps 500ns\n", ""))
             .unwrap_err();
