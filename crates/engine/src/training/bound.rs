@@ -16,8 +16,8 @@
 //!       pre(s) + W(s) + tail(s)                    stage s's own end
 //!       pre(s) + W(s) + post(s) + tail(0)          stage 0's end after the last backward drains
 //! W(s)    = m · Σ_chunks (F(s, c) + B(s, c))        stage s's chain over its m micro-batches
-//! pre(s)  = Σ_{j<s} F(j, 0)                        micro-batch 0 reaching stage s (the fill)
-//! post(s) = Σ_{j<s} B(j, 0)                        the last micro-batch's backward back to stage 0
+//! pre(s)  = Σ_{j<s} F(j, 0) + P                    micro-batch 0 reaching stage s (the fill)
+//! post(s) = Σ_{j<s} B(j, 0) + P                    the last micro-batch's backward back to stage 0
 //! ```
 //!
 //! F and B are a chunk's forward and backward step per micro-batch: every compute op, every
@@ -25,14 +25,17 @@
 //! MoE all-to-alls of the backward; the LM head's and cross-entropy's), and for a linear's
 //! backward max(data, re-gather) + max(weight, input-gradient reduction), since the reduction
 //! runs beside the weight gradient on the TP stream and the next block waits for both. With full
-//! recompute B holds the forward again. tail(s) is what follows the last backward on stage s: the
-//! gradient reductions still to run (without `--overlap-grad-reduce`, all of them, serialised on
-//! each data-parallel communicator), the tied embedding's all-reduce, the optimizer step, and the
-//! parameter gathers that follow it (distributed optimizer and ZeRO-1/2 without
-//! `--overlap-param-gather`). pre and post are the pipeline's minimum bubble (1F1B:
-//! (p − 1)(F + B); interleaved: a chunk's, so 1/v of that). Anything the bound cannot see for
-//! sure counts as zero: P2P transfers, overlapped gradient reductions and parameter gathers,
-//! userbuffers' copies under `--tp-comm-overlap`, and all communication on a flow-model fabric.
+//! recompute B holds the forward again. P is one pipeline transfer (the cheaper of NVLink and the
+//! NIC). tail(s) is what follows the last backward on stage s: the gradient reductions still to
+//! run, one after another on each data-parallel communicator (without `--overlap-grad-reduce`
+//! all of them; with it, without interleaving, whatever of their sum outlasts the last backward
+//! step, in which they all start; interleaved, the first chunk's, which start after it), the tied
+//! embedding's all-reduce, the optimizer step, and the parameter gathers that follow it
+//! (distributed optimizer and ZeRO-1/2 without `--overlap-param-gather`). pre and post are the
+//! pipeline's minimum bubble (1F1B: (p − 1)(F + B); interleaved: a chunk's, so 1/v of that).
+//! Anything the bound cannot see for sure counts as zero: parameter gathers under the forward,
+//! userbuffers' copies under `--tp-comm-overlap`, P2P waits in the steady state, and all
+//! communication on a flow-model fabric.
 //! The result is lowered by a relative 1e-9 for floating-point summation order. A test holds it
 //! at or under the simulated time on every plan of several whole spaces, and holds its compute
 //! to the simulated programs' compute exactly.
@@ -63,8 +66,20 @@ type LayoutKey = (u32, u32, u32, u32);
 type BlockKey = (usize, u32, u32, u32, bool, u8);
 
 /// What a stage's tail depends on: TP, PP, VPP, CP, EP, the optimizer's kind, the gradient and
-/// parameter-gather overlaps.
-type TailKey = (u32, u32, u32, u32, u32, u8, bool, bool);
+/// parameter-gather overlaps, the bucket size.
+type TailKey = (u32, u32, u32, u32, u32, u8, bool, bool, u64);
+
+/// A stage's tail pieces: the gradient reductions (ns, the longer of the two data-parallel
+/// communicators' sums) of all its buckets and of its first chunk's, the tied embedding's
+/// all-reduce, the parameter gathers after the optimizer, and the parameters it steps.
+#[derive(Clone, Copy)]
+struct Tail {
+    reduce: f64,
+    reduce_first_chunk: f64,
+    emb: f64,
+    gathers: f64,
+    params: f64,
+}
 
 /// Kernel times of one device for one (TP, CP, MBS, SP, recompute): a dense and a MoE layer, the
 /// embedding's and the head's forward and backward.
@@ -88,7 +103,7 @@ pub struct Screen<'a> {
     blocks: HashMap<BlockKey, Blocks>,
     /// Per stage: the reductions and the tied embedding's all-reduce before the optimizer, the
     /// gathers after it, and the parameters its optimizer steps.
-    tails: HashMap<TailKey, Rc<Vec<(f64, f64, f64)>>>,
+    tails: HashMap<TailKey, Rc<Vec<Tail>>>,
     /// Per (PP, VPP): per stage and chunk, its dense and MoE layers.
     layers: HashMap<(u32, u32), Rc<Vec<Vec<(u32, u32)>>>>,
 }
@@ -161,19 +176,21 @@ impl<'a> Screen<'a> {
         })
     }
 
-    /// Per stage: the gradient reductions still to run after the backward (without the gradient
-    /// overlap, all of them, one after another on each data-parallel communicator) and the tied
-    /// embedding's all-reduce (`emb_ar` on the first and last stage), the parameter gathers after
-    /// the optimizer (distributed optimizer and ZeRO-1/2 without the gather overlap), and the
-    /// parameters the optimizer steps.
+    /// Per stage: the gradient reductions of all its buckets and of its first chunk's, one after
+    /// another on each data-parallel communicator, bucketed as the generator buckets them; the
+    /// tied embedding's all-reduce (`emb_ar` on the first and last stage); the parameter gathers
+    /// after the optimizer (distributed optimizer and ZeRO-1/2 without the gather overlap); and
+    /// the parameters the optimizer steps.
     fn tails(
         &mut self,
         plan: &Plan,
         grad_reduce: bool,
         param_gather: bool,
+        bucket_size: u64,
         emb_ar: f64,
-    ) -> Result<Rc<Vec<(f64, f64, f64)>>> {
-        let key = (plan.tp, plan.pp, plan.vpp, plan.cp, plan.ep, plan.dp as u8, grad_reduce, param_gather);
+    ) -> Result<Rc<Vec<Tail>>> {
+        let key =
+            (plan.tp, plan.pp, plan.vpp, plan.cp, plan.ep, plan.dp as u8, grad_reduce, param_gather, bucket_size);
         if let Some(t) = self.tails.get(&key) {
             return Ok(t.clone());
         }
@@ -185,26 +202,32 @@ impl<'a> Screen<'a> {
             || plan.dp == DataParallel::DistributedOptimizer && !param_gather;
         let mut tails = Vec::with_capacity(p as usize);
         for s in 0..p {
-            let (mut dense_red, mut expert_red, mut gathers) = (0.0, 0.0, 0.0);
+            // Per communicator (DP, DP_EP): all buckets, the first chunk's.
+            let (mut red, mut first, mut gathers) = ([0.0; 2], [0.0; 2], 0.0);
             for c in 0..v {
-                for bucket in buckets(model, plan, s, c, None) {
+                // Megatron-Core buckets only the first stage's first chunk (and only with the overlap).
+                let size = (grad_reduce && s == 0 && c == 0).then_some(bucket_size);
+                for bucket in buckets(model, plan, s, c, size) {
                     let Some(g) = dp_groups.of(bucket.buffer) else { continue };
-                    if !grad_reduce {
-                        let kind = if dp_groups.ddp { ar } else { rs };
-                        let x = self.price(plan, kind, g, 4 * bucket.params)?;
-                        if g == DP_EP {
-                            expert_red += x;
-                        } else {
-                            dense_red += x;
-                        }
+                    let kind = if dp_groups.ddp { ar } else { rs };
+                    let x = self.price(plan, kind, g, 4 * bucket.params)?;
+                    let k = usize::from(g == DP_EP);
+                    red[k] += x;
+                    if c == 0 {
+                        first[k] += x;
                     }
                     if gathers_after {
                         gathers += self.price(plan, ag, g, 2 * bucket.params)?;
                     }
                 }
             }
-            let emb = if s == 0 || s == p - 1 { emb_ar } else { 0.0 };
-            tails.push((f64::max(dense_red, expert_red) + emb, gathers, optimizer_params(model, plan, s)));
+            tails.push(Tail {
+                reduce: red[0].max(red[1]),
+                reduce_first_chunk: first[0].max(first[1]),
+                emb: if s == 0 || s == p - 1 { emb_ar } else { 0.0 },
+                gathers,
+                params: optimizer_params(model, plan, s),
+            });
         }
         let tails = Rc::new(tails);
         self.tails.insert(key, tails.clone());
@@ -264,7 +287,7 @@ impl<'a> Screen<'a> {
         // Backward of a linear: max(data, re-gather) + max(weight, input-gradient reduction).
         let linear_b = |d: f64, w: f64, regather: f64, red: f64| d.max(regather) + w.max(red);
 
-        let tails = self.tails(plan, ov.grad_reduce, ov.param_gather, emb_ar)?;
+        let tails = self.tails(plan, ov.grad_reduce, ov.param_gather, ov.bucket_size, emb_ar)?;
         let layers = self.layers(plan);
 
         let mut stages: Option<Vec<Stage>> = None;
@@ -309,8 +332,18 @@ impl<'a> Screen<'a> {
                     fwd.push(f);
                     bwd.push(bw);
                 }
-                let (before, after, params) = tails[s as usize];
-                let tail = before + costs.optimizer(params) + after;
+                let tl = tails[s as usize];
+                // The reductions the optimizer waits for. Without the overlap they all start after
+                // the backward. With it (the last micro-batch's backward starts them): without
+                // interleaving every bucket starts within the stage's last step (the backward of
+                // chunk 0), so they end at least max(that step, their sum) after it starts; with
+                // interleaving chunk 0's start after that step.
+                let reduce = match (ov.grad_reduce, v) {
+                    (false, _) => tl.reduce,
+                    (true, 1) => (tl.reduce - bwd[0]).max(0.0),
+                    (true, _) => tl.reduce_first_chunk,
+                };
+                let tail = reduce + tl.emb + costs.optimizer(tl.params) + tl.gathers;
                 here.push(Stage { fwd, bwd, tail });
             }
             // Each piece at the fastest type's.
@@ -329,12 +362,19 @@ impl<'a> Screen<'a> {
         }
         let stages = stages.unwrap_or_default();
         let tail0 = stages.first().map_or(0.0, |s| s.tail);
+        // A pipeline transfer between neighbouring stages (the activation or its gradient), at
+        // the cheaper of the two paths it may take.
+        let p2p_bytes = if sp { act / t as u64 } else { act };
+        let hop = match (&self.cost, p > 1) {
+            (Some(cost), true) => cost.transfer_ns(true, p2p_bytes)?.min(cost.transfer_ns(false, p2p_bytes)?),
+            _ => 0.0,
+        };
         let (mut pre, mut post, mut best) = (0.0, 0.0, 0.0f64);
         for st in &stages {
             let work = m as f64 * (st.fwd.iter().sum::<f64>() + st.bwd.iter().sum::<f64>());
             best = best.max(pre + work + st.tail).max(pre + work + post + tail0);
-            pre += st.fwd[0];
-            post += st.bwd[0];
+            pre += st.fwd[0] + hop;
+            post += st.bwd[0] + hop;
         }
         Ok(best * (1.0 - SLACK))
     }
