@@ -168,12 +168,14 @@ def main(args: argparse.Namespace) -> int:
             rows += [[i + 1, *row.values()] for i, row in enumerate(table.rows())]
             write_csv(stage(args.csv), rows)
         written.append(args.csv)
+    # Stopped by Ctrl-C: the best so far, then the exit status of an interrupted command.
+    status = 130 if result.stopped == "interrupted" else 0
     if args.json:
         print_json(result.to_dict(top=args.top))
-        return 0
+        return status
     print_result(result, args.top)
     wrote(written)
-    return 0
+    return status
 
 
 def print_result(result: SearchResult, top: int) -> None:

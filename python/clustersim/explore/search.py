@@ -383,35 +383,37 @@ def _branch_and_bound(
         # A plan whose ceiling is below the k-th best can never enter the top k: pruned.
         return 0.0 if top is None or len(kth) < top else kth[0]
 
-    while True:
-        if ranked and budget.over():
-            stopped = "time budget"
-            break
-        t0 = time.perf_counter()
-        try:
+    try:
+        while True:
+            if ranked and budget.over():
+                stopped = "time budget"
+                break
+            t0 = time.perf_counter()
             chunk = found.take(threshold(), 2 * threads, memory_gb)
             if not chunk:
                 break
             got = found.simulate(chunk)
-        except KeyboardInterrupt:
-            stopped = "interrupted"
-            break
-        simulated_s += time.perf_counter() - t0
-        for k, i in enumerate(chunk):
-            error, tps = got.error[k], got.tokens_per_s[k]
-            breakdown = dict(zip(got.parts, got.breakdown_s[k], strict=True))
-            ranked[i] = _Simulated(got.iteration_s[k], tps, got.mfu[k], list(got.parts), breakdown, error)
-            if error is None and top is not None:
-                bisect.insort(kth, tps)
-                if len(kth) > top:
-                    kth.pop(0)
-        left = found.remaining(threshold())
-        taken, _ = found.taken
-        eta = simulated_s / len(ranked) * left
-        best = max((r.tokens_per_s for r in ranked.values() if r.error is None), default=0.0)
-        budget.report(
-            (n - left) / n,
-            f"screened {n}, simulated {len(ranked)}, pruned {n - taken - left}, best {best:,.0f} tokens/s,"
-            f" ETA ≤ {eta:.0f} s",
-        )
+            simulated_s += time.perf_counter() - t0
+            for k, i in enumerate(chunk):
+                error, tps = got.error[k], got.tokens_per_s[k]
+                breakdown = dict(zip(got.parts, got.breakdown_s[k], strict=True))
+                ranked[i] = _Simulated(got.iteration_s[k], tps, got.mfu[k], list(got.parts), breakdown, error)
+                if error is None and top is not None:
+                    bisect.insort(kth, tps)
+                    if len(kth) > top:
+                        kth.pop(0)
+            left = found.remaining(threshold())
+            taken, _ = found.taken
+            eta = simulated_s / len(ranked) * left
+            best = max((r.tokens_per_s for r in ranked.values() if r.error is None), default=0.0)
+            budget.report(
+                (n - left) / n,
+                f"screened {n}, simulated {len(ranked)}, pruned {n - taken - left},"
+                f" best {best:,.0f} tokens/s, ETA ≤ {eta:.0f} s",
+            )
+    except KeyboardInterrupt:
+        # Ctrl-C: the plans simulated so far are the result (a batch cut short is not counted).
+        if not ranked:
+            raise
+        stopped = "interrupted"
     return ranked, stopped, found.remaining(threshold()) if stopped else 0
