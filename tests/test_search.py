@@ -57,7 +57,9 @@ def test_the_batch_gives_trains_numbers_plan_by_plan():
     rows_moe = pick(moe, lambda r: r["ep"] > 1, 6) + pick(moe, lambda r: r["ep"] == 1, 2)
     assert len(rows) == 12 and len(rows_moe) == 8
     assert {r["optimizer"] for r in rows + rows_moe} >= {"ddp", "distributed_optimizer", "zero3"}
-    rows += pick(result, lambda r: r["overlap_param_gather"], 2) + pick(result, lambda r: r["tp_comm_overlap"], 2)
+    rows += pick(result, lambda r: r["overlap_param_gather"], 2) + pick(
+        result, lambda r: r["tp_comm_overlap"], 2
+    )
     for row in rows:
         same_as_train(row, allow_oom=True, **dense)
     for row in rows_moe:
@@ -109,7 +111,9 @@ def test_calculons_study_ranks_as_before_the_speed_up():
     assert top == STUDY_TOP
     # Branch and bound finds the same five, simulating fewer plans.
     pruned = search("turing-530b", **study, top=5)
-    assert [(tuple(r[k] for k in keys), r["iteration_s"], r["tokens_per_s"]) for r in pruned.top(5).rows()] == top
+    assert [
+        (tuple(r[k] for k in keys), r["iteration_s"], r["tokens_per_s"]) for r in pruned.top(5).rows()
+    ] == top
     assert pruned.simulated < result.simulated
 
 
@@ -256,7 +260,9 @@ def megatron_space(row: str) -> dict:
 )
 def test_the_best_plan_is_megatrons_published_one_or_within_3_percent(row):
     model, gpus, gbs, _, _, published = MEGATRON[row]
-    result = search(model, gpus=gpus, gbs=gbs, gpu="a100", no_flash_attn=True, top=None, **megatron_space(row))
+    result = search(
+        model, gpus=gpus, gbs=gbs, gpu="a100", no_flash_attn=True, top=None, **megatron_space(row)
+    )
     plan = lambda r: (r["tp"], r["pp"], r["mbs"], r["vpp"])  # noqa: E731
     # Megatron-LM then interleaved only with PP > 2.
     allowed = [r for r in result.plans.rows() if r["vpp"] == 1 or r["pp"] > 2 or row.startswith("K")]
@@ -290,7 +296,9 @@ def test_exclude_leaves_values_out_and_only_narrows():
         for key, r in ((tuple(r[c] for c in PLAN_COLUMNS), r) for r in every.plans.rows())
         if r["tp"] != 1 and not r["tp_comm_overlap"]
     }
-    assert {tuple(r[c] for c in PLAN_COLUMNS) for r in less.plans.rows()} == want and less.candidates == len(want)
+    assert {tuple(r[c] for c in PLAN_COLUMNS) for r in less.plans.rows()} == want and less.candidates == len(
+        want
+    )
     with pytest.raises(InputError, match="exclude: unknown axis 'dp'"):
         search(**options, exclude={"dp": [1]})
 

@@ -4,8 +4,8 @@ bit for bit), and the lower bound of every plan is at or under its simulated ite
 
 The spaces are the models cut to a few layers and a short sequence, on 16 or 32 GPUs (two or four
 servers, so every group kind spans NVLink and the NICs) with every axis open (CP at most 2 for
-three of them), global batch 8, so that simulating all of them stays within CI's time; benchmarks/bench_search_bound.py runs the same check on full-size models
-(`--check`)."""
+three of them), global batch 8, so that simulating all of them stays within CI's time.
+benchmarks/bench_search_bound.py --check compares the two on Calculon's full-size study."""
 
 from __future__ import annotations
 

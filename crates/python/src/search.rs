@@ -111,9 +111,8 @@ impl PlanSearch {
             tp_comm,
         };
         let batch = if at_most { Batch::AtMost(gbs) } else { Batch::Exact(gbs) };
-        let found = py
-            .detach(|| enumerate(&base.model, &base.plan, &base.overlap, batch, &space))
-            .map_err(engine_err)?;
+        let found =
+            py.detach(|| enumerate(&base.model, &base.plan, &base.overlap, batch, &space)).map_err(engine_err)?;
         let memo = Arc::new(Mutex::new(PriceMemo::default()));
         let state = Mutex::new(State { bound_s: vec![f64::NAN; found.candidates.len()], ..State::default() });
         Ok(PlanSearch { base, candidates: found.candidates, visited: found.visited, memo, state })
@@ -148,9 +147,12 @@ impl PlanSearch {
                 &all
             }
         };
-        let each = |f: &dyn Fn(&Candidate) -> u32| indices.iter().map(|&i| f(&self.candidates[i])).collect::<Vec<u32>>();
-        let flag = |f: &dyn Fn(&Candidate) -> bool| indices.iter().map(|&i| f(&self.candidates[i])).collect::<Vec<bool>>();
-        let text = |f: &dyn Fn(&Candidate) -> String| indices.iter().map(|&i| f(&self.candidates[i])).collect::<Vec<String>>();
+        let each =
+            |f: &dyn Fn(&Candidate) -> u32| indices.iter().map(|&i| f(&self.candidates[i])).collect::<Vec<u32>>();
+        let flag =
+            |f: &dyn Fn(&Candidate) -> bool| indices.iter().map(|&i| f(&self.candidates[i])).collect::<Vec<bool>>();
+        let text =
+            |f: &dyn Fn(&Candidate) -> String| indices.iter().map(|&i| f(&self.candidates[i])).collect::<Vec<String>>();
         let on = |o: Option<bool>| o.unwrap_or(false);
         let memory_of = |f: fn(&Memory) -> f64| -> Vec<f64> {
             let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -256,7 +258,8 @@ impl PlanSearch {
     /// Simulate the plans `indices` in parallel, each exactly as run_training alone.
     fn simulate(&self, py: Python<'_>, indices: Vec<usize>) -> PyResult<Simulated> {
         self.check(&indices)?;
-        let plans: Vec<_> = indices.iter().map(|&i| (self.candidates[i].plan.clone(), self.candidates[i].overlap)).collect();
+        let plans: Vec<_> =
+            indices.iter().map(|&i| (self.candidates[i].plan.clone(), self.candidates[i].overlap)).collect();
         let reports = py.detach(|| run_plans_memo(&self.base, &plans, &self.memo));
         let mut out = Simulated::default();
         for r in &reports {
@@ -293,7 +296,10 @@ impl PlanSearch {
 impl PlanSearch {
     /// Plan `i`'s memory per GPU, worked out once.
     fn memory<'s>(&self, state: &'s mut State, i: usize) -> &'s Memory {
-        state.memory.entry(i).or_insert_with(|| memory(&self.base.model, &self.candidates[i].plan, self.base.flash_attention))
+        state
+            .memory
+            .entry(i)
+            .or_insert_with(|| memory(&self.base.model, &self.candidates[i].plan, self.base.flash_attention))
     }
 
     fn check(&self, indices: &[usize]) -> PyResult<()> {

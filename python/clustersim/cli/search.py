@@ -40,7 +40,7 @@ examples:
   clustersim search --model gpt-175b --gpus 1024 --gpu a100 --gbs 1536
   clustersim search --model gpt-7b --gpus 16 --gpu h100 --gbs 32 --only pp=1 --exclude tp=1 --top 5
   clustersim search --model turing-530b --gpus 5128 --gpu a100 --max-gbs 2520 --csv plans.csv
-  clustersim search --model llama3-405b --gpus 16384 --gbs 2048 --time-budget 30 --json"""
+  clustersim search --model llama3-405b --gpus 16384 --gbs 2048 --time-budget 5 --json"""
 
 
 DESCRIPTION = (

@@ -58,7 +58,10 @@ mod tests {
             .collect();
         assert!(plans.len() > 20);
         let batch = run_plans(&base, &plans);
-        assert!(plans.iter().any(|(_, o)| o.tp_comm == Some(true)) && plans.iter().any(|(_, o)| o.grad_reduce == Some(true)));
+        assert!(
+            plans.iter().any(|(_, o)| o.tp_comm == Some(true))
+                && plans.iter().any(|(_, o)| o.grad_reduce == Some(true))
+        );
         for ((plan, overlap), got) in plans.iter().zip(batch) {
             let input = TrainingInput { plan: plan.clone(), overlap: *overlap, allow_oom: true, ..base.clone() };
             let alone = run_training(&input, &mut |_| true);

@@ -189,8 +189,7 @@ impl<'a> Screen<'a> {
         bucket_size: u64,
         emb_ar: f64,
     ) -> Result<Rc<Vec<Tail>>> {
-        let key =
-            (plan.tp, plan.pp, plan.vpp, plan.cp, plan.ep, plan.dp as u8, grad_reduce, param_gather, bucket_size);
+        let key = (plan.tp, plan.pp, plan.vpp, plan.cp, plan.ep, plan.dp as u8, grad_reduce, param_gather, bucket_size);
         if let Some(t) = self.tails.get(&key) {
             return Ok(t.clone());
         }
@@ -418,8 +417,7 @@ mod tests {
     /// The bound of every plan of a space (overlaps included) against its simulation.
     fn check_space(input: &TrainingInput, space: &Space) -> usize {
         let plans =
-            enumerate(&input.model, &input.plan, &Overlap::default(), Batch::Exact(input.plan.gbs), space)
-                .unwrap();
+            enumerate(&input.model, &input.plan, &Overlap::default(), Batch::Exact(input.plan.gbs), space).unwrap();
         let mut screen = Screen::new(input, None).unwrap();
         for c in &plans.candidates {
             let i = TrainingInput { plan: c.plan.clone(), overlap: c.overlap, allow_oom: true, ..input.clone() };

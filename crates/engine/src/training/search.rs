@@ -221,7 +221,8 @@ mod tests {
         // CP 2 (seq 1024 splits into 4 chunks): TP 1 PP 1 (DP 2, MBS 1, 2): 2, TP 1 PP 2 (DP 1,
         // MBS 1, 2, 4): 3, TP 2 PP 1 (SP off/on × MBS 1, 2, 4): 6; CP 4: TP 1 PP 1, MBS 1, 2, 4: 3;
         // all with DP·CP > 1: 14·15.
-        let everything = enumerate(&model(2, 2), &cluster(4), &Overlap::default(), Batch::Exact(4), &no_overlaps()).unwrap();
+        let everything =
+            enumerate(&model(2, 2), &cluster(4), &Overlap::default(), Batch::Exact(4), &no_overlaps()).unwrap();
         let (with_cp1, with_cp) = (7 * 15 + 6 * 3, 14 * 15);
         assert_eq!(everything.candidates.len(), with_cp1 + with_cp);
         // The 13 plans with their overlaps opened (DDP: no parameter-gather overlap): the gradient
@@ -258,7 +259,8 @@ mod tests {
 
     #[test]
     fn a_bad_cluster_is_trains_error() {
-        let e = enumerate(&model(2, 2), &cluster(12), &Overlap::default(), Batch::Exact(12), &Space::default()).unwrap_err();
+        let e = enumerate(&model(2, 2), &cluster(12), &Overlap::default(), Batch::Exact(12), &Space::default())
+            .unwrap_err();
         assert!(e.to_string().contains("whole servers"), "{e}");
     }
 }
