@@ -69,6 +69,9 @@ type BlockKey = (usize, u32, u32, u32, bool, u8);
 /// parameter-gather overlaps, the bucket size.
 type TailKey = (u32, u32, u32, u32, u32, u8, bool, bool, u64);
 
+/// Per stage, per chunk: its dense and MoE layers.
+type ChunkLayers = Rc<Vec<Vec<(u32, u32)>>>;
+
 /// A stage's tail pieces: the gradient reductions (ns, the longer of the two data-parallel
 /// communicators' sums) of all its buckets and of its first chunk's, the tied embedding's
 /// all-reduce, the parameter gathers after the optimizer, and the parameters it steps.
@@ -105,7 +108,7 @@ pub struct Screen<'a> {
     /// gathers after it, and the parameters its optimizer steps.
     tails: HashMap<TailKey, Rc<Vec<Tail>>>,
     /// Per (PP, VPP): per stage and chunk, its dense and MoE layers.
-    layers: HashMap<(u32, u32), Rc<Vec<Vec<(u32, u32)>>>>,
+    layers: HashMap<(u32, u32), ChunkLayers>,
 }
 
 /// Per-micro-batch chain of a stage: each chunk's forward and backward step, and the tail.
@@ -234,7 +237,7 @@ impl<'a> Screen<'a> {
     }
 
     /// Per stage and chunk of `plan`, its dense and MoE layers.
-    fn layers(&mut self, plan: &Plan) -> Rc<Vec<Vec<(u32, u32)>>> {
+    fn layers(&mut self, plan: &Plan) -> ChunkLayers {
         let model = &self.base.model;
         self.layers
             .entry((plan.pp, plan.vpp))
