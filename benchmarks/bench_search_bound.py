@@ -117,18 +117,23 @@ def main() -> None:
             _, cpu_all, every = spawned(command([*argv, "--exhaustive"]))
             same = top10(every) == top10(doc)
             checks.append(
-                f"- {name}: exhaustive search simulated {every['simulated']} plans in {cpu_all:.1f} s CPU;"
-                f" top 10 {'identical' if same else 'DIFFERENT'}."
+                f"Check, {name}: the exhaustive search simulated {every['simulated']} plans in"
+                f" {cpu_all:.1f} s CPU; top 10 {'identical' if same else 'DIFFERENT'}."
             )
             print(checks[-1], flush=True)
             assert same, name
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     body = "\n".join(
         [
-            run_header(args.runs) + f" Load average at the start {load_start:.1f}, at the end: {load}.",
+            " ".join(
+                [
+                    run_header(args.runs),
+                    f"Load average at the start {load_start:.1f}, at the end: {load}.",
+                    *checks,
+                ]
+            ),
             "",
             *rows,
-            *([""] + checks if checks else []),
         ]
     )
     print(body)
