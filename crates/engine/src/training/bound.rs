@@ -455,7 +455,7 @@ mod tests {
     }
 
     #[test]
-    fn its_compute_is_the_simulated_programs_compute() {
+    fn it_counts_every_compute_op_of_the_program() {
         // With one stage the bound is at least the stage's compute chain: the sum of every compute
         // op the generator issues, with and without the TP overlap's split GEMMs.
         let model = Model { name: "small".into(), kv_heads: 4, seq_len: 1024, ..fixtures::model(4, 512, 8, 2048) };
