@@ -65,6 +65,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=31)
     ap.add_argument("--baseline", help="another install's clustersim console script to compare with")
+    ap.add_argument("--baseline-is", default="", help="what the baseline install is, for the page")
     ap.add_argument("--write", action="store_true", help="update the start-up section of RESULTS.md")
     args = ap.parse_args()
     script = str(Path(sysconfig.get_path("scripts")) / "clustersim")
@@ -80,8 +81,9 @@ def main() -> None:
                 t = cpu_seconds(cmd)
                 if i and t is not None:  # the first round warms the file cache
                     cpu[key].append(t)
+        said = f" Baseline: {args.baseline_is}." if args.baseline and args.baseline_is else ""
         lines = [
-            run_header(args.runs),
+            run_header(args.runs) + said,
             "",
             "| command | install | CPU s, median (quartiles) | heavy libraries imported |",
             "|---|---|---|---|",

@@ -333,6 +333,15 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "10⁶ inputs per reader, no failure; a refusal is one line `file:line: field: problem`.",
         "python3 benchmarks/fuzz_campaign.py --cases 1000000 --write",
     ),
+    Benchmark(
+        "goodput",
+        "bench_goodput.py",
+        "Goodput Monte Carlo of a long run",
+        "CPU (process time) of the engine's Monte Carlo alone (`GoodputRun.simulate`): 10⁴ trials of a "
+        "54-day run of 16,384 GPUs at Llama 3's Table 5 rates (≈ 466 interruptions a trial), Daly's "
+        "interval. Target (issue 31): ≤ 5 s CPU.",
+        "python3 benchmarks/bench_goodput.py --runs 3 --write",
+    ),
 )
 
 HEADER = """# clustersim benchmarks: current results

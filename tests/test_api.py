@@ -107,9 +107,18 @@ def test_result_to_dict_is_json(result):
 def test_breakdown_sums_to_100(result):
     pct = result.breakdown()
     # The disjoint parts only: neither the total nor the exposed-comm subtotal.
-    assert "total_us" not in pct and "exposed_comm_us" not in pct
+    assert "total_pct" not in pct and "exposed_comm_pct" not in pct
     assert math.isclose(sum(pct.values()), 100.0, rel_tol=1e-6)
     assert all(0 <= v <= 100 for v in pct.values())
+    # Percentages are keyed as such; each is its part of the summary (µs) over the total.
+    assert all(k.endswith("_pct") for k in pct)
+    total = result.summary["total_us"]
+    assert pct["compute_pct"] == pytest.approx(result.summary["compute_us"] / total * 100)
+    # The old keys (percentages under `_us` names) fail with the new name.
+    with pytest.raises(KeyError, match="'compute_pct'"):
+        pct["compute_us"]
+    with pytest.raises(KeyError):
+        pct["no_such_part"]
 
 
 def test_busbw_file_api():

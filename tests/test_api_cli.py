@@ -20,11 +20,22 @@ def cli_json(tmp_path, *args):
     return json.loads(out)
 
 
+def same_provenance(api: dict, cli: dict) -> None:
+    """Both record the same plan, model, fabric, backend and version; the CLI its command line,
+    the API its call (each taken out of the documents)."""
+    a, c = api.pop("provenance"), cli.pop("provenance")
+    assert a["command"].startswith("clustersim.") and c["command"].startswith("clustersim ")
+    for field in ("version", "plan", "model", "fabric", "backend"):
+        assert a[field] == c[field], field
+
+
 def same_run(api: dict, cli: dict) -> None:
-    """Equal, apart from the wall-clock time the engine measured and the files the CLI wrote."""
+    """Equal, apart from the wall-clock time the engine measured, the files the CLI wrote and the
+    command each records."""
     for doc in (api, cli):
         doc.pop("simulate_seconds")
         doc.pop("outputs", None)
+    same_provenance(api, cli)
     assert api == cli
 
 
@@ -63,7 +74,9 @@ def test_train_is_clustersim_train(tmp_path):
         topology="Spectrum-X:16",
     )  # fmt: skip
     assert isinstance(api, clustersim.TrainResult)
-    assert api.to_dict() == cli
+    doc = api.to_dict()
+    same_provenance(doc, cli)
+    assert doc == cli
     assert api.iteration_s == cli["iteration_s"] > 0
     assert list(api.layers["layer"]) == [x["name"] for x in cli["layers"]]
 
@@ -78,7 +91,9 @@ def test_collective_is_clustersim_collective(tmp_path):
         ecmp_seeds=2,
     )  # fmt: skip
     assert (api.op, api.ranks, len(api)) == ("alltoall", 16, 3 * 2 + 3 * 3)
-    assert api.to_dict() == cli
+    doc = api.to_dict()
+    same_provenance(doc, cli)
+    assert doc == cli
 
 
 def test_results_to_pandas():

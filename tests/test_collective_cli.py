@@ -98,7 +98,21 @@ def test_cli_prints_the_nccl_tests_table(run_cli, tmp_path):
         "collective", "allgather", "-b", "4M", "--topology", "Spectrum-X:16", "--csv", "out.csv"
     )
     assert rc == 0, err
-    assert (tmp_path / "out.csv").read_text().startswith("size,count,type,redop,time_us")
+    lines = (tmp_path / "out.csv").read_text().splitlines()
+    # What made it, as comment lines above the header (pandas: comment="#").
+    assert [line.split(":")[0] for line in lines[:6]] == [
+        "# command",
+        "# version",
+        "# plan",
+        "# model",
+        "# fabric",
+        "# backend",
+    ]
+    assert (
+        lines[0] == "# command: clustersim collective allgather -b 4M --topology Spectrum-X:16 --csv out.csv"
+    )
+    assert lines[4].startswith("# fabric: Spectrum-X:16 (sha256 ") and lines[5] == "# backend: flow"
+    assert lines[6].startswith("size,count,type,redop,time_us")
 
 
 def test_sizes_use_powers_of_two():
@@ -140,7 +154,7 @@ def test_cli_forces_the_protocol_and_refuses_what_cannot_run(run_cli):
         "collective", "allreduce", "-b", "1M", "-e", "1M", "--topology", "Spectrum-X:8", "--proto", "LL128"
     )
     assert rc == 0, err
-    assert out.splitlines()[2].split()[-1] == "LL128"
+    assert out.splitlines()[3].split()[-1] == "LL128"
     rc, _, err = run_cli(
         "collective", "allreduce", "--topology", "Spectrum-X:8", "--algo", "nvls", "--proto", "LL"
     )

@@ -44,7 +44,14 @@ def test_run_writes_results_links_and_trace(run_cli, tmp_path):
     code, out, err = run_cli("run", "-w", "w.txt", "-g", "16", "-n", "fabric.txt", "-r", "o-")
     assert code == 0, err
     assert "o-links.csv" in out
-    assert (tmp_path / "o-links.csv").read_text().startswith("src,dst,bandwidth_gbps,bytes,utilisation\n")
+    lines = (tmp_path / "o-links.csv").read_text().splitlines()
+    # What made it first (comment lines), then the header.
+    made_by = [line for line in lines if line.startswith("#")]
+    assert made_by[0] == "# command: clustersim run -w w.txt -g 16 -n fabric.txt -r o-"
+    assert made_by[3].startswith("# model: w.txt (sha256 ") and made_by[4].startswith(
+        "# fabric: fabric.txt (sha256 "
+    )
+    assert lines[len(made_by)] == "src,dst,bandwidth_gbps,bytes,utilisation"
     trace = json.loads((tmp_path / "o-trace.json").read_text())
     assert any(e["ph"] == "X" for e in trace["traceEvents"])
     assert json.loads((tmp_path / "o-summary.json").read_text())["mode"] == "flow"

@@ -24,6 +24,7 @@ def test_a_homogeneous_mix_is_the_plain_run():
         assert use["busy"] == pytest.approx(compute / plain.iteration_s, rel=1e-12)
         for s in data["stages"]:
             assert s.pop("accelerator") == "h100"
+        assert data.pop("breakdown_accelerator") == "h100"
         assert data == plain.data
 
 
@@ -42,6 +43,37 @@ def test_a_data_parallel_mix_runs_at_the_slower_types_pace():
     assert h["mfu"] == pytest.approx(a100.mfu * 312 / 989, rel=1e-9)
     assert h["busy"] < a["busy"]
     assert mixed.mfu == pytest.approx(a100.mfu * 32 * 312 / (16 * 989 + 16 * 312), rel=1e-9)
+
+
+def test_the_faster_types_wait_is_waiting_for_slower_devices_not_a_bubble(run_cli):
+    # Issue 29's case: PP 1, so there is no pipeline and no bubble. The H100s finish each step
+    # first and wait at the gradient reduction for the A100s; the report says so, and its
+    # headline is the A100s' (busy the whole iteration, bound by their compute).
+    args = "train --model llama2-13b --gpus 256 --gpu h100:128,a100:128 --tp 8 --gbs 256 --seq 4096"
+    args += " --dist-opt"
+    code, out, err = run_cli(*args.split(), "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    bound = (doc["breakdown_stage"], doc["breakdown_accelerator"], doc["critical_bound"])
+    assert bound == (0, "a100", "compute")
+    h, a = doc["stages"]
+    assert (h["accelerator"], a["accelerator"]) == ("h100", "a100")
+    hp, ap = dict(h["breakdown_s"]), dict(a["breakdown_s"])
+    assert doc["breakdown_s"] == a["breakdown_s"]
+    assert hp["bubble"] == ap["bubble"] < 1e-6 * doc["iteration_s"]
+    assert ap["waiting for slower devices"] == 0.0
+    waiting = hp["waiting for slower devices"]
+    assert waiting == pytest.approx(a["busy_s"] - h["busy_s"], rel=1e-9)
+    assert waiting > 0.35 * doc["iteration_s"]
+    code, out, err = run_cli(*args.split())
+    assert code == 0, err
+    lines = out.splitlines()
+    head = lines.index("where the time goes (stage 0, a100 ranks, the busiest: it bounds the iteration):")
+    parts = [line.split()[0] for line in lines[head + 1 :][:3]]
+    assert parts == ["compute", "exposed", "exposed"] and "bubble" not in lines[head + 3]
+    row = next(line.split() for line in lines if line.split()[:2] == ["0", "h100"])
+    # stage, type, layers, compute, exposed comm, bubble, waiting, memory, largest exposed comm
+    assert (float(row[5]), float(row[6])) == (0.0, round(waiting, 3))
 
 
 def test_per_stage_assignment_puts_the_slower_stages_on_the_critical_path():

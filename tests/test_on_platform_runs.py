@@ -4,6 +4,7 @@ collective as without them; the same flags on every command; bad input."""
 
 from __future__ import annotations
 
+import csv
 import json
 
 import pytest
@@ -216,11 +217,9 @@ def test_a_sweep_spec_varies_the_servers(run_cli, tmp_path):
     )
     rc, out, err = run_cli("sweep", spec, "--csv", tmp_path / "s.csv")
     assert rc == 0, err
-    rows = (tmp_path / "s.csv").read_text().splitlines()
-    head = rows[0].split(",")
-    got = {
-        r.split(",")[head.index("reduction")]: float(r.split(",")[head.index("time_us")]) for r in rows[1:]
-    }
+    lines = [r for r in (tmp_path / "s.csv").read_text().splitlines() if not r.startswith("# ")]
+    head, *rows = csv.reader(lines)  # cells quoted where they hold commas (provenance.command)
+    got = {r[head.index("reduction")]: float(r[head.index("time_us")]) for r in rows}
     for servers in ("all", "2"):
         assert got[servers] == pytest.approx(
             collective_us("allreduce", 32 * MIB, reduction=servers), rel=1e-12

@@ -26,3 +26,19 @@ def test_clustersim_analytical_loads_neither_networkx_nor_matplotlib(tmp_path):
     code = f"from clustersim.cli import main\nassert main({argv!r}) == 0"
     assert loaded_after(code, tmp_path) == []
     assert (tmp_path / "s-EndToEnd.csv").is_file()
+
+
+def subcommand_modules_after(code: str, cwd) -> set[str]:
+    check = f"import sys\n{code}\nprint(','.join(m for m in sys.modules if m.startswith('clustersim.cli.')))"
+    out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, cwd=cwd)
+    return set(out.stdout.splitlines()[-1].split(",")) - {"clustersim.cli.common", ""}
+
+
+def test_one_command_imports_no_other_commands_module(tmp_path):
+    """Each command's module (and what it imports) loads only when that command runs or asks for
+    its help: `--version` and the top-level `--help` load none."""
+    run = "from clustersim.cli import main\ntry:\n    main({argv!r})\nexcept SystemExit:\n    pass"
+    assert subcommand_modules_after(run.format(argv=["--version"]), tmp_path) == set()
+    assert subcommand_modules_after(run.format(argv=["--help"]), tmp_path) == set()
+    got = subcommand_modules_after(run.format(argv=["analytical", "--help"]), tmp_path)
+    assert got == {"clustersim.cli.analytical"}

@@ -19,6 +19,13 @@ SMALL = h.Setup(layers=4, servers_per_tor=1)  # more than 80 GB of HBM; a ToR of
 HCSIM = h.Setup(**h.MODELS["hcsim"])
 
 
+def comments_and_rows(f) -> tuple[list[str], list[dict[str, str]]]:
+    """A study CSV's comment lines (what made it) and its rows."""
+    lines = f.read().splitlines()
+    made_by = [line for line in lines if line.startswith("# ")]
+    return made_by, list(csv.DictReader(lines[len(made_by) :]))
+
+
 def test_a_point_is_graph_runs_iteration_in_batches_per_second(run_cli, tmp_path):
     # 16 XPUs of H100+A100 with 8 per ToR: the first ToR H100, the second A100.
     assert h.mix_of("h100+a100", 16, 8) == [("h100", 8), ("a100", 8)]
@@ -130,7 +137,10 @@ def test_cli_writes_the_table_and_the_plot(run_cli, tmp_path):
     assert [r["algorithm"] for r in doc["rows"]] == ["ring", "coherent_ring"]
     assert doc["findings"][0]["holds"] is True
     with open(tmp_path / "out" / "hcsim-coherent-ring.csv", newline="") as f:
-        rows = list(csv.DictReader(f))
+        made_by, rows = comments_and_rows(f)
+    assert made_by[0].startswith("# command: clustersim study hcsim coherent-ring ") and made_by[
+        1
+    ].startswith("# version:")
     assert [float(r["batch_per_s"]) for r in rows] == [r["batch_per_s"] for r in doc["rows"]]
     page = (tmp_path / "out" / "hcsim-coherent-ring.html").read_text()
     assert "coherent ring" in page and "holds" in page and "plotly" in page
@@ -270,7 +280,7 @@ def test_the_model_is_a_study_option_each_part_overridable(run_cli, tmp_path):
     code, out, err = run_cli(*args, "--model", "hcsim", "--cxl-window", "4MiB", "-o", str(tmp_path))
     assert code == 0, err
     with open(tmp_path / "hcsim-coherent-ring.csv", newline="") as f:
-        rows = list(csv.DictReader(f))
+        rows = comments_and_rows(f)[1]
     assert {(r["sync"], r["collectives"], r["cxl_window_bytes"], r["dram_window_bytes"]) for r in rows} == {
         ("layer", "cm02", "4194304", "inf")
     }
@@ -294,7 +304,9 @@ def test_every_setting_is_in_the_rows_and_on_the_page(run_cli, tmp_path):
     rows = json.loads(out)["rows"]
     assert {tuple(r[k] for k in setting) for r in rows} == {(2, 2, 1, 8, "1048576")}
     with open(tmp_path / "hcsim-scale.csv", newline="") as f:
-        assert {tuple(r[k] for k in setting) for r in csv.DictReader(f)} == {("2", "2", "1", "8", "1048576")}
+        assert {tuple(r[k] for k in setting) for r in comments_and_rows(f)[1]} == {
+            ("2", "2", "1", "8", "1048576")
+        }
     page = (tmp_path / "hcsim-scale.html").read_text()
     assert "LLaMA2-13B data parallel (2 decoders, batch 2, ToRs of 1 server of 8 XPUs)" in page
     assert "CXL read window default, DRAM read window 1048576)" in page

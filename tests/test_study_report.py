@@ -117,7 +117,9 @@ def test_compare_two_train_results_and_two_sweep_points(swept, run_cli):
     a, b = (json.loads((swept / n).read_text()) for n in ("a.json", "b.json"))
     code, out, _ = run_cli("compare", "a.json", "b.json", cwd=swept)
     assert code == 0
-    lines = {line.split()[0]: line.split() for line in out.splitlines()}
+    # What made them differ first: the plan's TP alone.
+    assert out.splitlines()[:2] == ["what differs: plan", "  plan: tp 2 → 4"]
+    lines = {line.split()[0]: line.split() for line in out.splitlines() if line.strip()}
     assert lines["field"] == ["field", "A", "B", "B", "−", "A", "change"]
     row = lines["iteration_s"]
     assert float(row[1]) == pytest.approx(a["iteration_s"], rel=1e-5)
@@ -126,11 +128,12 @@ def test_compare_two_train_results_and_two_sweep_points(swept, run_cli):
     assert row[4] == f"{change:+.1f}"
     assert lines["model"] == ["model", "llama3-8b", "llama3-8b"]  # equal: no difference shown
     code, out, _ = run_cli("compare", "a.json", "b.json", "--differences", cwd=swept)
-    assert "model" not in out and "iteration_s" in out
+    table = out.split("\n\n", 1)[1]  # below what made them differ
+    assert "model" not in table and "iteration_s" in table
     stored = store.read(swept / "s.sqlite")
     code, out, _ = run_cli("compare", "s.sqlite:3", f"s.sqlite:{stored.rows[5].key[:10]}", cwd=swept)
     assert code == 0
-    lines = {line.split()[0]: line.split() for line in out.splitlines()}
+    lines = {line.split()[0]: line.split() for line in out.splitlines() if line.strip()}
     assert lines["options.pp"][1:3] == [str(stored.rows[3].options["pp"]), str(stored.rows[5].options["pp"])]
     code, _, err = run_cli("compare", "a.json", "s.sqlite:999", cwd=swept)
     assert (code, err) == (

@@ -174,8 +174,16 @@ def test_csv_and_parquet_hold_every_stored_point(tmp_path, run_cli):
     plan = " ".join(f"{k}={best.options[k]}" for k in ("tp", "pp", "dist_opt"))
     assert f"best: point {best.seq} ({plan}), tokens_per_s {best.result['tokens_per_s']:.6g}\n" in out
     with open(tmp_path / "s.csv", newline="") as f:
-        lines = list(csv.DictReader(f))
+        text = f.read().splitlines()
+    # What made it: comment lines above the header; each row's own provenance in its columns.
+    made_by = [line for line in text if line.startswith("# ")]
+    assert made_by[0] == "# command: clustersim sweep s.yaml --csv s.csv --parquet s.parquet --workers 2"
+    assert made_by[1].startswith("# version: ")
+    lines = list(csv.DictReader(text[len(made_by) :]))
     assert [line["key"] for line in lines] == [r.key for r in stored.rows]
+    ok = [line for line in lines if line["status"] == "ok"]
+    assert ok and all(line["provenance.backend"] == "analytical" for line in ok)
+    assert all(line["provenance.model.name"] == "llama3-8b" for line in ok)
     assert list(lines[0])[:7] == ["seq", "key", "status", "tp", "pp", "dist_opt", "error"]
     for line, row in zip(lines, stored.rows, strict=True):
         assert line["status"] == row.status and int(line["tp"]) == row.options["tp"]

@@ -270,8 +270,12 @@ def test_cli_default_name_output_and_json(tmp_path):
     assert out == (
         f"{name}: 128 GPUs, 16 NVSwitches, 10 switches, 272 links, bisection 3.2 Tbps\nwrote {name}\n"
     )
-    assert err == "warning: asw_switch_num (-asn) 8 does not fit 128 GPUs: using 2\n"
+    assert err == ""  # no -asn given: the template's default ASW count follows the GPUs silently
     assert read_simai(tmp_path / name).num_gpus == 128
+    rc, _, err = run_clustersim(
+        "topo", "-topo", "DCN+", "-g", "128", "-asn", "8", "-o", "asn.txt", cwd=tmp_path
+    )
+    assert (rc, err) == (0, "warning: asw_switch_num (-asn) 8 does not fit 128 GPUs: using 2\n")
 
     rc, out, err = run_clustersim(
         "topo", "--fat-tree", "4", "-gps", "4", "-o", "out/ft.txt", "--json", cwd=tmp_path

@@ -8,6 +8,7 @@ import re
 
 import clustersim
 import pytest
+from clustersim.provenance import comment_lines
 from clustersim.training import train
 
 # Published sizes (shared/reference/megatron.md §1 and §10).
@@ -126,14 +127,20 @@ def test_train_writes_summary_layers_trace_and_charts(run_cli, tmp_path):
     # Two stage classes, and every op of each is an event.
     assert {e["pid"] for e in events} == {0, 1}
     assert len(events) == summary["ops"]
+    # Each CSV: what made it as comment lines (the summary's provenance), then the header.
+    made_by = comment_lines(summary["provenance"])
     lines = (out / "r-layers.csv").read_text().splitlines()
+    assert lines[:6] == made_by and made_by[0] == "# command: clustersim " + args
+    lines = lines[6:]
     assert lines[0] == "layer,compute_s,exposed_comm_s,comm_s"
     compute = sum(float(line.split(",")[1]) for line in lines[1:])
     assert compute == pytest.approx(dict(summary["breakdown_s"])["compute"], rel=1e-6)
     assert (out / "r-chart.png").stat().st_size > 10_000
     assert "<svg" in (out / "r-chart.html").read_text()
     # Every stage: its breakdown sums to the iteration; the CSV holds what the JSON holds.
-    stages = list(csv.DictReader((out / "r-stages.csv").read_text().splitlines()))
+    stages_csv = (out / "r-stages.csv").read_text().splitlines()
+    assert stages_csv[:6] == made_by
+    stages = list(csv.DictReader(stages_csv[6:]))
     assert [int(r["stage"]) for r in stages] == [0, 1] == [s["stage"] for s in summary["stages"]]
     for row, stage in zip(stages, summary["stages"], strict=True):
         parts = [float(v) for k, v in row.items() if k.endswith("_s") and k not in ("end_s", "busy_s")]
@@ -145,16 +152,33 @@ def test_train_writes_summary_layers_trace_and_charts(run_cli, tmp_path):
 
 def test_train_names_the_critical_stage_of_an_expert_parallel_pipeline(run_cli):
     # DeepSeek-V3's first three layers are dense: stage 0 has no all-to-all, and it finishes
-    # last, waiting; the MoE stages are busy longest, bounded by their expert all-to-all.
+    # last, mostly waiting; the MoE stages are busy longest, bounded by their expert all-to-all.
+    # The headline is the busiest stage's (issue 29: it was stage 0's "83 % bubble", no EP line).
     args = (
         "train --model deepseek-v3 --gpus 2048 --tp 1 --pp 16 --ep 64 --first-stage-layers 3"
         " --last-stage-layers 2 --gbs 2048 --seq 4096 --recompute full --dist-opt"
     )
+    code, out, err = run_cli(*args.split(), "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    busiest = max(doc["stages"], key=lambda s: s["busy_s"])
+    assert doc["breakdown_stage"] == doc["critical_stage"] == busiest["stage"] == 1
+    assert doc["breakdown_s"] == busiest["breakdown_s"] and doc["critical_bound"] == "exposed EP comm"
+    parts = dict(doc["breakdown_s"])
+    # Bound by EP: its exposed all-to-all outweighs its compute; the stage waits on DP, DP_EP and PP too.
+    assert parts["exposed EP comm"] > parts["compute"] > 0
+    waits_on = [k for k, v in doc["breakdown_s"] if k.startswith("exposed ") and v > 0]
+    assert waits_on == ["exposed EP comm", "exposed DP comm", "exposed DP_EP comm", "exposed PP comm"]
     code, out, err = run_cli(*args.split())
     assert code == 0, err
-    assert "where the time goes (stage 0, which finishes last):" in out
+    lines = out.splitlines()
+    head = lines.index("where the time goes (stage 1, the busiest: it bounds the iteration):")
+    shown = [line[:28].strip() for line in lines[head + 1 : head + 7]]
+    assert shown == ["compute", *waits_on, "bubble"]
+    ep = next(line for line in lines[head:] if line.strip().startswith("exposed EP comm"))
+    assert float(ep.split()[3]) == round(parts["exposed EP comm"], 3)
     critical = next(line for line in out.splitlines() if line.startswith("critical stage"))
-    assert "bounded by exposed EP comm" in critical and critical.split()[2] != "0"
+    assert "bounded by exposed EP comm" in critical and critical.split()[2] == "1"
     rows = [line.split() for line in out.splitlines() if re.fullmatch(r"\s+\d+\s+[\d.]+.*", line)]
     # Stage 0's most exposed part: its embedding's gradient reduce-scatter after the backward
     # (without --overlap-grad-reduce, Megatron-LM's default).

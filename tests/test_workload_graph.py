@@ -91,6 +91,12 @@ def test_the_cli_runs_a_graph_on_hcsims_systems_and_writes_a_trace(tmp_path):
         assert json.loads((tmp_path / f"{template}-summary.json").read_text())["iteration_ns"] > 0
     cxl, pcie = docs["hcsim-cxl"], docs["hcsim-pcie"]
     assert cxl["iterations"] == 2 and len(cxl["iteration_times_ns"]) == 2
+    # What made each: the graph file (by content), the platform (name and content hash), flow.
+    made = [docs[t]["provenance"] for t in ("hcsim-cxl", "hcsim-pcie")]
+    assert [m["fabric"]["name"] for m in made] == [cxl["platform"], pcie["platform"]]
+    assert made[0]["fabric"]["sha256"] != made[1]["fabric"]["sha256"]
+    assert made[0]["model"] == made[1]["model"] and made[0]["model"]["name"] == str(graph)
+    assert made[0]["backend"] == "flow" and made[0]["command"].startswith("clustersim graph run ")
     # Nothing spills at 16 × 80 GB for 3.5 GB a copy: only the all-reduce differs (CXL fabric vs Ethernet).
     assert cxl["placed_bytes"]["hbm"] == 16 * 3.5e9 and cxl["spilled_copies"] == 0
     assert cxl["iteration_ns"] < pcie["iteration_ns"]

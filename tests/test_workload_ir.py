@@ -30,7 +30,9 @@ def two_stages() -> Workload:
     b = w.coll(s0, "allreduce", tp, GIB, deps=[a], row="layer")
     w.send(s0, pp, 1, 8 << 20, deps=[b])
     r = w.recv(s1, "PP", -1, 8 << 20)
-    w.comp(s1, flops=1e9, flops_per_s=2e15, bytes=1e6, bytes_per_s=4e12, deps=[r], row="layer")  # 500 ns
+    w.comp(
+        s1, flops=1e9, flops_per_s=2e15, bytes=1e6, bytes_per_s=4e12, dtype="bf16", deps=[r], row="layer"
+    )  # 500 ns
     return w
 
 
@@ -93,7 +95,16 @@ def test_bulk_columns_build_the_same_workload():
         phase=["fwd", "other", "other"],
     )
     bulk.add_ops(
-        s1, ["RECV", "COMP"], ns=[0, 500.0], group=[1, 0], offset=[-1, 0], bytes=[8 << 20, 0], deps=[[], [0]]
+        s1,
+        ["RECV", "COMP"],
+        ns=[0, 500.0],
+        flops=[0, 1e9],
+        mem_bytes=[0, 1e6],
+        dtype=[None, "bf16"],
+        group=[1, 0],
+        offset=[-1, 0],
+        bytes=[8 << 20, 0],
+        deps=[[], [0]],
     )
     bulk.add_ops(s1, [], ns=[])
     assert bulk.columns() == w.columns()
@@ -113,6 +124,30 @@ def test_generated_iterations_round_trip_exactly(example_workload):
     assert megatron.counts()["SEND"] > 0 and megatron.counts()["programs"] == 2
     assert {g["name"] for g in megatron.groups} >= {"TP", "PP", "EP"}
     assert simai.ranks == 9216 and simai.counts()["ops"] > 1000
+
+
+def test_generated_compute_ops_carry_the_iterations_flops_by_hand():
+    """Every compute op of a Megatron iteration states its work; summed over all ranks, the FLOPs
+    are 3 × (2 · matmul parameters + the LM head's 2·h·V) per token, plus causal flash attention's
+    2·s·h per layer and token forward and 2.5 times that backward."""
+    w = Workload.from_training(
+        "llama3-8b", gpus=16, tp=2, pp=2, gbs=16, seq=2048, recompute="none", allow_oom=True
+    )
+    c = w.columns()
+    runs = [0] * len(c["program_start"])
+    for k in c["rank_class"]:
+        runs[c["class_program"][k]] += 1
+    starts = c["program_start"]
+    total = sum(
+        sum(c["flops"][a:b]) * runs[p] for p, (a, b) in enumerate(zip(starts, starts[1:], strict=False))
+    )
+    layers, h, ffn, vocab, seq, tokens = 32, 4096, 14336, 128256, 2048, 16 * 2048
+    matmul = layers * (h * (h + 2 * 1024) + h * h + 3 * h * ffn)
+    assert total == 3 * (2 * matmul + 2 * h * vocab) * tokens + 7 * seq * h * layers * tokens
+    comp = [d for k, d in zip(c["kind"], c["dtype"], strict=True) if k == 0]
+    assert comp and all(d for d in comp)
+    text = w.to_json()
+    assert '"flops":' in text and Workload.from_json(text).columns() == c
 
 
 def test_ir_json_matches_the_shipped_schema(example_workload):
@@ -165,6 +200,18 @@ BAD = {
         "programs[1].ops[0].group: group 4 does not exist",
     ),
     # Two such computes end at infinity: an internal error in the executor, not an input error.
+    "work in part": (
+        lambda d: op(d, 1, 1).pop("dtype"),
+        "programs[1].ops[1].dtype: missing: give flops, bytes and dtype together, or none of them",
+    ),
+    "negative work": (
+        lambda d: op(d, 1, 1).update(flops=-1.0),
+        "programs[1].ops[1].flops: must be from 0 to 1e30, got -1.0",
+    ),
+    "unknown data type": (
+        lambda d: op(d, 1, 1).update(dtype="fp7"),
+        "programs[1].ops[1]: unknown variant `fp7`, expected one of `fp64`, `fp32`",
+    ),
     "endless compute": (
         lambda d: op(d, 1, 1).update(ns=1e308),
         "programs[1].ops[1].ns: must be from 0 to 1e18 ns, got 1e308",

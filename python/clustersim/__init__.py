@@ -1,8 +1,8 @@
 """clustersim: how long does one training iteration take on that cluster, and where does the time go?
 
 One function per simulating command, with the command's long option names as keyword arguments:
-`simulate` (clustersim analytical), `run`, `train`, `collective` (see `clustersim.api`), `search`
-and `sweep` (see `clustersim.explore`).
+`simulate` (clustersim analytical), `run`, `train`, `collective` (see `clustersim.api`), `search`,
+`sweep` and `goodput` (see `clustersim.explore`).
 
 The package is layered (pyproject.toml's import-linter contracts), bottom to top:
 base (errors, table, files, plan, catalog, models, kernel_table) < fabrics (platform, topology,
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from clustersim.analytical import AnalyticalResult, simulate
     from clustersim.api import CollectiveResult, TrainResult, collective, run, train
     from clustersim.errors import InputError, InternalError
+    from clustersim.explore.goodput import GoodputResult, goodput
     from clustersim.explore.search import SearchResult, search
     from clustersim.explore.sweep import sweep
     from clustersim.table import Table
@@ -36,6 +37,8 @@ _PUBLIC = {
     "train": "api",
     "InputError": "errors",
     "InternalError": "errors",
+    "GoodputResult": "explore.goodput",
+    "goodput": "explore.goodput",
     "SearchResult": "explore.search",
     "search": "explore.search",
     "sweep": "explore.sweep",
@@ -45,6 +48,7 @@ _PUBLIC = {
 __all__ = [
     "AnalyticalResult",
     "CollectiveResult",
+    "GoodputResult",
     "InputError",
     "InternalError",
     "SearchResult",
@@ -52,6 +56,7 @@ __all__ = [
     "TrainResult",
     "Workload",
     "collective",
+    "goodput",
     "run",
     "search",
     "simulate",

@@ -20,6 +20,8 @@ OP_KINDS: list[str]
 COLLECTIVES: list[str]
 #: Phases of an op (fwd, ig, wg, other).
 PHASES: list[str]
+# Data types of compute ops' work (the workload columns' `dtype` is 1 + an index, 0 for none).
+DTYPES: list[str]
 
 class Platform:
     """The engine's platform: typed nodes, directed links, ranks placed on GPUs. Arrays in bulk."""
@@ -375,3 +377,94 @@ def run_workload_graph(
     """A workload graph document on `platform` with the flow model: iteration end times (ns),
     per-class breakdowns, placed bytes, per-link bytes and (with `trace`) a Chrome trace;
     `send_lat_us` prices collectives step by step at link rate (SimGrid's CM02)."""
+
+# Goodput over a long run (crates/python/src/goodput.rs; the engine's goodput and
+# catalog::failures).
+
+class FailureCause:
+    """One cause of interruptions of a failure profile."""
+
+    name: str
+    label: str
+    category: str
+    #: The part the rate scales with: gpu, server, nic or job.
+    per: str
+    #: swap, restart or planned.
+    effect: str
+    #: Interruptions per 10⁹ part-hours.
+    fit: float
+    count: float | None
+
+class FailureProfile:
+    """A published observation of a job's interruptions (the catalog's failures.yaml)."""
+
+    name: str
+    source: str
+    gpus: int
+    servers: int
+    nics: int
+    days: float
+    causes: list[FailureCause]
+
+def failure_profiles() -> list[FailureProfile]:
+    """The shipped failure profiles, in file order."""
+
+def failure_rates_per_hour(
+    *, profile: str, gpus: int, gpus_per_server: int, nics_per_server: int
+) -> list[float]:
+    """Each cause's interruptions per hour for a job of that size (the profile's order)."""
+
+def checkpoint_bytes(params: int) -> float:
+    """Bytes of a checkpoint: bf16 weights and Adam's fp32 state, 14 B a parameter."""
+
+def goodput_closed_form(
+    *, interval_s: float, checkpoint_s: float, restart_s: float, mtbf_s: float
+) -> tuple[float, float, float, float]:
+    """(expected goodput at interval_s, Young's interval, Daly's interval, the exact optimum)."""
+
+def best_interval(intervals_s: Sequence[float], goodput: Sequence[float]) -> float:
+    """The parabola's vertex (in ln interval) through a sweep's best point and its neighbours."""
+
+class GoodputTrials:
+    """Every trial's outcome, one list per quantity."""
+
+    wall_s: list[float]
+    work_s: list[float]
+    goodput: list[float]
+    interruptions: list[float]
+    lost_s: list[float]
+    checkpoint_s: list[float]
+    wait_s: list[float]
+    restart_s: list[float]
+    by_cause: list[int]
+    unfinished: int
+    def spread(self, quantity: str) -> tuple[float, float, float, float, float]:
+        """(mean, std, p5, p50, p95) of wall_s, work_s, goodput, interruptions, lost_s, … ."""
+
+class GoodputRun:
+    """A run to simulate; causes as three lists in one order."""
+
+    rate_per_s: float
+    def __init__(
+        self,
+        *,
+        names: Sequence[str],
+        effects: Sequence[str],
+        rates_per_s: Sequence[float],
+        interval_s: float,
+        checkpoint_s: float,
+        restart_s: float,
+        restore_s: float,
+        spare_servers: int | None,
+        repair_s: float,
+        window_s: float,
+        work_s: float,
+        trials: int,
+        seed: int,
+    ) -> None: ...
+    def simulate(self) -> GoodputTrials:
+        """Every trial's outcome."""
+    def timeline(self, trial: int) -> list[tuple[float, int, float, float]]:
+        """Trial `trial`'s interruptions: (at_s, cause index, lost_s, work_s kept so far)."""
+    def interval_sweep(self, intervals_s: Sequence[float]) -> list[tuple[float, float, float, float, float]]:
+        """Goodput's (mean, std, p5, p50, p95) per checkpoint interval, the same failures in each."""

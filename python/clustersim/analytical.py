@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from clustersim import _engine
+from clustersim import _engine, provenance
 from clustersim.errors import InputError
 from clustersim.files import read_text
 from clustersim.table import Table
@@ -42,6 +42,19 @@ def check_count(name: str, value: int | None) -> None:
         raise InputError(f"command line: {name}: must be a whole number from 1 to {MAX_COUNT}, got {value!r}")
 
 
+class Percentages(dict):  # type: ignore[type-arg]
+    """`AnalyticalResult.breakdown()`: shares (%) keyed `…_pct`. A key of the old spelling
+    (`compute_us`, which held a percentage) is a KeyError that names the key to use."""
+
+    def __missing__(self, key: object) -> float:
+        if isinstance(key, str) and key.endswith("_us") and key.removesuffix("_us") + "_pct" in self:
+            raise KeyError(
+                f"{key!r}: breakdown() holds percentages, keyed {key.removesuffix('_us') + '_pct'!r};"
+                " the times in µs are in `summary`"
+            )
+        raise KeyError(key)
+
+
 # A NamedTuple rather than a dataclass: `dataclasses` costs every command ~8 ms of start-up.
 class AnalyticalResult(NamedTuple):
     """One simulated iteration: the summary (µs), a per-row table, and SimAI's CSV text."""
@@ -62,6 +75,9 @@ class AnalyticalResult(NamedTuple):
     trace: str | None = None
     #: `run` over several ECMP seeds: each seed's summary, and per column its mean, min and max.
     ecmp_seeds: dict[str, Any] | None = None
+    #: What made it: command, version, plan, model (the workload file), fabric, backend
+    #: (`clustersim.provenance`).
+    provenance: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
         ms = self.iteration_time_us / 1000
@@ -72,11 +88,16 @@ class AnalyticalResult(NamedTuple):
         return self.summary["total_us"]
 
     def breakdown(self) -> dict[str, float]:
-        """Share (%) of the iteration time of each part: compute, exposed DP/DP_EP/TP/EP/PP
-        communication and bubble. The parts sum to 100 (the exposed_comm_us subtotal is left out)."""
+        """Share (%) of the iteration time of each part, keyed by the part with `_pct` (the
+        summary's `compute_us` is `compute_pct` here): compute, exposed DP/DP_EP/TP/EP/PP
+        communication and bubble. The parts sum to 100 (the exposed_comm subtotal is left out).
+        The keys ended in `_us` before 0.2 though they held percentages; asking for one of those
+        raises a KeyError naming the new key."""
         total = self.iteration_time_us
         parts = {k: v for k, v in self.summary.items() if k not in ("total_us", "exposed_comm_us")}
-        return {k: (v / total * 100.0 if total else 0.0) for k, v in parts.items()}
+        return Percentages(
+            {k.removesuffix("_us") + "_pct": (v / total * 100.0 if total else 0.0) for k, v in parts.items()}
+        )
 
     def to_pandas(self) -> Any:
         """The per-row table (`layers`) as a pandas DataFrame (needs pandas)."""
@@ -85,17 +106,21 @@ class AnalyticalResult(NamedTuple):
     def to_dict(self) -> dict[str, Any]:
         """What `clustersim analytical --json` prints (less the list of files written)."""
         seeds = {} if self.ecmp_seeds is None else {"ecmp_seeds": self.ecmp_seeds}
-        return {
-            "run_name": self.run_name,
-            "mode": self.mode,
-            "workload": self.workload,
-            "plan": self.plan,
-            "iteration_time_us": self.iteration_time_us,
-            "summary_us": self.summary,
-            "breakdown_pct": self.breakdown(),
-            "warnings": self.warnings,
-            "simulate_seconds": self.simulate_seconds,
-        } | seeds
+        return (
+            {
+                "run_name": self.run_name,
+                "mode": self.mode,
+                "workload": self.workload,
+                "plan": self.plan,
+                "iteration_time_us": self.iteration_time_us,
+                "summary_us": self.summary,
+                "breakdown_pct": self.breakdown(),
+                "warnings": self.warnings,
+                "simulate_seconds": self.simulate_seconds,
+            }
+            | seeds
+            | {"provenance": self.provenance}
+        )
 
 
 def simulate(
@@ -149,6 +174,31 @@ def simulate(
     """
     if compat not in (None, SIMAI):
         raise InputError(f"command line: compat: unknown mode '{compat}' (valid: simai)")
+    # What was asked for, as given: the result's provenance.
+    asked = dict(
+        gpus=gpus,
+        gpus_per_server=gpus_per_server,
+        nics_per_server=nics_per_server,
+        gpu_type=gpu_type,
+        nic_type=nic_type,
+        nvlink_busbw=nvlink_busbw,
+        nic_busbw=nic_busbw,
+        busbw=busbw,
+        compat=compat,
+        dp_overlap=dp_overlap,
+        tp_overlap=tp_overlap,
+        ep_overlap=ep_overlap,
+        pp_overlap=pp_overlap,
+        lenient=lenient,
+        ratio_dir=ratio_dir,
+        calibration=calibration,
+    )
+    if topology is not None:
+        asked |= dict(
+            algorithm=algorithm, channels=channels, seed=seed, routes=routes, qps=qps, routing=routing
+        )
+        asked |= dict(reduction=reduction, switch_reduce_gbps=switch_reduce_gbps)
+    given_topology = topology
     for name, value in (
         ("gpus", gpus),
         ("gpus_per_server", gpus_per_server),
@@ -241,6 +291,13 @@ def simulate(
                 ],
             }
         )
+    made_by = provenance.record(
+        command=provenance.call_text("simulate", {"workload": workload, "topology": given_topology, **asked}),
+        plan=raw["plan"] | {k: v for k, v in asked.items() if k not in raw["plan"]},
+        model=provenance.model({"text": text}, name=str(workload)),
+        fabric=provenance.fabric(given_topology, platform),
+        backend="analytical" if platform is None else "flow",
+    )
     return AnalyticalResult(
         run_name=run_name,
         mode="flow" if topology is not None else "compat-simai" if compat == SIMAI else "default",
@@ -254,4 +311,5 @@ def simulate(
         events=raw["events"],
         links=links,
         trace=raw.get("trace"),
+        provenance=made_by,
     )

@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from clustersim import training
+from clustersim import provenance, training
 from clustersim.analytical import AnalyticalResult, simulate
 from clustersim.calibration import calibrate_table, calibrated, read_calibration
 from clustersim.errors import InputError
@@ -74,6 +74,7 @@ def run(
     `reduction` runs every all-reduce across servers on reduction servers
     (`clustersim.reduction_server`), as `--algo collnet_direct` / `collnet_chain` run it on the
     fabric's switches (reducing `switch_reduce_gbps` each); the other collectives run as `algo` says."""
+    given = topology
     topology = _calibrated(topology, calibration)
     seeds = seed_range(seed, ecmp_seeds)
     flow = dict(topology=topology, algorithm=algo, channels=channels, routes=routes, routing=routing)
@@ -83,11 +84,28 @@ def run(
         step = None if progress is None else _part(progress, k, len(seeds))
         results.append(simulate(workload, seed=s, progress=step, **flow, **options))
     result = results[0]
+    if result.provenance is not None:
+        asked = dict(workload=workload, topology=given, algo=algo, channels=channels, seed=seed, qps=qps)
+        asked |= dict(
+            routing=routing, routes=routes, ecmp_seeds=ecmp_seeds, calibration=calibration, **options
+        )
+        made_by = result.provenance | {"command": provenance.call_text("run", asked)}
+        made_by["plan"] = made_by["plan"] | {
+            "ecmp_seeds": ecmp_seeds,
+            "calibration": _shown_path(calibration),
+        }
+        if made_by["fabric"] is not None and isinstance(given, (str, os.PathLike)):
+            made_by["fabric"] = made_by["fabric"] | {"name": os.fspath(given)}
+        result = result._replace(provenance=made_by)
     if len(seeds) > 1:
         rows = [{"seed": s} | r.summary for s, r in zip(seeds, results, strict=True)]
         columns = [k for k in result.summary if k.endswith("_us")]
         result = result._replace(ecmp_seeds=seed_stats(rows, columns))
     return result
+
+
+def _shown_path(path: str | os.PathLike[str] | None) -> str | None:
+    return None if path is None else os.fspath(path)
 
 
 def _calibrated(
@@ -119,6 +137,8 @@ class TrainResult(NamedTuple):
     trace: str | None = None
     #: The accelerator's description from the catalog (HBM size, FLOPS, …).
     accelerator_spec: dict[str, Any] | None = None
+    #: What made it: command, version, plan, model, fabric, backend (`clustersim.provenance`).
+    provenance: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
         return f"TrainResult({self.model!r} on {self.gpus} × {self.accelerator}, {self.iteration_s:.3f} s)"
@@ -146,14 +166,15 @@ class TrainResult(NamedTuple):
 
     @property
     def layers(self) -> Table:
-        """Per-layer times (s) of the stage that finishes last."""
+        """Per-layer times (s) of the critical stage (the busiest, as `breakdown_s`)."""
         rows = self.data["layers"]
         keys = ("compute_s", "exposed_comm_s", "comm_s")
         return Table({"layer": [x["name"] for x in rows]} | {k: [x[k] for x in rows] for k in keys})
 
     def to_dict(self) -> dict[str, Any]:
-        """What `clustersim train --json` prints."""
-        return {"model": self.model, "accelerator": self.accelerator, "gpus": self.gpus} | self.data
+        """What `clustersim train --json` prints: the result, and what made it (`provenance`)."""
+        head = {"model": self.model, "accelerator": self.accelerator, "gpus": self.gpus}
+        return head | self.data | {"provenance": self.provenance}
 
     def to_pandas(self) -> Any:
         """Per-layer times as a pandas DataFrame (needs pandas)."""
@@ -187,12 +208,30 @@ def train(
     has `per_type` utilisation. With `topology` the communication runs on that fabric with the
     flow model; `reduction` and `switch_reduce_gbps` as for `run`. Raises InputError on bad
     input and, unless `allow_oom`, on a plan that does not fit in memory."""
-    resolved = training.resolve_plan(model, values(plan, TRAIN_OPTIONS, "train"))
+    options = values(plan, TRAIN_OPTIONS, "train")
+    resolved = training.resolve_plan(model, options)
     flow: dict[str, Any] = dict(reduction=reduction, switch_reduce_gbps=switch_reduce_gbps)
+    given = topology
     topology = _calibrated(topology, calibration)
-    if topology is not None:
+    platform = None if topology is None else load_topology(topology)
+    fabric_options = dict(algo=algo, channels=channels, seed=seed, qps=qps, routing=routing, routes=routes)
+    fabric_options |= dict(
+        calibration=calibration, reduction=reduction, switch_reduce_gbps=switch_reduce_gbps
+    )
+    made_by = provenance.record(
+        command=provenance.call_text(
+            "train",
+            {"model": model, **plan, **({"topology": given} | fabric_options if given is not None else {})},
+        ),
+        plan={**options, **({"fabric_options": fabric_options} if platform is not None else {})},
+        model=provenance.model(resolved.model),
+        fabric=provenance.fabric(given, platform),
+        backend="analytical" if platform is None else "flow",
+    )
+    if platform is not None:
         flow |= dict(
             topology=topology,
+            platform=platform,
             algorithm=algo,
             channels=channels,
             seed=seed,
@@ -211,6 +250,7 @@ def train(
         data=data,
         trace=text,
         accelerator_spec=resolved.accelerator,
+        provenance=made_by,
     )
 
 
@@ -223,13 +263,22 @@ class CollectiveResult(Table):
     """nccl-tests' table for one collective: size, count, type, redop, time_us, algbw_GBps,
     busbw_GBps, algorithm, protocol (and `seed` rows over ECMP seeds)."""
 
-    def __init__(self, op: str, ranks: int, columns: dict[str, list[Any]]) -> None:
+    def __init__(
+        self, op: str, ranks: int, columns: dict[str, list[Any]], provenance: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(columns)
         self.op = op
         self.ranks = ranks
+        #: What made it: command, version, plan, fabric, backend (`clustersim.provenance`).
+        self.provenance = provenance
 
     def __repr__(self) -> str:
         return f"CollectiveResult({self.op} on {self.ranks} ranks, {len(self)} rows)"
+
+    def to_dict(self) -> dict[str, Any]:
+        """What `clustersim collective --json` prints: the columns, and what made them
+        (`provenance`)."""
+        return super().to_dict() | {"provenance": self.provenance}
 
 
 def collective(
@@ -292,7 +341,18 @@ def collective(
         tables = [calibrate_table(read_calibration(calibration), name, t) for t in tables]
     table = tables[0] if len(seeds) == 1 else seed_table(seeds, tables)
     ranks = gpus if gpus is not None else gpu_count(topo)
-    return CollectiveResult(name, ranks, {c: table[c] for c in table.columns})
+    sweep = dict(minbytes=_bytes(minbytes), maxbytes=_bytes(maxbytes), stepfactor=stepfactor, gpus=gpus)
+    sweep |= dict(algo=algo, proto=proto)
+    sweep |= dict(channels=channels, seed=seed, qps=qps, routing=routing, ecmp_seeds=ecmp_seeds)
+    sweep |= dict(calibration=calibration, reduction=reduction, switch_reduce_gbps=switch_reduce_gbps)
+    made_by = provenance.record(
+        command=provenance.call_text("collective", {"op": op, "topology": topology, **sweep}),
+        plan={"op": name, "ranks": ranks, **sweep},
+        model=None,
+        fabric=provenance.fabric(topology, topo),
+        backend="flow",
+    )
+    return CollectiveResult(name, ranks, {c: table[c] for c in table.columns}, made_by)
 
 
 def _bytes(size: int | str) -> int:

@@ -1,5 +1,7 @@
 """Where the time of one simulated training iteration goes: one matplotlib figure, written as PNG and
-SVG, and a self-contained HTML page with that SVG inline and the numbers in tables.
+SVG, and a self-contained HTML page with that SVG inline and the numbers in tables. Also a long
+run's goodput (`clustersim goodput -v`): one trial's interruptions and goodput against the
+checkpoint interval.
 
 The CLI writes these under ``-v``. matplotlib is imported inside :func:`write_all` only: importing it
 costs a noticeable fraction of a second and most CLI runs never draw a chart. The HTML page needs no
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
 
     from clustersim.table import Table
 
-__all__ = ["figure", "write_all"]
+__all__ = ["figure", "goodput_figure", "write_all", "write_goodput"]
 
 # More names than this turn the per-layer chart into an unreadable comb; the HTML table lists them all.
 _MAX_LAYER_NAMES = 15
@@ -34,6 +36,7 @@ _PARTS = (
     ("exposed_ep_us", "Exposed EP comm", "#9467bd"),
     ("exposed_pp_us", "Exposed PP comm", "#8c564b"),
     ("bubble_us", "Pipeline bubble", "#7f7f7f"),
+    ("waiting_us", "Waiting for slower devices", "#bcbd22"),
 )
 
 # Per-layer stack: label, colour. Hidden comm is drawn pale because it overlaps compute and costs no time.
@@ -345,25 +348,10 @@ def write_all(
     html: str | os.PathLike[str] | None = None,
 ) -> None:
     """Draw :func:`figure` once and write it as PNG, SVG and an offline HTML page (those given)."""
-    import io
-
-    import matplotlib
-
     fig = figure(summary, layers, title, stages)
     # Fixed ids and no date or creator: the same run writes the same bytes.
-    with matplotlib.rc_context({"svg.hashsalt": "clustersim", "svg.fonttype": "path"}):
-        # format= explicitly: the caller writes to temporary names whose suffix is not the format's.
-        if png is not None:
-            fig.savefig(png, dpi=110, format="png", metadata={"Software": None})
-        text = io.StringIO()
-        fig.savefig(
-            text, format="svg", metadata={"Creator": None, "Date": None, "Format": None, "Type": None}
-        )
-    if svg is not None:
-        with open(svg, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text.getvalue())
+    inline = _save(fig, png, svg)
     if html is not None:
-        inline = text.getvalue()
         _write_html(summary, layers, title, inline[inline.index("<svg") :], html)
 
 
@@ -393,4 +381,121 @@ def _write_html(
     )
     # newline="\n": the same bytes on every platform, so pages can be diffed between runs.
     with open(path, "w", encoding="utf-8", newline="\n") as f:
+        f.write(doc)
+
+
+# ---------------------------------------------------------------- goodput
+
+
+def goodput_figure(
+    timeline: list[tuple[float, str, float, float]],
+    categories: dict[str, str],
+    days: float | None,
+    sweep: list[tuple[float, float, float, float]],
+    marks: dict[str, float],
+    title: str,
+) -> Figure:
+    """Two panels: one trial's interruptions over the window (training kept against wall days, a
+    mark per interruption coloured by its cause's category), and goodput against the checkpoint
+    interval (the trials' mean with their 5–95 % band, the intervals of `marks` as lines)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(10, 7.5), layout="constrained")
+    fig.suptitle(_mpl_text(title), fontsize=13)
+    top, bottom = fig.subplots(2, 1)
+    if days is None or not timeline:
+        _empty(top, "no window simulated (--days)" if days is None else "no interruption in this trial")
+    else:
+        x = [0.0]
+        y = [0.0]
+        for day, _, _, kept in timeline:
+            x.append(day)
+            y.append(kept)
+        top.plot(x, y, color="#1f77b4", linewidth=1.2, label="training kept (trial 0)")
+        top.plot([0, days], [0, days], color="#bbbbbb", linewidth=0.8, linestyle="--", label="no failures")
+        palette = ("#d62728", "#ff7f0e", "#9467bd", "#2ca02c", "#8c564b", "#7f7f7f", "#17becf")
+        colours = {c: palette[i % len(palette)] for i, c in enumerate(dict.fromkeys(categories.values()))}
+        seen: set[str] = set()
+        for day, cause, _, kept in timeline:
+            category = categories.get(cause, "other")
+            label = category if category not in seen else None
+            seen.add(category)
+            top.plot([day], [kept], "|", color=colours.get(category, "#000000"), markersize=9, label=label)
+        top.set_xlim(0, days)
+        top.set_xlabel("wall clock, days")
+        top.set_ylabel("training kept, days")
+        top.set_title(f"Interruptions of one trial: {len(timeline)} in {days:g} days", fontsize=11)
+        top.legend(fontsize=8, ncol=4, loc="upper left", frameon=False)
+        _tidy(top)
+    if not sweep:
+        _empty(bottom, "no interval sweep")
+    else:
+        xs = [r[0] for r in sweep]
+        bottom.fill_between(
+            xs,
+            [r[2] for r in sweep],
+            [r[3] for r in sweep],
+            color="#aec7e8",
+            alpha=0.6,
+            label="5–95 % of trials",
+        )
+        bottom.plot(xs, [r[1] for r in sweep], color="#1f77b4", marker="o", markersize=3, label="mean")
+        styles = ("--", ":", "-.", (0, (5, 1)))
+        for (name, at), style in zip(marks.items(), styles * 2, strict=False):
+            if math.isfinite(at) and at > 0:
+                bottom.axvline(
+                    at, color="#444444", linestyle=style, linewidth=1, label=f"{name} {at:.3g} min"
+                )
+        bottom.set_xscale("log")
+        bottom.set_xlabel("checkpoint interval, minutes of training")
+        bottom.set_ylabel("effective training time")
+        bottom.set_title("Goodput against the checkpoint interval (the same failures at each)", fontsize=11)
+        bottom.legend(fontsize=8, frameon=False)
+        _tidy(bottom)
+    return fig
+
+
+def _save(fig: Figure, png: str | os.PathLike[str] | None, svg: str | os.PathLike[str] | None) -> str:
+    """Write `fig` as PNG and SVG (those given), the same bytes for the same figure; the SVG's text."""
+    import io
+
+    import matplotlib
+
+    with matplotlib.rc_context({"svg.hashsalt": "clustersim", "svg.fonttype": "path"}):
+        # format= explicitly: the caller writes to temporary names whose suffix is not the format's.
+        if png is not None:
+            fig.savefig(png, dpi=110, format="png", metadata={"Software": None})
+        text = io.StringIO()
+        fig.savefig(
+            text, format="svg", metadata={"Creator": None, "Date": None, "Format": None, "Type": None}
+        )
+    if svg is not None:
+        with open(svg, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text.getvalue())
+    return text.getvalue()
+
+
+def write_goodput(
+    figure_args: tuple[object, ...],
+    title: str,
+    rows: list[tuple[str, str]],
+    *,
+    png: str | os.PathLike[str] | None = None,
+    svg: str | os.PathLike[str] | None = None,
+    html: str | os.PathLike[str] | None = None,
+) -> None:
+    """:func:`goodput_figure` (its arguments but the title) as PNG, SVG and an offline HTML page
+    with the key numbers (`rows`: label, value) in a table."""
+    fig = goodput_figure(*figure_args, title=title)  # type: ignore[misc]
+    text = _save(fig, png, svg)
+    if html is None:
+        return
+    table = "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in rows)
+    doc = (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{_e(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
+        f'<h1>{_e(title)}</h1>\n<div class="chart">{text[text.index("<svg") :]}</div>\n'
+        f"<table>{table}</table>\n</body>\n</html>\n"
+    )
+    with open(html, "w", encoding="utf-8", newline="\n") as f:
         f.write(doc)

@@ -41,8 +41,9 @@ def template(spec: str) -> tuple[str, int | None] | None:
     names = {t.lower(): t for t in TEMPLATES} | {"fat-tree": "fat-tree", "fattree": "fat-tree"}
     if name.lower() not in names:
         return None
-    if count and not count.isdigit():
-        raise InputError(f"--topology {spec}: the part after ':' must be a whole number")
+    if ":" in spec and not (count.isdigit() and int(count) >= 1):
+        # Spectrum-X:0 is not "the default size": a size of 0 is refused, as `topo -g 0` is.
+        raise InputError(f"--topology {spec}: the part after ':' must be a whole number, at least 1")
     return names[name.lower()], int(count) if count else None
 
 

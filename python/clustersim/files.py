@@ -14,11 +14,18 @@ from clustersim.errors import InputError
 
 def read_text(path: str | os.PathLike[str], what: str | None = None) -> str:
     """A whole text file (UTF-8), or an InputError naming it (and `what` it was to be)."""
+    the = f" the {what}" if what is not None else ""
     try:
         return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        the = f" the {what}" if what is not None else ""
+    except UnicodeDecodeError as e:
+        # A binary file (or one in another encoding): say so, not the codec's words.
+        line = e.object[: e.start].count(b"\n") + 1
+        raise InputError(
+            f"{os.fspath(path)}:{line}: cannot read{the}: not a UTF-8 text file"
+            f" (byte 0x{e.object[e.start]:02x} at offset {e.start}); a binary file?"
+        ) from None
+    except OSError as e:
+        reason = e.strerror or str(e)
         raise InputError(f"{os.fspath(path)}: cannot read{the}: {reason}") from None
 
 
@@ -78,10 +85,14 @@ def write_text(path: Path, text: str) -> None:
         raise InputError(f"{destination(path)}: cannot write: {e.strerror}") from None
 
 
-def write_csv(path: Path, rows: Iterable[Sequence[object]]) -> None:
-    """Rows (header first) as CSV through the `csv` module: fields quoted where they need it."""
+def write_csv(path: Path, rows: Iterable[Sequence[object]], comments: Sequence[str] = ()) -> None:
+    """Rows (header first) as CSV through the `csv` module: fields quoted where they need it;
+    `comments` (lines starting `#`: what made the result, `clustersim.provenance.comment_lines`)
+    above the header."""
     try:
         with path.open("w", newline="", encoding="utf-8") as f:
+            for line in comments:
+                f.write(line.replace("\n", " ") + "\n")
             csv.writer(f, lineterminator="\n").writerows(rows)
     except OSError as e:
         raise InputError(f"{destination(path)}: cannot write: {e.strerror}") from None

@@ -49,9 +49,11 @@ MLA = ("q_lora", "kv_lora", "qk_nope", "qk_rope", "v_head")
 
 
 def from_hf_config(cfg: dict[str, Any], path: str, text: str = "") -> dict[str, Any]:
-    kind = cfg.get("model_type", "")
-    if not isinstance(kind, str) or kind not in HF_LLAMA_TYPES | {"gpt2", "gpt_neox"}:
-        fail(path, text, "model_type", f"{kind!r} is not a supported architecture")
+    kind = cfg.get("model_type")
+    supported = HF_LLAMA_TYPES | {"gpt2", "gpt_neox"}
+    if not isinstance(kind, str) or kind not in supported:
+        what = "missing" if kind is None else f"{kind!r} is not a supported architecture"
+        fail(path, text, "model_type", f"{what} (supported: {', '.join(sorted(supported))})")
 
     def count(key: str, default: Any = None) -> Any:
         v = cfg.get(key, default)

@@ -8,6 +8,8 @@ Built from `OPTIONS`:
     the option names a sweep spec's `fixed` and `grid` take (clustersim.explore.spec);
   - the plan the engine gets (`clustersim.training.resolve_plan`: each option's `engine` field);
   - search's space (`search == "axis"`) and the options it holds fixed (`search == "fixed"`).
+`GOODPUT_OPTIONS` are `clustersim goodput`'s own (failures, checkpoints, restarts, spares), beside
+the plan's: its parser, `clustersim.goodput()`'s keywords and a goodput sweep's option names.
 
 It imports nothing from clustersim (the base layer) and nothing costly: the CLI reads it at every
 command's start.
@@ -22,6 +24,32 @@ if TYPE_CHECKING:
     import inspect
 
 MAX_COUNT = 2**32 - 1
+#: The engine's limits (crates/engine/src/training/plan.rs, model.rs; simai/build.rs MAX_GPUS).
+MAX_GPUS = 1 << 24
+MAX_WIDTH = 1 << 22
+MAX_LAYERS = 1 << 12
+_MAXIMUM = {
+    "gpus": MAX_GPUS,
+    "gbs": MAX_GPUS,
+    "tp": MAX_GPUS,
+    "pp": MAX_GPUS,
+    "ep": MAX_GPUS,
+    "cp": MAX_GPUS,
+    "vpp": 1 << 12,
+    "mbs": 1 << 16,
+    "seq": MAX_WIDTH,
+    "gpus_per_server": 1 << 16,
+    "first_stage_layers": MAX_LAYERS,
+    "last_stage_layers": MAX_LAYERS,
+    "layers": MAX_LAYERS,
+    "hidden": MAX_WIDTH,
+    "heads": 1 << 14,
+    "kv_heads": 1 << 14,
+    "ffn": MAX_WIDTH,
+    "vocab": MAX_WIDTH,
+    "experts": 1 << 12,
+    "topk": 1 << 12,
+}
 
 
 class _Required:
@@ -45,8 +73,11 @@ class Option(NamedTuple):
     flags: tuple[str, ...]
     #: The values it may take (the CLI checks them; the engine checks the rest).
     choices: tuple[Any, ...] | None = None
-    #: A whole number from 1 to MAX_COUNT (`whole`); False: any int (`--zero`, with choices).
+    #: A whole number from 1 to `maximum` (`whole`); False: any int (`--zero`, with choices).
     count: bool = True
+    #: The largest value the engine simulates (its plan and model checks say the same number,
+    #: tests/test_plan_schema.py holds them together): the CLI and sweeps refuse more, with it.
+    maximum: int = MAX_COUNT
     metavar: str | None = None
     #: A file's path: the API also takes an os.PathLike.
     path: bool = False
@@ -74,6 +105,7 @@ class Option(NamedTuple):
 def _count(
     name: str, help: str | None, *, default: Any = None, flags: tuple[str, ...] = (), **kw: Any
 ) -> Option:
+    kw.setdefault("maximum", _MAXIMUM.get(name, MAX_COUNT))
     return Option(name, int, default, help, flags or (f"--{name.replace('_', '-')}",), **kw)
 
 
@@ -238,6 +270,63 @@ OPTIONS: tuple[Option, ...] = (
         "the output layer shares the word embedding's weights (default: the model's; gpt tied,"
         " llama untied; --no-tie-embeddings is Megatron's --untie-embeddings-and-output-weights)",
     ),
+)
+
+# Llama 3 (arXiv:2407.21783) §3.3.1: Tectonic, Meta's storage for the 405B run, "supports a
+# sustainable throughput of 2 TB/s and a peak throughput of 7 TB/s".
+LLAMA3_STORAGE_GBPS = 2000.0
+
+
+def _goodput_option(name: str, type: type, default: Any, help: str, **kw: Any) -> Option:
+    kw.setdefault("count", False)
+    return Option(name, type, default, help, (f"--{name.replace('_', '-')}",), **kw)
+
+
+#: Goodput's own options (beside the plan's): the CLI's flags, the API's keywords, a sweep's names.
+GOODPUT_OPTIONS: tuple[Option, ...] = (
+    _goodput_option(
+        "failures", str, "llama3-405b", "failure profile of the engine's catalog (default llama3-405b)"
+    ),
+    _goodput_option(
+        "rates",
+        str,
+        None,
+        "override causes' rates, FIT (failures per 10^9 part-hours): NAME=FIT,… (e.g. faulty_gpu=3500)",
+        metavar="NAME=FIT,…",
+    ),
+    _goodput_option("rate_scale", float, 1.0, "multiply every cause's rate (default 1)"),
+    _goodput_option("days", float, None, "wall-clock window to simulate, days (default 54 without --tokens)"),
+    _goodput_option("tokens", float, None, "token budget: simulate the days it takes (e.g. 15.6e12)"),
+    _goodput_option(
+        "checkpoint_interval_min",
+        float,
+        None,
+        "training minutes between checkpoints (default: Daly's optimum for the total failure rate)",
+    ),
+    _goodput_option(
+        "storage_write_gbps",
+        float,
+        LLAMA3_STORAGE_GBPS,
+        "storage write bandwidth for checkpoints, GB/s (default 2000: Llama 3's Tectonic, sustained)",
+    ),
+    _goodput_option(
+        "storage_read_gbps", float, None, "storage read bandwidth for restores, GB/s (default: the write's)"
+    ),
+    _goodput_option(
+        "restart_min",
+        float,
+        10.0,
+        "relaunch and re-initialisation after an interruption, minutes (default 10, an assumption)",
+    ),
+    _goodput_option("spare_servers", int, None, "spare servers (default: always one free)", metavar="N"),
+    _goodput_option(
+        "repair_hours",
+        float,
+        24.0,
+        "a swapped server's time in repair, hours (default 24, an assumption; needs --spare-servers)",
+    ),
+    _goodput_option("trials", int, 1000, "Monte Carlo trials (default 1000)", metavar="N", count=True),
+    _goodput_option("seed", int, 0, "seed of the trials (default 0)"),
 )
 
 BY_NAME = {o.name: o for o in OPTIONS}

@@ -136,8 +136,10 @@ def train(
 ) -> dict[str, Any]:
     """Simulate one training iteration; returns time, throughput, MFU, breakdown, memory and
     warnings (what Megatron would adjust). Keyword arguments: see `input_document`; the fabric
-    (`topology`) goes to the engine as its `Platform`."""
-    platform = load_topology(plan["topology"]) if plan.get("topology") is not None else None
+    (`topology`) goes to the engine as its `Platform` (`platform`, where the caller loaded it)."""
+    platform = plan.pop("platform", None)
+    if platform is None and plan.get("topology") is not None:
+        platform = load_topology(plan["topology"])
     doc = json.dumps(input_document(model, **plan))
     result = json.loads(_engine.run_training(doc, progress=progress, platform=platform))
     return result | {"warnings": plan_warnings(**plan)}
@@ -282,7 +284,7 @@ def input_document(
 
 def chart_inputs(result: dict[str, Any]) -> tuple[dict[str, float], Table]:
     """A `train()` result in the shape the charts take: summary in µs per part, and per-layer times."""
-    keys = {"compute": "compute_us", "bubble": "bubble_us"}
+    keys = {"compute": "compute_us", "bubble": "bubble_us", WAITING: "waiting_us"}
     summary = {"total_us": result["iteration_s"] * 1e6}
     for part, seconds in result["breakdown_s"]:
         group = part.removeprefix("exposed ").removesuffix(" comm").lower()
@@ -299,22 +301,29 @@ def chart_inputs(result: dict[str, Any]) -> tuple[dict[str, float], Table]:
     return summary, table
 
 
-def stage_parts(stage: dict[str, Any]) -> tuple[float, float, float]:
-    """(compute, exposed communication, bubble) of one entry of a result's `stages`, seconds."""
+#: The part of a mixed job's breakdown in which a faster type's ranks wait for slower ones
+#: (the engine's `training::WAITING_FOR_SLOWER_DEVICES`), told apart from the pipeline's bubble.
+WAITING = "waiting for slower devices"
+
+
+def stage_parts(stage: dict[str, Any]) -> tuple[float, float, float, float]:
+    """(compute, exposed communication, bubble, waiting for slower devices) of one entry of a
+    result's `stages`, seconds."""
     parts = dict(stage["breakdown_s"])
     compute, bubble = parts.get("compute", 0.0), parts.get("bubble", 0.0)
-    return compute, stage["busy_s"] - compute, bubble
+    return compute, stage["busy_s"] - compute, bubble, parts.get(WAITING, 0.0)
 
 
 def stage_table(result: dict[str, Any]) -> Table:
-    """Each pipeline stage's compute, exposed communication and bubble (µs), for the charts."""
+    """Each pipeline stage's compute, exposed communication and idle time (the bubble and any
+    waiting for slower devices; µs), for the charts."""
     rows = [stage_parts(s) for s in result["stages"]]
     return Table(
         {
             "stage": [s["stage"] for s in result["stages"]],
             "compute": [r[0] * 1e6 for r in rows],
             "exposed comm": [r[1] * 1e6 for r in rows],
-            "bubble": [r[2] * 1e6 for r in rows],
+            "bubble": [(r[2] + r[3]) * 1e6 for r in rows],
         }
     )
 
@@ -332,7 +341,7 @@ def stages_rows(result: dict[str, Any]) -> list[list[object]]:
 
 
 def layers_rows(result: dict[str, Any]) -> list[list[object]]:
-    """Per-layer times of the stage that finishes last (seconds), header first, for a CSV file."""
+    """Per-layer times of the critical stage (seconds), header first, for a CSV file."""
     rows: list[list[object]] = [["layer", "compute_s", "exposed_comm_s", "comm_s"]]
     for x in result["layers"]:
         rows.append([x["name"]] + [f"{x[k]:.9g}" for k in ("compute_s", "exposed_comm_s", "comm_s")])

@@ -34,10 +34,25 @@ from clustersim.training import input_document
 KINDS: tuple[str, ...] = tuple(_engine.OP_KINDS)
 COLLECTIVES: tuple[str, ...] = tuple(_engine.COLLECTIVES)
 PHASES: tuple[str, ...] = tuple(_engine.PHASES)
+DTYPES: tuple[str, ...] = tuple(_engine.DTYPES)
 # The JSON Schema of the IR's JSON form.
 SCHEMA = Path(__file__).parent / "schema" / "workload-ir.schema.json"
-# Per-op columns of a program besides the dependencies.
-OP_COLUMNS = ("kind", "ns", "collective", "group", "offset", "bytes", "copy", "row", "phase")
+# Per-op columns of a program besides the dependencies. A COMP op's work: its FLOPs, its memory
+# traffic (`mem_bytes`) and `dtype`, 1 + an index of DTYPES (0: the op states no work).
+OP_COLUMNS = (
+    "kind",
+    "ns",
+    "flops",
+    "mem_bytes",
+    "dtype",
+    "collective",
+    "group",
+    "offset",
+    "bytes",
+    "copy",
+    "row",
+    "phase",
+)
 # Most ranks a workload may have: past the largest clusters built, and a list of it still fits
 # in memory (a typo of 4e9 ranks would otherwise allocate 32 GB before any check).
 MAX_RANKS = 1 << 24
@@ -185,6 +200,9 @@ class Workload:
         kind: Sequence[str | int],
         *,
         ns: Sequence[float] | None = None,
+        flops: Sequence[float] | None = None,
+        mem_bytes: Sequence[float] | None = None,
+        dtype: Sequence[str | None] | None = None,
         collective: Sequence[str | int] | None = None,
         group: Sequence[int | str] | None = None,
         offset: Sequence[int] | None = None,
@@ -194,12 +212,14 @@ class Workload:
         row: Sequence[str | None] | None = None,
         phase: Sequence[str | int] | None = None,
     ) -> range:
-        """Append ops in bulk, one entry per op in each given column (COMP uses ns; COMM_COLL
-        collective, group, bytes; SEND/RECV group, offset, bytes and copy: a userbuffers copy, no
-        NCCL call). Returns the ops' indices."""
+        """Append ops in bulk, one entry per op in each given column (COMP uses ns, and flops,
+        mem_bytes and dtype where it states its work; COMM_COLL collective, group, bytes;
+        SEND/RECV group, offset, bytes and copy: a userbuffers copy, no NCCL call). Returns the
+        ops' indices."""
         p = self._programs[self._program_index(program, "add_ops")]
         n = len(kind)
-        given = {"ns": ns, "collective": collective, "group": group, "offset": offset, "bytes": bytes}
+        given = {"ns": ns, "flops": flops, "mem_bytes": mem_bytes, "dtype": dtype}
+        given |= {"collective": collective, "group": group, "offset": offset, "bytes": bytes}
         given |= {"copy": copy, "deps": deps, "row": row, "phase": phase}
         for name, col in given.items():
             if col is not None and len(col) != n:
@@ -208,6 +228,9 @@ class Workload:
         new = {
             "kind": [_code(KINDS, k, "op kind") for k in kind],
             "ns": _floats(ns, "ns") if ns is not None else [0.0] * n,
+            "flops": _floats(flops, "flops") if flops is not None else [0.0] * n,
+            "mem_bytes": _floats(mem_bytes, "mem_bytes") if mem_bytes is not None else [0.0] * n,
+            "dtype": [0 if d is None else 1 + _code(DTYPES, d, "dtype") for d in dtype] if dtype else zeros,
             "collective": [_code(COLLECTIVES, c, "collective") for c in collective] if collective else zeros,
             "group": self._group_indices(group) if group is not None else zeros,
             "offset": _whole(offset, 1 - (1 << 31), (1 << 31) - 1, "offset") if offset is not None else zeros,
@@ -236,19 +259,32 @@ class Workload:
         flops_per_s: float | None = None,
         bytes: float = 0.0,
         bytes_per_s: float | None = None,
+        dtype: str | None = None,
         deps: Sequence[int] = (),
         row: str | None = None,
         phase: str = "other",
     ) -> int:
         """A compute op of `ns`, or of `flops` at `flops_per_s` and `bytes` of memory traffic at
-        `bytes_per_s` (the compute model's roofline: the slower of the two). Returns its index."""
+        `bytes_per_s` (the compute model's roofline: the slower of the two). With `dtype` the op
+        records its work (flops, bytes, dtype) for another device to price it again. Returns its
+        index."""
         if ns is None:
             if flops_per_s is None and bytes_per_s is None:
                 raise InputError(
                     "workload: comp: give ns, or flops with flops_per_s and/or bytes with bytes_per_s"
                 )
             ns = _engine.roofline_ns(flops, flops_per_s or None, bytes, bytes_per_s or None)
-        return self.add_ops(program, ["COMP"], ns=[ns], deps=[deps], row=[row], phase=[phase])[0]
+        return self.add_ops(
+            program,
+            ["COMP"],
+            ns=[ns],
+            flops=[flops],
+            mem_bytes=[bytes],
+            dtype=[dtype],
+            deps=[deps],
+            row=[row],
+            phase=[phase],
+        )[0]
 
     def coll(
         self,
@@ -348,6 +384,9 @@ class Workload:
             {
                 "kind": kinds,
                 "ns": c["ns"],
+                "flops": c["flops"],
+                "mem_bytes": c["mem_bytes"],
+                "dtype": [DTYPES[d - 1] if d else "" for d in c["dtype"]],
                 "collective": [
                     COLLECTIVES[x] if k == "COMM_COLL" else ""
                     for x, k in zip(c["collective"], kinds, strict=True)

@@ -227,7 +227,7 @@ impl<'w> Executor<'w> {
                 tl[ci].issued[i as usize] = now;
                 let op = &w.programs[w.class_program[ci] as usize].ops[i as usize];
                 let (comm, channel) = match op.kind {
-                    OpKind::Compute { ns } => {
+                    OpKind::Compute { ns, .. } => {
                         tl[ci].start[i as usize] = now;
                         seq += 1;
                         heap.push(Due { time: now + ns.max(0.0), seq, item: (c, i) });
@@ -444,7 +444,7 @@ mod tests {
         Op::new(kind, deps, 0, Phase::Forward)
     }
     fn compute(ns: f64, deps: Vec<u32>) -> Op {
-        op(OpKind::Compute { ns }, deps)
+        op(OpKind::Compute { ns, work: None }, deps)
     }
     fn allreduce(group: u16, deps: Vec<u32>) -> Op {
         op(OpKind::Collective { collective: Collective::AllReduce, group, bytes: 1 }, deps)

@@ -9,6 +9,7 @@ pub mod due;
 pub mod error;
 pub mod executor;
 pub mod exposure;
+pub mod goodput;
 pub mod int_hash;
 pub mod layout;
 pub mod nccl_tests;

@@ -97,7 +97,7 @@ mod tests {
     #[test]
     fn every_op_becomes_a_complete_event_in_microseconds() {
         let mut p = Program::default();
-        p.push(Op::new(OpKind::Compute { ns: 1000.0 }, vec![], 0, Phase::Forward));
+        p.push(Op::new(OpKind::Compute { ns: 1000.0, work: None }, vec![], 0, Phase::Forward));
         p.push(Op::new(
             OpKind::Collective { collective: Collective::AllReduce, group: 0, bytes: 8 },
             vec![0],

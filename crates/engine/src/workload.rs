@@ -14,6 +14,9 @@ pub mod check;
 pub mod columns;
 pub mod json;
 pub mod sweep;
+mod work;
+
+pub use work::Work;
 
 use serde::{Deserialize, Serialize};
 
@@ -116,9 +119,12 @@ pub struct Peer {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum OpKind {
-    /// Compute that takes a known time (measured, or from the hardware model), in ns.
+    /// Compute that takes a known time (measured, or from the compute model), in ns, and, where
+    /// the front end knows it, what it does (FLOPs, bytes, data type), for another device or
+    /// backend to price it again.
     Compute {
         ns: f64,
+        work: Option<Work>,
     },
     Collective {
         collective: Collective,

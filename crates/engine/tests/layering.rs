@@ -36,6 +36,8 @@ const LAYERS: &[&[&str]] = &[
     &["executor", "driver", "exposure", "trace"],
     // front ends that build IR and run it
     &["simai", "training", "workload_graph", "nccl_tests"],
+    // models on top of an iteration's time: goodput over a long run (failures, checkpoints)
+    &["goodput"],
 ];
 
 /// Upward uses allowed today: (file under `src/`, the path it uses, test code only, why).

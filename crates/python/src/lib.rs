@@ -1,6 +1,7 @@
 //! Python bindings of clustersim's engine: argument conversion and result packing only.
 
 mod flow;
+mod goodput;
 mod graph;
 mod platform;
 mod search;
@@ -399,6 +400,15 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(graph::llama2_13b_graph, m)?)?;
     m.add_function(wrap_pyfunction!(graph::run_workload_graph, m)?)?;
     m.add_function(wrap_pyfunction!(graph::workload_graph_from_workload, m)?)?;
+    m.add_function(wrap_pyfunction!(goodput::failure_profiles, m)?)?;
+    m.add_function(wrap_pyfunction!(goodput::failure_rates_per_hour, m)?)?;
+    m.add_function(wrap_pyfunction!(goodput::checkpoint_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(goodput::goodput_closed_form, m)?)?;
+    m.add_function(wrap_pyfunction!(goodput::best_interval, m)?)?;
+    m.add_class::<goodput::PyFailureCause>()?;
+    m.add_class::<goodput::PyFailureProfile>()?;
+    m.add_class::<goodput::PyGoodputRun>()?;
+    m.add_class::<goodput::PyGoodputTrials>()?;
     workload::register(m)?;
     Ok(())
 }

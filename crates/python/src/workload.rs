@@ -2,6 +2,7 @@
 //! `workload::columns`) in and out, and a run of a workload on the analytical model.
 //! Conversion only.
 
+use clustersim_engine::catalog::Dtype;
 use clustersim_engine::driver::{simulate, Backend};
 use clustersim_engine::network::analytical::ratio::RatioTables;
 use clustersim_engine::platform::Placement;
@@ -30,6 +31,9 @@ fn pack<'py>(py: Python<'py>, w: &Workload) -> PyResult<Bound<'py, PyDict>> {
     d.set_item("program_start", c.program_start)?;
     d.set_item("kind", c.kind)?;
     d.set_item("ns", c.ns)?;
+    d.set_item("flops", c.flops)?;
+    d.set_item("mem_bytes", c.mem_bytes)?;
+    d.set_item("dtype", c.dtype)?;
     d.set_item("collective", c.collective)?;
     d.set_item("group", c.group)?;
     d.set_item("offset", c.offset)?;
@@ -62,6 +66,9 @@ pub(crate) fn unpack(d: &Bound<'_, PyDict>, file: &str) -> PyResult<Workload> {
         program_start: get(d, "program_start")?,
         kind: get(d, "kind")?,
         ns: get(d, "ns")?,
+        flops: get(d, "flops")?,
+        mem_bytes: get(d, "mem_bytes")?,
+        dtype: get(d, "dtype")?,
         collective: get(d, "collective")?,
         group: get(d, "group")?,
         offset: get(d, "offset")?,
@@ -180,6 +187,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("OP_KINDS", KINDS.to_vec())?;
     m.add("COLLECTIVES", Collective::ALL.iter().map(|c| c.name()).collect::<Vec<_>>())?;
     m.add("PHASES", PHASE_NAMES.to_vec())?;
+    m.add("DTYPES", Dtype::ALL.iter().map(|d| d.name()).collect::<Vec<_>>())?;
     m.add_function(wrap_pyfunction!(workload_from_json, m)?)?;
     m.add_function(wrap_pyfunction!(roofline_ns, m)?)?;
     m.add_function(wrap_pyfunction!(workload_to_json, m)?)?;

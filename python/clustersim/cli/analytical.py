@@ -16,12 +16,13 @@ from clustersim.cli.common import (
     add_platform,
     add_progress,
     add_result,
-    count,
+    gpu_count,
     print_json,
     progress_for,
     wrote,
 )
 from clustersim.files import atomic_outputs, write_csv, write_text
+from clustersim.provenance import comment_lines
 from clustersim.table import Table
 
 EPILOG = """\
@@ -31,9 +32,6 @@ SimAI_analytical's flags are accepted as they are, e.g.
 Outputs: <prefix>EndToEnd.csv (SimAI's layout, times in µs) and <prefix>summary.json;
 with -v also <prefix>chart.png, .svg and .html. --json prints the summary as JSON.
 Without --compat simai, SimAI's known quirks are corrected (docs/guides/simai.md lists each)."""  # noqa: E501
-
-
-HELP = "simulate a SimAI workload file with the analytical network model (SimAI_analytical's flags)"
 
 
 DESCRIPTION = "Simulate one training iteration of a SimAI/AICB workload on the analytical backend."
@@ -48,7 +46,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
 def add_workload_options(p: argparse.ArgumentParser) -> None:
     """SimAI_analytical's flags and ours, shared by `analytical` and `run`."""
     p.add_argument("-w", "--workload", required=True, help="SimAI workload file (.txt written by AICB)")
-    p.add_argument("-g", "--gpus", type=count, help="number of GPUs (default: the header's all_gpus)")
+    p.add_argument("-g", "--gpus", type=gpu_count, help="number of GPUs (default: the header's all_gpus)")
     add_platform(p)
     p.add_argument(
         "-g_type", "--gpu-type", default="H100", help="A100, A800, H100, H800 or H20 (default H100)"
@@ -140,11 +138,13 @@ def report(args: argparse.Namespace, result: AnalyticalResult, prefix: str) -> N
     with atomic_outputs() as stage:
         write_text(stage(outputs["csv"]), result.csv)
         write_text(stage(outputs["json"]), json.dumps(doc, indent=2, allow_nan=False) + "\n")
+        # The CSVs of clustersim's own (SimAI's EndToEnd.csv keeps SimAI's layout) say what made them.
+        made_by = comment_lines(result.provenance)
         if result.links is not None:
-            write_csv(stage(outputs["links"]), links_rows(result.links))
+            write_csv(stage(outputs["links"]), links_rows(result.links), made_by)
             write_text(stage(outputs["trace"]), result.trace or "")
         if stats is not None:
-            write_csv(stage(outputs["seeds"]), seeds_rows(stats))
+            write_csv(stage(outputs["seeds"]), seeds_rows(stats), made_by)
         if args.visual:
             from clustersim import charts
 
@@ -186,7 +186,7 @@ def print_summary(result: AnalyticalResult) -> None:
     summary, pct = result.summary, result.breakdown()
     print(f"iteration time  {summary['total_us'] / 1000:12.3f} ms")
     for key, label in LABELS.items():
-        print(f"  {label:<20}{summary[key] / 1000:12.3f} ms {pct[key]:6.2f}%")
+        print(f"  {label:<20}{summary[key] / 1000:12.3f} ms {pct[key.removesuffix('_us') + '_pct']:6.2f}%")
 
 
 def links_rows(links: Table) -> list[list[object]]:

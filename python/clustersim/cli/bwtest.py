@@ -7,8 +7,6 @@ import argparse
 from clustersim.cli.common import add_calibration, add_json, count, print_json, whole
 from clustersim.errors import InputError
 
-HELP = "bisection bandwidth tester: measured over MPI, or simulated on a fabric"
-
 EPILOG = """\
 examples:
   mpirun -np 4 clustersim bwtest -g 2 --count 65536 --iters 20 -o results/bwtest.json

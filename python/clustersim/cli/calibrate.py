@@ -8,8 +8,6 @@ import json
 from clustersim.cli.common import add_json, print_json
 from clustersim.files import atomic_outputs, write_text
 
-HELP = "fit latency and bandwidth per link class to nccl-tests logs, bwtest and replay JSON"
-
 EPILOG = """\
 examples:
   clustersim bwtest --simulate -n fat-tree:4 -g 4 --count 1024 -o results/bw-1k.json

@@ -5,28 +5,30 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from clustersim.cli.common import (
     add_ecmp_seeds,
     add_fabric,
     add_json,
     add_progress,
-    count,
     fabric_options,
+    gpu_count,
     progress_for,
 )
 from clustersim.errors import InputError
 from clustersim.files import atomic_outputs, write_csv
+from clustersim.provenance import comment_lines
 from clustersim.table import Table
+
+if TYPE_CHECKING:
+    from clustersim.api import CollectiveResult
 
 EPILOG = """\
 examples:
   clustersim collective allreduce -b 16M -e 512M -f 2 -n Spectrum-X:32
   clustersim collective alltoall -b 1M -e 4M -f 4 -n DCN+:64 --ecmp-seeds 3 --csv results/alltoall.csv
   clustersim collective allreduce -n examples/optcast_4x4.platform --reduction-servers all --cost 32,4,1"""
-
-
-HELP = "nccl-tests-style sweep of one collective on the flow model"
 
 
 DESCRIPTION = (
@@ -48,7 +50,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-f", "--stepfactor", type=int, default=2, help="size multiplier (default 2)")
     add_fabric(p, required=True, what="the fabric")
     p.add_argument("--proto", default="auto", help="auto (NCCL's choice per size) or LL, LL128, Simple")
-    p.add_argument("-g", "--gpus", type=count, help="ranks: the first N GPUs (default all)")
+    p.add_argument("-g", "--gpus", type=gpu_count, help="ranks: the first N GPUs (default all)")
     add_ecmp_seeds(p)
     add_json(p, "the table")
     p.add_argument("--csv", metavar="FILE", help="also write the table to this CSV file")
@@ -91,16 +93,32 @@ def main(args: argparse.Namespace) -> int:
         progress.close()
     if args.csv:
         with atomic_outputs() as stage:
-            write_csv(stage(args.csv), [table.columns, *(row.values() for row in table.rows())])
+            rows = [table.columns, *(row.values() for row in table.rows())]
+            write_csv(stage(args.csv), rows, comment_lines(table.provenance))
     if args.json:
         print(json.dumps(table.to_dict()))
         return 0
+    print(heading(table))
     print_table(table)
     if base is not None:
         print_cost(args, table, base)
     if args.csv:
         print(f"# wrote {args.csv}")
     return 0
+
+
+def heading(table: CollectiveResult) -> str:
+    """What the table is of: the collective, its ranks, the fabric, the algorithm and protocol
+    choice and the model."""
+    made_by = table.provenance or {}
+    plan, fabric = made_by.get("plan") or {}, made_by.get("fabric") or {}
+    algo, proto = plan.get("algo", "auto"), plan.get("proto", "auto")
+    choice = "auto (NCCL's tuner, per size: the algorithm column)" if algo == "auto" else algo
+    where = f"{fabric.get('name')} (sha256 {str(fabric.get('sha256'))[:16]})" if fabric else "the fabric"
+    return (
+        f"# {table.op} on {table.ranks} ranks of {where}: algorithm {choice}, protocol {proto},"
+        f" {made_by.get('backend', 'flow')} model"
+    )
 
 
 def print_table(table: Table) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NoReturn
 
 from clustersim.errors import InputError
-from clustersim.plan import BY_NAME, Option
+from clustersim.plan import BY_NAME, MAX_GPUS, Option
 
 MAX_COUNT = 2**32 - 1
 
@@ -39,6 +39,8 @@ def whole(lo: int, hi: int) -> Callable[[str], int]:
 
 # A GPU, NIC or size count.
 count = whole(1, MAX_COUNT)
+# A count of GPUs (ranks): at most what the engine simulates, the limit it would name itself.
+gpu_count = whole(1, MAX_GPUS)
 
 
 def subcommand(sub: argparse._SubParsersAction, name: str, **kw: Any) -> argparse.ArgumentParser:
@@ -99,7 +101,7 @@ def add_options(
             kw["action"] = "store_true" if o.default is False else argparse.BooleanOptionalAction
         else:
             if o.type is not str:
-                kw["type"] = count if o.type is int and o.count else o.type
+                kw["type"] = whole(1, o.maximum) if o.type is int and o.count else o.type
             if o.choices is not None:
                 kw["choices"] = list(o.choices)
             if o.required:

@@ -12,10 +12,11 @@ examples:
   clustersim sweep examples/sweep_llama3_8b.yaml -o results/llama3-8b.sqlite
   clustersim compare results/llama3-8b.sqlite:3 results/llama3-8b.sqlite:7 --differences"""
 
-HELP = "print two runs side by side (JSON results, or points STORE:N of sweeps) with their differences"
 
-
-DESCRIPTION = HELP[0].upper() + HELP[1:] + "."
+DESCRIPTION = (
+    "Print what differs between two runs (fabric, plan, model, backend, version), then their"
+    " results side by side (JSON results, or points STORE:N of sweeps)."
+)
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
@@ -26,9 +27,15 @@ def arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from clustersim.explore.compare import compare, load_run
+    from clustersim.explore.compare import compare, load
+    from clustersim.provenance import differences
 
-    rows = compare(load_run(args.a), load_run(args.b))
+    (a, made_a), (b, made_b) = load(args.a), load(args.b)
+    # What made them first (which fabric, plan, model, backend, version differ), then the numbers.
+    for line in differences(made_a, made_b):
+        print(line)
+    print()
+    rows = compare(a, b)
     if args.differences:
         rows = [r for r in rows if r[3]]
     head = ("field", "A", "B", "B − A", "change")

@@ -26,7 +26,6 @@ from clustersim.errors import InputError
 if TYPE_CHECKING:
     from clustersim.platform import Platform
 
-HELP = "build, read, summarise and export fabrics: SimAI's templates, fat-trees, HCSim's systems, files"
 
 EPILOG = """\
 examples:
@@ -61,11 +60,11 @@ HCSIM_SHAPING = {"xpus": "--xpus", "mix": "--mix", "link": "--link"}
 HCSIM_SHAPING |= {"dram_window": "--dram-window", "cxl_window": "--cxl-window"}
 
 
-def add(sub: argparse._SubParsersAction) -> None:
+def add(sub: argparse._SubParsersAction, help: str) -> None:
     p = subcommand(
         sub,
         "fabric",
-        help=HELP,
+        help=help,
         description=(
             "Build a fabric from a template or read one from a file, print a summary and write the exports"
             " asked for. SimAI's templates take gen_Topo_Template.py's flags (--simai writes the same file,"

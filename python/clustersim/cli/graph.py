@@ -7,16 +7,12 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from clustersim import provenance
 from clustersim.cli import platform as platform_cli
 from clustersim.cli.common import add_json, add_progress, count, print_json, progress_for, wrote
 from clustersim.cli.platform import add_template_options
 from clustersim.errors import InputError
 from clustersim.files import atomic_outputs, write_text
-
-HELP = (
-    "run workload graphs (HCSim's compute/communication vertices) on platforms; write LLaMA2-13B's,"
-    " or any workload's (a train plan's)"
-)
 
 EPILOG = """\
 examples:
@@ -213,6 +209,15 @@ def main_run(args: argparse.Namespace) -> int:
         **result,
     }
     doc["placed_bytes"] = dict(doc["placed_bytes"])
+    options = dict(iterations=args.iterations, access=args.access, algorithm=args.algo)
+    options |= dict(collectives=args.collectives, concurrent=args.concurrent_collectives)
+    doc["provenance"] = provenance.record(
+        command=provenance.call_text("workload_graph.run", {"graph": args.graph, **options}),
+        plan=options | {"platform_options": platform_options},
+        model=provenance.model({"text": text}, name=args.graph),
+        fabric={"name": platform_name, "sha256": provenance.platform_digest(platform)},
+        backend="flow",
+    )
     written: list[str] = []
     if args.result is not None:
         names = [args.result + "summary.json", args.result + "trace.json"]

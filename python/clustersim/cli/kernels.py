@@ -10,8 +10,6 @@ from clustersim.cli.common import add_json, add_options, count, option_values, p
 from clustersim.files import atomic_outputs, write_csv
 from clustersim.plan import OPTIONS
 
-HELP = "time the kernels of a training iteration on a device and write a kernel table"
-
 EPILOG = """\
 examples:
   clustersim kernels measure --layers 2 --hidden 256 --heads 4 --ffn 1024 --vocab 1000 --seq 128 --gpus 1 --gbs 2 --device cpu --repeats 1 -o results/tiny-kernels.csv

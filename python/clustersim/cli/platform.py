@@ -17,7 +17,6 @@ if TYPE_CHECKING:
 
 __all__ = ["add", "add_template_options", "build", "main", "parse_window", "summary", "template_options"]
 
-HELP = "build, inspect and export platforms of typed devices (HCSim's systems, graph files)"
 
 EPILOG = """\
 examples:
@@ -30,11 +29,11 @@ link classes (Table 5 of the HCSim paper; dram is ours): tor_core 12.5GB/s,5us  
   upi 62.4GB/s,100ns  pcie 128GB/s,250ns  xpu 900GB/s,100ns  cxl 128GB/s,200ns  dram 512GB/s,100ns"""
 
 
-def add(sub: argparse._SubParsersAction) -> None:
+def add(sub: argparse._SubParsersAction, help: str) -> None:
     p = subcommand(
         sub,
         "platform",
-        help=HELP,
+        help=help,
         description=(
             "Build one of the HCSim paper's systems (hcsim-pcie: Fig. 6a; hcsim-cxl: Fig. 6b, with a CXL"
             " fabric and a CXL Type-3 expander per XPU) or read a platform (a graph document in JSON, YAML"

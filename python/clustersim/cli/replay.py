@@ -17,7 +17,6 @@ from clustersim.files import atomic_outputs, write_csv, write_text
 if TYPE_CHECKING:
     from clustersim.measure.replay.plan import Plan
 
-HELP = "replay a SimAI workload's communication for real over MPI, checked and timed"
 
 EPILOG = """\
 examples:

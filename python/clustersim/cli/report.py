@@ -13,8 +13,6 @@ examples:
   clustersim report results/llama3-8b.sqlite -o results/llama3-8b.html
   clustersim report results/llama3-8b.sqlite -o results/by-memory.html --x memory.total_gb"""
 
-HELP = "write a sweep's results as one interactive HTML page (table, Pareto plot, breakdown)"
-
 
 DESCRIPTION = (
     "Write one self-contained HTML page (plotly.js embedded: it opens with no network) for the"

@@ -20,9 +20,6 @@ examples:
   clustersim run -w examples/microAllReduce.txt -g 16 -n results/dcn16.txt --ecmp-seeds 2 -r results/micro-dcn-"""  # noqa: E501
 
 
-HELP = "simulate a SimAI workload file on a fabric (-n topology) with the flow model"
-
-
 DESCRIPTION = (
     "Simulate one training iteration of a SimAI/AICB workload with every collective turned into"
     " transfers on a fabric, links shared max-min fairly. Writes <prefix>EndToEnd.csv,"

@@ -33,7 +33,6 @@ CHANGES = {
     "gbs": {"required": False, "help": "global batch size in sequences, the same for every plan"},
 }
 
-HELP = "search every parallel plan of a model on a cluster for the fastest (analytical backend)"
 
 EPILOG = """\
 examples:

@@ -12,8 +12,6 @@ from clustersim.cli.platform import parse_window
 from clustersim.errors import InputError
 from clustersim.files import atomic_outputs, write_csv, write_text
 
-HELP = "the HCSim paper's studies: coherent vs not, CXL bandwidth and latency, coherent ring"
-
 EPILOG = """\
 examples:
   clustersim study hcsim scale --layers 4 --servers-per-tor 1 --xpu-counts 8,16 -o results/hcsim
@@ -54,7 +52,7 @@ def _ns(text: str) -> float:
     return float(value)
 
 
-DESCRIPTION = HELP + "."
+DESCRIPTION = "The HCSim paper's studies: coherent vs not, CXL bandwidth and latency, coherent ring."
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
@@ -204,7 +202,7 @@ def main(args: argparse.Namespace) -> int:
         base = f"{args.output.rstrip('/')}/hcsim-{args.study}"
         written = [base + ".csv", base + ".html"]
         with atomic_outputs() as stage:
-            write_csv(stage(written[0]), h.csv_rows(t))
+            write_csv(stage(written[0]), h.csv_rows(t), study_comments(args))
             write_text(stage(written[1]), h.html(args.study, t, findings))
     if args.json:
         print_json(
@@ -221,3 +219,16 @@ def main(args: argparse.Namespace) -> int:
         print(f"{'holds' if ok else 'does not hold'}: {claim} ({detail})")
     wrote(written)
     return 0
+
+
+def study_comments(args: argparse.Namespace) -> list[str]:
+    """What made a study's CSV: its command and version; each row is one simulated iteration of
+    the system its columns name (HCSim's platforms, built per row), on the flow model."""
+    from clustersim import __version__
+    from clustersim.provenance import call_text
+
+    return [
+        f"# command: {call_text('study', {'study': args.study})}",
+        f"# version: {__version__}",
+        "# each row: one iteration of the system its columns name (HCSim's platforms), flow model",
+    ]

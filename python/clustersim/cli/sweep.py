@@ -13,11 +13,9 @@ examples:
   clustersim sweep examples/sweep_llama3_8b.yaml -o results/llama3-8b.sqlite --workers 2 --csv results/llama3-8b.csv
   clustersim report results/llama3-8b.sqlite -o results/llama3-8b.html"""  # noqa: E501
 
-HELP = "simulate every point of a sweep spec (grid, list or random sample over a command's options)"
-
 
 DESCRIPTION = (
-    "Simulate every point of SPEC (YAML: a command — train, run, collective or analytical —, the"
+    "Simulate every point of SPEC (YAML: a command — train, run, collective, analytical or goodput —, the"
     " options every point shares, and a grid, a list or a seeded random sample over the others)"
     " and store each point in a SQLite store as it finishes. Run again after an interruption"
     " (kill -9 included): the points already stored are kept and only the others simulated."
@@ -76,10 +74,23 @@ def main(args: argparse.Namespace) -> int:
     if args.csv or args.parquet:
         with atomic_outputs() as stage:
             if args.csv:
-                export.write_csv(table, stage(args.csv))
+                export.write_csv(table, stage(args.csv), sweep_comments(args, stored.command))
                 written.append(args.csv)
             if args.parquet:
                 export.write_parquet(table, stage(args.parquet))
                 written.append(args.parquet)
     wrote(written)
     return 0
+
+
+def sweep_comments(args: argparse.Namespace, command: str) -> list[str]:
+    """What made a sweep's CSV: the sweep's command and version; each row's own provenance
+    (model, fabric, backend) is in its `provenance.` columns, its plan in its options."""
+    from clustersim import __version__
+    from clustersim.provenance import call_text
+
+    return [
+        f"# command: {call_text('sweep', {'spec': args.spec, 'output': args.output})}",
+        f"# version: {__version__}",
+        f"# spec: {args.spec} ({command}); each row: its options, and what made it (provenance. columns)",
+    ]

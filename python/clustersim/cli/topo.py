@@ -15,16 +15,14 @@ examples:
   clustersim topo --fat-tree 8 -gps 8 --json -o results/fat-tree.txt
   clustersim topo --topology results/cluster.txt"""
 
-HELP = "write a fabric as a SimAI topology file (gen_Topo_Template.py's flags, fat-trees, pods)"
 
-
-def add(sub: argparse._SubParsersAction) -> None:
+def add(sub: argparse._SubParsersAction, help: str) -> None:
     from clustersim.topology import TEMPLATES
 
     p = subcommand(
         sub,
         "topo",
-        help=HELP,
+        help=help,
         description=(
             "Build a fabric from a template and write it as a SimAI topology file, line for line what"
             " SimAI's gen_Topo_Template.py writes for the same flags. Beyond SimAI: --fat-tree K builds a"

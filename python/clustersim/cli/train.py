@@ -24,6 +24,7 @@ from clustersim.cli.common import (
 )
 from clustersim.files import atomic_outputs, write_csv, write_text
 from clustersim.plan import OPTIONS
+from clustersim.provenance import comment_lines
 
 if TYPE_CHECKING:
     from clustersim.api import TrainResult
@@ -33,9 +34,6 @@ examples:
   clustersim train --model llama3-70b --gpus 1024 --gpu h100 --tp 8 --pp 4 --vpp 2 --gbs 1024 --seq 8192 --sp --dist-opt
   clustersim train --model llama3-8b --gpus 16 --tp 8 --gbs 16 --seq 2048 -n Spectrum-X:16 -r results/llama3-8b- -v
   clustersim train --model llama2-13b --gpus 256 --gpu h100:128,a100:128 --tp 8 --gbs 256 --seq 4096 --dist-opt"""  # noqa: E501
-
-
-HELP = "simulate one training iteration of a model with a parallel plan (Megatron-Core)"
 
 
 DESCRIPTION = (
@@ -94,8 +92,9 @@ def main(args: argparse.Namespace) -> int:
             prefix = str(Path(args.result_folder) / args.result) if args.result_folder else args.result
             names = [prefix + n for n in ("summary.json", "layers.csv", "stages.csv", "trace.json")]
             write_text(stage(names[0]), text)
-            write_csv(stage(names[1]), layers_rows(result.data))
-            write_csv(stage(names[2]), stages_rows(result.data))
+            made_by = comment_lines(result.provenance)
+            write_csv(stage(names[1]), layers_rows(result.data), made_by)
+            write_csv(stage(names[2]), stages_rows(result.data), made_by)
             write_text(stage(names[3]), result.trace or "")
             if args.visual:
                 from clustersim import charts
@@ -138,27 +137,35 @@ def print_result(result: TrainResult) -> None:
         counts = f"{k['measured']:>10} measured (table), {k['modelled']} modelled"
         print(f"kernels         {counts} (distinct kernels)")
     stages = r["stages"]
-    whose = f" (stage {r['breakdown_stage']}, which finishes last)" if len(stages) > 1 else ""
-    print(f"where the time goes{whose}:")
+    # The headline is the critical stage's (the busiest: it bounds the iteration), with every
+    # communication it waits on; in a mixed job, its slowest type's ranks.
+    whose = [f"stage {r['breakdown_stage']}"] if len(stages) > 1 else []
+    if "breakdown_accelerator" in r and len(stages) > 1:
+        whose.append(f"{r['breakdown_accelerator']} ranks")
+    if whose:
+        print(f"where the time goes ({', '.join(whose)}, the busiest: it bounds the iteration):")
+    else:
+        print("where the time goes:")
     for part, seconds in r["breakdown_s"]:
         if seconds > 0:
-            print(f"  {part:<22}{seconds:10.3f} s {seconds / r['iteration_s'] * 100:6.1f}%")
+            print(f"  {part:<26}{seconds:10.3f} s {seconds / r['iteration_s'] * 100:6.1f}%")
     if len(stages) > 1:
         print(
             f"critical stage  {r['critical_stage']:>10}     busiest; bounded by {r['critical_bound']}"
             f" ({max(s['busy_s'] for s in stages):.3f} s busy)"
         )
-        # A mixed job lists each (stage, type) of ranks.
+        # A mixed job lists each (stage, type) of ranks, and what the faster types wait for.
         typed = any("accelerator" in s for s in stages)
         head = f"   {'type':<10}" if typed else ""
-        columns = "layers   compute s   exposed comm s   bubble s   memory GB   largest exposed comm"
+        waits = "   waiting s" if typed else ""
+        columns = f"layers   compute s   exposed comm s   bubble s{waits}   memory GB   largest exposed comm"
         print(f"  stage{head}   {columns}")
         for s in stages:
-            compute, exposed, bubble = stage_parts(s)
+            compute, exposed, bubble, waiting = stage_parts(s)
             comm = [(v, k) for k, v in s["breakdown_s"] if k.startswith("exposed ") and v > 0]
             top = max(comm)[1].removeprefix("exposed ") if comm else "-"
             kind = f"   {s.get('accelerator', ''):<10}" if typed else ""
-            times = f"{compute:11.3f} {exposed:16.3f} {bubble:10.3f}"
+            times = f"{compute:11.3f} {exposed:16.3f} {bubble:10.3f}" + (f" {waiting:11.3f}" if typed else "")
             print(f"  {s['stage']:>5}{kind} {s['layers']:>8} {times} {s['memory_gb']:11.1f}   {top}")
     mem = r["memory"]
     fits = "fits" if r["memory_fits"] else "DOES NOT FIT"

@@ -24,9 +24,6 @@ examples:
   clustersim workload export examples/workload_analytical.txt -o results/example-ir.json"""  # noqa: E501
 
 
-HELP = "generate, check, rewrite or export workloads (SimAI files, IR JSON)"
-
-
 DESCRIPTION = "Generate, check, rewrite or export workloads (SimAI files, IR JSON)."
 
 

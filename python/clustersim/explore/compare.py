@@ -18,10 +18,29 @@ from clustersim.explore.export import flatten
 
 
 def load_run(what: str) -> dict[str, Any]:
-    """A run's fields, flattened."""
+    """A run's fields, flattened (its provenance under `provenance.…`)."""
+    fields, made_by = load(what)
+    return fields | flatten({"provenance": made_by} if made_by is not None else {})
+
+
+def load(what: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """A run's fields, flattened, less its provenance; and its provenance (None in a result
+    written before results recorded it)."""
     m = re.fullmatch(r"(.+):([0-9a-f]+)", what)
     if m and not Path(what).exists() and Path(m.group(1)).is_file():
-        return store_point(m.group(1), m.group(2))
+        fields = store_point(m.group(1), m.group(2))
+    else:
+        fields = json_result(what)
+    made_by = fields.pop(PROVENANCE, None)
+    return flatten(fields), made_by if isinstance(made_by, dict) else None
+
+
+#: The key of a result's provenance (`clustersim.provenance`).
+PROVENANCE = "provenance"
+
+
+def json_result(what: str) -> dict[str, Any]:
+    """A JSON result file's document."""
     try:
         doc = json.loads(Path(what).read_text(encoding="utf-8"))
     except OSError as e:
@@ -35,10 +54,11 @@ def load_run(what: str) -> dict[str, Any]:
         raise InputError(
             f"{what}:1: (top level): expected a JSON object, a result of train, run or analytical"
         )
-    return flatten(doc)
+    return doc
 
 
 def store_point(path: str | os.PathLike[str], which: str) -> dict[str, Any]:
+    """A point of a sweep store: its options, status and result (not flattened)."""
     stored = store.read(path)
     rows = [r for r in stored.rows if str(r.seq) == which] or [
         r for r in stored.rows if r.key.startswith(which)
@@ -47,7 +67,7 @@ def store_point(path: str | os.PathLike[str], which: str) -> dict[str, Any]:
         what = "no point" if not rows else f"{len(rows)} points"
         raise InputError(f"{path}: point {which}: {what} of that seq or key in the store")
     row = rows[0]
-    return flatten({"options": row.options}) | {"status": row.status} | flatten(row.result)
+    return {"options": row.options, "status": row.status} | row.result
 
 
 def difference(a: Any, b: Any) -> tuple[str, str]:

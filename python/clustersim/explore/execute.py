@@ -14,6 +14,7 @@ from typing import Any
 from clustersim.errors import InputError
 from clustersim.explore import store
 from clustersim.explore.spec import Point, Spec, api_function
+from clustersim.provenance import api_calls
 
 # A finished point: (seq, key, options, status, result).
 Outcome = tuple[int, str, dict[str, Any], str, dict[str, Any]]
@@ -25,20 +26,25 @@ def evaluate(command: str, point: Point) -> Outcome:
     """Simulate one point. Its own bad input (a plan that does not fit, a TP that does not divide
     the heads) is an outcome, `infeasible`, stored like any other; anything else is raised."""
     try:
-        result = api_function(command)(**point.options)
+        with api_calls():
+            result = api_function(command)(**point.options)
     except InputError as e:
         return point.seq, point.key, point.options, "infeasible", {"error": str(e)}
     return point.seq, point.key, point.options, "ok", record(command, result)
 
 
 def record(command: str, result: Any) -> dict[str, Any]:
-    """What is stored of a result: its JSON (`--json`), less per-layer rows and wall times; of a
-    collective, the last row of its table (the largest size; over ECMP seeds, that size's max
-    row) and, if there are several, every row under `sizes`."""
+    """What is stored of a result: its JSON (`--json`, with what made it: `provenance`), less
+    per-layer rows and wall times; of a collective, the last row of its table (the largest size;
+    over ECMP seeds, that size's max row), every row under `sizes` if there are several, and its
+    provenance."""
     if command == "collective":
         rows = list(result.rows())
         return (
-            {"op": result.op, "ranks": result.ranks} | rows[-1] | ({"sizes": rows} if len(rows) > 1 else {})
+            {"op": result.op, "ranks": result.ranks}
+            | rows[-1]
+            | ({"sizes": rows} if len(rows) > 1 else {})
+            | {"provenance": result.provenance}
         )
     return {k: v for k, v in result.to_dict().items() if k not in NOT_RESULTS}
 

@@ -1,7 +1,8 @@
 """A store's rows as flat columns — `seq`, `key`, `status`, the options that vary, then every
 scalar of the result under its dotted path (`memory.total_gb`, `breakdown_s.compute`) — and
 their CSV and Parquet files. Added columns: `throughput` (higher is better: tokens/s for train,
-iterations/s for run and analytical, bus bandwidth GB/s for collective), `gpus` where the result
+iterations/s for run and analytical, bus bandwidth GB/s for collective, tokens/s kept through
+failures for goodput), `gpus` where the result
 has no such field, and `error` for infeasible points.
 """
 
@@ -19,8 +20,14 @@ from clustersim.table import Table
 
 THROUGHPUT = {"train": "tokens_per_s", "run": "iterations_per_s", "analytical": "iterations_per_s"}
 THROUGHPUT["collective"] = "busbw_GBps"
+THROUGHPUT["goodput"] = "effective_tokens_per_s"
 # Where the time goes: the columns of these prefixes (parts that add up to the whole).
-BREAKDOWN = {"train": "breakdown_s.", "run": "summary_us.", "analytical": "summary_us."}
+BREAKDOWN = {
+    "train": "breakdown_s.",
+    "run": "summary_us.",
+    "analytical": "summary_us.",
+    "goodput": "wall_fractions.",
+}
 NOT_PARTS = ("summary_us.total_us", "summary_us.exposed_comm_us")
 
 
@@ -46,7 +53,9 @@ def flatten(doc: Any, prefix: str = "") -> dict[str, Any]:
 def row_columns(command: str, row: Row, varying: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {"seq": row.seq, "key": row.key, "status": row.status}
     out |= {k: _cell(row.options.get(k)) for k in varying}
-    result = flatten(row.result)
+    # What made the point: its options are the plan (the spec's fixed ones and its own), so the
+    # provenance's plan is left out; the rest (command, version, model, fabric, backend) stays.
+    result = {k: v for k, v in flatten(row.result).items() if not k.startswith("provenance.plan.")}
     if row.status == "ok":
         if command in ("run", "analytical"):
             time_us = result["iteration_time_us"]
@@ -72,8 +81,10 @@ def table(stored: Stored) -> Table:
     return Table({c: [r.get(c) for r in rows] for c in columns})
 
 
-def write_csv(t: Table, path: str | os.PathLike[str]) -> None:
-    write(path, [t.columns, *([("" if v is None else v) for v in r.values()] for r in t.rows())])
+def write_csv(t: Table, path: str | os.PathLike[str], comments: list[str] | None = None) -> None:
+    """The table as CSV, below `comments` (`#` lines: what made it)."""
+    rows = [t.columns, *([("" if v is None else v) for v in r.values()] for r in t.rows())]
+    write(path, rows, comments or ())
 
 
 def need_pyarrow(path: str | os.PathLike[str]) -> None:

@@ -1,6 +1,6 @@
 """A sweep spec: which command, which options every point shares, and which vary.
 
-    command: train                  # train, run, collective or analytical
+    command: train                  # train, run, collective, analytical or goodput
     fixed:   {model: llama3-8b, gpus: 64, gbs: 256, seq: 4096}
     grid:    {tp: [1, 2, 4, 8], pp: [1, 2], mbs: [1, 2]}      # every combination, in order
   or
@@ -32,7 +32,7 @@ from clustersim import api
 from clustersim.catalog import read_yaml
 from clustersim.errors import InputError
 
-COMMANDS = ("train", "run", "collective", "analytical")
+COMMANDS = ("train", "run", "collective", "analytical", "goodput")
 SECTIONS = ("grid", "points", "random")
 # Options no point may set: callbacks, and what a stored row could not hold.
 NOT_OPTIONS = {"progress", "trace", "options"}
@@ -43,6 +43,10 @@ MAPPINGS = {"model", "env"}
 
 
 def api_function(command: str) -> Any:
+    if command == "goodput":
+        from clustersim.explore.goodput import goodput
+
+        return goodput
     return {"train": api.train, "run": api.run, "collective": api.collective, "analytical": api.simulate}[
         command
     ]
@@ -56,6 +60,20 @@ def command_options(command: str) -> dict[str, Any]:
         extra = inspect.signature(api_function("analytical")).parameters
         params |= {k: p for k, p in extra.items() if k not in RUN_SETS and k not in params}
     return {k: p.default for k, p in params.items() if k not in NOT_OPTIONS}
+
+
+def option_types(command: str) -> dict[str, tuple[str, ...]]:
+    """The type names (`int`, `float`, `str`, `bool`, …) each option of `command` takes, from
+    the API function's annotations (for `train`, the plan schema's: `clustersim.plan`)."""
+    params = dict(inspect.signature(api_function(command)).parameters)
+    if command == "run":
+        extra = inspect.signature(api_function("analytical")).parameters
+        params |= {k: p for k, p in extra.items() if k not in RUN_SETS and k not in params}
+    out = {}
+    for name, p in params.items():
+        text = p.annotation if isinstance(p.annotation, str) else getattr(p.annotation, "__name__", "")
+        out[name] = tuple(t.strip() for t in str(text).split("|"))
+    return out
 
 
 @dataclass(frozen=True)
@@ -122,6 +140,10 @@ class Checker:
     def __init__(self, path: str, lines: dict[str, int]) -> None:
         self.path = path
         self.lines = lines
+        #: Each option's type names (`option_types`): what a value is checked against.
+        self.types: dict[str, tuple[str, ...]] = {}
+        #: Whether the options are the plan's (`train`), with their ranges and choices.
+        self.plan = False
 
     def fail(self, field: str, problem: str) -> InputError:
         line = self.lines.get(field, self.lines.get(field.rsplit(".", 1)[0], 1))
@@ -136,6 +158,8 @@ class Checker:
             what = "missing" if command is None else f"unknown command {command!r}"
             raise self.fail("command", f"{what} (valid: {', '.join(COMMANDS)})")
         allowed = command_options(command)
+        self.types = option_types(command)
+        self.plan = command == "train"
         fixed = self.options(doc.get("fixed") or {}, "fixed", allowed)
         given = sorted((s for s in SECTIONS if s in doc), key=lambda s: self.lines.get(s, 0))
         if len(given) != 1:
@@ -194,7 +218,7 @@ class Checker:
             )
         if isinstance(value, float) and not math.isfinite(value):
             raise self.fail(field, f"expected a finite number, got {value}")
-        want = type(default) if default not in (None, inspect.Parameter.empty) else None
+        want = type(default) if default not in (None, inspect.Parameter.empty) else self.declared(name)
         if want is bool and not isinstance(value, bool):
             raise self.fail(field, f"expected true or false, got {value!r}")
         if want is int and (isinstance(value, bool) or not isinstance(value, int)):
@@ -205,6 +229,25 @@ class Checker:
             raise self.fail(field, f"expected a number, got {value!r}")
         if want is str and not isinstance(value, str) and name not in ("minbytes", "maxbytes"):
             raise self.fail(field, f"expected text, got {value!r}")
+        self.check_plan(field, name, value)
+
+    def declared(self, name: str) -> type | None:
+        """The one plain type (int, float, str, bool) an option is annotated with, if it is one."""
+        plain = {"int": int, "float": float, "str": str, "bool": bool}
+        kinds = [t for t in self.types.get(name, ()) if t != "None"]
+        return plain.get(kinds[0]) if len(kinds) == 1 else None
+
+    def check_plan(self, field: str, name: str, value: Any) -> None:
+        """A plan option's range and choices, as the CLI checks them (clustersim.plan)."""
+        from clustersim.plan import BY_NAME
+
+        option = BY_NAME.get(name) if self.plan else None
+        if option is None or isinstance(value, bool) or not isinstance(value, int):
+            return
+        if option.choices is not None and value not in option.choices:
+            raise self.fail(field, f"{value} is not one of {', '.join(map(str, option.choices))}")
+        if option.type is int and option.count and not 1 <= value <= option.maximum:
+            raise self.fail(field, f"must be a whole number from 1 to {option.maximum}, got {value}")
 
     def grid(self, doc: Any, field: str, allowed: dict[str, Any]) -> dict[str, list[Any]]:
         if not isinstance(doc, dict) or not doc:

@@ -14,8 +14,10 @@ use serde_json::{json, Map, Value};
 use super::{Arch, Catalog, Nic};
 use crate::error::{InputError, Result};
 
-/// Floating-point data types an accelerator may have a peak rate for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// Floating-point data types an accelerator may have a peak rate for (written as their lower-case
+/// names in files).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Dtype {
     Fp64,
     Fp32,

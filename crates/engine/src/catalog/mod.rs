@@ -4,10 +4,12 @@
 //! The shipped entries are `accelerators.yaml` and `nics.yaml` beside this file (each entry names
 //! its sources), compiled into the engine and read once. Users add accelerators of their own as
 //! mappings of the same schema ([`Accelerator::from_value`]). RDMA transports' wire framing
-//! (RoCEv2, InfiniBand) is in [`transport`].
+//! (RoCEv2, InfiniBand) is in [`transport`]; failure rates of a cluster's parts, with their
+//! sources, in [`failures`].
 
 mod accelerator;
 mod arch;
+pub mod failures;
 mod nic;
 pub mod simai;
 pub mod transport;

@@ -1,5 +1,6 @@
-use super::Device;
-use crate::catalog::Accelerator;
+use super::{Device, Priced};
+use crate::catalog::{Accelerator, Dtype};
+use crate::workload::Work;
 
 /// Element-wise ops of a transformer iteration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -64,11 +65,11 @@ impl Pointwise {
         }
     }
 
-    fn dtype(self) -> &'static str {
+    fn dtype(self) -> Dtype {
         if self == Pointwise::CrossEntropy {
-            "fp32"
+            Dtype::Fp32
         } else {
-            "bf16"
+            Dtype::Bf16
         }
     }
 }
@@ -106,9 +107,32 @@ impl Kernel {
                 (format!("flash_attention{}", bwd(backward)), format!("{batch_heads}x{s_q}x{s_k}x{d_qk}x{d_v}"), "bf16")
             }
             Kernel::Elementwise { op, backward, rows, cols } => {
-                (format!("{}{}", op.name(), bwd(backward)), format!("{rows}x{cols}"), op.dtype())
+                (format!("{}{}", op.name(), bwd(backward)), format!("{rows}x{cols}"), op.dtype().name())
             }
             Kernel::Optimizer { params } => ("adam".into(), params.to_string(), "fp32"),
+        }
+    }
+
+    /// What the kernel does: its FLOPs (GEMMs and attention, in bf16) and HBM bytes (one pass over
+    /// operands and results; element-wise ops and the optimizer as the module doc counts them).
+    pub fn work(&self) -> Work {
+        match *self {
+            Kernel::Gemm { m, n, k, batch } => Work {
+                flops: 2.0 * batch as f64 * m as f64 * n as f64 * k as f64,
+                bytes: BF16 * batch as f64 * (m * k + k * n + m * n) as f64,
+                dtype: Dtype::Bf16,
+            },
+            Kernel::FlashAttention { backward, batch_heads, s_q, s_k, d_qk, d_v } => {
+                let (bh, sq, sk, d) = (batch_heads as f64, s_q as f64, s_k as f64, (d_qk + d_v) as f64);
+                let fwd_flops = bh * sq * sk * d; // 2·bh·s_q·s_k·d / 2 (causal)
+                let bytes = BF16 * bh * (sq + sk) * d;
+                let (flops, bytes) = if backward { (2.5 * fwd_flops, 2.0 * bytes) } else { (fwd_flops, bytes) };
+                Work { flops, bytes, dtype: Dtype::Bf16 }
+            }
+            Kernel::Elementwise { op, backward, rows, cols } => {
+                Work { flops: 0.0, bytes: op.bytes(backward) * (rows * cols) as f64, dtype: op.dtype() }
+            }
+            Kernel::Optimizer { params } => Work { flops: 0.0, bytes: ADAM_BYTES * params as f64, dtype: Dtype::Fp32 },
         }
     }
 
@@ -118,21 +142,19 @@ impl Kernel {
         let peak = acc.matmul_tflops * 1e3; // FLOP/ns
         let body = match *self {
             Kernel::Gemm { m, n, k, batch } => gemm_ns(m, n, k, batch, acc, bw),
-            Kernel::FlashAttention { backward, batch_heads, s_q, s_k, d_qk, d_v } => {
-                let (bh, sq, sk, d) = (batch_heads as f64, s_q as f64, s_k as f64, (d_qk + d_v) as f64);
-                let fwd_flops = bh * sq * sk * d; // 2·bh·s_q·s_k·d / 2 (causal)
-                let bytes = BF16 * bh * (sq + sk) * d;
-                let (flops, bytes, efficiency) = if backward {
-                    (2.5 * fwd_flops, 2.0 * bytes, acc.attention_bwd())
-                } else {
-                    (fwd_flops, bytes, acc.attention_efficiency)
-                };
+            Kernel::FlashAttention { backward, .. } => {
+                let Work { flops, bytes, .. } = self.work();
+                let efficiency = if backward { acc.attention_bwd() } else { acc.attention_efficiency };
                 (flops / (peak * efficiency)).max(bytes / bw)
             }
-            Kernel::Elementwise { op, backward, rows, cols } => op.bytes(backward) * (rows * cols) as f64 / bw,
-            Kernel::Optimizer { params } => ADAM_BYTES * params as f64 / bw,
+            Kernel::Elementwise { .. } | Kernel::Optimizer { .. } => self.work().bytes / bw,
         };
         body + acc.kernel_overhead_ns
+    }
+
+    /// The kernel's time on `device` with its work.
+    pub fn priced(&self, device: &Device) -> Priced {
+        Priced { ns: self.ns(device), work: self.work() }
     }
 
     /// The kernel's time on `device`: measured when its table has the kernel, else the model's.
@@ -165,7 +187,7 @@ fn gemm_ns(m: u64, n: u64, k: u64, batch: u64, acc: &Accelerator, bw: f64) -> f6
     let base = acc.gemm_tile.map(u64::from);
     let sms = acc.sms as u64;
     let per_sm = acc.matmul_tflops * 1e3 / acc.sms as f64 * acc.gemm_efficiency; // FLOP/ns
-    let memory = BF16 * batch as f64 * (m * k + k * n + m * n) as f64 / bw;
+    let memory = Kernel::Gemm { m, n, k, batch }.work().bytes / bw;
     let mut best = f64::INFINITY;
     for tile @ [tm, tn] in tile_choices(base) {
         let rate = per_sm * (reuse(tile) / reuse(base)).min(1.0);

@@ -56,9 +56,11 @@
 
 mod kernel;
 mod table;
+mod work;
 
 pub use kernel::{Kernel, Pointwise};
 pub use table::{distinct, is_class, KernelTable, KernelUse, Measured};
+pub use work::{reprice_ns, Priced};
 
 use std::ops::Deref;
 

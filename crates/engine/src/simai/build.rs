@@ -161,9 +161,8 @@ impl SimaiWorkload {
         }
         // The ops everything after waits for (the last blocking steps).
         let mut gate: Vec<u32> = Vec::new();
-        let deps = |g: &Vec<u32>| g.clone();
         for (i, r) in file.rows.iter().enumerate() {
-            let c = prog.push(Op::new(OpKind::Compute { ns: r.fwd_ns as f64 }, deps(&gate), i as u32, Phase::Forward));
+            let c = compute(&mut prog, r.fwd_ns, &gate, i, Phase::Forward);
             row_ops[i][0].compute = c;
             gate = vec![c];
             let mut bytes = r.fwd.bytes;
@@ -178,7 +177,7 @@ impl SimaiWorkload {
             }
         }
         for (i, r) in file.rows.iter().enumerate().rev() {
-            let c = prog.push(Op::new(OpKind::Compute { ns: r.ig_ns as f64 }, deps(&gate), i as u32, Phase::InputGrad));
+            let c = compute(&mut prog, r.ig_ns, &gate, i, Phase::InputGrad);
             row_ops[i][1].compute = c;
             gate = vec![c];
             let (ops, block) = collective(
@@ -204,8 +203,7 @@ impl SimaiWorkload {
             } else {
                 block
             };
-            let c =
-                prog.push(Op::new(OpKind::Compute { ns: r.wg_ns as f64 }, deps(&gate), i as u32, Phase::WeightGrad));
+            let c = compute(&mut prog, r.wg_ns, &gate, i, Phase::WeightGrad);
             row_ops[i][2].compute = c;
             gate = std::iter::once(c).chain(ig_block).collect();
             // wg collectives never block: nothing waits for them but the end of the iteration.
@@ -234,6 +232,12 @@ impl SimaiWorkload {
         };
         Ok(SimaiWorkload { file, workload, tp: t, ep: e, pp: p, dp, row_ops, warnings })
     }
+}
+
+/// Append row `row`'s compute of `ns` in `phase` after the ops of `gate`. SimAI's files give
+/// times only, so the op states no work.
+fn compute(prog: &mut Program, ns: u64, gate: &[u32], row: usize, phase: Phase) -> u32 {
+    prog.push(Op::new(OpKind::Compute { ns: ns as f64, work: None }, gate.to_vec(), row as u32, phase))
 }
 
 /// Append the collective of one row phase after compute op `after`. Returns its ops and the op

@@ -12,21 +12,22 @@
 use super::generate::stage_params;
 use super::model::{Family, Model};
 use super::plan::{DataParallel, Plan, Recompute};
-use crate::compute::Device;
-use crate::compute::{distinct, Kernel, Pointwise};
+use crate::catalog::Dtype;
+use crate::compute::{distinct, Device, Kernel, Pointwise, Priced};
 use crate::error::Result;
+use crate::workload::Work;
 
-/// ns of the pieces of one layer, forward and backward.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+/// The pieces of one layer, forward and backward, priced: time and work of each.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BlockTimes {
-    pub attn_fwd: f64,
-    pub attn_bwd_data: f64,
-    pub attn_bwd_weight: f64,
+    pub attn_fwd: Priced,
+    pub attn_bwd_data: Priced,
+    pub attn_bwd_weight: Priced,
     /// Attention core alone (recomputed with selective recompute).
-    pub attn_core_fwd: f64,
-    pub mlp_fwd: f64,
-    pub mlp_bwd_data: f64,
-    pub mlp_bwd_weight: f64,
+    pub attn_core_fwd: Priced,
+    pub mlp_fwd: Priced,
+    pub mlp_bwd_data: Priced,
+    pub mlp_bwd_weight: Priced,
 }
 
 /// The kernels of the pieces of one layer, as [`BlockTimes`] times them.
@@ -86,8 +87,11 @@ impl Costs<'_> {
         }
     }
 
-    fn ns(&self, kernels: &[Kernel]) -> f64 {
-        kernels.iter().map(|k| k.ns(self.acc)).sum()
+    /// The kernels' total time on the device and their total work.
+    fn priced(&self, kernels: &[Kernel]) -> Priced {
+        let ns = kernels.iter().map(|k| k.ns(self.acc)).sum();
+        let work = kernels.iter().map(Kernel::work).fold(Work::none(Dtype::Bf16), |a, b| a + b);
+        Priced { ns, work }
     }
 
     /// A GEMM n×k by k×out: forward, data gradient, weight gradient, added to `pass`.
@@ -136,7 +140,7 @@ impl Costs<'_> {
     /// Forward and backward time of the attention core.
     pub fn attention_core(&self) -> (f64, f64) {
         let (f, b) = self.attention_core_kernels();
-        (self.ns(&f), self.ns(&b))
+        (self.priced(&f).ns, self.priced(&b).ns)
     }
 
     /// The kernels of one layer (dense, or MoE when `moe_layer`).
@@ -218,13 +222,13 @@ impl Costs<'_> {
     pub fn layer(&self, moe_layer: bool) -> BlockTimes {
         let k = self.layer_kernels(moe_layer);
         BlockTimes {
-            attn_fwd: self.ns(&k.attn_fwd),
-            attn_bwd_data: self.ns(&k.attn_bwd_data),
-            attn_bwd_weight: self.ns(&k.attn_bwd_weight),
-            attn_core_fwd: self.ns(&k.attn_core_fwd),
-            mlp_fwd: self.ns(&k.mlp_fwd),
-            mlp_bwd_data: self.ns(&k.mlp_bwd_data),
-            mlp_bwd_weight: self.ns(&k.mlp_bwd_weight),
+            attn_fwd: self.priced(&k.attn_fwd),
+            attn_bwd_data: self.priced(&k.attn_bwd_data),
+            attn_bwd_weight: self.priced(&k.attn_bwd_weight),
+            attn_core_fwd: self.priced(&k.attn_core_fwd),
+            mlp_fwd: self.priced(&k.mlp_fwd),
+            mlp_bwd_data: self.priced(&k.mlp_bwd_data),
+            mlp_bwd_weight: self.priced(&k.mlp_bwd_weight),
         }
     }
 
@@ -235,9 +239,9 @@ impl Costs<'_> {
         (p.fwd, p.data)
     }
 
-    pub fn embedding(&self) -> (f64, f64) {
+    pub fn embedding(&self) -> (Priced, Priced) {
         let (f, b) = self.embedding_kernels();
-        (self.ns(&f), self.ns(&b))
+        (self.priced(&f), self.priced(&b))
     }
 
     /// Final norm, LM head (vocabulary split by TP) and cross-entropy, forward and backward
@@ -255,14 +259,14 @@ impl Costs<'_> {
         (p.fwd, p.data)
     }
 
-    pub fn head(&self) -> (f64, f64) {
+    pub fn head(&self) -> (Priced, Priced) {
         let (f, b) = self.head_kernels();
-        (self.ns(&f), self.ns(&b))
+        (self.priced(&f), self.priced(&b))
     }
 
     /// Mixed-precision Adam step over `params` parameters held by this GPU.
-    pub fn optimizer(&self, params: f64) -> f64 {
-        Kernel::Optimizer { params: params.round() as u64 }.ns(self.acc)
+    pub fn optimizer(&self, params: f64) -> Priced {
+        Kernel::Optimizer { params: params.round() as u64 }.priced(self.acc)
     }
 }
 
@@ -352,8 +356,12 @@ mod tests {
         let c = Costs { acc: &acc, model: &m, plan: &p, flash_attention: false };
         let (k, t) = (c.layer_kernels(false), c.layer(false));
         let sum = |v: &[Kernel]| v.iter().map(|k| k.model_ns(&acc)).sum::<f64>();
-        assert_eq!(t.mlp_fwd, sum(&k.mlp_fwd));
-        assert_eq!(t.attn_bwd_data, sum(&k.attn_bwd_data));
+        assert_eq!(t.mlp_fwd.ns, sum(&k.mlp_fwd));
+        assert_eq!(t.attn_bwd_data.ns, sum(&k.attn_bwd_data));
+        // The work is the kernels' too: the MLP's two GEMMs, 2·n·h·4h/t FLOPs each (n = b·s).
+        let n = (p.mbs as u64 * p.seq) as f64;
+        assert_eq!(t.mlp_fwd.work.flops, 2.0 * 2.0 * n * 4096.0 * 4.0 * 4096.0 / 2.0);
+        assert_eq!(t.mlp_fwd.work.dtype, crate::catalog::Dtype::Bf16);
         // Selective recompute: the backward holds the core's forward kernels once more.
         let (core_f, core_b) = c.attention_core_kernels();
         assert_eq!(core_f.len(), 3);

@@ -46,7 +46,7 @@ use super::costs::{BlockTimes, Costs};
 use super::model::Model;
 use super::overlap::{buckets, Block, Bucket, Buffer, Overlap};
 use super::plan::{DataParallel, Plan, Recompute};
-use crate::compute::Device;
+use crate::compute::{Device, Priced};
 use crate::error::Result;
 use crate::layout::{Axis, Layout};
 use crate::workload::{Collective, Group, GroupId, Membership, Op, OpKind, Peer, Phase, Program, Workload};
@@ -146,9 +146,9 @@ impl Builder {
     }
 
     /// Compute after the gate; it becomes the gate.
-    fn compute(&mut self, ns: f64, row: u32, phase: Phase) -> u32 {
+    fn compute(&mut self, priced: Priced, row: u32, phase: Phase) -> u32 {
         let deps = std::mem::take(&mut self.gate);
-        let id = self.push(OpKind::Compute { ns }, deps, row, phase);
+        let id = self.push(OpKind::Compute { ns: priced.ns, work: Some(priced.work) }, deps, row, phase);
         self.gate = vec![id];
         id
     }
@@ -362,7 +362,7 @@ pub fn generate_mixed(
                 if last(c) {
                     // The LM head is a column-parallel linear: its input gradient is reduced (and
                     // its input re-gathered with SP) like the first linear of a block.
-                    let w = backward_linear(&mut bld, &cx, head_b / 2.0, head_b / 2.0, R_HEAD, None);
+                    let w = backward_linear(&mut bld, &cx, head_b.share(2), head_b.share(2), R_HEAD, None);
                     ready(&mut bld, Block::Head, w);
                 }
                 for l in chunk_layers(c).rev() {
@@ -630,8 +630,8 @@ fn forward_layer(
 fn backward_linear(
     bld: &mut Builder,
     cx: &Ctx,
-    data_ns: f64,
-    weight_ns: f64,
+    data: Priced,
+    weight: Priced,
     row: u32,
     output_grad: Option<Option<Linears>>,
 ) -> u32 {
@@ -639,7 +639,7 @@ fn backward_linear(
     let tp = plan.tp > 1;
     // Transformer Engine's layers (the LM head is Megatron's own linear, on NCCL).
     if let (true, true, Some(Some(lin))) = (tp, plan.sp, output_grad) {
-        return backward_linear_ub(bld, cx, data_ns, weight_ns, row, lin);
+        return backward_linear_ub(bld, cx, data, weight, row, lin);
     }
     if let (true, true, Some(None)) = (tp, plan.sp, output_grad) {
         // Output gradient of the row-parallel linear, gathered before the data gradient.
@@ -651,7 +651,7 @@ fn backward_linear(
         false => Vec::new(),
         true => vec![bld.coll(Collective::AllGather, TP, act, row, Phase::WeightGrad, false)],
     };
-    let d = bld.compute(data_ns, row, Phase::InputGrad);
+    let d = bld.compute(data, row, Phase::InputGrad);
     let mut next = Vec::new();
     if tp {
         // The input gradient's reduction overlaps the weight-gradient GEMM.
@@ -659,7 +659,7 @@ fn backward_linear(
         next.push(bld.coll(c, TP, act, row, Phase::InputGrad, false));
     }
     bld.gate = std::iter::once(d).chain(regather).collect();
-    let w = bld.compute(weight_ns, row, Phase::WeightGrad);
+    let w = bld.compute(weight, row, Phase::WeightGrad);
     next.push(w);
     bld.gate = next;
     w
@@ -671,14 +671,15 @@ fn backward_linear(
 /// the first layer: its input re-gathered (bulk) under its data-gradient GEMM, whose call waits
 /// for the gather, and that gradient reduce-scattered (bulk) under its weight-gradient GEMM,
 /// which the next block waits for with the scatter.
-fn backward_linear_ub(bld: &mut Builder, cx: &Ctx, data_ns: f64, weight_ns: f64, row: u32, lin: Linears) -> u32 {
+fn backward_linear_ub(bld: &mut Builder, cx: &Ctx, data: Priced, weight: Priced, row: u32, lin: Linears) -> u32 {
     let (act, t) = (cx.act, cx.plan.tp);
-    let last = lin.last_dgrad.scaled(lin.last_dgrad.whole.min(data_ns) / lin.last_dgrad.whole.max(f64::MIN_POSITIVE));
+    let whole = lin.last_dgrad.whole.ns;
+    let last = lin.last_dgrad.scaled(whole.min(data.ns) / whole.max(f64::MIN_POSITIVE));
     ring_exchange(bld, act, last, row, Phase::InputGrad);
-    let first_dgrad = lin.first_dgrad.min(data_ns - last.whole);
-    let first_wgrad = lin.first_wgrad.min(weight_ns);
-    bld.compute(weight_ns - first_wgrad, row, Phase::WeightGrad);
-    bld.compute(data_ns - last.whole - first_dgrad, row, Phase::InputGrad);
+    let first_dgrad = lin.first_dgrad.in_time(lin.first_dgrad.ns.min(data.ns - last.whole.ns));
+    let first_wgrad = lin.first_wgrad.in_time(lin.first_wgrad.ns.min(weight.ns));
+    bld.compute(weight - first_wgrad, row, Phase::WeightGrad);
+    bld.compute(data - last.whole - first_dgrad, row, Phase::InputGrad);
     let regather = sm_collective(bld, act, t, bld.gate.clone(), row, Phase::WeightGrad);
     let d = bld.compute(first_dgrad, row, Phase::InputGrad);
     bld.gate = std::iter::once(d).chain(regather).collect();
@@ -1004,6 +1005,29 @@ mod sizes {
     const S: u64 = 4096;
     const H: u64 = 4096;
     const T: u64 = 2 * B * S * H; // one bf16 activation of the micro-batch (megatron.md §0)
+
+    #[test]
+    fn compute_ops_carry_the_layers_flops_by_hand() {
+        // One LLaMA layer (h = 4096, 32 heads of 128, 8 KV heads, FFN 14336) on TP 2, flash
+        // attention, no recompute; micro-batch of 2 × 4096 tokens.
+        let (m, p) = (model(false), plan(2, 1, 1, 1, true, DataParallel::Ddp));
+        let (w, _) = single_layer(&m, &p, &gpu(), true);
+        let (n, h, f, t) = ((B * S) as f64, H as f64, 14336.0, 2.0);
+        let qkv = h * (32.0 + 2.0 * 8.0) * 128.0;
+        let linear = 2.0 * n * (qkv + h * h + h * 2.0 * f + f * h) / t;
+        // Causal flash attention: b·(a/t)·s²·(d_qk + d_v) forward, 2.5× that backward.
+        let attention = B as f64 * 16.0 * (S * S) as f64 * 256.0;
+        let mut flops = 0.0;
+        for op in &w.programs[0].ops {
+            if let OpKind::Compute { work, .. } = op.kind {
+                let work = work.expect("the generator knows every compute op's work");
+                assert_eq!(work.dtype, crate::catalog::Dtype::Bf16);
+                flops += work.flops;
+            }
+        }
+        let want = 3.0 * linear + 3.5 * attention;
+        assert!((flops - want).abs() < 1e-9 * want, "{flops} vs {want}");
+    }
 
     #[test]
     fn tensor_parallel_without_sp_all_reduces_t() {

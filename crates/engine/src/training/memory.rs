@@ -47,6 +47,12 @@ pub const NCCL_COMMUNICATOR_BYTES: f64 = NCCL_CHANNELS * NCCL_BUFFSIZE;
 /// the extreme cases of the ZeRO paper (§6.3: OOM with over 30 % of memory free).
 pub const FRAGMENTATION: f64 = 0.05;
 
+/// Bytes per parameter of the weights as trained: bf16.
+pub const WEIGHT_BYTES: f64 = 2.0;
+/// Bytes per parameter of Adam's state in mixed precision: fp32 main weights, momentum and
+/// variance (the gradients' 4 B are not state: the ZeRO paper's K = 12).
+pub const OPTIMIZER_BYTES: f64 = 12.0;
+
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Memory {
     pub params_gb: f64,
@@ -79,11 +85,11 @@ pub fn stage_memory(model: &Model, plan: &Plan, flash_attention: bool, stage: u3
     let (params, _) = stage_params(model, plan, stage);
     let n = params as f64;
     let (weights, state) = match plan.dp {
-        DataParallel::Ddp => (2.0, 16.0),
-        DataParallel::DistributedOptimizer => (2.0, 4.0 + 12.0 / d),
-        DataParallel::Zero1 => (2.0, 2.0 + 12.0 / d),
-        DataParallel::Zero2 => (2.0, 14.0 / d),
-        DataParallel::Zero3 => (2.0 / d, 14.0 / d),
+        DataParallel::Ddp => (WEIGHT_BYTES, 4.0 + OPTIMIZER_BYTES),
+        DataParallel::DistributedOptimizer => (WEIGHT_BYTES, 4.0 + OPTIMIZER_BYTES / d),
+        DataParallel::Zero1 => (WEIGHT_BYTES, 2.0 + OPTIMIZER_BYTES / d),
+        DataParallel::Zero2 => (WEIGHT_BYTES, (2.0 + OPTIMIZER_BYTES) / d),
+        DataParallel::Zero3 => (WEIGHT_BYTES / d, (2.0 + OPTIMIZER_BYTES) / d),
     };
     let activations =
         layer_activation_bytes(model, plan, flash_attention) * in_flight_layers(plan, model.layers, stage) as f64;

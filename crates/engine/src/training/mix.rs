@@ -270,6 +270,7 @@ mod tests {
                 for s in &mut r.stages {
                     assert_eq!(s.accelerator.take().as_deref(), Some("h100"));
                 }
+                assert_eq!(r.breakdown_accelerator.take().as_deref(), Some("h100"));
                 assert_eq!(r, plain);
             }
         }
@@ -300,6 +301,17 @@ mod tests {
         // The job's MFU: its FLOPs over the peak of all 16 GPUs, 8 of each.
         let want = slow.mfu * 16.0 * 312.0 / (8.0 * 989.0 + 8.0 * 312.0);
         assert!((mixed.mfu - want).abs() <= 1e-9 * want, "{} vs {want}", mixed.mfu);
+        // What bounds it: the A100s' stage, busy the whole iteration; the H100s' idle time is not a
+        // pipeline bubble (there is no pipeline) but waiting for the A100s.
+        assert_eq!(mixed.breakdown_accelerator.as_deref(), Some("a100"));
+        assert_eq!(mixed.breakdown_s, mixed.stages[1].breakdown_s);
+        let part = |parts: &[(String, f64)], k: &str| parts.iter().find(|(p, _)| p == k).unwrap().1;
+        let (ph, pa) = (&mixed.stages[0].breakdown_s, &mixed.stages[1].breakdown_s);
+        assert_eq!(part(ph, "bubble"), part(pa, "bubble"), "one pipeline, one bubble");
+        assert_eq!(part(pa, crate::training::WAITING_FOR_SLOWER_DEVICES), 0.0);
+        let waiting = part(ph, crate::training::WAITING_FOR_SLOWER_DEVICES);
+        let gap = mixed.stages[1].busy_s - mixed.stages[0].busy_s;
+        assert!(gap > 0.3 * mixed.iteration_s && (waiting - gap).abs() <= 1e-9 * gap, "{waiting} vs {gap}");
     }
 
     #[test]

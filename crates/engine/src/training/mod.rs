@@ -189,7 +189,7 @@ pub struct StageTime {
     pub memory_gb: f64,
 }
 
-/// Time per row label (layer name) of the stage that finishes last, summed over its ops.
+/// Time per row label (layer name) of the critical stage, summed over its ops.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct LayerTime {
     pub name: String,
@@ -208,11 +208,18 @@ pub struct TrainingReport {
     pub active_params: u64,
     pub micro_batches: u32,
     pub dp: u32,
-    /// Where the time of the stage that finishes last goes, in seconds; sums to iteration_s.
+    /// Where the time of the critical stage goes, in seconds; sums to iteration_s. Its idle
+    /// time is "bubble" (waiting on the pipeline) and, in a job of several accelerator types,
+    /// "waiting for slower devices" (what the faster types of a stage wait for the slowest).
     pub breakdown_s: Vec<(String, f64)>,
-    /// The pipeline stage `breakdown_s` and `layers` describe: the one that finishes last
-    /// (stage 0 under 1F1B: it runs the last backward).
+    /// The pipeline stage `breakdown_s` and `layers` describe: the critical stage (not the one
+    /// that finishes last: under 1F1B that is stage 0, which runs the last backward, mostly
+    /// waiting).
     pub breakdown_stage: u32,
+    /// In a job of several types, the type of the critical stage's ranks that `breakdown_s`
+    /// describes (the busiest of that stage).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub breakdown_accelerator: Option<String>,
     /// Every stage's breakdown; each sums to iteration_s.
     pub stages: Vec<StageTime>,
     /// The stage busy longest (computing or in exposed communication): it bounds the pipeline.
@@ -312,22 +319,30 @@ pub fn run_training_memo(
     };
     let exec = simulate(w, backend, progress)?.execution;
     let iteration_ns = exec.end_ns;
-    // Each stage's parts once; the last stage's also give `breakdown`'s.
-    let per_stage: Vec<(Vec<(String, f64)>, Exposure)> =
+    // Each stage's parts once; the critical stage's also give `breakdown`'s.
+    let mut per_stage: Vec<(Vec<(String, f64)>, Exposure)> =
         (0..exec.timelines.len()).map(|c| stage_parts(w, &exec, c)).collect();
     let classes = &generated.classes;
+    if devices.types.len() > 1 {
+        split_waiting(&mut per_stage, classes);
+    }
     let per_type = match input.mix {
         None => Vec::new(),
         Some(_) => type_use(w, &generated, &devices, &per_stage, model, plan, iteration_ns),
     };
-    let last = last_stage(&exec);
-    let layers = layer_times(w, &exec, last, &per_stage[last].1);
-    let parts = per_stage[last].0.clone();
+    // The busiest rank class (computing or in exposed communication; the lowest stage of those
+    // that tie) bounds the iteration: the headline breakdown and the per-layer times are its.
+    let busy_of = |c: usize| per_stage[c].0.iter().filter(|(k, _)| !is_idle(k)).map(|(_, v)| v).sum::<f64>();
+    let critical = (0..per_stage.len())
+        .max_by(|&a, &b| busy_of(a).total_cmp(&busy_of(b)).then(classes[b].0.cmp(&classes[a].0)))
+        .unwrap_or(0);
+    let layers = layer_times(w, &exec, critical, &per_stage[critical].1);
+    let parts = per_stage[critical].0.clone();
     let stages: Vec<StageTime> = per_stage
         .into_iter()
         .enumerate()
         .map(|(c, (parts, _))| {
-            let busy = parts.iter().filter(|(k, _)| k != "bubble").map(|(_, v)| v).sum::<f64>();
+            let busy = parts.iter().filter(|(k, _)| !is_idle(k)).map(|(_, v)| v).sum::<f64>();
             let end = exec.timelines[c].end.iter().copied().fold(0.0, f64::max);
             let breakdown_s = parts.into_iter().map(|(k, v)| (k, v / 1e9)).collect();
             let (stage, ty) = classes[c];
@@ -343,10 +358,9 @@ pub fn run_training_memo(
             }
         })
         .collect();
-    let critical = stages.iter().max_by(|a, b| a.busy_s.total_cmp(&b.busy_s).then(b.stage.cmp(&a.stage)));
-    let (critical_stage, critical_bound) = critical.map_or((0, String::new()), |s| {
-        let bound = s.breakdown_s.iter().filter(|(k, _)| k != "bubble").max_by(|a, b| a.1.total_cmp(&b.1));
-        (s.stage, bound.map_or(String::new(), |b| b.0.clone()))
+    let critical_bound = stages.get(critical).map_or(String::new(), |s| {
+        let bound = s.breakdown_s.iter().filter(|(k, _)| !is_idle(k)).max_by(|a, b| a.1.total_cmp(&b.1));
+        bound.map_or(String::new(), |b| b.0.clone())
     });
     let (params, active) = model.params();
     let tokens = plan.gbs as f64 * plan.seq as f64;
@@ -367,9 +381,10 @@ pub fn run_training_memo(
         micro_batches: plan.micro_batches(),
         dp: plan.dp_size(),
         breakdown_s: parts.into_iter().map(|(k, v)| (k, v / 1e9)).collect(),
-        breakdown_stage: classes[last].0,
+        breakdown_stage: classes[critical].0,
+        breakdown_accelerator: input.mix.as_ref().map(|_| devices.types[classes[critical].1 as usize].name.clone()),
         stages,
-        critical_stage,
+        critical_stage: classes[critical].0,
         critical_bound,
         memory: mem,
         memory_fits: fits,
@@ -481,19 +496,19 @@ fn last_stage(exec: &Execution) -> usize {
     (0..exec.timelines.len()).max_by(|&a, &b| end(a).total_cmp(&end(b)).then(b.cmp(&a))).unwrap_or(0)
 }
 
-/// Rank class `last`'s time per row label, given its exposure `ex`.
-fn layer_times(w: &Workload, exec: &Execution, last: usize, ex: &Exposure) -> Vec<LayerTime> {
-    let prog = &w.programs[w.class_program[last] as usize];
-    let tl = &exec.timelines[last];
+/// Rank class `class`'s time per row label, given its exposure `ex`.
+fn layer_times(w: &Workload, exec: &Execution, class: usize, ex: &Exposure) -> Vec<LayerTime> {
+    let prog = &w.programs[w.class_program[class] as usize];
+    let tl = &exec.timelines[class];
     let mut layers: Vec<LayerTime> = w
         .rows
         .iter()
         .map(|n| LayerTime { name: n.clone(), compute_s: 0.0, exposed_comm_s: 0.0, comm_s: 0.0 })
         .collect();
     // A send and a recv inside the class are one shift (one copy): its time counts once, at the send.
-    let rep = w.class_representatives()[last];
+    let rep = w.class_representatives()[class];
     let shift_recv = |op: &OpKind| match *op {
-        OpKind::Recv { peer, .. } => w.rank_class[w.peer_rank(rep, peer) as usize] == last as u32,
+        OpKind::Recv { peer, .. } => w.rank_class[w.peer_rank(rep, peer) as usize] == class as u32,
         _ => false,
     };
     for (i, op) in prog.ops.iter().enumerate() {
@@ -510,6 +525,39 @@ fn layer_times(w: &Workload, exec: &Execution, last: usize, ex: &Exposure) -> Ve
     }
     layers.retain(|l| l.compute_s + l.comm_s > 0.0);
     layers
+}
+
+/// The part of a stage's time in which its ranks wait idle: on the pipeline ("bubble") or, in
+/// a job of several types, for slower devices.
+pub const WAITING_FOR_SLOWER_DEVICES: &str = "waiting for slower devices";
+
+fn is_idle(part: &str) -> bool {
+    part == "bubble" || part == WAITING_FOR_SLOWER_DEVICES
+}
+
+/// In a job of several accelerator types: of each rank class's idle time, what the least idle
+/// class of the same pipeline stage also waits is the pipeline's bubble; the rest is the class
+/// waiting for slower devices (the faster type's ranks waiting at a collective for the slower
+/// ones). The part follows "bubble" in every class's list (zero where a class waits for none).
+fn split_waiting(per_stage: &mut [(Vec<(String, f64)>, Exposure)], classes: &[(u32, u32)]) {
+    let bubble = |parts: &[(String, f64)]| parts.iter().find(|(k, _)| k == "bubble").map_or(0.0, |p| p.1);
+    let least: Vec<f64> = (0..per_stage.len())
+        .map(|c| {
+            (0..per_stage.len())
+                .filter(|&d| classes[d].0 == classes[c].0)
+                .map(|d| bubble(&per_stage[d].0))
+                .fold(f64::INFINITY, f64::min)
+        })
+        .collect();
+    for (c, (parts, _)) in per_stage.iter_mut().enumerate() {
+        let at = parts.iter().position(|(k, _)| k == "bubble").unwrap_or(parts.len());
+        let idle = parts.get(at).map_or(0.0, |p| p.1);
+        let pipeline = least[c].min(idle);
+        if let Some(p) = parts.get_mut(at) {
+            p.1 = pipeline;
+        }
+        parts.insert((at + 1).min(parts.len()), (WAITING_FOR_SLOWER_DEVICES.into(), idle - pipeline));
+    }
 }
 
 /// Where rank class `class`'s time goes up to the end of the iteration, ns: compute, exposed
@@ -638,7 +686,11 @@ mod tests {
         let r = run_training(&i, &mut |_| true).unwrap();
         assert_eq!(r.stages.len(), 4);
         let last = r.stages.iter().max_by(|a, b| a.end_s.total_cmp(&b.end_s)).unwrap();
-        assert_eq!((r.breakdown_stage, last.end_s), (last.stage, r.iteration_s));
+        assert_eq!(last.end_s, r.iteration_s);
+        // The headline is the busiest stage's, not the last to finish's.
+        assert_eq!(r.breakdown_stage, r.critical_stage);
+        let busiest = r.stages.iter().map(|s| s.busy_s).fold(0.0, f64::max);
+        assert_eq!(r.stages[r.critical_stage as usize].busy_s, busiest);
         for s in &r.stages {
             let total: f64 = s.breakdown_s.iter().map(|(_, v)| v).sum();
             assert!((total - r.iteration_s).abs() < 1e-9 * r.iteration_s, "stage {}: {total}", s.stage);

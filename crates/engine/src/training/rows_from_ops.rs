@@ -176,7 +176,7 @@ fn forward_modules(plan: &Plan, prog: &Program, layer: &[u32], ops: &[u32]) -> V
         }
         let m = mods.last_mut().expect("a module");
         match op.kind {
-            OpKind::Compute { ns } => pending += ns,
+            OpKind::Compute { ns, .. } => pending += ns,
             _ => {
                 let c = comm(op).expect("layer collectives are in TP or EP");
                 let mut d = Draft::new(&row_name(plan, key.1, &c, m.rows.len()));
@@ -205,7 +205,7 @@ fn place_backward(prog: &Program, m: &mut Module, ops: &[u32]) {
     for &id in ops {
         let op = &prog.ops[id as usize];
         match op.kind {
-            OpKind::Compute { ns } => {
+            OpKind::Compute { ns, .. } => {
                 let r = &rows[c];
                 let waits = op.deps.iter().any(|d| r.after_ig.contains(d));
                 if r.ig.is_some() && !waits {
@@ -344,7 +344,7 @@ pub fn megatron_workload(model: &Model, plan: &Plan, acc: &Device, flash: bool) 
     let optimizer: f64 = tail
         .iter()
         .filter(|op| op.row == R_OPT)
-        .map(|op| if let OpKind::Compute { ns } = op.kind { ns } else { 0.0 })
+        .map(|op| if let OpKind::Compute { ns, .. } = op.kind { ns } else { 0.0 })
         .sum();
     let mut d = Draft::new("optimizer_step");
     d.ig_ns = optimizer;
@@ -467,7 +467,7 @@ mod tests {
         let costs = Costs { acc: &h100(), model: &model, plan: &plan, flash_attention: true };
         let (params, _) = stage_params(&model, &plan, 0);
         let shard = if plan.dp == DataParallel::Ddp { 1.0 } else { plan.dp_size() as f64 };
-        let optimizer = costs.optimizer(params as f64 / shard);
+        let optimizer = costs.optimizer(params as f64 / shard).ns;
         let (train, file) = both_ways(model, plan);
         for (k, what) in ["compute", "exposed TP", "exposed EP"].iter().enumerate() {
             let tol = rel * train[k].max(file[k]) + 1e3;

@@ -110,15 +110,15 @@ fn modules(model: &Model, plan: &Plan, sp: bool, layers: &[u32], costs: &Costs) 
         name: "embedding_layer",
         kind: Kind::Embedding,
         params: 4 * (v / t) * h + plan.seq * h,
-        ns: (emb_f, 0.0, emb_b),
+        ns: (emb_f.ns, 0.0, emb_b.ns),
     });
     for &l in layers {
         // AICB's DeepSeek frame makes the first dense_layers layers of every stage dense; the
         // Megatron frame makes every layer an MoE layer when the model has experts.
         let moe_layer = model.moe.as_ref().is_some_and(|m| model.mla.is_none() || l >= m.dense_layers);
         let bt: BlockTimes = costs.layer(moe_layer);
-        let attn = (bt.attn_fwd, bt.attn_bwd_data, bt.attn_bwd_weight);
-        let mlp = (bt.mlp_fwd, bt.mlp_bwd_data, bt.mlp_bwd_weight);
+        let attn = (bt.attn_fwd.ns, bt.attn_bwd_data.ns, bt.attn_bwd_weight.ns);
+        let mlp = (bt.mlp_fwd.ns, bt.mlp_bwd_data.ns, bt.mlp_bwd_weight.ns);
         let mut push = |name, kind, params, ns| out.push(Module { name, kind, params, ns });
         match (&model.mla, sp) {
             (Some(m), true) => {
@@ -169,7 +169,7 @@ fn modules(model: &Model, plan: &Plan, sp: bool, layers: &[u32], costs: &Costs) 
         name: "final_column",
         kind: Kind::Head,
         params: if sp { h * v / t } else { 0 },
-        ns: (head.0, head.1, 0.0),
+        ns: (head.0.ns, head.1.ns, 0.0),
     });
     Ok(out)
 }
@@ -275,7 +275,7 @@ fn aicb_head_rows(mods: &[Module], plan: &Plan, sp: bool, big_t: u64, dp: u32, c
     let moe: u64 = mods.iter().filter(|m| m.kind == Kind::Moe).map(|m| m.params).sum();
     let dense = total - moe;
     let one = (1.0, 1.0, 1.0);
-    let optimizer = costs.optimizer(total as f64);
+    let optimizer = costs.optimizer(total as f64).ns;
     let mut rows = vec![
         row("grad_gather", one, NONE, NONE, comm(Collective::AllGather, Scope::Plain, 2 * dense)),
         row("grad_param_comm", one, NONE, NONE, comm(Collective::ReduceScatter, Scope::Plain, 4 * dense)),

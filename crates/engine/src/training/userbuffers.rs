@@ -41,28 +41,28 @@
 //! communication runs), as NCCL's SMs are not elsewhere in the model.
 
 use super::{Builder, Model, Plan, TP};
-use crate::compute::Device;
-use crate::compute::Kernel;
+use crate::compute::{Device, Kernel, Priced};
 use crate::training::model::Family;
 use crate::workload::{OpKind, Peer, Phase};
 
 /// TE's `num_splits` for the pipeline method (`get_default_config`).
 pub const PIPELINE_SPLITS: u32 = 4;
 
-/// One GEMM (ns) and the pieces its overlap runs it in.
+/// One GEMM and the pieces its overlap runs it in.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Split {
-    pub whole: f64,
+    pub whole: Priced,
     pub pieces: u32,
 }
 
 impl Split {
+    /// The same GEMM in `k` times its time (its work unchanged).
     pub fn scaled(self, k: f64) -> Split {
-        Split { whole: self.whole * k, ..self }
+        Split { whole: self.whole.in_time(self.whole.ns * k), ..self }
     }
 
-    fn piece(self) -> f64 {
-        self.whole / self.pieces as f64
+    fn piece(self) -> Priced {
+        self.whole.share(self.pieces)
     }
 }
 
@@ -74,8 +74,8 @@ pub struct Linears {
     pub first_fwd: Split,
     pub last_fwd: Split,
     pub last_dgrad: Split,
-    pub first_dgrad: f64,
-    pub first_wgrad: f64,
+    pub first_dgrad: Priced,
+    pub first_wgrad: Priced,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -101,7 +101,7 @@ pub fn tp_linears(model: &Model, plan: &Plan, acc: &Device) -> TpLinears {
     let f = model.ffn / t;
     let up = if model.family == Family::Llama { 2 * model.ffn / t } else { f };
     // C[m×n] = A[m×k]·B[k×n].
-    let gemm = |m: u64, n: u64, k: u64| Kernel::Gemm { m, n, k, batch: 1 }.ns(acc);
+    let gemm = |m: u64, n: u64, k: u64| Kernel::Gemm { m, n, k, batch: 1 }.priced(acc);
     let ring = |out: u64, k: u64| Split { whole: gemm(n, out, k), pieces: plan.tp };
     let pipe = |k: u64| Split { whole: gemm(n, h, k), pieces: PIPELINE_SPLITS };
     // The block's first GEMM Y[n×out] = X[n×h]·W, its last Z[n×h] = A[n×k]·V; their gradients
@@ -117,8 +117,9 @@ pub fn tp_linears(model: &Model, plan: &Plan, acc: &Device) -> TpLinears {
 }
 
 /// Two GEMMs scaled, if need be, to fit in their block's `total` ns.
-pub fn within(a: Split, b: Split, total: f64) -> (Split, Split) {
-    let k = if a.whole + b.whole > total { total / (a.whole + b.whole) } else { 1.0 };
+pub fn within(a: Split, b: Split, total: Priced) -> (Split, Split) {
+    let (both, total) = (a.whole.ns + b.whole.ns, total.ns);
+    let k = if both > total { total / both } else { 1.0 };
     (a.scaled(k), b.scaled(k))
 }
 

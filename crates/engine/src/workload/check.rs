@@ -18,6 +18,8 @@ use crate::error::{InputError, Result};
 /// The longest a compute may take: 10^18 ns, about 32 years. Any bound keeps the executor's
 /// clock finite (a program's computes add up); this one is far beyond any real kernel.
 pub const MAX_NS: f64 = 1e18;
+/// The most FLOPs or bytes a compute op may state (1e30: far beyond any run, finite).
+pub const MAX_WORK: f64 = 1e30;
 
 impl Workload {
     /// Check every invariant; `file` names the source in errors.
@@ -275,10 +277,16 @@ impl Workload {
         for (i, op) in program.ops.iter().enumerate() {
             let at = |field: &str| format!("programs[{p}].ops[{i}].{field}");
             let group = match op.kind {
-                OpKind::Compute { ns } if !(0.0..=MAX_NS).contains(&ns) => {
+                OpKind::Compute { ns, .. } if !(0.0..=MAX_NS).contains(&ns) => {
                     return Err((at("ns"), format!("must be from 0 to {MAX_NS:e} ns, got {ns:?}")));
                 }
-                OpKind::Compute { .. } => None,
+                OpKind::Compute { work, .. } => {
+                    let numbers = work.iter().flat_map(|w| [("flops", w.flops), ("bytes", w.bytes)]);
+                    if let Some((field, v)) = numbers.into_iter().find(|(_, v)| !(0.0..=MAX_WORK).contains(v)) {
+                        return Err((at(field), format!("must be from 0 to {MAX_WORK:e}, got {v:?}")));
+                    }
+                    None
+                }
                 OpKind::Collective { group, .. } => Some(group),
                 // A receive matches the send of the opposite offset, so the offset must negate.
                 OpKind::Send { peer, .. } | OpKind::Recv { peer, .. } if peer.offset == i32::MIN => {

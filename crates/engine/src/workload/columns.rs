@@ -4,10 +4,13 @@
 //! Programs' ops are concatenated; program p owns ops `program_start[p]..program_start[p+1]`.
 //! Op i's dependencies are `deps[dep_start[i]..dep_start[i+1]]` (indices within its program).
 //! Enumerations are small integers: `kind` indexes [`KINDS`], `collective` [`Collective::ALL`],
-//! `phase` [`PHASES`]; fields a kind does not use hold 0.
+//! `phase` [`PHASES`]; fields a kind does not use hold 0. A COMP op's work (`flops`,
+//! `mem_bytes`, `dtype`) is given when `dtype` is 1 + its index in [`Dtype::ALL`]; 0 means the op
+//! states no work (a time only).
 
 use super::json::{axis_name, axis_of};
-use super::{Collective, Group, Membership, Op, OpKind, Peer, Phase, Program, Workload};
+use super::{Collective, Group, Membership, Op, OpKind, Peer, Phase, Program, Work, Workload};
+use crate::catalog::Dtype;
 use crate::error::{InputError, Result};
 use crate::layout::Layout;
 
@@ -33,6 +36,10 @@ pub struct Columns {
     pub kind: Vec<u8>,
     /// COMP duration.
     pub ns: Vec<f64>,
+    /// COMP work: FLOPs, bytes of memory traffic and the FLOPs' data type (see the module doc).
+    pub flops: Vec<f64>,
+    pub mem_bytes: Vec<f64>,
+    pub dtype: Vec<u8>,
     pub collective: Vec<u8>,
     /// Group of a collective, or of a send/recv's peer.
     pub group: Vec<u16>,
@@ -69,8 +76,19 @@ impl From<&Workload> for Columns {
         }
         for p in &w.programs {
             for op in &p.ops {
+                let work = match op.kind {
+                    OpKind::Compute { work: Some(w), .. } => w,
+                    _ => Work { flops: 0.0, bytes: 0.0, dtype: Dtype::Fp32 },
+                };
+                let dtype = match op.kind {
+                    OpKind::Compute { work: Some(w), .. } => 1 + w.dtype as u8,
+                    _ => 0,
+                };
+                c.flops.push(work.flops);
+                c.mem_bytes.push(work.bytes);
+                c.dtype.push(dtype);
                 let (kind, ns, coll, group, offset, bytes, copy) = match op.kind {
-                    OpKind::Compute { ns } => (0, ns, 0, 0, 0, 0, false),
+                    OpKind::Compute { ns, .. } => (0, ns, 0, 0, 0, 0, false),
                     OpKind::Collective { collective, group, bytes } => {
                         let k = Collective::ALL.iter().position(|&x| x == collective).unwrap_or(0);
                         (1, 0.0, k as u8, group, 0, bytes, false)
@@ -104,6 +122,9 @@ impl Columns {
         let n = self.kind.len();
         for (name, len) in [
             ("ns", self.ns.len()),
+            ("flops", self.flops.len()),
+            ("mem_bytes", self.mem_bytes.len()),
+            ("dtype", self.dtype.len()),
             ("collective", self.collective.len()),
             ("group", self.group.len()),
             ("offset", self.offset.len()),
@@ -160,7 +181,18 @@ impl Columns {
             for i in p[0] as usize..p[1] as usize {
                 let at = |col: &str| format!("{col}[{i}]");
                 let kind = match self.kind[i] {
-                    0 => OpKind::Compute { ns: self.ns[i] },
+                    0 => {
+                        let work = match self.dtype[i] {
+                            0 => None,
+                            k => {
+                                let dtype = *Dtype::ALL.get(k as usize - 1).ok_or_else(|| {
+                                    bad(at("dtype"), format!("{k} is not a data type code (0..={})", Dtype::ALL.len()))
+                                })?;
+                                Some(Work { flops: self.flops[i], bytes: self.mem_bytes[i], dtype })
+                            }
+                        };
+                        OpKind::Compute { ns: self.ns[i], work }
+                    }
                     1 => {
                         let k = self.collective[i] as usize;
                         let collective = *Collective::ALL.get(k).ok_or_else(|| {

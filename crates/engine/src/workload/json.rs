@@ -23,7 +23,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Collective, Group, Membership, Op, OpKind, Peer, Phase, Program, Workload};
+use super::{Collective, Group, Membership, Op, OpKind, Peer, Phase, Program, Work, Workload};
+use crate::catalog::Dtype;
 use crate::error::{InputError, Result};
 use crate::layout::{Axis, Layout};
 
@@ -60,9 +61,16 @@ struct GroupDoc {
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "kind", deny_unknown_fields)]
 enum OpDoc {
+    /// `flops`, `bytes` (memory traffic) and `dtype`: what the op does, all three or none.
     #[serde(rename = "COMP")]
     Comp {
         ns: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        flops: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bytes: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dtype: Option<Dtype>,
         #[serde(default)]
         deps: Vec<u32>,
         #[serde(default)]
@@ -83,67 +91,77 @@ enum OpDoc {
         phase: Phase,
     },
     #[serde(rename = "SEND")]
-    Send {
-        group: u16,
-        offset: i32,
-        bytes: u64,
-        /// A userbuffers copy (no NCCL call); written only when true.
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        copy: bool,
-        #[serde(default)]
-        deps: Vec<u32>,
-        #[serde(default)]
-        row: u32,
-        #[serde(default)]
-        phase: Phase,
-    },
+    Send(PeerDoc),
     #[serde(rename = "RECV")]
-    Recv {
-        group: u16,
-        offset: i32,
-        bytes: u64,
-        /// A userbuffers copy (no NCCL call); written only when true.
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        copy: bool,
-        #[serde(default)]
-        deps: Vec<u32>,
-        #[serde(default)]
-        row: u32,
-        #[serde(default)]
-        phase: Phase,
-    },
+    Recv(PeerDoc),
+}
+
+/// A SEND's or RECV's fields: the peer `offset` places on in its instance of `group`.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PeerDoc {
+    group: u16,
+    offset: i32,
+    bytes: u64,
+    /// A userbuffers copy (no NCCL call); written only when true.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    copy: bool,
+    #[serde(default)]
+    deps: Vec<u32>,
+    #[serde(default)]
+    row: u32,
+    #[serde(default)]
+    phase: Phase,
 }
 
 impl OpDoc {
     fn of(op: &Op) -> OpDoc {
         let (deps, row, phase) = (op.deps.clone(), op.row, op.phase);
         match op.kind {
-            OpKind::Compute { ns } => OpDoc::Comp { ns, deps, row, phase },
+            OpKind::Compute { ns, work } => OpDoc::Comp {
+                ns,
+                flops: work.map(|w| w.flops),
+                bytes: work.map(|w| w.bytes),
+                dtype: work.map(|w| w.dtype),
+                deps,
+                row,
+                phase,
+            },
             OpKind::Collective { collective, group, bytes } => {
                 OpDoc::Coll { collective, group, bytes, deps, row, phase }
             }
             OpKind::Send { peer, bytes, copy } => {
-                OpDoc::Send { group: peer.group, offset: peer.offset, bytes, copy, deps, row, phase }
+                OpDoc::Send(PeerDoc { group: peer.group, offset: peer.offset, bytes, copy, deps, row, phase })
             }
             OpKind::Recv { peer, bytes, copy } => {
-                OpDoc::Recv { group: peer.group, offset: peer.offset, bytes, copy, deps, row, phase }
+                OpDoc::Recv(PeerDoc { group: peer.group, offset: peer.offset, bytes, copy, deps, row, phase })
             }
         }
     }
 
-    fn into_op(self) -> Op {
-        match self {
-            OpDoc::Comp { ns, deps, row, phase } => Op::new(OpKind::Compute { ns }, deps, row, phase),
+    /// The op; an error names the field (under the op's path) when the work is given in part.
+    fn into_op(self) -> std::result::Result<Op, &'static str> {
+        Ok(match self {
+            OpDoc::Comp { ns, flops, bytes, dtype, deps, row, phase } => {
+                let work = match (flops, bytes, dtype) {
+                    (None, None, None) => None,
+                    (Some(flops), Some(bytes), Some(dtype)) => Some(Work { flops, bytes, dtype }),
+                    (None, ..) => return Err("flops"),
+                    (_, None, _) => return Err("bytes"),
+                    (.., None) => return Err("dtype"),
+                };
+                Op::new(OpKind::Compute { ns, work }, deps, row, phase)
+            }
             OpDoc::Coll { collective, group, bytes, deps, row, phase } => {
                 Op::new(OpKind::Collective { collective, group, bytes }, deps, row, phase)
             }
-            OpDoc::Send { group, offset, bytes, copy, deps, row, phase } => {
+            OpDoc::Send(PeerDoc { group, offset, bytes, copy, deps, row, phase }) => {
                 Op::new(OpKind::Send { peer: Peer { group, offset }, bytes, copy }, deps, row, phase)
             }
-            OpDoc::Recv { group, offset, bytes, copy, deps, row, phase } => {
+            OpDoc::Recv(PeerDoc { group, offset, bytes, copy, deps, row, phase }) => {
                 Op::new(OpKind::Recv { peer: Peer { group, offset }, bytes, copy }, deps, row, phase)
             }
-        }
+        })
     }
 }
 
@@ -269,11 +287,16 @@ impl Workload {
             };
             groups.push(Group { name: d.name, members });
         }
-        let programs = doc
-            .programs
-            .into_iter()
-            .map(|p| Program { ops: p.ops.into_iter().map(OpDoc::into_op).collect() })
-            .collect();
+        let mut programs = Vec::with_capacity(doc.programs.len());
+        for (p, program) in doc.programs.into_iter().enumerate() {
+            let ops = program.ops.into_iter().enumerate().map(|(i, op)| {
+                op.into_op().map_err(|field| {
+                    let path = format!("programs[{p}].ops[{i}].{field}");
+                    InputError::field(file, &path, "missing: give flops, bytes and dtype together, or none of them")
+                })
+            });
+            programs.push(Program { ops: ops.collect::<Result<_>>()? });
+        }
         let w = Workload {
             layout,
             groups,

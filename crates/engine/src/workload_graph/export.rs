@@ -87,7 +87,7 @@ pub fn from_workload(file: &str, w: &Workload, platform: &Platform, dtype: Dtype
                 *k - 1
             };
             let v = match op.kind {
-                OpKind::Compute { ns } => {
+                OpKind::Compute { ns, .. } => {
                     let spec = platform.attrs.get(platform.placement.device(r) as usize).and_then(|a| a.xpu.as_ref());
                     let flops = spec.and_then(|s| s.flops(dtype)).ok_or_else(|| {
                         InputError::field(file, &at(), format!("XPU '{}' has no {} FLOPS figure", xpu(r), dtype.name()))

@@ -33,6 +33,7 @@ use crate::compute::roofline_ns;
 use crate::error::{InputError, Result};
 use crate::layout::Layout;
 use crate::platform::{NodeKind, Platform};
+use crate::workload::Work;
 use crate::workload::{Group, GroupId, Membership, Op, OpKind, Peer, Phase, Program, Workload};
 
 /// The most vertex runs (vertices × iterations) one lowering unrolls: 2^26, some 10 GB of ops.
@@ -292,7 +293,7 @@ pub fn lower(file: &str, g: &WorkloadGraph, platform: &Platform, o: &Options) ->
     sources.sort_unstable();
     // Compute time of each (vertex, XPU spec), by rank.
     let spec_of = |r: u32| platform.attrs.get(platform.placement.device(r) as usize).and_then(|a| a.xpu.as_ref());
-    let compute_ns = |v: usize, r: u32, p: &Placed| -> Result<(f64, f64, bool)> {
+    let compute_ns = |v: usize, r: u32, p: &Placed| -> Result<(OpKind, f64, bool)> {
         let VertexKind::Compute(c) = &g.vertices[v].kind else { unreachable!("compute vertices only") };
         let name = || platform.node_name(platform.placement.device(r));
         let spec = spec_of(r).ok_or_else(|| {
@@ -312,7 +313,9 @@ pub fn lower(file: &str, g: &WorkloadGraph, platform: &Platform, o: &Options) ->
             };
         // HBM traffic while computing: everything after a copy, the local part when reading in place.
         let hbm = if coherent { p.local } else { c.bytes };
-        Ok((roofline_ns(c.flops, Some(flops), hbm, spec.memory_bandwidth), p.remote, coherent))
+        let ns = roofline_ns(c.flops, Some(flops), hbm, spec.memory_bandwidth);
+        let work = Work { flops: c.flops, bytes: hbm, dtype: c.dtype };
+        Ok((OpKind::Compute { ns, work: Some(work) }, p.remote, coherent))
     };
     // Rank classes: ranks with the same program.
     let mut class_of_sig: HashMap<Vec<u64>, u32> = HashMap::new();
@@ -330,8 +333,12 @@ pub fn lower(file: &str, g: &WorkloadGraph, platform: &Platform, o: &Options) ->
             sig.push(v as u64 | u64::from(p2p_src[v] == r) << 40);
             if matches!(g.vertices[v].kind, VertexKind::Compute(_)) {
                 let p = &placed_table[placed[v][ranks[v].index(r)] as usize];
-                let (ns, remote, coherent) = compute_ns(v, r, p)?;
-                sig.extend([ns.to_bits(), remote.to_bits(), source_code(p.source) as u64, coherent as u64]);
+                let (compute, remote, coherent) = compute_ns(v, r, p)?;
+                let OpKind::Compute { ns, work: Some(work) } = compute else {
+                    unreachable!("compute_ns gives computes")
+                };
+                sig.extend([ns.to_bits(), work.bytes.to_bits(), remote.to_bits()]);
+                sig.extend([source_code(p.source) as u64, coherent as u64]);
             }
         }
         let next = reps.len() as u32;
@@ -414,9 +421,9 @@ pub fn lower(file: &str, g: &WorkloadGraph, platform: &Platform, o: &Options) ->
                 let ends = match &g.vertices[v].kind {
                     VertexKind::Compute(_) => {
                         let pl = placed_table[placed[v][ranks[v].index(r)] as usize];
-                        let (ns, remote, coherent) = compute_ns(v, r, &pl)?;
+                        let (compute, remote, coherent) = compute_ns(v, r, &pl)?;
                         if remote <= 0.0 {
-                            vec![push(&mut p, OpKind::Compute { ns }, deps, Role::Compute)]
+                            vec![push(&mut p, compute, deps, Role::Compute)]
                         } else {
                             let read = OpKind::Collective {
                                 collective: crate::workload::Collective::Broadcast,
@@ -425,9 +432,9 @@ pub fn lower(file: &str, g: &WorkloadGraph, platform: &Platform, o: &Options) ->
                             };
                             let read = push(&mut p, read, deps.clone(), Role::Read);
                             if coherent {
-                                vec![read, push(&mut p, OpKind::Compute { ns }, deps, Role::Compute)]
+                                vec![read, push(&mut p, compute, deps, Role::Compute)]
                             } else {
-                                vec![push(&mut p, OpKind::Compute { ns }, vec![read], Role::Compute)]
+                                vec![push(&mut p, compute, vec![read], Role::Compute)]
                             }
                         }
                     }

@@ -258,7 +258,7 @@ fn allreduce_workload(n: u32, bytes: u64) -> Workload {
     let layout = Layout::megatron(1, 1, 1, n, 1);
     let groups = vec![Group { name: "DP".into(), members: Membership::Dims(layout.mask(&[Axis::DpEp])) }];
     let ops = vec![
-        Op::new(OpKind::Compute { ns: 10.0 }, vec![], 0, OpPhase::Forward),
+        Op::new(OpKind::Compute { ns: 10.0, work: None }, vec![], 0, OpPhase::Forward),
         Op::new(OpKind::Collective { collective: Collective::AllReduce, group: 0, bytes }, vec![0], 0, OpPhase::Other),
     ];
     Workload {

@@ -155,6 +155,9 @@ pub struct TemplateParams {
     pub psw_switch_num: i64,
     pub ap_bandwidth: String,
     pub asw_per_psw: i64,
+    /// Whether `asw_switch_num` was given (`-asn`), not the template's default: only a count the
+    /// user gave is worth a warning when the GPU count corrects it.
+    pub asw_switch_num_given: bool,
 }
 
 impl Default for TemplateParams {
@@ -179,6 +182,7 @@ impl Default for TemplateParams {
             psw_switch_num: 64,
             ap_bandwidth: "400Gbps".into(),
             asw_per_psw: 64,
+            asw_switch_num_given: false,
         }
     }
 }
@@ -268,6 +272,7 @@ impl TemplateParams {
         for (name, value) in overrides {
             p.set(name, value.clone())?;
         }
+        p.asw_switch_num_given = overrides.iter().any(|(name, _)| name == "asw_switch_num");
         Ok(p)
     }
 

@@ -19,8 +19,8 @@
 //!   GPU index), so GPU i goes to ASW (i // (gps·npa))·gps + i % gps of each set.
 //! - Not rail-optimised: GPU i goes to ASW i // nics_per_aswitch of each set.
 //!
-//! The ASW count follows from the GPU count (a different `asw_switch_num` is corrected with a
-//! warning, as the script does) and a pod holds at most `asw_per_psw` ASWs' worth of segments.
+//! The ASW count follows from the GPU count (a different `asw_switch_num` given with `-asn` is
+//! corrected with a warning, as the script does; the template's default is corrected silently) and a pod holds at most `asw_per_psw` ASWs' worth of segments.
 //!
 //! Several pods (`pods` > 1, beyond SimAI): GPUs are numbered pod by pod (pod p holds GPUs p·G …
 //! p·G + G − 1), then all NVSwitches, all ASWs and all PSWs pod by pod, then the core switches.
@@ -66,7 +66,7 @@ fn pod(p: &TemplateParams, warnings: &mut Vec<String>) -> Result<Pod> {
     let gpus_per_segment = npa * asw_per_segment_per_set;
     let segments = gpu.div_ceil(gpus_per_segment);
     let asw = segments * asw_per_segment_per_set * sets;
-    if asw != asn {
+    if asw != asn && p.asw_switch_num_given {
         warnings.push(format!("asw_switch_num (-asn) {asn} does not fit {gpu} GPUs: using {asw}"));
     }
     // The script's pod capacity: segments ≤ asw_per_psw / (ASWs per segment), where a
@@ -237,7 +237,11 @@ mod tests {
 
     #[test]
     fn asw_count_follows_gpus_with_a_warning() {
+        // DCN+'s default of 8 ASWs is corrected silently; an -asn the user gave, with a warning.
         let f = build(&params(Some("DCN+"), (false, false, false), &[("gpu", 128)]), 1).unwrap();
+        assert!(f.warnings.is_empty(), "{:?}", f.warnings);
+        assert_eq!(counts(&f).2, 2 + 8);
+        let f = build(&params(Some("DCN+"), (false, false, false), &[("gpu", 128), ("asw_switch_num", 8)]), 1).unwrap();
         assert_eq!(f.warnings, ["asw_switch_num (-asn) 8 does not fit 128 GPUs: using 2"]);
         assert_eq!(counts(&f).2, 2 + 8);
     }
