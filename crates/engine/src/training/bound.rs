@@ -173,8 +173,14 @@ impl<'a> Screen<'a> {
             Blocks {
                 dense,
                 moe: base.model.moe.as_ref().map_or(dense, |_| costs.layer(true)),
-                emb: costs.embedding(),
-                head: costs.head(),
+                emb: {
+                    let (f, b) = costs.embedding();
+                    (f.ns, b.ns)
+                },
+                head: {
+                    let (f, b) = costs.head();
+                    (f.ns, b.ns)
+                },
             }
         })
     }
@@ -297,20 +303,20 @@ impl<'a> Screen<'a> {
             let bl = self.blocks(ty, acc, plan);
             let costs = Costs { acc, model, plan, flash_attention: base.flash_attention };
             let layer_f = |bt: &BlockTimes, moe: bool| {
-                let attn = gather_ub + kv + bt.attn_fwd + reduce_ub;
+                let attn = gather_ub + kv + bt.attn_fwd.ns + reduce_ub;
                 let mlp = match moe {
-                    true => counts + a2a + etp_ag + bt.mlp_fwd + etp_rs + a2a,
-                    false => gather_ub + bt.mlp_fwd + reduce_ub,
+                    true => counts + a2a + etp_ag + bt.mlp_fwd.ns + etp_rs + a2a,
+                    false => gather_ub + bt.mlp_fwd.ns + reduce_ub,
                 };
                 attn + mlp
             };
             let layer_b = |bt: &BlockTimes, moe: bool| {
                 let recompute = if plan.recompute == Recompute::Full { layer_f(bt, moe) } else { 0.0 };
                 let mlp = match moe {
-                    true => a2a + etp_ag + bt.mlp_bwd_data + bt.mlp_bwd_weight + etp_rs + a2a,
-                    false => gather_ub + linear_b(bt.mlp_bwd_data, bt.mlp_bwd_weight, gather_ub, reduce_ub),
+                    true => a2a + etp_ag + bt.mlp_bwd_data.ns + bt.mlp_bwd_weight.ns + etp_rs + a2a,
+                    false => gather_ub + linear_b(bt.mlp_bwd_data.ns, bt.mlp_bwd_weight.ns, gather_ub, reduce_ub),
                 };
-                let attn = kv + gather_ub + linear_b(bt.attn_bwd_data, bt.attn_bwd_weight, gather_ub, reduce_ub);
+                let attn = kv + gather_ub + linear_b(bt.attn_bwd_data.ns, bt.attn_bwd_weight.ns, gather_ub, reduce_ub);
                 recompute + mlp + attn
             };
             let (dense_f, dense_b) = (layer_f(&bl.dense, false), layer_b(&bl.dense, false));
@@ -345,7 +351,7 @@ impl<'a> Screen<'a> {
                     (true, 1) => (tl.reduce - bwd[0]).max(0.0),
                     (true, _) => tl.reduce_first_chunk,
                 };
-                let tail = reduce + tl.emb + costs.optimizer(tl.params) + tl.gathers;
+                let tail = reduce + tl.emb + costs.optimizer(tl.params).ns + tl.gathers;
                 here.push(Stage { fwd, bwd, tail });
             }
             // Each piece at the fastest type's.
@@ -469,7 +475,7 @@ mod tests {
             let compute: f64 = g.workload.programs[0]
                 .ops
                 .iter()
-                .map(|op| if let OpKind::Compute { ns } = op.kind { ns } else { 0.0 })
+                .map(|op| if let OpKind::Compute { ns, .. } = op.kind { ns } else { 0.0 })
                 .sum();
             let bound = screen.lower_bound_ns(&c.plan, &c.overlap).unwrap();
             assert!(bound >= compute * (1.0 - 2e-9), "{:?}: {bound} < {compute}", c.plan);
