@@ -1,13 +1,14 @@
 """Branch-and-bound plan search over whole spaces (issue 30): the `clustersim search` command as a
-user runs it, every plan dimension open, a fresh process from spawn to exit (interpreter start-up,
-imports, enumeration, bounds, simulations, printing): wall seconds and CPU seconds of all its
-threads (os.wait4), median of --runs.
+user runs it (replacing bench_search_speed.py's command timings of smaller spaces), every plan
+dimension open, a fresh process from spawn to exit (interpreter start-up, imports, enumeration,
+bounds, simulations, printing): wall seconds and CPU seconds of all its threads (os.wait4),
+median of --runs.
 
 Spaces:
-- GPT-3 175B on 1024 A100s, global batch 1536 (Narayanan et al. 2021, Table 1's largest GPT-3
-  run; issue 30's example). Target ≤ 10 s CPU.
-- Llama 3 405B on 16,384 H100s, global batch 2048 sequences of 8192 tokens (16 M tokens, Dubey
-  et al. 2024, "The Llama 3 Herd of Models", §3.3.2 and Table 4). Target ≤ 60 s CPU.
+- GPT-3 175B on 1024 A100s, global batch 1536 (Narayanan et al. 2021, Table 1's GPT-3 175B
+  row; issue 30's example). Target ≤ 10 s CPU.
+- Llama 3 405B on 16,384 H100s, global batch 2048 sequences of 8192 tokens (Dubey et al. 2024,
+  "The Llama 3 Herd of Models", Table 4: 16,384 GPUs, 16 M tokens per batch). Target ≤ 60 s CPU.
 - Calculon's Turing-530B study: 5128 A100-80GB, global batch at most 2520 (calculon-ai/calculon
   README: `llm-optimal-execution models/turing-530B.json 5128 2520 float16
   systems/a100_80g.json`; Isaev et al., SC '23). Target ≤ 1 s.

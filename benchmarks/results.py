@@ -150,14 +150,6 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "python3 benchmarks/bench_search_bound.py --runs 3 --write",
     ),
     Benchmark(
-        "bench_search_speed",
-        "bench_search_speed.py",
-        "Plan search: the command, the first search and a warm one",
-        "Plans per second of `clustersim search` (command), a first and a second search in one "
-        "process. Target (issue 15): ≥ 2000 candidates/s.",
-        "python3 benchmarks/bench_search_speed.py --runs 3 --write",
-    ),
-    Benchmark(
         "sweep",
         "bench_sweep.py",
         "`clustersim sweep`: points per second and resuming",
