@@ -44,7 +44,9 @@ def search_rows() -> list[str]:
     notes = []
     for row, (model, gpus, gbs, _, _, published) in MEGATRON.items():
         start = time.perf_counter()
-        result = search(model, gpus=gpus, gbs=gbs, gpu="a100", no_flash_attn=True, **megatron_space(row))
+        result = search(
+            model, gpus=gpus, gbs=gbs, gpu="a100", no_flash_attn=True, top=None, **megatron_space(row)
+        )
         seconds = time.perf_counter() - start
         rows = [r for r in result.plans.rows() if r["vpp"] == 1 or r["pp"] > 2 or row.startswith("K")]
         best = rows[0]

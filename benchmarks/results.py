@@ -140,12 +140,14 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "python3 benchmarks/bench_search.py --runs 3 --write",
     ),
     Benchmark(
-        "bench_search_speed",
-        "bench_search_speed.py",
-        "Plan search: the command, the first search and a warm one",
-        "Plans per second of `clustersim search` (command), a first and a second search in one "
-        "process. Target (issue 15): ≥ 2000 candidates/s.",
-        "python3 benchmarks/bench_search_speed.py --runs 3 --write",
+        "search_bound",
+        "bench_search_bound.py",
+        "Plan search over whole spaces: branch and bound",
+        "The `clustersim search` command, every plan dimension open, whole process (CPU of all its "
+        "threads). Targets (issue 30): GPT-3 175B on 1024 A100s ≤ 10 s CPU, Llama 3 405B on 16,384 "
+        "H100s ≤ 60 s, Calculon's Turing-530B study ≤ 1 s; the top 10 exactly exhaustive "
+        "simulation's (tests/test_search_exact.py on five spaces; `--check` here on Calculon's study).",
+        "python3 benchmarks/bench_search_bound.py --runs 3 --write",
     ),
     Benchmark(
         "sweep",

@@ -23,6 +23,7 @@ SMALL_MOE = dict(model="mixtral-8x7b", layers=4, hidden=1024, heads=16, kv_heads
 def train_options(row: dict) -> dict:
     """`train`'s keyword arguments for one plan of a search."""
     out = {k: row[k] for k in ("tp", "pp", "vpp", "ep", "cp", "mbs", "gbs", "sp", "recompute")}
+    out |= {k: row[k] for k in ("overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap")}
     kind = row["optimizer"]
     if kind == "distributed_optimizer":
         out["dist_opt"] = True
@@ -48,26 +49,35 @@ def same_as_train(row: dict, **common) -> None:
 
 def test_the_batch_gives_trains_numbers_plan_by_plan():
     dense = dict(model="llama3-8b", gpus=16, layers=8, seq=2048)
-    result = search(**dense, gbs=32, memory_gb=1e6)
+    result = search(**dense, gbs=32, memory_gb=1e6, top=None)
     rows = pick(result, lambda r: r["cp"] > 1, 4) + pick(result, lambda r: r["vpp"] > 1, 4)
     rows += pick(result, lambda r: r["cp"] == 1 and r["vpp"] == 1, 2)
     rows += pick(result, lambda r: r["cp"] == 1 and r["vpp"] == 1 and r["optimizer"] == "ddp", 2)
-    moe = search(**SMALL_MOE, gpus=16, gbs=32, memory_gb=1e6, seq=1024)
+    moe = search(**SMALL_MOE, gpus=16, gbs=32, memory_gb=1e6, seq=1024, top=None)
     rows_moe = pick(moe, lambda r: r["ep"] > 1, 6) + pick(moe, lambda r: r["ep"] == 1, 2)
     assert len(rows) == 12 and len(rows_moe) == 8
     assert {r["optimizer"] for r in rows + rows_moe} >= {"ddp", "distributed_optimizer", "zero3"}
+    rows += pick(result, lambda r: r["overlap_param_gather"], 2) + pick(
+        result, lambda r: r["tp_comm_overlap"], 2
+    )
     for row in rows:
         same_as_train(row, allow_oom=True, **dense)
     for row in rows_moe:
         same_as_train(row, allow_oom=True, gpus=16, seq=1024, **SMALL_MOE)
 
 
+# The overlaps held off: the space of the sizes, SP, recompute and the optimizer.
+NO_OVERLAPS = dict(overlap_grad_reduce=[False], overlap_param_gather=[False], tp_comm_overlap=[False])
+
+
 def test_counts_a_hand_checked_space():
     only = dict(cp=[1], recompute=["none"], optimizer=["ddp"])
-    few = search(TINY, gpus=4, gbs=4, memory_gb=1e9, **only)
+    few = search(TINY, gpus=4, gbs=4, memory_gb=1e9, **only, **NO_OVERLAPS)
     assert (few.visited, few.candidates) == (22, 13), "the Rust test's counts"
+    # The overlaps opened: 27 (the Rust test's count, overlap by overlap).
+    assert search(TINY, gpus=4, gbs=4, memory_gb=1e9, **only).candidates == 27
     # Every axis open: 7·15 + 6·3 plans with CP 1 and 14·15 with CP > 1 (the Rust test's count).
-    result = search(TINY, gpus=4, gbs=4, memory_gb=1e9)
+    result = search(TINY, gpus=4, gbs=4, memory_gb=1e9, top=None, **NO_OVERLAPS)
     assert (result.candidates, result.feasible, len(result.plans)) == (333, 333, 333)
     # Each plan once.
     plans = {tuple(r[c] for c in PLAN_COLUMNS) for r in result.plans.rows()}
@@ -93,17 +103,24 @@ STUDY_TOP = [
 
 
 def test_calculons_study_ranks_as_before_the_speed_up():
-    result = search("turing-530b", gpus=5128, gpu="a100", max_gbs=2520, cp=[1])
+    study = dict(gpus=5128, gpu="a100", max_gbs=2520, cp=[1], **NO_OVERLAPS)
+    result = search("turing-530b", **study, top=None)
     assert (result.candidates, result.feasible) == STUDY_PIN
     keys = ("tp", "pp", "vpp", "dp", "mbs", "gbs", "sp", "recompute", "optimizer")
     top = [(tuple(r[k] for k in keys), r["iteration_s"], r["tokens_per_s"]) for r in result.top(5).rows()]
     assert top == STUDY_TOP
+    # Branch and bound finds the same five, simulating fewer plans.
+    pruned = search("turing-530b", **study, top=5)
+    assert [
+        (tuple(r[k] for k in keys), r["iteration_s"], r["tokens_per_s"]) for r in pruned.top(5).rows()
+    ] == top
+    assert pruned.simulated < result.simulated
 
 
 def test_the_memory_filter_is_trains():
     options = dict(model="llama3-8b", gpus=8, gbs=16, tp=[1, 2], cp=[1], pp=[1], mbs=[1, 4, 16])
-    everything = search(**options, memory_gb=1e6)
-    fitting = search(**options)
+    everything = search(**options, memory_gb=1e6, top=None)
+    fitting = search(**options, top=None)
     assert 0 < fitting.feasible < everything.feasible == everything.candidates == fitting.candidates
     key = lambda r: tuple(r[c] for c in PLAN_COLUMNS)  # noqa: E731
     fit = {key(r) for r in fitting.plans.rows()}
@@ -229,7 +246,7 @@ def megatron_space(row: str) -> dict:
     """The search options of a published run: its recompute and SP fixed, DDP; the micro-batch and
     interleaving searched for Narayanan's rows (Megatron-LM offered them), fixed for Korthikanti's."""
     _, _, _, recompute, sp, (_, _, mbs, vpp) = MEGATRON[row]
-    only = dict(recompute=[recompute], sp=[sp], cp=[1], optimizer=["ddp"])
+    only = dict(recompute=[recompute], sp=[sp], cp=[1], optimizer=["ddp"], **NO_OVERLAPS)
     # Megatron-LM then waited on every pipeline send and receive (no P2P overlap).
     return only | dict(overlap_p2p_comm=False) if row.startswith("N") else only | dict(mbs=[mbs], vpp=[vpp])
 
@@ -243,7 +260,9 @@ def megatron_space(row: str) -> dict:
 )
 def test_the_best_plan_is_megatrons_published_one_or_within_3_percent(row):
     model, gpus, gbs, _, _, published = MEGATRON[row]
-    result = search(model, gpus=gpus, gbs=gbs, gpu="a100", no_flash_attn=True, **megatron_space(row))
+    result = search(
+        model, gpus=gpus, gbs=gbs, gpu="a100", no_flash_attn=True, top=None, **megatron_space(row)
+    )
     plan = lambda r: (r["tp"], r["pp"], r["mbs"], r["vpp"])  # noqa: E731
     # Megatron-LM then interleaved only with PP > 2.
     allowed = [r for r in result.plans.rows() if r["vpp"] == 1 or r["pp"] > 2 or row.startswith("K")]
@@ -266,3 +285,53 @@ def test_the_best_plan_is_megatrons_published_one_or_within_3_percent(row):
 def test_bad_api_input_is_an_input_error(options, message):
     with pytest.raises(InputError, match=message):
         search("gpt-7b", gpus=8, **{"gbs": 8} | options)
+
+
+def test_exclude_leaves_values_out_and_only_narrows():
+    options = dict(model="gpt-7b", gpus=16, gbs=32, pp=[1], cp=[1], memory_gb=1e6)
+    every = search(**options, top=None)
+    less = search(**options, top=None, exclude={"tp": [1], "tp_comm_overlap": [True]})
+    want = {
+        key
+        for key, r in ((tuple(r[c] for c in PLAN_COLUMNS), r) for r in every.plans.rows())
+        if r["tp"] != 1 and not r["tp_comm_overlap"]
+    }
+    assert {tuple(r[c] for c in PLAN_COLUMNS) for r in less.plans.rows()} == want and less.candidates == len(
+        want
+    )
+    with pytest.raises(InputError, match="exclude: unknown axis 'dp'"):
+        search(**options, exclude={"dp": [1]})
+
+
+def test_a_time_budget_or_ctrl_c_stops_with_the_best_so_far():
+    options = dict(model="gpt-7b", gpus=16, gbs=32, memory_gb=1e6)
+    whole = search(**options)
+    cut = search(**options, time_budget=1e-9)
+    assert cut.stopped == "time budget" and not cut.complete
+    # One batch simulated, the highest ceilings first: the rest unexplored, none pruned yet.
+    assert 0 < cut.simulated < whole.simulated and cut.unexplored > 0
+    assert cut.checked + cut.unexplored + cut.pruned == cut.candidates
+    assert cut.best["tokens_per_s"] <= whole.best["tokens_per_s"]
+    assert "stopped (time budget)" in cut.summary() and f"{cut.unexplored} plans unexplored" in cut.summary()
+
+    def interrupt(fraction: float, note: str) -> None:
+        if "simulated" in note:
+            raise KeyboardInterrupt
+
+    stopped = search(**options, progress=interrupt)
+    assert stopped.stopped == "interrupted" and 0 < stopped.simulated < whole.simulated
+    assert stopped.unexplored > 0 and stopped.best is not None
+
+
+def test_the_cli_says_how_the_search_went(tmp_path):
+    args = ["search", "--model", "gpt-7b", "--gpus", "16", "--gbs", "32", "--exclude", "tp=1"]
+    rc, out, err = run_clustersim(*args, "--time-budget", "0.000000001", cwd=tmp_path)
+    assert rc == 0, err
+    assert "stopped (time budget) with" in out and "plans unexplored" in out
+    narrow = ["--only", "pp=1", "--only", "cp=1", "--only", "recompute=none", "--only", "optimizer=ddp,zero1"]
+    rc, text, err = run_clustersim(*args, *narrow, "--json", cwd=tmp_path)
+    doc = json.loads(text)
+    assert rc == 0 and doc["stopped"] is None and doc["top_k"] == 10
+    assert doc["checked"] + doc["pruned"] == doc["candidates"] and all(p["tp"] != 1 for p in doc["plans"])
+    every = json.loads(run_clustersim(*args, *narrow, "--json", "--exhaustive", cwd=tmp_path)[1])
+    assert every["pruned"] == 0 and every["plans"][:10] == doc["plans"]

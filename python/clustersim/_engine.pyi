@@ -208,17 +208,56 @@ def iteration_kernels(input: str) -> list[tuple[str, str, str, float, int]]:
 def is_kernel_class(name: str) -> bool:
     """Whether `name` is a kernel class of a kernel table (gemm, flash_attention, norm_bwd, ...)."""
 
-def enumerate_plans(input: str, space: str, *, gbs: int, at_most: bool, memory_gb: float) -> Columns:
-    """Every valid plan of `space` (JSON: per axis a list of values, or null for all) for the model
-    and cluster of `input` (run_training's document), global batch `gbs` exactly or, with
-    `at_most`, the largest multiple of DP not above it: plan columns, dp, micro_batches, memory
-    (memory_gb, params_gb, grads_and_optimizer_gb, activations_gb) and `fits` (≤ memory_gb); and
-    `visited`, the number of combinations of the axes' values tried, valid or not."""
+class PlanSearch:
+    """The valid plans of a space for the model and cluster of `input` (run_training's document),
+    each axis over the values given or every value the rules allow (None), global batch `gbs`
+    exactly or, with `at_most`, the largest multiple of each plan's DP not above it; `fits` says
+    which need at most `memory_gb` per GPU. Collective prices are kept across its calls."""
 
-def simulate_plans(input: str, plans: Columns) -> Columns:
-    """Plans given as columns (tp, pp, vpp, ep, cp, mbs, gbs, sp, optimizer, recompute) on the
-    model and cluster of `input`, simulated in parallel with the GIL released, each exactly as
-    run_training alone: iteration_s, tokens_per_s, mfu, breakdown_s (part → seconds) and error."""
+    def __init__(
+        self,
+        input: str,
+        *,
+        gbs: int,
+        at_most: bool,
+        memory_gb: float,
+        tp: list[int] | None = None,
+        pp: list[int] | None = None,
+        vpp: list[int] | None = None,
+        ep: list[int] | None = None,
+        cp: list[int] | None = None,
+        mbs: list[int] | None = None,
+        sp: list[bool] | None = None,
+        recompute: list[str] | None = None,
+        optimizer: list[str] | None = None,
+        grad_reduce: list[bool] | None = None,
+        param_gather: list[bool] | None = None,
+        tp_comm: list[bool] | None = None,
+    ) -> None: ...
+    def __len__(self) -> int: ...
+    @property
+    def visited(self) -> int:
+        """Combinations of the axes' values tried, valid or not."""
+    def column(self, name: str) -> list[Any]:
+        """One plan column: tp, pp, vpp, ep, cp, mbs, gbs, dp, micro_batches, sp,
+        overlap_grad_reduce, overlap_param_gather, tp_comm_overlap, fits, optimizer, recompute,
+        memory_gb, params_gb, grads_and_optimizer_gb, activations_gb."""
+    def lower_bounds(self, indices: list[int]) -> list[float]:
+        """Lower bounds (s) of the plans' simulated iteration times (0 where none can be given)."""
+    def simulate(self, indices: list[int]) -> Simulated:
+        """The plans simulated in parallel, each exactly as run_training alone."""
+
+class Simulated:
+    """Simulated plans in the order asked."""
+
+    iteration_s: list[float]
+    tokens_per_s: list[float]
+    mfu: list[float]
+    #: Breakdown parts (train's names); `breakdown_s[i][k]` is plan i's seconds in part k.
+    parts: list[str]
+    breakdown_s: list[list[float]]
+    #: Why a plan failed, None where it ran.
+    error: list[str | None]
 
 def generate_workload(input: str, *, aicb_compat: bool = False) -> str:
     """A training iteration as SimAI workload file text."""

@@ -212,7 +212,9 @@ OPTIONS: tuple[Option, ...] = (
     ),
     _option("no_flash_attn", bool, False, "unfused attention (s×s scores in HBM)", search="fixed"),
     *(
-        _option(name, bool, None, help, engine=engine, search="fixed" if name == "overlap_p2p_comm" else "")
+        _option(
+            name, bool, None, help, engine=engine, search="fixed" if name == "overlap_p2p_comm" else "axis"
+        )
         for name, (engine, help) in _ON_OFF.items()
     ),
     _count(

@@ -394,8 +394,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_model, m)?)?;
     m.add_function(wrap_pyfunction!(catalog_accelerators, m)?)?;
     m.add_function(wrap_pyfunction!(accelerator_entry, m)?)?;
-    m.add_function(wrap_pyfunction!(search::enumerate_plans, m)?)?;
-    m.add_function(wrap_pyfunction!(search::simulate_plans, m)?)?;
+    m.add_class::<search::PlanSearch>()?;
+    m.add_class::<search::Simulated>()?;
     m.add_function(wrap_pyfunction!(graph::normalize_workload_graph, m)?)?;
     m.add_function(wrap_pyfunction!(graph::llama2_13b_graph, m)?)?;
     m.add_function(wrap_pyfunction!(graph::run_workload_graph, m)?)?;

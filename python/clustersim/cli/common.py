@@ -278,15 +278,22 @@ class Progress:
         self.start = time.monotonic()
         self.bar: Any = None
 
-    def __call__(self, fraction: float) -> None:
+    def __call__(self, fraction: float, note: str | None = None) -> None:
+        """Show `fraction` done, and `note` (what it is doing, counts so far) after the bar."""
         if not self.enabled or (not self.forced and time.monotonic() - self.start < 1.0):
             return
         if self.bar is None:
             from tqdm import tqdm
 
             self.bar = tqdm(
-                total=100, desc=self.label, unit="%", file=sys.stderr, bar_format="{l_bar}{bar}| {elapsed}"
+                total=100,
+                desc=self.label,
+                unit="%",
+                file=sys.stderr,
+                bar_format="{l_bar}{bar}| {elapsed}{postfix}",
             )
+        if note is not None:
+            self.bar.set_postfix_str(note, refresh=False)
         self.bar.update(round(fraction * 100, 1) - self.bar.n)
 
     def close(self) -> None:

@@ -22,6 +22,9 @@ from clustersim.plan import OPTIONS
 if TYPE_CHECKING:
     from clustersim.explore.search import SearchResult
 
+# The overlaps' short names in the table.
+OVERLAPS = {"overlap_grad_reduce": "grad", "overlap_param_gather": "param", "tp_comm_overlap": "tp"}
+
 # The plan options search holds fixed (clustersim.plan), and its own words for some of them.
 FIXED = [o for o in OPTIONS if o.search == "fixed"]
 CHANGES = {
@@ -33,16 +36,21 @@ CHANGES = {
 
 EPILOG = """\
 examples:
-  clustersim search --model gpt-7b --gpus 16 --gpu h100 --gbs 32 --only pp=1 --only cp=1 --top 5
-  clustersim search --model turing-530b --gpus 5128 --gpu a100 --max-gbs 2520 --only cp=1 --csv plans.csv
-  clustersim search --model llama3-8b --gpus 8 --gbs 16 --only recompute=selective --json"""
+  clustersim search --model gpt-175b --gpus 1024 --gpu a100 --gbs 1536
+  clustersim search --model gpt-7b --gpus 16 --gpu h100 --gbs 32 --only pp=1 --exclude tp=1 --top 5
+  clustersim search --model turing-530b --gpus 5128 --gpu a100 --max-gbs 2520 --csv plans.csv
+  clustersim search --model llama3-405b --gpus 16384 --gbs 2048 --time-budget 5 --json"""
 
 
 DESCRIPTION = (
-    "Enumerate every plan `train` accepts (TP, PP, VPP, EP, CP, micro-batch size, SP, recompute,"
-    " DDP / distributed optimizer / ZeRO-1-3), drop those that do not fit in memory (train's memory"
-    " model), simulate the rest on the analytical backend in parallel and print the best, with"
-    " where their time goes and why the best beats the runner-up. --only AXIS=V,… narrows an axis."
+    "Search every plan `train` accepts (TP, PP, VPP, EP, CP, micro-batch size, SP, recompute,"
+    " DDP / distributed optimizer / ZeRO-1-3, the gradient, parameter-gather and TP communication"
+    " overlaps), drop those that do not fit in memory (train's memory model), and rank the rest"
+    " by tokens/s on the analytical backend. Branch and bound: each plan gets a lower bound on its"
+    " iteration time (never above its simulated time); plans are simulated best bound first, and"
+    " a plan whose bound cannot beat the k-th best so far is never simulated, so the top k (--top)"
+    " are exactly those of simulating every plan, in the same order. --only / --exclude AXIS=V,…"
+    " narrow an axis; --time-budget or Ctrl-C stop with the best found so far."
 )
 
 
@@ -62,17 +70,45 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--memory-gb", type=float, help="usable memory per GPU in GB (default: the accelerator's HBM)"
     )
+    axes = (
+        "tp, pp, vpp, ep, cp, mbs (sizes), sp, overlap_grad_reduce, overlap_param_gather,"
+        " tp_comm_overlap (on, off), recompute (none, selective, full),"
+        " optimizer (ddp, distributed_optimizer, zero1, zero2, zero3)"
+    )
     p.add_argument(
         "--only",
         type=only,
         action="append",
         default=[],
         metavar="AXIS=V,…",
-        help="search only these values of an axis (repeatable): tp, pp, vpp, ep, cp, mbs (sizes),"
-        " sp (on, off), recompute (none, selective, full),"
-        " optimizer (ddp, distributed_optimizer, zero1, zero2, zero3); default: every valid value",
+        help=f"search only these values of an axis (repeatable): {axes}; default: every valid value",
     )
-    p.add_argument("-k", "--top", type=count, default=10, help="plans to show (default 10)")
+    p.add_argument(
+        "--exclude",
+        type=only,
+        action="append",
+        default=[],
+        metavar="AXIS=V,…",
+        help="leave these values of an axis out (repeatable; the axes of --only)",
+    )
+    p.add_argument(
+        "-k",
+        "--top",
+        type=count,
+        default=10,
+        help="plans to show, ranked exactly as simulating every plan would (default 10)",
+    )
+    p.add_argument(
+        "--exhaustive",
+        action="store_true",
+        help="simulate every plan that fits (no pruning: the whole table is ranked)",
+    )
+    p.add_argument(
+        "--time-budget",
+        type=float,
+        metavar="SECONDS",
+        help="stop after this long with the best plans found so far, saying how many were left unexplored",
+    )
     p.add_argument("--csv", metavar="FILE", help="write every simulated plan, best first, as CSV")
     add_json(p, "the counts and the top plans")
     add_progress(p)
@@ -81,11 +117,11 @@ def arguments(p: argparse.ArgumentParser) -> None:
 
 def only(text: str) -> tuple[str, list[Any]]:
     """argparse type: AXIS=V1,V2,… with AXIS an axis of the search and values of its kind."""
-    from clustersim.explore.search import AXES, OPTIMIZERS, RECOMPUTE
+    from clustersim.explore.search import AXES, OPTIMIZERS, RECOMPUTE, SPACE_AXES, SWITCHES
 
     axis, _, values = text.partition("=")
     axis, parts = axis.strip(), [x.strip() for x in values.split(",")]
-    kinds = {"recompute": RECOMPUTE, "optimizer": OPTIMIZERS, "sp": ("on", "off")}
+    kinds = {"recompute": RECOMPUTE, "optimizer": OPTIMIZERS} | {s: ("on", "off") for s in SWITCHES}
     if axis in AXES:
         if not all(re.fullmatch(r"[1-9]\d*", x) for x in parts):
             raise argparse.ArgumentTypeError(
@@ -93,11 +129,11 @@ def only(text: str) -> tuple[str, list[Any]]:
             )
         return axis, [int(x) for x in parts]
     if axis not in kinds:
-        raise argparse.ArgumentTypeError(f"unknown axis '{axis}' (valid: {', '.join((*AXES, *kinds))})")
+        raise argparse.ArgumentTypeError(f"unknown axis '{axis}' (valid: {', '.join(SPACE_AXES)})")
     bad = [x for x in parts if x not in kinds[axis]]
     if bad:
         raise argparse.ArgumentTypeError(f"{axis}: '{bad[0]}' is not one of {', '.join(kinds[axis])}")
-    return axis, [x == "on" for x in parts] if axis == "sp" else parts
+    return axis, [x == "on" for x in parts] if axis in SWITCHES else parts
 
 
 def main(args: argparse.Namespace) -> int:
@@ -106,12 +142,18 @@ def main(args: argparse.Namespace) -> int:
     choices: dict[str, list[Any]] = {}
     for axis, values in args.only:
         choices[axis] = [*choices.get(axis, []), *values]
+    exclude: dict[str, list[Any]] = {}
+    for axis, values in args.exclude:
+        exclude[axis] = [*exclude.get(axis, []), *values]
     progress = progress_for(args, "searching")
     try:
         result = search(
             progress=progress,
             max_gbs=args.max_gbs,
             memory_gb=args.memory_gb,
+            top=None if args.exhaustive else args.top,
+            exclude=exclude,
+            time_budget=args.time_budget,
             **choices,
             **option_values(args, FIXED),
         )
@@ -125,31 +167,31 @@ def main(args: argparse.Namespace) -> int:
             rows += [[i + 1, *row.values()] for i, row in enumerate(table.rows())]
             write_csv(stage(args.csv), rows)
         written.append(args.csv)
+    # Stopped by Ctrl-C: the best so far, then the exit status of an interrupted command.
+    status = 130 if result.stopped == "interrupted" else 0
     if args.json:
         print_json(result.to_dict(top=args.top))
-        return 0
+        return status
     print_result(result, args.top)
     wrote(written)
-    return 0
+    return status
 
 
 def print_result(result: SearchResult, top: int) -> None:
     from clustersim.explore.search import part_column
 
-    print(
-        f"{result.model} on {result.gpus} × {result.accelerator}: {result.visited} combinations tried,"
-        f" {result.candidates} valid plans, {result.feasible} fit in {result.memory_gb:g} GB per GPU,"
-        f" simulated in {result.seconds:.2f} s ({result.plans_per_s:.0f} plans/s)"
-    )
+    print(result.summary())
     table = result.top(top)
     parts = [p for p in result.parts if any(table[part_column(p)])]
     header = ["#", "TP", "PP", "VPP", "DP", "EP", "CP", "MBS", "GBS", "SP", "recompute", "optimizer"]
-    header += ["mem GB", "iter s", "tokens/s", "MFU %"] + [p.removeprefix("exposed ") + " s" for p in parts]
+    header += ["overlaps", "mem GB", "iter s", "tokens/s", "MFU %"]
+    header += [p.removeprefix("exposed ") + " s" for p in parts]
     rows = [header]
     for i, r in enumerate(table.rows()):
         plan = [r[k] for k in ("tp", "pp", "vpp", "dp", "ep", "cp", "mbs", "gbs")]
+        on = [name for k, name in OVERLAPS.items() if r[k]]
         rows.append(
-            [i + 1, *plan, "on" if r["sp"] else "off", r["recompute"], r["optimizer"]]
+            [i + 1, *plan, "on" if r["sp"] else "off", r["recompute"], r["optimizer"], "+".join(on) or "-"]
             + [f"{r['memory_gb']:.1f}", f"{r['iteration_s']:.3f}", f"{r['tokens_per_s']:.0f}"]
             + [f"{r['mfu'] * 100:.1f}"]
             + [f"{r[part_column(p)]:.3f}" for p in parts]

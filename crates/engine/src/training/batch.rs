@@ -6,20 +6,30 @@
 use rayon::prelude::*;
 use std::sync::{Arc, Mutex};
 
+use super::overlap::Overlap;
 use super::plan::Plan;
 use super::{run_training_memo, TrainingInput, TrainingReport};
 use crate::error::Result;
 use crate::network::analytical::alpha_beta::PriceMemo;
 
-/// `base` with each of `plans` in turn, in the order given. Memory is not checked here (the
-/// search has already chosen what fits), and no trace is kept.
-pub fn run_plans(base: &TrainingInput, plans: &[Plan]) -> Vec<Result<TrainingReport>> {
-    let memo = Arc::new(Mutex::new(PriceMemo::default()));
+/// `base` with each of `plans` (a plan and its overlaps) in turn, in the order given. Memory is
+/// not checked here (the search has already chosen what fits), and no trace is kept.
+pub fn run_plans(base: &TrainingInput, plans: &[(Plan, Overlap)]) -> Vec<Result<TrainingReport>> {
+    run_plans_memo(base, plans, &Arc::new(Mutex::new(PriceMemo::default())))
+}
+
+/// [`run_plans`] with the collective prices kept in `memo` (a search's, across its batches).
+pub fn run_plans_memo(
+    base: &TrainingInput,
+    plans: &[(Plan, Overlap)],
+    memo: &Arc<Mutex<PriceMemo>>,
+) -> Vec<Result<TrainingReport>> {
     plans
         .par_iter()
-        .map(|plan| {
-            let input = TrainingInput { plan: plan.clone(), allow_oom: true, trace: false, ..base.clone() };
-            run_training_memo(&input, &mut |_| true, Some(&memo))
+        .map(|(plan, overlap)| {
+            let input =
+                TrainingInput { plan: plan.clone(), overlap: *overlap, allow_oom: true, trace: false, ..base.clone() };
+            run_training_memo(&input, &mut |_| true, Some(memo))
         })
         .collect()
 }
@@ -40,17 +50,21 @@ mod tests {
         let network = Network { nvlink_busbw: 300.0, nvls_busbw: None, nic_busbw: 40.0, nics_per_server: 8 };
         let base = TrainingInput { network, ..fixtures::input(model.clone(), cluster.clone()) };
         let space = Space { recompute: Some(vec![Recompute::Selective]), ..Space::default() };
-        let plans: Vec<Plan> = enumerate(&model, &cluster, Batch::Exact(32), &space, true, 1e9)
+        let plans: Vec<(Plan, Overlap)> = enumerate(&model, &cluster, &Overlap::default(), Batch::Exact(32), &space)
             .unwrap()
             .candidates
             .into_iter()
-            .map(|c| c.plan)
+            .map(|c| (c.plan, c.overlap))
             .collect();
         assert!(plans.len() > 20);
         let batch = run_plans(&base, &plans);
-        for (plan, got) in plans.iter().zip(batch) {
-            let alone =
-                run_training(&TrainingInput { plan: plan.clone(), allow_oom: true, ..base.clone() }, &mut |_| true);
+        assert!(
+            plans.iter().any(|(_, o)| o.tp_comm == Some(true))
+                && plans.iter().any(|(_, o)| o.grad_reduce == Some(true))
+        );
+        for ((plan, overlap), got) in plans.iter().zip(batch) {
+            let input = TrainingInput { plan: plan.clone(), overlap: *overlap, allow_oom: true, ..base.clone() };
+            let alone = run_training(&input, &mut |_| true);
             assert_eq!(got.unwrap(), alone.unwrap(), "{plan:?}");
         }
     }

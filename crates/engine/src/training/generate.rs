@@ -232,27 +232,11 @@ pub fn generate_mixed(
         acc.check()?;
     }
     let ov = overlap.resolve(plan)?;
-    let (t, p, v, cp, e) = (plan.tp, plan.pp, plan.vpp, plan.cp, plan.ep);
+    let (t, p, v, cp) = (plan.tp, plan.pp, plan.vpp, plan.cp);
     let dp = plan.dp_size();
     let m = plan.micro_batches();
-    let layout = plan.layout();
-    let dims = |axes: &[Axis]| Membership::Dims(layout.mask(axes));
+    let (layout, groups) = groups(plan);
     let world = plan.gpus;
-    // Embedding group: each first-stage rank with its last-stage peer (tied embeddings); with one
-    // stage each rank is both, a group of its own.
-    let stride = world / p;
-    let emb = Membership::Explicit(
-        (0..stride).map(|r| if p > 1 { vec![r, r + (p - 1) * stride] } else { vec![r] }).collect(),
-    );
-    let groups = vec![
-        Group { name: "TP".into(), members: dims(&[Axis::Tp]) },
-        Group { name: "CP".into(), members: dims(&[Axis::Cp]) },
-        Group { name: "EP".into(), members: dims(&[Axis::Ep]) },
-        Group { name: "DP".into(), members: dims(&[Axis::Cp, Axis::Ep, Axis::DpEp]) },
-        Group { name: "DP_EP".into(), members: dims(&[Axis::Cp, Axis::DpEp]) },
-        Group { name: "PP".into(), members: dims(&[Axis::Pp]) },
-        Group { name: "EMB".into(), members: emb },
-    ];
     let type_of = |r: u32| rank_type.get(r as usize).copied().unwrap_or(0);
     let mut present = vec![false; (p as usize) * types.len()];
     for r in 0..world {
@@ -268,7 +252,7 @@ pub fn generate_mixed(
     let act = 2 * b * s * h; // T: one bf16 activation of the micro-batch
     let p2p = if plan.sp { act / t as u64 } else { act };
     let tied = model.tied() && p > 1;
-    let dp_groups = DpGroups { dense: dp * cp > 1, expert: dp * cp / e > 1, ddp: plan.dp == DataParallel::Ddp };
+    let dp_groups = DpGroups::new(plan);
 
     let mut programs = Vec::with_capacity(classes.len());
     let mut all_steps = Vec::with_capacity(classes.len());
@@ -462,6 +446,29 @@ pub fn generate_mixed(
         rows: ROWS.iter().map(|s| s.to_string()).collect(),
     };
     Ok(Generated { workload, model_flops, steps: all_steps, op_layer, classes })
+}
+
+/// The plan's rank layout and its communicator groups, numbered as [`TP`] … [`EMB`] say.
+pub fn groups(plan: &Plan) -> (Layout, Vec<Group>) {
+    let layout = plan.layout();
+    let dims = |axes: &[Axis]| Membership::Dims(layout.mask(axes));
+    let p = plan.pp;
+    // Embedding group: each first-stage rank with its last-stage peer (tied embeddings); with one
+    // stage each rank is both, a group of its own.
+    let stride = plan.gpus / p;
+    let emb = Membership::Explicit(
+        (0..stride).map(|r| if p > 1 { vec![r, r + (p - 1) * stride] } else { vec![r] }).collect(),
+    );
+    let groups = vec![
+        Group { name: "TP".into(), members: dims(&[Axis::Tp]) },
+        Group { name: "CP".into(), members: dims(&[Axis::Cp]) },
+        Group { name: "EP".into(), members: dims(&[Axis::Ep]) },
+        Group { name: "DP".into(), members: dims(&[Axis::Cp, Axis::Ep, Axis::DpEp]) },
+        Group { name: "DP_EP".into(), members: dims(&[Axis::Cp, Axis::DpEp]) },
+        Group { name: "PP".into(), members: dims(&[Axis::Pp]) },
+        Group { name: "EMB".into(), members: emb },
+    ];
+    (layout, groups)
 }
 
 /// One dense layer's forward then backward (with its recompute) for one micro-batch on one TP
@@ -733,14 +740,21 @@ struct Ctx<'a> {
 
 /// Data-parallel groups that have more than one member, and whether gradients all-reduce (DDP)
 /// or reduce-scatter.
-struct DpGroups {
+pub(super) struct DpGroups {
     dense: bool,
     expert: bool,
-    ddp: bool,
+    pub(super) ddp: bool,
 }
 
 impl DpGroups {
-    fn of(&self, buffer: Buffer) -> Option<GroupId> {
+    pub(super) fn new(plan: &Plan) -> DpGroups {
+        let dp_cp = plan.dp_size() * plan.cp;
+        DpGroups { dense: dp_cp > 1, expert: dp_cp / plan.ep > 1, ddp: plan.dp == DataParallel::Ddp }
+    }
+
+    /// The group a buffer's gradients reduce (and its parameters gather) in, if it has more
+    /// than one member.
+    pub(super) fn of(&self, buffer: Buffer) -> Option<GroupId> {
         match buffer {
             Buffer::Dense => self.dense.then_some(DP),
             Buffer::Expert => self.expert.then_some(DP_EP),
@@ -881,7 +895,7 @@ impl ParamGather {
 }
 
 /// Bytes of the keys and values all-gathered in CP for one layer (bf16, TP-sharded heads).
-fn kv_bytes(model: &Model, plan: &Plan) -> u64 {
+pub(super) fn kv_bytes(model: &Model, plan: &Plan) -> u64 {
     let kv_width = match &model.mla {
         Some(x) => x.kv_lora + x.qk_rope,
         None => 2 * model.kv_heads * model.head_dim() / plan.tp as u64,
@@ -892,7 +906,7 @@ fn kv_bytes(model: &Model, plan: &Plan) -> u64 {
 /// (dispatch/combine all-to-all bytes, expert-TP gather bytes, token-count gather bytes) of one
 /// MoE layer. The token counts per expert are gathered across TP×EP; a SimAI file can only say
 /// TP, so (as AICB) they are 2·e·E·t bytes gathered in TP.
-fn moe_bytes(model: &Model, plan: &Plan) -> (u64, u64, u64) {
+pub(super) fn moe_bytes(model: &Model, plan: &Plan) -> (u64, u64, u64) {
     let (k, experts) = model.moe.as_ref().map_or((1, 1), |m| (m.topk as u64, m.experts as u64));
     let tokens = plan.mbs as u64 * plan.seq / (plan.tp * plan.cp) as u64;
     let a2a = 2 * tokens * k * model.hidden;

@@ -2,6 +2,7 @@
 //! through the executor, and report time, throughput, MFU, where the time goes, and memory.
 
 pub mod batch;
+pub mod bound;
 pub mod costs;
 #[cfg(test)]
 pub(crate) mod fixtures;

@@ -1,13 +1,13 @@
 //! The space of parallel plans for one model on one cluster, enumerated in a fixed order, and
-//! each plan's memory per GPU.
+//! the overlaps each can take.
 //!
 //! Candidates: TP, PP and CP over the divisors of the GPUs (TP·PP·CP | GPUs, DP = the rest), EP
 //! over the divisors of DP (MoE models only), VPP over the divisors of layers / PP (PP > 1), the
 //! micro-batch size over the divisors of the local batch GBS / DP, SP on and off (TP > 1),
 //! recompute none / selective / full, and DDP, Megatron's distributed optimizer and ZeRO-1/2/3
 //! (only DDP when DP·CP = 1: nothing to shard). A candidate is a valid plan when
-//! [`Plan::validate`] accepts it — `train`'s rules, one definition — and it fits when `train`'s
-//! [`memory`] total is at most the memory per GPU.
+//! [`Plan::validate`] accepts it — `train`'s rules, one definition. Whether it fits in memory is
+//! `train`'s [`super::memory::memory`], which a search works out only for the plans it reaches.
 //!
 //! The global batch is either exact, or at most N: each plan then takes the largest multiple of
 //! its DP not above N, as Calculon's `llm-optimal-execution` does (calculon-ai/calculon,
@@ -16,8 +16,8 @@
 
 use serde::Deserialize;
 
-use super::memory::{memory, Memory};
 use super::model::Model;
+use super::overlap::Overlap;
 use super::plan::{DataParallel, Plan, Recompute};
 use crate::error::{InputError, Result};
 use crate::layout::divisors;
@@ -44,6 +44,12 @@ pub struct Space {
     pub sp: Option<Vec<bool>>,
     pub recompute: Option<Vec<Recompute>>,
     pub dp: Option<Vec<DataParallel>>,
+    /// `--overlap-grad-reduce` (tried on only where DP·CP > 1: there is nothing to reduce else).
+    pub grad_reduce: Option<Vec<bool>>,
+    /// `--overlap-param-gather` (on only with the distributed optimizer and the gradient overlap).
+    pub param_gather: Option<Vec<bool>>,
+    /// `--tp-comm-overlap` (on only with SP and each TP group inside one server).
+    pub tp_comm: Option<Vec<bool>>,
 }
 
 /// The valid plans of a space, and how many combinations of the axes' values were tried to find
@@ -54,12 +60,12 @@ pub struct Enumeration {
     pub visited: u64,
 }
 
-/// A valid plan, its memory per GPU, and whether that fits.
+/// A valid plan with its overlaps (its memory per GPU is [`super::memory::memory`]'s, worked out where needed:
+/// a search checks it only for the plans it reaches).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Candidate {
     pub plan: Plan,
-    pub memory: Memory,
-    pub fits: bool,
+    pub overlap: Overlap,
 }
 
 const RECOMPUTE: [Recompute; 3] = [Recompute::None, Recompute::Selective, Recompute::Full];
@@ -73,16 +79,10 @@ const SHARDING: [DataParallel; 5] = [
 
 /// Every valid plan of `space` for `model` on the cluster of `cluster` (its gpus,
 /// gpus_per_server and seq; the other fields are ignored), in a fixed order (TP, PP, CP, EP, VPP,
-/// MBS, SP, recompute, data-parallel kind; each ascending), with memory against `memory_gb`, and
-/// the number of combinations tried.
-pub fn enumerate(
-    model: &Model,
-    cluster: &Plan,
-    batch: Batch,
-    space: &Space,
-    flash_attention: bool,
-    memory_gb: f64,
-) -> Result<Enumeration> {
+/// MBS, SP, recompute, data-parallel kind, then the overlaps grad_reduce, param_gather, tp_comm;
+/// each ascending, off before on), and the number of
+/// combinations tried. The overlaps not searched (P2P, bucket size) are `overlap`'s.
+pub fn enumerate(model: &Model, cluster: &Plan, overlap: &Overlap, batch: Batch, space: &Space) -> Result<Enumeration> {
     // The cluster and model checked by train's rules on the plainest plan: their errors as train
     // reports them, not as "no valid plan".
     let gbs = match batch {
@@ -139,13 +139,14 @@ pub fn enumerate(
                                             account_for: Default::default(),
                                             ..cluster.clone()
                                         };
-                                        visited += 1;
-                                        if !plan.is_valid(model) {
+                                        let overlaps = overlaps(&plan, overlap, space);
+                                        visited += overlaps.len() as u64;
+                                        if overlaps.is_empty() || !plan.is_valid(model) {
                                             continue;
                                         }
-                                        let memory = memory(model, &plan, flash_attention);
-                                        let fits = memory.total_gb <= memory_gb;
-                                        out.push(Candidate { plan, memory, fits });
+                                        for ov in overlaps.into_iter().filter(|o| o.resolve(&plan).is_ok()) {
+                                            out.push(Candidate { plan: plan.clone(), overlap: ov });
+                                        }
                                     }
                                 }
                             }
@@ -156,6 +157,25 @@ pub fn enumerate(
         }
     }
     Ok(Enumeration { candidates: out, visited })
+}
+
+/// The overlap combinations to try for `plan`: `base` with each allowed value of the searched
+/// overlaps, those that cannot change anything left out (a gradient overlap without data
+/// parallelism, a parameter-gather overlap without the distributed optimizer and the gradient
+/// overlap, a TP overlap without SP or with TP across servers). Validity is [`Overlap::resolve`]'s.
+fn overlaps(plan: &Plan, base: &Overlap, space: &Space) -> Vec<Overlap> {
+    let dp_cp = plan.dp_size() * plan.cp > 1;
+    let mut out = Vec::new();
+    for grad in [false, true].into_iter().filter(|&g| (!g || dp_cp) && allowed(&space.grad_reduce, g)) {
+        let gather_ok = grad && plan.dp == DataParallel::DistributedOptimizer;
+        for gather in [false, true].into_iter().filter(|&g| (!g || gather_ok) && allowed(&space.param_gather, g)) {
+            let tp_ok = plan.sp && plan.tp > 1 && plan.tp <= plan.gpus_per_server;
+            for tp in [false, true].into_iter().filter(|&t| (!t || tp_ok) && allowed(&space.tp_comm, t)) {
+                out.push(Overlap { grad_reduce: Some(grad), param_gather: Some(gather), tp_comm: Some(tp), ..*base });
+            }
+        }
+    }
+    out
 }
 
 fn allowed<T: PartialEq>(only: &Option<Vec<T>>, v: T) -> bool {
@@ -188,9 +208,9 @@ mod tests {
             cp: Some(vec![1]),
             recompute: Some(vec![Recompute::None]),
             dp: Some(vec![DataParallel::Ddp]),
-            ..Space::default()
+            ..no_overlaps()
         };
-        let all = enumerate(&model(2, 2), &cluster(4), Batch::Exact(4), &space, true, 1e9).unwrap();
+        let all = enumerate(&model(2, 2), &cluster(4), &Overlap::default(), Batch::Exact(4), &space).unwrap();
         assert_eq!(all.candidates.len(), 13);
         // Tried, valid or not (MBS over the divisors of GBS / DP; SP off and on for TP > 1): TP 1
         // with PP 1, 2, 4 (DP 4, 2, 1): 1 + 2 + 3 MBS; TP 2 with PP 1, 2: 2 · (2 + 3); TP 4, PP 1:
@@ -201,36 +221,46 @@ mod tests {
         // CP 2 (seq 1024 splits into 4 chunks): TP 1 PP 1 (DP 2, MBS 1, 2): 2, TP 1 PP 2 (DP 1,
         // MBS 1, 2, 4): 3, TP 2 PP 1 (SP off/on × MBS 1, 2, 4): 6; CP 4: TP 1 PP 1, MBS 1, 2, 4: 3;
         // all with DP·CP > 1: 14·15.
-        let everything = enumerate(&model(2, 2), &cluster(4), Batch::Exact(4), &Space::default(), true, 1e9).unwrap();
+        let everything =
+            enumerate(&model(2, 2), &cluster(4), &Overlap::default(), Batch::Exact(4), &no_overlaps()).unwrap();
         let (with_cp1, with_cp) = (7 * 15 + 6 * 3, 14 * 15);
         assert_eq!(everything.candidates.len(), with_cp1 + with_cp);
+        // The 13 plans with their overlaps opened (DDP: no parameter-gather overlap): the gradient
+        // overlap off and on where DP > 1, the TP overlap off and on with SP. TP 1: PP 1 (DP 4)
+        // 1·2, PP 2 (DP 2) 2·2; TP 2 without SP: PP 1 (DP 2) 2·2, PP 2 (DP 1) 3·1; with SP: 2·2·2
+        // and 3·1·2. Total 27.
+        let opened = Space { grad_reduce: None, param_gather: None, tp_comm: None, ..space };
+        let all = enumerate(&model(2, 2), &cluster(4), &Overlap::default(), Batch::Exact(4), &opened).unwrap();
+        assert_eq!(all.candidates.len(), 2 + 4 + 4 + 3 + 8 + 6);
+        assert!(all.candidates.iter().all(|c| c.overlap.resolve(&c.plan).is_ok()));
+        // The distributed optimizer adds the parameter-gather overlap where the gradient one is on.
+        let dist = Space { dp: Some(vec![DataParallel::DistributedOptimizer]), tp: Some(vec![1]), ..opened };
+        let all = enumerate(&model(2, 2), &cluster(4), &Overlap::default(), Batch::Exact(4), &dist).unwrap();
+        // TP 1: PP 1 (DP 4): off; on without and with the gather: 3; PP 2 (DP 2), 2 MBS: 6.
+        assert_eq!(all.candidates.len(), 3 + 6);
+    }
+
+    fn no_overlaps() -> Space {
+        Space {
+            grad_reduce: Some(vec![false]),
+            param_gather: Some(vec![false]),
+            tp_comm: Some(vec![false]),
+            ..Space::default()
+        }
     }
 
     #[test]
     fn at_most_takes_the_largest_multiple_of_dp() {
         let space = Space { tp: Some(vec![1]), pp: Some(vec![1]), cp: Some(vec![1]), ..Space::default() };
-        let all = enumerate(&model(2, 2), &cluster(24), Batch::AtMost(50), &space, true, 1e9).unwrap();
+        let all = enumerate(&model(2, 2), &cluster(24), &Overlap::default(), Batch::AtMost(50), &space).unwrap();
         assert!(!all.candidates.is_empty());
         assert!(all.candidates.iter().all(|c| c.plan.gbs == 48), "DP 24: 48 is the largest multiple ≤ 50");
     }
 
     #[test]
-    fn memory_is_trains_and_the_limit_splits_fits() {
-        let all = enumerate(&model(4, 4), &cluster(8), Batch::Exact(8), &Space::default(), true, 1e9).unwrap();
-        let mut sizes: Vec<f64> = all.candidates.iter().map(|c| c.memory.total_gb).collect();
-        sizes.sort_by(f64::total_cmp);
-        let limit = sizes[sizes.len() / 2];
-        let some = enumerate(&model(4, 4), &cluster(8), Batch::Exact(8), &Space::default(), true, limit).unwrap();
-        for c in &some.candidates {
-            assert_eq!(c.memory, memory(&model(4, 4), &c.plan, true));
-            assert_eq!(c.fits, c.memory.total_gb <= limit);
-        }
-        assert!(some.candidates.iter().any(|c| c.fits) && some.candidates.iter().any(|c| !c.fits));
-    }
-
-    #[test]
     fn a_bad_cluster_is_trains_error() {
-        let e = enumerate(&model(2, 2), &cluster(12), Batch::Exact(12), &Space::default(), true, 1e9).unwrap_err();
+        let e = enumerate(&model(2, 2), &cluster(12), &Overlap::default(), Batch::Exact(12), &Space::default())
+            .unwrap_err();
         assert!(e.to_string().contains("whole servers"), "{e}");
     }
 }

@@ -37,6 +37,34 @@ pub struct GroupShape {
     pub placement: Rc<Placement>,
 }
 
+impl GroupShape {
+    /// The shape of `w`'s group `g` (its first instance) on `placement`: what every instance of
+    /// it is priced as.
+    pub fn of(w: &Workload, g: GroupId, placement: &Rc<Placement>) -> GroupShape {
+        let (tp, ep) = (w.layout.axis_size(Axis::Tp), w.layout.axis_size(Axis::Ep));
+        let members = w.group_members(g, 0);
+        let mut servers: Vec<u32> = members.iter().map(|&r| placement.domain(r)).collect();
+        servers.sort_unstable();
+        let mut per_node = 0;
+        let mut run = 0;
+        for (i, s) in servers.iter().enumerate() {
+            run = if i > 0 && servers[i - 1] == *s { run + 1 } else { 1 };
+            per_node = per_node.max(run);
+        }
+        servers.dedup();
+        GroupShape {
+            name: w.groups[g as usize].name.clone(),
+            size: members.len() as u32,
+            nodes: servers.len() as u32,
+            per_node,
+            tp,
+            ep,
+            ranks: members,
+            placement: placement.clone(),
+        }
+    }
+}
+
 /// A closed-form price for communications.
 pub trait CollectiveCost {
     /// ns for a collective of `bytes` (nccl-tests S) on `group`, or why it cannot be priced.
@@ -94,31 +122,7 @@ impl NetworkModel for Analytical {
             ));
         }
         let placement = &self.placement;
-        let (tp, ep) = (w.layout.axis_size(Axis::Tp), w.layout.axis_size(Axis::Ep));
-        self.shapes = (0..w.groups.len() as GroupId)
-            .map(|g| {
-                let members = w.group_members(g, 0);
-                let mut servers: Vec<u32> = members.iter().map(|&r| placement.domain(r)).collect();
-                servers.sort_unstable();
-                let mut per_node = 0;
-                let mut run = 0;
-                for (i, s) in servers.iter().enumerate() {
-                    run = if i > 0 && servers[i - 1] == *s { run + 1 } else { 1 };
-                    per_node = per_node.max(run);
-                }
-                servers.dedup();
-                GroupShape {
-                    name: w.groups[g as usize].name.clone(),
-                    size: members.len() as u32,
-                    nodes: servers.len() as u32,
-                    per_node,
-                    tp,
-                    ep,
-                    ranks: members,
-                    placement: placement.clone(),
-                }
-            })
-            .collect();
+        self.shapes = (0..w.groups.len() as GroupId).map(|g| GroupShape::of(w, g, placement)).collect();
         let reps = w.class_representatives();
         self.shift_inside.clear();
         for (class, &prog) in w.class_program.iter().enumerate() {
