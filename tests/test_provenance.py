@@ -110,3 +110,19 @@ def test_a_workload_run_records_its_file_and_a_collective_its_ranks(run_cli):
     result = clustersim.collective("allreduce", "Spectrum-X:16", gpus=8)
     assert result.provenance["plan"]["ranks"] == 8 and result.provenance["plan"]["minbytes"] == 32 << 20
     assert result.provenance["fabric"]["sha256"] == platform_digest(load_topology("Spectrum-X:16"))
+
+
+def test_a_search_records_what_it_searched(run_cli, tmp_path):
+    """`search --json` and its CSV say what made them: the command, the space (as the plan), the
+    model by name and hash, the analytical backend."""
+    args = ["search", "--model", "llama3-8b", "--gpus", "16", "--gbs", "32", "--exclude", "tp=1"]
+    rc, out, err = run_cli(*args, "--csv", "plans.csv", "--json", "--no-progress")
+    assert rc == 0, err
+    made_by = json.loads(out)["provenance"]
+    assert list(made_by) == list(FIELDS) and made_by["command"].startswith(
+        "clustersim search --model llama3-8b"
+    )
+    assert made_by["plan"]["gbs"] == 32 and made_by["plan"]["exclude"] == {"tp": [1]}
+    assert made_by["model"]["name"] == "llama3-8b" and made_by["backend"] == "analytical"
+    lines = (tmp_path / "plans.csv").read_text().splitlines()
+    assert lines[: len(FIELDS)] == comment_lines(made_by) and lines[len(FIELDS)].startswith("rank,")

@@ -169,7 +169,7 @@ def test_cli_table_json_and_csv(tmp_path):
     doc = json.loads(text)
     assert rc == 0 and len(doc["plans"]) == 3
     with open(tmp_path / "plans.csv") as f:
-        rows = list(csv.DictReader(f))
+        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
     assert len(rows) == doc["feasible"]
     best = doc["plans"][0]
     assert float(rows[0]["tokens_per_s"]) == best["tokens_per_s"] and rows[0]["rank"] == "1"

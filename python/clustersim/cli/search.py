@@ -18,6 +18,7 @@ from clustersim.cli.common import (
 )
 from clustersim.files import atomic_outputs, write_csv
 from clustersim.plan import OPTIONS
+from clustersim.provenance import comment_lines
 
 if TYPE_CHECKING:
     from clustersim.explore.search import SearchResult
@@ -165,7 +166,7 @@ def main(args: argparse.Namespace) -> int:
             table = result.plans
             rows: list[list[Any]] = [["rank", *table.columns]]
             rows += [[i + 1, *row.values()] for i, row in enumerate(table.rows())]
-            write_csv(stage(args.csv), rows)
+            write_csv(stage(args.csv), rows, comment_lines(result.provenance))
         written.append(args.csv)
     # Stopped by Ctrl-C: the best so far, then the exit status of an interrupted command.
     status = 130 if result.stopped == "interrupted" else 0

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from clustersim import _engine
+from clustersim import _engine, provenance
 from clustersim.errors import InputError
 from clustersim.plan import BY_NAME, OPTIONS, signature, values
 from clustersim.table import Table
@@ -89,6 +89,9 @@ class SearchResult(NamedTuple):
     unexplored: int = 0
     #: Why it stopped early: "time budget" or "interrupted"; None when complete.
     stopped: str | None = None
+    #: What made it: command, version, the space searched (as the plan), model, backend
+    #: (`clustersim.provenance`).
+    provenance: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
         return (
@@ -173,6 +176,7 @@ class SearchResult(NamedTuple):
             "seconds": self.seconds,
             "plans_per_s": self.plans_per_s,
             "why": self.why(),
+            "provenance": self.provenance,
             "plans": list(Table(table.to_dict()).rows()),
         }
 
@@ -344,6 +348,13 @@ def search(
         pruned=len(valid) - taken - unexplored,
         unexplored=unexplored,
         stopped=stopped,
+        provenance=provenance.record(
+            command=provenance.call_text("search", {"model": model, **given, "gbs": gbs, "max_gbs": max_gbs}),
+            plan={**fixed, **space, "gbs": gbs, "max_gbs": max_gbs, "exclude": excluded, "top": top},
+            model=provenance.model(spec),
+            fabric=None,
+            backend="analytical",
+        ),
     )
 
 
