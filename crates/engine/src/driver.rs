@@ -7,16 +7,21 @@ use crate::error::Result;
 use crate::executor::{Execution, Executor};
 use crate::network::analytical::{Analytical, CollectiveCost};
 use crate::network::flow::network::{FlowNetwork, Tuning};
+use crate::network::packet::PacketConfig;
 use crate::platform::routing::Routes;
 use crate::platform::{Placement, Platform};
 use crate::workload::Workload;
 
-/// The flow backend: a fabric, and how collectives become transfers on it.
+/// The flow or packet backend: a fabric, how collectives become transfers on it, and what moves
+/// them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FlowConfig {
     pub topology: Platform,
     pub tuning: Tuning,
     pub routes: Routes,
+    /// Move the transfers as packets with this configuration (the packet backend) instead of as
+    /// max-min fair flows.
+    pub packet: Option<PacketConfig>,
 }
 
 impl FlowConfig {
@@ -24,6 +29,9 @@ impl FlowConfig {
     pub fn network(&self) -> Result<FlowNetwork> {
         let mut net = FlowNetwork::tuned(self.topology.clone(), &self.tuning, |s| s)?;
         net.set_routes(self.routes.clone());
+        if let Some(config) = &self.packet {
+            net.use_packets(config.clone())?;
+        }
         Ok(net)
     }
 }

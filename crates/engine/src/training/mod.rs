@@ -165,7 +165,7 @@ impl Fabric {
         };
         let tuning = self.tuning(&mut topology)?;
         crate::collective::coherent_ring::check_platform(&tuning.options, &topology, &self.path)?;
-        Ok(FlowConfig { topology, tuning, routes })
+        Ok(FlowConfig { topology, tuning, routes, packet: None })
     }
 }
 
