@@ -323,6 +323,17 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "10⁶ inputs per reader, no failure; a refusal is one line `file:line: field: problem`.",
         "python3 benchmarks/fuzz_campaign.py --cases 1000000 --write",
     ),
+    Benchmark(
+        "packet",
+        "bench_packet.py",
+        "Packet backend: speed on a fat-tree permutation, and against SimAI's ns-3",
+        "Data packets per CPU-second and peak RSS of the packet model alone (cargo example "
+        "`packet_permutation`: every host of a k-ary fat-tree sends to another, 400 Gb/s links, "
+        "PFC and ECN on); then `clustersim collective --backend packet` (and flow) on scenarios of "
+        "tests/data/ns3 with their AS_* settings, busbw against ns-3's. Targets (issue 27): "
+        "≥ 10⁶ data packets per CPU-second on 8192 hosts, ≤ 2 GB; busbw within 5 % of ns-3.",
+        "python3 benchmarks/bench_packet.py --write",
+    ),
 )
 
 HEADER = """# clustersim benchmarks: current results

@@ -36,6 +36,22 @@ impl FlowConfig {
     }
 }
 
+/// What moves a fabric's transfers, by the name `--backend` (and the API's `backend=`) gives:
+/// "flow" (max-min fair flows, the default) is None, "packet" the packet model with SimAI 1.6's
+/// shipped `SimAI.conf` settings ([`PacketConfig::default`]). "analytical" prices collectives
+/// without a fabric and is a front end's own choice, not a fabric's.
+pub fn fabric_backend(name: &str) -> Result<Option<PacketConfig>> {
+    match name {
+        "flow" => Ok(None),
+        "packet" => Ok(Some(PacketConfig::default())),
+        other => Err(crate::error::InputError::field(
+            "command line",
+            "backend",
+            format!("a fabric runs on the flow or packet backend, got {other:?}"),
+        )),
+    }
+}
+
 /// Which network model prices the communication.
 pub enum Backend<'a> {
     /// Closed-form prices ([`Analytical`]) with ranks placed by `placement`.

@@ -151,7 +151,7 @@ impl Default for PacketConfig {
             cc: CcMode::Dcqcn,
             dcqcn: DcqcnParams::default(),
             ack_interval: 1,
-            window: false,
+            window: true,
             rto_ns: 1e6,
             seed: 0,
         }
@@ -159,10 +159,17 @@ impl Default for PacketConfig {
 }
 
 impl PacketConfig {
-    /// A plain fabric: no congestion control, no ECN, PFC off, a buffer no traffic fills: each
+    /// A plain fabric: no congestion control, no ECN, PFC off, no window, a buffer no traffic fills: each
     /// packet pays only its serialisation and propagation (the case the flow model also prices).
     pub fn plain() -> PacketConfig {
-        PacketConfig { pfc: false, ecn: false, cc: CcMode::None, buffer_bytes: u64::MAX / 4, ..PacketConfig::default() }
+        PacketConfig {
+            pfc: false,
+            ecn: false,
+            cc: CcMode::None,
+            window: false,
+            buffer_bytes: u64::MAX / 4,
+            ..PacketConfig::default()
+        }
     }
 
     /// RED's profile for a link of `rate` bytes/ns.

@@ -47,6 +47,7 @@
 mod config;
 mod dcqcn;
 mod host;
+pub mod simai_conf;
 mod switch;
 
 pub use config::{CcMode, DcqcnParams, PacketConfig, PfcThreshold, Red};
@@ -59,8 +60,6 @@ use crate::error::{InputError, Result};
 use crate::network::flow::Wait;
 use crate::platform::{NodeKind, Platform};
 use dcqcn::Dcqcn;
-
-const NONE: u32 = u32::MAX;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -151,7 +150,6 @@ struct Qp {
     batch: u32,
     ver: u32,
     start: f64,
-    line: f64,
     /// Rate ceiling (the line rate, or less for a capped reader).
     max_rate: f64,
     rate: f64,
@@ -408,10 +406,12 @@ impl PacketSim {
         let line = route.first().map_or(f64::INFINITY, |&l| self.ports[l as usize].rate);
         let max_rate = line.min(ceil);
         let window = if self.cfg.window && !route.is_empty() {
-            // The path's bandwidth-delay product: line rate × (round trip + one packet per hop).
+            // The path's bandwidth-delay product: line rate × its base round trip (each hop's
+            // delay both ways, a full packet stored and forwarded out, an ACK back).
             let w = f64::from(self.cfg.transport.wire_bytes(self.cfg.payload_bytes));
+            let a = f64::from(self.cfg.transport.wire_bytes(0));
             let rtt: f64 =
-                route.iter().map(|&l| 2.0 * self.ports[l as usize].lat + w / self.ports[l as usize].rate).sum();
+                route.iter().map(|&l| 2.0 * self.ports[l as usize].lat + (w + a) / self.ports[l as usize].rate).sum();
             ((line * rtt).ceil() as u64).max(u64::from(self.cfg.payload_bytes))
         } else {
             u64::MAX
@@ -423,7 +423,6 @@ impl PacketSim {
             batch,
             ver: 0,
             start: now,
-            line,
             max_rate,
             rate: max_rate,
             snd_nxt: 0,

@@ -1,0 +1,109 @@
+"""The packet backend: how fast it moves packets, and how close it comes to SimAI's ns-3.
+
+Part 1 runs the cargo example `packet_permutation` (the packet model alone, no executor): on a
+k-ary fat-tree of k³/4 hosts every host sends BYTES to another host of a seeded permutation;
+it prints data packets, events, CPU seconds and peak RSS. Part 2 runs `clustersim.collective`
+with `backend="packet"` and `"flow"` on scenarios of tests/data/ns3 (their topology file, ring
+all-reduce, AS_SEND_LAT=3, NVLS and PXN off, as the reference runs were made) and sets busbw
+beside ns-3's (its EndToEnd time, rank 0, and its last flow end, from the README table).
+
+    python3 benchmarks/bench_packet.py [--k 32] [--bytes 2000000] [--scenarios spx16_ar_16m,...] [--write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import time
+from pathlib import Path
+
+from results import run_header, write_section
+
+ROOT = Path(__file__).resolve().parent.parent
+NS3 = ROOT / "tests" / "data" / "ns3"
+ENV = {"AS_SEND_LAT": "3", "AS_NVLS_ENABLE": "0", "AS_PXN_ENABLE": "0"}
+OPS = {"ar": "allreduce", "ag": "allgather", "rs": "reducescatter", "a2a": "alltoall"}
+
+
+def permutation(k: int, size: int, cc: str) -> dict[str, float]:
+    cmd = ["cargo", "run", "-q", "--release", "-p", "clustersim-engine", "--example", "packet_permutation"]
+    out = subprocess.run(
+        [*cmd, "--", str(k), str(size), cc], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def ns3_row(name: str) -> dict[str, str]:
+    """The README table's row of scenario `name`."""
+    text = (NS3 / "README.md").read_text(encoding="utf-8")
+    head = next(line for line in text.splitlines() if line.startswith("| scenario |"))
+    keys = [c.strip() for c in head.strip("|").split("|")]
+    for line in text.splitlines():
+        if line.startswith(f"| `{name}` |"):
+            return dict(zip(keys, (c.strip() for c in line.strip("|").split("|")), strict=True))
+    raise SystemExit(f"{name}: not in {NS3 / 'README.md'}")
+
+
+def scenario(name: str, backend: str) -> tuple[float, float]:
+    """(busbw GB/s, CPU s) of the scenario's collective on `backend`."""
+    from clustersim import api
+
+    folder = NS3 / name
+    topology = next(p for p in folder.iterdir() if re.match(r"(Spectrum-X|AlibabaHPN|DCN\+)", p.name))
+    size = re.search(r"_(\d+)m", name)
+    assert size is not None
+    op = OPS[name.split("_")[1]]
+    cpu = time.process_time()
+    size_b = int(size.group(1)) << 20
+    result = api.collective(
+        op, str(topology), minbytes=size_b, maxbytes=size_b, algo="ring", env=ENV, backend=backend
+    )
+    return float(next(result.rows())["busbw_GBps"]), time.process_time() - cpu
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--k", type=int, default=32, help="fat-tree ports (k³/4 hosts; default 32: 8192)")
+    ap.add_argument("--bytes", type=int, default=2_000_000, help="bytes per host (default 2 MB)")
+    ap.add_argument("--scenarios", default="spx16_ar_1m,spx16_ar_16m,spx32_ar_1m,spx32_ag_16m")
+    ap.add_argument("--write", action="store_true", help="record the result in benchmarks/RESULTS.md")
+    args = ap.parse_args()
+    lines = [
+        run_header(),
+        "",
+        "| fat-tree permutation | hosts | CC | data packets | events | CPU s | packets / CPU s"
+        " | peak RSS MB |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for cc in ("none", "dcqcn"):
+        r = permutation(args.k, args.bytes, cc)
+        lines.append(
+            f"| k = {args.k}, {args.bytes / 1e6:g} MB per host | {r['hosts']} | {cc} | {r['data_packets']} |"
+            f" {r['events']} | {r['cpu_s']:.1f} | {r['packets_per_cpu_s']:.3g} | {r['peak_rss_mb']:.0f} |"
+        )
+        print(lines[-1], flush=True)
+    lines += [
+        "",
+        "| ns-3 scenario | ns-3 busbw GB/s (rank 0) | packet busbw | packet − ns-3 | packet CPU s"
+        " | flow busbw | flow − ns-3 |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name in [s for s in args.scenarios.split(",") if s]:
+        ref = float(ns3_row(name)["busbw GB/s"])
+        packet, cpu = scenario(name, "packet")
+        flow, _ = scenario(name, "flow")
+        lines.append(
+            f"| `{name}` | {ref:.2f} | {packet:.2f} | {100 * (packet / ref - 1):+.1f} % | {cpu:.1f}"
+            f" | {flow:.2f} | {100 * (flow / ref - 1):+.1f} % |"
+        )
+        print(lines[-1], flush=True)
+    table = "\n".join(lines)
+    print(table)
+    if args.write:
+        write_section("packet", table)
+
+
+if __name__ == "__main__":
+    main()
