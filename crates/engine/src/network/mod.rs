@@ -15,7 +15,9 @@
 //!   whose GPU and NIC figures are moving to the catalog) are the model's inputs.
 //! - [`flow`]: the flow model: max-min fair flows on a platform's links (`mod.rs`, `solve.rs`,
 //!   `cycle.rs`) and the [`NetworkModel`] that plays collectives' schedules on them
-//!   (`network.rs`).
+//!   (`network.rs`), through the [`Transfers`] trait.
+//! - [`packet`]: the packet model (queue pairs, switch queues, PFC, ECN, DCQCN), a second
+//!   [`Transfers`] the same schedule player drives, and SimAI's `SimAI.conf` reader.
 //! - Not here: the algorithms, their α–β cost formulas, NCCL's tuner and what it reads off a
 //!   fabric (link rates, default channels) are the collectives' ([`crate::collective`],
 //!   `collective/tuner_links.rs`), used by both models; the nccl-tests sweep, which builds a

@@ -175,9 +175,12 @@ struct Qp {
     inc_ver: u32,
 }
 
+/// A batch's transfers: (route, bytes, rate ceiling).
+type BatchFlows = Rc<[(Rc<[u32]>, u64, f64)]>;
+
 struct Batch {
     tag: u64,
-    flows: Rc<[(Rc<[u32]>, u64, f64)]>,
+    flows: BatchFlows,
     runs_left: u32,
     undelivered: u32,
     wait: Wait,
@@ -355,8 +358,7 @@ impl PacketSim {
     /// the packets: a fixed wait, which already holds it, is shortened by the route's latency);
     /// `tag` is reported when the last run is delivered.
     pub fn add_batch(&mut self, now: f64, flows: Vec<(Rc<[u32]>, f64, f64)>, repeat: u32, tag: u64, wait: Wait) {
-        let flows: Rc<[(Rc<[u32]>, u64, f64)]> =
-            flows.into_iter().map(|(p, b, c)| (p, b.max(0.0).ceil() as u64, c)).collect();
+        let flows: BatchFlows = flows.into_iter().map(|(p, b, c)| (p, b.max(0.0).ceil() as u64, c)).collect();
         let b = match self.free_batches.pop() {
             Some(b) => b,
             None => {

@@ -63,8 +63,8 @@ fn rate(text: &str) -> Option<f64> {
 pub fn parse(path: &str, text: &str) -> Result<PacketConfig> {
     let mut cfg = PacketConfig::default();
     let mut seen: Vec<&str> = Vec::new();
-    let (mut kmin, mut kmax, mut pmax): (Option<Vec<(f64, f64)>>, Option<Vec<(f64, f64)>>, Option<Vec<(f64, f64)>>) =
-        (None, None, None);
+    type Map = Option<Vec<(f64, f64)>>;
+    let (mut kmin, mut kmax, mut pmax): (Map, Map, Map) = (None, None, None);
     for (i, line) in text.lines().enumerate() {
         let n = i + 1;
         let mut words = line.split_whitespace();

@@ -23,7 +23,7 @@ fn route(a: u32, b: u32) -> Rc<[u32]> {
 fn wire_of(bytes: u64, payload: u32) -> Vec<u64> {
     let p = u64::from(payload);
     let mut out = vec![u64::from(ROCE_V2.wire_bytes(payload)); (bytes / p) as usize];
-    if bytes % p > 0 {
+    if !bytes.is_multiple_of(p) {
         out.push(u64::from(ROCE_V2.wire_bytes((bytes % p) as u32)));
     }
     out
