@@ -4,8 +4,8 @@ Part 1 runs the cargo example `packet_permutation` (the packet model alone, no e
 k-ary fat-tree of k³/4 hosts every host sends BYTES to another host of a seeded permutation;
 it prints data packets, events, CPU seconds and peak RSS. Part 2 runs `clustersim.collective`
 with `backend="packet"` and `"flow"` on scenarios of tests/data/ns3 (their topology file, ring
-all-reduce, AS_SEND_LAT=3, NVLS and PXN off, as the reference runs were made) and sets busbw
-beside ns-3's (its EndToEnd time, rank 0, and its last flow end, from the README table).
+all-reduce or direct all-to-all, AS_SEND_LAT=3, NVLS and PXN off, as the reference runs were
+made) and sets busbw beside ns-3's (from its EndToEnd time, rank 0: the README table).
 
     python3 benchmarks/bench_packet.py [--k 32] [--bytes 2000000] [--scenarios spx16_ar_16m,...] [--write]
 """
@@ -25,6 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 NS3 = ROOT / "tests" / "data" / "ns3"
 ENV = {"AS_SEND_LAT": "3", "AS_NVLS_ENABLE": "0", "AS_PXN_ENABLE": "0"}
 OPS = {"ar": "allreduce", "ag": "allgather", "rs": "reducescatter", "a2a": "alltoall"}
+# SimAI's ns-3 runs (PXN off) use NCCL's ring, and direct sends for all-to-all.
+ALGO = {"alltoall": "direct"}
 
 
 def permutation(k: int, size: int, cc: str) -> dict[str, float]:
@@ -58,7 +60,13 @@ def scenario(name: str, backend: str) -> tuple[float, float]:
     cpu = time.process_time()
     size_b = int(size.group(1)) << 20
     result = api.collective(
-        op, str(topology), minbytes=size_b, maxbytes=size_b, algo="ring", env=ENV, backend=backend
+        op,
+        str(topology),
+        minbytes=size_b,
+        maxbytes=size_b,
+        algo=ALGO.get(op, "ring"),
+        env=ENV,
+        backend=backend,
     )
     return float(next(result.rows())["busbw_GBps"]), time.process_time() - cpu
 
@@ -67,7 +75,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--k", type=int, default=32, help="fat-tree ports (k³/4 hosts; default 32: 8192)")
     ap.add_argument("--bytes", type=int, default=2_000_000, help="bytes per host (default 2 MB)")
-    ap.add_argument("--scenarios", default="spx16_ar_1m,spx16_ar_16m,spx32_ar_1m,spx32_ag_16m")
+    ap.add_argument(
+        "--scenarios", default="spx16_ar_1m,spx16_ar_16m,spx32_ar_1m,spx32_ag_16m,spx16_a2a_16m,dcn32_a2a_16m"
+    )
     ap.add_argument("--write", action="store_true", help="record the result in benchmarks/RESULTS.md")
     args = ap.parse_args()
     lines = [
