@@ -80,35 +80,36 @@ def main() -> None:
     )
     ap.add_argument("--write", action="store_true", help="record the result in benchmarks/RESULTS.md")
     args = ap.parse_args()
-    lines = [
-        run_header(),
-        "",
-        "| fat-tree permutation | hosts | CC | data packets | events | CPU s | packets / CPU s"
-        " | peak RSS MB |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
+    perm = []
     for cc in ("none", "dcqcn"):
         r = permutation(args.k, args.bytes, cc)
-        lines.append(
-            f"| k = {args.k}, {args.bytes / 1e6:g} MB per host | {r['hosts']} | {cc} | {r['data_packets']} |"
-            f" {r['events']} | {r['cpu_s']:.1f} | {r['packets_per_cpu_s']:.3g} | {r['peak_rss_mb']:.0f} |"
+        perm.append(
+            f"CC {cc} {r['cpu_s']:.1f} CPU s = {r['packets_per_cpu_s']:.3g} data packets / CPU s"
+            f" ({r['data_packets']} packets, {r['events']} events, peak RSS {r['peak_rss_mb']:.0f} MB)"
         )
-        print(lines[-1], flush=True)
-    lines += [
-        "",
-        "| ns-3 scenario | ns-3 busbw GB/s (rank 0) | packet busbw | packet − ns-3 | packet CPU s"
-        " | flow busbw | flow − ns-3 |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for name in [s for s in args.scenarios.split(",") if s]:
+        print(perm[-1], flush=True)
+    first = (
+        f"{run_header()} Fat-tree k = {args.k} ({args.k**3 // 4} hosts), {args.bytes / 1e6:g} MB per host: "
+        + "; ".join(perm)
+        + "."
+    )
+    names = [s for s in args.scenarios.split(",") if s]
+    rows: dict[str, list[str]] = {
+        "ns-3 busbw GB/s (rank 0)": [],
+        "packet busbw (vs ns-3)": [],
+        "flow busbw (vs ns-3)": [],
+    }
+    for name in names:
         ref = float(ns3_row(name)["busbw GB/s"])
-        packet, cpu = scenario(name, "packet")
+        packet, _ = scenario(name, "packet")
         flow, _ = scenario(name, "flow")
-        lines.append(
-            f"| `{name}` | {ref:.2f} | {packet:.2f} | {100 * (packet / ref - 1):+.1f} % | {cpu:.1f}"
-            f" | {flow:.2f} | {100 * (flow / ref - 1):+.1f} % |"
-        )
-        print(lines[-1], flush=True)
+        rows["ns-3 busbw GB/s (rank 0)"].append(f"{ref:.2f}")
+        rows["packet busbw (vs ns-3)"].append(f"{packet:.2f} ({100 * (packet / ref - 1):+.1f} %)")
+        rows["flow busbw (vs ns-3)"].append(f"{flow:.2f} ({100 * (flow / ref - 1):+.1f} %)")
+        print(name, {k: v[-1] for k, v in rows.items()}, flush=True)
+    lines = [first, "", "| scenario | " + " | ".join(f"`{n}`" for n in names) + " |"]
+    lines.append("|---" * (len(names) + 1) + "|")
+    lines += [f"| {k} | " + " | ".join(v) + " |" for k, v in rows.items()]
     table = "\n".join(lines)
     print(table)
     if args.write:
