@@ -132,7 +132,8 @@ fn pfc_off_with_a_small_buffer_drops_and_goes_back_n() {
     let goodput = (s * u64::from(n)) as f64 / end;
     let bound = c * (s * u64::from(n)) as f64 / carried;
     assert!(goodput <= bound * (1.0 + 1e-9), "{goodput} vs {bound}");
-    assert!(goodput < c * ROCE_V2.efficiency() * 9000.0 / 9082.0 * 4096.0 / 4096.0);
+    // Below what the same flows get without loss: C × payload / wire bytes.
+    assert!(goodput < c * 9000.0 / 9082.0);
     eprintln!("go-back-N: goodput {goodput:.2} B/ns of {c} (bound {bound:.2}), {st:?}");
 }
 
