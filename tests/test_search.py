@@ -84,7 +84,7 @@ def test_counts_a_hand_checked_space():
     assert len(plans) == 333
 
 
-# Calculon's study (benchmarks/bench_search.py), as the search ranked it before its speed-up
+# Calculon's study (benchmarks/bench_search_bound.py), as the search ranked it before its speed-up
 # (re-pinned after the per-kernel compute model, commit 165df14, after Megatron-LM's overlap
 # defaults: without --overlap-grad-reduce ZeRO-3's 66 G-parameter reduce-scatter runs after the
 # backward, +6.4 s, and after the GEMM model's tile choice and the A100 re-fit on the runs as run

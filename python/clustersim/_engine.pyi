@@ -300,6 +300,7 @@ def collective_sweep(
     nsplit: int = 0,
     nreq: int = 2,
     switch_reduce_gbps: float | None = None,
+    backend: str = "flow",
 ) -> list[tuple[float, str, str]]:
     """(time ns, algorithm, protocol) of `collective` for each size, each on an idle network."""
 

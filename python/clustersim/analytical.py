@@ -153,6 +153,7 @@ def simulate(
     reduction: ReductionServers | str | None = None,
     switch_reduce_gbps: float | None = None,
     calibration: str | os.PathLike[str] | None = None,
+    backend: str = "flow",
 ) -> AnalyticalResult:
     """Simulate one training iteration of a SimAI workload file on the analytical backend.
 
@@ -170,6 +171,8 @@ def simulate(
     other collectives as `algorithm` says (clustersim.reduction_server).
     `calibration` (a file `clustersim calibrate` wrote) rescales the bandwidths by link class
     (`clustersim.calibration.calibrated_busbw`; with `topology`, the fabric's links).
+    With `topology`, `backend="packet"` moves the transfers as packets (docs/guides/packet.md)
+    instead of max-min fair flows.
     Raises `clustersim.InputError` with file, line and field on bad input.
     """
     if compat not in (None, SIMAI):
@@ -247,6 +250,7 @@ def simulate(
             routing=routing,
             reduction=reduction,
             switch_reduce_gbps=switch_reduce_gbps,
+            backend=backend,
         )
     raw = _engine.run_analytical(
         str(workload),

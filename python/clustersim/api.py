@@ -61,6 +61,7 @@ def run(
     progress: Progress | None = None,
     reduction: ReductionServers | str | None = None,
     switch_reduce_gbps: float | None = None,
+    backend: str = "flow",
     **options: Any,
 ) -> AnalyticalResult:
     """A SimAI workload on a fabric with the flow model (`clustersim run`): every collective
@@ -73,11 +74,14 @@ def run(
     `calibration` (a file `clustersim calibrate` wrote) rescales the fabric's link classes.
     `reduction` runs every all-reduce across servers on reduction servers
     (`clustersim.reduction_server`), as `--algo collnet_direct` / `collnet_chain` run it on the
-    fabric's switches (reducing `switch_reduce_gbps` each); the other collectives run as `algo` says."""
+    fabric's switches (reducing `switch_reduce_gbps` each); the other collectives run as `algo` says.
+    `backend`: "flow" (max-min fair flows, the default) or "packet" (docs/guides/packet.md)."""
     given = topology
     topology = _calibrated(topology, calibration)
     seeds = seed_range(seed, ecmp_seeds)
-    flow = dict(topology=topology, algorithm=algo, channels=channels, routes=routes, routing=routing)
+    flow = dict(
+        topology=topology, algorithm=algo, channels=channels, routes=routes, routing=routing, backend=backend
+    )
     flow |= dict(qps=qps_option(qps), reduction=reduction, switch_reduce_gbps=switch_reduce_gbps)
     results = []
     for k, s in enumerate(seeds):
@@ -301,6 +305,7 @@ def collective(
     progress: Progress | None = None,
     reduction: ReductionServers | str | None = None,
     switch_reduce_gbps: float | None = None,
+    backend: str = "flow",
 ) -> CollectiveResult:
     """nccl-tests on the flow model (`clustersim collective`): `op` (allreduce, allgather,
     reducescatter, alltoall, broadcast, reduce) over the first `gpus` GPUs (default all) of
@@ -310,7 +315,8 @@ def collective(
     `reduction` runs all-reduce on reduction servers (`clustersim.reduction_server`);
     `switch_reduce_gbps` is a switch's reduction throughput for collnet_direct / collnet_chain.
     `calibration` (a file `clustersim calibrate` wrote) rescales the fabric's link classes, and
-    each row's time t becomes a_c + t / e_c where the file fits `op` itself."""
+    each row's time t becomes a_c + t / e_c where the file fits `op` itself. `backend`: "flow"
+    (max-min fair flows, the default) or "packet" (docs/guides/packet.md)."""
     name = op.lower().replace("_", "")
     if name not in OPS:
         raise InputError(f"unknown collective '{op}' (valid: {', '.join(OPS)})")
@@ -320,7 +326,14 @@ def collective(
     seeds = seed_range(seed, ecmp_seeds)
     topo = load_topology(_calibrated(topology, calibration))
     options = dict(
-        algorithm=algo, protocol=proto, channels=channels, gpus=gpus, env=env, qps=qps, routing=routing
+        algorithm=algo,
+        protocol=proto,
+        channels=channels,
+        gpus=gpus,
+        env=env,
+        qps=qps,
+        routing=routing,
+        backend=backend,
     )
     if reduction is not None:
         options["reduction"] = reduction

@@ -156,6 +156,7 @@ def fabric_document(
     routing: str = "ecmp",
     reduction: ReductionServers | str | None = None,
     switch_reduce_gbps: float | None = None,
+    backend: str = "flow",
 ) -> dict[str, Any]:
     """The engine's "fabric" options, for the `Platform` given next to it (`load_topology`):
     where the topology came from (for messages), the algorithm ("auto": NCCL's tuner), channels
@@ -166,7 +167,8 @@ def fabric_document(
     (NCCL_IB_QPS_PER_CONNECTION, 0 = 1), each hashed on its own, and `routing` "ecmp" (per-flow
     hashing) or "spray" (per-packet spraying / adaptive routing, as Spectrum-X does);
     `reduction` (reduction servers) and `switch_reduce_gbps` (CollNet) take the all-reduces
-    across servers (clustersim.reduction_server.on_platform_options)."""
+    across servers (clustersim.reduction_server.on_platform_options); `backend` "flow" (max-min
+    fair flows) or "packet" (the packet model) moves the transfers."""
     doc = {
         "path": str(topology) if isinstance(topology, (str, os.PathLike)) else "topology",
         "algorithm": algorithm,
@@ -174,6 +176,7 @@ def fabric_document(
         "seed": seed,
         "qps": qps,
         "routing": routing,
+        "backend": backend,
     }
     if routes is not None:
         doc |= {"routes": read_text(routes, "routes file"), "routes_path": str(routes)}

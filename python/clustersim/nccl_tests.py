@@ -80,6 +80,7 @@ def sweep(
     progress: Callable[[float], None] | None = None,
     reduction: ReductionServers | str | None = None,
     switch_reduce_gbps: float | None = None,
+    backend: str = "flow",
 ) -> Table:
     """Run `op` once per S in `sizes_bytes` on the flow model; nccl-tests' columns as a Table.
     `topology` is the engine's Platform (passed to it as it is), a Topology view, a SimAI or
@@ -90,7 +91,8 @@ def sweep(
     `progress(fraction)` is called after each size (each size runs on its own idle network).
     `reduction` runs all-reduce on reduction servers of the platform (`clustersim.reduction_server`);
     `switch_reduce_gbps` is a switch's reduction throughput for collnet_direct / collnet_chain, whose
-    busbw takes nccl-tests' in-network factor (n−1)/(n+1) (doc/PERFORMANCE.md)."""
+    busbw takes nccl-tests' in-network factor (n−1)/(n+1) (doc/PERFORMANCE.md). `backend` is
+    "flow" (max-min fair flows) or "packet" (the packet model, SimAI.conf's shipped settings)."""
     if op not in OPS:
         raise InputError(f"unknown collective '{op}' (valid: {', '.join(OPS)})")
     topo = load_topology(topology)
@@ -100,7 +102,7 @@ def sweep(
         switches["algorithm"] = algorithm
     if protocol != "auto":
         switches["protocol"] = protocol
-    switches |= {"qps": qps_option(qps, env), "routing": routing}
+    switches |= {"qps": qps_option(qps, env), "routing": routing, "backend": backend}
     switches |= on_platform_options(reduction, switch_reduce_gbps)
     runs = []
     for i, size in enumerate(sizes_bytes):

@@ -7,16 +7,21 @@ use crate::error::Result;
 use crate::executor::{Execution, Executor};
 use crate::network::analytical::{Analytical, CollectiveCost};
 use crate::network::flow::network::{FlowNetwork, Tuning};
+use crate::network::packet::PacketConfig;
 use crate::platform::routing::Routes;
 use crate::platform::{Placement, Platform};
 use crate::workload::Workload;
 
-/// The flow backend: a fabric, and how collectives become transfers on it.
+/// The flow or packet backend: a fabric, how collectives become transfers on it, and what moves
+/// them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FlowConfig {
     pub topology: Platform,
     pub tuning: Tuning,
     pub routes: Routes,
+    /// Move the transfers as packets with this configuration (the packet backend) instead of as
+    /// max-min fair flows.
+    pub packet: Option<PacketConfig>,
 }
 
 impl FlowConfig {
@@ -24,7 +29,26 @@ impl FlowConfig {
     pub fn network(&self) -> Result<FlowNetwork> {
         let mut net = FlowNetwork::tuned(self.topology.clone(), &self.tuning, |s| s)?;
         net.set_routes(self.routes.clone());
+        if let Some(config) = &self.packet {
+            net.use_packets(config.clone())?;
+        }
         Ok(net)
+    }
+}
+
+/// What moves a fabric's transfers, by the name `--backend` (and the API's `backend=`) gives:
+/// "flow" (max-min fair flows, the default) is None, "packet" the packet model with SimAI 1.6's
+/// shipped `SimAI.conf` settings ([`PacketConfig::default`]). "analytical" prices collectives
+/// without a fabric and is a front end's own choice, not a fabric's.
+pub fn fabric_backend(name: &str) -> Result<Option<PacketConfig>> {
+    match name {
+        "flow" => Ok(None),
+        "packet" => Ok(Some(PacketConfig::default())),
+        other => Err(crate::error::InputError::field(
+            "command line",
+            "backend",
+            format!("a fabric runs on the flow or packet backend, got {other:?}"),
+        )),
     }
 }
 

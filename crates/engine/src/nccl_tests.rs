@@ -16,6 +16,7 @@
 //! chosen schedule's bytes on the links. Protocol efficiency (LL, LL128) is a choice criterion
 //! only: the flows carry payload at link rate.
 
+use crate::network::packet::PacketConfig;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -42,6 +43,8 @@ pub struct SweepOptions {
     pub seed: u64,
     /// Queue pairs per connection (NCCL_IB_QPS_PER_CONNECTION; 0 = 1).
     pub qps: u32,
+    /// Move the transfers as packets with this configuration (the packet backend); None: flows.
+    pub packet: Option<PacketConfig>,
 }
 
 /// One measured size.
@@ -78,6 +81,10 @@ pub fn sweep(topo: Platform, c: Collective, sizes: &[u64], opts: &SweepOptions) 
             Ok(s)
         })
     })?;
+    let mut net = net;
+    if let Some(config) = &opts.packet {
+        net.use_packets(config.clone())?;
+    }
     let w = sweep_workload(c, n, sizes);
     let run = simulate(&w, Backend::FlowNetwork(Box::new(net)), &mut |_| true)?.execution;
     let tl = &run.timelines[0];

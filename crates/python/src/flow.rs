@@ -53,7 +53,7 @@ pub fn flow_completion_times(
     topology, collective, sizes, algorithm = "auto", channels = 0, ranks = None, seed = 0,
     send_lat_us = None, nvls = false, pxn = false, nvlstree = false, protocol = "auto", qps = 0,
     routing = "ecmp", p2p_pxn = true, reduction_servers = None, reduce_gbps = None, chunk_bytes = None,
-    nsplit = 0, nreq = 2, switch_reduce_gbps = None
+    nsplit = 0, nreq = 2, switch_reduce_gbps = None, backend = "flow"
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn collective_sweep(
@@ -79,6 +79,7 @@ pub fn collective_sweep(
     nsplit: u32,
     nreq: u32,
     switch_reduce_gbps: Option<f64>,
+    backend: &str,
 ) -> PyResult<Vec<(f64, String, String)>> {
     let mut topo = topology.platform().map_err(engine_err)?;
     py.detach(|| {
@@ -109,7 +110,8 @@ pub fn collective_sweep(
         };
         choose.per_collective = vec![(c, forced)];
         topo.routing = Routing::parse(routing)?;
-        let opts = SweepOptions { choose, channels, ranks, seed, qps };
+        let packet = clustersim_engine::driver::fabric_backend(backend)?;
+        let opts = SweepOptions { choose, channels, ranks, seed, qps, packet };
         let points = nccl_tests::sweep(topo, c, &sizes, &opts)?;
         Ok(points.into_iter().map(|p| (p.ns, p.algorithm.name().to_string(), p.protocol.name().to_string())).collect())
     })

@@ -8,6 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from clustersim.cli.common import (
+    add_backend,
     add_ecmp_seeds,
     add_fabric,
     add_json,
@@ -49,6 +50,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-e", "--maxbytes", default="32M", help="largest size (default 32M)")
     p.add_argument("-f", "--stepfactor", type=int, default=2, help="size multiplier (default 2)")
     add_fabric(p, required=True, what="the fabric")
+    add_backend(p)
     p.add_argument("--proto", default="auto", help="auto (NCCL's choice per size) or LL, LL128, Simple")
     p.add_argument("-g", "--gpus", type=gpu_count, help="ranks: the first N GPUs (default all)")
     add_ecmp_seeds(p)
@@ -83,6 +85,7 @@ def main(args: argparse.Namespace) -> int:
         proto=args.proto,
         gpus=args.gpus,
         ecmp_seeds=args.ecmp_seeds,
+        backend=args.backend,
     )
     try:
         table = collective(args.op, progress=progress, **sweep, **fabric)

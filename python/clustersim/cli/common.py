@@ -171,6 +171,17 @@ def add_fabric(p: argparse.ArgumentParser, *, required: bool, what: str) -> None
     add_on_platform(p)
 
 
+def add_backend(p: argparse.ArgumentParser) -> None:
+    """--backend: what moves the fabric's transfers (for the commands that take it)."""
+    p.add_argument(
+        "--backend",
+        choices=["flow", "packet"],
+        default="flow",
+        help="flow: max-min fair flows (default); packet: RoCE packets with PFC, ECN and DCQCN at"
+        " SimAI.conf's shipped settings (docs/guides/packet.md; much slower)",
+    )
+
+
 def add_on_platform(p: argparse.ArgumentParser) -> None:
     """Reduction servers (Optcast) and in-network reduction (CollNet): they take the all-reduces
     across servers, every other collective runs as --algo says."""

@@ -6,6 +6,7 @@ import argparse
 
 from clustersim.cli.analytical import add_workload_options, output_prefix, report, simulate_options
 from clustersim.cli.common import (
+    add_backend,
     add_ecmp_seeds,
     add_fabric,
     add_routes,
@@ -31,6 +32,7 @@ DESCRIPTION = (
 def arguments(p: argparse.ArgumentParser) -> None:
     add_workload_options(p)
     add_fabric(p, required=True, what="the fabric")
+    add_backend(p)
     add_routes(p)
     add_ecmp_seeds(p)
     p.set_defaults(func=main)
@@ -47,6 +49,7 @@ def main(args: argparse.Namespace) -> int:
             routes=args.routes,
             ecmp_seeds=args.ecmp_seeds,
             progress=progress,
+            backend=args.backend,
             **fabric_options(args),
             **simulate_options(args, prefix),
         )

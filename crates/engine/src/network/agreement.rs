@@ -186,3 +186,27 @@ fn an_algorithm_defined_in_one_place_runs_on_both_backends() {
     let e = schedule(Collective::AllReduce, STAR, &GroupTopo::on_servers(&ranks, 8, false), 64, 1).unwrap_err();
     assert!(e.message.contains("star cannot run allreduce") && e.message.contains("gathers only"), "{e}");
 }
+
+/// The packet backend (congestion control, ECN and PFC off) and the flow backend on the same
+/// non-blocking fabric: a ring all-reduce through the same schedule player, the flow model's time
+/// scaled by the framing's wire bytes per payload byte, within 1 %.
+#[test]
+fn packet_and_flow_agree_on_a_non_blocking_fabric() {
+    use crate::catalog::transport::ROCE_V2;
+    use crate::network::packet::PacketConfig;
+    let (n, m, bytes) = (4, 1, 256u64 << 20);
+    let w = sweep_workload(Collective::AllReduce, n, &[bytes]);
+    let options = Options { algorithm: Some(Algorithm::RING), ..Options::default() };
+    let tuning = Tuning { options, ..Tuning::default() };
+    let run = |packets: bool| {
+        let mut net = FlowNetwork::tuned(fabric(n, m), &tuning, |s| s).unwrap();
+        if packets {
+            net.use_packets(PacketConfig::plain()).unwrap();
+        }
+        Executor::new(&w).unwrap().run(&mut net, &mut |_| true).unwrap().end_ns
+    };
+    let (f, p) = (run(false), run(true));
+    let framing = f64::from(ROCE_V2.wire_bytes(9000)) / 9000.0;
+    eprintln!("ring all-reduce {bytes} B on {n}: flow {f} ns, packet {p} ns, flow × framing {}", f * framing);
+    assert!((p - f * framing).abs() <= 0.01 * p, "flow {f} ns × {framing}, packet {p} ns");
+}

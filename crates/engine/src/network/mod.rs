@@ -15,7 +15,9 @@
 //!   whose GPU and NIC figures are moving to the catalog) are the model's inputs.
 //! - [`flow`]: the flow model: max-min fair flows on a platform's links (`mod.rs`, `solve.rs`,
 //!   `cycle.rs`) and the [`NetworkModel`] that plays collectives' schedules on them
-//!   (`network.rs`).
+//!   (`network.rs`), through the [`Transfers`] trait.
+//! - [`packet`]: the packet model (queue pairs, switch queues, PFC, ECN, DCQCN), a second
+//!   [`Transfers`] the same schedule player drives, and SimAI's `SimAI.conf` reader.
 //! - Not here: the algorithms, their α–β cost formulas, NCCL's tuner and what it reads off a
 //!   fabric (link rates, default channels) are the collectives' ([`crate::collective`],
 //!   `collective/tuner_links.rs`), used by both models; the nccl-tests sweep, which builds a
@@ -25,11 +27,16 @@
 
 pub mod analytical;
 pub mod flow;
+pub mod packet;
 
 #[cfg(test)]
 pub(crate) mod agreement;
 
+use std::rc::Rc;
+
 use crate::error::Result;
+use crate::network::flow::{FlowSim, Wait};
+use crate::network::packet::PacketSim;
 use crate::workload::{Collective, GroupId, Workload};
 
 /// One communication as issued by a rank class: a collective covers every instance of `group`
@@ -60,4 +67,56 @@ pub trait NetworkModel {
     /// Append the tokens of communications finished at or before `now_ns`, in finishing order;
     /// `now_ns` never precedes a time the model has already been advanced to.
     fn complete_until(&mut self, now_ns: f64, done: &mut Vec<u64>);
+}
+
+/// What moves a schedule's transfers over a platform's directed links, for the one schedule player
+/// ([`flow::network::FlowNetwork`]): batches of transfers (route as link ids, bytes, rate ceiling
+/// in bytes/ns, ∞ for none) that run `repeat` times back to back, each run's transfers waiting
+/// `wait` first; `tag` is reported when the last run is done. The flow model moves them as
+/// max-min fair fluids ([`FlowSim`]), the packet model as packets ([`PacketSim`]).
+pub trait Transfers {
+    fn add_batch(&mut self, now: f64, flows: Vec<(Rc<[u32]>, f64, f64)>, repeat: u32, tag: u64, wait: Wait);
+    /// Process the earliest pending instant; append (tag, time) of batches done then. None when
+    /// nothing is pending.
+    fn step(&mut self, finished: &mut Vec<(u64, f64)>) -> Option<f64>;
+    fn next_time(&self) -> Option<f64>;
+    /// Bytes carried so far by each directed link (the packet model counts wire bytes).
+    fn carried_bytes(&self) -> &[f64];
+    /// Max-min re-solves so far (0 for a model that does none).
+    fn solves(&self) -> u64 {
+        0
+    }
+}
+
+impl Transfers for FlowSim {
+    fn add_batch(&mut self, now: f64, flows: Vec<(Rc<[u32]>, f64, f64)>, repeat: u32, tag: u64, wait: Wait) {
+        self.add_batch_capped(now, flows, repeat, tag, wait);
+    }
+    fn step(&mut self, finished: &mut Vec<(u64, f64)>) -> Option<f64> {
+        FlowSim::step(self, finished)
+    }
+    fn next_time(&self) -> Option<f64> {
+        FlowSim::next_time(self)
+    }
+    fn carried_bytes(&self) -> &[f64] {
+        FlowSim::carried_bytes(self)
+    }
+    fn solves(&self) -> u64 {
+        FlowSim::solves(self)
+    }
+}
+
+impl Transfers for PacketSim {
+    fn add_batch(&mut self, now: f64, flows: Vec<(Rc<[u32]>, f64, f64)>, repeat: u32, tag: u64, wait: Wait) {
+        PacketSim::add_batch(self, now, flows, repeat, tag, wait);
+    }
+    fn step(&mut self, finished: &mut Vec<(u64, f64)>) -> Option<f64> {
+        PacketSim::step(self, finished)
+    }
+    fn next_time(&self) -> Option<f64> {
+        PacketSim::next_time(self)
+    }
+    fn carried_bytes(&self) -> &[f64] {
+        PacketSim::carried_bytes(self)
+    }
 }

@@ -124,6 +124,9 @@ pub struct Fabric {
     pub routes: Option<String>,
     #[serde(default)]
     pub routes_path: Option<String>,
+    /// "flow" (absent) or "packet": what moves the transfers ([`crate::driver::fabric_backend`]).
+    #[serde(default)]
+    pub backend: Option<String>,
     /// Reduction servers and reducing switches: the all-reduces across servers run on them,
     /// every other collective as `algorithm` says ([`on_platform::algorithm_options`]).
     #[serde(flatten)]
@@ -166,7 +169,8 @@ impl Fabric {
         };
         let tuning = self.tuning(&mut topology)?;
         crate::collective::coherent_ring::check_platform(&tuning.options, &topology, &self.path)?;
-        Ok(FlowConfig { topology, tuning, routes })
+        let packet = crate::driver::fabric_backend(self.backend.as_deref().unwrap_or("flow"))?;
+        Ok(FlowConfig { topology, tuning, routes, packet })
     }
 }
 

@@ -48,7 +48,8 @@ fn spine(t: &Platform, path: &[u32]) -> u32 {
 fn finish(net: &mut FlowNetwork, conns: &[(u32, u32, f64)]) -> Vec<f64> {
     for (i, &(a, b, bytes)) in conns.iter().enumerate() {
         let flows = connection(net, a, b, bytes);
-        net.sim.add_batch(0.0, flows, 1, i as u64);
+        let flows = flows.into_iter().map(|(p, b)| (p, b, f64::INFINITY)).collect();
+        net.sim.add_batch(0.0, flows, 1, i as u64, super::Wait::Path { extra_ns: 0.0 });
     }
     let mut done = vec![f64::NAN; conns.len()];
     let mut finished = Vec::new();

@@ -31,6 +31,8 @@ use crate::collective::nccl::{nvlink_gbps, p2p_latency_ns};
 use crate::collective::tuner_links::{default_channels, TunerLinks};
 use crate::collective::{group_channels, Algorithm, Endpoint, GroupTopo, Schedule};
 use crate::error::{InputError, Result};
+use crate::network::packet::{PacketConfig, PacketSim};
+use crate::network::Transfers;
 use crate::network::{Comm, NetworkModel};
 use crate::platform::routing::{link_between, Router, Routes};
 use crate::platform::window::read_ceiling;
@@ -179,7 +181,8 @@ pub struct FlowNetwork {
     topo: Platform,
     router: Router,
     user_routes: Routes,
-    sim: FlowSim,
+    /// What moves the phases' transfers: max-min fair flows, or packets.
+    sim: Box<dyn Transfers>,
     scheduler: Scheduler,
     nvls: bool,
     /// Queue pairs per connection, each its own ECMP hash.
@@ -216,7 +219,7 @@ impl FlowNetwork {
     /// `seed` drives ECMP; `nvls` tells schedules that NVSwitches reduce in-switch.
     pub fn new(topo: Platform, scheduler: Scheduler, seed: u64, nvls: bool) -> FlowNetwork {
         let router = Router::new(&topo, seed);
-        let sim = FlowSim::new(&topo);
+        let sim: Box<dyn Transfers> = Box::new(FlowSim::new(&topo));
         FlowNetwork {
             topo,
             router,
@@ -240,6 +243,13 @@ impl FlowNetwork {
             clock: 0.0,
             p2p_wait: [Wait::Path { extra_ns: 0.0 }; 2],
         }
+    }
+
+    /// Move the transfers as packets ([`crate::network::packet`]) with `config` instead of as
+    /// max-min fair flows; call before the first communication starts.
+    pub fn use_packets(&mut self, config: PacketConfig) -> Result<()> {
+        self.sim = Box::new(PacketSim::new(&self.topo, config)?);
+        Ok(())
     }
 
     /// Send every flow between the end nodes of a user route along it.
@@ -413,12 +423,9 @@ impl FlowNetwork {
                 (self.runs.len() - 1) as u32
             }
         };
-        if ceil.is_empty() {
-            self.sim.add_batch_waiting(now, flows.iter().map(|(p, b)| (p.clone(), *b)), *repeat, id as u64, *wait);
-        } else {
-            let capped = flows.iter().zip(ceil.iter()).map(|((p, b), &c)| (p.clone(), *b, c));
-            self.sim.add_batch_capped(now, capped, *repeat, id as u64, *wait);
-        }
+        let ceiling = |i: usize| ceil.get(i).copied().unwrap_or(f64::INFINITY);
+        let batch = flows.iter().enumerate().map(|(i, (p, b))| (p.clone(), *b, ceiling(i))).collect();
+        self.sim.add_batch(now, batch, *repeat, id as u64, *wait);
         self.runs[id as usize] = Some(InstanceRun { token, phases: phases.clone(), next: next + 1 });
     }
 

@@ -1,0 +1,634 @@
+//! The packet-level network model: RDMA queue pairs sending MTU packets through switch queues,
+//! with PFC, ECN and congestion control, one discrete event per packet per hop.
+//!
+//! *What moves.* A flow is one queue pair (QP) from its path's first node to its last, on a route
+//! of directed links chosen by the caller (the schedule player routes with the fabric's seeded
+//! ECMP hash, one hash per QP) and shared, never copied: a packet names its flow and its hop.
+//! A message of S bytes is cut into packets of at most P payload bytes (`PACKET_PAYLOAD_SIZE`);
+//! a packet of p payload bytes occupies p + h + g bytes of a link's time, h and g the transport's
+//! header and gap bytes ([`crate::catalog::transport`], one definition). A link of rate C and
+//! delay d forwards a packet of w wire bytes in w / C, and it reaches the far node d later; each
+//! switch stores and forwards whole packets. So a lone flow of n packets over H equal hops
+//! finishes at the receiver after
+//!   T = H·d + (H − 1)·w_1 / C + Σ_k w_k / C
+//! (the first packet's store-and-forward on the H − 1 later hops, then the line rate), and its
+//! goodput tends to C · P / (P + h + g).
+//!
+//! *Hosts* (`host.rs`): each link's sending port serves, in order, control packets (ACK, NACK,
+//! CNP: never paused), forwarded data packets, then its QPs in round robin; a QP is eligible
+//! when it has bytes to send, its window (if any) has room, and its pacing time has come: after a
+//! packet of w wire bytes its next may leave w / R later, R its current rate (the line rate
+//! without congestion control, DCQCN's R_C with it). The receiver acknowledges in-order packets
+//! (every `ack_interval`-th and the last) with the next byte it expects; a packet beyond that
+//! (one before it was dropped) draws one NACK, and the sender goes back to it (go-back-N); with
+//! PFC off a timeout without progress (`rto_ns`) does the same for a lost tail. A flow is
+//! *delivered* when its last byte reaches the receiver (what the next step of a collective waits
+//! for) and *finished* when the ACK of its last byte reaches the sender (SimAI's FCT).
+//!
+//! *Switches* (`switch.rs`): one output queue per link on a shared buffer per switch; a data
+//! packet that does not fit in the free buffer is dropped. ECN by RED on the egress queue as the
+//! packet arrives: marked with probability 0 below K_min bytes, p_max (q − K_min)/(K_max − K_min)
+//! between, 1 above K_max. PFC (IEEE 802.1Qbb) per ingress port: when the bytes held in the switch
+//! that came in through a link pass the threshold (static, or α × the free buffer), the switch
+//! sends PAUSE to that link's sender, which takes effect one link delay later, after the packet
+//! being sent (the bytes in flight meanwhile land in the headroom, which the buffer must hold);
+//! below the threshold less a hysteresis it sends RESUME.
+//!
+//! *Congestion control* (`dcqcn.rs`, one file per algorithm): the notification point (the
+//! receiver) sends a CNP for a CE-marked packet, at most one per `decrease_interval` per QP; the
+//! reaction point (the sender) runs DCQCN's rate cuts, α and increase stages. HPCC, TIMELY and
+//! DCTCP are further files with the same hooks (on ACK, on CNP, on timer); not written yet.
+//!
+//! *Speed* (htsim's lesson): events are small plain values in one binary heap (earliest first,
+//! ties in issue order, so equal inputs give equal runs); per link a few counters and two
+//! queues, per switch one counter, per live QP one record; nothing dense per switch, and QP slots
+//! are reused once no packet of theirs is left in flight.
+
+mod config;
+mod dcqcn;
+mod host;
+pub mod simai_conf;
+mod switch;
+
+pub use config::{CcMode, DcqcnParams, PacketConfig, PfcThreshold, Red};
+
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::rc::Rc;
+
+use crate::due::Due;
+use crate::error::{InputError, Result};
+use crate::network::flow::Wait;
+use crate::platform::{NodeKind, Platform};
+use dcqcn::Dcqcn;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Data,
+    Ack,
+    Nack,
+    Cnp,
+}
+
+/// One packet: data travels `route[hop]`, control packets the reverse route backwards.
+#[derive(Debug, Clone, Copy)]
+struct Packet {
+    /// Data: its first byte; ACK / NACK: the next byte the receiver expects.
+    seq: u64,
+    flow: u32,
+    payload: u32,
+    wire: u32,
+    hop: u16,
+    kind: Kind,
+    /// ECN congestion experienced.
+    ce: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Event {
+    /// A packet has crossed `link` and is at its far node.
+    Arrive {
+        link: u32,
+        packet: Packet,
+    },
+    /// `link`'s port has sent its packet.
+    PortFree(u32),
+    /// A paced QP on `link`'s port may send.
+    Wake(u32),
+    /// Flow `flow` has waited and starts sending.
+    Start(u32),
+    /// A flow of no bytes or no link is done (after its wait).
+    Empty(u32),
+    /// A PFC frame reaches `link`'s sender.
+    Pfc {
+        link: u32,
+        pause: bool,
+    },
+    Rto {
+        flow: u32,
+        ver: u32,
+    },
+    Alpha {
+        flow: u32,
+        ver: u32,
+    },
+    Increase {
+        flow: u32,
+        ver: u32,
+        inc: u32,
+    },
+}
+
+/// The sending side of one directed link, and what its far switch holds from it.
+struct Port {
+    src: u32,
+    dst: u32,
+    /// Bytes per ns.
+    rate: f64,
+    lat: f64,
+    ctrl: VecDeque<Packet>,
+    data: VecDeque<Packet>,
+    /// Wire bytes in `data`.
+    queued: u64,
+    busy: bool,
+    /// Data paused by the far end's PFC.
+    paused: bool,
+    /// QPs sourcing on this port, in round-robin order.
+    qps: VecDeque<u32>,
+    /// Time of the pending wake-up (∞: none).
+    wake: f64,
+    /// Bytes the far switch holds that came in through this link.
+    ingress: u64,
+    /// The far switch has paused this link.
+    pausing: bool,
+    red: Option<Red>,
+}
+
+/// One queue pair.
+struct Qp {
+    route: Rc<[u32]>,
+    size: u64,
+    batch: u32,
+    ver: u32,
+    start: f64,
+    /// Rate ceiling (the line rate, or less for a capped reader).
+    max_rate: f64,
+    rate: f64,
+    snd_nxt: u64,
+    snd_una: u64,
+    /// Highest byte ever sent (what is below it and sent again is a retransmission).
+    sent_max: u64,
+    next_send: f64,
+    window: u64,
+    last_progress: f64,
+    rto_armed: bool,
+    listed: bool,
+    rcv_nxt: u64,
+    nack_for: u64,
+    unacked: u32,
+    last_cnp: f64,
+    delivered: bool,
+    finished: bool,
+    /// Packets of this QP in flight or queued: the slot is reused only at 0.
+    live: u32,
+    dcqcn: Option<Dcqcn>,
+    alpha_on: bool,
+    inc_ver: u32,
+}
+
+/// A batch's transfers: (route, bytes, rate ceiling).
+type BatchFlows = Rc<[(Rc<[u32]>, u64, f64)]>;
+
+struct Batch {
+    tag: u64,
+    flows: BatchFlows,
+    runs_left: u32,
+    undelivered: u32,
+    wait: Wait,
+}
+
+/// Counts over the whole run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PacketStats {
+    /// Data packets put on a host's link (retransmissions included).
+    pub data_packets: u64,
+    /// Data packets sent again (go-back-N).
+    pub retransmitted: u64,
+    pub drops: u64,
+    /// PAUSE frames sent.
+    pub pauses: u64,
+    pub ecn_marks: u64,
+    pub cnps: u64,
+    pub timeouts: u64,
+    pub nacks: u64,
+    pub events: u64,
+}
+
+/// One finished QP (SimAI's FCT line): nodes, payload bytes, when it started sending, and how
+/// long until the ACK of its last byte came back, ns.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FlowRecord {
+    pub src: u32,
+    pub dst: u32,
+    pub bytes: u64,
+    pub start_ns: f64,
+    pub fct_ns: f64,
+}
+
+/// Packet-level simulation over a platform's directed links.
+pub struct PacketSim {
+    cfg: PacketConfig,
+    now: f64,
+    heap: BinaryHeap<Due<Event>>,
+    seq: u64,
+    ports: Vec<Port>,
+    /// The link back along each link (ACKs take it).
+    rev: Vec<u32>,
+    /// Bytes held per node (switches).
+    held: Vec<u64>,
+    qps: Vec<Qp>,
+    free_qps: Vec<u32>,
+    batches: Vec<Batch>,
+    free_batches: Vec<u32>,
+    carried: Vec<f64>,
+    rng: u64,
+    stats: PacketStats,
+    records: Vec<FlowRecord>,
+    keep_records: bool,
+    finished: Vec<(u64, f64)>,
+}
+
+impl PacketSim {
+    /// A packet simulation on `topo`'s links. Every link needs its reverse (acknowledgements
+    /// return on it), and memory and CXL devices are not modelled: both are one-line errors.
+    pub fn new(topo: &Platform, cfg: PacketConfig) -> Result<PacketSim> {
+        for (node, kind) in topo.kinds.iter().enumerate() {
+            if matches!(kind, NodeKind::Memory | NodeKind::CxlSwitch) {
+                return Err(InputError::new(
+                    "topology",
+                    format!(
+                        "node {} is a {}, which the packet backend does not model (use --backend flow)",
+                        topo.node_name(node as u32),
+                        kind.name()
+                    ),
+                ));
+            }
+        }
+        if cfg.payload_bytes == 0 {
+            return Err(InputError::field("packet config", "PACKET_PAYLOAD_SIZE", "must be at least 1 byte"));
+        }
+        let index: HashMap<(u32, u32), u32> =
+            topo.links.iter().enumerate().map(|(i, l)| ((l.src, l.dst), i as u32)).collect();
+        let mut rev = Vec::with_capacity(topo.links.len());
+        let mut ports = Vec::with_capacity(topo.links.len());
+        for l in &topo.links {
+            let Some(&back) = index.get(&(l.dst, l.src)) else {
+                return Err(InputError::new(
+                    "topology",
+                    format!(
+                        "link {} -> {} has no link back, which the packet backend needs for acknowledgements",
+                        topo.node_name(l.src),
+                        topo.node_name(l.dst)
+                    ),
+                ));
+            };
+            if !(l.bandwidth > 0.0 && l.bandwidth.is_finite()) {
+                return Err(InputError::new(
+                    "topology",
+                    format!(
+                        "link {} -> {} has bandwidth {}; the packet backend needs a positive finite rate",
+                        topo.node_name(l.src),
+                        topo.node_name(l.dst),
+                        l.bandwidth
+                    ),
+                ));
+            }
+            rev.push(back);
+            ports.push(Port {
+                src: l.src,
+                dst: l.dst,
+                rate: l.bandwidth,
+                lat: l.latency_ns,
+                ctrl: VecDeque::new(),
+                data: VecDeque::new(),
+                queued: 0,
+                busy: false,
+                paused: false,
+                qps: VecDeque::new(),
+                wake: f64::INFINITY,
+                ingress: 0,
+                pausing: false,
+                red: if cfg.ecn { cfg.red_for(l.bandwidth) } else { None },
+            });
+        }
+        let rng = cfg.seed ^ 0x9E37_79B9_7F4A_7C15;
+        Ok(PacketSim {
+            cfg,
+            now: 0.0,
+            heap: BinaryHeap::new(),
+            seq: 0,
+            carried: vec![0.0; ports.len()],
+            ports,
+            rev,
+            held: vec![0; topo.node_count() as usize],
+            qps: Vec::new(),
+            free_qps: Vec::new(),
+            batches: Vec::new(),
+            free_batches: Vec::new(),
+            rng,
+            stats: PacketStats::default(),
+            records: Vec::new(),
+            keep_records: true,
+            finished: Vec::new(),
+        })
+    }
+
+    pub fn config(&self) -> &PacketConfig {
+        &self.cfg
+    }
+
+    pub fn stats(&self) -> PacketStats {
+        self.stats
+    }
+
+    /// Finished QPs so far, in finishing order.
+    pub fn records(&self) -> &[FlowRecord] {
+        &self.records
+    }
+
+    /// Keep a [`FlowRecord`] per finished QP (default) or not (a long run's memory).
+    pub fn set_keep_records(&mut self, on: bool) {
+        self.keep_records = on;
+    }
+
+    /// Wire bytes carried so far by each directed link.
+    pub fn carried_bytes(&self) -> &[f64] {
+        &self.carried
+    }
+
+    /// The time of the next event, None when nothing is pending.
+    pub fn next_time(&self) -> Option<f64> {
+        if !self.finished.is_empty() {
+            return Some(self.now);
+        }
+        self.heap.peek().map(|e| e.time)
+    }
+
+    /// A batch of flows (route, bytes, rate ceiling in bytes/ns) that runs `repeat` times back to
+    /// back, each run's flows waiting `wait` and then sending (the route's propagation is paid by
+    /// the packets: a fixed wait, which already holds it, is shortened by the route's latency);
+    /// `tag` is reported when the last run is delivered.
+    pub fn add_batch(&mut self, now: f64, flows: Vec<(Rc<[u32]>, f64, f64)>, repeat: u32, tag: u64, wait: Wait) {
+        let flows: BatchFlows = flows.into_iter().map(|(p, b, c)| (p, b.max(0.0).ceil() as u64, c)).collect();
+        let b = match self.free_batches.pop() {
+            Some(b) => b,
+            None => {
+                self.batches.push(Batch { tag: 0, flows: Rc::from([]), runs_left: 0, undelivered: 0, wait });
+                (self.batches.len() - 1) as u32
+            }
+        };
+        self.batches[b as usize] = Batch { tag, flows, runs_left: repeat, undelivered: 0, wait };
+        self.now = self.now.max(now);
+        if repeat == 0 {
+            self.finished.push((tag, now));
+            self.free_batches.push(b);
+            return;
+        }
+        self.launch_run(b, now);
+    }
+
+    /// Start one run of batch `b` at `now`.
+    fn launch_run(&mut self, b: u32, now: f64) {
+        let flows = self.batches[b as usize].flows.clone();
+        let wait = self.batches[b as usize].wait;
+        self.batches[b as usize].undelivered = flows.len() as u32;
+        if flows.is_empty() {
+            self.run_delivered(b, now);
+            return;
+        }
+        for (route, bytes, ceil) in flows.iter() {
+            let lat: f64 = route.iter().map(|&l| self.ports[l as usize].lat).sum();
+            let f = self.new_qp(route.clone(), *bytes, *ceil, b, now);
+            if *bytes == 0 || route.is_empty() {
+                let at = match wait {
+                    Wait::Path { extra_ns } => now + extra_ns + lat,
+                    Wait::Fixed(ns) => now + ns,
+                };
+                self.push(at, Event::Empty(f));
+            } else {
+                let at = match wait {
+                    Wait::Path { extra_ns } => now + extra_ns,
+                    Wait::Fixed(ns) => now + (ns - lat).max(0.0),
+                };
+                self.push(at, Event::Start(f));
+            }
+        }
+    }
+
+    fn new_qp(&mut self, route: Rc<[u32]>, size: u64, ceil: f64, batch: u32, now: f64) -> u32 {
+        let line = route.first().map_or(f64::INFINITY, |&l| self.ports[l as usize].rate);
+        let max_rate = line.min(ceil);
+        let window = if self.cfg.window && !route.is_empty() {
+            // The path's bandwidth-delay product: line rate × its base round trip (each hop's
+            // delay both ways, a full packet stored and forwarded out, an ACK back).
+            let w = f64::from(self.cfg.transport.wire_bytes(self.cfg.payload_bytes));
+            let a = f64::from(self.cfg.transport.wire_bytes(0));
+            let rtt: f64 =
+                route.iter().map(|&l| 2.0 * self.ports[l as usize].lat + (w + a) / self.ports[l as usize].rate).sum();
+            ((line * rtt).ceil() as u64).max(u64::from(self.cfg.payload_bytes))
+        } else {
+            u64::MAX
+        };
+        let dcqcn = (self.cfg.cc == CcMode::Dcqcn).then(|| Dcqcn::new(max_rate));
+        let qp = Qp {
+            route,
+            size,
+            batch,
+            ver: 0,
+            start: now,
+            max_rate,
+            rate: max_rate,
+            snd_nxt: 0,
+            snd_una: 0,
+            sent_max: 0,
+            next_send: 0.0,
+            window,
+            last_progress: now,
+            rto_armed: false,
+            listed: false,
+            rcv_nxt: 0,
+            nack_for: u64::MAX,
+            unacked: 0,
+            last_cnp: f64::NEG_INFINITY,
+            delivered: false,
+            finished: false,
+            live: 0,
+            dcqcn,
+            alpha_on: false,
+            inc_ver: 0,
+        };
+        match self.free_qps.pop() {
+            Some(f) => {
+                let ver = self.qps[f as usize].ver.wrapping_add(1);
+                self.qps[f as usize] = Qp { ver, ..qp };
+                f
+            }
+            None => {
+                self.qps.push(qp);
+                (self.qps.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Flow `f` has all its bytes at the receiver.
+    fn delivered(&mut self, f: u32) {
+        let q = &mut self.qps[f as usize];
+        if q.delivered {
+            return;
+        }
+        q.delivered = true;
+        let b = q.batch;
+        let bt = &mut self.batches[b as usize];
+        bt.undelivered -= 1;
+        if bt.undelivered == 0 {
+            self.run_delivered(b, self.now);
+        }
+    }
+
+    fn run_delivered(&mut self, b: u32, now: f64) {
+        let bt = &mut self.batches[b as usize];
+        bt.runs_left -= 1;
+        if bt.runs_left == 0 {
+            self.finished.push((bt.tag, now));
+            bt.flows = Rc::from([]);
+            self.free_batches.push(b);
+        } else {
+            self.launch_run(b, now);
+        }
+    }
+
+    /// Reuse QP `f`'s slot once it is finished and nothing of it is in flight.
+    fn maybe_free(&mut self, f: u32) {
+        let q = &mut self.qps[f as usize];
+        if q.finished && q.delivered && q.live == 0 && !q.listed {
+            q.ver = q.ver.wrapping_add(1);
+            q.route = Rc::from([]);
+            q.finished = false;
+            q.delivered = false;
+            self.free_qps.push(f);
+        }
+    }
+
+    fn push(&mut self, time: f64, item: Event) {
+        self.seq += 1;
+        self.heap.push(Due { time, seq: self.seq, item });
+    }
+
+    /// A uniform draw in [0, 1) (splitmix64).
+    fn uniform(&mut self) -> f64 {
+        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        (z >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Process every event at the earliest pending time; append the tags of batches whose last
+    /// run was delivered then. Returns that time, None when nothing is pending.
+    pub fn step(&mut self, finished: &mut Vec<(u64, f64)>) -> Option<f64> {
+        if !self.finished.is_empty() {
+            // Batches done when they were added (no runs, no flows): report them now.
+            finished.append(&mut self.finished);
+            return Some(self.now);
+        }
+        let t = self.heap.peek()?.time;
+        self.now = t;
+        while self.heap.peek().is_some_and(|e| e.time <= t) {
+            let e = self.heap.pop().expect("peeked").item;
+            self.stats.events += 1;
+            self.handle(e);
+        }
+        finished.append(&mut self.finished);
+        Some(t)
+    }
+
+    /// Run until nothing is pending; the tags of finished batches with their times.
+    pub fn run_to_end(&mut self) -> Vec<(u64, f64)> {
+        let mut out = Vec::new();
+        while self.step(&mut out).is_some() {}
+        out
+    }
+
+    fn handle(&mut self, e: Event) {
+        match e {
+            Event::Arrive { link, packet } => self.arrive(link, packet),
+            Event::PortFree(l) => {
+                self.ports[l as usize].busy = false;
+                self.try_send(l);
+            }
+            Event::Wake(l) => {
+                if self.ports[l as usize].wake <= self.now {
+                    self.ports[l as usize].wake = f64::INFINITY;
+                    self.try_send(l);
+                }
+            }
+            Event::Start(f) => self.start_qp(f),
+            Event::Empty(f) => {
+                let q = &mut self.qps[f as usize];
+                q.finished = true;
+                self.delivered(f);
+                self.maybe_free(f);
+            }
+            Event::Pfc { link, pause } => {
+                self.ports[link as usize].paused = pause;
+                if !pause {
+                    self.try_send(link);
+                }
+            }
+            Event::Rto { flow, ver } => self.on_rto(flow, ver),
+            Event::Alpha { flow, ver } => self.on_alpha(flow, ver),
+            Event::Increase { flow, ver, inc } => self.on_increase(flow, ver, inc),
+        }
+    }
+
+    /// Send the next packet on link `l` if its port is idle: control first, then (unless paused)
+    /// forwarded data, then the port's own QPs.
+    fn try_send(&mut self, l: u32) {
+        let port = &mut self.ports[l as usize];
+        if port.busy {
+            return;
+        }
+        if let Some(p) = port.ctrl.pop_front() {
+            self.transmit(l, p);
+            return;
+        }
+        if port.paused {
+            return;
+        }
+        if let Some(p) = port.data.pop_front() {
+            port.queued -= u64::from(p.wire);
+            self.dequeued(l, p);
+            self.transmit(l, p);
+            return;
+        }
+        if !port.qps.is_empty() {
+            self.send_from_qps(l);
+        }
+    }
+
+    fn transmit(&mut self, l: u32, p: Packet) {
+        let port = &mut self.ports[l as usize];
+        port.busy = true;
+        let ser = f64::from(p.wire) / port.rate;
+        let lat = port.lat;
+        self.carried[l as usize] += f64::from(p.wire);
+        let now = self.now;
+        self.push(now + ser, Event::PortFree(l));
+        self.push(now + ser + lat, Event::Arrive { link: l, packet: p });
+    }
+
+    fn arrive(&mut self, l: u32, mut p: Packet) {
+        let f = p.flow as usize;
+        let n = self.qps[f].route.len();
+        let h = p.hop as usize;
+        if p.kind == Kind::Data {
+            if h + 1 == n {
+                self.receive(p);
+            } else {
+                let next = self.qps[f].route[h + 1];
+                p.hop += 1;
+                self.forward(l, next, p);
+            }
+        } else if h + 1 == n {
+            self.sender_receive(p);
+        } else {
+            let next = self.rev[self.qps[f].route[n - 2 - h] as usize];
+            p.hop += 1;
+            self.ports[next as usize].ctrl.push_back(p);
+            self.try_send(next);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

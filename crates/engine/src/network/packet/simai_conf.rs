@@ -1,0 +1,260 @@
+//! SimAI's ns-3 configuration file (`SimAI.conf`, formats.md §6) read into a [`PacketConfig`].
+//!
+//! One `KEY value…` per line; blank lines are skipped. The keys are those of SimAI 1.6's shipped
+//! file (the set in `tests/data/ns3/*/SimAI.conf`); an unknown key, a bad value, a repeated key, or
+//! a setting the packet model does not simulate yet (HPCC, TIMELY, DCTCP, links going down, a
+//! lossy link) is a one-line error naming the file, line and key. Keys absent from the file keep
+//! SimAI's shipped values ([`PacketConfig::default`]). Output paths and monitor intervals are
+//! accepted and not used (the packet backend writes no ns-3 trace files). Units as SimAI reads
+//! them: rates with a unit (`50Mb/s`), `BUFFER_SIZE` in MB, DCQCN timers in µs, the RED maps as a
+//! count then (rate in bit/s, value) pairs, thresholds in kilobytes of 1000 bytes.
+
+use super::config::{CcMode, PacketConfig, PfcThreshold, Red};
+use crate::error::{InputError, Result};
+
+/// Keys read and not used by this model (paths, monitors, trace switches, HPCC's constants).
+const ACCEPTED: &[&str] = &[
+    "FLOW_FILE",
+    "TRACE_FILE",
+    "TRACE_OUTPUT_FILE",
+    "FCT_OUTPUT_FILE",
+    "PFC_OUTPUT_FILE",
+    "SIMULATOR_STOP_TIME",
+    "DCTCP_RATE_AI",
+    "L2_CHUNK_SIZE",
+    "L2_BACK_TO_ZERO",
+    "GLOBAL_T",
+    "VAR_WIN",
+    "FAST_REACT",
+    "U_TARGET",
+    "MI_THRESH",
+    "INT_MULTI",
+    "MULTI_RATE",
+    "SAMPLE_FEEDBACK",
+    "PINT_LOG_BASE",
+    "PINT_PROB",
+    "RATE_BOUND",
+    "ACK_HIGH_PRIO",
+    "ENABLE_TRACE",
+    "QLEN_MON_FILE",
+    "BW_MON_FILE",
+    "RATE_MON_FILE",
+    "CNP_MON_FILE",
+    "MON_START",
+    "MON_END",
+    "QP_MON_INTERVAL",
+    "QLEN_MON_INTERVAL",
+    "BW_MON_INTERVAL",
+    "CLAMP_TARGET_RATE",
+];
+
+/// A rate with its unit (`100Mb/s`, `1Gb/s`, `400Gbps`, bare bit/s) in bytes/ns.
+fn rate(text: &str) -> Option<f64> {
+    let t = text.trim();
+    let (num, scale) = [("Gb/s", 1e9), ("Mb/s", 1e6), ("Kb/s", 1e3), ("b/s", 1.0), ("Gbps", 1e9), ("Mbps", 1e6)]
+        .iter()
+        .find_map(|&(u, s)| t.strip_suffix(u).map(|n| (n, s)))
+        .unwrap_or((t, 1.0));
+    let v: f64 = num.parse().ok()?;
+    (v.is_finite() && v > 0.0).then_some(v * scale / 8e9)
+}
+
+/// Read `text` (the file `path`) over SimAI's shipped settings.
+pub fn parse(path: &str, text: &str) -> Result<PacketConfig> {
+    let mut cfg = PacketConfig::default();
+    let mut seen: Vec<&str> = Vec::new();
+    type Map = Option<Vec<(f64, f64)>>;
+    let (mut kmin, mut kmax, mut pmax): (Map, Map, Map) = (None, None, None);
+    for (i, line) in text.lines().enumerate() {
+        let n = i + 1;
+        let mut words = line.split_whitespace();
+        let Some(key) = words.next() else { continue };
+        let values: Vec<&str> = words.collect();
+        let bad = |why: String| InputError::at(path, n, key, why);
+        if seen.contains(&key) {
+            return Err(bad("given twice".into()));
+        }
+        seen.push(key);
+        let one = || -> Result<&str> {
+            match values.as_slice() {
+                [v] => Ok(v),
+                _ => Err(bad(format!("expected one value, got {}", values.len()))),
+            }
+        };
+        let number = |lo: f64, hi: f64| -> Result<f64> {
+            let v = one()?;
+            match v.parse::<f64>() {
+                Ok(x) if x.is_finite() && (lo..=hi).contains(&x) => Ok(x),
+                _ => Err(bad(format!("expected a number from {lo} to {hi}, got {v:?}"))),
+            }
+        };
+        let flag = || -> Result<bool> {
+            match one()? {
+                "0" => Ok(false),
+                "1" => Ok(true),
+                v => Err(bad(format!("expected 0 or 1, got {v:?}"))),
+            }
+        };
+        let a_rate = || -> Result<f64> {
+            let v = one()?;
+            rate(v).ok_or_else(|| bad(format!("expected a positive rate such as 100Mb/s, got {v:?}")))
+        };
+        let map = || -> Result<Vec<(f64, f64)>> {
+            let count: usize = values
+                .first()
+                .and_then(|c| c.parse().ok())
+                .ok_or_else(|| bad("expected a count, then that many (rate in bit/s, value) pairs".into()))?;
+            if values.len() != 1 + 2 * count || count == 0 {
+                return Err(bad(format!(
+                    "count {count} needs {} numbers after it, got {}",
+                    2 * count,
+                    values.len() - 1
+                )));
+            }
+            let mut out = Vec::with_capacity(count);
+            for pair in values[1..].chunks(2) {
+                let r: f64 = pair[0]
+                    .parse()
+                    .ok()
+                    .filter(|r: &f64| r.is_finite() && *r > 0.0)
+                    .ok_or_else(|| bad(format!("rate {:?} is not a positive number of bit/s", pair[0])))?;
+                let v: f64 = pair[1]
+                    .parse()
+                    .ok()
+                    .filter(|v: &f64| v.is_finite() && *v >= 0.0)
+                    .ok_or_else(|| bad(format!("value {:?} is not a non-negative number", pair[1])))?;
+                out.push((r / 8e9, v));
+            }
+            out.sort_by(|a, b| a.0.total_cmp(&b.0));
+            Ok(out)
+        };
+        match key {
+            "ENABLE_QCN" => cfg.ecn = flag()?,
+            "USE_DYNAMIC_PFC_THRESHOLD" => {
+                if !flag()? {
+                    return Err(bad(
+                        "static PFC thresholds from SimAI.conf are not read yet (SimAI's own default is dynamic, 1)"
+                            .into(),
+                    ));
+                }
+            }
+            "PACKET_PAYLOAD_SIZE" => cfg.payload_bytes = number(1.0, 65_000.0)? as u32,
+            "CC_MODE" => {
+                cfg.cc = match one()? {
+                    "1" => CcMode::Dcqcn,
+                    "0" => CcMode::None,
+                    v @ ("3" | "7" | "8" | "10") => {
+                        return Err(bad(format!(
+                            "{v} (HPCC, TIMELY, DCTCP or HPCC-PINT) is not simulated yet; 1 (DCQCN) is"
+                        )))
+                    }
+                    v => return Err(bad(format!("expected 1 (DCQCN), 3, 7, 8 or 10, got {v:?}"))),
+                }
+            }
+            "ALPHA_RESUME_INTERVAL" => cfg.dcqcn.alpha_interval_ns = number(1e-3, 1e9)? * 1e3,
+            "RATE_DECREASE_INTERVAL" => cfg.dcqcn.decrease_interval_ns = number(0.0, 1e9)? * 1e3,
+            "RP_TIMER" => cfg.dcqcn.timer_ns = number(1e-3, 1e9)? * 1e3,
+            "EWMA_GAIN" => cfg.dcqcn.gain = number(0.0, 1.0)?,
+            "FAST_RECOVERY_TIMES" => cfg.dcqcn.fast_recovery = number(0.0, 1e6)? as u32,
+            "RATE_AI" => cfg.dcqcn.rate_ai = a_rate()?,
+            "RATE_HAI" => cfg.dcqcn.rate_hai = a_rate()?,
+            "MIN_RATE" => cfg.dcqcn.min_rate = a_rate()?,
+            "ERROR_RATE_PER_LINK" => {
+                if number(0.0, 1.0)? != 0.0 {
+                    return Err(bad("lossy links are not simulated yet; 0 is".into()));
+                }
+            }
+            "L2_ACK_INTERVAL" => cfg.ack_interval = number(1.0, 1e6)? as u32,
+            "HAS_WIN" => cfg.window = flag()?,
+            "LINK_DOWN" => {
+                if values.as_slice() != ["0", "0", "0"] {
+                    return Err(bad("links going down are not simulated yet; 0 0 0 is".into()));
+                }
+            }
+            "KMIN_MAP" => kmin = Some(map()?),
+            "KMAX_MAP" => kmax = Some(map()?),
+            "PMAX_MAP" => pmax = Some(map()?),
+            "BUFFER_SIZE" => cfg.buffer_bytes = (number(1e-3, 1e6)? * 1e6) as u64,
+            k if ACCEPTED.contains(&k) => {}
+            _ => return Err(bad("unknown key (SimAI 1.6's SimAI.conf has no such key)".into())),
+        }
+    }
+    if kmin.is_some() || kmax.is_some() || pmax.is_some() {
+        let keep = |m: Option<Vec<(f64, f64)>>, get: fn(&Red) -> f64| {
+            m.unwrap_or_else(|| cfg.red.iter().map(|(r, red)| (*r, get(red))).collect())
+        };
+        let (kmin, kmax, pmax) =
+            (keep(kmin, |r| r.kmin as f64 / 1e3), keep(kmax, |r| r.kmax as f64 / 1e3), keep(pmax, |r| r.pmax));
+        let rates: Vec<f64> = kmin.iter().map(|x| x.0).collect();
+        if kmax.iter().map(|x| x.0).collect::<Vec<_>>() != rates
+            || pmax.iter().map(|x| x.0).collect::<Vec<_>>() != rates
+        {
+            return Err(InputError::field(
+                path,
+                "KMIN_MAP",
+                "KMIN_MAP, KMAX_MAP and PMAX_MAP must list the same rates",
+            ));
+        }
+        cfg.red = (0..rates.len())
+            .map(|i| {
+                let red =
+                    Red { kmin: (kmin[i].1 * 1e3) as u64, kmax: (kmax[i].1 * 1e3) as u64, pmax: pmax[i].1.min(1.0) };
+                (rates[i], red)
+            })
+            .collect();
+        if let Some((_, r)) = cfg.red.iter().find(|(_, r)| r.kmax <= r.kmin) {
+            return Err(InputError::field(
+                path,
+                "KMAX_MAP",
+                format!("KMAX {} KB must exceed KMIN {} KB", r.kmax / 1000, r.kmin / 1000),
+            ));
+        }
+    }
+    if let PfcThreshold::Dynamic { alpha, .. } = cfg.pfc_threshold {
+        cfg.pfc_threshold =
+            PfcThreshold::Dynamic { alpha, hysteresis: 2 * u64::from(cfg.transport.wire_bytes(cfg.payload_bytes)) };
+    }
+    Ok(cfg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shipped_file_gives_the_defaults() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/data/ns3/spx16_ar_16m/SimAI.conf"
+        ))
+        .unwrap();
+        let cfg = parse("SimAI.conf", &text).unwrap();
+        assert_eq!(cfg, PacketConfig::default());
+    }
+
+    #[test]
+    fn bad_lines_are_one_line_errors_naming_the_line() {
+        for (text, want) in [
+            ("ENABLE_QCN 1\nKMIN 3\n", "SimAI.conf:2: KMIN: unknown key"),
+            ("RATE_AI 50Mbit\n", "SimAI.conf:1: RATE_AI: expected a positive rate"),
+            ("CC_MODE 3\n", "SimAI.conf:1: CC_MODE: 3 (HPCC"),
+            ("EWMA_GAIN 2\n", "SimAI.conf:1: EWMA_GAIN: expected a number from 0 to 1"),
+            ("\nBUFFER_SIZE 32\nBUFFER_SIZE 16\n", "SimAI.conf:3: BUFFER_SIZE: given twice"),
+            ("KMIN_MAP 2 1 2\n", "SimAI.conf:1: KMIN_MAP: count 2 needs 4 numbers"),
+        ] {
+            let e = parse("SimAI.conf", text).unwrap_err().to_string();
+            assert!(e.starts_with(want), "{e} (wanted {want})");
+            assert!(!e.contains('\n'));
+        }
+    }
+
+    #[test]
+    fn values_land_in_their_units() {
+        let cfg =
+            parse("c", "RATE_AI 8Gb/s\nRP_TIMER 55\nBUFFER_SIZE 4\nCC_MODE 0\nPACKET_PAYLOAD_SIZE 1000\n").unwrap();
+        assert_eq!(
+            (cfg.dcqcn.rate_ai, cfg.dcqcn.timer_ns, cfg.buffer_bytes, cfg.cc, cfg.payload_bytes),
+            (1.0, 55e3, 4_000_000, CcMode::None, 1000)
+        );
+    }
+}

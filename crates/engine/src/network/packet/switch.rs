@@ -1,0 +1,70 @@
+//! Switches: output queues on a shared buffer, drops when it is full, ECN by RED on the egress
+//! queue, PFC pause / resume per ingress port (IEEE 802.1Qbb). See the module doc of `packet`.
+
+use super::{Event, Packet, PacketSim, PfcThreshold};
+
+impl PacketSim {
+    /// Data packet `p` came in on link `from` and leaves on link `to`.
+    pub(super) fn forward(&mut self, from: u32, to: u32, mut p: Packet) {
+        let node = self.ports[from as usize].dst as usize;
+        let wire = u64::from(p.wire);
+        if self.held[node].saturating_add(wire) > self.cfg.buffer_bytes {
+            self.stats.drops += 1;
+            self.qps[p.flow as usize].live -= 1;
+            self.maybe_free(p.flow);
+            return;
+        }
+        self.held[node] += wire;
+        self.ports[from as usize].ingress += wire;
+        if let Some(red) = self.ports[to as usize].red {
+            let prob = red.probability(self.ports[to as usize].queued);
+            if prob >= 1.0 || (prob > 0.0 && self.uniform() < prob) {
+                p.ce = true;
+                self.stats.ecn_marks += 1;
+            }
+        }
+        let port = &mut self.ports[to as usize];
+        port.queued += wire;
+        port.data.push_back(p);
+        if self.cfg.pfc && !self.ports[from as usize].pausing {
+            let (xoff, _) = self.pfc_thresholds(node);
+            if self.ports[from as usize].ingress > xoff {
+                self.ports[from as usize].pausing = true;
+                self.stats.pauses += 1;
+                let at = self.now + self.ports[from as usize].lat;
+                self.push(at, Event::Pfc { link: from, pause: true });
+            }
+        }
+        self.try_send(to);
+    }
+
+    /// Data packet `p` leaves its queue on link `l`: the switch no longer holds it.
+    pub(super) fn dequeued(&mut self, l: u32, p: Packet) {
+        let from = self.qps[p.flow as usize].route[p.hop as usize - 1];
+        let node = self.ports[l as usize].src as usize;
+        let wire = u64::from(p.wire);
+        self.held[node] -= wire;
+        let port = &mut self.ports[from as usize];
+        port.ingress -= wire;
+        if port.pausing {
+            let (_, xon) = self.pfc_thresholds(node);
+            if self.ports[from as usize].ingress <= xon {
+                self.ports[from as usize].pausing = false;
+                let at = self.now + self.ports[from as usize].lat;
+                self.push(at, Event::Pfc { link: from, pause: false });
+            }
+        }
+    }
+
+    /// (pause above, resume at or below) bytes held from one ingress port of `node`.
+    fn pfc_thresholds(&self, node: usize) -> (u64, u64) {
+        match self.cfg.pfc_threshold {
+            PfcThreshold::Static { xoff, xon } => (xoff, xon),
+            PfcThreshold::Dynamic { alpha, hysteresis } => {
+                let free = self.cfg.buffer_bytes.saturating_sub(self.held[node]);
+                let xoff = (alpha * free as f64) as u64;
+                (xoff, xoff.saturating_sub(hysteresis))
+            }
+        }
+    }
+}
