@@ -34,7 +34,11 @@ def test_cli_backend_matches_the_api(tmp_path):
     api = clustersim.collective(
         "allreduce", "Spectrum-X:16", minbytes="1M", maxbytes="1M", algo="ring", backend="packet"
     )
-    assert json.loads(out) == api.to_dict()
+    cli, api_doc = json.loads(out), api.to_dict()
+    # Alike but for how each was asked for (a command line, an API call); both say the backend.
+    assert cli["provenance"].pop("command").startswith("clustersim collective")
+    assert api_doc["provenance"].pop("command").startswith("clustersim.collective(")
+    assert cli == api_doc and cli["provenance"]["backend"] == "packet"
 
 
 def test_unknown_backend_is_a_one_line_error(tmp_path):

@@ -300,7 +300,7 @@ def simulate(
         plan=raw["plan"] | {k: v for k, v in asked.items() if k not in raw["plan"]},
         model=provenance.model({"text": text}, name=str(workload)),
         fabric=provenance.fabric(given_topology, platform),
-        backend="analytical" if platform is None else "flow",
+        backend="analytical" if platform is None else backend,
     )
     return AnalyticalResult(
         run_name=run_name,

@@ -363,7 +363,7 @@ def collective(
         plan={"op": name, "ranks": ranks, **sweep},
         model=None,
         fabric=provenance.fabric(topology, topo),
-        backend="flow",
+        backend=backend,
     )
     return CollectiveResult(name, ranks, {c: table[c] for c in table.columns}, made_by)
 
