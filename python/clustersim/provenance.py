@@ -15,7 +15,6 @@ read, with any overrides applied).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import sys
@@ -86,6 +85,8 @@ def jsonable(values: Mapping[str, Any]) -> dict[str, Any]:
 def digest(value: Any) -> str:
     """SHA-256 (hex) of `value` as canonical JSON."""
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=True, default=_shown)
+    import hashlib  # not at start-up: every command imports this module
+
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -94,6 +95,7 @@ def platform_digest(platform: Any) -> str:
     kinds and names, links (ends, rates, latencies, forwarding, error rates), placement and
     accelerator types, each as packed bytes (little-endian 64-bit numbers, NUL-separated text)
     behind its length. Bytes, not JSON: AlibabaHPN's 17,640 nodes hash in a fraction of the time."""
+    import hashlib
     from array import array
 
     def text(values: list[str]) -> bytes:

@@ -17,12 +17,6 @@ from clustersim.explore import store
 from clustersim.explore.export import flatten
 
 
-def load_run(what: str) -> dict[str, Any]:
-    """A run's fields, flattened (its provenance under `provenance.…`)."""
-    fields, made_by = load(what)
-    return fields | flatten({"provenance": made_by} if made_by is not None else {})
-
-
 def load(what: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """A run's fields, flattened, less its provenance; and its provenance (None in a result
     written before results recorded it)."""

@@ -3,7 +3,7 @@
 
 use std::ops::{Add, Sub};
 
-use crate::catalog::{Accelerator, Dtype};
+use crate::catalog::Accelerator;
 use crate::workload::Work;
 
 /// The roofline of `work` on `acc`: the slower of its FLOPs at the accelerator's peak for the
@@ -25,8 +25,6 @@ pub struct Priced {
 }
 
 impl Priced {
-    pub const ZERO: Priced = Priced { ns: 0.0, work: Work::none(Dtype::Bf16) };
-
     /// One of `pieces` equal pieces.
     pub fn share(self, pieces: u32) -> Priced {
         Priced { ns: self.ns / f64::from(pieces), work: self.work.share(pieces) }
@@ -55,6 +53,7 @@ impl Sub for Priced {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog::Dtype;
 
     #[test]
     fn roofline_on_a_catalog_accelerator_by_hand() {

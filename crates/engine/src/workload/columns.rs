@@ -76,16 +76,12 @@ impl From<&Workload> for Columns {
         }
         for p in &w.programs {
             for op in &p.ops {
-                let work = match op.kind {
-                    OpKind::Compute { work: Some(w), .. } => w,
-                    _ => Work { flops: 0.0, bytes: 0.0, dtype: Dtype::Fp32 },
+                let (flops, mem_bytes, dtype) = match op.kind {
+                    OpKind::Compute { work: Some(w), .. } => (w.flops, w.bytes, 1 + w.dtype as u8),
+                    _ => (0.0, 0.0, 0),
                 };
-                let dtype = match op.kind {
-                    OpKind::Compute { work: Some(w), .. } => 1 + w.dtype as u8,
-                    _ => 0,
-                };
-                c.flops.push(work.flops);
-                c.mem_bytes.push(work.bytes);
+                c.flops.push(flops);
+                c.mem_bytes.push(mem_bytes);
                 c.dtype.push(dtype);
                 let (kind, ns, coll, group, offset, bytes, copy) = match op.kind {
                     OpKind::Compute { ns, .. } => (0, ns, 0, 0, 0, 0, false),

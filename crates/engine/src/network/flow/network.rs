@@ -397,7 +397,6 @@ impl FlowNetwork {
         Ok(s)
     }
 
-    /// Start the next phase of instance run `id` (a fresh one when None), or finish it.
     /// Launch every instance of a routed communication, `token` done when all are (at once when
     /// there are none).
     fn launch_all(&mut self, now_ns: f64, token: u64, routed: &[Rc<[ReadyPhase]>]) {
@@ -411,6 +410,7 @@ impl FlowNetwork {
         }
     }
 
+    /// Start the next phase of instance run `id` (a fresh one when None), or finish it.
     fn launch(&mut self, now: f64, token: u64, phases: Rc<[ReadyPhase]>, next: usize) {
         let Some((flows, repeat, wait, ceil)) = phases.get(next) else {
             self.instance_done(token);

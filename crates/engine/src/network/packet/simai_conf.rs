@@ -48,15 +48,10 @@ const ACCEPTED: &[&str] = &[
     "CLAMP_TARGET_RATE",
 ];
 
-/// A rate with its unit (`100Mb/s`, `1Gb/s`, `400Gbps`, bare bit/s) in bytes/ns.
+/// A rate as ns-3 writes one (`100Mb/s`, `400Gbps`, bare bit/s), positive, in bytes/ns: the
+/// platform reader's ns-3 DataRate parser.
 fn rate(text: &str) -> Option<f64> {
-    let t = text.trim();
-    let (num, scale) = [("Gb/s", 1e9), ("Mb/s", 1e6), ("Kb/s", 1e3), ("b/s", 1.0), ("Gbps", 1e9), ("Mbps", 1e6)]
-        .iter()
-        .find_map(|&(u, s)| t.strip_suffix(u).map(|n| (n, s)))
-        .unwrap_or((t, 1.0));
-    let v: f64 = num.parse().ok()?;
-    (v.is_finite() && v > 0.0).then_some(v * scale / 8e9)
+    crate::platform::simai::parse_rate(text.trim()).filter(|r| r.is_finite() && *r > 0.0)
 }
 
 /// Read `text` (the file `path`) over SimAI's shipped settings.
