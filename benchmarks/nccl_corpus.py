@@ -36,6 +36,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -409,10 +410,13 @@ def run_entry(entry: dict[str, Any], folder: Path, every: bool = False) -> dict[
     return row | {"status": "ok"} | compare(entry, sim, meas)
 
 
-def summary(results: list[dict[str, Any]], split: str) -> dict[str, Any]:
+def summary(
+    results: list[dict[str, Any]], split: str, pairs: Sequence[dict[str, Any]] = ()
+) -> dict[str, Any]:
     """Per split: entries counted (modelled, not flagged), the share within 15 % and 25 % at
-    ≥ 64 MiB, median and worst |error|, and the share within 2× at ≤ 64 KiB: every size, and by
-    the geometric mean of the sizes' ratios (a single noisy measured size fails the first)."""
+    ≥ 64 MiB, median and worst |error|, the share within 2× at ≤ 64 KiB: every size, and by
+    the geometric mean of the sizes' ratios (a single noisy measured size fails the first), and
+    of the `orderings` pairs of the split: how many are ordered (not ties) and ordered right."""
     mine = [r for r in results if r["split"] == split]
     counted = [r for r in mine if r["status"] == "ok" and not r["flag"]]
     large = [r for r in counted if r["large_error"] is not None]
@@ -443,7 +447,80 @@ def summary(results: list[dict[str, Any]], split: str) -> dict[str, Any]:
             if small
             else None
         ),
+        "ordered_pairs": sum(1 for p in pairs if p["split"] == split and p["right"] is not None),
+        "ordered_right": sum(1 for p in pairs if p["split"] == split and p["right"]),
+        "tied_pairs": sum(1 for p in pairs if p["split"] == split and p["right"] is None),
     }
+
+
+# Measured busbw within this fraction of each other is a tie: no order to get right. Two runs of
+# one physical schedule differ by about this much in the corpus (all-gather and reduce-scatter,
+# the same ring, 336.7 and 338.0 GB/s on one 8×H100 node of xxrjun/nccl-tests-cluster, 0.4 %).
+ORDER_TIE = 0.03
+# The hardware fields two entries of one source must share for their busbw to be compared.
+SAME_MACHINE = ("gpu", "nodes", "gpus_per_node", "nics_per_node", "nic_gbps", "fabric")
+
+
+def orderings(entries: list[dict[str, Any]], results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every pair of counted entries (modelled, not flagged, with sizes ≥ 64 MiB) of one source and
+    author on one machine (`SAME_MACHINE`) that differ in exactly one thing the issue asks the order of:
+    the operation (collectives differ, the forced NCCL_ALGO / NCCL_PROTO the same) or the
+    algorithm (the collective the same, NCCL_ALGO differs). Each pair: `kind`, the two ids, the
+    measured and simulated busbw ratios a / b at ≥ 64 MiB, and `right`: whether the simulation
+    orders them as measured (None for a tie, |measured ratio − 1| ≤ ORDER_TIE)."""
+    by_id = {r["id"]: r for r in results}
+    counted = [
+        e
+        for e in entries
+        if by_id.get(e["id"], {}).get("status") == "ok"
+        and not e.get("flag")
+        and by_id[e["id"]].get("large_error") is not None
+    ]
+    pairs = []
+    for i, a in enumerate(counted):
+        for b in counted[i + 1 :]:
+            ha, hb = a["hardware"], b["hardware"]
+            same_post = all(a["source"].get(k) == b["source"].get(k) for k in ("source_id", "author"))
+            if not same_post or any(ha.get(k) != hb.get(k) for k in SAME_MACHINE):
+                continue
+            fa, fb = forced_env(a), forced_env(b)
+            if a["collective"] != b["collective"] and fa == fb:
+                kind = "operation"
+            elif a["collective"] == b["collective"] and fa.get("NCCL_ALGO") != fb.get("NCCL_ALGO"):
+                kind = "algorithm"
+            else:
+                continue
+            ra, rb = by_id[a["id"]], by_id[b["id"]]
+            measured_ratio = ra["large_measured_busbw"] / rb["large_measured_busbw"]
+            simulated_ratio = ra["large_simulated_busbw"] / rb["large_simulated_busbw"]
+            tie = abs(measured_ratio - 1) <= ORDER_TIE
+            pairs.append(
+                {
+                    "kind": kind,
+                    "a": a["id"],
+                    "b": b["id"],
+                    "split": a["split"],
+                    "measured_ratio": measured_ratio,
+                    "simulated_ratio": simulated_ratio,
+                    "right": None if tie else (measured_ratio > 1) == (simulated_ratio > 1),
+                }
+            )
+    return pairs
+
+
+def ordering_table(pairs: list[dict[str, Any]]) -> str:
+    """One line per ordered pair (markdown)."""
+    lines = [
+        "| kind | a | b | split | busbw a / b measured | simulated | order |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for p in pairs:
+        verdict = "tie" if p["right"] is None else ("right" if p["right"] else "**wrong**")
+        lines.append(
+            f"| {p['kind']} | `{p['a']}` | `{p['b']}` | {p['split']} | {p['measured_ratio']:.3f}"
+            f" | {p['simulated_ratio']:.3f} | {verdict} |"
+        )
+    return "\n".join(lines)
 
 
 def _pct(x: float | None, signed: bool = True) -> str:
@@ -485,15 +562,16 @@ def entry_table(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def summary_table(results: list[dict[str, Any]]) -> str:
+def summary_table(results: list[dict[str, Any]], pairs: Sequence[dict[str, Any]] = ()) -> str:
     """The summary per split (markdown)."""
     lines = [
         "| split | entries | counted (not modelled, flagged, errors) | ≥ 64 MiB: within 15 % | within 25 % |"
-        " median \\|error\\| | worst | ≤ 64 KiB: every size within 2× (geometric mean) |",
-        "|---|---|---|---|---|---|---|---|",
+        " median \\|error\\| | worst | ≤ 64 KiB: every size within 2× (geometric mean)"
+        " | order of algorithms and operations: right of ordered pairs (ties) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for split in ("train", "validation"):
-        s = summary(results, split)
+        s = summary(results, split, pairs)
         worst = "—" if s["worst_id"] is None else f"{_pct(s['worst_error'])} (`{s['worst_id']}`)"
         share = (
             "—" if s["within_15"] is None else f"{_pct(s['within_15'], False)} of {s['large']}",
@@ -506,7 +584,8 @@ def summary_table(results: list[dict[str, Any]]) -> str:
         lines.append(
             f"| {split} | {s['entries']}"
             f" | {s['counted']} ({s['not_modelled']}, {s['flagged']}, {s['errors']})"
-            f" | {share[0]} | {share[1]} | {_pct(s['median_error'], False)} | {worst} | {share[2]} |"
+            f" | {share[0]} | {share[1]} | {_pct(s['median_error'], False)} | {worst} | {share[2]}"
+            f" | {s['ordered_right']} of {s['ordered_pairs']} ({s['tied_pairs']}) |"
         )
     return "\n".join(lines)
 
@@ -548,13 +627,17 @@ def main(argv: list[str] | None = None) -> None:
                 file=sys.stderr,
             )
     wall = time.monotonic() - start
+    pairs = orderings(entries, results)
     print(entry_table(results))
     print()
-    print(summary_table(results))
+    print(ordering_table(pairs))
+    print()
+    print(summary_table(results, pairs))
     print(f"\n{len(results)} entries in {wall:.0f} s", file=sys.stderr)
     if args.json:
-        doc = {"wall_s": wall, "summary": [summary(results, s) for s in ("train", "validation")]}
-        Path(args.json).write_text(json.dumps(doc | {"entries": results}, indent=1), encoding="utf-8")
+        doc = {"wall_s": wall, "summary": [summary(results, s, pairs) for s in ("train", "validation")]}
+        doc |= {"orderings": pairs, "entries": results}
+        Path(args.json).write_text(json.dumps(doc, indent=1), encoding="utf-8")
     if args.write:
         from results import run_header, write_section
 
@@ -562,7 +645,16 @@ def main(argv: list[str] | None = None) -> None:
             f"{run_header()} {len(results)} entries in {wall:.0f} s; the table per entry: without `--write`."
             f" {BEFORE}"
         )
-        write_section("nccl_corpus", f"{head}\n\n{summary_table(results)}")
+        wrong = [p for p in pairs if p["right"] is False]
+        order = "Pairs ordered wrong: " + (
+            "; ".join(
+                f"{p['kind']} `{p['a']}` / `{p['b']}` measured {p['measured_ratio']:.3f},"
+                f" simulated {p['simulated_ratio']:.3f}"
+                for p in wrong
+            )
+            or "none"
+        )
+        write_section("nccl_corpus", f"{head}\n\n{summary_table(results, pairs)}\n\n{order}.")
 
 
 if __name__ == "__main__":

@@ -206,3 +206,74 @@ def test_calibrate_on_an_entrys_log_and_platform_recovers_it(tmp_path):
     (s,) = json.loads((tmp_path / "c-calibration.json").read_text())["series"]
     assert s["before_residual"]["max_abs"] > 0.2
     assert s["after_residual"]["max_abs"] <= 0.05
+
+
+def test_orderings_pair_one_machines_operations_and_algorithms_and_judge_their_order():
+    # Hand-made: one post, one 8×H100 node; all-reduce 450, all-gather 336 and reduce-scatter
+    # 338 (a tie: 0.6 % apart), all-to-all 320; a forced-ring all-reduce 370. Another author's
+    # run on the same hardware and a flagged entry are never paired.
+    hw = {
+        "gpu": "H100",
+        "nodes": 1,
+        "gpus_per_node": 8,
+        "nics_per_node": 0,
+        "nic_gbps": None,
+        "fabric": "none",
+    }
+    src = {"source_id": "s", "author": "x"}
+
+    def entry(i, c, env=None, author="x", flag=None):
+        return {
+            "id": i,
+            "collective": c,
+            "env": env or {},
+            "hardware": hw,
+            "split": "validation",
+            "source": src | {"author": author},
+            "flag": flag,
+        }
+
+    entries = [
+        entry("ar", "all_reduce"),
+        entry("ag", "all_gather"),
+        entry("rs", "reduce_scatter"),
+        entry("a2a", "alltoall"),
+        entry("ring", "all_reduce", {"NCCL_ALGO": "Ring"}),
+        entry("other", "all_gather", author="y"),
+        entry("broken", "all_gather", flag="broken: test"),
+    ]
+    measured = {"ar": 450, "ag": 336, "rs": 338, "a2a": 320, "ring": 370, "other": 100, "broken": 50}
+    simulated = {"ar": 460, "ag": 350, "rs": 350, "a2a": 360, "ring": 360, "other": 100, "broken": 400}
+    results = [
+        {
+            "id": i,
+            "split": "validation",
+            "flag": "broken: test" if i == "broken" else None,
+            "status": "ok",
+            "large_error": simulated[i] / measured[i] - 1,
+            "large_measured_busbw": measured[i],
+            "large_simulated_busbw": simulated[i],
+            "small_ratio": None,
+            "small_worst": None,
+        }
+        for i in measured
+    ]
+    pairs = {(p["a"], p["b"]): p for p in corpus.orderings(entries, results)}
+    # 4 collectives: 6 operation pairs; the forced ring against the default all-reduce: 1
+    # algorithm pair; the ring against other collectives differs in two things: no pair.
+    assert set(pairs) == {
+        ("ar", "ag"),
+        ("ar", "rs"),
+        ("ar", "a2a"),
+        ("ag", "rs"),
+        ("ag", "a2a"),
+        ("rs", "a2a"),
+        ("ar", "ring"),
+    }
+    assert pairs["ar", "ring"]["kind"] == "algorithm" and pairs["ar", "ring"]["right"] is True
+    assert pairs["ag", "rs"]["right"] is None  # 336 / 338: within ORDER_TIE
+    assert pairs["ag", "a2a"]["measured_ratio"] == pytest.approx(336 / 320)
+    assert pairs["ag", "a2a"]["right"] is False  # measured ag > a2a, simulated 350 < 360
+    assert pairs["ar", "a2a"]["right"] is True
+    s = corpus.summary(results, "validation", list(pairs.values()))
+    assert (s["ordered_pairs"], s["ordered_right"], s["tied_pairs"]) == (6, 4, 1)
