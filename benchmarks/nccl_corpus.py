@@ -122,7 +122,8 @@ class PlatformSpec:
         files do; a NIC shared by several GPUs is a `nic` node, its GPUs linked to it at the NIC's
         rate (PCIe is not the bottleneck, see `platform_for`) and it to the leaf at its rate. The
         leaf is declared with the fabric's RDMA transport, so its links carry payload at the line
-        rate less the IB or RoCEv2 framing (docs/platform-format.md)."""
+        rate less the IB or RoCEv2 framing, and a NIC's link no more than NCCL achieves through a
+        NIC of its line rate (docs/platform-format.md)."""
         nics = (
             f"{self.nics_per_node} NICs × {self.nic_gbits} Gbit/s per node"
             if self.nics_per_node
@@ -179,7 +180,9 @@ def platform_for(entry: dict[str, Any]) -> PlatformSpec:
     - `nics_per_node`, `nic_gbps`: one NIC per GPU, several per GPU (a port of their summed
       rate) or one per several GPUs (a NIC node they share); both must be stated for a multi-node
       run, and one must divide the other. NIC–switch links carry payload at line rate less the
-      fabric's framing (`fabric`); NCCL's per-channel and per-QP limits are not expressed.
+      fabric's framing (`fabric`), and in a collective no more than NCCL achieves through a NIC of
+      that line rate (the catalog's NIC busbw, docs/platform-format.md); NCCL's channel count and
+      per-QP limits are not expressed.
     - `fabric`: `ib` and `roce` are the leaf's transport: links at line rate less InfiniBand's
       or RoCEv2's framing per 4096-byte packet (RoCE's congestion control is not expressed);
       `efa` (AWS SRD through the aws-ofi-nccl libfabric plugin) and `slingshot` (HPE

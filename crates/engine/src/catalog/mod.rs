@@ -78,6 +78,18 @@ impl Catalog {
         self.nics.iter().find(|n| n.name.eq_ignore_ascii_case(name))
     }
 
+    /// The bus bandwidth NCCL achieves (GB/s) through `line_gbps` Gbit/s of NIC line rate: a NIC
+    /// of that rate's `busbw`, or k times the busbw of the fastest NIC whose rate goes k times
+    /// into it (a port that stands for k NICs). None where no NIC of the catalog fits.
+    pub fn nic_busbw_at(&self, line_gbps: f64) -> Option<f64> {
+        let times = |n: &Nic| {
+            let k = (line_gbps / n.gbps).round();
+            (k >= 1.0 && (line_gbps - k * n.gbps).abs() <= 1e-6 * line_gbps).then_some(k)
+        };
+        let nic = self.nics.iter().filter(|n| times(n).is_some()).max_by(|a, b| a.gbps.total_cmp(&b.gbps))?;
+        times(nic).map(|k| k * nic.busbw)
+    }
+
     /// The generation of accelerator type `name`; None for a type the catalog does not know or
     /// gives no generation (NCCL has no figures for it).
     pub fn arch_of(name: &str) -> Option<Arch> {
@@ -119,6 +131,13 @@ mod tests {
         for n in &c.nics {
             assert!(!n.source.is_empty(), "{}", n.name);
         }
+        // NCCL's busbw through a NIC by line rate: ConnectX-7 400 Gb/s 48.5, ConnectX-6 200 Gb/s
+        // 23.5, a port of two ConnectX-7 (800 Gb/s) is ConnectX-8's 97; 300 Gb/s is 3 × CX-5's 11.5.
+        assert_eq!(c.nic_busbw_at(400.0), Some(48.5));
+        assert_eq!(c.nic_busbw_at(200.0), Some(23.5));
+        assert_eq!(c.nic_busbw_at(800.0), Some(97.0));
+        assert_eq!(c.nic_busbw_at(300.0), Some(3.0 * 11.5));
+        assert_eq!(c.nic_busbw_at(50.0), None);
         // The shared defaults of the `_defaults` and `_hopper` anchors reach their entries.
         let (a100, h100) = (c.accelerator("A100").unwrap(), c.accelerator("h100").unwrap());
         assert_eq!(

@@ -161,6 +161,16 @@ pub fn nvlink_gbps(gpu_type: &str) -> Option<f64> {
     acc.arch.map(|_| acc.nvlink_busbw)
 }
 
+/// Payload rate NCCL achieves through `line_gbps` Gbit/s of NIC line rate (GB/s): the catalog's
+/// `busbw` of a NIC of that rate ([`Catalog::nic_busbw_at`]; ConnectX-7 at 400 Gb/s 48.5 GB/s,
+/// ConnectX-6 at 200 Gb/s 23.5), below the line rate less the RDMA framing (49.7 and 24.8 on
+/// InfiniBand): what NCCL's maintainers quote per NIC, 46-48 and 48-49 GB/s at NDR
+/// (NVIDIA/nccl-tests#290, 2025-03-03, and #267, 2025-01-23), 24 GB/s per 200 Gb/s NIC and 12 per
+/// 100 Gb/s (NVIDIA/nccl-tests#119, 2022-11-17). None for a rate no catalog NIC fits.
+pub fn nic_gbps(line_gbps: f64) -> Option<f64> {
+    Catalog::shipped().nic_busbw_at(line_gbps)
+}
+
 /// How a schedule's time is charged beyond the bytes it moves.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Timing {

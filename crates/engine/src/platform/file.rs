@@ -29,7 +29,9 @@
 //! link to or from it carries payload at the line rate × the transport's full-MTU efficiency
 //! ([`crate::catalog::transport`]: 4096 / 4122 on InfiniBand, 4096 / 4178 on RoCEv2), the share
 //! of the wire that large RDMA messages leave to data. A link between two such switches takes the
-//! smaller efficiency. Without `transport=` a rate is taken as it is.
+//! smaller efficiency. Without `transport=` a rate is taken as it is. The switch keeps its
+//! transport ([`super::NodeAttrs::transport`]), so the flow model can cap a NIC's link at what
+//! NCCL achieves through a NIC of its line rate (`network/flow/network.rs`, `cap_nic`).
 
 use std::collections::HashMap;
 
@@ -165,6 +167,7 @@ impl<'a> Reader<'a> {
         if let Some(t) = transport {
             self.transport.insert(self.kinds.len() as u32, t);
         }
+        a.transport = transport;
         self.ids.insert(name, (self.kinds.len() as u32, line));
         self.kinds.push(kind);
         self.attrs.push(a);

@@ -147,6 +147,9 @@ pub struct NodeAttrs {
     pub tier: Option<Tier>,
     /// Declared to forward though its kind does not.
     pub forwards: bool,
+    /// A switch of an RDMA fabric (`transport=`): its links' rates are already the payload share
+    /// of their line rate ([`crate::platform::file`]); kept so models can recover the line rate.
+    pub transport: Option<crate::catalog::transport::Transport>,
 }
 
 /// One direction of a link.

@@ -27,7 +27,7 @@ use std::rc::Rc;
 
 use super::{FlowSim, Wait};
 use crate::collective::choose::{self, Options};
-use crate::collective::nccl::{nvlink_gbps, p2p_latency_ns};
+use crate::collective::nccl::{nic_gbps, nvlink_gbps, p2p_latency_ns};
 use crate::collective::tuner_links::{default_channels, TunerLinks};
 use crate::collective::{group_channels, Algorithm, Endpoint, GroupTopo, Schedule};
 use crate::error::{InputError, Result};
@@ -75,6 +75,7 @@ impl FlowNetwork {
     pub fn tuned(mut topo: Platform, t: &Tuning, wrap: impl FnOnce(Scheduler) -> Scheduler) -> Result<FlowNetwork> {
         if t.options.send_lat_us.is_none() {
             cap_nvlink(&mut topo);
+            cap_nic(&mut topo);
         }
         let links = Rc::new(TunerLinks::of(&topo)?);
         let scheduler = wrap(auto_algorithm(links.clone(), t.options.clone(), t.channels, default_channels(&topo)));
@@ -116,6 +117,30 @@ fn cap_nvlink(topo: &mut Platform) {
             for l in ids {
                 topo.links[l as usize].bandwidth *= cap / up;
             }
+        }
+    }
+}
+
+/// NICs of an RDMA fabric at the payload rate NCCL achieves through them ([`nic_gbps`]): a link
+/// between a GPU or NIC and a switch declared with `transport=` carries its line rate less the
+/// framing (the platform file's rule); its line rate is that over the transport's efficiency,
+/// and where NCCL reaches less through a NIC of that line rate, the link is scaled down to it.
+/// Links of fabrics without a declared transport (SimAI's files and templates, whose rates are
+/// taken as given) are left alone.
+fn cap_nic(topo: &mut Platform) {
+    let host = |kind: NodeKind| matches!(kind, NodeKind::Gpu | NodeKind::Nic);
+    for i in 0..topo.links.len() {
+        let link = topo.links[i];
+        let (src, dst) = (link.src as usize, link.dst as usize);
+        let switch = match (host(topo.kinds[src]), host(topo.kinds[dst])) {
+            (true, false) => dst,
+            (false, true) => src,
+            _ => continue,
+        };
+        let Some(transport) = topo.attrs.get(switch).and_then(|a| a.transport) else { continue };
+        let line_gbps = link.bandwidth / transport.efficiency() * 8.0;
+        if let Some(cap) = nic_gbps(line_gbps).filter(|&cap| cap < link.bandwidth) {
+            topo.links[i].bandwidth = cap;
         }
     }
 }

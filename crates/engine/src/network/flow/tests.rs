@@ -1000,3 +1000,36 @@ fn runs_sharing_each_instant_at_the_very_same_time_are_parked_on() {
     assert!((fast[0] - slow[0]).abs() <= 1e-9 * taken, "{} vs {} ({} ns apart)", fast[0], slow[0], fast[0] - slow[0]);
     assert!(solves_fast * 20 < solves_slow, "{solves_fast} vs {solves_slow}");
 }
+
+/// End of a ring/Simple all-reduce of `bytes` between two one-GPU servers of `platform` text.
+fn two_server_ring_ns(platform: &str, bytes: u64) -> f64 {
+    let t = Platform::parse_platform("p.platform", platform).unwrap();
+    let options = Options { algorithm: Some(Algorithm::RING), protocol: Some(Protocol::Simple), ..Options::default() };
+    let mut net = FlowNetwork::tuned(t, &Tuning { options, ..Tuning::default() }, |s| s).unwrap();
+    let w = sweep_workload(Collective::AllReduce, 2, &[bytes]);
+    Executor::new(&w).unwrap().run(&mut net, &mut |_| true).unwrap().end_ns
+}
+
+#[test]
+fn a_nic_on_an_rdma_fabric_carries_what_nccl_achieves_through_it() {
+    // Two H100s, each on its own link to one leaf. A ring all-reduce of S on 2 ranks sends S/2
+    // out of each NIC in each of its 2 steps, S in all, so S more bytes take S / B more time: the
+    // difference of two sizes is free of latency. At 400 Gb/s on InfiniBand the line less the
+    // framing is 50 × 4096/4122 = 49.68 GB/s, and NCCL achieves the catalog's ConnectX-7 figure,
+    // 48.5 GB/s; at 350 Gb/s no catalog NIC fits, so the link keeps 43.75 × 4096/4122; without
+    // a transport the 400 Gb/s link is taken as given, 50 GB/s.
+    let fabric = |rate: &str, transport: &str| {
+        format!(
+            "node g0 gpu type=H100\nnode g1 gpu type=H100\nnode leaf switch tier=tor{transport}\n\
+             link g0 leaf {rate} 500ns\nlink g1 leaf {rate} 500ns\n"
+        )
+    };
+    let (s, half) = (1u64 << 30, 1u64 << 29);
+    let rate = |text: &str| (s - half) as f64 / (two_server_ring_ns(text, s) - two_server_ring_ns(text, half));
+    let ndr = rate(&fabric("400Gbps", " transport=ib"));
+    assert!(close(ndr, 48.5, 1e-9), "{ndr}");
+    let odd = rate(&fabric("350Gbps", " transport=ib"));
+    assert!(close(odd, 43.75 * 4096.0 / 4122.0, 1e-9), "{odd}");
+    let bare = rate(&fabric("400Gbps", ""));
+    assert!(close(bare, 50.0, 1e-9), "{bare}");
+}
