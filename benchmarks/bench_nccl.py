@@ -4,8 +4,11 @@ NCCL's own tuning-model prediction (tests/nccl_tuning_model.py, written from har
 
 Fabrics are described by their hardware, not by NCCL's figures: NVLink at its line rate (A100
 12 × 25 GB/s = 2400 Gbps, H100 18 × 25 = 3600 Gbps), NICs at theirs (HDR 200 Gbps, CX7 400 Gbps),
-SimAI's default link latencies. Targets (issue 9): busbw within 10 % at ≥ 1 GiB; small messages
-within 25 % of NCCL's prediction.
+SimAI's default link latencies. The one-node cases are SimAI templates; the two multi-node ones
+are InfiniBand fabrics (their measurements are on IB: DGX A100, NDR CX-7), platform files of the
+nccl-tests corpus runner's shape with `transport=ib`, so their NICs carry what NCCL achieves
+through a NIC of their line rate (docs/platform-format.md). Targets (issue 9): busbw within 10 %
+at ≥ 1 GiB; small messages within 25 % of NCCL's prediction.
 
     python3 benchmarks/bench_nccl.py [--write]
 """
@@ -14,10 +17,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from pathlib import Path
 
 from clustersim.nccl_tests import sweep
 from clustersim.topology import simai_template
+from nccl_corpus import PlatformSpec
 from results import run_header, write_section
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -27,7 +32,11 @@ GIB = 1 << 30
 SMALL = [8, 64, 512, 4096, 32768, 65536]
 A100 = {"gpu_type": "A100", "nvlink_bw": "2400Gbps", "bandwidth": "200Gbps"}
 H100 = {"gpu_type": "H100", "nvlink_bw": "3600Gbps", "bandwidth": "400Gbps"}
-# (label, template overrides, collective, algorithm, NVLS offered, nodes, GPUs per node,
+# The InfiniBand fabrics: 2 DGX A100 (8 GPUs on NVSwitch, one 200 Gb/s HDR NIC each) and 2
+# one-GPU servers with a 400 Gb/s NDR NIC each, every NIC on one leaf declared transport=ib.
+DGX_A100_HDR = PlatformSpec(2, 8, "A100", 2400, True, False, 8, 200, "ib")
+ONE_GPU_NDR = PlatformSpec(2, 1, "H100", None, False, False, 1, 400, "ib")
+# (label, template overrides or an IB platform, collective, algorithm, NVLS offered, nodes, GPUs per node,
 #  NCCL's bus bandwidth for its tuning model (GB/s), measured busbw (GB/s), its source)
 CASES = [
     (
@@ -80,7 +89,7 @@ CASES = [
     ),
     (
         "2×8 A100, 8×HDR 200G",
-        dict(gpu=16, gpu_per_server=8, **A100),
+        DGX_A100_HDR,
         "allreduce",
         "auto",
         False,
@@ -92,7 +101,7 @@ CASES = [
     ),
     (
         "2×8 A100, 8×HDR 200G (ring)",
-        dict(gpu=16, gpu_per_server=8, **A100),
+        DGX_A100_HDR,
         "allreduce",
         "ring",
         False,
@@ -104,7 +113,7 @@ CASES = [
     ),
     (
         "2×1 GPU, one CX7 400G each",
-        dict(gpu=2, gpu_per_server=1, **H100),
+        ONE_GPU_NDR,
         "allreduce",
         "auto",
         False,
@@ -131,8 +140,15 @@ def main() -> None:
         "|---|---|---|---|---|---|---|---|",
     ]
     worst_small = 0.0
+    platforms = tempfile.TemporaryDirectory()  # the IB fabrics' platform files
+    folder = platforms.name
     for label, kw, op, algo, nvls, nodes, ppn, bus, measured, source in CASES:
-        topo = simai_template(None, **kw)
+        if isinstance(kw, PlatformSpec):
+            path = Path(folder) / f"case{len(big)}.platform"
+            path.write_text(kw.text(), encoding="utf-8")
+            topo = str(path)
+        else:
+            topo = simai_template(None, **kw)
         env = {"AS_NVLS_ENABLE": "1"} if nvls else {}
         t = sweep(topo, op, [GIB, 4 * GIB], algorithm=algo, env=env)
         off = max(abs(b / measured - 1) for b in t["busbw_GBps"])
@@ -161,6 +177,7 @@ def main() -> None:
             )
         big[-1] += f" {min(rels):+.1%} … {max(rels):+.1%}, {', '.join(sorted(picks))} |"
         print(big[-1], flush=True)
+    platforms.cleanup()
     summary = f"Worst small-message difference: {worst_small:.1%} (target ≤ 25 %)."
     print("\n".join([*small, "", summary]))
     body = "\n".join([run_header() + " " + summary, "", *big])
