@@ -75,18 +75,23 @@ NVLS_TREE_SINCE = (2, 18)
 RDMA_FABRICS = ("ib", "roce")
 
 
-# The summary before issue 28 item 3's model pieces (NVLS where NCCL offers it, Hopper's NVLS at
-# the catalog's achieved busbw, IB / RoCEv2 framing on NIC links) and before the 3 GCP entries got
-# their NIC rate, for RESULTS.md.
+# The summary before this change (a NIC on an RDMA fabric at what NCCL achieves through a NIC of
+# its line rate, the catalog's NIC busbw; one new validation entry), and what is still off, for
+# RESULTS.md.
 BEFORE = (
-    "Before issue 28 item 3 (NVLS as NCCL offers it, Hopper NVLS at the catalog's achieved busbw, "
-    "IB/RoCEv2 framing on NIC links, NIC rates for 3 GCP entries from Google's machine-type page): "
-    "train 70 % of 10 within 15 %, 90 % within 25 %; validation 57 % of 7 within 15 % (the three "
-    "8×H100 all-reduces −18 to −21 %: ring where NCCL runs NVLS), 100 % within 25 %. Train is worse "
-    "now because its 3 new GCP entries (one 400G RoCE NIC per GPU) measure 30–35 GB/s per NIC, "
-    "and 4- and 8-node H100 runs stay +16 to +22 %: NCCL's per-channel limit, not modelled yet. "
-    "Validation ≤ 64 KiB: the one size outside 2× is the 32 B row of "
-    "`h100_1x8_allreduce_dgxc_benchmarking`, measured 68 µs between rows of 13 and 15 µs."
+    "Before NICs on RDMA fabrics carried what NCCL achieves through them (the catalog's NIC busbw, "
+    "48.5 GB/s at 400 Gb/s, 23.5 at 200) and before the OCI OKE entry: train 54 % of 13 within "
+    "15 %, 69 % within 25 %, median 9 %; validation 100 % of 7 within 15 %. Still off, train: the "
+    "Google Cloud entries (RoCE through Google's gIB plugin) measure 30–35 GB/s per 400 Gb/s NIC "
+    "with one GPU per node and 21 with eight, and 428 GB/s for a 1×2 B200 NVLink all-gather — "
+    "neither the model nor the sources explain it; 4- and 8-node H100 (gj-aion, nccl-tests#309) "
+    "+14 to +19 %: NCCL's channel count, not modelled (the same nodes peak at 320 GB/s, 391 with 24 "
+    "CTAs). Validation: the all-to-all on one 8×H100 node is simulated above all-gather and "
+    "reduce-scatter where it measures 4–5 % below (NCCL's point-to-point channels, not modelled); "
+    "≤ 64 KiB: the one size outside 2× is the 32 B row of `h100_1x8_allreduce_dgxc_benchmarking`, "
+    "measured 68 µs between rows of 13 and 15 µs. Not modelled (29 of 39 validation entries): no "
+    "network stated (xxrjun, nccl-tests#322, Lambda), HPE Slingshot and AWS EFA (not IB verbs), "
+    "GB200 NVL72, 4-GPU boards without NVSwitch."
 )
 
 
