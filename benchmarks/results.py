@@ -169,7 +169,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "board achieves (the catalog's nvls_busbw, 475) rather than NCCL's tuning constants alone; "
         "the three multi-node rows, now InfiniBand platform files (transport=ib) whose NICs carry "
         "what NCCL achieves through a NIC of their line rate (the catalog's NIC busbw) instead of "
-        "SimAI templates at line rate: 2×1 NDR 49.9 → 48.5 GB/s at 4 GiB (maintainers quote 46–48 "
+        "SimAI templates at line rate: 2×1 NDR 50.0 → 48.5 GB/s at 4 GiB (maintainers quote 46–48 "
         "and 48–49 per NDR NIC), 2×8 HDR ring 199.1 → 187.2 and auto (now tree) 199.1 → 188.4 "
         "against 192 measured.",
         "python3 benchmarks/bench_nccl.py --write",
