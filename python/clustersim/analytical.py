@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -272,7 +271,7 @@ def simulate(
         run_name=run_name,
         lenient=lenient,
         progress=progress,
-        fabric=None if fabric is None else json.dumps(fabric, allow_nan=False),
+        fabric=fabric,
         platform=platform,
     )
     summary = {SUMMARY_KEYS[k]: v for k, v in zip(raw["summary_columns"], raw["summary"], strict=True)}
