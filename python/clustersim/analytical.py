@@ -232,9 +232,10 @@ def simulate(
         else:
             nvlink_busbw, nic_busbw = calibrated_busbw(cal, gpu_type, nic_type, nvlink_busbw, nic_busbw)
     if topology is None:
-        from clustersim.reduction_server import needs_fabric
+        if reduction is not None or switch_reduce_gbps is not None:  # a lean start-up otherwise
+            from clustersim.reduction_server import needs_fabric
 
-        needs_fabric(reduction, switch_reduce_gbps)
+            needs_fabric(reduction, switch_reduce_gbps)
     else:
         from clustersim.fabric import fabric_document, load_topology
 
