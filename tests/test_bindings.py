@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from clustersim import _engine
 from clustersim.training import input_document
 from clustersim.workload import DTYPE_OF, Workload

@@ -163,8 +163,26 @@ def end_to_end_csv(
 ) -> str:
     """SimAI's EndToEnd CSV (the engine's writer): summary in its 9 columns' order, 15 values a layer."""
 
-def server_busbw(gpu_type: str, nic_type: str) -> tuple[float, float]:
-    """The analytical model's NVLink bus bandwidth per GPU and bus bandwidth per NIC (GB/s)."""
+class ServerSpec:
+    """The analytical model's servers: GPUs and NICs per server, SimAI's `-g_type` (a profile of
+    the accelerator catalog) and `-nic_t`, and overrides of the bus bandwidths (GB/s)."""
+
+    def __init__(
+        self,
+        *,
+        gpus_per_server: int = 8,
+        nics_per_server: int = 8,
+        gpu_type: str = "H100",
+        nic_type: str = "cx7",
+        nvlink_busbw: float | None = None,
+        nic_busbw: float | None = None,
+    ) -> None: ...
+    @property
+    def nvlink_busbw(self) -> float:
+        """NVLink bus bandwidth per GPU, GB/s (the override, else the GPU type's)."""
+    @property
+    def nic_busbw(self) -> float:
+        """Bus bandwidth per NIC, GB/s (the override, else the NIC type's)."""
 
 def run_analytical(
     path: str,
@@ -172,12 +190,7 @@ def run_analytical(
     *,
     compat: bool,
     gpus: int | None,
-    gpus_per_server: int,
-    nics_per_server: int,
-    gpu_type: str,
-    nic_type: str,
-    nvlink_busbw: float | None,
-    nic_busbw: float | None,
+    server: ServerSpec,
     busbw: tuple[str, str] | None,
     ratios: Sequence[tuple[str, str]] | None,
     dp_o: float,
@@ -334,16 +347,12 @@ def workload_from_training(input: TrainingInput) -> Columns:
 def simulate_workload(
     columns: Columns,
     *,
-    gpus_per_server: int = 8,
-    nics_per_server: int = 8,
-    gpu_type: str = "H100",
-    nic_type: str = "cx7",
-    nvlink_busbw: float | None = None,
-    nic_busbw: float | None = None,
+    server: ServerSpec,
     busbw: tuple[str, str] | None = None,
     compat: bool = False,
 ) -> dict[str, Any]:
-    """Columns through the executor on the analytical model: end time and op start/end times."""
+    """Columns through the executor on the analytical model on `server`: end time and op
+    start/end times."""
 
 def roofline_ns(flops: float, flops_per_s: float | None, bytes: float, bytes_per_s: float | None) -> float:
     """A compute op's time by the compute model's roofline, ns (a rate of None bounds nothing)."""

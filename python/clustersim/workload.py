@@ -491,9 +491,7 @@ class Workload:
         if not isinstance(other, Workload):
             return NotImplemented
         a, b = self.columns(), other.columns()
-        return all(
-            np.array_equal(a[k], b[k]) if isinstance(a[k], np.ndarray) else a[k] == b[k] for k in a
-        )
+        return all(np.array_equal(a[k], b[k]) if isinstance(a[k], np.ndarray) else a[k] == b[k] for k in a)
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -585,12 +583,14 @@ class Workload:
         table = None if busbw is None else (str(busbw), read_text(busbw, "busbw"))
         return _engine.simulate_workload(
             self.columns(),
-            gpus_per_server=gpus_per_server,
-            nics_per_server=nics_per_server,
-            gpu_type=gpu_type,
-            nic_type=nic_type,
-            nvlink_busbw=nvlink_busbw,
-            nic_busbw=nic_busbw,
+            server=_engine.ServerSpec(
+                gpus_per_server=gpus_per_server,
+                nics_per_server=nics_per_server,
+                gpu_type=gpu_type,
+                nic_type=nic_type,
+                nvlink_busbw=nvlink_busbw,
+                nic_busbw=nic_busbw,
+            ),
             busbw=table,
             compat=compat,
         )

@@ -6,14 +6,13 @@ mod goodput;
 mod graph;
 mod platform;
 mod search;
+mod server;
 mod templates;
 mod training;
 mod workload;
 
-use clustersim_engine::catalog::simai::{GpuType, NicType};
 use clustersim_engine::network::analytical::busbw_file::BusbwTable;
 use clustersim_engine::network::analytical::ratio::{RatioTable, RatioTables};
-use clustersim_engine::network::analytical::server_spec::ServerSpec;
 use clustersim_engine::simai::build::Overlap;
 use clustersim_engine::simai::file::WorkloadFile;
 use clustersim_engine::simai::report::{Report, LAYER_COLUMNS, SUMMARY_COLUMNS};
@@ -36,33 +35,6 @@ fn engine_err(e: Error) -> PyErr {
     } else {
         EngineInputError::new_err(e.to_string())
     }
-}
-
-/// The analytical model's platform from the arguments every run binding takes.
-fn platform(
-    gpus_per_server: u32,
-    nics_per_server: u32,
-    gpu_type: &str,
-    nic_type: &str,
-    nvlink_busbw: Option<f32>,
-    nic_busbw: Option<f32>,
-) -> PyResult<ServerSpec> {
-    Ok(ServerSpec {
-        gpus_per_server,
-        nics_per_server,
-        gpu: GpuType::parse(gpu_type).map_err(engine_err)?,
-        nic: NicType::parse(nic_type).map_err(engine_err)?,
-        nvlink_busbw,
-        nic_busbw,
-    })
-}
-
-/// The analytical model's built-in bus bandwidths (GB/s): NVLink per GPU of `gpu_type`, per NIC of
-/// `nic_type` (what `-nv` and `-nic` override).
-#[pyfunction]
-fn server_busbw(gpu_type: &str, nic_type: &str) -> PyResult<(f32, f32)> {
-    let spec = platform(1, 1, gpu_type, nic_type, None, None)?;
-    Ok((spec.nvlink(), spec.nic_bw()))
 }
 
 /// A busbw table given as (path, text).
@@ -89,8 +61,7 @@ fn report(py: Python<'_>, progress: &Option<Bound<'_, PyAny>>, fraction: f64, fa
 /// Run a SimAI workload through the executor with an analytical network model.
 #[pyfunction]
 #[pyo3(signature = (
-    path, text, *, compat, gpus, gpus_per_server, nics_per_server, gpu_type, nic_type,
-    nvlink_busbw, nic_busbw, busbw, ratios, dp_o, tp_o, ep_o, pp_o, run_name, lenient, progress,
+    path, text, *, compat, gpus, server, busbw, ratios, dp_o, tp_o, ep_o, pp_o, run_name, lenient, progress,
     fabric = None, platform = None
 ))]
 #[allow(clippy::too_many_arguments)]
@@ -100,12 +71,7 @@ fn run_analytical<'py>(
     text: &str,
     compat: bool,
     gpus: Option<u32>,
-    gpus_per_server: u32,
-    nics_per_server: u32,
-    gpu_type: &str,
-    nic_type: &str,
-    nvlink_busbw: Option<f32>,
-    nic_busbw: Option<f32>,
+    server: PyRef<'py, server::PyServerSpec>,
     busbw: Option<(String, String)>,
     ratios: Option<[(String, String); 3]>,
     dp_o: f64,
@@ -127,7 +93,7 @@ fn run_analytical<'py>(
             Some(f.config().map_err(engine_err)?)
         }
     };
-    let platform = crate::platform(gpus_per_server, nics_per_server, gpu_type, nic_type, nvlink_busbw, nic_busbw)?;
+    let platform = server.inner.clone();
     let busbw = busbw_table(busbw)?;
     let ratios = match ratios {
         None => RatioTables::builtin(),
@@ -250,7 +216,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("PanicException", m.py().get_type::<pyo3::panic::PanicException>())?;
     m.add_function(wrap_pyfunction!(run_analytical, m)?)?;
     m.add_function(wrap_pyfunction!(end_to_end_csv, m)?)?;
-    m.add_function(wrap_pyfunction!(server_busbw, m)?)?;
+    m.add_class::<server::PyServerSpec>()?;
     m.add_class::<platform::PyPlatform>()?;
     m.add_class::<templates::PyTemplateParams>()?;
     for f in [

@@ -16,8 +16,9 @@ use numpy::{Element, IntoPyArray, PyArray1, PyArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use crate::server::PyServerSpec;
 use crate::training::PyTrainingInput;
-use crate::{busbw_table, engine_err, platform, EngineInputError};
+use crate::{busbw_table, engine_err, EngineInputError};
 
 fn pack<'py>(py: Python<'py>, w: &Workload) -> PyResult<Bound<'py, PyDict>> {
     let c = Columns::from(w);
@@ -147,29 +148,22 @@ fn workload_from_training<'py>(py: Python<'py>, input: PyRef<'py, PyTrainingInpu
     pack(py, &g.workload)
 }
 
-/// Run a workload given as columns through the executor on the analytical model (the platform
-/// arguments as for run_analytical); returns the iteration time and each class's op start and
-/// end times (ns).
+/// Run a workload given as columns through the executor on the analytical model on `server`;
+/// returns the iteration time and each class's op start and end times (ns).
 #[pyfunction]
 #[pyo3(signature = (
-    columns, *, gpus_per_server = 8, nics_per_server = 8, gpu_type = "H100", nic_type = "cx7",
-    nvlink_busbw = None, nic_busbw = None, busbw = None, compat = false
+    columns, *, server, busbw = None, compat = false
 ))]
-#[allow(clippy::too_many_arguments)]
 fn simulate_workload<'py>(
     py: Python<'py>,
     columns: &Bound<'py, PyDict>,
-    gpus_per_server: u32,
-    nics_per_server: u32,
-    gpu_type: &str,
-    nic_type: &str,
-    nvlink_busbw: Option<f32>,
-    nic_busbw: Option<f32>,
+    server: PyRef<'py, PyServerSpec>,
     busbw: Option<(String, String)>,
     compat: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let w = unpack(columns, "workload")?;
-    let platform = platform(gpus_per_server, nics_per_server, gpu_type, nic_type, nvlink_busbw, nic_busbw)?;
+    let platform = server.inner.clone();
+    let gpus_per_server = platform.gpus_per_server;
     platform.validate().map_err(engine_err)?;
     let busbw = busbw_table(busbw)?;
     let cfg = RunConfig {
