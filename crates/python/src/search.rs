@@ -197,10 +197,9 @@ impl PlanSearch {
                     .iter()
                     .zip(bounds)
                     .map(|(&i, ns)| {
-                        let plan = &self.candidates[i].plan;
                         // As the report divides: tokens / seconds.
-                        let tokens = plan.gbs as f64 * plan.seq as f64;
                         let seconds = ns / 1e9;
+                        let tokens = self.candidates[i].plan.tokens();
                         (i, seconds, if seconds > 0.0 { tokens / seconds } else { f64::INFINITY })
                     })
                     .collect();
