@@ -202,6 +202,7 @@ def input_document(
     routes: str | os.PathLike[str] | None = None,
     qps: int = 0,
     routing: str = "ecmp",
+    backend: str = "flow",
     first_stage_layers: int | None = None,
     last_stage_layers: int | None = None,
     account_for: dict[str, bool] | None = None,
@@ -284,6 +285,7 @@ def input_document(
             routing=routing,
             reduction=reduction,
             switch_reduce_gbps=switch_reduce_gbps,
+            backend=backend,
         )
     return doc
 
