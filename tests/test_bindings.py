@@ -6,6 +6,7 @@ where it is a file's content."""
 from __future__ import annotations
 
 import ast
+import json
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +35,8 @@ def test_one_typed_input_serves_every_training_binding():
     job = _engine.TrainingInput(input_document("llama3-8b", gpus=8, gbs=8, tp=2, seq=2048, allow_oom=True))
     report = _engine.run_training(job)
     assert isinstance(report, dict) and report["iteration_s"] > 0
+    # The objects of the report's JSON form: pairs are lists, as `json.loads` gives them.
+    assert report == json.loads(json.dumps(report)) and isinstance(report["breakdown_s"][0], list)
     fwd, bwd = _engine.layer_seconds(job)
     assert 0 < fwd < bwd
     assert _engine.iteration_kernels(job)

@@ -30,9 +30,12 @@ pub(crate) fn read<T: DeserializeOwned>(what: &str, doc: &Bound<'_, PyAny>) -> P
     })
 }
 
-/// An engine value as Python objects (dicts, lists, numbers, strings), as serde writes it.
+/// An engine value as the Python objects of its JSON form (dicts, lists, numbers, strings, None):
+/// what `json.loads` would give, without the text.
 pub(crate) fn write<'py, T: Serialize>(py: Python<'py>, what: &str, value: &T) -> PyResult<Bound<'py, PyAny>> {
-    pythonize::pythonize(py, value).map_err(|e| EngineInternalError::new_err(format!("{what}: {e}")))
+    let internal = |e: &dyn std::fmt::Display| EngineInternalError::new_err(format!("{what}: {e}"));
+    let document = serde_json::to_value(value).map_err(|e| internal(&e))?;
+    pythonize::pythonize(py, &document).map_err(|e| internal(&e))
 }
 
 /// One training job as the engine reads it: model, plan, accelerator(s) and network. Built from
