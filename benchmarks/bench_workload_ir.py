@@ -40,7 +40,7 @@ text = w.to_json()
 t2 = time.perf_counter()
 back = Workload.from_json(text)
 t3 = time.perf_counter()
-assert back.columns() == w.columns()
+assert back == w
 print(json.dumps([t1 - t0, t2 - t1, t3 - t2, w.counts()["ops"], len(text)]))
 """
 

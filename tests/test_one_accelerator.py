@@ -22,7 +22,8 @@ def test_simai_train_and_platform_files_read_the_same_h100():
     h100 = accelerators()["h100"]
     assert (h100["nvlink_busbw"], h100["nvls_busbw"], h100["nic_busbw"]) == (370.8, 475, 48.5)
     # SimAI-Analytical's -g_type H100 (-nic_t cx7): its figures in single precision.
-    nvlink, nic = _engine.server_busbw("H100", "cx7")
+    h100_cx7 = _engine.ServerSpec(gpu_type="H100", nic_type="cx7")
+    nvlink, nic = h100_cx7.nvlink_busbw, h100_cx7.nic_busbw
     assert nvlink == pytest.approx(h100["nvlink_busbw"], rel=1e-6) and nic == h100["nic_busbw"]
     # train --gpu h100: the run's document carries the catalog entry and its links.
     doc = input_document("llama3-8b", accelerator="h100", gpus=8, tp=8, gbs=8)
@@ -40,5 +41,5 @@ def test_simai_train_and_platform_files_read_the_same_h100():
 def test_simai_gpu_types_are_catalog_entries():
     catalog = accelerators()
     for g_type in ("A100", "A800", "H100", "H800", "H20"):
-        nvlink, _ = _engine.server_busbw(g_type, "cx6")
+        nvlink = _engine.ServerSpec(gpu_type=g_type, nic_type="cx6").nvlink_busbw
         assert nvlink == pytest.approx(catalog[g_type.lower()]["nvlink_busbw"], rel=1e-6), g_type

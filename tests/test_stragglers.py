@@ -16,8 +16,6 @@ cost multiplied by 1.05."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import yaml
 from clustersim import _engine, train
@@ -28,7 +26,7 @@ PLAN = dict(gpus=1024, tp=8, gbs=128, seq=2048, sp=True)  # DP 128, one micro-ba
 
 @pytest.fixture
 def slow_h100(tmp_path):
-    h100 = json.loads(_engine.catalog_accelerators())["h100"]
+    h100 = _engine.catalog_accelerators()["h100"]
     slow = {k: v for k, v in h100.items() if k != "name"}
     slow["tflops"] = {t: v / SLOWDOWN for t, v in h100["tflops"].items()}
     for field in ("matmul_tflops", "vector_tflops", "hbm_tbps"):

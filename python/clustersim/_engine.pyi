@@ -163,8 +163,26 @@ def end_to_end_csv(
 ) -> str:
     """SimAI's EndToEnd CSV (the engine's writer): summary in its 9 columns' order, 15 values a layer."""
 
-def server_busbw(gpu_type: str, nic_type: str) -> tuple[float, float]:
-    """The analytical model's NVLink bus bandwidth per GPU and bus bandwidth per NIC (GB/s)."""
+class ServerSpec:
+    """The analytical model's servers: GPUs and NICs per server, SimAI's `-g_type` (a profile of
+    the accelerator catalog) and `-nic_t`, and overrides of the bus bandwidths (GB/s)."""
+
+    def __init__(
+        self,
+        *,
+        gpus_per_server: int = 8,
+        nics_per_server: int = 8,
+        gpu_type: str = "H100",
+        nic_type: str = "cx7",
+        nvlink_busbw: float | None = None,
+        nic_busbw: float | None = None,
+    ) -> None: ...
+    @property
+    def nvlink_busbw(self) -> float:
+        """NVLink bus bandwidth per GPU, GB/s (the override, else the GPU type's)."""
+    @property
+    def nic_busbw(self) -> float:
+        """Bus bandwidth per NIC, GB/s (the override, else the NIC type's)."""
 
 def run_analytical(
     path: str,
@@ -172,12 +190,7 @@ def run_analytical(
     *,
     compat: bool,
     gpus: int | None,
-    gpus_per_server: int,
-    nics_per_server: int,
-    gpu_type: str,
-    nic_type: str,
-    nvlink_busbw: float | None,
-    nic_busbw: float | None,
+    server: ServerSpec,
     busbw: tuple[str, str] | None,
     ratios: Sequence[tuple[str, str]] | None,
     dp_o: float,
@@ -187,36 +200,43 @@ def run_analytical(
     run_name: str,
     lenient: bool,
     progress: Progress,
-    fabric: str | None = None,
+    fabric: dict[str, Any] | None = None,
     platform: Platform | None = None,
 ) -> dict[str, Any]:
     """A SimAI workload file (`text`, named `path` in errors) through the executor: summary,
-    per-row columns, SimAI's CSV text, warnings, plan; with `fabric` (JSON options) the flow
+    per-row columns, SimAI's CSV text, warnings, plan; with `fabric` (a training input's) the flow
     model on `platform`, and per-link bytes and a Chrome trace."""
 
-def run_training(input: str, *, progress: Progress = None, platform: Platform | None = None) -> str:
-    """One training iteration; `input` and the result are JSON documents; `platform` is the
-    fabric of the input's "fabric" options."""
+class TrainingInput:
+    """One training job as the engine reads it (model, plan, accelerator(s), network), built once
+    from the training input document; a bad field raises InputError naming its path
+    (`plan.tp`). `platform` is the fabric of the document's "fabric" options."""
 
-def layer_seconds(input: str) -> tuple[float, float]:
+    def __init__(self, document: dict[str, Any], *, platform: Platform | None = None) -> None: ...
+
+def run_training(input: TrainingInput, *, progress: Progress = None) -> dict[str, Any]:
+    """One training iteration: the engine's report (time, throughput, MFU, breakdown, memory,
+    stages, trace where asked)."""
+
+def layer_seconds(input: TrainingInput) -> tuple[float, float]:
     """Forward and backward seconds of one dense layer for one micro-batch."""
 
-def iteration_kernels(input: str) -> list[tuple[str, str, str, float, int]]:
-    """The distinct kernels of one iteration (`input` as for run_training): class, shape, dtype,
-    the model's ns, and how many of the iteration's op lists hold the kernel."""
+def iteration_kernels(input: TrainingInput) -> list[tuple[str, str, str, float, int]]:
+    """The distinct kernels of one iteration: class, shape, dtype, the model's ns, and how many
+    of the iteration's op lists hold the kernel."""
 
 def is_kernel_class(name: str) -> bool:
     """Whether `name` is a kernel class of a kernel table (gemm, flash_attention, norm_bwd, ...)."""
 
 class PlanSearch:
-    """The valid plans of a space for the model and cluster of `input` (run_training's document),
+    """The valid plans of a space for the model and cluster of `input`,
     each axis over the values given or every value the rules allow (None), global batch `gbs`
     exactly or, with `at_most`, the largest multiple of each plan's DP not above it; `fits` says
     which need at most `memory_gb` per GPU. Collective prices are kept across its calls."""
 
     def __init__(
         self,
-        input: str,
+        input: TrainingInput,
         *,
         gbs: int,
         at_most: bool,
@@ -259,7 +279,7 @@ class Simulated:
     #: Why a plan failed, None where it ran.
     error: list[str | None]
 
-def generate_workload(input: str, *, aicb_compat: bool = False) -> str:
+def generate_workload(input: TrainingInput, *, aicb_compat: bool = False) -> str:
     """A training iteration as SimAI workload file text."""
 
 def rewrite_workload(path: str, text: str, *, lenient: bool = False) -> tuple[str, list[str]]:
@@ -321,35 +341,31 @@ def workload_from_simai(
 ) -> Columns:
     """The IR a SimAI workload file becomes, as columns."""
 
-def workload_from_training(input: str) -> Columns:
+def workload_from_training(input: TrainingInput) -> Columns:
     """The IR of one Megatron-Core iteration, as columns."""
 
 def simulate_workload(
     columns: Columns,
     *,
-    gpus_per_server: int = 8,
-    nics_per_server: int = 8,
-    gpu_type: str = "H100",
-    nic_type: str = "cx7",
-    nvlink_busbw: float | None = None,
-    nic_busbw: float | None = None,
+    server: ServerSpec,
     busbw: tuple[str, str] | None = None,
     compat: bool = False,
 ) -> dict[str, Any]:
-    """Columns through the executor on the analytical model: end time and op start/end times."""
+    """Columns through the executor on the analytical model on `server`: end time and op
+    start/end times."""
 
 def roofline_ns(flops: float, flops_per_s: float | None, bytes: float, bytes_per_s: float | None) -> float:
     """A compute op's time by the compute model's roofline, ns (a rate of None bounds nothing)."""
 
-def check_model(doc: str) -> tuple[str, str] | None:
-    """Check a model description (`doc` JSON) as a run will: None, or (field, problem)."""
+def check_model(doc: dict[str, Any]) -> tuple[str, str] | None:
+    """Check a model description as a run will: None, or (field, problem)."""
 
-def catalog_accelerators() -> str:
-    """The shipped accelerator catalog: JSON text of names to entries, in file order."""
+def catalog_accelerators() -> dict[str, dict[str, Any]]:
+    """The shipped accelerator catalog: names to entries, in file order."""
 
-def accelerator_entry(name: str, doc: str) -> tuple[str | None, tuple[str, str] | None]:
-    """A user's accelerator entry (JSON) as the catalog's schema reads it (JSON, peaks and NIC
-    resolved), or (None, (field, problem))."""
+def accelerator_entry(name: str, doc: dict[str, Any]) -> tuple[dict[str, Any] | None, tuple[str, str] | None]:
+    """A user's accelerator entry as the catalog's schema reads it (peaks and NIC resolved), or
+    (None, (field, problem))."""
 
 def llama2_13b_graph(
     batch: int, layers: int, hidden: int, seq: int, heads: int, element_bytes: int, iterations: int, sync: str

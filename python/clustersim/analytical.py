@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -233,9 +232,10 @@ def simulate(
         else:
             nvlink_busbw, nic_busbw = calibrated_busbw(cal, gpu_type, nic_type, nvlink_busbw, nic_busbw)
     if topology is None:
-        from clustersim.reduction_server import needs_fabric
+        if reduction is not None or switch_reduce_gbps is not None:  # a lean start-up otherwise
+            from clustersim.reduction_server import needs_fabric
 
-        needs_fabric(reduction, switch_reduce_gbps)
+            needs_fabric(reduction, switch_reduce_gbps)
     else:
         from clustersim.fabric import fabric_document, load_topology
 
@@ -257,12 +257,14 @@ def simulate(
         text,
         compat=compat == SIMAI,
         gpus=gpus,
-        gpus_per_server=gpus_per_server,
-        nics_per_server=gpus_per_server if nics_per_server is None else nics_per_server,
-        gpu_type=gpu_type,
-        nic_type=nic_type,
-        nvlink_busbw=nvlink_busbw,
-        nic_busbw=nic_busbw,
+        server=_engine.ServerSpec(
+            gpus_per_server=gpus_per_server,
+            nics_per_server=gpus_per_server if nics_per_server is None else nics_per_server,
+            gpu_type=gpu_type,
+            nic_type=nic_type,
+            nvlink_busbw=nvlink_busbw,
+            nic_busbw=nic_busbw,
+        ),
         busbw=busbw_arg,
         ratios=ratios,
         dp_o=dp_overlap,
@@ -272,7 +274,7 @@ def simulate(
         run_name=run_name,
         lenient=lenient,
         progress=progress,
-        fabric=None if fabric is None else json.dumps(fabric, allow_nan=False),
+        fabric=fabric,
         platform=platform,
     )
     summary = {SUMMARY_KEYS[k]: v for k, v in zip(raw["summary_columns"], raw["summary"], strict=True)}

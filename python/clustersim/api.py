@@ -201,6 +201,7 @@ def train(
     progress: Progress | None = None,
     reduction: ReductionServers | str | None = None,
     switch_reduce_gbps: float | None = None,
+    backend: str = "flow",
     **plan: Any,
 ) -> TrainResult:
     """One Megatron-Core training iteration of `model` (catalog name, YAML/JSON file, Hugging Face
@@ -210,8 +211,9 @@ def train(
     or a mix of types with their GPU counts ("h100:128,a100:128", summing to `gpus`) assigned in
     rank order (`mix_by="rank"`) or by whole pipeline stages (`mix_by="stage"`); the result then
     has `per_type` utilisation. With `topology` the communication runs on that fabric with the
-    flow model; `reduction` and `switch_reduce_gbps` as for `run`. Raises InputError on bad
-    input and, unless `allow_oom`, on a plan that does not fit in memory."""
+    flow model, or with `backend="packet"` packet by packet (as for `run`); `reduction` and
+    `switch_reduce_gbps` as for `run`. Raises InputError on bad input and, unless `allow_oom`, on
+    a plan that does not fit in memory."""
     options = values(plan, TRAIN_OPTIONS, "train")
     resolved = training.resolve_plan(model, options)
     flow: dict[str, Any] = dict(reduction=reduction, switch_reduce_gbps=switch_reduce_gbps)
@@ -220,8 +222,12 @@ def train(
     platform = None if topology is None else load_topology(topology)
     fabric_options = dict(algo=algo, channels=channels, seed=seed, qps=qps, routing=routing, routes=routes)
     fabric_options |= dict(
-        calibration=calibration, reduction=reduction, switch_reduce_gbps=switch_reduce_gbps
+        calibration=calibration, reduction=reduction, switch_reduce_gbps=switch_reduce_gbps, backend=backend
     )
+    if platform is None and backend != "flow":
+        raise InputError(
+            f"train: backend: '{backend}' moves a fabric's transfers; give the fabric (topology)"
+        )
     made_by = provenance.record(
         command=provenance.call_text(
             "train",
@@ -230,7 +236,7 @@ def train(
         plan={**options, **({"fabric_options": fabric_options} if platform is not None else {})},
         model=provenance.model(resolved.model),
         fabric=provenance.fabric(given, platform),
-        backend="analytical" if platform is None else "flow",
+        backend="analytical" if platform is None else backend,
     )
     if platform is not None:
         flow |= dict(
@@ -242,6 +248,7 @@ def train(
             routes=routes,
             qps=qps_option(qps),
             routing=routing,
+            backend=backend,
         )
     data = training.train(
         resolved.model, allow_oom=allow_oom, trace=trace, progress=progress, **resolved.plan, **flow

@@ -191,7 +191,7 @@ def calibrated_busbw(
     the GPU and NIC types) times the calibration's scale-up and scale-out bandwidth efficiencies,
     as a fabric's NVLink and NIC links are rescaled. The latency factors have nothing to scale
     here: the model's latency is NCCL's per call, not the links' (measure/calibrate/model.py)."""
-    built_in = _engine.server_busbw(gpu_type, nic_type)
-    nvlink = built_in[0] if nvlink is None else nvlink
-    nic = built_in[1] if nic is None else nic
+    built_in = _engine.ServerSpec(gpu_type=gpu_type, nic_type=nic_type)
+    nvlink = built_in.nvlink_busbw if nvlink is None else nvlink
+    nic = built_in.nic_busbw if nic is None else nic
     return nvlink * cal.classes.get(SCALE_UP, (1.0, 1.0))[0], nic * cal.classes.get(SCALE_OUT, (1.0, 1.0))[0]

@@ -157,7 +157,7 @@ def from_flags(shape: dict[str, Any], family: str | None, seq: int | None) -> di
     model = {k: v for k, v in shape.items() if v is not None}
     model.update(name="custom", family=family or "llama", seq_len=seq)
     model.setdefault("kv_heads", model["heads"])
-    problem = _engine.check_model(json.dumps(model))
+    problem = _engine.check_model(model)
     if problem is not None:
         field, message = problem
         flag = "--seq" if field == "seq_len" else "--" + field.removeprefix("moe.").replace("_", "-")

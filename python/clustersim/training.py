@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -140,8 +139,7 @@ def train(
     platform = plan.pop("platform", None)
     if platform is None and plan.get("topology") is not None:
         platform = load_topology(plan["topology"])
-    doc = json.dumps(input_document(model, **plan))
-    result = json.loads(_engine.run_training(doc, progress=progress, platform=platform))
+    result = _engine.run_training(engine_input(model, platform=platform, **plan), progress=progress)
     return result | {"warnings": plan_warnings(**plan)}
 
 
@@ -149,14 +147,22 @@ def workload_text(model: str | dict[str, Any], *, aicb_compat: bool = False, **p
     """One iteration of one pipeline stage as a SimAI workload file (same arguments as `train`):
     the collectives Megatron-Core issues, or with `aicb_compat` the rows AICB writes."""
     one_type(plan, "a SimAI workload file")
-    return _engine.generate_workload(json.dumps(input_document(model, **plan)), aicb_compat=aicb_compat)
+    return _engine.generate_workload(engine_input(model, **plan), aicb_compat=aicb_compat)
 
 
 def layer_times(model: str | dict[str, Any], **plan: Any) -> tuple[float, float]:
     """Forward and backward seconds of one dense layer for one micro-batch, TP communication
     included (same arguments as `train`)."""
     one_type(plan, "a layer's time")
-    return _engine.layer_seconds(json.dumps(input_document(model, **plan)))
+    return _engine.layer_seconds(engine_input(model, **plan))
+
+
+def engine_input(
+    model: str | dict[str, Any], *, platform: Platform | None = None, **plan: Any
+) -> _engine.TrainingInput:
+    """The engine's typed input of `input_document(model, **plan)`, on `platform` (the loaded
+    fabric of its "fabric") where given."""
+    return _engine.TrainingInput(input_document(model, **plan), platform=platform)
 
 
 def one_type(plan: dict[str, Any], what: str) -> None:
@@ -196,6 +202,7 @@ def input_document(
     routes: str | os.PathLike[str] | None = None,
     qps: int = 0,
     routing: str = "ecmp",
+    backend: str = "flow",
     first_stage_layers: int | None = None,
     last_stage_layers: int | None = None,
     account_for: dict[str, bool] | None = None,
@@ -278,6 +285,7 @@ def input_document(
             routing=routing,
             reduction=reduction,
             switch_reduce_gbps=switch_reduce_gbps,
+            backend=backend,
         )
     return doc
 

@@ -17,7 +17,6 @@ is the set of ranks running one program in lock step.
 
 from __future__ import annotations
 
-import json
 import operator
 import os
 from collections.abc import Iterable, Sequence
@@ -25,11 +24,13 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from clustersim import _engine
 from clustersim.errors import InputError
 from clustersim.files import atomic_outputs, read_text, write_text
 from clustersim.table import Table
-from clustersim.training import input_document
+from clustersim.training import engine_input
 
 KINDS: tuple[str, ...] = tuple(_engine.OP_KINDS)
 COLLECTIVES: tuple[str, ...] = tuple(_engine.COLLECTIVES)
@@ -99,16 +100,50 @@ def _flags(values: Sequence[bool], what: str) -> list[bool]:
     return list(values)
 
 
+# The engine's element type of each bulk column (workload::columns).
+DTYPE_OF = {
+    "rank_class": np.uint32,
+    "class_program": np.uint32,
+    "program_start": np.uint32,
+    "kind": np.uint8,
+    "ns": np.float64,
+    "flops": np.float64,
+    "mem_bytes": np.float64,
+    "dtype": np.uint8,
+    "collective": np.uint8,
+    "group": np.uint16,
+    "offset": np.int32,
+    "bytes": np.uint64,
+    "copy": np.bool_,
+    "row": np.uint32,
+    "phase": np.uint8,
+    "dep_start": np.uint32,
+    "deps": np.uint32,
+}
+
+
+def _plain(column: Any) -> list[Any]:
+    """A column as a list of Python numbers."""
+    return column.tolist() if isinstance(column, np.ndarray) else list(column)
+
+
 class _Program:
-    """One program's ops as columns; op i's dependencies are deps[dep_start[i]:dep_start[i+1]]."""
+    """One program's ops as columns; op i's dependencies are deps[dep_start[i]:dep_start[i+1]].
+    Columns read from the engine are NumPy arrays; the first op added turns them into lists."""
 
     def __init__(self) -> None:
-        self.cols: dict[str, list[Any]] = {name: [] for name in OP_COLUMNS}
-        self.dep_start: list[int] = [0]
-        self.deps: list[int] = []
+        self.cols: dict[str, Any] = {name: [] for name in OP_COLUMNS}
+        self.dep_start: Any = [0]
+        self.deps: Any = []
 
     def __len__(self) -> int:
         return len(self.cols["kind"])
+
+    def extendable(self) -> None:
+        if not isinstance(self.deps, list):
+            self.cols = {k: v.tolist() for k, v in self.cols.items()}
+            self.dep_start = self.dep_start.tolist()
+            self.deps = self.deps.tolist()
 
 
 class Workload:
@@ -243,6 +278,7 @@ class Workload:
         # Everything is checked before anything is added: a refused call leaves the program as it was.
         new["row"] = [self._row(r) for r in row] if row is not None else zeros
         start = len(p)
+        p.extendable()
         for name in OP_COLUMNS:
             p.cols[name] += new[name]
         base = len(p.deps)
@@ -369,15 +405,18 @@ class Workload:
         """Ops of each kind over all programs, and totals."""
         out = dict.fromkeys(KINDS, 0)
         for p in self._programs:
-            for k in p.cols["kind"]:
-                out[KINDS[k]] += 1
+            for k, n in enumerate(
+                np.bincount(np.asarray(p.cols["kind"], dtype=np.uint8), minlength=len(KINDS))
+            ):
+                out[KINDS[k]] += int(n)
         total = sum(len(p) for p in self._programs)
         return out | {"ops": total, "programs": len(self._programs), "classes": len(self._class_program)}
 
     def ops(self, program: int) -> Table:
         """A program's ops as a table: names for enumerations, deps as lists."""
         p = self._programs[self._program_index(program, "ops")]
-        c = p.cols
+        c = {k: _plain(v) for k, v in p.cols.items()}
+        dep_start, deps = _plain(p.dep_start), _plain(p.deps)
         names = [g[0] for g in self._groups]
         kinds = [KINDS[k] for k in c["kind"]]
         return Table(
@@ -398,7 +437,7 @@ class Workload:
                 "offset": c["offset"],
                 "bytes": c["bytes"],
                 "copy": c["copy"],
-                "deps": [p.deps[a:b] for a, b in zip(p.dep_start, p.dep_start[1:], strict=False)],
+                "deps": [deps[a:b] for a, b in zip(dep_start, dep_start[1:], strict=False)],
                 "row": [self._rows[r] if r < len(self._rows) else "" for r in c["row"]],
                 "phase": [PHASES[x] for x in c["phase"]],
             }
@@ -414,49 +453,68 @@ class Workload:
     # Converting.
 
     def columns(self) -> dict[str, Any]:
-        """The engine's columnar form: every program's ops concatenated."""
+        """The engine's columnar form: every program's ops concatenated, bulk columns as NumPy
+        arrays of the engine's element types."""
         if None in self._rank_class:
             raise InputError(f"workload: rank {self._rank_class.index(None)} is in no class (use assign)")
+        programs = self._programs
+        sizes = [len(p) for p in programs]
+        dep_base = np.cumsum([0] + [len(p.deps) for p in programs])
         out: dict[str, Any] = {
             "layout": list(self.layout),
             "group_names": [g[0] for g in self._groups],
             "group_axes": [g[1] for g in self._groups],
             "group_instances": [g[2] for g in self._groups],
             "rows": list(self._rows),
-            "rank_class": list(self._rank_class),
-            "class_program": list(self._class_program),
-            "program_start": [0],
-            "dep_start": [0],
-            "deps": [],
-        } | {name: [] for name in OP_COLUMNS}
-        for p in self._programs:
-            for name in OP_COLUMNS:
-                out[name] += p.cols[name]
-            base = len(out["deps"])
-            out["dep_start"] += [base + s for s in p.dep_start[1:]]
-            out["deps"] += p.deps
-            out["program_start"].append(len(out["kind"]))
-        return out
+            "rank_class": self._rank_class,
+            "class_program": self._class_program,
+            "program_start": np.cumsum([0, *sizes]),
+            "dep_start": np.concatenate(
+                [[0]]
+                + [
+                    np.asarray(p.dep_start[1:], dtype=np.int64) + b
+                    for p, b in zip(programs, dep_base, strict=False)
+                ]
+            ),
+            "deps": np.concatenate(
+                [np.zeros(0, np.int64)] + [np.asarray(p.deps, dtype=np.int64) for p in programs]
+            ),
+        }
+        for name in OP_COLUMNS:
+            out[name] = np.concatenate(
+                [np.asarray(p.cols[name], dtype=DTYPE_OF[name]) for p in programs] or [[]]
+            )
+        return {k: np.asarray(v, dtype=DTYPE_OF[k]) if k in DTYPE_OF else v for k, v in out.items()}
+
+    def __eq__(self, other: object) -> bool:
+        """Two workloads are equal when their columnar forms are."""
+        if not isinstance(other, Workload):
+            return NotImplemented
+        a, b = self.columns(), other.columns()
+        return all(np.array_equal(a[k], b[k]) if isinstance(a[k], np.ndarray) else a[k] == b[k] for k in a)
+
+    __hash__ = None  # type: ignore[assignment]
 
     @classmethod
     def from_columns(cls, columns: dict[str, Any]) -> Workload:
-        """A workload from the engine's columnar form."""
+        """A workload from the engine's columnar form (NumPy arrays or lists)."""
         w = cls(len(columns["rank_class"]))
         w.layout = [tuple(a) for a in columns["layout"]]  # type: ignore[misc]
         w._groups = list(
             zip(columns["group_names"], columns["group_axes"], columns["group_instances"], strict=True)
         )
         w._rows = list(columns["rows"])
-        w._rank_class = list(columns["rank_class"])
-        w._class_program = list(columns["class_program"])
-        starts, dep_start, deps = columns["program_start"], columns["dep_start"], columns["deps"]
+        w._rank_class = [int(c) for c in columns["rank_class"]]
+        w._class_program = [int(c) for c in columns["class_program"]]
+        cols = {k: np.asarray(columns[k], dtype=DTYPE_OF[k]) for k in (*OP_COLUMNS, "dep_start", "deps")}
+        starts = [int(s) for s in columns["program_start"]]
+        dep_start = cols["dep_start"]
         for a, b in zip(starts, starts[1:], strict=False):
             p = _Program()
-            for name in OP_COLUMNS:
-                p.cols[name] = columns[name][a:b]
-            first = dep_start[a]
-            p.dep_start = [s - first for s in dep_start[a : b + 1]]
-            p.deps = deps[first : dep_start[b]]
+            p.cols = {name: cols[name][a:b] for name in OP_COLUMNS}
+            first = int(dep_start[a])
+            p.dep_start = dep_start[a : b + 1] - first
+            p.deps = cols["deps"][first : int(dep_start[b])]
             w._programs.append(p)
         return w
 
@@ -503,7 +561,7 @@ class Workload:
     def from_training(cls, model: str | dict[str, Any], **plan: Any) -> Workload:
         """One Megatron-Core iteration as `clustersim train` generates it (arguments as for
         `clustersim.training.train`)."""
-        return cls.from_columns(_engine.workload_from_training(json.dumps(input_document(model, **plan))))
+        return cls.from_columns(_engine.workload_from_training(engine_input(model, **plan)))
 
     # Running.
 
@@ -525,12 +583,14 @@ class Workload:
         table = None if busbw is None else (str(busbw), read_text(busbw, "busbw"))
         return _engine.simulate_workload(
             self.columns(),
-            gpus_per_server=gpus_per_server,
-            nics_per_server=nics_per_server,
-            gpu_type=gpu_type,
-            nic_type=nic_type,
-            nvlink_busbw=nvlink_busbw,
-            nic_busbw=nic_busbw,
+            server=_engine.ServerSpec(
+                gpus_per_server=gpus_per_server,
+                nics_per_server=nics_per_server,
+                gpu_type=gpu_type,
+                nic_type=nic_type,
+                nvlink_busbw=nvlink_busbw,
+                nic_busbw=nic_busbw,
+            ),
             busbw=table,
             compat=compat,
         )

@@ -1,30 +1,24 @@
 //! Python bindings of clustersim's engine: argument conversion and result packing only.
 
+mod catalog;
 mod flow;
 mod goodput;
 mod graph;
 mod platform;
 mod search;
+mod server;
 mod templates;
+mod training;
 mod workload;
 
-use clustersim_engine::catalog::simai::{GpuType, NicType};
-use clustersim_engine::catalog::{Accelerator, Catalog};
-use clustersim_engine::compute::is_class;
 use clustersim_engine::network::analytical::busbw_file::BusbwTable;
 use clustersim_engine::network::analytical::ratio::{RatioTable, RatioTables};
-use clustersim_engine::network::analytical::server_spec::ServerSpec;
 use clustersim_engine::simai::build::Overlap;
 use clustersim_engine::simai::file::WorkloadFile;
 use clustersim_engine::simai::report::{Report, LAYER_COLUMNS, SUMMARY_COLUMNS};
 use clustersim_engine::simai::run::{run_analytical as engine_run, RunConfig};
 use clustersim_engine::trace::chrome_trace;
-use clustersim_engine::training::costs::iteration_kernels as engine_iteration_kernels;
-use clustersim_engine::training::model::Model;
-use clustersim_engine::training::simai_rows::{simai_workload, Flavor};
-use clustersim_engine::training::{
-    layer_seconds as engine_layer_seconds, run_training as engine_training, Fabric, TrainingInput,
-};
+use clustersim_engine::training::Fabric;
 use clustersim_engine::Error;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
@@ -41,33 +35,6 @@ fn engine_err(e: Error) -> PyErr {
     } else {
         EngineInputError::new_err(e.to_string())
     }
-}
-
-/// The analytical model's platform from the arguments every run binding takes.
-fn platform(
-    gpus_per_server: u32,
-    nics_per_server: u32,
-    gpu_type: &str,
-    nic_type: &str,
-    nvlink_busbw: Option<f32>,
-    nic_busbw: Option<f32>,
-) -> PyResult<ServerSpec> {
-    Ok(ServerSpec {
-        gpus_per_server,
-        nics_per_server,
-        gpu: GpuType::parse(gpu_type).map_err(engine_err)?,
-        nic: NicType::parse(nic_type).map_err(engine_err)?,
-        nvlink_busbw,
-        nic_busbw,
-    })
-}
-
-/// The analytical model's built-in bus bandwidths (GB/s): NVLink per GPU of `gpu_type`, per NIC of
-/// `nic_type` (what `-nv` and `-nic` override).
-#[pyfunction]
-fn server_busbw(gpu_type: &str, nic_type: &str) -> PyResult<(f32, f32)> {
-    let spec = platform(1, 1, gpu_type, nic_type, None, None)?;
-    Ok((spec.nvlink(), spec.nic_bw()))
 }
 
 /// A busbw table given as (path, text).
@@ -94,8 +61,7 @@ fn report(py: Python<'_>, progress: &Option<Bound<'_, PyAny>>, fraction: f64, fa
 /// Run a SimAI workload through the executor with an analytical network model.
 #[pyfunction]
 #[pyo3(signature = (
-    path, text, *, compat, gpus, gpus_per_server, nics_per_server, gpu_type, nic_type,
-    nvlink_busbw, nic_busbw, busbw, ratios, dp_o, tp_o, ep_o, pp_o, run_name, lenient, progress,
+    path, text, *, compat, gpus, server, busbw, ratios, dp_o, tp_o, ep_o, pp_o, run_name, lenient, progress,
     fabric = None, platform = None
 ))]
 #[allow(clippy::too_many_arguments)]
@@ -105,12 +71,7 @@ fn run_analytical<'py>(
     text: &str,
     compat: bool,
     gpus: Option<u32>,
-    gpus_per_server: u32,
-    nics_per_server: u32,
-    gpu_type: &str,
-    nic_type: &str,
-    nvlink_busbw: Option<f32>,
-    nic_busbw: Option<f32>,
+    server: PyRef<'py, server::PyServerSpec>,
     busbw: Option<(String, String)>,
     ratios: Option<[(String, String); 3]>,
     dp_o: f64,
@@ -120,20 +81,19 @@ fn run_analytical<'py>(
     run_name: String,
     lenient: bool,
     progress: Option<Bound<'py, PyAny>>,
-    fabric: Option<&str>,
+    fabric: Option<Bound<'py, PyAny>>,
     platform: Option<PyRef<'py, platform::PyPlatform>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    // The flow backend: a JSON document as `run_training`'s "fabric", on `platform` if given.
+    // The flow backend: a training input's "fabric", on `platform` if given.
     let flow = match fabric {
         None => None,
         Some(doc) => {
-            let mut f: Fabric =
-                serde_json::from_str(doc).map_err(|e| EngineInputError::new_err(format!("fabric: {e}")))?;
+            let mut f: Fabric = training::read("fabric", &doc)?;
             f.platform = platform.map(|p| p.inner.clone());
             Some(f.config().map_err(engine_err)?)
         }
     };
-    let platform = crate::platform(gpus_per_server, nics_per_server, gpu_type, nic_type, nvlink_busbw, nic_busbw)?;
+    let platform = server.inner.clone();
     let busbw = busbw_table(busbw)?;
     let ratios = match ratios {
         None => RatioTables::builtin(),
@@ -202,116 +162,6 @@ fn run_analytical<'py>(
     Ok(out)
 }
 
-/// Generate and simulate one training iteration; `input` and the result are JSON documents.
-/// `platform`, if given, is the fabric of the input's "fabric" (whose topology text it replaces).
-#[pyfunction]
-#[pyo3(signature = (input, *, progress = None, platform = None))]
-fn run_training(
-    py: Python<'_>,
-    input: &str,
-    progress: Option<Bound<'_, PyAny>>,
-    platform: Option<PyRef<'_, platform::PyPlatform>>,
-) -> PyResult<String> {
-    let mut input: TrainingInput =
-        serde_json::from_str(input).map_err(|e| EngineInputError::new_err(format!("training input: {e}")))?;
-    if let (Some(f), Some(p)) = (input.fabric.as_mut(), platform) {
-        f.platform = Some(p.inner.clone());
-    }
-    let mut failure = None;
-    let report = engine_training(&input, &mut |f| report(py, &progress, f, &mut failure));
-    if let Some(e) = failure {
-        return Err(e);
-    }
-    let report = report.map_err(engine_err)?;
-    serde_json::to_string(&report)
-        .map_err(|e| EngineInternalError::new_err(format!("internal error in training report: {e}")))
-}
-
-/// Forward and backward seconds of one dense layer for one micro-batch (`input` as for run_training).
-#[pyfunction]
-fn layer_seconds(input: &str) -> PyResult<(f64, f64)> {
-    let input: TrainingInput =
-        serde_json::from_str(input).map_err(|e| EngineInputError::new_err(format!("training input: {e}")))?;
-    engine_layer_seconds(&input).map_err(engine_err)
-}
-
-/// One kernel of a kernel table: class, shape, dtype, the model's ns, how many op lists hold it.
-type KernelRow = (String, String, String, f64, usize);
-
-/// The distinct kernels of one iteration (`input` as for run_training), the model's time
-/// without any table.
-#[pyfunction]
-fn iteration_kernels(input: &str) -> PyResult<Vec<KernelRow>> {
-    let mut input: TrainingInput =
-        serde_json::from_str(input).map_err(|e| EngineInputError::new_err(format!("training input: {e}")))?;
-    input.accelerator.check().map_err(engine_err)?;
-    input.accelerator.measured = Default::default();
-    let acc = &input.accelerator;
-    let kernels =
-        engine_iteration_kernels(&input.model, &input.plan, acc, input.flash_attention).map_err(engine_err)?;
-    Ok(kernels
-        .into_iter()
-        .map(|(k, n)| {
-            let (class, shape, dtype) = k.key();
-            (class, shape, dtype.to_string(), k.model_ns(acc), n)
-        })
-        .collect())
-}
-
-/// Whether `name` is a kernel class of a kernel table.
-#[pyfunction]
-fn is_kernel_class(name: &str) -> bool {
-    is_class(name)
-}
-
-/// A training iteration as SimAI workload file text (`input` as for run_training): Megatron's
-/// collectives, or AICB's rows with `aicb_compat`.
-#[pyfunction]
-#[pyo3(signature = (input, *, aicb_compat = false))]
-fn generate_workload(input: &str, aicb_compat: bool) -> PyResult<String> {
-    let input: TrainingInput =
-        serde_json::from_str(input).map_err(|e| EngineInputError::new_err(format!("training input: {e}")))?;
-    let flavor = if aicb_compat { Flavor::Aicb } else { Flavor::Megatron };
-    let f = simai_workload(&input.model, &input.plan, &input.accelerator, input.flash_attention, flavor)
-        .map_err(engine_err)?;
-    Ok(f.to_text())
-}
-
-/// A model description's problem, if any: None, or (field, problem); the front end names the
-/// file and line.
-#[pyfunction]
-fn check_model(doc: &str) -> PyResult<Option<(String, String)>> {
-    match serde_json::from_str::<Model>(doc) {
-        Ok(m) => Ok(m.check().err().map(|e| (e.field.unwrap_or_default(), e.message))),
-        Err(e) => Err(EngineInputError::new_err(format!("model: {e}"))),
-    }
-}
-
-/// The shipped accelerator catalog: JSON text of a mapping of names to entries, in file order.
-#[pyfunction]
-fn catalog_accelerators() -> String {
-    let c = Catalog::shipped();
-    let entries: serde_json::Map<String, serde_json::Value> =
-        c.accelerators.iter().map(|a| (a.name.clone(), a.to_value())).collect();
-    serde_json::Value::Object(entries).to_string()
-}
-
-/// What is wrong with an entry: (field, problem).
-type Problem = (String, String);
-
-/// A user's accelerator `name` from its entry (JSON text): (the entry as the catalog's schema
-/// reads it, JSON text with peaks and NIC resolved, None) or (None, (field, problem)) for the
-/// front end to place in the user's file.
-#[pyfunction]
-fn accelerator_entry(name: &str, doc: &str) -> PyResult<(Option<String>, Option<Problem>)> {
-    let value: serde_json::Value =
-        serde_json::from_str(doc).map_err(|e| EngineInputError::new_err(format!("accelerator: {e}")))?;
-    Ok(match Accelerator::from_value(name, &value, &Catalog::shipped().nics) {
-        Ok(a) => (Some(a.to_value().to_string()), None),
-        Err(problem) => (None, Some(problem)),
-    })
-}
-
 /// Read a SimAI workload file and write it back (checks it, normalises spacing).
 #[pyfunction]
 #[pyo3(signature = (path, text, *, lenient = false))]
@@ -366,7 +216,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("PanicException", m.py().get_type::<pyo3::panic::PanicException>())?;
     m.add_function(wrap_pyfunction!(run_analytical, m)?)?;
     m.add_function(wrap_pyfunction!(end_to_end_csv, m)?)?;
-    m.add_function(wrap_pyfunction!(server_busbw, m)?)?;
+    m.add_class::<server::PyServerSpec>()?;
     m.add_class::<platform::PyPlatform>()?;
     m.add_class::<templates::PyTemplateParams>()?;
     for f in [
@@ -385,15 +235,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(flow::flow_completion_times, m)?)?;
     m.add_function(wrap_pyfunction!(flow::collective_sweep, m)?)?;
     m.add_function(wrap_pyfunction!(rewrite_workload, m)?)?;
-    m.add_function(wrap_pyfunction!(run_training, m)?)?;
-    m.add_function(wrap_pyfunction!(layer_seconds, m)?)?;
-    m.add_function(wrap_pyfunction!(iteration_kernels, m)?)?;
-    m.add_function(wrap_pyfunction!(is_kernel_class, m)?)?;
-    m.add_function(wrap_pyfunction!(generate_workload, m)?)?;
     m.add_function(wrap_pyfunction!(inspect_workload, m)?)?;
-    m.add_function(wrap_pyfunction!(check_model, m)?)?;
-    m.add_function(wrap_pyfunction!(catalog_accelerators, m)?)?;
-    m.add_function(wrap_pyfunction!(accelerator_entry, m)?)?;
     m.add_class::<search::PlanSearch>()?;
     m.add_class::<search::Simulated>()?;
     m.add_function(wrap_pyfunction!(graph::normalize_workload_graph, m)?)?;
@@ -409,6 +251,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<goodput::PyFailureProfile>()?;
     m.add_class::<goodput::PyGoodputRun>()?;
     m.add_class::<goodput::PyGoodputTrials>()?;
+    catalog::register(m)?;
+    training::register(m)?;
     workload::register(m)?;
     Ok(())
 }

@@ -15,11 +15,8 @@ use pyo3::prelude::*;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::training::PyTrainingInput;
 use crate::{engine_err, EngineInputError, EngineInternalError};
-
-fn input(doc: &str) -> PyResult<TrainingInput> {
-    serde_json::from_str(doc).map_err(|e| EngineInputError::new_err(format!("training input: {e}")))
-}
 
 /// An enum's name as its serde form ("selective", "zero2").
 fn name<T: Serialize>(v: &T) -> String {
@@ -70,7 +67,7 @@ struct State {
 
 #[pymethods]
 impl PlanSearch {
-    /// Enumerate the space for the model and cluster of `input` (run_training's document), the
+    /// Enumerate the space for the model and cluster of `input`, the
     /// global batch `gbs` exactly or, with `at_most`, the largest multiple of each plan's DP not
     /// above it.
     #[new]
@@ -79,7 +76,7 @@ impl PlanSearch {
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
-        input: &str,
+        input: PyRef<'_, PyTrainingInput>,
         gbs: u32,
         at_most: bool,
         tp: Option<Vec<u32>>,
@@ -95,7 +92,7 @@ impl PlanSearch {
         param_gather: Option<Vec<bool>>,
         tp_comm: Option<Vec<bool>>,
     ) -> PyResult<PlanSearch> {
-        let base = self::input(input)?;
+        let base = input.inner.clone();
         let space = Space {
             tp,
             pp,
@@ -200,10 +197,9 @@ impl PlanSearch {
                     .iter()
                     .zip(bounds)
                     .map(|(&i, ns)| {
-                        let plan = &self.candidates[i].plan;
                         // As the report divides: tokens / seconds.
-                        let tokens = plan.gbs as f64 * plan.seq as f64;
                         let seconds = ns / 1e9;
+                        let tokens = self.candidates[i].plan.tokens();
                         (i, seconds, if seconds > 0.0 { tokens / seconds } else { f64::INFINITY })
                     })
                     .collect();

@@ -1,5 +1,5 @@
-//! Bindings of the workload IR: JSON text and columns (one list per op field, see the engine's
-//! `workload::columns`) in and out, and a run of a workload on the analytical model.
+//! Bindings of the workload IR: JSON text and columns (one NumPy array per op field, see the
+//! engine's `workload::columns`) in and out, and a run of a workload on the analytical model.
 //! Conversion only.
 
 use clustersim_engine::catalog::Dtype;
@@ -10,13 +10,15 @@ use clustersim_engine::simai::build::{BuildOptions, Overlap, SimaiWorkload};
 use clustersim_engine::simai::file::WorkloadFile;
 use clustersim_engine::simai::run::{cost_model, RunConfig};
 use clustersim_engine::training::generate_input;
-use clustersim_engine::training::TrainingInput;
 use clustersim_engine::workload::columns::{Columns, KINDS, PHASE_NAMES};
 use clustersim_engine::workload::{Collective, Workload};
+use numpy::{Element, IntoPyArray, PyArray1, PyArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::{busbw_table, engine_err, platform, EngineInputError};
+use crate::server::PyServerSpec;
+use crate::training::PyTrainingInput;
+use crate::{busbw_table, engine_err, EngineInputError};
 
 fn pack<'py>(py: Python<'py>, w: &Workload) -> PyResult<Bound<'py, PyDict>> {
     let c = Columns::from(w);
@@ -26,58 +28,83 @@ fn pack<'py>(py: Python<'py>, w: &Workload) -> PyResult<Bound<'py, PyDict>> {
     d.set_item("group_axes", c.group_axes)?;
     d.set_item("group_instances", c.group_instances)?;
     d.set_item("rows", c.rows)?;
-    d.set_item("rank_class", c.rank_class)?;
-    d.set_item("class_program", c.class_program)?;
-    d.set_item("program_start", c.program_start)?;
-    d.set_item("kind", c.kind)?;
-    d.set_item("ns", c.ns)?;
-    d.set_item("flops", c.flops)?;
-    d.set_item("mem_bytes", c.mem_bytes)?;
-    d.set_item("dtype", c.dtype)?;
-    d.set_item("collective", c.collective)?;
-    d.set_item("group", c.group)?;
-    d.set_item("offset", c.offset)?;
-    d.set_item("bytes", c.bytes)?;
-    d.set_item("copy", c.copy)?;
-    d.set_item("row", c.row)?;
-    d.set_item("phase", c.phase)?;
-    d.set_item("dep_start", c.dep_start)?;
-    d.set_item("deps", c.deps)?;
+    // Per rank, per class and per op: NumPy arrays of the engine's element types.
+    d.set_item("rank_class", c.rank_class.into_pyarray(py))?;
+    d.set_item("class_program", c.class_program.into_pyarray(py))?;
+    d.set_item("program_start", c.program_start.into_pyarray(py))?;
+    d.set_item("kind", c.kind.into_pyarray(py))?;
+    d.set_item("ns", c.ns.into_pyarray(py))?;
+    d.set_item("flops", c.flops.into_pyarray(py))?;
+    d.set_item("mem_bytes", c.mem_bytes.into_pyarray(py))?;
+    d.set_item("dtype", c.dtype.into_pyarray(py))?;
+    d.set_item("collective", c.collective.into_pyarray(py))?;
+    d.set_item("group", c.group.into_pyarray(py))?;
+    d.set_item("offset", c.offset.into_pyarray(py))?;
+    d.set_item("bytes", c.bytes.into_pyarray(py))?;
+    d.set_item("copy", c.copy.into_pyarray(py))?;
+    d.set_item("row", c.row.into_pyarray(py))?;
+    d.set_item("phase", c.phase.into_pyarray(py))?;
+    d.set_item("dep_start", c.dep_start.into_pyarray(py))?;
+    d.set_item("deps", c.deps.into_pyarray(py))?;
     Ok(d)
 }
 
-pub(crate) fn unpack(d: &Bound<'_, PyDict>, file: &str) -> PyResult<Workload> {
-    fn get<'py, T>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<T>
-    where
-        T: for<'a> FromPyObject<'a, 'py>,
-        for<'a> <T as FromPyObject<'a, 'py>>::Error: Into<PyErr>,
-    {
-        let v = d.get_item(key)?.ok_or_else(|| EngineInputError::new_err(format!("columns: missing '{key}'")))?;
-        v.extract::<T>().map_err(|e| EngineInputError::new_err(format!("columns: {key}: {}", e.into())))
+fn missing(key: &str) -> PyErr {
+    EngineInputError::new_err(format!("columns: missing '{key}'"))
+}
+
+fn bad(key: &str, e: impl std::fmt::Display) -> PyErr {
+    EngineInputError::new_err(format!("columns: {key}: {e}"))
+}
+
+/// A column of any Python value `T` reads (lists and tuples).
+fn get<'py, T>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<T>
+where
+    T: for<'a> FromPyObject<'a, 'py>,
+    for<'a> <T as FromPyObject<'a, 'py>>::Error: Into<PyErr>,
+{
+    let v = d.get_item(key)?.ok_or_else(|| missing(key))?;
+    v.extract::<T>().map_err(|e| bad(key, Into::<PyErr>::into(e)))
+}
+
+/// A bulk column: a NumPy array of the engine's element type (copied in one go), or any
+/// sequence of numbers.
+fn array<'py, T>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<Vec<T>>
+where
+    T: Element + Clone + for<'a> FromPyObject<'a, 'py>,
+    for<'a> <T as FromPyObject<'a, 'py>>::Error: Into<PyErr>,
+{
+    let v = d.get_item(key)?.ok_or_else(|| missing(key))?;
+    if let Ok(a) = v.cast::<PyArray1<T>>() {
+        return Ok(a.readonly().as_array().to_vec());
     }
+    v.extract::<Vec<T>>().map_err(|e| bad(key, e))
+}
+
+pub(crate) fn unpack(d: &Bound<'_, PyDict>, file: &str) -> PyResult<Workload> {
     let c = Columns {
         layout: get(d, "layout")?,
         group_names: get(d, "group_names")?,
         group_axes: get(d, "group_axes")?,
         group_instances: get(d, "group_instances")?,
         rows: get(d, "rows")?,
-        rank_class: get(d, "rank_class")?,
-        class_program: get(d, "class_program")?,
-        program_start: get(d, "program_start")?,
-        kind: get(d, "kind")?,
-        ns: get(d, "ns")?,
-        flops: get(d, "flops")?,
-        mem_bytes: get(d, "mem_bytes")?,
-        dtype: get(d, "dtype")?,
-        collective: get(d, "collective")?,
-        group: get(d, "group")?,
-        offset: get(d, "offset")?,
-        bytes: get(d, "bytes")?,
-        copy: get(d, "copy")?,
-        row: get(d, "row")?,
-        phase: get(d, "phase")?,
-        dep_start: get(d, "dep_start")?,
-        deps: get(d, "deps")?,
+        rank_class: array(d, "rank_class")?,
+        class_program: array(d, "class_program")?,
+        program_start: array(d, "program_start")?,
+        kind: array(d, "kind")?,
+        ns: array(d, "ns")?,
+        flops: array(d, "flops")?,
+        mem_bytes: array(d, "mem_bytes")?,
+        dtype: array(d, "dtype")?,
+        collective: array(d, "collective")?,
+        group: array(d, "group")?,
+        offset: array(d, "offset")?,
+        bytes: array(d, "bytes")?,
+        copy: array(d, "copy")?,
+        row: array(d, "row")?,
+        phase: array(d, "phase")?,
+        dep_start: array(d, "dep_start")?,
+        deps: array(d, "deps")?,
     };
     c.to_workload(file).map_err(engine_err)
 }
@@ -114,39 +141,29 @@ fn workload_from_simai<'py>(
     pack(py, &SimaiWorkload::build(file, &opts).map_err(engine_err)?.workload)
 }
 
-/// The IR of one Megatron-Core iteration as `clustersim train` generates it (`input` as for
-/// run_training), as columns.
+/// The IR of one Megatron-Core iteration as `clustersim train` generates it, as columns.
 #[pyfunction]
-fn workload_from_training<'py>(py: Python<'py>, input: &str) -> PyResult<Bound<'py, PyDict>> {
-    let input: TrainingInput =
-        serde_json::from_str(input).map_err(|e| EngineInputError::new_err(format!("training input: {e}")))?;
-    let g = generate_input(&input).map_err(engine_err)?;
+fn workload_from_training<'py>(py: Python<'py>, input: PyRef<'py, PyTrainingInput>) -> PyResult<Bound<'py, PyDict>> {
+    let g = generate_input(&input.inner).map_err(engine_err)?;
     pack(py, &g.workload)
 }
 
-/// Run a workload given as columns through the executor on the analytical model (the platform
-/// arguments as for run_analytical); returns the iteration time and each class's op start and
-/// end times (ns).
+/// Run a workload given as columns through the executor on the analytical model on `server`;
+/// returns the iteration time and each class's op start and end times (ns).
 #[pyfunction]
 #[pyo3(signature = (
-    columns, *, gpus_per_server = 8, nics_per_server = 8, gpu_type = "H100", nic_type = "cx7",
-    nvlink_busbw = None, nic_busbw = None, busbw = None, compat = false
+    columns, *, server, busbw = None, compat = false
 ))]
-#[allow(clippy::too_many_arguments)]
 fn simulate_workload<'py>(
     py: Python<'py>,
     columns: &Bound<'py, PyDict>,
-    gpus_per_server: u32,
-    nics_per_server: u32,
-    gpu_type: &str,
-    nic_type: &str,
-    nvlink_busbw: Option<f32>,
-    nic_busbw: Option<f32>,
+    server: PyRef<'py, PyServerSpec>,
     busbw: Option<(String, String)>,
     compat: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let w = unpack(columns, "workload")?;
-    let platform = platform(gpus_per_server, nics_per_server, gpu_type, nic_type, nvlink_busbw, nic_busbw)?;
+    let platform = server.inner.clone();
+    let gpus_per_server = platform.gpus_per_server;
     platform.validate().map_err(engine_err)?;
     let busbw = busbw_table(busbw)?;
     let cfg = RunConfig {

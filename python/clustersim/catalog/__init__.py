@@ -85,7 +85,7 @@ def engine_check(doc: dict[str, Any], path: str | os.PathLike[str], text: str) -
     """The engine's checks of a model, reported at the field's line in `path`."""
     from clustersim import _engine
 
-    problem = _engine.check_model(json.dumps(doc))
+    problem = _engine.check_model(doc)
     if problem is not None:
         fail(path, text, *problem)
 
@@ -95,7 +95,7 @@ def accelerators() -> dict[str, dict[str, Any]]:
     NVLink and NIC figures), in file order."""
     from clustersim import _engine
 
-    return json.loads(_engine.catalog_accelerators())
+    return _engine.catalog_accelerators()
 
 
 def _finite(v: object) -> object:
@@ -117,9 +117,9 @@ def accelerator(name: str, entry: object, path: str | os.PathLike[str], text: st
     if not isinstance(entry, dict):
         fail(path, text or "", name, "expected a mapping of fields")
     try:
-        # JSON has no NaN or infinity: the engine sees them as the text YAML gave, and refuses it.
-        doc = json.dumps(_finite(entry), allow_nan=False)
-    except (TypeError, ValueError, RecursionError):  # RecursionError: an anchor that holds itself
+        # NaN and infinity reach the engine as the text YAML gave, which it refuses.
+        doc = _finite(entry)
+    except RecursionError:  # an anchor that holds itself
         fail(path, text or "", name, "fields must be numbers, strings, lists or mappings")
     resolved, problem = _engine.accelerator_entry(name, doc)
     if problem is not None:
@@ -127,7 +127,7 @@ def accelerator(name: str, entry: object, path: str | os.PathLike[str], text: st
         if text is None:
             raise InputError(f"{path}: {field}: {message}")
         raise InputError(f"{path}:{line_of(text, f'{name}.{field}')}: {field}: {message}")
-    return json.loads(resolved)
+    return resolved
 
 
 @functools.cache

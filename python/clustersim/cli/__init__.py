@@ -110,11 +110,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def interrupted_note(args: argparse.Namespace) -> str:
-    """What an interrupted command kept: a sweep, the points stored so far (run it again to
-    resume); every other command, nothing (results are written whole or not at all)."""
-    if args.command == "sweep":
-        from pathlib import Path
-
-        path = args.output or str(Path(args.spec).with_suffix(".sqlite"))
-        return f"the points simulated so far are kept in {path}; run the same sweep again to resume"
+    """What an interrupted command kept: what the command says (its parser's `interrupted`
+    default, e.g. a sweep's stored points), else nothing (results are written whole or not at all)."""
+    kept: Callable[[argparse.Namespace], str] | None = getattr(args, "interrupted", None)
+    if kept is not None:
+        return kept(args)
     return "no result file was written (results are written whole, at the end, or not at all)"

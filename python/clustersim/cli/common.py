@@ -214,15 +214,16 @@ def add_on_platform(p: argparse.ArgumentParser) -> None:
 
 def reduction_options(args: argparse.Namespace):  # noqa: ANN201 (ReductionServers | None)
     """The reduction servers of `add_on_platform`'s flags, or None."""
-    from clustersim.nccl_tests import parse_size
-    from clustersim.reduction_server import ReductionServers
-
     if args.reduction_servers is None:
         if args.reduce_gbps is not None:
             raise InputError(
                 "command line: --reduce-gbps: applies to reduction servers only; give --reduction-servers"
             )
         return None
+    # Imported only when asked for: most runs have none, and start-up stays lean.
+    from clustersim.nccl_tests import parse_size
+    from clustersim.reduction_server import ReductionServers
+
     return ReductionServers(
         args.reduction_servers,
         args.reduce_gbps,

@@ -39,7 +39,13 @@ def arguments(p: argparse.ArgumentParser) -> None:
         "--parquet", metavar="FILE", help="also write every stored point to this Parquet file (pyarrow)"
     )
     add_progress(p)
-    p.set_defaults(func=main)
+    p.set_defaults(func=main, interrupted=kept)
+
+
+def kept(args: argparse.Namespace) -> str:
+    """What an interrupted sweep kept: the points stored so far."""
+    path = args.output or str(Path(args.spec).with_suffix(".sqlite"))
+    return f"the points simulated so far are kept in {path}; run the same sweep again to resume"
 
 
 def main(args: argparse.Namespace) -> int:

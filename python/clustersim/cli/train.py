@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clustersim.cli.common import (
+    add_backend,
     add_fabric,
     add_json,
     add_options,
@@ -22,6 +23,7 @@ from clustersim.cli.common import (
     progress_for,
     wrote,
 )
+from clustersim.errors import InputError
 from clustersim.files import atomic_outputs, write_csv, write_text
 from clustersim.plan import OPTIONS
 from clustersim.provenance import comment_lines
@@ -52,6 +54,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", help="also write the result as JSON to OUTPUT")
     add_result(p, "none by default")
     add_fabric(p, required=False, what="run communication on this fabric with the flow model")
+    add_backend(p)
     add_routes(p)
     add_json(p)
     add_progress(p)
@@ -64,7 +67,9 @@ def main(args: argparse.Namespace) -> int:
 
     no_charts_without_prefix(args)
     fabric = args.topology is not None or args.calibration is not None
-    flow = fabric_options(args) | {"routes": args.routes}
+    flow = fabric_options(args) | {"routes": args.routes, "backend": args.backend}
+    if not fabric and args.backend != "flow":
+        raise InputError("command line: --backend: moves a fabric's transfers; give the fabric (-n)")
     if not fabric:
         # Reduction servers without a fabric are refused by train(); the rest is the fabric's.
         flow = {k: flow[k] for k in ("reduction", "switch_reduce_gbps")}

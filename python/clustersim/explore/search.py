@@ -16,7 +16,6 @@ results cross as columns; collective prices are kept across the whole search.
 from __future__ import annotations
 
 import bisect
-import json
 import math
 import os
 import time
@@ -295,13 +294,14 @@ def search(
     plan_options = {o.name: o.default for o in OPTIONS if o.name != "model"} | fixed | {"gbs": batch}
     spec, acc, plan, _ = resolve_plan(model, plan_options)
     document = input_document(spec, **plan)
-    doc = json.dumps(document)
     limit = float(acc["hbm_gb"] if memory_gb is None else memory_gb)
     if not math.isfinite(limit) or limit <= 0:
         raise InputError(f"search: memory_gb: must be a positive number of GB, got {memory_gb!r}")
 
     engine_space = {_ENGINE_SWITCH.get(k, k): v for k, v in space.items()}
-    found = _engine.PlanSearch(doc, gbs=batch, at_most=gbs is None, **engine_space)
+    found = _engine.PlanSearch(
+        _engine.TrainingInput(document), gbs=batch, at_most=gbs is None, **engine_space
+    )
     valid = list(range(len(found)))
     if excluded:
         drop = {a: found.column(a) for a in excluded}

@@ -52,25 +52,27 @@ def api_function(command: str) -> Any:
     ]
 
 
-def command_options(command: str) -> dict[str, Any]:
-    """Every option of `command` a point may set, with its default (`inspect.Parameter.empty`
-    where the option is required)."""
+def _parameters(command: str) -> dict[str, inspect.Parameter]:
+    """The API function's parameters of `command` (`run` also takes `analytical`'s that it does
+    not set itself)."""
     params = dict(inspect.signature(api_function(command)).parameters)
     if command == "run":
         extra = inspect.signature(api_function("analytical")).parameters
         params |= {k: p for k, p in extra.items() if k not in RUN_SETS and k not in params}
-    return {k: p.default for k, p in params.items() if k not in NOT_OPTIONS}
+    return params
+
+
+def command_options(command: str) -> dict[str, Any]:
+    """Every option of `command` a point may set, with its default (`inspect.Parameter.empty`
+    where the option is required)."""
+    return {k: p.default for k, p in _parameters(command).items() if k not in NOT_OPTIONS}
 
 
 def option_types(command: str) -> dict[str, tuple[str, ...]]:
     """The type names (`int`, `float`, `str`, `bool`, …) each option of `command` takes, from
     the API function's annotations (for `train`, the plan schema's: `clustersim.plan`)."""
-    params = dict(inspect.signature(api_function(command)).parameters)
-    if command == "run":
-        extra = inspect.signature(api_function("analytical")).parameters
-        params |= {k: p for k, p in extra.items() if k not in RUN_SETS and k not in params}
     out = {}
-    for name, p in params.items():
+    for name, p in _parameters(command).items():
         text = p.annotation if isinstance(p.annotation, str) else getattr(p.annotation, "__name__", "")
         out[name] = tuple(t.strip() for t in str(text).split("|"))
     return out

@@ -43,19 +43,49 @@ pub struct Request<'a> {
     pub grain: Grain,
 }
 
-/// A collective algorithm, defined once: its schedule and NCCL's timing of it.
-pub trait CollectiveAlgorithm: Sync {
+/// What names an algorithm and where it applies; [`registered!`] writes it for the algorithms
+/// of this folder.
+pub trait Identity {
     /// The name NCCL_ALGO, `--algo` and reports use (lower case, words joined by `_`).
     fn name(&self) -> &'static str;
 
     /// The kinds of collective it is defined for, on some group (every other kind
-    /// [`Self::unsupported`] refuses on any group): where `--algo KIND=NAME` may put it, and,
-    /// when it is one kind, the only kind a bare `--algo NAME` forces it on
+    /// [`CollectiveAlgorithm::unsupported`] refuses on any group): where `--algo KIND=NAME` may
+    /// put it, and, when it is one kind, the only kind a bare `--algo NAME` forces it on
     /// ([`super::choose::Options::forced`]). Default: every kind.
     fn collectives(&self) -> &[Collective] {
         &Collective::ALL
     }
+}
 
+/// A registered algorithm's identity, declared at the top of its file: its unit struct (with the
+/// doc comment given), its handle `Algorithm::HANDLE`, its name and the collectives it is
+/// defined for (left out: every kind). `registered! { /// doc \n Ring as RING: "ring", KINDS }`
+macro_rules! registered {
+    ($(#[$doc:meta])* $ty:ident as $handle:ident: $name:literal $(, $kinds:expr)?) => {
+        $(#[$doc])*
+        pub struct $ty;
+
+        impl $crate::collective::Algorithm {
+            pub const $handle: $crate::collective::Algorithm = $crate::collective::Algorithm::new(&$ty);
+        }
+
+        impl $crate::collective::Identity for $ty {
+            fn name(&self) -> &'static str {
+                $name
+            }
+            $(
+                fn collectives(&self) -> &[$crate::workload::Collective] {
+                    &$kinds
+                }
+            )?
+        }
+    };
+}
+pub(crate) use registered;
+
+/// A collective algorithm, defined once: its schedule and NCCL's timing of it.
+pub trait CollectiveAlgorithm: Identity + Sync {
     /// Why this algorithm cannot run `c` on group `g` (servers `s`), or None if it can.
     fn unsupported(&self, c: Collective, g: &GroupTopo, s: &Servers) -> Option<String>;
 
@@ -125,6 +155,16 @@ static BUILT: Mutex<Vec<(String, Algorithm)>> = Mutex::new(Vec::new());
 impl Algorithm {
     pub const fn new(algorithm: &'static dyn CollectiveAlgorithm) -> Algorithm {
         Algorithm { algorithm, id: 0 }
+    }
+
+    /// Its name ([`Identity::name`]).
+    pub fn name(&self) -> &'static str {
+        self.algorithm.name()
+    }
+
+    /// The collectives it is defined for ([`Identity::collectives`]).
+    pub fn collectives(&self) -> &'static [Collective] {
+        self.algorithm.collectives()
     }
 
     /// The algorithm built from what `key` describes (every parameter it depends on: an MSCCL

@@ -31,6 +31,7 @@
 use super::choose::Options;
 use super::nccl::{Latency, Protocol};
 use super::{send, Algorithm, CollectiveAlgorithm, GroupTopo, Phase, Request, Servers, Transfer, DIRECT_MAX_RANKS};
+use crate::collective::Identity;
 use crate::workload::Collective;
 
 /// MSCCL++'s cost of one dependent step, µs, as (base, NVLink hop, network hop) per protocol.
@@ -92,7 +93,7 @@ fn in_one_server(name: &str, c: Collective, g: &GroupTopo, s: &Servers) -> Optio
     }
 }
 
-impl CollectiveAlgorithm for AllPairs {
+impl Identity for AllPairs {
     fn name(&self) -> &'static str {
         match self {
             AllPairs::Gather => "all_pairs",
@@ -107,7 +108,9 @@ impl CollectiveAlgorithm for AllPairs {
             AllPairs::OneShot | AllPairs::TwoShot => &[Collective::AllReduce],
         }
     }
+}
 
+impl CollectiveAlgorithm for AllPairs {
     fn unsupported(&self, c: Collective, g: &GroupTopo, s: &Servers) -> Option<String> {
         match self {
             AllPairs::Gather if !matches!(c, Collective::AllGather | Collective::ReduceScatter) => {

@@ -36,27 +36,18 @@
 
 use super::choose::Options;
 use super::nccl::{Latency, Protocol, RING_LATENCY_US};
+use super::registered;
 use super::{ring, Algorithm, Call, CollectiveAlgorithm, GroupTopo, Phase, Request, Servers};
 use crate::error::{InputError, Result};
 use crate::platform::{NodeKind, Platform};
 use crate::workload::Collective;
 
-/// All-reduce as the reduce-scatter half of a ring; the shards are read in place.
-pub struct CoherentRing;
-
-impl Algorithm {
-    pub const COHERENT_RING: Algorithm = Algorithm::new(&CoherentRing);
+registered! {
+    /// All-reduce as the reduce-scatter half of a ring; the shards are read in place.
+    CoherentRing as COHERENT_RING: "coherent_ring", [Collective::AllReduce]
 }
 
 impl CollectiveAlgorithm for CoherentRing {
-    fn name(&self) -> &'static str {
-        "coherent_ring"
-    }
-
-    fn collectives(&self) -> &[Collective] {
-        &[Collective::AllReduce]
-    }
-
     fn unsupported(&self, c: Collective, _g: &GroupTopo, _s: &Servers) -> Option<String> {
         (c != Collective::AllReduce)
             .then(|| "it is an all-reduce (the reduce-scatter half of a ring, read in place)".into())

@@ -36,6 +36,7 @@ use super::nccl::Latency;
 use super::{
     chunks, send, Algorithm, Call, CollectiveAlgorithm, Endpoint, GroupTopo, Phase, Request, Servers, Transfer,
 };
+use crate::collective::Identity;
 use crate::error::{InputError, Result};
 use crate::platform::{NodeKind, Platform};
 use crate::workload::Collective;
@@ -189,7 +190,7 @@ impl CollNet {
     }
 }
 
-impl CollectiveAlgorithm for CollNet {
+impl Identity for CollNet {
     fn name(&self) -> &'static str {
         match self.variant {
             Variant::Direct => "collnet_direct",
@@ -200,7 +201,9 @@ impl CollectiveAlgorithm for CollNet {
     fn collectives(&self) -> &[Collective] {
         &[Collective::AllReduce]
     }
+}
 
+impl CollectiveAlgorithm for CollNet {
     fn unsupported(&self, c: Collective, g: &GroupTopo, s: &Servers) -> Option<String> {
         if c != Collective::AllReduce {
             return Some("in-network reduction runs all-reduce only".into());

@@ -12,20 +12,15 @@
 
 use super::choose::Options;
 use super::pxn::relays_point_to_point;
-use super::{send, Algorithm, CollectiveAlgorithm, GroupTopo, Phase, Request, Servers, Transfer, DIRECT_MAX_RANKS};
+use super::registered;
+use super::{send, CollectiveAlgorithm, GroupTopo, Phase, Request, Servers, Transfer, DIRECT_MAX_RANKS};
 use crate::workload::Collective;
 
-pub struct Direct;
-
-impl Algorithm {
-    pub const DIRECT: Algorithm = Algorithm::new(&Direct);
+registered! {
+    Direct as DIRECT: "direct"
 }
 
 impl CollectiveAlgorithm for Direct {
-    fn name(&self) -> &'static str {
-        "direct"
-    }
-
     fn unsupported(&self, c: Collective, g: &GroupTopo, _s: &Servers) -> Option<String> {
         let n = g.size();
         (n > DIRECT_MAX_RANKS && !matches!(c, Collective::Broadcast | Collective::Reduce))

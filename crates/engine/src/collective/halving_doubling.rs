@@ -14,24 +14,15 @@
 //! layout does not survive the fold. Each step is its own phase (partners change), so the
 //! schedule holds O(n log n) transfers. NCCL has no such algorithm: it runs only when forced.
 
-use super::{send, Algorithm, CollectiveAlgorithm, GroupTopo, Phase, Request, Servers};
+use super::registered;
+use super::{send, CollectiveAlgorithm, GroupTopo, Phase, Request, Servers};
 use crate::workload::Collective;
 
-pub struct HalvingDoubling;
-
-impl Algorithm {
-    pub const HALVING_DOUBLING: Algorithm = Algorithm::new(&HalvingDoubling);
+registered! {
+    HalvingDoubling as HALVING_DOUBLING: "halving_doubling", [Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter]
 }
 
 impl CollectiveAlgorithm for HalvingDoubling {
-    fn name(&self) -> &'static str {
-        "halving_doubling"
-    }
-
-    fn collectives(&self) -> &[Collective] {
-        &[Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter]
-    }
-
     fn unsupported(&self, c: Collective, g: &GroupTopo, _s: &Servers) -> Option<String> {
         use Collective::*;
         let n = g.size();

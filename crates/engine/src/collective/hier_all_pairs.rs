@@ -29,24 +29,15 @@ use super::all_pairs::{exchange, too_many, MSCCLPP_LATENCY_US};
 use super::choose::Options;
 use super::hierarchical::{along_rails, RAIL_KINDS};
 use super::nccl::{Latency, Protocol};
-use super::{Algorithm, CollectiveAlgorithm, GroupTopo, Phase, Request, Servers, Transfer};
+use super::{registered, Identity};
+use super::{CollectiveAlgorithm, GroupTopo, Phase, Request, Servers, Transfer};
 use crate::workload::Collective;
 
-pub struct HierAllPairs;
-
-impl Algorithm {
-    pub const HIER_ALL_PAIRS: Algorithm = Algorithm::new(&HierAllPairs);
+registered! {
+    HierAllPairs as HIER_ALL_PAIRS: "hier_all_pairs", RAIL_KINDS
 }
 
 impl CollectiveAlgorithm for HierAllPairs {
-    fn name(&self) -> &'static str {
-        "hier_all_pairs"
-    }
-
-    fn collectives(&self) -> &[Collective] {
-        &RAIL_KINDS
-    }
-
     fn unsupported(&self, c: Collective, g: &GroupTopo, s: &Servers) -> Option<String> {
         along_rails(self.name(), c, s).or_else(|| too_many(g.size()))
     }
@@ -104,6 +95,7 @@ mod tests {
     use super::*;
     use crate::collective::cost::{schedule_ns, Links};
     use crate::collective::schedule;
+    use crate::collective::Algorithm;
     use Collective::*;
 
     const LINKS: Links =

@@ -16,24 +16,15 @@
 //! data crosses the network, on every NIC at once. NCCL has no such algorithm: it runs only
 //! when forced.
 
-use super::{send, Algorithm, CollectiveAlgorithm, GroupTopo, Phase, Request, Servers, Transfer};
+use super::{registered, Identity};
+use super::{send, CollectiveAlgorithm, GroupTopo, Phase, Request, Servers, Transfer};
 use crate::workload::Collective;
 
-pub struct Hierarchical;
-
-impl Algorithm {
-    pub const HIERARCHICAL: Algorithm = Algorithm::new(&Hierarchical);
+registered! {
+    Hierarchical as HIERARCHICAL: "hierarchical", RAIL_KINDS
 }
 
 impl CollectiveAlgorithm for Hierarchical {
-    fn name(&self) -> &'static str {
-        "hierarchical"
-    }
-
-    fn collectives(&self) -> &[Collective] {
-        &RAIL_KINDS
-    }
-
     fn unsupported(&self, c: Collective, _g: &GroupTopo, s: &Servers) -> Option<String> {
         along_rails(self.name(), c, s)
     }

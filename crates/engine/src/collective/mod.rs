@@ -12,12 +12,13 @@
 //! flow model only call the trait, through the Copy handle [`Algorithm`].
 //!
 //! Adding an algorithm:
-//! 1. a file `my_algo.rs` here with a unit struct implementing [`CollectiveAlgorithm`]:
-//!    `name`, `unsupported` (None where it runs) and `phases` are required; `offered` (default:
-//!    only when forced), `protocols` (default: Simple with NCCL's point-to-point latency), `hops`
-//!    (default: one per dependent step of the schedule), `efficiency` (default 1) and
-//!    `ring_latency` (default false) say how NCCL times it. Its handle goes in the same file:
-//!    `impl Algorithm { pub const MY_ALGO: Algorithm = Algorithm::new(&MyAlgo); }`;
+//! 1. a file `my_algo.rs` here that declares it,
+//!    `registered! { /// doc \n MyAlgo as MY_ALGO: "my_algo", [Collective::AllReduce] }` (its
+//!    unit struct, its handle `Algorithm::MY_ALGO`, its name and collectives), and implements
+//!    [`CollectiveAlgorithm`] for it: `unsupported` (None where it runs) and `phases` are
+//!    required; `offered` (default: only when forced), `protocols` (default: Simple with NCCL's
+//!    point-to-point latency), `hops` (default: one per dependent step of the schedule),
+//!    `efficiency` (default 1) and `ring_latency` (default false) say how NCCL times it;
 //! 2. `mod my_algo;` below, and `Algorithm::MY_ALGO` in the registry [`Algorithm::ALL`] so
 //!    NCCL_ALGO / `--algo` parse its name, the tuner may offer it and error messages list it.
 //!
@@ -67,7 +68,8 @@ pub mod tuner_links;
 use crate::error::InputError;
 use crate::platform::Placement;
 use crate::workload::Collective;
-pub use algorithm::{Algorithm, Call, CollectiveAlgorithm, Request};
+use algorithm::registered;
+pub use algorithm::{Algorithm, Call, CollectiveAlgorithm, Identity, Request};
 pub use nccl::{Protocol, StepLatency, Timing};
 pub use ring::ring_hops;
 

@@ -25,23 +25,21 @@
 use super::choose::Options;
 use super::cost::Links;
 use super::nccl::{log2_ceil, Latency, Protocol, NVLS_CHANNELS, NVLS_LATENCY_US, NVLS_TREE_LATENCY_US};
+use super::registered;
 use super::tree::double_btree_parent;
-use super::{
-    chunks, send, Algorithm, Call, CollectiveAlgorithm, Endpoint, Grain, GroupTopo, Phase, Request, Servers, Transfer,
-};
+use super::{chunks, send, Call, CollectiveAlgorithm, Endpoint, Grain, GroupTopo, Phase, Request, Servers, Transfer};
 use crate::catalog::Arch;
 use crate::error::InputError;
 use crate::workload::Collective;
 
-/// NVLS inside one server (`AS_NVLS_ENABLE`).
-pub struct Nvls;
+registered! {
+    /// NVLS inside one server (`AS_NVLS_ENABLE`).
+    Nvls as NVLS: "nvls", Collective::RING_KINDS
+}
 
-/// NVLS inside servers with a tree across them (`AS_NVLSTREE_ENABLE`).
-pub struct NvlsTree;
-
-impl Algorithm {
-    pub const NVLS: Algorithm = Algorithm::new(&Nvls);
-    pub const NVLS_TREE: Algorithm = Algorithm::new(&NvlsTree);
+registered! {
+    /// NVLS inside servers with a tree across them (`AS_NVLSTREE_ENABLE`).
+    NvlsTree as NVLS_TREE: "nvls_tree", [Collective::AllReduce]
 }
 
 /// Why neither NVLS algorithm can run `c` on `g`, or None.
@@ -61,14 +59,6 @@ fn nvls_efficiency(links: &Links) -> f64 {
 }
 
 impl CollectiveAlgorithm for Nvls {
-    fn name(&self) -> &'static str {
-        "nvls"
-    }
-
-    fn collectives(&self) -> &[Collective] {
-        &Collective::RING_KINDS
-    }
-
     fn unsupported(&self, c: Collective, g: &GroupTopo, s: &Servers) -> Option<String> {
         let nodes = s.members.len();
         switch_unsupported(c, g)
@@ -97,14 +87,6 @@ impl CollectiveAlgorithm for Nvls {
 }
 
 impl CollectiveAlgorithm for NvlsTree {
-    fn name(&self) -> &'static str {
-        "nvls_tree"
-    }
-
-    fn collectives(&self) -> &[Collective] {
-        &[Collective::AllReduce]
-    }
-
     fn unsupported(&self, c: Collective, g: &GroupTopo, s: &Servers) -> Option<String> {
         switch_unsupported(c, g).or_else(|| {
             (c != Collective::AllReduce || s.uniform().is_none())

@@ -13,25 +13,19 @@ use std::collections::HashMap;
 
 use super::choose::Options;
 use super::direct::direct;
+use super::registered;
 use super::ring::{ring, ring_hops};
 use super::{
-    chunks, Algorithm, Call, CollectiveAlgorithm, Endpoint, Grain, GroupTopo, Phase, Request, Servers, Transfer,
-    DIRECT_MAX_RANKS,
+    chunks, Call, CollectiveAlgorithm, Endpoint, Grain, GroupTopo, Phase, Request, Servers, Transfer, DIRECT_MAX_RANKS,
 };
 use crate::workload::Collective;
 
-/// PXN (`AS_PXN_ENABLE`, groups spanning servers), Simple, priced as NCCL prices its ring.
-pub struct Pxn;
-
-impl Algorithm {
-    pub const PXN: Algorithm = Algorithm::new(&Pxn);
+registered! {
+    /// PXN (`AS_PXN_ENABLE`, groups spanning servers), Simple, priced as NCCL prices its ring.
+    Pxn as PXN: "pxn"
 }
 
 impl CollectiveAlgorithm for Pxn {
-    fn name(&self) -> &'static str {
-        "pxn"
-    }
-
     fn unsupported(&self, c: Collective, g: &GroupTopo, _s: &Servers) -> Option<String> {
         let n = g.size();
         (n > DIRECT_MAX_RANKS && c == Collective::AllToAll)

@@ -29,6 +29,7 @@
 //! point-to-point latency constants over two network hops (up, down).
 
 use super::{Algorithm, Call, CollectiveAlgorithm, Endpoint, GroupTopo, Phase, Request, Servers, Transfer};
+use crate::collective::Identity;
 use crate::error::{InputError, Result};
 use crate::platform::{Link, NodeKind, Platform};
 use crate::workload::Collective;
@@ -134,7 +135,7 @@ impl ReductionServer {
     }
 }
 
-impl CollectiveAlgorithm for ReductionServer {
+impl Identity for ReductionServer {
     fn name(&self) -> &'static str {
         "reduction_server"
     }
@@ -142,7 +143,9 @@ impl CollectiveAlgorithm for ReductionServer {
     fn collectives(&self) -> &[Collective] {
         &[Collective::AllReduce]
     }
+}
 
+impl CollectiveAlgorithm for ReductionServer {
     fn unsupported(&self, c: Collective, _g: &GroupTopo, _s: &Servers) -> Option<String> {
         (c != Collective::AllReduce).then(|| "a reduction server reduces for all-reduce only".into())
     }

@@ -18,26 +18,17 @@
 
 use super::choose::Options;
 use super::nccl::{Latency, Protocol, RING_LATENCY_US};
-use super::{chunks, send, Algorithm, Call, CollectiveAlgorithm, Grain, GroupTopo, Phase, Request, Servers, Transfer};
+use super::registered;
+use super::{chunks, send, Call, CollectiveAlgorithm, Grain, GroupTopo, Phase, Request, Servers, Transfer};
 use crate::workload::Collective;
 
-/// NCCL's ring: every collective but all-to-all, always considered by the tuner, all three
-/// protocols ([`RING_LATENCY_US`]), NCCL's ring latency rules.
-pub struct Ring;
-
-impl Algorithm {
-    pub const RING: Algorithm = Algorithm::new(&Ring);
+registered! {
+    /// NCCL's ring: every collective but all-to-all, always considered by the tuner, all three
+    /// protocols ([`RING_LATENCY_US`]), NCCL's ring latency rules.
+    Ring as RING: "ring", Collective::RING_KINDS
 }
 
 impl CollectiveAlgorithm for Ring {
-    fn name(&self) -> &'static str {
-        "ring"
-    }
-
-    fn collectives(&self) -> &[Collective] {
-        &Collective::RING_KINDS
-    }
-
     fn unsupported(&self, c: Collective, _g: &GroupTopo, _s: &Servers) -> Option<String> {
         (c == Collective::AllToAll).then(|| "a ring cannot deliver distinct data to every rank".into())
     }
@@ -132,6 +123,7 @@ pub(super) fn ring(c: Collective, s: &Servers, bytes: f64, channels: u32, grain:
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collective::Algorithm;
     use crate::collective::{schedule, Endpoint};
 
     #[test]

@@ -17,31 +17,21 @@
 use super::choose::Options;
 use super::cost::{timed_ns, Links};
 use super::nccl::{log2_ceil, Latency, Protocol, TREE_EFFICIENCY, TREE_LATENCY_US};
+use super::registered;
 use super::{
-    chunks, send, Algorithm, Call, CollectiveAlgorithm, Grain, GroupTopo, Phase, Request, Servers, StepLatency, Timing,
-    Transfer,
+    chunks, send, Call, CollectiveAlgorithm, Grain, GroupTopo, Phase, Request, Servers, StepLatency, Timing, Transfer,
 };
 use crate::catalog::Arch;
 use crate::error::InputError;
 use crate::workload::Collective;
 
-/// NCCL's double binary tree: all-reduce, always considered by the tuner, all three protocols
-/// ([`TREE_LATENCY_US`]), NCCL's tree bandwidth cap ([`tree_efficiency`]).
-pub struct Tree;
-
-impl Algorithm {
-    pub const TREE: Algorithm = Algorithm::new(&Tree);
+registered! {
+    /// NCCL's double binary tree: all-reduce, always considered by the tuner, all three protocols
+    /// ([`TREE_LATENCY_US`]), NCCL's tree bandwidth cap ([`tree_efficiency`]).
+    Tree as TREE: "tree", [Collective::AllReduce]
 }
 
 impl CollectiveAlgorithm for Tree {
-    fn name(&self) -> &'static str {
-        "tree"
-    }
-
-    fn collectives(&self) -> &[Collective] {
-        &[Collective::AllReduce]
-    }
-
     fn unsupported(&self, c: Collective, _g: &GroupTopo, _s: &Servers) -> Option<String> {
         (c != Collective::AllReduce).then(|| "the double binary tree is defined for all-reduce".into())
     }

@@ -11,6 +11,7 @@ use super::analytical::alpha_beta::{AlphaBeta, Bandwidths};
 use super::analytical::server_spec::ServerSpec;
 use super::analytical::Analytical;
 use crate::collective::choose::Options;
+use crate::collective::Identity;
 use crate::collective::{
     schedule, valid_algorithms, Algorithm, CollectiveAlgorithm, Endpoint, GroupTopo, Phase as SchedulePhase, Request,
     Servers, Transfer,
@@ -142,11 +143,13 @@ fn point_to_point_sends_agree() {
 /// needs is this impl; forcing it runs it on both backends.
 struct Star;
 
-impl CollectiveAlgorithm for Star {
+impl Identity for Star {
     fn name(&self) -> &'static str {
         "star"
     }
+}
 
+impl CollectiveAlgorithm for Star {
     fn unsupported(&self, c: Collective, _g: &GroupTopo, _s: &Servers) -> Option<String> {
         (c != Collective::AllGather).then(|| "the star gathers only".into())
     }

@@ -123,11 +123,19 @@ impl<'a> Screen<'a> {
     /// A screen for the plans of `base`'s model and cluster; `memo` shares collective prices
     /// with the simulations of the same search.
     pub fn new(base: &'a TrainingInput, memo: Option<&Arc<Mutex<PriceMemo>>>) -> Result<Screen<'a>> {
-        let cost = match base.fabric {
+        Ok(Screen::priced(base, Screen::cost(base, memo)?))
+    }
+
+    /// The collective prices of `base`'s cluster (None on a fabric): the fallible part of a screen.
+    fn cost(base: &TrainingInput, memo: Option<&Arc<Mutex<PriceMemo>>>) -> Result<Option<AlphaBeta>> {
+        Ok(match base.fabric {
             Some(_) => None,
             None => Some(AlphaBeta { memo: memo.cloned(), ..network_cost(base)? }),
-        };
-        Ok(Screen {
+        })
+    }
+
+    fn priced(base: &'a TrainingInput, cost: Option<AlphaBeta>) -> Screen<'a> {
+        Screen {
             base,
             cost,
             placement: Rc::new(base.plan.placement()),
@@ -136,7 +144,7 @@ impl<'a> Screen<'a> {
             blocks: HashMap::new(),
             tails: HashMap::new(),
             layers: HashMap::new(),
-        })
+        }
     }
 
     /// ns of collective `c` of `bytes` on group `g` of `plan`'s layout, as the simulation prices it.
@@ -389,22 +397,28 @@ impl<'a> Screen<'a> {
 }
 
 /// Lower bounds (ns) of `plans` (each a valid plan and its overlaps) on `base`'s model and
-/// cluster, worked out in parallel on rayon's threads; 0 where a plan's overlaps are refused (its
-/// simulation then says why).
+/// cluster, worked out in parallel on rayon's threads; 0 where a plan is refused as input (its
+/// simulation then says why). An internal error is returned.
 pub fn lower_bounds(
     base: &TrainingInput,
     plans: &[(&Plan, &Overlap)],
     memo: Option<&Arc<Mutex<PriceMemo>>>,
 ) -> Result<Vec<f64>> {
     use rayon::prelude::*;
-    Screen::new(base, memo)?;
+    let cost = Screen::cost(base, memo)?;
     let chunks: Vec<Vec<f64>> = plans
         .par_chunks(4096)
         .map(|chunk| {
-            let Ok(mut screen) = Screen::new(base, memo) else { return vec![0.0; chunk.len()] };
-            chunk.iter().map(|(plan, ov)| screen.lower_bound_ns(plan, ov).unwrap_or(0.0)).collect()
+            let mut screen = Screen::priced(base, cost.clone());
+            chunk
+                .iter()
+                .map(|(plan, ov)| match screen.lower_bound_ns(plan, ov) {
+                    Err(e) if e.is_internal() => Err(e),
+                    bound => Ok(bound.unwrap_or(0.0)),
+                })
+                .collect::<Result<Vec<f64>>>()
         })
-        .collect();
+        .collect::<Result<_>>()?;
     Ok(chunks.concat())
 }
 

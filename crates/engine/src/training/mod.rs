@@ -367,11 +367,10 @@ pub fn run_training_memo(
         bound.map_or(String::new(), |b| b.0.clone())
     });
     let (params, active) = model.params();
-    let tokens = plan.gbs as f64 * plan.seq as f64;
     let seconds = iteration_ns / 1e9;
     Ok(TrainingReport {
         iteration_s: seconds,
-        tokens_per_s: tokens / seconds,
+        tokens_per_s: plan.tokens() / seconds,
         // Of the peak of every GPU, each at its own type's.
         mfu: generated.model_flops
             / devices

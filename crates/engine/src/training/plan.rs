@@ -137,6 +137,11 @@ impl Plan {
         (0..self.vpp).map(|c| self.chunk_layers(layers, stage, c).len() as u32).sum()
     }
 
+    /// Tokens one iteration trains on (global batch × sequence): what tokens/s counts.
+    pub fn tokens(&self) -> f64 {
+        self.gbs as f64 * self.seq as f64
+    }
+
     /// Micro-batches per iteration per pipeline.
     pub fn micro_batches(&self) -> u32 {
         self.gbs / (self.mbs * self.dp_size())

@@ -12,6 +12,7 @@ mod guard;
 mod msccl;
 mod mutate;
 mod readers;
+mod simai_conf;
 mod workload_graph;
 
 use std::collections::BTreeMap;

@@ -6,14 +6,13 @@ The kernels come from the engine: the same op lists the simulator times (`iterat
 
 from __future__ import annotations
 
-import json
 from typing import Any, NamedTuple
 
 from clustersim import _engine
 from clustersim.api import TRAIN_OPTIONS
 from clustersim.measure.kernels import timing
 from clustersim.plan import values
-from clustersim.training import input_document, one_type, resolve_plan
+from clustersim.training import engine_input, one_type, resolve_plan
 
 
 class KernelRow(NamedTuple):
@@ -33,8 +32,8 @@ def iteration_kernels(model: str | dict[str, Any], **plan: Any) -> list[KernelRo
     """The distinct kernels of one iteration of `model` with `plan` (`clustersim.training.train`'s
     keyword arguments)."""
     one_type(plan, "a kernel list")
-    doc = json.dumps(input_document(model, **plan))
-    return [KernelRow(c, s, d, ns / 1e9, n) for c, s, d, ns, n in _engine.iteration_kernels(doc)]
+    rows = _engine.iteration_kernels(engine_input(model, **plan))
+    return [KernelRow(c, s, d, ns / 1e9, n) for c, s, d, ns, n in rows]
 
 
 def plan_kernels(model: str | dict[str, Any] | None, **options: Any) -> list[KernelRow]:

@@ -48,6 +48,7 @@ pub mod xml;
 
 use super::nccl::{Latency, Protocol, RING_LATENCY_US};
 use super::{Algorithm, CollectiveAlgorithm, GroupTopo, Phase, Request, Servers};
+use crate::collective::Identity;
 use crate::error::InputError;
 use crate::workload::Collective;
 pub use program::Program;
@@ -80,7 +81,7 @@ pub fn load(path: &str) -> Result<Algorithm, InputError> {
     })
 }
 
-impl CollectiveAlgorithm for Msccl {
+impl Identity for Msccl {
     fn name(&self) -> &'static str {
         self.name
     }
@@ -88,7 +89,9 @@ impl CollectiveAlgorithm for Msccl {
     fn collectives(&self) -> &[Collective] {
         std::slice::from_ref(&self.program.collective)
     }
+}
 
+impl CollectiveAlgorithm for Msccl {
     fn unsupported(&self, c: Collective, g: &GroupTopo, _s: &Servers) -> Option<String> {
         let p = &self.program;
         if c != p.collective {

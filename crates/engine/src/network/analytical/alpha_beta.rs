@@ -42,6 +42,7 @@ use crate::workload::Collective;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Where bus bandwidths come from.
+#[derive(Clone)]
 pub enum Bandwidths {
     /// Derived from the server shape and the NVLink and NIC speeds; scaled by measured
     /// size-efficiency tables when given (SimAI's, measured on its fabric), else the peak.
@@ -50,6 +51,7 @@ pub enum Bandwidths {
     File(BusbwTable),
 }
 
+#[derive(Clone)]
 pub struct AlphaBeta {
     pub platform: ServerSpec,
     pub bandwidths: Bandwidths,

@@ -60,6 +60,8 @@ pub fn parse(path: &str, text: &str) -> Result<PacketConfig> {
     let mut seen: Vec<&str> = Vec::new();
     type Map = Option<Vec<(f64, f64)>>;
     let (mut kmin, mut kmax, mut pmax): (Map, Map, Map) = (None, None, None);
+    // The line of the last RED map given: where the maps' agreement is checked.
+    let mut map_line = 0;
     for (i, line) in text.lines().enumerate() {
         let n = i + 1;
         let mut words = line.split_whitespace();
@@ -166,9 +168,9 @@ pub fn parse(path: &str, text: &str) -> Result<PacketConfig> {
                     return Err(bad("links going down are not simulated yet; 0 0 0 is".into()));
                 }
             }
-            "KMIN_MAP" => kmin = Some(map()?),
-            "KMAX_MAP" => kmax = Some(map()?),
-            "PMAX_MAP" => pmax = Some(map()?),
+            "KMIN_MAP" => (kmin, map_line) = (Some(map()?), n),
+            "KMAX_MAP" => (kmax, map_line) = (Some(map()?), n),
+            "PMAX_MAP" => (pmax, map_line) = (Some(map()?), n),
             "BUFFER_SIZE" => cfg.buffer_bytes = (number(1e-3, 1e6)? * 1e6) as u64,
             k if ACCEPTED.contains(&k) => {}
             _ => return Err(bad("unknown key (SimAI 1.6's SimAI.conf has no such key)".into())),
@@ -184,8 +186,9 @@ pub fn parse(path: &str, text: &str) -> Result<PacketConfig> {
         if kmax.iter().map(|x| x.0).collect::<Vec<_>>() != rates
             || pmax.iter().map(|x| x.0).collect::<Vec<_>>() != rates
         {
-            return Err(InputError::field(
+            return Err(InputError::at(
                 path,
+                map_line,
                 "KMIN_MAP",
                 "KMIN_MAP, KMAX_MAP and PMAX_MAP must list the same rates",
             ));
@@ -198,8 +201,9 @@ pub fn parse(path: &str, text: &str) -> Result<PacketConfig> {
             })
             .collect();
         if let Some((_, r)) = cfg.red.iter().find(|(_, r)| r.kmax <= r.kmin) {
-            return Err(InputError::field(
+            return Err(InputError::at(
                 path,
+                map_line,
                 "KMAX_MAP",
                 format!("KMAX {} KB must exceed KMIN {} KB", r.kmax / 1000, r.kmin / 1000),
             ));
