@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 from clustersim import _engine
+from clustersim.errors import InputError
 from clustersim.training import input_document
 from clustersim.workload import DTYPE_OF, Workload
 
@@ -75,3 +77,32 @@ def test_no_binding_takes_a_document_as_json_text():
                 if a.arg in carriers and "str" in (t.strip() for t in shown.split("|")):
                     offending.append(f"{node.name}({a.arg}: {shown})")
     assert not offending, offending
+
+
+@pytest.mark.parametrize(
+    ("column", "values", "message"),
+    [
+        ("kind", lambda n: np.full(n, 0.5), "kind: must be whole numbers (uint8)"),
+        ("offset", lambda n: np.full(n, 2**32 + 1), "offset: must be whole numbers from -2147483648"),
+        ("bytes", lambda n: -np.ones(n, dtype=np.int64), "bytes: must be whole numbers from 0 to"),
+        (
+            "bytes",
+            lambda n: [2**64] * n,
+            "bytes: must be whole numbers from 0 to 18446744073709551615, got 1844",
+        ),
+        ("ns", lambda n: ["a"] * n, "ns: must hold numbers"),
+    ],
+)
+def test_a_column_the_engines_type_cannot_hold_is_refused_not_wrapped(column, values, message):
+    c = Workload.from_training("llama3-8b", gpus=8, tp=2, gbs=8, seq=2048, allow_oom=True).columns()
+    with pytest.raises(InputError, match=re.escape(f"workload: columns: {message}")):
+        Workload.from_columns(dict(c, **{column: values(len(c[column]))}))
+
+
+def test_groups_past_the_irs_16_bits_are_refused_and_equality_needs_no_assignment():
+    w = Workload(ranks=2)
+    for i in range(1 << 16):
+        w.group(f"g{i}", [[0], [1]])
+    with pytest.raises(InputError, match="at most 65536 groups"):
+        w.group("one more", [[0], [1]])
+    assert Workload(ranks=2) == Workload(ranks=2) and Workload(ranks=2) != Workload(ranks=3)

@@ -54,6 +54,8 @@ OP_COLUMNS = (
     "row",
     "phase",
 )
+# Most groups a workload may have (the IR numbers them in 16 bits).
+MAX_GROUPS = 1 << 16
 # Most ranks a workload may have: past the largest clusters built, and a list of it still fits
 # in memory (a typo of 4e9 ranks would otherwise allocate 32 GB before any check).
 MAX_RANKS = 1 << 24
@@ -122,6 +124,37 @@ DTYPE_OF = {
 }
 
 
+def _column(values: Any, name: str) -> np.ndarray:
+    """A bulk column as a NumPy array of the engine's element type (DTYPE_OF), refusing what that
+    type cannot hold exactly: a fraction in a whole-number column, a value out of its range, a
+    non-number."""
+    dtype = np.dtype(DTYPE_OF[name])
+    a = np.asarray(values)
+    if a.dtype == dtype:
+        return a
+    if a.size == 0:
+        return a.astype(dtype)
+    if a.dtype == object:  # Python ints past 64 bits, or mixed types: look at each value
+        if not all(isinstance(v, (int, float)) for v in a.flat):
+            raise InputError(f"workload: columns: {name}: must hold numbers only")
+        a = np.asarray([float(v) if isinstance(v, float) else v for v in a.flat], dtype=object)
+    bad = None
+    if dtype.kind == "b":
+        bad = None if a.dtype.kind == "b" else "must be true or false"
+    elif dtype.kind == "f":
+        bad = None if a.dtype.kind in "iuf" or a.dtype == object else "must hold numbers"
+    elif a.dtype.kind not in "iuO" or (a.dtype == object and any(isinstance(v, float) for v in a.flat)):
+        bad = f"must be whole numbers ({dtype.name})"
+    else:
+        info = np.iinfo(dtype)
+        lo, hi = int(min(a.flat)), int(max(a.flat))
+        if lo < info.min or hi > info.max:
+            bad = f"must be whole numbers from {info.min} to {info.max}, got {lo if lo < info.min else hi}"
+    if bad is not None:
+        raise InputError(f"workload: columns: {name}: {bad}")
+    return a.astype(dtype)
+
+
 def _plain(column: Any) -> list[Any]:
     """A column as a list of Python numbers."""
     return column.tolist() if isinstance(column, np.ndarray) else list(column)
@@ -174,6 +207,8 @@ class Workload:
         Returns the group's index."""
         if (instances is None) == (axes is None):
             raise InputError(f"workload: group '{name}': give exactly one of instances and axes")
+        if len(self._groups) == MAX_GROUPS:
+            raise InputError(f"workload: group '{name}': a workload holds at most {MAX_GROUPS} groups")
         members = None if instances is None else [[int(r) for r in inst] for inst in instances]
         self._groups.append((name, None if axes is None else list(axes), members))
         return len(self._groups) - 1
@@ -481,17 +516,23 @@ class Workload:
             ),
         }
         for name in OP_COLUMNS:
-            out[name] = np.concatenate(
-                [np.asarray(p.cols[name], dtype=DTYPE_OF[name]) for p in programs] or [[]]
-            )
-        return {k: np.asarray(v, dtype=DTYPE_OF[k]) if k in DTYPE_OF else v for k, v in out.items()}
+            out[name] = np.concatenate([_column(p.cols[name], name) for p in programs] or [[]])
+        return {k: _column(v, k) if k in DTYPE_OF else v for k, v in out.items()}
 
     def __eq__(self, other: object) -> bool:
-        """Two workloads are equal when their columnar forms are."""
+        """Two workloads are equal when they hold the same ranks, classes, groups, rows and ops
+        (whatever form their columns are kept in)."""
         if not isinstance(other, Workload):
             return NotImplemented
-        a, b = self.columns(), other.columns()
-        return all(np.array_equal(a[k], b[k]) if isinstance(a[k], np.ndarray) else a[k] == b[k] for k in a)
+        head = ("layout", "_groups", "_rows", "_rank_class", "_class_program")
+        if any(getattr(self, k) != getattr(other, k) for k in head):
+            return False
+        return len(self._programs) == len(other._programs) and all(
+            all(_plain(p.cols[k]) == _plain(q.cols[k]) for k in OP_COLUMNS)
+            and _plain(p.dep_start) == _plain(q.dep_start)
+            and _plain(p.deps) == _plain(q.deps)
+            for p, q in zip(self._programs, other._programs, strict=True)
+        )
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -504,9 +545,9 @@ class Workload:
             zip(columns["group_names"], columns["group_axes"], columns["group_instances"], strict=True)
         )
         w._rows = list(columns["rows"])
-        w._rank_class = [int(c) for c in columns["rank_class"]]
-        w._class_program = [int(c) for c in columns["class_program"]]
-        cols = {k: np.asarray(columns[k], dtype=DTYPE_OF[k]) for k in (*OP_COLUMNS, "dep_start", "deps")}
+        w._rank_class = _column(columns["rank_class"], "rank_class").tolist()
+        w._class_program = _column(columns["class_program"], "class_program").tolist()
+        cols = {k: _column(columns[k], k) for k in (*OP_COLUMNS, "dep_start", "deps")}
         starts = [int(s) for s in columns["program_start"]]
         dep_start = cols["dep_start"]
         for a, b in zip(starts, starts[1:], strict=False):

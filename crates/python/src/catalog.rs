@@ -4,6 +4,7 @@
 use clustersim_engine::catalog::{Accelerator, Catalog};
 use clustersim_engine::training::model::Model;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
 use crate::training::{read, write};
 
@@ -20,10 +21,11 @@ fn check_model(doc: &Bound<'_, PyAny>) -> PyResult<Option<Problem>> {
 /// The shipped accelerator catalog: a mapping of names to entries, in file order.
 #[pyfunction]
 fn catalog_accelerators(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    let c = Catalog::shipped();
-    let entries: serde_json::Map<String, serde_json::Value> =
-        c.accelerators.iter().map(|a| (a.name.clone(), a.to_value())).collect();
-    write(py, "accelerator catalog", &entries)
+    let entries = PyDict::new(py);
+    for a in &Catalog::shipped().accelerators {
+        entries.set_item(&a.name, write(py, "accelerator catalog", &a.to_value())?)?;
+    }
+    Ok(entries.into_any())
 }
 
 /// A user's accelerator `name` from its entry: (the entry as the catalog's schema reads it, with

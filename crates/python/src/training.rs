@@ -9,6 +9,7 @@ use clustersim_engine::training::{
     layer_seconds as engine_layer_seconds, run_training as engine_training, TrainingInput,
 };
 use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -30,12 +31,34 @@ pub(crate) fn read<T: DeserializeOwned>(what: &str, doc: &Bound<'_, PyAny>) -> P
     })
 }
 
-/// An engine value as the Python objects of its JSON form (dicts, lists, numbers, strings, None):
-/// what `json.loads` would give, without the text.
+/// An engine value as the Python objects of its JSON form (dicts in field order, lists, numbers,
+/// strings, None): what `json.loads` would give, without the text.
 pub(crate) fn write<'py, T: Serialize>(py: Python<'py>, what: &str, value: &T) -> PyResult<Bound<'py, PyAny>> {
-    let internal = |e: &dyn std::fmt::Display| EngineInternalError::new_err(format!("{what}: {e}"));
-    let document = serde_json::to_value(value).map_err(|e| internal(&e))?;
-    pythonize::pythonize(py, &document).map_err(|e| internal(&e))
+    let objects = pythonize::pythonize(py, value).map_err(|e| EngineInternalError::new_err(format!("{what}: {e}")))?;
+    tuples_as_lists(objects)
+}
+
+/// serde's tuples (pairs such as a breakdown's (part, seconds)) as the lists JSON has.
+fn tuples_as_lists(v: Bound<'_, PyAny>) -> PyResult<Bound<'_, PyAny>> {
+    if let Ok(t) = v.cast::<PyTuple>() {
+        let items = t.iter().map(tuples_as_lists).collect::<PyResult<Vec<_>>>()?;
+        return Ok(PyList::new(v.py(), items)?.into_any());
+    }
+    if let Ok(l) = v.cast::<PyList>() {
+        for i in 0..l.len() {
+            l.set_item(i, tuples_as_lists(l.get_item(i)?)?)?;
+        }
+    } else if let Ok(d) = v.cast::<PyDict>() {
+        for (k, x) in d
+            .items()
+            .iter()
+            .map(|kv| kv.extract::<(Bound<'_, PyAny>, Bound<'_, PyAny>)>())
+            .collect::<PyResult<Vec<_>>>()?
+        {
+            d.set_item(k, tuples_as_lists(x)?)?;
+        }
+    }
+    Ok(v)
 }
 
 /// One training job as the engine reads it: model, plan, accelerator(s) and network. Built from

@@ -99,9 +99,12 @@ def accelerators() -> dict[str, dict[str, Any]]:
 
 
 def _finite(v: object) -> object:
-    """`v` with every non-finite float written as Python writes it ('nan', 'inf')."""
+    """`v` with every non-finite float written as Python writes it ('nan', 'inf'), and a whole
+    number past 64 bits as the float a JSON reader makes of it."""
     if isinstance(v, float) and not math.isfinite(v):
         return repr(v)
+    if isinstance(v, int) and not isinstance(v, bool) and not -(2**63) <= v < 2**64:
+        return _finite(float(v))
     if isinstance(v, dict):
         return {k: _finite(x) for k, x in v.items()}
     if isinstance(v, list):
@@ -117,9 +120,11 @@ def accelerator(name: str, entry: object, path: str | os.PathLike[str], text: st
     if not isinstance(entry, dict):
         fail(path, text or "", name, "expected a mapping of fields")
     try:
-        # NaN and infinity reach the engine as the text YAML gave, which it refuses.
-        doc = _finite(entry)
-    except RecursionError:  # an anchor that holds itself
+        # The entry's JSON values, as a JSON or YAML file holds them: NaN and infinity as the text
+        # YAML gave (which the engine refuses), keys as strings, nothing but numbers, strings,
+        # lists and mappings.
+        doc = json.loads(json.dumps(_finite(entry), allow_nan=False))
+    except (TypeError, ValueError, OverflowError, RecursionError):  # Recursion: an anchor holding itself
         fail(path, text or "", name, "fields must be numbers, strings, lists or mappings")
     resolved, problem = _engine.accelerator_entry(name, doc)
     if problem is not None:
