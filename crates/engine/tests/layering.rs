@@ -76,6 +76,12 @@ const ALLOWED: &[(&str, &str, bool, &str)] = &[
         "the analytical and flow models agree on one workload run through the executor",
     ),
     ("network/flow/tests.rs", "executor", true, "the flow model's tests run workloads through the executor"),
+    (
+        "network/flow/fault_tests.rs",
+        "executor",
+        true,
+        "faults on the flow model, timed on workloads run through the executor",
+    ),
 ];
 
 /// One use of a module from a file.

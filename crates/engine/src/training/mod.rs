@@ -127,6 +127,9 @@ pub struct Fabric {
     /// "flow" (absent) or "packet": what moves the transfers ([`crate::driver::fabric_backend`]).
     #[serde(default)]
     pub backend: Option<String>,
+    /// Faults during the run, in [`crate::platform::fault`]'s syntax (`link:a-b@1ms:0.5,...`).
+    #[serde(default)]
+    pub faults: Option<String>,
     /// Reduction servers and reducing switches: the all-reduces across servers run on them,
     /// every other collective as `algorithm` says ([`on_platform::algorithm_options`]).
     #[serde(flatten)]
@@ -170,7 +173,11 @@ impl Fabric {
         let tuning = self.tuning(&mut topology)?;
         crate::collective::coherent_ring::check_platform(&tuning.options, &topology, &self.path)?;
         let packet = crate::driver::fabric_backend(self.backend.as_deref().unwrap_or("flow"))?;
-        Ok(FlowConfig { topology, tuning, routes, packet })
+        let faults = match &self.faults {
+            Some(spec) if !spec.trim().is_empty() => crate::platform::fault::parse_faults("--fault", spec, &topology)?,
+            _ => Vec::new(),
+        };
+        Ok(FlowConfig { topology, tuning, routes, packet, faults })
     }
 }
 
