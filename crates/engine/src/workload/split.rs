@@ -4,17 +4,18 @@
 //! The executor ([`crate::executor`]) reads a class's communicators off its lowest rank: the
 //! classes that share each group instance with it, and the class of each peer it sends to. So
 //! every rank of a class must see the same: for every group, the classes of its instance's
-//! members in group order counted from itself. Taking one rank out of its class breaks that for
+//! members (as a set: a collective meets them all), and the class of each peer its class's
+//! programs send to or receive from. Taking one rank out of its class breaks that for
 //! the ranks sharing a group with it (their TP group now waits for the slow rank; the others'
-//! does not). Colour refinement restores it: a rank's new class is its class and, for each
-//! group, the classes of its instance rotated to start at itself; repeat until the number of
+//! does not). Colour refinement restores it: a rank's new class is its class, for each group
+//! the sorted classes of its instance, and the class of each peer; repeat until the number of
 //! classes stops growing. The classes only split (never merge), so it ends within as many rounds
 //! as there are ranks; on a regular layout it takes a few (one slow GPU of a TP × DP job: the
 //! slow rank, the rest of its TP group, the rest of its DP group, everyone else).
 
 use std::collections::HashMap;
 
-use super::Workload;
+use super::{OpKind, Peer, Workload};
 
 impl Workload {
     /// Give each rank of `alone` a class of its own and split the others until every class is
@@ -29,17 +30,29 @@ impl Workload {
         }
         let mut count = renumber(&mut class);
         let world = self.world_size();
+        // The peers the programs send to or receive from, and their mirrors.
+        let mut peers: Vec<Peer> = Vec::new();
+        for op in self.programs.iter().flat_map(|p| &p.ops) {
+            if let OpKind::Send { peer, .. } | OpKind::Recv { peer, .. } = op.kind {
+                for p in [peer, Peer { offset: peer.offset.wrapping_neg(), ..peer }] {
+                    if !peers.contains(&p) {
+                        peers.push(p);
+                    }
+                }
+            }
+        }
         loop {
             let mut ids: HashMap<Vec<u32>, u32> = HashMap::new();
             let mut next = Vec::with_capacity(class.len());
             for r in 0..world {
                 let mut key = vec![class[r as usize]];
                 for g in 0..self.groups.len() as u16 {
-                    let members = self.group_members(g, r);
-                    let at = members.iter().position(|&m| m == r).unwrap_or(0);
-                    key.push(members.len() as u32);
-                    key.extend(members[at..].iter().chain(&members[..at]).map(|&m| class[m as usize]));
+                    let mut classes: Vec<u32> = self.group_members(g, r).iter().map(|&m| class[m as usize]).collect();
+                    classes.sort_unstable();
+                    key.push(classes.len() as u32);
+                    key.extend(classes);
                 }
+                key.extend(peers.iter().map(|&p| class[self.peer_rank(r, p) as usize]));
                 let n = ids.len() as u32;
                 next.push(*ids.entry(key).or_insert(n));
             }
