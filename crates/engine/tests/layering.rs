@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 /// their place.
 const LAYERS: &[&[&str]] = &[
     // utilities
-    &["error", "int_hash", "due", "layout", "node_link"],
+    &["error", "int_hash", "due", "layout", "node_link", "random"],
     // accelerators, NICs, GPU generations: one schema each
     &["catalog"],
     // devices, links, routing, templates

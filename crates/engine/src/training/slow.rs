@@ -1,7 +1,9 @@
 //! Slow GPUs (stragglers): ranks whose every compute op takes longer by a factor.
 //!
 //! `--slow-gpus RANK:FACTOR[,RANK:FACTOR…]` gives a GPU's time factor (1.05: 5 % slower; any
-//! factor > 0, below 1 a faster GPU). Each slow rank runs its own copy of its class's program
+//! factor > 0, below 1 a faster GPU). `--slow-gpus random:SIGMA[@SEED]` draws one for every GPU:
+//! 1 + |x|, x ~ N(0, SIGMA²) (a half-normal: no GPU beats its specification), rank r from its own
+//! seeded stream ([`crate::random::Stream`]), so the same seed gives the same GPUs. Each slow rank runs its own copy of its class's program
 //! with every compute op's time multiplied by its factor; it meets the other ranks at every
 //! collective and pipeline transfer it shares, so the executor makes it set the pace of each
 //! (its TP group at every layer, the whole job at the data-parallel reductions). Communication is
@@ -15,6 +17,7 @@
 
 use super::generate::Generated;
 use crate::error::{InputError, Result};
+use crate::random::Stream;
 use crate::workload::OpKind;
 
 /// One slow rank and its time factor.
@@ -24,8 +27,22 @@ pub struct SlowGpu {
     pub factor: f64,
 }
 
-/// Parse `RANK:FACTOR,…` for a job of `gpus` ranks; `source` names the input in errors.
+/// Parse `RANK:FACTOR,…` or `random:SIGMA[@SEED]` for a job of `gpus` ranks; `source` names
+/// the input in errors.
 pub fn parse_slow_gpus(source: &str, spec: &str, gpus: u32) -> Result<Vec<SlowGpu>> {
+    if let Some(rest) = spec.trim().strip_prefix("random:") {
+        let err = |m: String| InputError::field(source, "slow_gpus", m);
+        let (sigma, seed) = rest.split_once('@').unwrap_or((rest, "0"));
+        let sigma = match sigma.trim().parse::<f64>() {
+            Ok(s) if s.is_finite() && s >= 0.0 => s,
+            _ => return Err(err(format!("random:SIGMA needs a spread SIGMA >= 0, got {:?}", sigma.trim()))),
+        };
+        let seed: u64 =
+            seed.trim().parse().map_err(|_| err(format!("seed {:?} is not a whole number", seed.trim())))?;
+        return Ok((0..gpus)
+            .map(|rank| SlowGpu { rank, factor: 1.0 + (sigma * Stream::new(seed, rank as u64).normal()).abs() })
+            .collect());
+    }
     let mut out: Vec<SlowGpu> = Vec::new();
     for (i, item) in spec.split(',').map(str::trim).enumerate() {
         let field = format!("slow_gpus item {} ({item})", i + 1);
@@ -127,5 +144,40 @@ mod tests {
         input.slow_gpus = Some("517:1.05,3:1.02".into());
         let two = run_training(&input, &mut |_| true).unwrap().iteration_s;
         assert!((two - want).abs() <= 1e-9 * want, "{two} vs {want}");
+    }
+
+    #[test]
+    fn a_slow_gpu_in_a_pipeline_runs_and_costs_at_most_its_own_extra_compute() {
+        // TP 2 × PP 2 × DP 4 with interleaved sends between stages: the split classes keep every
+        // send matched (no deadlock); the iteration grows, by no more than the slow rank's
+        // extra compute (each op of it waits at most that long in all).
+        let plan = crate::training::plan::Plan { gbs: 16, ..fixtures::plan(16, 2, 2) };
+        let mut input = fixtures::input(fixtures::model(4, 4096, 32, 11008), plan);
+        let healthy = run_training(&input, &mut |_| true).unwrap().iteration_s;
+        let c = compute_ns(&input, 13) / 1e9;
+        input.slow_gpus = Some("13:1.1".into());
+        let slow = run_training(&input, &mut |_| true).unwrap().iteration_s;
+        assert!(slow > healthy && slow <= healthy + 0.1 * c * (1.0 + 1e-9), "{slow} vs {healthy} + 0.1 · {c}");
+    }
+
+    #[test]
+    fn drawn_slowdowns_are_seeded_and_the_slowest_gpu_sets_the_pace() {
+        let a = parse_slow_gpus("--slow-gpus", "random:0.02@7", 64).unwrap();
+        assert_eq!(a, parse_slow_gpus("--slow-gpus", "random:0.02@7", 64).unwrap());
+        assert_ne!(a, parse_slow_gpus("--slow-gpus", "random:0.02@8", 64).unwrap());
+        assert!(a.iter().all(|s| s.factor >= 1.0) && a.len() == 64);
+        let e = parse_slow_gpus("--slow-gpus", "random:-1", 64).unwrap_err();
+        assert!(e.message.contains("SIGMA >= 0"), "{e}");
+        // TP 8 × DP 8, every GPU its own pace: each TP group runs at its slowest member's, the
+        // DP all-reduce waits for the slowest group: T + (max f − 1) · C.
+        let plan = crate::training::plan::Plan { gbs: 8, ..fixtures::plan(64, 8, 1) };
+        let mut input = fixtures::input(fixtures::model(4, 4096, 32, 11008), plan);
+        let healthy = run_training(&input, &mut |_| true).unwrap().iteration_s;
+        let c = compute_ns(&input, 0) / 1e9;
+        let worst = a.iter().map(|s| s.factor).fold(1.0, f64::max);
+        input.slow_gpus = Some("random:0.02@7".into());
+        let drawn = run_training(&input, &mut |_| true).unwrap().iteration_s;
+        let want = healthy + (worst - 1.0) * c;
+        assert!((drawn - want).abs() <= 1e-9 * want, "{drawn} vs {want}");
     }
 }
