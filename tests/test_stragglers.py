@@ -58,14 +58,16 @@ def test_one_slow_tp_group_among_1024_gpus_paces_the_iteration(slow_h100):
     assert straggler.iteration_s > base.iteration_s + 0.9 * (SLOWDOWN - 1) * compute
 
 
-def test_one_gpu_5_percent_slower_among_1024_adds_5_percent_of_its_compute():
-    # --slow-gpus slows one rank, not its TP group's type: its TP group waits for it at every
-    # layer, the DP ring for its group. T + 0.05·C, C the rank's compute (every rank computes
-    # alike in this one-stage plan), to rounding.
+def test_one_gpu_5_percent_slower_among_1024_paces_the_iteration(slow_h100):
+    # --slow-gpus slows one rank, not a TP group's type: its TP group waits for it at every
+    # layer, the DP ring for its group, so the iteration is the one with every GPU 5 % slower,
+    # T + 0.05·C (within 0.1 %, as above: with SP a little TP communication overlaps compute).
     base = train("llama3-8b", **PLAN)
     one = train("llama3-8b", slow_gpus=f"517:{SLOWDOWN}", **PLAN)
+    all_slow = train("llama3-8b", gpu="h100-slow", accelerators=slow_h100, **PLAN)
+    assert one.iteration_s == pytest.approx(all_slow.iteration_s, rel=1e-12)
     compute = base.breakdown_s["compute"]
-    assert one.iteration_s == pytest.approx(base.iteration_s + (SLOWDOWN - 1) * compute, rel=1e-9)
+    assert one.iteration_s == pytest.approx(base.iteration_s + (SLOWDOWN - 1) * compute, rel=1e-3)
     # The slow rank is the busiest: the headline breakdown is its, with its longer compute.
     assert one.breakdown_s["compute"] == pytest.approx(SLOWDOWN * compute, rel=1e-9)
 
