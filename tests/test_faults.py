@@ -42,9 +42,7 @@ def test_a_tor_link_down_on_a_dual_tor_fabric_slows_the_iteration_and_it_goes_on
     assert hurt.iteration_s > healthy.iteration_s
     assert report["slower_by"] == pytest.approx(hurt.iteration_s / healthy.iteration_s - 1)
     # Both links slowed to half: the same port as the one link lost (spraying splits evenly).
-    half = train(
-        topology=dual, routing="spray", faults=[f"link:0-{t}@0ns:0.5" for t in tors], **PLAN
-    )
+    half = train(topology=dual, routing="spray", faults=[f"link:0-{t}@0ns:0.5" for t in tors], **PLAN)
     assert half.iteration_s == pytest.approx(hurt.iteration_s, rel=1e-9)
 
 
@@ -53,8 +51,21 @@ def test_a_tor_link_down_on_a_single_tor_fabric_stops_the_run_with_one_line(sing
     with pytest.raises(InputError, match=r"DP group .* has no path .* after link:0-\d+ went down at 0 ns"):
         train(topology=single, faults=f"link:0-{tor}@0ns", **PLAN)
     code, out, err = run_cli(
-        "train", "--model", "llama3-8b", "--gpus", "16", "--tp", "8", "--gbs", "2", "--layers", "2",
-        "-n", "Spectrum-X:16", "--fault", f"link:0-{tor}@0ns",
+        "train",
+        "--model",
+        "llama3-8b",
+        "--gpus",
+        "16",
+        "--tp",
+        "8",
+        "--gbs",
+        "2",
+        "--layers",
+        "2",
+        "-n",
+        "Spectrum-X:16",
+        "--fault",
+        f"link:0-{tor}@0ns",
     )
     assert code != 0 and out == ""
     assert err.strip().count("\n") == 0 and "has no path" in err, err
@@ -71,8 +82,19 @@ def test_a_tor_link_down_on_a_single_tor_fabric_stops_the_run_with_one_line(sing
 )
 def test_bad_faults_are_one_line_errors_naming_the_fault(run_cli, fault, says):
     code, _, err = run_cli(
-        "train", "--model", "llama3-8b", "--gpus", "16", "--tp", "8", "--gbs", "2", "-n", "AlibabaHPN:16",
-        "--fault", fault,
+        "train",
+        "--model",
+        "llama3-8b",
+        "--gpus",
+        "16",
+        "--tp",
+        "8",
+        "--gbs",
+        "2",
+        "-n",
+        "AlibabaHPN:16",
+        "--fault",
+        fault,
     )
     assert code != 0
     assert err.strip().count("\n") == 0 and f"fault 1 ({fault})" in err and says in err, err

@@ -73,7 +73,8 @@ def test_one_gpu_5_percent_slower_among_1024_paces_the_iteration(slow_h100):
 
 
 def test_bad_slow_gpus_are_one_line_errors_naming_the_item(run_cli):
-    code, _, err = run_cli("train", "--model", "llama3-8b", "--gpus", "16", "--tp", "8", "--gbs", "2",
-                           "--slow-gpus", "16:1.05")
+    code, _, err = run_cli(
+        "train", "--model", "llama3-8b", "--gpus", "16", "--tp", "8", "--gbs", "2", "--slow-gpus", "16:1.05"
+    )
     assert code != 0
     assert err.strip().count("\n") == 0 and "slow_gpus item 1 (16:1.05)" in err and "outside" in err, err

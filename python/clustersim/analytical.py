@@ -242,7 +242,9 @@ def simulate(
 
         needs_fabric(reduction, switch_reduce_gbps)
         if faults is not None:
-            raise InputError("command line: --fault: faults are events on a fabric's links; give the fabric (-n)")
+            raise InputError(
+                "command line: --fault: faults are events on a fabric's links; give the fabric (-n)"
+            )
     else:
         from clustersim.fabric import fabric_document, load_topology
 

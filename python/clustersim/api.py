@@ -260,7 +260,13 @@ def train(
             routing=routing,
         )
     data = training.train(
-        resolved.model, allow_oom=allow_oom, trace=trace, progress=progress, faults=spec, **resolved.plan, **flow
+        resolved.model,
+        allow_oom=allow_oom,
+        trace=trace,
+        progress=progress,
+        faults=spec,
+        **resolved.plan,
+        **flow,
     )
     if spec is not None:
         healthy = training.train(resolved.model, allow_oom=allow_oom, **resolved.plan, **flow)

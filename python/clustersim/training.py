@@ -273,7 +273,9 @@ def input_document(
     if topology is None:
         needs_fabric(reduction, switch_reduce_gbps)
         if faults is not None:
-            raise InputError("command line: --fault: faults are events on a fabric's links; give the fabric (-n)")
+            raise InputError(
+                "command line: --fault: faults are events on a fabric's links; give the fabric (-n)"
+            )
     else:
         # The flow backend: communication becomes transfers on this fabric (the engine gets its Platform).
         doc["fabric"] = fabric_document(
