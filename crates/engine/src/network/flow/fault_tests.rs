@@ -117,7 +117,7 @@ fn a_tor_link_down_on_a_single_tor_fabric_stops_the_run_naming_the_group() {
         assert!(!e.is_internal());
         let text = e.to_string();
         assert!(!text.contains('\n'), "{text}");
-        assert!(text.contains("DP group 0 (ranks 0, 1, 2, 3; AllReduce) has no path"), "{text}");
+        assert!(text.contains("DP group 0 (ranks 0, 1, 2, 3; AllReduce): no path from node 0 to node"), "{text}");
         assert!(text.contains("link:0-4 went down at"), "{text}");
     }
 }

@@ -813,9 +813,10 @@ fn describe(
     }
 }
 
-/// The error of a communication left with no path after links went down.
+/// The error of a communication left with no path after links went down: `why` says between
+/// which nodes.
 fn no_path(what: String, why: String, down: &[String]) -> InputError {
-    InputError::field("faults", "fault", format!("{what} has no path ({why}) after {}", down.join(", ")))
+    InputError::new("--fault", format!("{what}: {why} after {}", down.join(", ")))
 }
 
 /// The path of a flow whose `old` path crosses a dead link: the fabric's route between the same
@@ -834,9 +835,11 @@ fn reroute(
     let mut path = Vec::new();
     match router.route(topo, src, dst, hash, &mut path) {
         Ok(()) => Ok(path.into()),
-        Err(_) => {
-            Err(no_path(what(), format!("from node {} to node {}", topo.node_name(src), topo.node_name(dst)), down))
-        }
+        Err(_) => Err(no_path(
+            what(),
+            format!("no path from node {} to node {}", topo.node_name(src), topo.node_name(dst)),
+            down,
+        )),
     }
 }
 
