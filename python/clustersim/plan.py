@@ -261,7 +261,8 @@ OPTIONS: tuple[Option, ...] = (
         str,
         None,
         "slow GPUs (stragglers): RANK:FACTOR,… runs each rank's compute FACTOR times as long"
-        " (1.05: a GPU 5 percent slower); every collective it joins waits for it",
+        " (1.05: a GPU 5 percent slower); random:SIGMA[@SEED] draws every GPU's factor as 1 + |N(0,"
+        " SIGMA²)|, seeded; every collective a slow GPU joins waits for it",
         metavar="RANK:FACTOR,…",
         engine="slow_gpus",
     ),
