@@ -41,6 +41,13 @@ def test_a_tor_link_down_on_a_dual_tor_fabric_slows_the_iteration_and_it_goes_on
     # GPU 0's port is halved: the DP all-reduce across the two servers takes longer.
     assert hurt.iteration_s > healthy.iteration_s
     assert report["slower_by"] == pytest.approx(hurt.iteration_s / healthy.iteration_s - 1)
+    # Where: the DP all-reduce across the servers, the one communication leaving a server.
+    grown = report["changed"][0]
+    assert grown["part"] == "exposed DP comm"
+    assert grown["healthy_seconds"] == dict(healthy.breakdown_s)["exposed DP comm"]
+    assert grown["seconds"] - grown["healthy_seconds"] == pytest.approx(
+        hurt.iteration_s - healthy.iteration_s
+    )
     # Both links slowed to half: the same port as the one link lost (spraying splits evenly).
     half = train(topology=dual, routing="spray", faults=[f"link:0-{t}@0ns:0.5" for t in tors], **PLAN)
     assert half.iteration_s == pytest.approx(hurt.iteration_s, rel=1e-9)

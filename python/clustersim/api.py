@@ -95,7 +95,13 @@ def run(
     result = results[0]
     if spec is not None:
         healthy = simulate(workload, seed=seed, **flow, **options)
-        report = fault_report(spec, result.iteration_time_us * 1e-6, healthy.iteration_time_us * 1e-6)
+        report = fault_report(
+            spec,
+            result.iteration_time_us * 1e-6,
+            healthy.iteration_time_us * 1e-6,
+            {k.removesuffix("_us"): v * 1e-6 for k, v in result.summary.items() if k != "total_us"},
+            {k.removesuffix("_us"): v * 1e-6 for k, v in healthy.summary.items() if k != "total_us"},
+        )
         result = result._replace(faults=report)
     if result.provenance is not None:
         asked = dict(workload=workload, topology=given, algo=algo, channels=channels, seed=seed, qps=qps)
@@ -270,7 +276,13 @@ def train(
     )
     if spec is not None:
         healthy = training.train(resolved.model, allow_oom=allow_oom, **resolved.plan, **flow)
-        data["faults"] = fault_report(spec, data["iteration_s"], healthy["iteration_s"])
+        data["faults"] = fault_report(
+            spec,
+            data["iteration_s"],
+            healthy["iteration_s"],
+            dict(data["breakdown_s"]),
+            dict(healthy["breakdown_s"]),
+        )
     text = data.pop("trace", None)
     return TrainResult(
         model=resolved.model["name"],

@@ -202,21 +202,39 @@ def fault_spec(faults: str | Sequence[str] | None) -> str | None:
     return ",".join(items) if items else None
 
 
-def fault_report(faults: str, iteration_s: float, healthy_s: float) -> dict[str, Any]:
+def fault_report(
+    faults: str,
+    iteration_s: float,
+    healthy_s: float,
+    parts: Mapping[str, float],
+    healthy_parts: Mapping[str, float],
+) -> dict[str, Any]:
     """How much slower a run with `faults` is than the same run without (seconds each), and
-    where: the faulted parts as given."""
+    where: the faulted parts as given, and the parts of the iteration's breakdown (`parts`,
+    seconds: compute, exposed communication per group, bubble) that changed, most grown first."""
+    changed = [
+        {"part": k, "seconds": v, "healthy_seconds": healthy_parts.get(k, 0.0)}
+        for k, v in parts.items()
+        if v != healthy_parts.get(k, 0.0)
+    ]
+    changed.sort(key=lambda c: c["healthy_seconds"] - c["seconds"])
     return {
         "faults": [f.strip() for f in faults.split(",")],
         "iteration_s": iteration_s,
         "healthy_iteration_s": healthy_s,
         "slower_by": iteration_s / healthy_s - 1.0 if healthy_s > 0 else 0.0,
+        "changed": changed,
     }
 
 
 def fault_line(report: dict[str, Any]) -> str:
-    """`fault_report` in one line."""
+    """`fault_report` in one line: how much slower, the faults, and the part grown most."""
     where = ", ".join(report["faults"])
+    most = report["changed"][:1]
+    grown = "".join(
+        f"; {c['part']} {c['healthy_seconds'] * 1e3:.6g} -> {c['seconds'] * 1e3:.6g} ms" for c in most
+    )
     return (
         f"faults          {report['slower_by'] * 100:+10.2f} % ({where}: {report['iteration_s']:.6g} s,"
-        f" {report['healthy_iteration_s']:.6g} s without)"
+        f" {report['healthy_iteration_s']:.6g} s without{grown})"
     )
