@@ -21,6 +21,12 @@
 //! Each communication is routed once, the first time it is issued: a communicator keeps its
 //! connections, so the same collective on the same group takes the same ECMP paths every time
 //! (a collision of two flows persists, as it does on a real fabric without adaptive routing).
+//!
+//! Faults ([`crate::platform::fault`], [`FlowNetwork::set_faults`]) are events at their times: a
+//! degraded link gets its lower capacity; a link that goes down leaves the routing (the platform
+//! routes around it), and every flow crossing it — in flight, waiting, or routed before and
+//! launched later — takes the fabric's route without it, hashed from its old path (`reroute`);
+//! a communication left with no path stops the run with an error naming its group and ranks.
 
 use std::collections::HashMap;
 use std::rc::Rc;
