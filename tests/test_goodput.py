@@ -164,3 +164,45 @@ def test_a_sweep_varies_goodputs_options(tmp_path):
     by = {(r["checkpoint_interval_min"], r["restart_min"]): r[ett[0]] for r in rows}
     # Longer restarts cost goodput, at either interval.
     assert by[(5, 5)] > by[(5, 20)] and by[(60, 5)] > by[(60, 20)]
+
+
+def test_every_goodput_input_can_vary_in_a_sweep(tmp_path):
+    # Every input of goodput (the plan's options, a slow GPU among them, and goodput's own) is
+    # an option a sweep point may set; two of them varied move goodput the way they must.
+    from clustersim.explore.goodput import PLAN
+    from clustersim.explore.spec import command_options
+    from clustersim.explore.sweep import sweep
+    from clustersim.plan import GOODPUT_OPTIONS
+
+    options = command_options("goodput")
+    missing = [o.name for o in (*PLAN, *GOODPUT_OPTIONS) if o.name not in options]
+    assert not missing, missing
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "command: goodput\n"
+        "fixed: {model: llama3-8b, gpus: 64, tp: 8, gbs: 64, seq: 2048, trials: 100, days: 10,"
+        " checkpoint_interval_min: 30}\n"
+        "grid: {storage_write_gbps: [20, 2000], slow_gpus: ['3:1.0', '3:1.5']}\n"
+    )
+    rows = list(sweep(spec, tmp_path / "store.sqlite").rows())
+    assert len(rows) == 4
+    by = {(r["storage_write_gbps"], r["slow_gpus"]): r for r in rows}
+    ett = "effective_training_time.mean"
+    # Slower storage: longer checkpoint writes, less training time kept.
+    assert by[(20, "3:1.0")][ett] < by[(2000, "3:1.0")][ett]
+    # A GPU 50 % slower (1.0: as fast as the rest): a slower iteration, fewer tokens kept.
+    slow, healthy = by[(2000, "3:1.5")], by[(2000, "3:1.0")]
+    assert slow["iteration_s"] > healthy["iteration_s"]
+    assert slow["effective_tokens_per_s"] < healthy["effective_tokens_per_s"]
+
+
+def test_the_job_rates_are_the_engines_with_overrides():
+    result = goodput(**(SMALL | dict(rates="faulty_gpu=3500", rate_scale=2.0, days=5.0)))
+    profile = next(p for p in _engine.failure_profiles() if p.name == "llama3-405b")
+    fits = [3500.0 if c.name == "faulty_gpu" else c.fit for c in profile.causes]
+    per_hour = _engine.failure_rates_per_hour(
+        profile="llama3-405b", gpus=64, gpus_per_server=8, nics_per_server=8, fits=fits
+    )
+    # By hand for one: 3500 FIT × 64 GPUs × 2 per 10⁹ h, a day of it.
+    assert per_hour[[c.name for c in profile.causes].index("faulty_gpu")] == pytest.approx(3500 * 64 / 1e9)
+    assert [c["per_day"] for c in result.causes] == pytest.approx([2 * 24 * r for r in per_hour], rel=1e-12)

@@ -54,3 +54,25 @@ def test_one_slow_tp_group_among_1024_gpus_paces_the_iteration(slow_h100):
     # T + 0.05·C, within 0.1 % of the iteration (the TP collectives' own small kernels differ).
     assert straggler.iteration_s == pytest.approx(base.iteration_s + (SLOWDOWN - 1) * compute, rel=1e-3)
     assert straggler.iteration_s > base.iteration_s + 0.9 * (SLOWDOWN - 1) * compute
+
+
+def test_one_gpu_5_percent_slower_among_1024_paces_the_iteration(slow_h100):
+    # --slow-gpus slows one rank, not a TP group's type: its TP group waits for it at every
+    # layer, the DP ring for its group, so the iteration is the one with every GPU 5 % slower,
+    # T + 0.05·C (within 0.1 %, as above: with SP a little TP communication overlaps compute).
+    base = train("llama3-8b", **PLAN)
+    one = train("llama3-8b", slow_gpus=f"517:{SLOWDOWN}", **PLAN)
+    all_slow = train("llama3-8b", gpu="h100-slow", accelerators=slow_h100, **PLAN)
+    assert one.iteration_s == pytest.approx(all_slow.iteration_s, rel=1e-12)
+    compute = base.breakdown_s["compute"]
+    assert one.iteration_s == pytest.approx(base.iteration_s + (SLOWDOWN - 1) * compute, rel=1e-3)
+    # The slow rank is the busiest: the headline breakdown is its, with its longer compute.
+    assert one.breakdown_s["compute"] == pytest.approx(SLOWDOWN * compute, rel=1e-9)
+
+
+def test_bad_slow_gpus_are_one_line_errors_naming_the_item(run_cli):
+    code, _, err = run_cli(
+        "train", "--model", "llama3-8b", "--gpus", "16", "--tp", "8", "--gbs", "2", "--slow-gpus", "16:1.05"
+    )
+    assert code != 0
+    assert err.strip().count("\n") == 0 and "slow_gpus item 1 (16:1.05)" in err and "outside" in err, err

@@ -427,9 +427,10 @@ def failure_profiles() -> list[FailureProfile]:
     """The shipped failure profiles, in file order."""
 
 def failure_rates_per_hour(
-    *, profile: str, gpus: int, gpus_per_server: int, nics_per_server: int
+    *, profile: str, gpus: int, gpus_per_server: int, nics_per_server: int, fits: list[float] | None = None
 ) -> list[float]:
-    """Each cause's interruptions per hour for a job of that size (the profile's order)."""
+    """Each cause's interruptions per hour for a job of that size (the profile's order); `fits`,
+    one per cause, replaces the profile's rates (FIT)."""
 
 def checkpoint_bytes(params: int) -> float:
     """Bytes of a checkpoint: bf16 weights and Adam's fp32 state, 14 B a parameter."""

@@ -77,6 +77,8 @@ class AnalyticalResult(NamedTuple):
     #: What made it: command, version, plan, model (the workload file), fabric, backend
     #: (`clustersim.provenance`).
     provenance: dict[str, Any] | None = None
+    #: With faults (`run(faults=)`): how much slower than without them (`clustersim.fabric.fault_report`).
+    faults: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
         ms = self.iteration_time_us / 1000
@@ -105,6 +107,8 @@ class AnalyticalResult(NamedTuple):
     def to_dict(self) -> dict[str, Any]:
         """What `clustersim analytical --json` prints (less the list of files written)."""
         seeds = {} if self.ecmp_seeds is None else {"ecmp_seeds": self.ecmp_seeds}
+        if self.faults is not None:
+            seeds["faults"] = self.faults
         return (
             {
                 "run_name": self.run_name,
@@ -153,6 +157,7 @@ def simulate(
     switch_reduce_gbps: float | None = None,
     calibration: str | os.PathLike[str] | None = None,
     backend: str = "flow",
+    faults: str | None = None,
 ) -> AnalyticalResult:
     """Simulate one training iteration of a SimAI workload file on the analytical backend.
 
@@ -236,6 +241,10 @@ def simulate(
             from clustersim.reduction_server import needs_fabric
 
             needs_fabric(reduction, switch_reduce_gbps)
+        if faults is not None:
+            raise InputError(
+                "command line: --fault: faults are events on a fabric's links; give the fabric (-n)"
+            )
     else:
         from clustersim.fabric import fabric_document, load_topology
 
@@ -251,6 +260,7 @@ def simulate(
             reduction=reduction,
             switch_reduce_gbps=switch_reduce_gbps,
             backend=backend,
+            faults=faults,
         )
     raw = _engine.run_analytical(
         str(workload),

@@ -14,7 +14,7 @@ same inputs (tests/test_api_cli.py). Results have `to_dict()` (what `--json` pri
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from clustersim import provenance, training
@@ -22,7 +22,7 @@ from clustersim.analytical import AnalyticalResult, simulate
 from clustersim.calibration import calibrate_table, calibrated, read_calibration
 from clustersim.errors import InputError
 from clustersim.fabric import ecmp_seeds as seed_range
-from clustersim.fabric import gpu_count, load_topology, qps_option, seed_stats
+from clustersim.fabric import fault_report, fault_spec, gpu_count, load_topology, qps_option, seed_stats
 from clustersim.nccl_tests import OPS, parse_size, seed_table, sizes
 from clustersim.nccl_tests import sweep as nccl_tests_sweep
 from clustersim.plan import OPTIONS, signature, values
@@ -62,6 +62,7 @@ def run(
     reduction: ReductionServers | str | None = None,
     switch_reduce_gbps: float | None = None,
     backend: str = "flow",
+    faults: str | Sequence[str] | None = None,
     **options: Any,
 ) -> AnalyticalResult:
     """A SimAI workload on a fabric with the flow model (`clustersim run`): every collective
@@ -75,8 +76,12 @@ def run(
     `reduction` runs every all-reduce across servers on reduction servers
     (`clustersim.reduction_server`), as `--algo collnet_direct` / `collnet_chain` run it on the
     fabric's switches (reducing `switch_reduce_gbps` each); the other collectives run as `algo` says.
-    `backend`: "flow" (max-min fair flows, the default) or "packet" (docs/guides/packet.md)."""
+    `backend`: "flow" (max-min fair flows, the default) or "packet" (docs/guides/packet.md).
+    `faults` (`link:<a>-<b>@<time>[:<factor>]` or `nic:<node>@<time>[:<factor>]`, several joined
+    by commas or given as a list) take links or NICs down or slow them during the run; the result's
+    `faults` then says how much slower the run is than without them (docs/guides/goodput.md)."""
     given = topology
+    spec = fault_spec(faults)
     topology = _calibrated(topology, calibration)
     seeds = seed_range(seed, ecmp_seeds)
     flow = dict(
@@ -86,13 +91,25 @@ def run(
     results = []
     for k, s in enumerate(seeds):
         step = None if progress is None else _part(progress, k, len(seeds))
-        results.append(simulate(workload, seed=s, progress=step, **flow, **options))
+        results.append(simulate(workload, seed=s, progress=step, faults=spec, **flow, **options))
     result = results[0]
+    if spec is not None:
+        healthy = simulate(workload, seed=seed, **flow, **options)
+        report = fault_report(
+            spec,
+            result.iteration_time_us * 1e-6,
+            healthy.iteration_time_us * 1e-6,
+            {k.removesuffix("_us"): v * 1e-6 for k, v in result.summary.items() if k != "total_us"},
+            {k.removesuffix("_us"): v * 1e-6 for k, v in healthy.summary.items() if k != "total_us"},
+        )
+        result = result._replace(faults=report)
     if result.provenance is not None:
         asked = dict(workload=workload, topology=given, algo=algo, channels=channels, seed=seed, qps=qps)
         asked |= dict(
             routing=routing, routes=routes, ecmp_seeds=ecmp_seeds, calibration=calibration, **options
         )
+        if spec is not None:
+            asked["faults"] = spec
         made_by = result.provenance | {"command": provenance.call_text("run", asked)}
         made_by["plan"] = made_by["plan"] | {
             "ecmp_seeds": ecmp_seeds,
@@ -202,6 +219,7 @@ def train(
     reduction: ReductionServers | str | None = None,
     switch_reduce_gbps: float | None = None,
     backend: str = "flow",
+    faults: str | Sequence[str] | None = None,
     **plan: Any,
 ) -> TrainResult:
     """One Megatron-Core training iteration of `model` (catalog name, YAML/JSON file, Hugging Face
@@ -211,11 +229,13 @@ def train(
     or a mix of types with their GPU counts ("h100:128,a100:128", summing to `gpus`) assigned in
     rank order (`mix_by="rank"`) or by whole pipeline stages (`mix_by="stage"`); the result then
     has `per_type` utilisation. With `topology` the communication runs on that fabric with the
-    flow model, or with `backend="packet"` packet by packet (as for `run`); `reduction` and
-    `switch_reduce_gbps` as for `run`. Raises InputError on bad input and, unless `allow_oom`, on
-    a plan that does not fit in memory."""
+    flow model, or with `backend="packet"` packet by packet (as for `run`); `reduction`,
+    `switch_reduce_gbps` and `faults` as for `run` (the result's `faults` says how much slower the
+    iteration is than without them). Raises InputError on bad input and, unless `allow_oom`, on a
+    plan that does not fit in memory."""
     options = values(plan, TRAIN_OPTIONS, "train")
     resolved = training.resolve_plan(model, options)
+    spec = fault_spec(faults)
     flow: dict[str, Any] = dict(reduction=reduction, switch_reduce_gbps=switch_reduce_gbps)
     given = topology
     topology = _calibrated(topology, calibration)
@@ -228,6 +248,8 @@ def train(
         raise InputError(
             f"train: backend: '{backend}' moves a fabric's transfers; give the fabric (topology)"
         )
+    if spec is not None:
+        fabric_options["faults"] = spec
     made_by = provenance.record(
         command=provenance.call_text(
             "train",
@@ -251,8 +273,23 @@ def train(
             backend=backend,
         )
     data = training.train(
-        resolved.model, allow_oom=allow_oom, trace=trace, progress=progress, **resolved.plan, **flow
+        resolved.model,
+        allow_oom=allow_oom,
+        trace=trace,
+        progress=progress,
+        faults=spec,
+        **resolved.plan,
+        **flow,
     )
+    if spec is not None:
+        healthy = training.train(resolved.model, allow_oom=allow_oom, **resolved.plan, **flow)
+        data["faults"] = fault_report(
+            spec,
+            data["iteration_s"],
+            healthy["iteration_s"],
+            dict(data["breakdown_s"]),
+            dict(healthy["breakdown_s"]),
+        )
     text = data.pop("trace", None)
     return TrainResult(
         model=resolved.model["name"],
@@ -313,6 +350,7 @@ def collective(
     reduction: ReductionServers | str | None = None,
     switch_reduce_gbps: float | None = None,
     backend: str = "flow",
+    faults: str | Sequence[str] | None = None,
 ) -> CollectiveResult:
     """nccl-tests on the flow model (`clustersim collective`): `op` (allreduce, allgather,
     reducescatter, alltoall, broadcast, reduce) over the first `gpus` GPUs (default all) of
@@ -323,7 +361,13 @@ def collective(
     `switch_reduce_gbps` is a switch's reduction throughput for collnet_direct / collnet_chain.
     `calibration` (a file `clustersim calibrate` wrote) rescales the fabric's link classes, and
     each row's time t becomes a_c + t / e_c where the file fits `op` itself. `backend`: "flow"
-    (max-min fair flows, the default) or "packet" (docs/guides/packet.md)."""
+    (max-min fair flows, the default) or "packet" (docs/guides/packet.md). `faults` are not
+    taken here yet (an error): run them in a workload with `run` or `train`."""
+    if fault_spec(faults) is not None:
+        raise InputError(
+            "command line: --fault: the nccl-tests sweep takes no faults yet; run them in a workload"
+            " (clustersim run, clustersim train -n)"
+        )
     name = op.lower().replace("_", "")
     if name not in OPS:
         raise InputError(f"unknown collective '{op}' (valid: {', '.join(OPS)})")

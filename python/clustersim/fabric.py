@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -157,6 +157,7 @@ def fabric_document(
     reduction: ReductionServers | str | None = None,
     switch_reduce_gbps: float | None = None,
     backend: str = "flow",
+    faults: str | None = None,
 ) -> dict[str, Any]:
     """The engine's "fabric" options, for the `Platform` given next to it (`load_topology`):
     where the topology came from (for messages), the algorithm ("auto": NCCL's tuner), channels
@@ -168,7 +169,8 @@ def fabric_document(
     hashing) or "spray" (per-packet spraying / adaptive routing, as Spectrum-X does);
     `reduction` (reduction servers) and `switch_reduce_gbps` (CollNet) take the all-reduces
     across servers (clustersim.reduction_server.on_platform_options); `backend` "flow" (max-min
-    fair flows) or "packet" (the packet model) moves the transfers."""
+    fair flows) or "packet" (the packet model) moves the transfers; `faults` (`fault_spec`'s text)
+    takes links or NICs down or slows them during the run (docs/guides/goodput.md)."""
     doc = {
         "path": str(topology) if isinstance(topology, (str, os.PathLike)) else "topology",
         "algorithm": algorithm,
@@ -180,7 +182,59 @@ def fabric_document(
     }
     if routes is not None:
         doc |= {"routes": read_text(routes, "routes file"), "routes_path": str(routes)}
+    if faults is not None:
+        doc["faults"] = faults
     switches = tuning_env(os.environ if env is None else env)
     if algorithm != "auto":
         switches.pop("algorithm", None)
     return doc | switches | on_platform_options(reduction, switch_reduce_gbps)
+
+
+def fault_spec(faults: str | Sequence[str] | None) -> str | None:
+    """Faults as the engine reads them: one text, items joined by commas (`--fault` may be given
+    several times; each is `link:<a>-<b>@<time>[:<factor>]` or `nic:<node>@<time>[:<factor>]`,
+    which the engine parses and checks: crates/engine/src/platform/fault.rs)."""
+    if faults is None:
+        return None
+    items = [faults] if isinstance(faults, str) else list(faults)
+    if not all(isinstance(f, str) for f in items):
+        raise InputError(f"faults: expected text such as link:a-b@1ms, got {faults!r}")
+    return ",".join(items) if items else None
+
+
+def fault_report(
+    faults: str,
+    iteration_s: float,
+    healthy_s: float,
+    parts: Mapping[str, float],
+    healthy_parts: Mapping[str, float],
+) -> dict[str, Any]:
+    """How much slower a run with `faults` is than the same run without (seconds each), and
+    where: the faulted parts as given, and the parts of the iteration's breakdown (`parts`,
+    seconds: compute, exposed communication per group, bubble) that changed, most grown first."""
+    changed = [
+        {"part": k, "seconds": v, "healthy_seconds": healthy_parts.get(k, 0.0)}
+        for k, v in parts.items()
+        if v != healthy_parts.get(k, 0.0)
+    ]
+    changed.sort(key=lambda c: c["healthy_seconds"] - c["seconds"])
+    return {
+        "faults": [f.strip() for f in faults.split(",")],
+        "iteration_s": iteration_s,
+        "healthy_iteration_s": healthy_s,
+        "slower_by": iteration_s / healthy_s - 1.0 if healthy_s > 0 else 0.0,
+        "changed": changed,
+    }
+
+
+def fault_line(report: dict[str, Any]) -> str:
+    """`fault_report` in one line: how much slower, the faults, and the part grown most."""
+    where = ", ".join(report["faults"])
+    most = report["changed"][:1]
+    grown = "".join(
+        f"; {c['part']} {c['healthy_seconds'] * 1e3:.6g} -> {c['seconds'] * 1e3:.6g} ms" for c in most
+    )
+    return (
+        f"faults          {report['slower_by'] * 100:+10.2f} % ({where}: {report['iteration_s']:.6g} s,"
+        f" {report['healthy_iteration_s']:.6g} s without{grown})"
+    )

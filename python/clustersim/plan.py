@@ -257,6 +257,16 @@ OPTIONS: tuple[Option, ...] = (
     ),
     *(_count(name, f"override the model's {name.replace('_', ' ')}", search="fixed") for name in _SHAPE),
     _option(
+        "slow_gpus",
+        str,
+        None,
+        "slow GPUs (stragglers): RANK:FACTOR,… runs each rank's compute FACTOR times as long"
+        " (1.05: a GPU 5 percent slower); random:SIGMA[@SEED] draws every GPU's factor as 1 + |N(0,"
+        " SIGMA²)|, seeded; every collective a slow GPU joins waits for it",
+        metavar="RANK:FACTOR,…",
+        engine="slow_gpus",
+    ),
+    _option(
         "family",
         str,
         None,

@@ -210,6 +210,8 @@ def input_document(
     mix_by: str = "rank",
     reduction: ReductionServers | str | None = None,
     switch_reduce_gbps: float | None = None,
+    slow_gpus: str | None = None,
+    faults: str | None = None,
 ) -> dict[str, Any]:
     """The engine's input: model, plan (sizes, batch, options), accelerator and network (the
     analytical model on the accelerator's links, or with `topology` the flow model on that fabric:
@@ -219,7 +221,9 @@ def input_document(
     "stage"); the analytical network then runs at the slowest type's NVLink, NVLS and NIC figures
     (a collective moves at its slowest member's pace; NVLS only where every type has it).
     `reduction` (reduction servers) and `switch_reduce_gbps` (CollNet) take the all-reduces across
-    servers on the fabric (clustersim.reduction_server)."""
+    servers on the fabric (clustersim.reduction_server). `slow_gpus` ("RANK:FACTOR,…") runs
+    those ranks' compute FACTOR times as long; `faults` (`clustersim.fabric.fault_spec`) takes
+    links or NICs of the fabric down or slows them during the run."""
     m = resolve(model) if isinstance(model, str) else dict(model)
     if isinstance(accelerator, str):
         acc = lookup("accelerators", accelerator)
@@ -271,8 +275,14 @@ def input_document(
     if mix is not None:
         parts = [{"accelerator": a, "gpus": n} for a, n in mix]
         doc["mix"] = {"parts": parts, "by": mix_by}
+    if slow_gpus is not None:
+        doc["slow_gpus"] = slow_gpus
     if topology is None:
         needs_fabric(reduction, switch_reduce_gbps)
+        if faults is not None:
+            raise InputError(
+                "command line: --fault: faults are events on a fabric's links; give the fabric (-n)"
+            )
     else:
         # The flow backend: communication becomes transfers on this fabric (the engine gets its Platform).
         doc["fabric"] = fabric_document(
@@ -286,6 +296,7 @@ def input_document(
             reduction=reduction,
             switch_reduce_gbps=switch_reduce_gbps,
             backend=backend,
+            faults=faults,
         )
     return doc
 

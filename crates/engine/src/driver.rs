@@ -8,6 +8,7 @@ use crate::executor::{Execution, Executor};
 use crate::network::analytical::{Analytical, CollectiveCost};
 use crate::network::flow::network::{FlowNetwork, Tuning};
 use crate::network::packet::PacketConfig;
+use crate::platform::fault::Fault;
 use crate::platform::routing::Routes;
 use crate::platform::{Placement, Platform};
 use crate::workload::Workload;
@@ -22,6 +23,8 @@ pub struct FlowConfig {
     /// Move the transfers as packets with this configuration (the packet backend) instead of as
     /// max-min fair flows.
     pub packet: Option<PacketConfig>,
+    /// Links down or slower from a time on ([`crate::platform::fault`]).
+    pub faults: Vec<Fault>,
 }
 
 impl FlowConfig {
@@ -32,6 +35,7 @@ impl FlowConfig {
         if let Some(config) = &self.packet {
             net.use_packets(config.clone())?;
         }
+        net.set_faults(self.faults.clone())?;
         Ok(net)
     }
 }

@@ -334,7 +334,7 @@ impl<'w> Executor<'w> {
             }
             if t_comm.is_some_and(|b| b <= now) {
                 done.clear();
-                model.complete_until(now, &mut done);
+                model.complete_until(now, &mut done)?;
                 for &tok in &done {
                     let parties = std::mem::take(&mut comms[tok as usize].parties);
                     for (c, i) in parties {

@@ -16,6 +16,7 @@ pub mod nccl_tests;
 pub mod network;
 mod node_link;
 pub mod platform;
+pub mod random;
 pub mod simai;
 pub mod trace;
 pub mod training;

@@ -13,6 +13,7 @@
 pub mod check;
 pub mod columns;
 pub mod json;
+mod split;
 pub mod sweep;
 mod work;
 

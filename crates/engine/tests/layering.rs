@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 /// their place.
 const LAYERS: &[&[&str]] = &[
     // utilities
-    &["error", "int_hash", "due", "layout", "node_link"],
+    &["error", "int_hash", "due", "layout", "node_link", "random"],
     // accelerators, NICs, GPU generations: one schema each
     &["catalog"],
     // devices, links, routing, templates
@@ -76,6 +76,12 @@ const ALLOWED: &[(&str, &str, bool, &str)] = &[
         "the analytical and flow models agree on one workload run through the executor",
     ),
     ("network/flow/tests.rs", "executor", true, "the flow model's tests run workloads through the executor"),
+    (
+        "network/flow/fault_tests.rs",
+        "executor",
+        true,
+        "faults on the flow model, timed on workloads run through the executor",
+    ),
 ];
 
 /// One use of a module from a file.

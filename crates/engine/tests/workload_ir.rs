@@ -302,7 +302,9 @@ impl NetworkModel for Backwards {
     fn next_completion(&self) -> Option<f64> {
         self.0
     }
-    fn complete_until(&mut self, _: f64, _: &mut Vec<u64>) {}
+    fn complete_until(&mut self, _: f64, _: &mut Vec<u64>) -> Result<()> {
+        Ok(())
+    }
 }
 
 #[test]

@@ -70,17 +70,31 @@ pub fn failure_profiles(py: Python<'_>) -> PyResult<Vec<PyFailureProfile>> {
 }
 
 /// Each cause's interruptions per hour of profile `profile` for a job of `gpus` GPUs,
-/// `gpus_per_server` to a server with `nics_per_server` NICs each (in the profile's order).
+/// `gpus_per_server` to a server with `nics_per_server` NICs each (in the profile's order);
+/// `fits`, one per cause in that order, replaces the profile's rates (FIT).
 #[pyfunction]
-#[pyo3(signature = (*, profile, gpus, gpus_per_server, nics_per_server))]
+#[pyo3(signature = (*, profile, gpus, gpus_per_server, nics_per_server, fits = None))]
 pub fn failure_rates_per_hour(
     profile: &str,
     gpus: u64,
     gpus_per_server: u64,
     nics_per_server: u64,
+    fits: Option<Vec<f64>>,
 ) -> PyResult<Vec<f64>> {
     let p = Profile::named(profile, "--failures").map_err(engine_err)?;
-    Ok(p.job_rates(&Cluster::new(gpus, gpus_per_server, nics_per_server)))
+    let cluster = Cluster::new(gpus, gpus_per_server, nics_per_server);
+    let Some(fits) = fits else { return Ok(p.job_rates(&cluster)) };
+    if fits.len() != p.causes.len() {
+        return Err(engine_err(InputError::internal(
+            "goodput binding",
+            format!("{} rates for the {} causes of {profile}", fits.len(), p.causes.len()),
+        )));
+    }
+    let mut p = p.clone();
+    for (c, fit) in p.causes.iter_mut().zip(fits) {
+        c.fit = fit;
+    }
+    Ok(p.job_rates(&cluster))
 }
 
 /// Bytes of a checkpoint of `params` parameters (bf16 weights and Adam's fp32 state).

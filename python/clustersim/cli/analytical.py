@@ -187,6 +187,10 @@ def print_summary(result: AnalyticalResult) -> None:
     print(f"iteration time  {summary['total_us'] / 1000:12.3f} ms")
     for key, label in LABELS.items():
         print(f"  {label:<20}{summary[key] / 1000:12.3f} ms {pct[key.removesuffix('_us') + '_pct']:6.2f}%")
+    if result.faults is not None:
+        from clustersim.fabric import fault_line
+
+        print(fault_line(result.faults))
 
 
 def links_rows(links: Table) -> list[list[object]]:

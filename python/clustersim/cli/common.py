@@ -167,6 +167,16 @@ def add_fabric(p: argparse.ArgumentParser, *, required: bool, what: str) -> None
         default="ecmp",
         help="ecmp: per-flow hashing (default); spray: per-packet spraying / adaptive routing (Spectrum-X)",
     )
+    p.add_argument(
+        "--fault",
+        action="append",
+        metavar="SPEC",
+        help="a link or NIC down or slower from a time on: link:A-B@TIME[:FACTOR] (both directions"
+        " of every link between nodes A and B) or nic:NODE@TIME[:FACTOR] (all its ports but NVLink);"
+        " TIME with a unit (ns, us, ms, s), FACTOR the share of bandwidth kept (default 0: down);"
+        " repeat for several. Traffic moves to the surviving paths; where none is left the run stops"
+        " naming the group. The result says how much slower the run is than without (flow backend)",
+    )
     add_calibration(p)
     add_on_platform(p)
 
@@ -276,6 +286,7 @@ def fabric_options(args: argparse.Namespace) -> dict[str, Any]:
         calibration=args.calibration,
         reduction=reduction_options(args),
         switch_reduce_gbps=args.switch_reduce_gbps,
+        faults=args.fault,
     )
 
 

@@ -134,6 +134,10 @@ def print_result(result: TrainResult) -> None:
     print(f"iteration time  {r['iteration_s']:10.3f} s   ({shape})")
     print(f"throughput      {r['tokens_per_s']:10.0f} tokens/s")
     print(f"MFU             {r['mfu'] * 100:10.1f} %")
+    if "faults" in r:
+        from clustersim.fabric import fault_line
+
+        print(fault_line(r["faults"]))
     for t in r.get("per_type", []):
         use = f"busy {t['busy'] * 100:5.1f} %, MFU {t['mfu'] * 100:5.1f} %"
         print(f"  {t['accelerator']:<12}{t['gpus']:>6} GPUs   {use}")

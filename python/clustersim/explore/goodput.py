@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 from clustersim import _engine
 from clustersim.api import TRAIN_OPTIONS, train
 from clustersim.errors import InputError
-from clustersim.plan import GOODPUT_OPTIONS, signature, values
+from clustersim.plan import BY_NAME, GOODPUT_OPTIONS, signature, values
 
 __all__ = ["GOODPUT_OPTIONS", "GoodputResult", "failure_profiles", "goodput"]
 
@@ -182,12 +182,16 @@ def goodput(
     result = train(model, allow_oom=allow_oom, **plan)
     data = result.data
     gpus = result.gpus
-    per_server = plan.get("gpus_per_server") or 8
-    nics = plan.get("nics_per_server") or per_server
-    parts = {"gpu": gpus, "server": -(-gpus // per_server), "nic": -(-gpus // per_server) * nics, "job": 1}
-    per_hour = [
-        fit / 1e9 * parts[c.per] * own["rate_scale"] for fit, c in zip(fits, profile.causes, strict=True)
-    ]
+    # The job's parts (GPUs, servers, NICs) and each cause's rate: the engine's Profile::job_rates.
+    per_server = plan.get("gpus_per_server") or BY_NAME["gpus_per_server"].default
+    rates = _engine.failure_rates_per_hour(
+        profile=profile.name,
+        gpus=gpus,
+        gpus_per_server=per_server,
+        nics_per_server=plan.get("nics_per_server") or per_server,
+        fits=fits,
+    )
+    per_hour = [r * own["rate_scale"] for r in rates]
     rate_per_s = sum(per_hour) / 3600.0
     mtbf_s = 1.0 / rate_per_s if rate_per_s > 0 else math.inf
     # The interval trades writes against work lost: planned stops save first and lose none, so
@@ -216,22 +220,22 @@ def goodput(
     if days is None and tokens is None:
         days = profile.days
 
-    def run(window_s: float, work_s: float, interval: float = interval_s, trials: int = own["trials"]) -> Any:
-        return _engine.GoodputRun(
-            names=names,
-            effects=[c.effect for c in profile.causes],
-            rates_per_s=[r / 3600.0 for r in per_hour],
-            interval_s=interval,
-            checkpoint_s=write_s,
-            restart_s=restart_s,
-            restore_s=restore_s,
-            spare_servers=own["spare_servers"],
-            repair_s=own["repair_hours"] * 3600.0,
-            window_s=window_s,
-            work_s=work_s,
-            trials=trials,
-            seed=own["seed"],
-        )
+    # What every run simulated here shares; each adds its window, work and trial count.
+    shared = dict(
+        names=names,
+        effects=[c.effect for c in profile.causes],
+        rates_per_s=[r / 3600.0 for r in per_hour],
+        interval_s=interval_s,
+        checkpoint_s=write_s,
+        restart_s=restart_s,
+        restore_s=restore_s,
+        spare_servers=own["spare_servers"],
+        repair_s=own["repair_hours"] * 3600.0,
+        seed=own["seed"],
+    )
+
+    def run(window_s: float, work_s: float, trials: int = own["trials"]) -> Any:
+        return _engine.GoodputRun(**shared, window_s=window_s, work_s=work_s, trials=trials)
 
     window = budget = None
     simulated: list[float | None] = [None] * len(names)

@@ -26,6 +26,7 @@ pub mod closed_form;
 
 use crate::catalog::failures::Effect;
 use crate::error::{InputError, Result};
+use crate::random::Stream;
 use crate::training::memory::{OPTIMIZER_BYTES, WEIGHT_BYTES};
 
 /// Bytes of a checkpoint of `params` parameters: the bf16 weights and Adam's fp32 state (main
@@ -181,35 +182,6 @@ impl Trials {
     /// Effective training time of each trial: training kept over wall time.
     pub fn goodput(&self) -> Vec<f64> {
         self.work_s.iter().zip(&self.wall_s).map(|(w, t)| w / t).collect()
-    }
-}
-
-/// SplitMix64 (Steele, Lea, Flood, OOPSLA 2014): a 64-bit state, one add and a mix per draw.
-struct Stream(u64);
-
-impl Stream {
-    fn new(seed: u64, trial: u64) -> Stream {
-        let mut s = Stream(seed ^ 0x6A09_E667_F3BC_C909);
-        let first = s.next();
-        Stream(first ^ trial.wrapping_mul(0x9E37_79B9_7F4A_7C15))
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in (0, 1].
-    fn unit(&mut self) -> f64 {
-        ((self.next() >> 11) + 1) as f64 * (1.0 / (1u64 << 53) as f64)
-    }
-
-    /// Exponential with rate `rate` (infinite for rate 0).
-    fn exp(&mut self, rate: f64) -> f64 {
-        -self.unit().ln() / rate
     }
 }
 

@@ -35,6 +35,7 @@ pub(crate) mod agreement;
 use std::rc::Rc;
 
 use crate::error::Result;
+use crate::network::flow::fault::Reroute;
 use crate::network::flow::{FlowSim, Wait};
 use crate::network::packet::PacketSim;
 use crate::workload::{Collective, GroupId, Workload};
@@ -65,8 +66,9 @@ pub trait NetworkModel {
     /// phase boundary); it then asks again. The analytical model returns the completion itself.
     fn next_completion(&self) -> Option<f64>;
     /// Append the tokens of communications finished at or before `now_ns`, in finishing order;
-    /// `now_ns` never precedes a time the model has already been advanced to.
-    fn complete_until(&mut self, now_ns: f64, done: &mut Vec<u64>);
+    /// `now_ns` never precedes a time the model has already been advanced to. An error stops
+    /// the run (a fault that leaves a communication no path).
+    fn complete_until(&mut self, now_ns: f64, done: &mut Vec<u64>) -> Result<()>;
 }
 
 /// What moves a schedule's transfers over a platform's directed links, for the one schedule player
@@ -86,6 +88,21 @@ pub trait Transfers {
     fn solves(&self) -> u64 {
         0
     }
+    /// Get ready for faults during the run ([`crate::platform::fault`]); an error where the
+    /// model cannot express them.
+    fn take_faults(&mut self) -> Result<()> {
+        Err(crate::error::InputError::field(
+            "command line",
+            "fault",
+            "the packet backend takes no faults yet; run them on the flow backend (--backend flow)",
+        ))
+    }
+    /// At `now`, links get new capacities (bytes/ns) and flows on the `down` links move to the
+    /// paths `reroute` gives ([`FlowSim::fault`]).
+    fn fault(&mut self, now: f64, capacity: &[(u32, f64)], down: &[u32], reroute: &mut Reroute<'_>) -> Result<()> {
+        let _ = (now, capacity, down, reroute);
+        self.take_faults()
+    }
 }
 
 impl Transfers for FlowSim {
@@ -103,6 +120,13 @@ impl Transfers for FlowSim {
     }
     fn solves(&self) -> u64 {
         FlowSim::solves(self)
+    }
+    fn take_faults(&mut self) -> Result<()> {
+        FlowSim::take_faults(self);
+        Ok(())
+    }
+    fn fault(&mut self, now: f64, capacity: &[(u32, f64)], down: &[u32], reroute: &mut Reroute<'_>) -> Result<()> {
+        FlowSim::fault(self, now, capacity, down, reroute)
     }
 }
 

@@ -13,6 +13,7 @@
 //! ns-3 backend where hosts do not forward. In a SimAI file each GPU is also its own NIC, so a
 //! GPU's link to a ToR is its NIC link.
 
+pub mod fault;
 pub mod file;
 pub mod graph;
 mod placement;
@@ -238,6 +239,13 @@ fn csr(n: usize, keys: impl Iterator<Item = u32> + Clone) -> (Vec<u32>, Vec<u32>
     (start, items)
 }
 
+/// [`csr`] of (key, item) pairs: the items of each key, in the order given.
+fn csr_of(n: usize, pairs: impl Iterator<Item = (u32, u32)> + Clone) -> (Vec<u32>, Vec<u32>) {
+    let (start, index) = csr(n, pairs.clone().map(|p| p.0));
+    let items: Vec<u32> = pairs.map(|p| p.1).collect();
+    (start, index.into_iter().map(|i| items[i as usize]).collect())
+}
+
 impl Platform {
     /// Build from arrays in SimAI's convention (the bulk path for NetworkX graphs): GPUs are
     /// nodes `0..G` and run ranks `0..G` on servers of `gpus_per_server`; every other node is a
@@ -356,6 +364,19 @@ impl Platform {
         };
         t.check_connected(source)?;
         Ok(t)
+    }
+
+    /// Take the links marked in `down` out of the adjacency lists, so that routes no longer
+    /// find them; link ids, and so every per-link table, stay as they are (a fault,
+    /// [`fault::Fault`]).
+    pub fn route_around(&mut self, down: &[bool]) {
+        let n = self.kinds.len();
+        let up = |i: &usize| !down.get(*i).copied().unwrap_or(false);
+        let live = |key: fn(&Link) -> u32| {
+            self.links.iter().enumerate().filter(|(i, _)| up(i)).map(move |(i, l)| (key(l), i as u32))
+        };
+        (self.out_start, self.out_links) = csr_of(n, live(|l| l.src));
+        (self.in_start, self.in_links) = csr_of(n, live(|l| l.dst));
     }
 
     /// Read either format: a platform file (its first statement is `node`) or a SimAI topology

@@ -70,5 +70,6 @@ pub(crate) fn input(model: Model, plan: Plan) -> TrainingInput {
         trace: false,
         fabric: None,
         mix: None,
+        slow_gpus: None,
     }
 }

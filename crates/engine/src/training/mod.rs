@@ -15,6 +15,7 @@ pub mod plan;
 pub mod rows_from_ops;
 pub mod search;
 pub mod simai_rows;
+pub mod slow;
 
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
@@ -76,6 +77,9 @@ pub struct TrainingInput {
     /// A heterogeneous job's accelerator types ([`mix`]); None: every GPU is `accelerator`.
     #[serde(default)]
     pub mix: Option<mix::Mix>,
+    /// Slow GPUs, `RANK:FACTOR,…` ([`slow`]): each rank's compute ops take FACTOR times as long.
+    #[serde(default)]
+    pub slow_gpus: Option<String>,
 }
 
 /// A fabric for the flow backend and how collectives run on it.
@@ -127,6 +131,9 @@ pub struct Fabric {
     /// "flow" (absent) or "packet": what moves the transfers ([`crate::driver::fabric_backend`]).
     #[serde(default)]
     pub backend: Option<String>,
+    /// Faults during the run, in [`crate::platform::fault`]'s syntax (`link:a-b@1ms:0.5,...`).
+    #[serde(default)]
+    pub faults: Option<String>,
     /// Reduction servers and reducing switches: the all-reduces across servers run on them,
     /// every other collective as `algorithm` says ([`on_platform::algorithm_options`]).
     #[serde(flatten)]
@@ -170,7 +177,11 @@ impl Fabric {
         let tuning = self.tuning(&mut topology)?;
         crate::collective::coherent_ring::check_platform(&tuning.options, &topology, &self.path)?;
         let packet = crate::driver::fabric_backend(self.backend.as_deref().unwrap_or("flow"))?;
-        Ok(FlowConfig { topology, tuning, routes, packet })
+        let faults = match &self.faults {
+            Some(spec) if !spec.trim().is_empty() => crate::platform::fault::parse_faults("--fault", spec, &topology)?,
+            _ => Vec::new(),
+        };
+        Ok(FlowConfig { topology, tuning, routes, packet, faults })
     }
 }
 
@@ -274,14 +285,7 @@ pub fn run_training_memo(
             ),
         ));
     }
-    let generated = generate::generate_mixed(
-        model,
-        plan,
-        &devices.types,
-        &devices.rank_type,
-        input.flash_attention,
-        &input.overlap,
-    )?;
+    let generated = generate_input(input)?;
     let kernel_use = match acc.measured.is_empty() {
         true => None,
         false => {
@@ -404,7 +408,18 @@ pub fn run_training_memo(
 pub fn generate_input(input: &TrainingInput) -> Result<generate::Generated> {
     let devices = mix::devices(&input.plan, &input.accelerator, input.mix.as_ref())?;
     let (model, plan) = (&input.model, &input.plan);
-    generate::generate_mixed(model, plan, &devices.types, &devices.rank_type, input.flash_attention, &input.overlap)
+    let mut generated = generate::generate_mixed(
+        model,
+        plan,
+        &devices.types,
+        &devices.rank_type,
+        input.flash_attention,
+        &input.overlap,
+    )?;
+    if let Some(spec) = input.slow_gpus.as_deref().filter(|s| !s.trim().is_empty()) {
+        slow::slow_down(&mut generated, &slow::parse_slow_gpus("--slow-gpus", spec, plan.gpus)?);
+    }
+    Ok(generated)
 }
 
 /// Busy fraction and MFU of each accelerator type of a mixed job ([`mix`]): rank class c's

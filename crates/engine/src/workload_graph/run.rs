@@ -69,7 +69,7 @@ impl NetworkModel for GraphNetwork<'_> {
         self.net.next_completion()
     }
 
-    fn complete_until(&mut self, now_ns: f64, done: &mut Vec<u64>) {
+    fn complete_until(&mut self, now_ns: f64, done: &mut Vec<u64>) -> Result<()> {
         self.net.complete_until(now_ns, done)
     }
 }

@@ -195,9 +195,10 @@ impl NetworkModel for Analytical {
         self.pending.peek().map(|d| d.time)
     }
 
-    fn complete_until(&mut self, now_ns: f64, done: &mut Vec<u64>) {
+    fn complete_until(&mut self, now_ns: f64, done: &mut Vec<u64>) -> Result<()> {
         while self.pending.peek().is_some_and(|d| d.time <= now_ns) {
             done.push(self.pending.pop().expect("peeked").seq);
         }
+        Ok(())
     }
 }

@@ -71,6 +71,7 @@
 //! of each end, which only a cheaper re-solve shortens.
 
 mod cycle;
+pub mod fault;
 pub mod network;
 mod solve;
 
@@ -973,6 +974,8 @@ pub fn completion_times(
     Ok(out)
 }
 
+#[cfg(test)]
+mod fault_tests;
 #[cfg(test)]
 mod reference_tests;
 #[cfg(test)]

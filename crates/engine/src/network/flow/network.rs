@@ -21,6 +21,12 @@
 //! Each communication is routed once, the first time it is issued: a communicator keeps its
 //! connections, so the same collective on the same group takes the same ECMP paths every time
 //! (a collision of two flows persists, as it does on a real fabric without adaptive routing).
+//!
+//! Faults ([`crate::platform::fault`], [`FlowNetwork::set_faults`]) are events at their times: a
+//! degraded link gets its lower capacity; a link that goes down leaves the routing (the platform
+//! routes around it), and every flow crossing it — in flight, waiting, or routed before and
+//! launched later — takes the fabric's route without it, hashed from its old path (`reroute`);
+//! a communication left with no path stops the run with an error naming its group and ranks.
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -34,6 +40,7 @@ use crate::error::{InputError, Result};
 use crate::network::packet::{PacketConfig, PacketSim};
 use crate::network::Transfers;
 use crate::network::{Comm, NetworkModel};
+use crate::platform::fault::Fault;
 use crate::platform::routing::{link_between, Router, Routes};
 use crate::platform::window::read_ceiling;
 use crate::platform::{NodeKind, Placement, Platform, Routing};
@@ -197,6 +204,8 @@ enum RouteKey {
 /// One group instance (or all pairs of a transfer) working through its phases.
 struct InstanceRun {
     token: u64,
+    /// The communication and the instance of its group, for messages.
+    origin: (RouteKey, u32),
     phases: Rc<[ReadyPhase]>,
     /// The next phase to start.
     next: usize,
@@ -238,6 +247,16 @@ pub struct FlowNetwork {
     clock: f64,
     /// What a point-to-point transfer waits before it moves: across servers, inside one.
     p2p_wait: [Wait; 2],
+    seed: u64,
+    /// Faults of the run in time order, the next to apply, each link's bandwidth before any,
+    /// the links down, and the faults that took links down so far (for messages).
+    faults: Vec<Fault>,
+    next_fault: usize,
+    base_cap: Vec<f64>,
+    down: Vec<bool>,
+    down_what: Vec<String>,
+    /// Group names by id (TP, DP, ...), for messages.
+    group_names: Vec<String>,
 }
 
 impl FlowNetwork {
@@ -267,6 +286,13 @@ impl FlowNetwork {
             ready: Vec::new(),
             clock: 0.0,
             p2p_wait: [Wait::Path { extra_ns: 0.0 }; 2],
+            seed,
+            faults: Vec::new(),
+            next_fault: 0,
+            base_cap: Vec::new(),
+            down: Vec::new(),
+            down_what: Vec::new(),
+            group_names: Vec::new(),
         }
     }
 
@@ -280,6 +306,61 @@ impl FlowNetwork {
     /// Send every flow between the end nodes of a user route along it.
     pub fn set_routes(&mut self, routes: Routes) {
         self.user_routes = routes;
+    }
+
+    /// Apply `faults` ([`crate::platform::fault`]) during the run; call after
+    /// [`FlowNetwork::use_packets`], before the first communication starts.
+    pub fn set_faults(&mut self, faults: Vec<Fault>) -> Result<()> {
+        if faults.is_empty() {
+            return Ok(());
+        }
+        self.sim.take_faults()?;
+        self.base_cap = self.topo.links.iter().map(|l| l.bandwidth).collect();
+        self.down = vec![false; self.topo.links.len()];
+        self.faults = faults;
+        Ok(())
+    }
+
+    /// Apply every fault due at or before `until`, each at its own time.
+    fn faults_until(&mut self, until: f64) -> Result<()> {
+        while let Some(f) = self.faults.get(self.next_fault).filter(|f| f.at_ns <= until).cloned() {
+            self.next_fault += 1;
+            self.apply_fault(&f)?;
+        }
+        Ok(())
+    }
+
+    fn apply_fault(&mut self, f: &Fault) -> Result<()> {
+        let at = f.at_ns.max(self.clock);
+        if !f.is_down() {
+            let capacity: Vec<(u32, f64)> = f
+                .links
+                .iter()
+                .filter(|&&l| !self.down[l as usize])
+                .map(|&l| (l, self.base_cap[l as usize] * f.factor))
+                .collect();
+            return self.sim.fault(at, &capacity, &[], &mut |_, p| Ok(p.into()));
+        }
+        let newly: Vec<u32> = f.links.iter().copied().filter(|&l| !self.down[l as usize]).collect();
+        for &l in &newly {
+            self.down[l as usize] = true;
+        }
+        self.down_what.push(format!("{} went down at {}", f.what, time_text(f.at_ns)));
+        self.topo.route_around(&self.down);
+        self.router = Router::new(&self.topo, self.seed);
+        let (topo, router, runs) = (&self.topo, &mut self.router, &self.runs);
+        let (instances, names, down_what) = (&self.instances, &self.group_names, &self.down_what);
+        let mut reroute = |tag: u64, old: &[u32]| {
+            let origin = runs[tag as usize].as_ref().map(|r| r.origin);
+            reroute(
+                topo,
+                router,
+                old,
+                || origin.map_or("a transfer".into(), |o| describe(instances, names, o)),
+                down_what,
+            )
+        };
+        self.sim.fault(at, &[], &newly, &mut reroute)
     }
 
     pub fn topology(&self) -> &Platform {
@@ -424,22 +505,30 @@ impl FlowNetwork {
 
     /// Launch every instance of a routed communication, `token` done when all are (at once when
     /// there are none).
-    fn launch_all(&mut self, now_ns: f64, token: u64, routed: &[Rc<[ReadyPhase]>]) {
+    fn launch_all(&mut self, now_ns: f64, token: u64, key: RouteKey, routed: &[Rc<[ReadyPhase]>]) -> Result<()> {
         if routed.is_empty() {
             self.ready.push(token);
-            return;
+            return Ok(());
         }
         self.pending.insert(token, routed.len() as u32);
-        for phases in routed {
-            self.launch(now_ns, token, phases.clone(), 0);
+        for (i, phases) in routed.iter().enumerate() {
+            self.launch(now_ns, token, (key, i as u32), phases.clone(), 0)?;
         }
+        Ok(())
     }
 
     /// Start the next phase of instance run `id` (a fresh one when None), or finish it.
-    fn launch(&mut self, now: f64, token: u64, phases: Rc<[ReadyPhase]>, next: usize) {
+    fn launch(
+        &mut self,
+        now: f64,
+        token: u64,
+        origin: (RouteKey, u32),
+        phases: Rc<[ReadyPhase]>,
+        next: usize,
+    ) -> Result<()> {
         let Some((flows, repeat, wait, ceil)) = phases.get(next) else {
             self.instance_done(token);
-            return;
+            return Ok(());
         };
         let id = match self.free_runs.pop() {
             Some(i) => i,
@@ -449,9 +538,20 @@ impl FlowNetwork {
             }
         };
         let ceiling = |i: usize| ceil.get(i).copied().unwrap_or(f64::INFINITY);
-        let batch = flows.iter().enumerate().map(|(i, (p, b))| (p.clone(), *b, ceiling(i))).collect();
+        let mut batch: Vec<(Rc<[u32]>, f64, f64)> =
+            flows.iter().enumerate().map(|(i, (p, b))| (p.clone(), *b, ceiling(i))).collect();
+        if !self.down_what.is_empty() {
+            // Routed before a link went down (a communicator's kept connections, a user route):
+            // what crosses a dead link moves, as in-flight flows did.
+            let (topo, router, down) = (&self.topo, &mut self.router, &self.down);
+            for (path, _, _) in batch.iter_mut().filter(|(p, _, _)| p.iter().any(|&l| down[l as usize])) {
+                let what = || describe(&self.instances, &self.group_names, origin);
+                *path = reroute(topo, router, path, what, &self.down_what)?;
+            }
+        }
         self.sim.add_batch(now, batch, *repeat, id as u64, *wait);
-        self.runs[id as usize] = Some(InstanceRun { token, phases: phases.clone(), next: next + 1 });
+        self.runs[id as usize] = Some(InstanceRun { token, origin, phases: phases.clone(), next: next + 1 });
+        Ok(())
     }
 
     /// The routed phases of a communication, routed the first time.
@@ -573,8 +673,8 @@ impl FlowNetwork {
                 r
             }
         };
-        self.launch_all(now_ns, token, &routed);
-        Ok(())
+        self.faults_until(now_ns)?;
+        self.launch_all(now_ns, token, key, &routed)
     }
 
     fn instance_done(&mut self, token: u64) {
@@ -600,6 +700,7 @@ impl NetworkModel for FlowNetwork {
             ));
         }
         self.rank_class = w.rank_class.clone();
+        self.group_names = w.groups.iter().map(|g| g.name.clone()).collect();
         let mut needed: Vec<(GroupId, u32)> = Vec::new();
         let reps = w.class_representatives();
         let mut sends: std::collections::HashSet<(usize, Peer)> = Default::default();
@@ -651,36 +752,125 @@ impl NetworkModel for FlowNetwork {
             Comm::Transfer { src, dst, bytes } => RouteKey::Transfer(src, dst, bytes),
             Comm::Shift { group, offset, class, bytes, copy, .. } => RouteKey::Shift(group, class, offset, bytes, copy),
         };
-        let routed = self.routed(key, comm)?;
-        self.launch_all(now_ns, token, &routed);
-        Ok(())
+        self.faults_until(now_ns)?;
+        let routed = match self.routed(key, comm) {
+            Err(e) if !self.down_what.is_empty() => {
+                let what = describe(&self.instances, &self.group_names, (key, 0));
+                return Err(no_path(what, e.message, &self.down_what));
+            }
+            r => r?,
+        };
+        self.launch_all(now_ns, token, key, &routed)
     }
 
     /// The next internal event (a flow or phase boundary), which may precede the next
     /// completion; the executor then calls [`NetworkModel::complete_until`] and gets nothing.
     fn next_completion(&self) -> Option<f64> {
         if self.ready.is_empty() {
-            self.sim.next_time()
+            // A fault due before the next event is an event (nothing in flight: it waits for
+            // the next start).
+            let next = self.sim.next_time()?;
+            Some(match self.faults.get(self.next_fault) {
+                Some(f) if f.at_ns < next => f.at_ns.max(self.clock),
+                _ => next,
+            })
         } else {
             // Finished at the last processed instant, not yet collected.
             Some(self.clock)
         }
     }
 
-    fn complete_until(&mut self, now_ns: f64, done: &mut Vec<u64>) {
+    fn complete_until(&mut self, now_ns: f64, done: &mut Vec<u64>) -> Result<()> {
         done.append(&mut self.ready);
-        while self.sim.next_time().is_some_and(|t| t <= now_ns) {
+        while let Some(next) = self.sim.next_time().filter(|&t| t <= now_ns) {
+            if let Some(f) = self.faults.get(self.next_fault).filter(|f| f.at_ns <= next).cloned() {
+                self.next_fault += 1;
+                self.apply_fault(&f)?;
+                self.clock = self.clock.max(f.at_ns);
+                continue;
+            }
             let mut finished = std::mem::take(&mut self.finished);
             let Some(t) = self.sim.step(&mut finished) else { break };
             self.clock = t;
             for (tag, _) in finished.drain(..) {
                 let run = self.runs[tag as usize].take().expect("running instance");
                 self.free_runs.push(tag as u32);
-                self.launch(t, run.token, run.phases, run.next);
+                self.launch(t, run.token, run.origin, run.phases, run.next)?;
             }
             self.finished = finished;
             done.append(&mut self.ready);
         }
+        // A fault due by now with nothing in flight before it.
+        if self.sim.next_time().is_none_or(|t| t > now_ns) {
+            self.faults_until(now_ns)?;
+        }
+        Ok(())
+    }
+}
+
+/// A time for messages: in the largest unit that keeps it at least 1.
+fn time_text(ns: f64) -> String {
+    match ns {
+        t if t >= 1e9 => format!("{} s", t / 1e9),
+        t if t >= 1e6 => format!("{} ms", t / 1e6),
+        t if t >= 1e3 => format!("{} us", t / 1e3),
+        t => format!("{t} ns"),
+    }
+}
+
+/// A communication for messages: its group by name and ranks, or its ends.
+fn describe(
+    instances: &HashMap<(GroupId, u32), Rc<Vec<Vec<u32>>>>,
+    names: &[String],
+    origin: (RouteKey, u32),
+) -> String {
+    let ranks = |group: GroupId, class: u32| {
+        let members =
+            instances.get(&(group, class)).and_then(|i| i.get(origin.1 as usize).cloned()).unwrap_or_default();
+        let shown: Vec<String> = members.iter().take(8).map(u32::to_string).collect();
+        let more = if members.len() > 8 { format!(", ... {} in all", members.len()) } else { String::new() };
+        format!("ranks {}{more}", shown.join(", "))
+    };
+    let name = |group: GroupId| names.get(group as usize).cloned().unwrap_or_else(|| format!("group {group}"));
+    match origin.0 {
+        RouteKey::Collective(group, class, c, _) => {
+            format!("{} group {} ({}; {c:?})", name(group), origin.1, ranks(group, class))
+        }
+        RouteKey::Shift(group, class, offset, _, _) => {
+            format!("{} sends by {offset} in group {} ({})", name(group), origin.1, ranks(group, class))
+        }
+        RouteKey::Transfer(src, dst, _) => format!("the transfer from rank {src} to rank {dst}"),
+        RouteKey::Nodes(key, _) => format!("node flows {key}"),
+    }
+}
+
+/// The error of a communication left with no path after links went down: `why` says between
+/// which nodes.
+fn no_path(what: String, why: String, down: &[String]) -> InputError {
+    InputError::new("--fault", format!("{what}: {why} after {}", down.join(", ")))
+}
+
+/// The path of a flow whose `old` path crosses a dead link: the fabric's route between the same
+/// ends without the dead links (`topo` routes around them), its ECMP hash taken from the old
+/// path, so the same connection moves the same way each time.
+fn reroute(
+    topo: &Platform,
+    router: &mut Router,
+    old: &[u32],
+    what: impl FnOnce() -> String,
+    down: &[String],
+) -> Result<Rc<[u32]>> {
+    let (Some(&first), Some(&last)) = (old.first(), old.last()) else { return Ok(old.into()) };
+    let (src, dst) = (topo.links[first as usize].src, topo.links[last as usize].dst);
+    let hash = old.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &l| (h ^ u64::from(l)).wrapping_mul(0x100_0000_01b3));
+    let mut path = Vec::new();
+    match router.route(topo, src, dst, hash, &mut path) {
+        Ok(()) => Ok(path.into()),
+        Err(_) => Err(no_path(
+            what(),
+            format!("no path from node {} to node {}", topo.node_name(src), topo.node_name(dst)),
+            down,
+        )),
     }
 }
 
