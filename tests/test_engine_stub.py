@@ -31,12 +31,47 @@ def test_the_stub_names_what_the_module_exports():
     assert set(stub()) == exported
 
 
-def test_every_function_has_the_modules_parameters():
+def functions() -> list[tuple[str, ast.FunctionDef, object]]:
+    """Every function of the stub with what it stubs: module functions, class constructors
+    (`__init__` against the class) and methods."""
+    out = []
     for name, node in stub().items():
-        if not isinstance(node, ast.FunctionDef):
+        if isinstance(node, ast.FunctionDef):
+            out.append((name, node, getattr(_engine, name)))
+        elif isinstance(node, ast.ClassDef):
+            cls = getattr(_engine, name)
+            for f in node.body:
+                if not isinstance(f, ast.FunctionDef) or any(
+                    isinstance(d, ast.Name) and d.id in ("property", "staticmethod") for d in f.decorator_list
+                ):
+                    continue
+                if f.name == "__init__":
+                    out.append((name, f, cls))
+                elif not f.name.startswith("_"):
+                    out.append((f"{name}.{f.name}", f, getattr(cls, f.name)))
+    return out
+
+
+def test_every_class_has_the_methods_the_stub_names():
+    for name, node in stub().items():
+        if isinstance(node, ast.ClassDef) and isinstance(getattr(_engine, name), type):
+            named = {
+                f.name for f in node.body if isinstance(f, ast.FunctionDef) and not f.name.startswith("_")
+            }
+            real = {m for m in dir(getattr(_engine, name)) if not m.startswith("_")}
+            assert named <= real, (name, named - real)
+
+
+def test_every_function_has_the_modules_parameters():
+    for name, node, real_object in functions():
+        try:
+            params = list(inspect.signature(real_object).parameters.values())
+        except ValueError:  # a method PyO3 gives no text signature
             continue
-        real = inspect.signature(getattr(_engine, name)).parameters
+        # A method's receiver is no parameter a caller passes.
+        real = {p.name: p for p in params if p.name != "self"}
         args = node.args
+        args = ast.arguments(**{**args.__dict__, "args": [a for a in args.args if a.arg != "self"]})
         stubbed = [(a.arg, "POSITIONAL_OR_KEYWORD") for a in args.args]
         stubbed += [(a.arg, "KEYWORD_ONLY") for a in args.kwonlyargs]
         assert [(p.name, p.kind.name) for p in real.values()] == stubbed, name

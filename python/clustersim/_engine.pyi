@@ -171,7 +171,7 @@ class ServerSpec:
         self,
         *,
         gpus_per_server: int = 8,
-        nics_per_server: int = 8,
+        nics_per_server: int | None = None,
         gpu_type: str = "H100",
         nic_type: str = "cx7",
         nvlink_busbw: float | None = None,
@@ -229,10 +229,10 @@ def is_kernel_class(name: str) -> bool:
     """Whether `name` is a kernel class of a kernel table (gemm, flash_attention, norm_bwd, ...)."""
 
 class PlanSearch:
-    """The valid plans of a space for the model and cluster of `input`,
-    each axis over the values given or every value the rules allow (None), global batch `gbs`
-    exactly or, with `at_most`, the largest multiple of each plan's DP not above it; `fits` says
-    which need at most `memory_gb` per GPU. Collective prices are kept across its calls."""
+    """The valid plans of a space for the model and cluster of `input`, each axis over the values
+    given or every value the rules allow (None), global batch `gbs` exactly or, with `at_most`,
+    the largest multiple of each plan's DP not above it; lower bounds, a branch and bound's
+    order and simulations of any of them, sharing one memo of collective prices."""
 
     def __init__(
         self,
@@ -240,7 +240,6 @@ class PlanSearch:
         *,
         gbs: int,
         at_most: bool,
-        memory_gb: float,
         tp: list[int] | None = None,
         pp: list[int] | None = None,
         vpp: list[int] | None = None,
@@ -258,12 +257,21 @@ class PlanSearch:
     @property
     def visited(self) -> int:
         """Combinations of the axes' values tried, valid or not."""
-    def column(self, name: str) -> list[Any]:
-        """One plan column: tp, pp, vpp, ep, cp, mbs, gbs, dp, micro_batches, sp,
-        overlap_grad_reduce, overlap_param_gather, tp_comm_overlap, fits, optimizer, recompute,
-        memory_gb, params_gb, grads_and_optimizer_gb, activations_gb."""
-    def lower_bounds(self, indices: list[int]) -> list[float]:
-        """Lower bounds (s) of the plans' simulated iteration times (0 where none can be given)."""
+    def column(self, name: str, indices: list[int] | None = None) -> list[Any]:
+        """One plan column, of every plan or of `indices`: tp, pp, vpp, ep, cp, mbs, gbs, dp,
+        micro_batches, sp, overlap_grad_reduce, overlap_param_gather, tp_comm_overlap,
+        optimizer, recompute, memory_gb, params_gb, grads_and_optimizer_gb, activations_gb,
+        bound_s (NaN where not screened)."""
+    def screen(self, indices: list[int]) -> None:
+        """Lower-bound the plans `indices` and order them, highest ceiling on tokens/s first."""
+    def take(self, threshold: float, count: int, memory_gb: float) -> list[int]:
+        """The next `count` plans of the order with a ceiling of at least `threshold` that fit in
+        `memory_gb` per GPU."""
+    def remaining(self, threshold: float) -> int:
+        """Plans of the order not taken yet whose ceiling is at least `threshold`."""
+    @property
+    def taken(self) -> tuple[int, int]:
+        """Plans taken so far, and of those the ones that did not fit."""
     def simulate(self, indices: list[int]) -> Simulated:
         """The plans simulated in parallel, each exactly as run_training alone."""
 

@@ -269,7 +269,7 @@ def simulate(
         gpus=gpus,
         server=_engine.ServerSpec(
             gpus_per_server=gpus_per_server,
-            nics_per_server=gpus_per_server if nics_per_server is None else nics_per_server,
+            nics_per_server=nics_per_server,
             gpu_type=gpu_type,
             nic_type=nic_type,
             nvlink_busbw=nvlink_busbw,

@@ -245,9 +245,9 @@ def train(
         calibration=calibration, reduction=reduction, switch_reduce_gbps=switch_reduce_gbps, backend=backend
     )
     if platform is None and backend != "flow":
-        raise InputError(
-            f"train: backend: '{backend}' moves a fabric's transfers; give the fabric (topology)"
-        )
+        # The engine checks the name where there is a fabric; without one, say what is wrong.
+        why = "moves a fabric's transfers; give the fabric (topology)" if backend == "packet" else None
+        raise InputError(f"train: backend: {backend!r} " + (why or "is not flow or packet"))
     if spec is not None:
         fabric_options["faults"] = spec
     made_by = provenance.record(

@@ -609,29 +609,15 @@ class Workload:
     def simulate(
         self,
         *,
-        gpus_per_server: int = 8,
-        nics_per_server: int = 8,
-        gpu_type: str = "H100",
-        nic_type: str = "cx7",
-        nvlink_busbw: float | None = None,
-        nic_busbw: float | None = None,
         busbw: str | os.PathLike[str] | None = None,
         compat: bool = False,
+        **server: Any,
     ) -> dict[str, Any]:
-        """Run the workload through the executor on the analytical model (the platform as in
-        `clustersim.simulate`; `compat` prices as SimAI-Analytical does). Returns `end_ns` (the
-        iteration time), `events`, and `start` / `end` (ns) of every op of each class."""
+        """Run the workload through the executor on the analytical model on `server`'s servers
+        (`_engine.ServerSpec`'s keywords: gpus_per_server, nics_per_server, gpu_type, nic_type,
+        nvlink_busbw, nic_busbw, as in `clustersim.simulate`; `compat` prices as
+        SimAI-Analytical does). Returns `end_ns` (the iteration time), `events`, and `start` /
+        `end` (ns) of every op of each class."""
         table = None if busbw is None else (str(busbw), read_text(busbw, "busbw"))
-        return _engine.simulate_workload(
-            self.columns(),
-            server=_engine.ServerSpec(
-                gpus_per_server=gpus_per_server,
-                nics_per_server=nics_per_server,
-                gpu_type=gpu_type,
-                nic_type=nic_type,
-                nvlink_busbw=nvlink_busbw,
-                nic_busbw=nic_busbw,
-            ),
-            busbw=table,
-            compat=compat,
-        )
+        spec = _engine.ServerSpec(**server)
+        return _engine.simulate_workload(self.columns(), server=spec, busbw=table, compat=compat)

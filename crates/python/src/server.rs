@@ -8,8 +8,8 @@ use pyo3::prelude::*;
 use crate::engine_err;
 
 /// Servers of `gpus_per_server` GPUs of SimAI `-g_type` `gpu_type` (a profile of the catalog) and
-/// `nics_per_server` NICs of `-nic_t` `nic_type`; `nvlink_busbw` and `nic_busbw` (GB/s) override
-/// the built-in bus bandwidths.
+/// `nics_per_server` NICs (default: one per GPU) of `-nic_t` `nic_type`; `nvlink_busbw` and
+/// `nic_busbw` (GB/s) override the built-in bus bandwidths. Checked as it is made.
 #[pyclass(name = "ServerSpec", module = "clustersim._engine", frozen)]
 pub struct PyServerSpec {
     pub(crate) inner: ServerSpec,
@@ -18,11 +18,11 @@ pub struct PyServerSpec {
 #[pymethods]
 impl PyServerSpec {
     #[new]
-    #[pyo3(signature = (*, gpus_per_server = 8, nics_per_server = 8, gpu_type = "H100", nic_type = "cx7",
+    #[pyo3(signature = (*, gpus_per_server = 8, nics_per_server = None, gpu_type = "H100", nic_type = "cx7",
         nvlink_busbw = None, nic_busbw = None))]
     fn new(
         gpus_per_server: u32,
-        nics_per_server: u32,
+        nics_per_server: Option<u32>,
         gpu_type: &str,
         nic_type: &str,
         nvlink_busbw: Option<f32>,
@@ -30,12 +30,13 @@ impl PyServerSpec {
     ) -> PyResult<Self> {
         let inner = ServerSpec {
             gpus_per_server,
-            nics_per_server,
+            nics_per_server: nics_per_server.unwrap_or(gpus_per_server),
             gpu: GpuType::parse(gpu_type).map_err(engine_err)?,
             nic: NicType::parse(nic_type).map_err(engine_err)?,
             nvlink_busbw,
             nic_busbw,
         };
+        inner.validate().map_err(engine_err)?;
         Ok(PyServerSpec { inner })
     }
 

@@ -53,7 +53,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("-o", "--output", help="also write the result as JSON to OUTPUT")
     add_result(p, "none by default")
-    add_fabric(p, required=False, what="run communication on this fabric with the flow model")
+    add_fabric(p, required=False, what="run communication on this fabric (flows; --backend packet: packets)")
     add_backend(p)
     add_routes(p)
     add_json(p)

@@ -512,7 +512,7 @@ pub fn stage_params(model: &Model, plan: &Plan, stage: u32) -> (u64, u64) {
 /// Megatron's model FLOPs of one iteration: 3 × forward, forward = 2 × active matmul parameters
 /// per token + 4·s·(a·d_head) per layer for attention scores and context + the LM head.
 pub fn model_flops(model: &Model, plan: &Plan) -> f64 {
-    let tokens = plan.gbs as f64 * plan.seq as f64;
+    let tokens = plan.tokens();
     let mut per_token = 2.0 * model.hidden as f64 * model.vocab as f64;
     for l in 0..model.layers {
         per_token += layer_flops_per_token(model, plan, l);
@@ -523,7 +523,7 @@ pub fn model_flops(model: &Model, plan: &Plan) -> f64 {
 /// The part of [`model_flops`] pipeline stage `stage` computes: its layers, and the LM head on
 /// the last stage (the embedding lookup has no matmul FLOPs).
 pub fn stage_model_flops(model: &Model, plan: &Plan, stage: u32) -> f64 {
-    let tokens = plan.gbs as f64 * plan.seq as f64;
+    let tokens = plan.tokens();
     let mut per_token = if stage + 1 == plan.pp { 2.0 * model.hidden as f64 * model.vocab as f64 } else { 0.0 };
     for c in 0..plan.vpp {
         for l in plan.chunk_layers(model.layers, stage, c) {

@@ -60,8 +60,8 @@ pub fn parse(path: &str, text: &str) -> Result<PacketConfig> {
     let mut seen: Vec<&str> = Vec::new();
     type Map = Option<Vec<(f64, f64)>>;
     let (mut kmin, mut kmax, mut pmax): (Map, Map, Map) = (None, None, None);
-    // The line of the last RED map given: where the maps' agreement is checked.
-    let mut map_line = 0;
+    // The line and key of the last RED map given: where the maps' agreement is checked.
+    let (mut map_line, mut map_key) = (0, "KMIN_MAP");
     for (i, line) in text.lines().enumerate() {
         let n = i + 1;
         let mut words = line.split_whitespace();
@@ -168,9 +168,9 @@ pub fn parse(path: &str, text: &str) -> Result<PacketConfig> {
                     return Err(bad("links going down are not simulated yet; 0 0 0 is".into()));
                 }
             }
-            "KMIN_MAP" => (kmin, map_line) = (Some(map()?), n),
-            "KMAX_MAP" => (kmax, map_line) = (Some(map()?), n),
-            "PMAX_MAP" => (pmax, map_line) = (Some(map()?), n),
+            "KMIN_MAP" => (kmin, map_line, map_key) = (Some(map()?), n, key),
+            "KMAX_MAP" => (kmax, map_line, map_key) = (Some(map()?), n, key),
+            "PMAX_MAP" => (pmax, map_line, map_key) = (Some(map()?), n, key),
             "BUFFER_SIZE" => cfg.buffer_bytes = (number(1e-3, 1e6)? * 1e6) as u64,
             k if ACCEPTED.contains(&k) => {}
             _ => return Err(bad("unknown key (SimAI 1.6's SimAI.conf has no such key)".into())),
@@ -189,7 +189,7 @@ pub fn parse(path: &str, text: &str) -> Result<PacketConfig> {
             return Err(InputError::at(
                 path,
                 map_line,
-                "KMIN_MAP",
+                map_key,
                 "KMIN_MAP, KMAX_MAP and PMAX_MAP must list the same rates",
             ));
         }
@@ -204,7 +204,7 @@ pub fn parse(path: &str, text: &str) -> Result<PacketConfig> {
             return Err(InputError::at(
                 path,
                 map_line,
-                "KMAX_MAP",
+                map_key,
                 format!("KMAX {} KB must exceed KMIN {} KB", r.kmax / 1000, r.kmin / 1000),
             ));
         }
