@@ -58,23 +58,8 @@ def test_a_tor_link_down_on_a_single_tor_fabric_stops_the_run_with_one_line(sing
     says = r"DP group 0 \(ranks 0, 8; AllReduce\): no path from node 0 to node 8 .*after link:0-\d+ went down"
     with pytest.raises(InputError, match=says + " at 0 ns"):
         train(topology=single, faults=f"link:0-{tor}@0ns", **PLAN)
-    code, out, err = run_cli(
-        "train",
-        "--model",
-        "llama3-8b",
-        "--gpus",
-        "16",
-        "--tp",
-        "8",
-        "--gbs",
-        "2",
-        "--layers",
-        "2",
-        "-n",
-        "Spectrum-X:16",
-        "--fault",
-        f"link:0-{tor}@0ns",
-    )
+    args = "train --model llama3-8b --gpus 16 --tp 8 --gbs 2 --layers 2 -n Spectrum-X:16 --fault"
+    code, out, err = run_cli(*args.split(), f"link:0-{tor}@0ns")
     assert code != 0 and out == ""
     assert err.strip().count("\n") == 0 and "--fault: DP group 0 (ranks 0, 8; AllReduce): no path" in err, err
 
@@ -89,21 +74,8 @@ def test_a_tor_link_down_on_a_single_tor_fabric_stops_the_run_with_one_line(sing
     ],
 )
 def test_bad_faults_are_one_line_errors_naming_the_fault(run_cli, fault, says):
-    code, _, err = run_cli(
-        "train",
-        "--model",
-        "llama3-8b",
-        "--gpus",
-        "16",
-        "--tp",
-        "8",
-        "--gbs",
-        "2",
-        "-n",
-        "AlibabaHPN:16",
-        "--fault",
-        fault,
-    )
+    args = "train --model llama3-8b --gpus 16 --tp 8 --gbs 2 -n AlibabaHPN:16 --fault"
+    code, _, err = run_cli(*args.split(), fault)
     assert code != 0
     assert err.strip().count("\n") == 0 and f"fault 1 ({fault})" in err and says in err, err
 

@@ -181,15 +181,19 @@ def simulate(
     """
     if compat not in (None, SIMAI):
         raise InputError(f"command line: compat: unknown mode '{compat}' (valid: simai)")
-    # What was asked for, as given: the result's provenance.
-    asked = dict(
-        gpus=gpus,
+    # The servers (`_engine.ServerSpec`'s keywords) and what was asked for, as given: the result's
+    # provenance.
+    server = dict(
         gpus_per_server=gpus_per_server,
         nics_per_server=nics_per_server,
         gpu_type=gpu_type,
         nic_type=nic_type,
         nvlink_busbw=nvlink_busbw,
         nic_busbw=nic_busbw,
+    )
+    asked = dict(
+        gpus=gpus,
+        **server,
         busbw=busbw,
         compat=compat,
         dp_overlap=dp_overlap,
@@ -267,14 +271,8 @@ def simulate(
         text,
         compat=compat == SIMAI,
         gpus=gpus,
-        server=_engine.ServerSpec(
-            gpus_per_server=gpus_per_server,
-            nics_per_server=nics_per_server,
-            gpu_type=gpu_type,
-            nic_type=nic_type,
-            nvlink_busbw=nvlink_busbw,
-            nic_busbw=nic_busbw,
-        ),
+        # With a calibration, the bandwidths it rescaled.
+        server=_engine.ServerSpec(**server | dict(nvlink_busbw=nvlink_busbw, nic_busbw=nic_busbw)),
         busbw=busbw_arg,
         ratios=ratios,
         dp_o=dp_overlap,

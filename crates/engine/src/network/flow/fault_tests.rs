@@ -4,13 +4,13 @@
 //! doubles every step.
 
 use super::network::{fixed_algorithm, FlowNetwork};
+use super::tests::allreduce_workload;
 use super::*;
 use crate::collective::Algorithm;
 use crate::executor::Executor;
-use crate::layout::{Axis, Layout};
 use crate::platform::fault::parse_faults;
 use crate::platform::{Link, NodeKind};
-use crate::workload::{Collective, Group, Membership, Op, OpKind, Phase as OpPhase, Program, Workload};
+use crate::workload::Workload;
 
 fn both(links: &mut Vec<Link>, a: u32, b: u32, bandwidth: f64) {
     for (src, dst) in [(a, b), (b, a)] {
@@ -40,23 +40,6 @@ fn fabric(n: u32, dual: bool, b: f64, routing: Routing) -> Platform {
     t
 }
 
-/// One all-reduce of `bytes` over all `n` ranks (a DP group) after a compute of 10 ns.
-fn allreduce(n: u32, bytes: u64) -> Workload {
-    let layout = Layout::megatron(1, 1, 1, n, 1);
-    let groups = vec![Group { name: "DP".into(), members: Membership::Dims(layout.mask(&[Axis::DpEp])) }];
-    let ops = vec![
-        Op::new(OpKind::Compute { ns: 10.0, work: None }, vec![], 0, OpPhase::Forward),
-        Op::new(OpKind::Collective { collective: Collective::AllReduce, group: 0, bytes }, vec![0], 0, OpPhase::Other),
-    ];
-    Workload {
-        layout,
-        groups,
-        programs: vec![Program { ops }],
-        class_program: vec![0],
-        rank_class: vec![0; n as usize],
-        rows: vec!["allreduce".into()],
-    }
-}
 
 /// The run's end (ns) and the bytes each link carried, with `faults` applied.
 fn run(t: Platform, w: &Workload, faults: &str) -> Result<(f64, Vec<f64>)> {
@@ -85,9 +68,9 @@ fn a_tor_link_down_on_a_dual_tor_fabric_halves_the_gpu_s_port_and_the_run_goes_o
     // Spraying uses both ToR links of every GPU: a port of 2B. GPU 0 loses its link to ToR A
     // (node 4) before the all-reduce: every step then waits on GPU 0's one link of B.
     let steps = 2.0 * (N as f64 - 1.0);
-    let (healthy, _) = run(fabric(N, true, B, Routing::Spray), &allreduce(N, S), "").unwrap();
+    let (healthy, _) = run(fabric(N, true, B, Routing::Spray), &allreduce_workload(N, S), "").unwrap();
     assert!(close(healthy, 10.0 + steps * step(2.0 * B)), "{healthy}");
-    let (hurt, carried) = run(fabric(N, true, B, Routing::Spray), &allreduce(N, S), "link:0-4@0ns").unwrap();
+    let (hurt, carried) = run(fabric(N, true, B, Routing::Spray), &allreduce_workload(N, S), "link:0-4@0ns").unwrap();
     assert!(close(hurt, 10.0 + steps * step(B)), "{hurt} vs {}", 10.0 + steps * step(B));
     let t = fabric(N, true, B, Routing::Spray);
     let dead = crate::platform::routing::link_between(&t, 0, 4).unwrap() as usize;
@@ -103,7 +86,7 @@ fn a_tor_link_down_on_a_dual_tor_fabric_halves_the_gpu_s_port_and_the_run_goes_o
     let k = 2.0;
     let at = 10.0 + (k + 0.5) * d0;
     let (mid, carried) =
-        run(fabric(N, true, B, Routing::Spray), &allreduce(N, S), &format!("link:0-4@{at}ns")).unwrap();
+        run(fabric(N, true, B, Routing::Spray), &allreduce_workload(N, S), &format!("link:0-4@{at}ns")).unwrap();
     let want = at + d0 + (steps - k - 1.0) * 2.0 * d0;
     assert!(close(mid, want), "{mid} vs {want}");
     // The dead link carried GPU 0's half of the first k steps and of half of step k.
@@ -113,7 +96,7 @@ fn a_tor_link_down_on_a_dual_tor_fabric_halves_the_gpu_s_port_and_the_run_goes_o
 #[test]
 fn a_tor_link_down_on_a_single_tor_fabric_stops_the_run_naming_the_group() {
     for at in ["0ns", "100us"] {
-        let e = run(fabric(N, false, B, Routing::Ecmp), &allreduce(N, S), &format!("link:0-4@{at}")).unwrap_err();
+        let e = run(fabric(N, false, B, Routing::Ecmp), &allreduce_workload(N, S), &format!("link:0-4@{at}")).unwrap_err();
         assert!(!e.is_internal());
         let text = e.to_string();
         assert!(!text.contains('\n'), "{text}");
@@ -127,14 +110,14 @@ fn a_degraded_port_slows_every_ring_step_by_its_factor() {
     // GPU 0's link to its only ToR at 40 %: every step at 0.4·B. From the middle of step 1 on:
     // half of step 1 at B, its other half at 0.4·B (S/(2n) bytes), the rest at 0.4·B.
     let steps = 2.0 * (N as f64 - 1.0);
-    let (slow, _) = run(fabric(N, false, B, Routing::Ecmp), &allreduce(N, S), "link:0-4@0ns:0.4").unwrap();
+    let (slow, _) = run(fabric(N, false, B, Routing::Ecmp), &allreduce_workload(N, S), "link:0-4@0ns:0.4").unwrap();
     assert!(close(slow, 10.0 + steps * step(0.4 * B)), "{slow}");
     let at = 10.0 + 1.5 * step(B);
-    let (mid, _) = run(fabric(N, false, B, Routing::Ecmp), &allreduce(N, S), &format!("link:0-4@{at}ns:0.4")).unwrap();
+    let (mid, _) = run(fabric(N, false, B, Routing::Ecmp), &allreduce_workload(N, S), &format!("link:0-4@{at}ns:0.4")).unwrap();
     let want = at + step(0.4 * B) / 2.0 + (steps - 2.0) * step(0.4 * B);
     assert!(close(mid, want), "{mid} vs {want}");
     // A fault after the run changes nothing.
-    let (late, _) = run(fabric(N, false, B, Routing::Ecmp), &allreduce(N, S), "link:0-4@1s:0.4").unwrap();
+    let (late, _) = run(fabric(N, false, B, Routing::Ecmp), &allreduce_workload(N, S), "link:0-4@1s:0.4").unwrap();
     assert!(close(late, 10.0 + steps * step(B)));
 }
 
@@ -146,13 +129,13 @@ fn with_per_flow_ecmp_one_queue_pair_uses_one_tor_link_and_moves_when_it_fails()
     // queue pairs and channels).
     let steps = 2.0 * (N as f64 - 1.0);
     let t = fabric(N, true, B, Routing::Ecmp);
-    let (healthy, carried) = run(t.clone(), &allreduce(N, S), "").unwrap();
+    let (healthy, carried) = run(t.clone(), &allreduce_workload(N, S), "").unwrap();
     assert!(close(healthy, 10.0 + steps * step(B)), "{healthy}");
     let up = [4u32, 6].map(|tor| crate::platform::routing::link_between(&t, 0, tor).unwrap() as usize);
     let used = if carried[up[0]] > 0.0 { 0 } else { 1 };
     assert_eq!(carried[up[1 - used]], 0.0);
     let tor = [4, 6][used];
-    let (hurt, carried) = run(t, &allreduce(N, S), &format!("link:0-{tor}@0ns")).unwrap();
+    let (hurt, carried) = run(t, &allreduce_workload(N, S), &format!("link:0-{tor}@0ns")).unwrap();
     assert!(close(hurt, healthy));
     assert_eq!(carried[up[used]], 0.0);
     assert!(close(carried[up[1 - used]], steps * S as f64 / N as f64));

@@ -254,7 +254,7 @@ fn runs_in_company_replay_and_resume_exactly() {
 }
 
 /// One all-reduce of `bytes` over all `n` ranks (a DP group), plus a compute before it.
-fn allreduce_workload(n: u32, bytes: u64) -> Workload {
+pub(super) fn allreduce_workload(n: u32, bytes: u64) -> Workload {
     let layout = Layout::megatron(1, 1, 1, n, 1);
     let groups = vec![Group { name: "DP".into(), members: Membership::Dims(layout.mask(&[Axis::DpEp])) }];
     let ops = vec![
