@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import re
 from pathlib import Path
 
@@ -106,3 +107,18 @@ def test_groups_past_the_irs_16_bits_are_refused_and_equality_needs_no_assignmen
     with pytest.raises(InputError, match="at most 65536 groups"):
         w.group("one more", [[0], [1]])
     assert Workload(ranks=2) == Workload(ranks=2) and Workload(ranks=2) != Workload(ranks=3)
+
+
+def test_goodput_trials_come_as_numpy_columns_their_spread_summarises():
+    run = _engine.GoodputRun(
+        names=["gpu"], effects=["swap"], rates_per_s=[1 / 3600], interval_s=1800.0, checkpoint_s=60.0,
+        restart_s=600.0, restore_s=60.0, spare_servers=None, repair_s=0.0, window_s=30 * 86400.0,
+        work_s=math.inf, trials=200, seed=1,
+    )  # fmt: skip
+    trials = run.simulate()
+    goodput = trials.column("goodput")
+    assert isinstance(goodput, np.ndarray) and goodput.dtype == np.float64 and len(goodput) == 200
+    assert trials.spread("goodput")[0] == pytest.approx(goodput.mean(), rel=1e-12)
+    assert trials.column("interruptions").sum() == sum(trials.by_cause)
+    with pytest.raises(InputError, match="no quantity 'walls'"):
+        trials.column("walls")

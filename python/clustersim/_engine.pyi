@@ -452,20 +452,15 @@ def best_interval(intervals_s: Sequence[float], goodput: Sequence[float]) -> flo
     """The parabola's vertex (in ln interval) through a sweep's best point and its neighbours."""
 
 class GoodputTrials:
-    """Every trial's outcome, one list per quantity."""
+    """Every trial's outcome."""
 
-    wall_s: list[float]
-    work_s: list[float]
-    goodput: list[float]
-    interruptions: list[float]
-    lost_s: list[float]
-    checkpoint_s: list[float]
-    wait_s: list[float]
-    restart_s: list[float]
     by_cause: list[int]
     unfinished: int
+    def column(self, quantity: str) -> Any:
+        """Every trial's wall_s, work_s, goodput, interruptions, lost_s, checkpoint_s, wait_s or
+        restart_s, as a NumPy array of float64."""
     def spread(self, quantity: str) -> tuple[float, float, float, float, float]:
-        """(mean, std, p5, p50, p95) of wall_s, work_s, goodput, interruptions, lost_s, … ."""
+        """(mean, std, p5, p50, p95) of a quantity (as `column`)."""
 
 class GoodputRun:
     """A run to simulate; causes as three lists in one order."""

@@ -4,9 +4,10 @@
 use clustersim_engine::catalog::failures::{Cause, Cluster, Effect, Profile};
 use clustersim_engine::error::InputError;
 use clustersim_engine::goodput::{self, closed_form, JobCause, Run, Spread, Trials};
+use numpy::PyArray1;
 use pyo3::prelude::*;
 
-use crate::engine_err;
+use crate::{engine_err, EngineInputError};
 
 /// One cause of interruptions of a failure profile.
 #[pyclass(name = "FailureCause", module = "clustersim._engine", frozen, get_all)]
@@ -225,38 +226,6 @@ pub struct PyGoodputTrials {
 
 #[pymethods]
 impl PyGoodputTrials {
-    #[getter]
-    fn wall_s(&self) -> Vec<f64> {
-        self.inner.wall_s.clone()
-    }
-    #[getter]
-    fn work_s(&self) -> Vec<f64> {
-        self.inner.work_s.clone()
-    }
-    #[getter]
-    fn goodput(&self) -> Vec<f64> {
-        self.inner.goodput()
-    }
-    #[getter]
-    fn interruptions(&self) -> Vec<f64> {
-        self.inner.interruptions.clone()
-    }
-    #[getter]
-    fn lost_s(&self) -> Vec<f64> {
-        self.inner.lost_s.clone()
-    }
-    #[getter]
-    fn checkpoint_s(&self) -> Vec<f64> {
-        self.inner.checkpoint_s.clone()
-    }
-    #[getter]
-    fn wait_s(&self) -> Vec<f64> {
-        self.inner.wait_s.clone()
-    }
-    #[getter]
-    fn restart_s(&self) -> Vec<f64> {
-        self.inner.restart_s.clone()
-    }
     /// Interruptions per cause, all trials together.
     #[getter]
     fn by_cause(&self) -> Vec<u64> {
@@ -268,25 +237,31 @@ impl PyGoodputTrials {
         self.inner.unfinished
     }
 
-    /// (mean, std, p5, p50, p95) of a quantity: wall_s, work_s, goodput, interruptions, lost_s,
-    /// checkpoint_s, wait_s or restart_s.
+    /// Every trial's value of a quantity, as a NumPy array: wall_s, work_s, goodput,
+    /// interruptions, lost_s, checkpoint_s, wait_s or restart_s.
+    fn column<'py>(&self, py: Python<'py>, quantity: &str) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        Ok(PyArray1::from_vec(py, self.values(quantity)?))
+    }
+
+    /// (mean, std, p5, p50, p95) of a quantity (as `column`).
     fn spread(&self, quantity: &str) -> PyResult<SpreadTuple> {
+        Ok(tuple(Spread::of(&self.values(quantity)?)))
+    }
+}
+
+impl PyGoodputTrials {
+    fn values(&self, quantity: &str) -> PyResult<Vec<f64>> {
         let t = &self.inner;
-        let goodput;
-        let values: &[f64] = match quantity {
-            "wall_s" => &t.wall_s,
-            "work_s" => &t.work_s,
-            "goodput" => {
-                goodput = t.goodput();
-                &goodput
-            }
-            "interruptions" => &t.interruptions,
-            "lost_s" => &t.lost_s,
-            "checkpoint_s" => &t.checkpoint_s,
-            "wait_s" => &t.wait_s,
-            "restart_s" => &t.restart_s,
-            _ => return Err(engine_err(InputError::internal("goodput binding", format!("no quantity {quantity}")))),
-        };
-        Ok(tuple(Spread::of(values)))
+        Ok(match quantity {
+            "wall_s" => t.wall_s.clone(),
+            "work_s" => t.work_s.clone(),
+            "goodput" => t.goodput(),
+            "interruptions" => t.interruptions.clone(),
+            "lost_s" => t.lost_s.clone(),
+            "checkpoint_s" => t.checkpoint_s.clone(),
+            "wait_s" => t.wait_s.clone(),
+            "restart_s" => t.restart_s.clone(),
+            _ => return Err(EngineInputError::new_err(format!("goodput trials: no quantity '{quantity}'"))),
+        })
     }
 }

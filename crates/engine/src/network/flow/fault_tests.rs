@@ -40,7 +40,6 @@ fn fabric(n: u32, dual: bool, b: f64, routing: Routing) -> Platform {
     t
 }
 
-
 /// The run's end (ns) and the bytes each link carried, with `faults` applied.
 fn run(t: Platform, w: &Workload, faults: &str) -> Result<(f64, Vec<f64>)> {
     let faults = if faults.is_empty() { Vec::new() } else { parse_faults("--fault", faults, &t)? };
@@ -96,7 +95,8 @@ fn a_tor_link_down_on_a_dual_tor_fabric_halves_the_gpu_s_port_and_the_run_goes_o
 #[test]
 fn a_tor_link_down_on_a_single_tor_fabric_stops_the_run_naming_the_group() {
     for at in ["0ns", "100us"] {
-        let e = run(fabric(N, false, B, Routing::Ecmp), &allreduce_workload(N, S), &format!("link:0-4@{at}")).unwrap_err();
+        let e =
+            run(fabric(N, false, B, Routing::Ecmp), &allreduce_workload(N, S), &format!("link:0-4@{at}")).unwrap_err();
         assert!(!e.is_internal());
         let text = e.to_string();
         assert!(!text.contains('\n'), "{text}");
@@ -113,7 +113,8 @@ fn a_degraded_port_slows_every_ring_step_by_its_factor() {
     let (slow, _) = run(fabric(N, false, B, Routing::Ecmp), &allreduce_workload(N, S), "link:0-4@0ns:0.4").unwrap();
     assert!(close(slow, 10.0 + steps * step(0.4 * B)), "{slow}");
     let at = 10.0 + 1.5 * step(B);
-    let (mid, _) = run(fabric(N, false, B, Routing::Ecmp), &allreduce_workload(N, S), &format!("link:0-4@{at}ns:0.4")).unwrap();
+    let (mid, _) =
+        run(fabric(N, false, B, Routing::Ecmp), &allreduce_workload(N, S), &format!("link:0-4@{at}ns:0.4")).unwrap();
     let want = at + step(0.4 * B) / 2.0 + (steps - 2.0) * step(0.4 * B);
     assert!(close(mid, want), "{mid} vs {want}");
     // A fault after the run changes nothing.
