@@ -27,7 +27,7 @@
 //!
 //! *Switches* (`switch.rs`): one output queue per link on a shared buffer per switch; a data
 //! packet that does not fit in the free buffer is dropped. ECN by RED on the egress queue as the
-//! packet arrives: marked with probability 0 below K_min bytes, p_max (q − K_min)/(K_max − K_min)
+//! packet leaves it (on the bytes still queued behind it): marked with probability 0 below K_min bytes, p_max (q − K_min)/(K_max − K_min)
 //! between, 1 above K_max. PFC (IEEE 802.1Qbb) per ingress port: when the bytes held in the switch
 //! that came in through a link pass the threshold (static, or α × the free buffer), the switch
 //! sends PAUSE to that link's sender, which takes effect one link delay later, after the packet
@@ -585,9 +585,9 @@ impl PacketSim {
         if port.paused {
             return;
         }
-        if let Some(p) = port.data.pop_front() {
+        if let Some(mut p) = port.data.pop_front() {
             port.queued -= u64::from(p.wire);
-            self.dequeued(l, p);
+            self.dequeued(l, &mut p);
             self.transmit(l, p);
             return;
         }

@@ -153,10 +153,10 @@ fn ecn_marks_follow_red_on_a_held_queue() {
             let p = Packet { seq: k, flow: 0, payload: 9000, wire: 9082, hop: 1, kind: Kind::Data, ce: false };
             sim.qps[0].live += 1;
             sim.forward(0, 3, p);
-            // Take it back out: the queue is held at q.
-            let p = sim.ports[out].data.pop_back().unwrap();
-            sim.ports[out].queued -= u64::from(p.wire);
-            sim.dequeued(out as u32, p);
+            // Take it back out, leaving q bytes behind it: the queue is held at q.
+            let mut p = sim.ports[out].data.pop_back().unwrap();
+            sim.ports[out].queued = q;
+            sim.dequeued(out as u32, &mut p);
         }
         let marks = (sim.stats().ecn_marks - before) as f64;
         let p = red.probability(q);
@@ -190,6 +190,8 @@ fn two_dcqcn_flows_converge_to_equal_shares() {
         byte_counter: 10_000_000,
         alpha_interval_ns: 55e3,
         decrease_interval_ns: 50e3,
+        // The paper: every cut sets R_T ← R_C.
+        clamp_target: true,
     };
     let cfg = PacketConfig {
         cc: CcMode::Dcqcn,
