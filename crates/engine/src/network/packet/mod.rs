@@ -23,7 +23,8 @@
 //! (one before it was dropped) draws one NACK, and the sender goes back to it (go-back-N); with
 //! PFC off a timeout without progress (`rto_ns`) does the same for a lost tail. A flow is
 //! *delivered* when its last byte reaches the receiver (what the next step of a collective waits
-//! for) and *finished* when the ACK of its last byte reaches the sender (SimAI's FCT).
+//! for) and *finished* when the ACK of its last byte reaches the sender (SimAI's FCT, and what
+//! the next step waits for in SimAI's mode: [`PacketSim::set_complete_on_ack`]).
 //!
 //! *Switches* (`switch.rs`): one output queue per link on a shared buffer per switch; a data
 //! packet that does not fit in the free buffer is dropped. ECN by RED on the egress queue as the
@@ -234,6 +235,9 @@ pub struct PacketSim {
     stats: PacketStats,
     records: Vec<FlowRecord>,
     keep_records: bool,
+    /// A flow counts as done when the ACK of its last byte is back (SimAI's FCT), not when
+    /// its last byte arrives.
+    complete_on_ack: bool,
     finished: Vec<(u64, f64)>,
 }
 
@@ -318,6 +322,7 @@ impl PacketSim {
             stats: PacketStats::default(),
             records: Vec::new(),
             keep_records: true,
+            complete_on_ack: false,
             finished: Vec::new(),
         })
     }
@@ -338,6 +343,13 @@ impl PacketSim {
     /// Keep a [`FlowRecord`] per finished QP (default) or not (a long run's memory).
     pub fn set_keep_records(&mut self, on: bool) {
         self.keep_records = on;
+    }
+
+    /// Count a batch's flow done when the ACK of its last byte reaches the sender (SimAI's
+    /// completion: its next step waits for the sender's queue pair to finish) instead of when its
+    /// last byte reaches the receiver (the default).
+    pub fn set_complete_on_ack(&mut self, on: bool) {
+        self.complete_on_ack = on;
     }
 
     /// Wire bytes carried so far by each directed link.
@@ -466,7 +478,14 @@ impl PacketSim {
             return;
         }
         q.delivered = true;
-        let b = q.batch;
+        if !self.complete_on_ack {
+            self.flow_done(f);
+        }
+    }
+
+    /// Flow `f` is done as its batch counts it (delivered, or acknowledged).
+    pub(super) fn flow_done(&mut self, f: u32) {
+        let b = self.qps[f as usize].batch;
         let bt = &mut self.batches[b as usize];
         bt.undelivered -= 1;
         if bt.undelivered == 0 {
@@ -556,7 +575,8 @@ impl PacketSim {
             Event::Empty(f) => {
                 let q = &mut self.qps[f as usize];
                 q.finished = true;
-                self.delivered(f);
+                q.delivered = true;
+                self.flow_done(f);
                 self.maybe_free(f);
             }
             Event::Pfc { link, pause } => {

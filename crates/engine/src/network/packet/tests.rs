@@ -273,3 +273,21 @@ fn uncongested_crossbar_packet_equals_flow_with_headers_accounted() {
         assert!(close(p.1, f.1, 0.01), "flow {} ns, packet {} ns", f.1, p.1);
     }
 }
+
+#[test]
+fn a_batch_done_on_ack_ends_when_the_sender_has_the_last_ack() {
+    // SimAI's completion: the batch ends at the flow's FCT (start + fct), the ACK's two hops
+    // (82 wire bytes each) after the last byte arrived.
+    let (c, d, s) = (50.0, 1000.0, 100_000u64);
+    let run = |on_ack: bool| {
+        let mut sim = PacketSim::new(&star(2, c, d), PacketConfig::plain()).unwrap();
+        sim.set_complete_on_ack(on_ack);
+        sim.add_batch(0.0, vec![(route(0, 1), s as f64, f64::INFINITY)], 1, 7, Wait::Path { extra_ns: 0.0 });
+        let done = sim.run_to_end();
+        (done[0].1, sim.records()[0])
+    };
+    let (arrived, _) = run(false);
+    let (acked, r) = run(true);
+    assert!(close(acked, r.start_ns + r.fct_ns, 1e-12), "{acked} vs {r:?}");
+    assert!(close(acked - arrived, 2.0 * (d + 82.0 / c), 1e-12), "{acked} - {arrived}");
+}
