@@ -86,6 +86,10 @@ pub trait Transfers {
     fn solves(&self) -> u64 {
         0
     }
+    /// Finished queue pairs so far (SimAI's FCT lines; empty for a model without them).
+    fn flow_records(&self) -> &[packet::FlowRecord] {
+        &[]
+    }
 }
 
 impl Transfers for FlowSim {
@@ -118,5 +122,8 @@ impl Transfers for PacketSim {
     }
     fn carried_bytes(&self) -> &[f64] {
         PacketSim::carried_bytes(self)
+    }
+    fn flow_records(&self) -> &[packet::FlowRecord] {
+        PacketSim::records(self)
     }
 }

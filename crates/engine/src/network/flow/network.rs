@@ -340,6 +340,11 @@ impl FlowNetwork {
         self.sim.carried_bytes()
     }
 
+    /// Queue pairs finished so far, on the packet backend (SimAI's FCT lines); empty on flows.
+    pub fn flow_records(&self) -> &[crate::network::packet::FlowRecord] {
+        self.sim.flow_records()
+    }
+
     /// Max-min re-solves so far.
     pub fn solves(&self) -> u64 {
         self.sim.solves()

@@ -651,4 +651,6 @@ impl PacketSim {
 }
 
 #[cfg(test)]
+mod ns3_tests;
+#[cfg(test)]
 mod tests;
