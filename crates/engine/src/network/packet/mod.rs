@@ -40,11 +40,12 @@
 //! reaction point (the sender) runs DCQCN's rate cuts, α and increase stages. HPCC, TIMELY and
 //! DCTCP are further files with the same hooks (on ACK, on CNP, on timer); not written yet.
 //!
-//! *Speed* (htsim's lesson): events are small plain values in one binary heap (earliest first,
-//! ties in issue order, so equal inputs give equal runs); per link a few counters and two
+//! *Speed* (htsim's lesson): events are small plain values in one calendar queue (`calendar.rs`:
+//! earliest first, ties in issue order, so equal inputs give equal runs); per link a few counters and two
 //! queues, per switch one counter, per live QP one record; nothing dense per switch, and QP slots
 //! are reused once no packet of theirs is left in flight.
 
+mod calendar;
 mod config;
 mod dcqcn;
 mod host;
@@ -53,13 +54,14 @@ mod switch;
 
 pub use config::{CcMode, DcqcnParams, PacketConfig, PfcThreshold, Red};
 
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 
 use crate::due::Due;
 use crate::error::{InputError, Result};
 use crate::network::flow::Wait;
 use crate::platform::{NodeKind, Platform};
+use calendar::Calendar;
 use dcqcn::Dcqcn;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -219,7 +221,7 @@ pub struct FlowRecord {
 pub struct PacketSim {
     cfg: PacketConfig,
     now: f64,
-    heap: BinaryHeap<Due<Event>>,
+    heap: Calendar<Event>,
     seq: u64,
     ports: Vec<Port>,
     /// The link back along each link (ACKs take it).
@@ -308,7 +310,7 @@ impl PacketSim {
         Ok(PacketSim {
             cfg,
             now: 0.0,
-            heap: BinaryHeap::new(),
+            heap: Calendar::new(),
             seq: 0,
             carried: vec![0.0; ports.len()],
             ports,
