@@ -132,7 +132,10 @@ struct Port {
     data: VecDeque<Packet>,
     /// Wire bytes in `data`.
     queued: u64,
-    busy: bool,
+    /// The port is sending until then.
+    free_at: f64,
+    /// A `PortFree` event is pending (scheduled only when something waits for the port).
+    free_pending: bool,
     /// Data paused by the far end's PFC.
     paused: bool,
     /// QPs sourcing on this port, in round-robin order.
@@ -297,7 +300,8 @@ impl PacketSim {
                 ctrl: VecDeque::new(),
                 data: VecDeque::new(),
                 queued: 0,
-                busy: false,
+                free_at: f64::NEG_INFINITY,
+                free_pending: false,
                 paused: false,
                 qps: VecDeque::new(),
                 wake: f64::INFINITY,
@@ -564,7 +568,7 @@ impl PacketSim {
         match e {
             Event::Arrive { link, packet } => self.arrive(link, packet),
             Event::PortFree(l) => {
-                self.ports[l as usize].busy = false;
+                self.ports[l as usize].free_pending = false;
                 self.try_send(l);
             }
             Event::Wake(l) => {
@@ -597,7 +601,13 @@ impl PacketSim {
     /// forwarded data, then the port's own QPs.
     fn try_send(&mut self, l: u32) {
         let port = &mut self.ports[l as usize];
-        if port.busy {
+        if self.now < port.free_at {
+            // Busy: come back when it is free.
+            if !port.free_pending {
+                port.free_pending = true;
+                let at = port.free_at;
+                self.push(at, Event::PortFree(l));
+            }
             return;
         }
         if let Some(p) = port.ctrl.pop_front() {
@@ -620,12 +630,18 @@ impl PacketSim {
 
     fn transmit(&mut self, l: u32, p: Packet) {
         let port = &mut self.ports[l as usize];
-        port.busy = true;
         let ser = f64::from(p.wire) / port.rate;
         let lat = port.lat;
-        self.carried[l as usize] += f64::from(p.wire);
         let now = self.now;
-        self.push(now + ser, Event::PortFree(l));
+        port.free_at = now + ser;
+        // A port with more to send comes back when it is free; an idle one is woken by what
+        // next wants it (a packet to forward, a QP, an ACK), so most forwarding costs no event.
+        let more = !port.ctrl.is_empty() || (!port.paused && !port.data.is_empty()) || !port.qps.is_empty();
+        if more && !port.free_pending {
+            port.free_pending = true;
+            self.push(now + ser, Event::PortFree(l));
+        }
+        self.carried[l as usize] += f64::from(p.wire);
         self.push(now + ser + lat, Event::Arrive { link: l, packet: p });
     }
 

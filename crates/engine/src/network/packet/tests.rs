@@ -147,7 +147,8 @@ fn ecn_marks_follow_red_on_a_held_queue() {
     for q in [50_000u64, 100_000, 175_000, 250_000, 399_999, 400_000, 1_000_000] {
         let before = sim.stats().ecn_marks;
         let out = 3; // the switch's link to host 1
-        sim.ports[out].busy = true;
+        sim.ports[out].free_at = f64::INFINITY;
+        sim.ports[out].free_pending = true;
         for k in 0..m {
             sim.ports[out].queued = q;
             let p = Packet { seq: k, flow: 0, payload: 9000, wire: 9082, hop: 1, kind: Kind::Data, ce: false };
