@@ -76,6 +76,12 @@ const ALLOWED: &[(&str, &str, bool, &str)] = &[
         "the analytical and flow models agree on one workload run through the executor",
     ),
     ("network/flow/tests.rs", "executor", true, "the flow model's tests run workloads through the executor"),
+    (
+        "network/packet/ns3_tests.rs",
+        "executor",
+        true,
+        "the packet model against ns-3 runs its workload through the executor",
+    ),
 ];
 
 /// One use of a module from a file.

@@ -139,7 +139,7 @@ mod tests {
                 cal.push(d);
                 heap.push(d);
             }
-            if mix(&mut z) % 2 == 0 {
+            if mix(&mut z).is_multiple_of(2) {
                 let (a, b) = (cal.pop(), heap.pop());
                 assert_eq!(a.map(|e| (e.time, e.seq)), b.map(|e| (e.time, e.seq)));
                 if let Some(e) = a {
