@@ -85,7 +85,9 @@ impl FlowNetwork {
         net.qps = t.qps.max(1);
         net.forced = t.options.clone();
         net.rate_class = links.class.clone();
-        net.simai_steps = t.options.send_lat_us.is_some();
+        // A positive AS_SEND_LAT is SimAI's run; 0 is also how the cm02 collectives of workload
+        // graphs ask for steps that pay only their path, all at once.
+        net.simai_steps = t.options.send_lat_us.is_some_and(|x| x > 0.0);
         // Point-to-point sends wait NCCL's p2p latency, or AS_SEND_LAT and their path latency.
         net.p2p_wait = match t.options.send_lat_us {
             Some(us) => [Wait::Path { extra_ns: us * 1e3 }; 2],
@@ -276,7 +278,7 @@ pub struct FlowNetwork {
     clock: f64,
     /// What a point-to-point transfer waits before it moves: across servers, inside one.
     p2p_wait: [Wait; 2],
-    /// SimAI's timing (`AS_SEND_LAT`): ring steps follow the data rank by rank ([`Chain`]), and
+    /// SimAI's timing (`AS_SEND_LAT` > 0): ring steps follow the data rank by rank ([`Chain`]), and
     /// on the packet backend a transfer is done when its sender has the last ACK, as SimAI's next
     /// step waits for.
     simai_steps: bool,
