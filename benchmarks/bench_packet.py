@@ -76,7 +76,8 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=32, help="fat-tree ports (k³/4 hosts; default 32: 8192)")
     ap.add_argument("--bytes", type=int, default=2_000_000, help="bytes per host (default 2 MB)")
     ap.add_argument(
-        "--scenarios", default="spx16_ar_1m,spx16_ar_16m,spx32_ar_1m,spx32_ag_16m,spx16_a2a_16m,dcn32_a2a_16m"
+        "--scenarios",
+        default="spx16_ar_1m,spx16_ar_16m,spx32_ar_1m,spx32_ag_16m,dcn32_ar_16m,spx16_a2a_16m,spx32_a2a_16m,spx64_a2a_16m,dcn32_a2a_16m,dcn64_a2a_16m",
     )
     ap.add_argument("--write", action="store_true", help="record the result in benchmarks/RESULTS.md")
     args = ap.parse_args()

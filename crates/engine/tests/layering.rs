@@ -82,6 +82,12 @@ const ALLOWED: &[(&str, &str, bool, &str)] = &[
         true,
         "faults on the flow model, timed on workloads run through the executor",
     ),
+    (
+        "network/packet/ns3_tests.rs",
+        "executor",
+        true,
+        "the packet model against ns-3 runs its workload through the executor",
+    ),
 ];
 
 /// One use of a module from a file.

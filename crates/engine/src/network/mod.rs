@@ -103,6 +103,10 @@ pub trait Transfers {
         let _ = (now, capacity, down, reroute);
         self.take_faults()
     }
+    /// Finished queue pairs so far (SimAI's FCT lines; empty for a model without them).
+    fn flow_records(&self) -> &[packet::FlowRecord] {
+        &[]
+    }
 }
 
 impl Transfers for FlowSim {
@@ -142,5 +146,8 @@ impl Transfers for PacketSim {
     }
     fn carried_bytes(&self) -> &[f64] {
         PacketSim::carried_bytes(self)
+    }
+    fn flow_records(&self) -> &[packet::FlowRecord] {
+        PacketSim::records(self)
     }
 }

@@ -16,7 +16,8 @@
 //! latencies already hold the fabric's path latency, so its transfers pay none of their own):
 //! T = base + Σ_steps (H / steps + the step's transfer time), the α–β price of
 //! [`crate::collective::cost`]. With SimAI's AS_SEND_LAT every step instead waits the send
-//! latency plus its path latency.
+//! latency plus its path latency, and a ring's steps follow the data rank by rank as SimAI's do
+//! (each rank's next send waits for what it receives, not for the whole step: [`Chain`]).
 //!
 //! Each communication is routed once, the first time it is issued: a communicator keeps its
 //! connections, so the same collective on the same group takes the same ECMP paths every time
@@ -92,6 +93,9 @@ impl FlowNetwork {
         net.qps = t.qps.max(1);
         net.forced = t.options.clone();
         net.rate_class = links.class.clone();
+        // A positive AS_SEND_LAT is SimAI's run; 0 is also how the cm02 collectives of workload
+        // graphs ask for steps that pay only their path, all at once.
+        net.simai_steps = t.options.send_lat_us.is_some_and(|x| x > 0.0);
         // Point-to-point sends wait NCCL's p2p latency, or AS_SEND_LAT and their path latency.
         net.p2p_wait = match t.options.send_lat_us {
             Some(us) => [Wait::Path { extra_ns: us * 1e3 }; 2],
@@ -181,9 +185,70 @@ fn schedule_shape(ranks: &[u32], placement: &Placement, rate_class: &[u32]) -> V
 /// ([`crate::platform::window`]); an infinite window caps nothing.
 pub type NodeFlows = Vec<(f64, f64, Vec<(u32, u32, f64)>)>;
 
-/// One phase ready to start: flows as (links, bytes), how many runs, what each flow waits, and
-/// each flow's rate ceiling (none when empty).
-type ReadyPhase = (Vec<(Rc<[u32]>, f64)>, u32, Wait, Rc<[f64]>);
+/// One phase ready to start: flows as (links, bytes), how many runs, what each flow waits, each
+/// flow's rate ceiling (none when empty), and its [`Chain`] when its runs chain per transfer.
+type ReadyPhase = (Vec<(Rc<[u32]>, f64)>, u32, Wait, Rc<[f64]>, Option<Rc<Chain>>);
+
+/// A phase whose runs follow the data rank by rank instead of all at once (SimAI's rings, with
+/// `AS_SEND_LAT`): in every run each rank sends to its successor what it received in the run
+/// before, so run k + 1 of a transfer starts (after its wait) as soon as run k of the transfer
+/// into its source has arrived, not when every transfer of run k has. A rank that receives on
+/// several channels pairs its m-th incoming transfer (in the phase's order, which lists the
+/// channels' rings one after the other) with its m-th outgoing one.
+struct Chain {
+    /// The phase's flows of transfer j: `flows[j]..flows[j + 1]`.
+    flows: Vec<u32>,
+    /// The transfer that transfer j feeds.
+    feeds: Vec<u32>,
+}
+
+impl Chain {
+    /// The chain of a phase whose every rank receives as many transfers as it sends (a ring
+    /// successor phase), None otherwise; `flows[j]` as in [`Chain::flows`].
+    fn of(transfers: &[crate::collective::Transfer], flows: Vec<u32>) -> Option<Chain> {
+        let mut out: HashMap<u32, Vec<u32>> = HashMap::new();
+        let mut inc: HashMap<u32, Vec<u32>> = HashMap::new();
+        for (j, t) in transfers.iter().enumerate() {
+            let (Endpoint::Rank(a), Endpoint::Rank(b)) = (t.src, t.dst) else { return None };
+            out.entry(a).or_default().push(j as u32);
+            inc.entry(b).or_default().push(j as u32);
+        }
+        let mut feeds = vec![u32::MAX; transfers.len()];
+        for (rank, sent) in &out {
+            let got = inc.get(rank)?;
+            if got.len() != sent.len() {
+                return None;
+            }
+            for (&i, &o) in got.iter().zip(sent) {
+                feeds[i as usize] = o;
+            }
+        }
+        if feeds.contains(&u32::MAX) {
+            return None;
+        }
+        Some(Chain { flows, feeds })
+    }
+}
+
+/// A chained phase of one instance in progress ([`Chain`]).
+struct ChainRun {
+    token: u64,
+    /// The communication and the instance of its group, for messages.
+    origin: (RouteKey, u32),
+    phases: Rc<[ReadyPhase]>,
+    /// The phase after this one.
+    next: usize,
+    chain: Rc<Chain>,
+    /// Runs started and arrived, per transfer.
+    started: Vec<u32>,
+    arrived: Vec<u32>,
+    /// Transfer runs not yet arrived.
+    left: u64,
+}
+
+/// Batch tags of a chained phase's transfer runs: this bit, the chain run's slot << 32, the
+/// transfer.
+const CHAIN_TAG: u64 = 1 << 63;
 
 /// What a communication routes to: the phases of each group instance (or of all pairs of a
 /// transfer).
@@ -238,6 +303,8 @@ pub struct FlowNetwork {
     routes: HashMap<RouteKey, Routed>,
     runs: Vec<Option<InstanceRun>>,
     free_runs: Vec<u32>,
+    chains: Vec<Option<ChainRun>>,
+    free_chains: Vec<u32>,
     /// Instances still running per communication token.
     pending: HashMap<u64, u32>,
     next_flow: u64,
@@ -257,6 +324,10 @@ pub struct FlowNetwork {
     down_what: Vec<String>,
     /// Group names by id (TP, DP, ...), for messages.
     group_names: Vec<String>,
+    /// SimAI's timing (`AS_SEND_LAT` > 0): ring steps follow the data rank by rank ([`Chain`]), and
+    /// on the packet backend a transfer is done when its sender has the last ACK, as SimAI's next
+    /// step waits for.
+    simai_steps: bool,
 }
 
 impl FlowNetwork {
@@ -280,6 +351,8 @@ impl FlowNetwork {
             routes: HashMap::new(),
             runs: Vec::new(),
             free_runs: Vec::new(),
+            chains: Vec::new(),
+            free_chains: Vec::new(),
             pending: HashMap::new(),
             next_flow: 0,
             finished: Vec::new(),
@@ -293,13 +366,17 @@ impl FlowNetwork {
             down: Vec::new(),
             down_what: Vec::new(),
             group_names: Vec::new(),
+            simai_steps: false,
         }
     }
 
     /// Move the transfers as packets ([`crate::network::packet`]) with `config` instead of as
     /// max-min fair flows; call before the first communication starts.
     pub fn use_packets(&mut self, config: PacketConfig) -> Result<()> {
-        self.sim = Box::new(PacketSim::new(&self.topo, config)?);
+        let mut sim = PacketSim::new(&self.topo, config)?;
+        // SimAI's steps wait for the sender's queue pair to finish (its last ACK).
+        sim.set_complete_on_ack(self.simai_steps);
+        self.sim = Box::new(sim);
         Ok(())
     }
 
@@ -313,6 +390,15 @@ impl FlowNetwork {
     pub fn set_faults(&mut self, faults: Vec<Fault>) -> Result<()> {
         if faults.is_empty() {
             return Ok(());
+        }
+        if self.simai_steps {
+            // Chained ring steps route each transfer as it starts; moving them off a dead link
+            // is not written yet.
+            return Err(crate::error::InputError::field(
+                "command line",
+                "fault",
+                "faults are not taken with SimAI's step timing (AS_SEND_LAT > 0) yet",
+            ));
         }
         self.sim.take_faults()?;
         self.base_cap = self.topo.links.iter().map(|l| l.bandwidth).collect();
@@ -371,6 +457,11 @@ impl FlowNetwork {
     /// link bandwidth and the run time for utilisation.
     pub fn carried_bytes(&self) -> &[f64] {
         self.sim.carried_bytes()
+    }
+
+    /// Queue pairs finished so far, on the packet backend (SimAI's FCT lines); empty on flows.
+    pub fn flow_records(&self) -> &[crate::network::packet::FlowRecord] {
+        self.sim.flow_records()
     }
 
     /// Max-min re-solves so far.
@@ -469,14 +560,16 @@ impl FlowNetwork {
         let mut phases = Vec::with_capacity(schedule.phases.len() + 1);
         if timing.call_latency_ns > 0.0 && !schedule.phases.is_empty() {
             // The call's base latency: one flow on no link that starts after it and ends at once.
-            phases.push((vec![(Rc::from([]), 0.0)], 1, Wait::Fixed(timing.call_latency_ns), Rc::from([])));
+            phases.push((vec![(Rc::from([]), 0.0)], 1, Wait::Fixed(timing.call_latency_ns), Rc::from([]), None));
         }
         for ph in &schedule.phases {
             if ph.repeat == 0 || ph.transfers.is_empty() {
                 continue;
             }
             let mut flows = Vec::new();
+            let mut starts = Vec::with_capacity(ph.transfers.len() + 1);
             for tr in &ph.transfers {
+                starts.push(flows.len() as u32);
                 let srcs = self.endpoint_nodes(tr.src, ranks, &servers)?;
                 let dsts = self.endpoint_nodes(tr.dst, ranks, &servers)?;
                 let share = tr.bytes * wire / (srcs.len() * dsts.len()) as f64;
@@ -486,7 +579,11 @@ impl FlowNetwork {
                     }
                 }
             }
-            phases.push((flows, ph.repeat, wait, Rc::from([])));
+            starts.push(flows.len() as u32);
+            // SimAI's steps (a send latency per step) follow the data around each ring.
+            let chained = self.simai_steps && ph.repeat > 1;
+            let chain = if chained { Chain::of(&ph.transfers, starts).map(Rc::new) } else { None };
+            phases.push((flows, ph.repeat, wait, Rc::from([]), chain));
         }
         Ok(phases.into())
     }
@@ -526,10 +623,35 @@ impl FlowNetwork {
         phases: Rc<[ReadyPhase]>,
         next: usize,
     ) -> Result<()> {
-        let Some((flows, repeat, wait, ceil)) = phases.get(next) else {
+        let Some((flows, repeat, wait, ceil, chain)) = phases.get(next) else {
             self.instance_done(token);
             return Ok(());
         };
+        if let Some(chain) = chain {
+            let id = match self.free_chains.pop() {
+                Some(i) => i,
+                None => {
+                    self.chains.push(None);
+                    (self.chains.len() - 1) as u32
+                }
+            };
+            let transfers = chain.feeds.len();
+            let (chain, wait) = (chain.clone(), *wait);
+            self.chains[id as usize] = Some(ChainRun {
+                token,
+                origin,
+                phases: phases.clone(),
+                next: next + 1,
+                chain: chain.clone(),
+                started: vec![1; transfers],
+                arrived: vec![0; transfers],
+                left: transfers as u64 * u64::from(*repeat),
+            });
+            for j in 0..transfers as u32 {
+                self.launch_transfer(now, id, j, &phases[next].0, &chain, wait);
+            }
+            return Ok(());
+        }
         let id = match self.free_runs.pop() {
             Some(i) => i,
             None => {
@@ -551,6 +673,35 @@ impl FlowNetwork {
         }
         self.sim.add_batch(now, batch, *repeat, id as u64, *wait);
         self.runs[id as usize] = Some(InstanceRun { token, origin, phases: phases.clone(), next: next + 1 });
+        Ok(())
+    }
+
+    /// One run of transfer `j` of chained phase run `id`.
+    fn launch_transfer(&mut self, now: f64, id: u32, j: u32, flows: &[(Rc<[u32]>, f64)], chain: &Chain, wait: Wait) {
+        let (a, b) = (chain.flows[j as usize] as usize, chain.flows[j as usize + 1] as usize);
+        let batch = flows[a..b].iter().map(|(p, bytes)| (p.clone(), *bytes, f64::INFINITY)).collect();
+        self.sim.add_batch(now, batch, 1, CHAIN_TAG | (u64::from(id) << 32) | u64::from(j), wait);
+    }
+
+    /// A run of transfer `j` of chained phase run `id` has arrived at `t`: the transfer it feeds
+    /// may start its next run; the phase is done when every run of every transfer has arrived.
+    fn transfer_arrived(&mut self, t: f64, id: u32, j: u32) -> Result<()> {
+        let c = self.chains[id as usize].as_mut().expect("running chain");
+        c.arrived[j as usize] += 1;
+        c.left -= 1;
+        if c.left == 0 {
+            let c = self.chains[id as usize].take().expect("running chain");
+            self.free_chains.push(id);
+            return self.launch(t, c.token, c.origin, c.phases, c.next);
+        }
+        let d = c.chain.feeds[j as usize] as usize;
+        let repeat = c.phases[c.next - 1].1;
+        if c.started[d] < repeat && c.arrived[j as usize] >= c.started[d] {
+            c.started[d] += 1;
+            let (phases, chain, next) = (c.phases.clone(), c.chain.clone(), c.next - 1);
+            let wait = phases[next].2;
+            self.launch_transfer(t, id, d as u32, &phases[next].0, &chain, wait);
+        }
         Ok(())
     }
 
@@ -596,7 +747,7 @@ impl FlowNetwork {
                     self.flows_between(p.device(r as u32), p.device(d as u32), bytes as f64, &mut flows)?;
                 }
                 let wait = self.p2p_wait[usize::from(self.topo.placement.same_domain(src, dst))];
-                vec![Rc::from([(flows, 1, wait, Rc::from([]))])]
+                vec![Rc::from([(flows, 1, wait, Rc::from([]), None)])]
             }
             Comm::Shift { group, offset, class, bytes, copy, .. } => {
                 // Every rank of the class to its peer in its group instance: a copy waits only
@@ -625,7 +776,7 @@ impl FlowNetwork {
                     true => Wait::Path { extra_ns: 0.0 },
                     false => self.p2p_wait[usize::from(inside)],
                 };
-                vec![Rc::from([(flows, 1, wait, Rc::from([]))])]
+                vec![Rc::from([(flows, 1, wait, Rc::from([]), None)])]
             }
         };
         let routed = Rc::new(routed);
@@ -666,7 +817,7 @@ impl FlowNetwork {
                             }
                         }
                     }
-                    all.push(Rc::from([(flows, 1, Wait::Path { extra_ns }, Rc::from(ceil))]));
+                    all.push(Rc::from([(flows, 1, Wait::Path { extra_ns }, Rc::from(ceil), None)]));
                 }
                 let r = Rc::new(all);
                 self.routes.insert(key, r.clone());
@@ -793,6 +944,10 @@ impl NetworkModel for FlowNetwork {
             let Some(t) = self.sim.step(&mut finished) else { break };
             self.clock = t;
             for (tag, _) in finished.drain(..) {
+                if tag & CHAIN_TAG != 0 {
+                    self.transfer_arrived(t, ((tag & !CHAIN_TAG) >> 32) as u32, tag as u32)?;
+                    continue;
+                }
                 let run = self.runs[tag as usize].take().expect("running instance");
                 self.free_runs.push(tag as u32);
                 self.launch(t, run.token, run.origin, run.phases, run.next)?;

@@ -802,6 +802,33 @@ fn an_in_class_send_pays_its_p2p_latency_and_a_marked_copy_only_its_path() {
     }
 }
 
+#[test]
+fn simai_ring_steps_follow_the_data_rank_by_rank() {
+    // 4 single-GPU servers, two per ToR, one spine (50 B/ns, 500 ns per link): around the ring
+    // 0 → 1 → 2 → 3 → 0 the hops alternate between 2 links (t_a = 2 lat + c/B) and 4 links
+    // (t_b = 4 lat + c/B), c = S/n, and none shares a link. With AS_SEND_LAT x each rank's next
+    // step waits x after what it receives, not after the whole step: every rank's 6 steps pass
+    // 3 short and 3 long hops, so the all-reduce takes 6x + 3(t_a + t_b), not 6(x + t_b).
+    let (n, s, b, lat, x) = (4u32, 1u64 << 24, 50.0, 500.0, 3.0);
+    let c = s as f64 / n as f64 / b;
+    let (ta, tb) = (2.0 * lat + c, 4.0 * lat + c);
+    let options = Options { send_lat_us: Some(x), algorithm: Some(Algorithm::RING), ..Options::default() };
+    let tuning = Tuning { options, channels: 1, ..Tuning::default() };
+    let mut net = FlowNetwork::tuned(leaf_spine(2, 2, 1, b, b, lat), &tuning, |s| s).unwrap();
+    let e = Executor::new(&allreduce_workload(n, s)).unwrap().run(&mut net, &mut |_| true).unwrap();
+    let want = 10.0 + 6.0 * x * 1e3 + 3.0 * (ta + tb);
+    assert!(close(e.end_ns, want, 1e-9), "{} vs {want} (all at once: {})", e.end_ns, 10.0 + 6.0 * (x * 1e3 + tb));
+    // The same on packets (plain: no CC, no PFC), where a step is done when its sender has the
+    // last ACK: slower than the flows, never faster, by at most per step the framing (82 bytes
+    // a 9000-byte packet), the opposite flow's ACKs on each link (as much again), a packet's
+    // store-and-forward on up to 3 later hops, and the last ACK's way back over up to 4 links.
+    let mut net = FlowNetwork::tuned(leaf_spine(2, 2, 1, b, b, lat), &tuning, |s| s).unwrap();
+    net.use_packets(crate::network::packet::PacketConfig::plain()).unwrap();
+    let p = Executor::new(&allreduce_workload(n, s)).unwrap().run(&mut net, &mut |_| true).unwrap();
+    let slack = 2.0 * c * 82.0 / 9000.0 + 3.0 * 9082.0 / b + 4.0 * (lat + 82.0 / b);
+    assert!(p.end_ns > want && p.end_ns < want + 6.0 * slack, "{} vs {want}", p.end_ns);
+}
+
 /// A flow's links and bytes.
 type Route = (Vec<u32>, f64);
 

@@ -16,7 +16,8 @@
 //!   `EWMA_GAIN` g, `RATE_AI`, `RATE_HAI`, `MIN_RATE`, `FAST_RECOVERY_TIMES` F, `RP_TIMER`
 //!   (µs), `ALPHA_RESUME_INTERVAL` (µs: the paper's K), `RATE_DECREASE_INTERVAL` (µs: the
 //!   shortest gap between two rate cuts, the paper's CNP interval N moved to the sender); the
-//!   byte counter B is the paper's 10 MB (SimAI.conf has no key for it).
+//!   byte counter B is the paper's 10 MB (SimAI.conf has no key for it); `CLAMP_TARGET_RATE`
+//!   as NVIDIA's ConnectX DCQCN parameters define `clamp_tgt_rate` (see [`DcqcnParams`]).
 
 use crate::catalog::transport::{Transport, ROCE_V2};
 
@@ -80,6 +81,11 @@ pub struct DcqcnParams {
     pub alpha_interval_ns: f64,
     /// Shortest gap between two rate cuts of one queue pair.
     pub decrease_interval_ns: f64,
+    /// `CLAMP_TARGET_RATE`: every cut sets R_T ← R_C (the paper). Off (SimAI's shipped 0, and
+    /// NVIDIA ConnectX's `clamp_tgt_rate` default), a cut moves R_T only when the timer has
+    /// raised the rate since the previous cut (ConnectX's `clamp_tgt_rate_after_time_inc`), so
+    /// back-to-back cuts keep the rate the flow had before congestion as its target.
+    pub clamp_target: bool,
 }
 
 impl Default for DcqcnParams {
@@ -95,6 +101,7 @@ impl Default for DcqcnParams {
             byte_counter: 10_000_000,
             alpha_interval_ns: 1e3,
             decrease_interval_ns: 4e3,
+            clamp_target: false,
         }
     }
 }

@@ -4,7 +4,9 @@
 //! With current rate R_C, target rate R_T and α (all per queue pair):
 //! - on a CNP: R_T ← R_C, R_C ← R_C (1 − α/2), α ← (1 − g) α + g; the timer, the byte counter
 //!   and their event counts restart (here at most one cut per `decrease_interval`, the paper's
-//!   CNP pacing moved to the sender);
+//!   CNP pacing moved to the sender). Unless `clamp_target` is set, R_T ← R_C only when the timer
+//!   raised the rate since the previous cut (ConnectX's `clamp_tgt_rate` = 0, SimAI's default):
+//!   a burst of cuts keeps the pre-congestion rate as the target that fast recovery heads to;
 //! - every K without a CNP: α ← (1 − g) α;
 //! - a rate-increase event each time the timer T expires or B more bytes are sent; with T_c and
 //!   B_c the counts of each since the last cut: fast recovery while max(T_c, B_c) < F:
@@ -52,7 +54,9 @@ impl Dcqcn {
             return false;
         }
         self.last_cut = now;
-        self.rt = self.rc;
+        if p.clamp_target || self.timer_events > 0 {
+            self.rt = self.rc;
+        }
         self.rc = (self.rc * (1.0 - self.alpha / 2.0)).max(p.min_rate);
         self.alpha = (1.0 - p.gain) * self.alpha + p.gain;
         self.timer_events = 0;
@@ -106,7 +110,8 @@ mod tests {
 
     #[test]
     fn cut_and_recovery_by_hand() {
-        let p = DcqcnParams { fast_recovery: 2, rate_ai: 1.0, rate_hai: 2.0, ..DcqcnParams::default() };
+        let p =
+            DcqcnParams { fast_recovery: 2, rate_ai: 1.0, rate_hai: 2.0, clamp_target: true, ..DcqcnParams::default() };
         let mut d = Dcqcn::new(50.0);
         // α = 1: the first cut halves the rate, α stays 1.
         assert!(d.on_cnp(&p, 0.0));
@@ -131,6 +136,8 @@ mod tests {
     fn hyper_increase_once_both_counters_pass_f() {
         let p =
             DcqcnParams { fast_recovery: 1, rate_ai: 1.0, rate_hai: 4.0, byte_counter: 100, ..DcqcnParams::default() };
+        // (R_T follows R_C at every cut here: the paper's rule.)
+        let p = DcqcnParams { clamp_target: true, ..p };
         let mut d = Dcqcn::new(1000.0);
         d.on_cnp(&p, 0.0);
         assert_eq!(d.rc, 500.0);
@@ -141,5 +148,23 @@ mod tests {
         d.rc = 600.0;
         d.on_sent(&p, 100, 1000.0); // B_c = 1, T_c = 1: hyper, i = 1.
         assert_eq!((d.rt, d.rc), (604.0, 602.0));
+    }
+
+    #[test]
+    fn unclamped_cuts_keep_the_target_until_the_timer_raises_the_rate() {
+        let p = DcqcnParams { fast_recovery: 1, rate_ai: 1.0, rate_hai: 2.0, ..DcqcnParams::default() };
+        assert!(!p.clamp_target, "SimAI's shipped CLAMP_TARGET_RATE is 0");
+        let mut d = Dcqcn::new(100.0);
+        d.on_cnp(&p, 0.0);
+        d.alpha = 0.5;
+        d.on_cnp(&p, 1e4);
+        // Two cuts with no increase between: R_T is still the line rate, R_C 50 × (1 − 0.25).
+        assert_eq!((d.rt, d.rc), (100.0, 37.5));
+        // Fast recovery heads back to it: (100 + 37.5) / 2.
+        d.on_timer(&p, 100.0);
+        assert_eq!(d.rc, 68.75);
+        // After a timer increase a cut clamps R_T to R_C again.
+        d.on_cnp(&p, 2e4);
+        assert_eq!(d.rt, 68.75);
     }
 }

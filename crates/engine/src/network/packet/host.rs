@@ -172,6 +172,9 @@ impl PacketSim {
                             fct_ns: now - q.start,
                         });
                     }
+                    if self.complete_on_ack {
+                        self.flow_done(f);
+                    }
                     self.maybe_free(f);
                     return;
                 }

@@ -23,11 +23,12 @@
 //! (one before it was dropped) draws one NACK, and the sender goes back to it (go-back-N); with
 //! PFC off a timeout without progress (`rto_ns`) does the same for a lost tail. A flow is
 //! *delivered* when its last byte reaches the receiver (what the next step of a collective waits
-//! for) and *finished* when the ACK of its last byte reaches the sender (SimAI's FCT).
+//! for) and *finished* when the ACK of its last byte reaches the sender (SimAI's FCT, and what
+//! the next step waits for in SimAI's mode: [`PacketSim::set_complete_on_ack`]).
 //!
 //! *Switches* (`switch.rs`): one output queue per link on a shared buffer per switch; a data
 //! packet that does not fit in the free buffer is dropped. ECN by RED on the egress queue as the
-//! packet arrives: marked with probability 0 below K_min bytes, p_max (q − K_min)/(K_max − K_min)
+//! packet leaves it (on the bytes still queued behind it): marked with probability 0 below K_min bytes, p_max (q − K_min)/(K_max − K_min)
 //! between, 1 above K_max. PFC (IEEE 802.1Qbb) per ingress port: when the bytes held in the switch
 //! that came in through a link pass the threshold (static, or α × the free buffer), the switch
 //! sends PAUSE to that link's sender, which takes effect one link delay later, after the packet
@@ -39,11 +40,12 @@
 //! reaction point (the sender) runs DCQCN's rate cuts, α and increase stages. HPCC, TIMELY and
 //! DCTCP are further files with the same hooks (on ACK, on CNP, on timer); not written yet.
 //!
-//! *Speed* (htsim's lesson): events are small plain values in one binary heap (earliest first,
-//! ties in issue order, so equal inputs give equal runs); per link a few counters and two
+//! *Speed* (htsim's lesson): events are small plain values in one calendar queue (`calendar.rs`:
+//! earliest first, ties in issue order, so equal inputs give equal runs); per link a few counters and two
 //! queues, per switch one counter, per live QP one record; nothing dense per switch, and QP slots
 //! are reused once no packet of theirs is left in flight.
 
+mod calendar;
 mod config;
 mod dcqcn;
 mod host;
@@ -52,13 +54,14 @@ mod switch;
 
 pub use config::{CcMode, DcqcnParams, PacketConfig, PfcThreshold, Red};
 
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 
 use crate::due::Due;
 use crate::error::{InputError, Result};
 use crate::network::flow::Wait;
 use crate::platform::{NodeKind, Platform};
+use calendar::Calendar;
 use dcqcn::Dcqcn;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,7 +132,10 @@ struct Port {
     data: VecDeque<Packet>,
     /// Wire bytes in `data`.
     queued: u64,
-    busy: bool,
+    /// The port is sending until then.
+    free_at: f64,
+    /// A `PortFree` event is pending (scheduled only when something waits for the port).
+    free_pending: bool,
     /// Data paused by the far end's PFC.
     paused: bool,
     /// QPs sourcing on this port, in round-robin order.
@@ -218,7 +224,7 @@ pub struct FlowRecord {
 pub struct PacketSim {
     cfg: PacketConfig,
     now: f64,
-    heap: BinaryHeap<Due<Event>>,
+    heap: Calendar<Event>,
     seq: u64,
     ports: Vec<Port>,
     /// The link back along each link (ACKs take it).
@@ -234,6 +240,9 @@ pub struct PacketSim {
     stats: PacketStats,
     records: Vec<FlowRecord>,
     keep_records: bool,
+    /// A flow counts as done when the ACK of its last byte is back (SimAI's FCT), not when
+    /// its last byte arrives.
+    complete_on_ack: bool,
     finished: Vec<(u64, f64)>,
 }
 
@@ -291,7 +300,8 @@ impl PacketSim {
                 ctrl: VecDeque::new(),
                 data: VecDeque::new(),
                 queued: 0,
-                busy: false,
+                free_at: f64::NEG_INFINITY,
+                free_pending: false,
                 paused: false,
                 qps: VecDeque::new(),
                 wake: f64::INFINITY,
@@ -304,7 +314,7 @@ impl PacketSim {
         Ok(PacketSim {
             cfg,
             now: 0.0,
-            heap: BinaryHeap::new(),
+            heap: Calendar::new(),
             seq: 0,
             carried: vec![0.0; ports.len()],
             ports,
@@ -318,6 +328,7 @@ impl PacketSim {
             stats: PacketStats::default(),
             records: Vec::new(),
             keep_records: true,
+            complete_on_ack: false,
             finished: Vec::new(),
         })
     }
@@ -338,6 +349,13 @@ impl PacketSim {
     /// Keep a [`FlowRecord`] per finished QP (default) or not (a long run's memory).
     pub fn set_keep_records(&mut self, on: bool) {
         self.keep_records = on;
+    }
+
+    /// Count a batch's flow done when the ACK of its last byte reaches the sender (SimAI's
+    /// completion: its next step waits for the sender's queue pair to finish) instead of when its
+    /// last byte reaches the receiver (the default).
+    pub fn set_complete_on_ack(&mut self, on: bool) {
+        self.complete_on_ack = on;
     }
 
     /// Wire bytes carried so far by each directed link.
@@ -466,7 +484,14 @@ impl PacketSim {
             return;
         }
         q.delivered = true;
-        let b = q.batch;
+        if !self.complete_on_ack {
+            self.flow_done(f);
+        }
+    }
+
+    /// Flow `f` is done as its batch counts it (delivered, or acknowledged).
+    pub(super) fn flow_done(&mut self, f: u32) {
+        let b = self.qps[f as usize].batch;
         let bt = &mut self.batches[b as usize];
         bt.undelivered -= 1;
         if bt.undelivered == 0 {
@@ -543,7 +568,7 @@ impl PacketSim {
         match e {
             Event::Arrive { link, packet } => self.arrive(link, packet),
             Event::PortFree(l) => {
-                self.ports[l as usize].busy = false;
+                self.ports[l as usize].free_pending = false;
                 self.try_send(l);
             }
             Event::Wake(l) => {
@@ -556,7 +581,8 @@ impl PacketSim {
             Event::Empty(f) => {
                 let q = &mut self.qps[f as usize];
                 q.finished = true;
-                self.delivered(f);
+                q.delivered = true;
+                self.flow_done(f);
                 self.maybe_free(f);
             }
             Event::Pfc { link, pause } => {
@@ -575,7 +601,13 @@ impl PacketSim {
     /// forwarded data, then the port's own QPs.
     fn try_send(&mut self, l: u32) {
         let port = &mut self.ports[l as usize];
-        if port.busy {
+        if self.now < port.free_at {
+            // Busy: come back when it is free.
+            if !port.free_pending {
+                port.free_pending = true;
+                let at = port.free_at;
+                self.push(at, Event::PortFree(l));
+            }
             return;
         }
         if let Some(p) = port.ctrl.pop_front() {
@@ -585,9 +617,9 @@ impl PacketSim {
         if port.paused {
             return;
         }
-        if let Some(p) = port.data.pop_front() {
+        if let Some(mut p) = port.data.pop_front() {
             port.queued -= u64::from(p.wire);
-            self.dequeued(l, p);
+            self.dequeued(l, &mut p);
             self.transmit(l, p);
             return;
         }
@@ -598,12 +630,18 @@ impl PacketSim {
 
     fn transmit(&mut self, l: u32, p: Packet) {
         let port = &mut self.ports[l as usize];
-        port.busy = true;
         let ser = f64::from(p.wire) / port.rate;
         let lat = port.lat;
-        self.carried[l as usize] += f64::from(p.wire);
         let now = self.now;
-        self.push(now + ser, Event::PortFree(l));
+        port.free_at = now + ser;
+        // A port with more to send comes back when it is free; an idle one is woken by what
+        // next wants it (a packet to forward, a QP, an ACK), so most forwarding costs no event.
+        let more = !port.ctrl.is_empty() || (!port.paused && !port.data.is_empty()) || !port.qps.is_empty();
+        if more && !port.free_pending {
+            port.free_pending = true;
+            self.push(now + ser, Event::PortFree(l));
+        }
+        self.carried[l as usize] += f64::from(p.wire);
         self.push(now + ser + lat, Event::Arrive { link: l, packet: p });
     }
 
@@ -630,5 +668,7 @@ impl PacketSim {
     }
 }
 
+#[cfg(test)]
+mod ns3_tests;
 #[cfg(test)]
 mod tests;

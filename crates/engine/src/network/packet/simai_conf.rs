@@ -45,7 +45,6 @@ const ACCEPTED: &[&str] = &[
     "QP_MON_INTERVAL",
     "QLEN_MON_INTERVAL",
     "BW_MON_INTERVAL",
-    "CLAMP_TARGET_RATE",
 ];
 
 /// A rate as ns-3 writes one (`100Mb/s`, `400Gbps`, bare bit/s), positive, in bytes/ns: the
@@ -150,6 +149,7 @@ pub fn parse(path: &str, text: &str) -> Result<PacketConfig> {
             }
             "ALPHA_RESUME_INTERVAL" => cfg.dcqcn.alpha_interval_ns = number(1e-3, 1e9)? * 1e3,
             "RATE_DECREASE_INTERVAL" => cfg.dcqcn.decrease_interval_ns = number(0.0, 1e9)? * 1e3,
+            "CLAMP_TARGET_RATE" => cfg.dcqcn.clamp_target = flag()?,
             "RP_TIMER" => cfg.dcqcn.timer_ns = number(1e-3, 1e9)? * 1e3,
             "EWMA_GAIN" => cfg.dcqcn.gain = number(0.0, 1.0)?,
             "FAST_RECOVERY_TIMES" => cfg.dcqcn.fast_recovery = number(0.0, 1e6)? as u32,
@@ -255,5 +255,8 @@ mod tests {
             (cfg.dcqcn.rate_ai, cfg.dcqcn.timer_ns, cfg.buffer_bytes, cfg.cc, cfg.payload_bytes),
             (1.0, 55e3, 4_000_000, CcMode::None, 1000)
         );
+        assert!(!cfg.dcqcn.clamp_target);
+        assert!(parse("c", "CLAMP_TARGET_RATE 1\n").unwrap().dcqcn.clamp_target);
+        assert!(parse("c", "CLAMP_TARGET_RATE 2\n").is_err());
     }
 }

@@ -1,11 +1,11 @@
 //! Switches: output queues on a shared buffer, drops when it is full, ECN by RED on the egress
-//! queue, PFC pause / resume per ingress port (IEEE 802.1Qbb). See the module doc of `packet`.
+//! queue as packets leave it, PFC pause / resume per ingress port (IEEE 802.1Qbb). See the module doc of `packet`.
 
 use super::{Event, Packet, PacketSim, PfcThreshold};
 
 impl PacketSim {
     /// Data packet `p` came in on link `from` and leaves on link `to`.
-    pub(super) fn forward(&mut self, from: u32, to: u32, mut p: Packet) {
+    pub(super) fn forward(&mut self, from: u32, to: u32, p: Packet) {
         let node = self.ports[from as usize].dst as usize;
         let wire = u64::from(p.wire);
         if self.held[node].saturating_add(wire) > self.cfg.buffer_bytes {
@@ -16,13 +16,6 @@ impl PacketSim {
         }
         self.held[node] += wire;
         self.ports[from as usize].ingress += wire;
-        if let Some(red) = self.ports[to as usize].red {
-            let prob = red.probability(self.ports[to as usize].queued);
-            if prob >= 1.0 || (prob > 0.0 && self.uniform() < prob) {
-                p.ce = true;
-                self.stats.ecn_marks += 1;
-            }
-        }
         let port = &mut self.ports[to as usize];
         port.queued += wire;
         port.data.push_back(p);
@@ -38,8 +31,17 @@ impl PacketSim {
         self.try_send(to);
     }
 
-    /// Data packet `p` leaves its queue on link `l`: the switch no longer holds it.
-    pub(super) fn dequeued(&mut self, l: u32, p: Packet) {
+    /// Data packet `p` leaves its queue on link `l`: the switch no longer holds it, and RED marks
+    /// it on the bytes it leaves queued behind it (marking as the packet departs, so the mark
+    /// tells the receiver about the queue as it is now, not as it was a queueing delay ago).
+    pub(super) fn dequeued(&mut self, l: u32, p: &mut Packet) {
+        if let Some(red) = self.ports[l as usize].red {
+            let prob = red.probability(self.ports[l as usize].queued);
+            if prob >= 1.0 || (prob > 0.0 && self.uniform() < prob) {
+                p.ce = true;
+                self.stats.ecn_marks += 1;
+            }
+        }
         let from = self.qps[p.flow as usize].route[p.hop as usize - 1];
         let node = self.ports[l as usize].src as usize;
         let wire = u64::from(p.wire);

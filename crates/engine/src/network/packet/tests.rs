@@ -147,16 +147,17 @@ fn ecn_marks_follow_red_on_a_held_queue() {
     for q in [50_000u64, 100_000, 175_000, 250_000, 399_999, 400_000, 1_000_000] {
         let before = sim.stats().ecn_marks;
         let out = 3; // the switch's link to host 1
-        sim.ports[out].busy = true;
+        sim.ports[out].free_at = f64::INFINITY;
+        sim.ports[out].free_pending = true;
         for k in 0..m {
             sim.ports[out].queued = q;
             let p = Packet { seq: k, flow: 0, payload: 9000, wire: 9082, hop: 1, kind: Kind::Data, ce: false };
             sim.qps[0].live += 1;
             sim.forward(0, 3, p);
-            // Take it back out: the queue is held at q.
-            let p = sim.ports[out].data.pop_back().unwrap();
-            sim.ports[out].queued -= u64::from(p.wire);
-            sim.dequeued(out as u32, p);
+            // Take it back out, leaving q bytes behind it: the queue is held at q.
+            let mut p = sim.ports[out].data.pop_back().unwrap();
+            sim.ports[out].queued = q;
+            sim.dequeued(out as u32, &mut p);
         }
         let marks = (sim.stats().ecn_marks - before) as f64;
         let p = red.probability(q);
@@ -190,6 +191,8 @@ fn two_dcqcn_flows_converge_to_equal_shares() {
         byte_counter: 10_000_000,
         alpha_interval_ns: 55e3,
         decrease_interval_ns: 50e3,
+        // The paper: every cut sets R_T ← R_C.
+        clamp_target: true,
     };
     let cfg = PacketConfig {
         cc: CcMode::Dcqcn,
@@ -270,4 +273,22 @@ fn uncongested_crossbar_packet_equals_flow_with_headers_accounted() {
     for (f, p) in ends[0].iter().zip(&ends[1]) {
         assert!(close(p.1, f.1, 0.01), "flow {} ns, packet {} ns", f.1, p.1);
     }
+}
+
+#[test]
+fn a_batch_done_on_ack_ends_when_the_sender_has_the_last_ack() {
+    // SimAI's completion: the batch ends at the flow's FCT (start + fct), the ACK's two hops
+    // (82 wire bytes each) after the last byte arrived.
+    let (c, d, s) = (50.0, 1000.0, 100_000u64);
+    let run = |on_ack: bool| {
+        let mut sim = PacketSim::new(&star(2, c, d), PacketConfig::plain()).unwrap();
+        sim.set_complete_on_ack(on_ack);
+        sim.add_batch(0.0, vec![(route(0, 1), s as f64, f64::INFINITY)], 1, 7, Wait::Path { extra_ns: 0.0 });
+        let done = sim.run_to_end();
+        (done[0].1, sim.records()[0])
+    };
+    let (arrived, _) = run(false);
+    let (acked, r) = run(true);
+    assert!(close(acked, r.start_ns + r.fct_ns, 1e-12), "{acked} vs {r:?}");
+    assert!(close(acked - arrived, 2.0 * (d + 82.0 / c), 1e-12), "{acked} - {arrived}");
 }
