@@ -5,7 +5,17 @@
 /// A SplitMix64 stream: a 64-bit state, one add and a mix per draw.
 pub struct Stream(u64);
 
+/// SplitMix64's step on a state: a well-mixed 64-bit hash of one word (ECMP's hashing).
+pub fn mix(x: u64) -> u64 {
+    Stream(x).next()
+}
+
 impl Stream {
+    /// The stream that starts from `state` as it is.
+    pub fn from_state(state: u64) -> Stream {
+        Stream(state)
+    }
+
     /// The stream of `index` (a trial, a rank) under `seed`.
     pub fn new(seed: u64, index: u64) -> Stream {
         let mut s = Stream(seed ^ 0x6A09_E667_F3BC_C909);
@@ -20,6 +30,11 @@ impl Stream {
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    pub fn uniform(&mut self) -> f64 {
+        (self.next() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
     /// Uniform in (0, 1].

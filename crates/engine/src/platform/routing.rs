@@ -14,6 +14,7 @@
 //! first time a route needs them; the distance to a GPU is one more than to the nearest switch
 //! that links to it. A 16k-GPU fabric therefore stores a few thousand small arrays at most.
 
+use crate::random::mix;
 use std::collections::HashMap;
 
 use crate::error::{InputError, Result};
@@ -28,14 +29,6 @@ pub struct Router {
     switches: usize,
     /// Hop counts from every switch to the key switch, through switches only.
     to_switch: HashMap<u32, Box<[u16]>>,
-}
-
-/// SplitMix64 finaliser: a well-mixed 64-bit hash of one word.
-fn mix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
 }
 
 /// Deterministic choice among `n` equal-cost options.

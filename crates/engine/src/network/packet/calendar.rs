@@ -107,26 +107,18 @@ impl<T> Calendar<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// splitmix64.
-    fn mix(z: &mut u64) -> u64 {
-        *z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut x = *z;
-        x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        x ^ (x >> 31)
-    }
+    use crate::random::Stream;
 
     #[test]
     fn pops_in_the_binary_heaps_order() {
         // Interleaved pushes (near, same bucket, same time, far beyond the window) and pops: the
         // calendar gives exactly the heap's sequence.
         let (mut cal, mut heap) = (Calendar::new(), BinaryHeap::new());
-        let (mut z, mut seq, mut now) = (7u64, 0u64, 0.0f64);
+        let (mut z, mut seq, mut now) = (Stream::from_state(7), 0u64, 0.0f64);
         let mut out = (Vec::new(), Vec::new());
         for round in 0..20_000 {
-            for _ in 0..(mix(&mut z) % 3) {
-                let r = mix(&mut z);
+            for _ in 0..(z.next() % 3) {
+                let r = z.next();
                 let dt = match r % 5 {
                     0 => 0.0,
                     1 => (r >> 8) as f64 % 50.0,
@@ -139,7 +131,7 @@ mod tests {
                 cal.push(d);
                 heap.push(d);
             }
-            if mix(&mut z).is_multiple_of(2) {
+            if z.next().is_multiple_of(2) {
                 let (a, b) = (cal.pop(), heap.pop());
                 assert_eq!(a.map(|e| (e.time, e.seq)), b.map(|e| (e.time, e.seq)));
                 if let Some(e) = a {

@@ -61,6 +61,7 @@ use crate::due::Due;
 use crate::error::{InputError, Result};
 use crate::network::flow::Wait;
 use crate::platform::{NodeKind, Platform};
+use crate::random::Stream;
 use calendar::Calendar;
 use dcqcn::Dcqcn;
 
@@ -236,7 +237,7 @@ pub struct PacketSim {
     batches: Vec<Batch>,
     free_batches: Vec<u32>,
     carried: Vec<f64>,
-    rng: u64,
+    rng: Stream,
     stats: PacketStats,
     records: Vec<FlowRecord>,
     keep_records: bool,
@@ -310,7 +311,7 @@ impl PacketSim {
                 red: if cfg.ecn { cfg.red_for(l.bandwidth) } else { None },
             });
         }
-        let rng = cfg.seed ^ 0x9E37_79B9_7F4A_7C15;
+        let rng = Stream::from_state(cfg.seed ^ 0x9E37_79B9_7F4A_7C15);
         Ok(PacketSim {
             cfg,
             now: 0.0,
@@ -528,14 +529,9 @@ impl PacketSim {
         self.heap.push(Due { time, seq: self.seq, item });
     }
 
-    /// A uniform draw in [0, 1) (splitmix64).
+    /// A uniform draw in [0, 1).
     fn uniform(&mut self) -> f64 {
-        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        (z >> 11) as f64 / (1u64 << 53) as f64
+        self.rng.uniform()
     }
 
     /// Process every event at the earliest pending time; append the tags of batches whose last
