@@ -3,21 +3,15 @@
 //! TOPOLOGY GPUS`, the topology a SimAI file (`clustersim topo -topo Spectrum-X -g 384 -o F`).
 //! Prints the CPU seconds of the run, the summary and the events executed.
 
+mod common;
+
 use clustersim_engine::catalog::simai::{GpuType, NicType};
 use clustersim_engine::network::analytical::ratio::RatioTables;
 use clustersim_engine::network::analytical::server_spec::ServerSpec;
 use clustersim_engine::simai::build::Overlap;
 use clustersim_engine::simai::run::{run_analytical, RunConfig};
 use clustersim_engine::training::Fabric;
-
-fn cpu_seconds() -> f64 {
-    // utime + stime of this process, from /proc (Linux).
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    (ticks(11) + ticks(12)) / 100.0
-}
+use common::cpu_seconds;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -6,36 +6,16 @@
 //! SimAI.conf's shipped settings with PFC and ECN on. Prints one JSON line: hosts, data packets,
 //! events, CPU seconds, packets per CPU-second, peak RSS MB, simulated ns.
 
+mod common;
+
+use clustersim_engine::random::mix;
+use common::{cpu_seconds, peak_rss_mb};
 use std::collections::HashMap;
 use std::rc::Rc;
 
 use clustersim_engine::network::flow::Wait;
 use clustersim_engine::network::packet::{CcMode, PacketConfig, PacketSim};
 use clustersim_engine::platform::{Link, NodeKind, Platform};
-
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    (ticks(11) + ticks(12)) / 100.0
-}
-
-fn peak_rss_mb() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
-}
-
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
