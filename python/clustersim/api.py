@@ -246,8 +246,12 @@ def train(
     )
     if platform is None and backend != "flow":
         # The engine checks the name where there is a fabric; without one, say what is wrong.
-        why = "moves a fabric's transfers; give the fabric (topology)" if backend == "packet" else None
-        raise InputError(f"train: backend: {backend!r} " + (why or "is not flow or packet"))
+        why = (
+            "moves a fabric's transfers; give the fabric (topology)"
+            if backend == "packet"
+            else "is not flow or packet"
+        )
+        raise InputError(f"train: backend: {backend!r} {why}")
     if spec is not None:
         fabric_options["faults"] = spec
     made_by = provenance.record(

@@ -134,10 +134,9 @@ def _column(values: Any, name: str) -> np.ndarray:
         return a
     if a.size == 0:
         return a.astype(dtype)
-    if a.dtype == object:  # Python ints past 64 bits, or mixed types: look at each value
-        if not all(isinstance(v, (int, float)) for v in a.flat):
-            raise InputError(f"workload: columns: {name}: must hold numbers only")
-        a = np.asarray([float(v) if isinstance(v, float) else v for v in a.flat], dtype=object)
+    if a.dtype == object and not all(isinstance(v, (int, float)) for v in a.flat):
+        # Python ints past 64 bits are kept as objects; anything else is not a number.
+        raise InputError(f"workload: columns: {name}: must hold numbers only")
     bad = None
     if dtype.kind == "b":
         bad = None if a.dtype.kind == "b" else "must be true or false"

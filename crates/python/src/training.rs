@@ -49,12 +49,8 @@ fn tuples_as_lists(v: Bound<'_, PyAny>) -> PyResult<Bound<'_, PyAny>> {
             l.set_item(i, tuples_as_lists(l.get_item(i)?)?)?;
         }
     } else if let Ok(d) = v.cast::<PyDict>() {
-        for (k, x) in d
-            .items()
-            .iter()
-            .map(|kv| kv.extract::<(Bound<'_, PyAny>, Bound<'_, PyAny>)>())
-            .collect::<PyResult<Vec<_>>>()?
-        {
+        // Collected first: a dict's values are replaced, not while iterating it.
+        for (k, x) in d.iter().collect::<Vec<_>>() {
             d.set_item(k, tuples_as_lists(x)?)?;
         }
     }
