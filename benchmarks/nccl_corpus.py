@@ -72,7 +72,10 @@ NVLS_SINCE = (2, 17)
 NVLS_TREE_SINCE = (2, 18)
 # Fabrics whose RDMA framing the platform expresses (its `transport=` on the leaf switch: links
 # carry payload at line rate × MTU / (MTU + headers), crates/engine/src/catalog/transport.rs).
-RDMA_FABRICS = ("ib", "roce")
+# AWS EFA (SRD, reached through the aws-ofi-nccl libfabric plugin) runs over Ethernet: its devices
+# are taken as Ethernet RDMA NICs, RoCEv2's framing (Ethernet, IPv4, UDP and a transport header;
+# SRD's header size is not published) and the catalog's NIC busbw at their line rate.
+RDMA_FABRICS = {"ib": "ib", "roce": "roce", "efa": "roce"}
 
 
 # The summary before this change (a NIC on an RDMA fabric at what NCCL achieves through a NIC of
@@ -190,9 +193,9 @@ def platform_for(entry: dict[str, Any]) -> PlatformSpec:
       per-QP limits are not expressed.
     - `fabric`: `ib` and `roce` are the leaf's transport: links at line rate less InfiniBand's
       or RoCEv2's framing per 4096-byte packet (RoCE's congestion control is not expressed);
-      `efa` (AWS SRD through the aws-ofi-nccl libfabric plugin) and `slingshot` (HPE
-      Slingshot through libfabric's CXI provider) are not NCCL's IB-verbs transport and are
-      not modelled; null on a multi-node run is not modelled.
+      `efa` (AWS SRD through the aws-ofi-nccl libfabric plugin) runs over Ethernet and is taken
+      as RoCE (RDMA_FABRICS; a caveat says so); `slingshot` (HPE Slingshot through libfabric's
+      CXI provider) is not modelled; null on a multi-node run is not modelled.
     - `pcie_gen`: not used. The GPU–NIC hop is not rate-limited (PCIe x16: Gen4 32 GB/s,
       Gen5 64 GB/s, above HDR's 25 GB/s and NDR's 50 GB/s).
     - `gpu_nic_placement`: a GPU and its NIC under one PCIe switch is what the platform assumes;
@@ -243,10 +246,13 @@ def platform_for(entry: dict[str, Any]) -> PlatformSpec:
     if nodes > 1:
         fabric = h.get("fabric")
         if fabric == "efa":
-            why.append("EFA (AWS SRD via the aws-ofi-nccl plugin), not IB verbs")
+            caveats.append(
+                "EFA devices as Ethernet RDMA NICs (RoCEv2 framing, the catalog's NIC busbw at their"
+                " rate); SRD's own overheads and the aws-ofi-nccl plugin are not modelled"
+            )
         elif fabric == "slingshot":
             why.append("HPE Slingshot (libfabric CXI provider), not IB verbs")
-        elif fabric not in ("ib", "roce"):
+        elif fabric not in ("ib", "roce", "efa"):
             why.append("fabric not stated")
         if not h.get("nics_per_node"):
             why.append("NICs per node not stated")
@@ -266,7 +272,7 @@ def platform_for(entry: dict[str, Any]) -> PlatformSpec:
     if why:
         raise NotModelled("; ".join(why))
     assert gpu_type is not None
-    transport = h.get("fabric") if nodes > 1 and h.get("fabric") in RDMA_FABRICS else None
+    transport = RDMA_FABRICS.get(h.get("fabric")) if nodes > 1 else None
     return PlatformSpec(
         nodes, gpus, gpu_type, nvlink, nvswitch, nvls, nics, nic_gbits, transport, nvls_tree, caveats
     )

@@ -111,7 +111,6 @@ def test_platform_has_the_entrys_gpus_nodes_and_nics(tmp_path, entry_id):
 
 def test_what_the_platform_cannot_express_is_not_modelled(tmp_path):
     reasons = {
-        "h100_2x8_allreduce_keitaw_p5_efa_nccl2_22_3": "EFA",
         "a100_8x4_allreduce_alcf_polaris": "Slingshot",
         "h100_10x8_allreduce_xxrjun": "NIC rate not stated",
         "h100_1x4_allreduce_snellius": "NVSwitch not stated",
@@ -123,6 +122,22 @@ def test_what_the_platform_cannot_express_is_not_modelled(tmp_path):
             corpus.platform_for(ENTRIES[entry_id])
         r = corpus.run_entry(ENTRIES[entry_id], tmp_path)
         assert r["status"] == "not modelled" and why in r["why"] and "rows" not in r
+
+
+def test_efa_devices_are_ethernet_rdma_nics_at_their_summed_rate(tmp_path):
+    # p5.48xlarge: 32 EFA devices of 100 Gbit/s for 8 GPUs, so each GPU's 4 devices are one port
+    # of 400 Gbit/s on a RoCE-framed leaf: payload at 400 / 8 × 4096 / (4096 + 62 + 20) GB/s
+    # (catalog/transport.rs: Ethernet, IPv4, UDP, BTH, ICRC, preamble and gap).
+    entry = ENTRIES["h100_2x8_allreduce_keitaw_p5_efa_nccl2_22_3"]
+    spec = corpus.platform_for(entry)
+    assert spec.transport == "roce" and any("EFA" in c for c in spec.caveats)
+    path = tmp_path / "p.platform"
+    path.write_text(spec.text(), encoding="utf-8")
+    p = read_platform(path)
+    kinds = p.kinds
+    src, dst, bandwidth, _ = p.links
+    ports = [b for _, d, b in zip(src, dst, bandwidth, strict=True) if kinds[d] == "switch"]
+    assert ports == pytest.approx([400 / 8 * 4096 / 4178] * 16)
 
 
 def test_forced_algorithm_and_protocol_come_from_the_entry(results):
