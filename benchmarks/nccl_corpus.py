@@ -55,10 +55,21 @@ SMALL = 64 << 10  # time is compared at sizes ≤ 64 KiB
 NVLINK_GBITS = {3: 2400, 4: 3600, 5: 7200}
 # The catalog accelerator each corpus GPU name runs as (python/clustersim/catalog/accelerators.yaml);
 # a name missing here is not modelled.
-GPU_TYPES = {"A100": "A100", "A100-PCIe": "A100", "H100": "H100", "H200": "H200", "B200": "B200"}
+# GB200 runs as B200: the same Blackwell GPU (SM100) with NVLink 5, 18 links (NVIDIA's GB200 NVL72
+# page: 1.8 TB/s of NVLink per GPU, as HGX B200), the figures NCCL's tuner prices it by.
+GPU_TYPES = {
+    "A100": "A100",
+    "A100-PCIe": "A100",
+    "H100": "H100",
+    "H200": "H200",
+    "B200": "B200",
+    "GB200": "B200",
+}
 # NVSwitches that reduce in the switch (NVLink SHARP, what NCCL's NVLS algorithms need): the
-# third-generation NVSwitch of HGX H100/H200 and the fourth of HGX B200; A100's NVSwitch does not.
-NVLS_GPUS = {"H100", "H200", "B200"}
+# third-generation NVSwitch of HGX H100/H200 and the fourth of HGX B200 and of GB200 NVL72's NVLink
+# switch trays (NVIDIA's GB200 NVL72 page: SHARP in-network compute in the NVLink Switch); A100's
+# NVSwitch does not.
+NVLS_GPUS = {"H100", "H200", "B200", "GB200"}
 # SimAI's default link latencies (gen_Topo_Template.py): NIC–switch 0.0005 ms, GPU–NVSwitch 0.000025 ms.
 NIC_LATENCY = "500ns"
 NVLINK_LATENCY = "25ns"
@@ -172,7 +183,7 @@ def platform_for(entry: dict[str, Any]) -> PlatformSpec:
     the platform cannot express it.
 
     - `gpu`: the catalog accelerator (GPU_TYPES; A100-PCIe runs as A100: only its network port
-      matters at one GPU per node). GB200 is not in the catalog. The type sets the tuner's GPU
+      matters at one GPU per node; GB200 as B200, see GPU_TYPES). The type sets the tuner's GPU
       generation and the NVLink rate NCCL reaches.
     - `gpus_per_node`, `nodes`: GPUs per node and nodes, exactly (ranks = their product).
     - `nvlink`: the GPU–NVSwitch link rate (NVLINK_GBITS by generation). Unknown (null) with
@@ -202,7 +213,9 @@ def platform_for(entry: dict[str, Any]) -> PlatformSpec:
       a path through the CPU (SYS, "different CPU sockets", "not aligned") is not modelled.
     - `switch_tiers`: not used: every NIC on one non-blocking switch (no oversubscription, no
       ECMP collisions between tiers).
-    - `nvlink_domain_gpus` (GB200 NVL72: NVLink across the trays of a rack): not modelled.
+    - `nvlink_domain_gpus` (GB200 NVL72: NVLink across the trays of a rack): a run inside one
+      domain is one node of all its GPUs on one NVSwitch (NCCL's multi-node NVLink treats the
+      domain as one node); runs over several domains are not modelled.
     """
     h = entry["hardware"]
     env = entry.get("env") or {}
@@ -214,8 +227,15 @@ def platform_for(entry: dict[str, Any]) -> PlatformSpec:
         why.append(f"GPU {h['gpu']} is not in the accelerator catalog")
     elif h["gpu"] != gpu_type:
         caveats.append(f"{h['gpu']} runs as the catalog's {gpu_type}")
-    if h.get("nvlink_domain_gpus"):
-        why.append(f"an NVLink domain of {h['nvlink_domain_gpus']} GPUs across nodes (NVL72)")
+    domain = h.get("nvlink_domain_gpus")
+    if domain and nodes * gpus <= domain:
+        # Every GPU of the run in one NVLink domain (an NVL72 rack's trays): NCCL runs it as one
+        # node (multi-node NVLink, NCCL_MNNVL_ENABLE), its GPUs joined by the rack's NVLink
+        # switches; no network between them.
+        caveats.append(f"{nodes} trays of {gpus} GPUs in one NVLink domain of {domain}: one NVSwitch node")
+        gpus, nodes = nodes * gpus, 1
+    elif domain:
+        why.append(f"NVLink domains of {domain} GPUs across nodes, joined by a network (NVL72 racks)")
     nvswitch = False
     nvlink = None
     if gpus > 1:

@@ -114,7 +114,7 @@ def test_what_the_platform_cannot_express_is_not_modelled(tmp_path):
         "a100_8x4_allreduce_alcf_polaris": "Slingshot",
         "h100_10x8_allreduce_xxrjun": "NIC rate not stated",
         "h100_1x4_allreduce_snellius": "NVSwitch not stated",
-        "gb200_18x4_allreduce_coreweave_1rack": "NVLink domain of 72",
+        "gb200_32x4_allreduce_coreweave_2racks": "NVLink domains of 72",
         "a100pcie_2x1_allreduce_nccltests293_gdrsys": "through the CPU",
     }
     for entry_id, why in reasons.items():
@@ -138,6 +138,19 @@ def test_efa_devices_are_ethernet_rdma_nics_at_their_summed_rate(tmp_path):
     src, dst, bandwidth, _ = p.links
     ports = [b for _, d, b in zip(src, dst, bandwidth, strict=True) if kinds[d] == "switch"]
     assert ports == pytest.approx([400 / 8 * 4096 / 4178] * 16)
+
+
+def test_one_nvl72_rack_is_one_nvswitch_node_of_72_gpus(tmp_path):
+    # 18 GB200 trays of 4 GPUs in one NVLink domain: NCCL's multi-node NVLink runs them as one
+    # node, so the platform is 72 GPUs on one reducing NVSwitch, with no network.
+    spec = corpus.platform_for(ENTRIES["gb200_18x4_allreduce_coreweave_1rack"])
+    assert (spec.nodes, spec.gpus_per_node, spec.gpu_type, spec.nvls) == (1, 72, "B200", True)
+    path = tmp_path / "p.platform"
+    path.write_text(spec.text(), encoding="utf-8")
+    p = read_platform(path)
+    _, domain, _ = p.placement
+    assert p.ranks == 72 and len(set(domain)) == 1
+    assert "switch" not in p.kinds
 
 
 def test_forced_algorithm_and_protocol_come_from_the_entry(results):
