@@ -72,6 +72,14 @@ GPU_TYPES = {
 NVLS_GPUS = {"H100", "H200", "B200", "GB200"}
 # SimAI's default link latencies (gen_Topo_Template.py): NIC–switch 0.0005 ms, GPU–NVSwitch 0.000025 ms.
 NIC_LATENCY = "500ns"
+# EFA's NIC–switch link latency (ns) by EFA generation, in place of NIC_LATENCY: what a message
+# pays on AWS's SRD through libfabric and the aws-ofi-nccl plugin, which nccl-tests shows as
+# 60–70 µs (p5) and 160 µs (p4de) small all-reduces over 2 nodes, against 15–30 µs on InfiniBand.
+# No published figure: FITTED on the train half only (`--fit-efa`): per generation, the latency
+# at which the simulated times of the train entries' sizes ≤ 64 KiB have a geometric-mean ratio
+# of 1 to the measured ones. EFA v1: a100_2x8_allreduce_aws_p4de_efa; EFA v2 (P5):
+# h100_2x8_allreduce_aws_p5_efa. The validation half's P5 entries (KeitaW) check it.
+EFA_LINK_LATENCY_NS = {1: 37130, 2: 13460}
 NVLINK_LATENCY = "25ns"
 # Environment variables the runner gives the model (the rest are listed per entry as not modelled).
 FORCING = ("NCCL_ALGO", "NCCL_PROTO")
@@ -129,6 +137,7 @@ class PlatformSpec:
     transport: str | None = None
     nvls_tree: bool = False
     caveats: list[str] = field(default_factory=list)
+    nic_latency: str = NIC_LATENCY
 
     @property
     def ranks(self) -> int:
@@ -166,14 +175,14 @@ class PlatformSpec:
             if share:
                 for k in range(self.nics_per_node):
                     out.append(f"node n{n}nic{k} nic")
-                    links.append(f"link n{n}nic{k} leaf {self.nic_gbits}Gbps {NIC_LATENCY}")
+                    links.append(f"link n{n}nic{k} leaf {self.nic_gbits}Gbps {self.nic_latency}")
             for g, gpu in enumerate(node):
                 if share:
                     nic = g * self.nics_per_node // self.gpus_per_node
                     links.append(f"link {gpu} n{n}nic{nic} {self.nic_gbits}Gbps 0ns")
                 elif self.nics_per_node > 0:
                     rate = self.nic_gbits * (self.nics_per_node // self.gpus_per_node)  # type: ignore[operator]
-                    links.append(f"link {gpu} leaf {rate}Gbps {NIC_LATENCY}")
+                    links.append(f"link {gpu} leaf {rate}Gbps {self.nic_latency}")
         out += links
         return "\n".join(out) + "\n"
 
@@ -293,9 +302,50 @@ def platform_for(entry: dict[str, Any]) -> PlatformSpec:
         raise NotModelled("; ".join(why))
     assert gpu_type is not None
     transport = RDMA_FABRICS.get(h.get("fabric")) if nodes > 1 else None
-    return PlatformSpec(
+    spec = PlatformSpec(
         nodes, gpus, gpu_type, nvlink, nvswitch, nvls, nics, nic_gbits, transport, nvls_tree, caveats
     )
+    if nodes > 1 and h.get("fabric") == "efa":
+        generation = h.get("efa_generation")
+        if generation not in EFA_LINK_LATENCY_NS:
+            raise NotModelled(f"EFA generation {generation} has no fitted latency")
+        spec.nic_latency = f"{EFA_LINK_LATENCY_NS[generation]}ns"
+        caveats.append(
+            f"EFA v{generation} NIC links at the fitted {EFA_LINK_LATENCY_NS[generation] / 1e3:g} us"
+        )
+    return spec
+
+
+def fit_efa_latency(entries: list[dict[str, Any]], folder: Path) -> dict[int, int]:
+    """EFA_LINK_LATENCY_NS fitted on the train half: per EFA generation, the link latency (ns,
+    to 10 ns) at which the geometric mean of simulated / measured time over the generation's
+    train entries' sizes ≤ 64 KiB is 1 (bisection on a log scale between 0.1 and 1000 µs; the
+    ratio grows with the latency)."""
+    out: dict[int, int] = {}
+    train = [
+        e
+        for e in entries
+        if e["split"] == "train" and not e.get("flag") and e["hardware"].get("fabric") == "efa"
+    ]
+    for generation in sorted({e["hardware"].get("efa_generation") for e in train}):
+        mine = [e for e in train if e["hardware"].get("efa_generation") == generation]
+
+        def log_ratio(ns: float, generation: int = generation, mine: list = mine) -> float:
+            EFA_LINK_LATENCY_NS[generation] = round(ns)
+            logs = []
+            for e in mine:
+                spec, meas = platform_for(e), measured(e)
+                sizes = sorted(s for s in meas if s <= SMALL)
+                for size, t, _, _ in simulate(e, spec, sizes, folder):
+                    logs.append(math.log(t / meas[size]))
+            return statistics.fmean(logs)
+
+        lo, hi = math.log(100.0), math.log(1e6)
+        while hi - lo > 1e-3:
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if log_ratio(math.exp(mid)) < 0 else (lo, mid)
+        out[generation] = int(round(math.exp((lo + hi) / 2), -1))
+    return out
 
 
 def nccl_version(entry: dict[str, Any]) -> tuple[int, int] | None:
@@ -645,7 +695,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--every-size", action="store_true", help="simulate every size of the log")
     ap.add_argument("--keep-platforms", metavar="DIR", help="write the platform files here")
     ap.add_argument("--write", action="store_true", help="record the summary in benchmarks/RESULTS.md")
+    ap.add_argument(
+        "--fit-efa", action="store_true", help="fit EFA_LINK_LATENCY_NS on the train half and print it"
+    )
     args = ap.parse_args(argv)
+    if args.fit_efa:
+        with tempfile.TemporaryDirectory() as tmp:
+            print(fit_efa_latency(load(), Path(tmp)))
+        return
     entries = load(args.split, args.only)
     start = time.monotonic()
     results = []

@@ -140,6 +140,21 @@ def test_efa_devices_are_ethernet_rdma_nics_at_their_summed_rate(tmp_path):
     assert ports == pytest.approx([400 / 8 * 4096 / 4178] * 16)
 
 
+def test_efa_latency_is_the_train_halfs_fit_and_only_train_entries_set_it(tmp_path):
+    # EFA_LINK_LATENCY_NS is what the fit gives on the train half (to its 10 ns rounding), and the
+    # fit reads no validation entry: dropping every validation entry leaves it unchanged.
+    entries = corpus.load()
+    train = [e for e in entries if e["split"] == "train"]
+    saved = dict(corpus.EFA_LINK_LATENCY_NS)
+    try:
+        assert corpus.fit_efa_latency(train, tmp_path) == saved
+        assert corpus.fit_efa_latency(entries, tmp_path) == saved
+    finally:
+        corpus.EFA_LINK_LATENCY_NS.update(saved)
+    spec = corpus.platform_for(ENTRIES["h100_2x8_allreduce_keitaw_p5_efa_nccl2_22_3"])
+    assert spec.nic_latency == f"{saved[2]}ns" and f"{spec.nic_latency} " in spec.text().replace("\n", " ")
+
+
 def test_one_nvl72_rack_is_one_nvswitch_node_of_72_gpus(tmp_path):
     # 18 GB200 trays of 4 GPUs in one NVLink domain: NCCL's multi-node NVLink runs them as one
     # node, so the platform is 72 GPUs on one reducing NVSwitch, with no network.
