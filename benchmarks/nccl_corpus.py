@@ -97,23 +97,29 @@ NVLS_TREE_SINCE = (2, 18)
 RDMA_FABRICS = {"ib": "ib", "roce": "roce", "efa": "roce"}
 
 
-# The summary before this change (a NIC on an RDMA fabric at what NCCL achieves through a NIC of
-# its line rate, the catalog's NIC busbw; one new validation entry), and what is still off, for
-# RESULTS.md.
+# The summary before this change (AWS EFA, GB200 and Lambda's network not modelled), what this
+# change built, and what is still off, for RESULTS.md.
 BEFORE = (
-    "Before NICs on RDMA fabrics carried what NCCL achieves through them (the catalog's NIC busbw, "
-    "48.5 GB/s at 400 Gb/s, 23.5 at 200) and before the OCI OKE entry: train 54 % of 13 within "
-    "15 %, 69 % within 25 %, median 9 %; validation 100 % of 7 within 15 %. Still off, train: the "
-    "Google Cloud entries (RoCE through Google's gIB plugin) measure 30–35 GB/s per 400 Gb/s NIC "
-    "with one GPU per node and 21 with eight, and 428 GB/s for a 1×2 B200 NVLink all-gather — "
-    "neither the model nor the sources explain it; 4- and 8-node H100 (gj-aion, nccl-tests#309) "
-    "+14 to +19 %: NCCL's channel count, not modelled (the same nodes peak at 320 GB/s, 391 with 24 "
-    "CTAs). Validation: the all-to-all on one 8×H100 node is simulated above all-gather and "
-    "reduce-scatter where it measures 4–5 % below (NCCL's point-to-point channels, not modelled); "
-    "≤ 64 KiB: the one size outside 2× is the 32 B row of `h100_1x8_allreduce_dgxc_benchmarking`, "
-    "measured 68 µs between rows of 13 and 15 µs. Not modelled (29 of 39 validation entries): no "
-    "network stated (xxrjun, nccl-tests#322, Lambda), HPE Slingshot and AWS EFA (not IB verbs), "
-    "GB200 NVL72, 4-GPU boards without NVSwitch."
+    "Before AWS EFA, one GB200 NVL72 rack and Lambda's network were built: train 62 % of 13 within "
+    "15 %, validation 100 % of 8. Built since: EFA devices (P4de 4×100G, P5 32×100G, AWS's instance "
+    "pages) as Ethernet RDMA NICs with a per-generation EFA link latency fitted on the train half "
+    "(v1 37.1 µs, v2 13.5 µs: the validation P5 entries' times ≤ 64 KiB go from 0.35× to 1.0×); "
+    "Lambda's B200 on 8×400G NDR (cited in the corpus); a run inside one NVL72 rack as one NVSwitch "
+    "node of its 72 GPUs (GB200 as B200, NVLS on). Still off, validation: GB200 one rack +32 %: NVLS "
+    "on 72 GPUs reaches 425 GB/s algbw at 4–8 GiB where NCCL's Blackwell NVLS efficiency (0.74 of "
+    "721.8) gives ~500, and no train entry measures Blackwell NVLS to fit; one 8×H100 node's "
+    "all-to-all measures 4 % below all-gather and reduce-scatter at 16 GiB (348 against 362–365 "
+    "GB/s, and ~45 µs more fixed cost) and is simulated 2.5 % above: NCCL runs it as 8 concurrent "
+    "send/recv pairs on its point-to-point channels (src/graph/paths.cc: 2 per NVLink per peer, at "
+    "least p2pnChannels / 8 each), whose copy rate the model lacks and no train entry measures; "
+    "≤ 64 KiB: the 32 B row of `h100_1x8_allreduce_dgxc_benchmarking` (68 µs between rows of 13 and "
+    "15). Train: Google Cloud's gIB RoCE runs (google/dranet) measure 30–35 GB/s per 400 Gb/s NIC "
+    "with 1 and with 8 GPUs per node (260 GB/s at 8 GiB on 2×8 B200), while dstack's all-reduce on "
+    "the same a4-highgpu-8g (563 GB/s) needs ≥ 48 per NIC in the model: the sources disagree on one "
+    "machine type, so no hardware constant fits both; 4- and 8-node H100 (gj-aion) +14 to +19 %. "
+    "Not modelled (25 of 39 validation entries): no network stated (13 xxrjun, nccl-tests#322), HPE "
+    "Slingshot on 4-GPU NVLink-mesh boards (8 Polaris), OCI H200's NIC rate not stated, GB200 across "
+    "racks (NICs not stated)."
 )
 
 
