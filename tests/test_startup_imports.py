@@ -11,8 +11,9 @@ from conftest import AUTO_FLAGS, EXAMPLE_WORKLOAD
 HEAVY = ("networkx", "matplotlib", "pandas", "scipy", "ray", "plotly", "tqdm", "mpi4py", "numpy")
 
 
-def loaded_after(code: str, cwd) -> list[str]:
-    check = f"import sys\n{code}\nprint('loaded:' + ','.join(m for m in {HEAVY!r} if m in sys.modules))"
+def loaded_after(code: str, cwd, names: tuple[str, ...] = HEAVY) -> list[str]:
+    """Which of `names` are imported once `code` has run."""
+    check = f"import sys\n{code}\nprint('loaded:' + ','.join(m for m in {names!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True, cwd=cwd)
     return [m for m in out.stdout.splitlines()[-1].removeprefix("loaded:").split(",") if m]
 
@@ -42,3 +43,13 @@ def test_one_command_imports_no_other_commands_module(tmp_path):
     assert subcommand_modules_after(run.format(argv=["--help"]), tmp_path) == set()
     got = subcommand_modules_after(run.format(argv=["analytical", "--help"]), tmp_path)
     assert got == {"clustersim.cli.analytical"}
+
+
+def test_start_up_skips_the_costly_standard_modules_it_does_not_need(tmp_path):
+    """OpenSSL's hashlib (a workload file is hashed by the built-in SHA-256), csv (SimAI's CSV
+    comes from the engine) and, for `--version`, json each cost start-up measurable time."""
+    argv = ["analytical", "-w", str(EXAMPLE_WORKLOAD), *AUTO_FLAGS, "-r", "s-"]
+    code = f"from clustersim.cli import main\nassert main({argv!r}) == 0"
+    assert loaded_after(code, tmp_path, ("hashlib", "csv")) == []
+    version = "from clustersim.cli import main\ntry:\n    main(['--version'])\nexcept SystemExit:\n    pass"
+    assert loaded_after(version, tmp_path, ("hashlib", "csv", "json")) == []

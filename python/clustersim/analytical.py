@@ -308,7 +308,7 @@ def simulate(
     made_by = provenance.record(
         command=provenance.call_text("simulate", {"workload": workload, "topology": given_topology, **asked}),
         plan=raw["plan"] | {k: v for k, v in asked.items() if k not in raw["plan"]},
-        model=provenance.model({"text": text}, name=str(workload)),
+        model=provenance.workload_file(str(workload), text),
         fabric=provenance.fabric(given_topology, platform),
         backend="analytical" if platform is None else backend,
     )

@@ -4,7 +4,6 @@ results written all together or not at all (`atomic_outputs`: no half-written re
 from __future__ import annotations
 
 import contextlib
-import csv
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -89,6 +88,8 @@ def write_csv(path: Path, rows: Iterable[Sequence[object]], comments: Sequence[s
     """Rows (header first) as CSV through the `csv` module: fields quoted where they need it;
     `comments` (lines starting `#`: what made the result, `clustersim.provenance.comment_lines`)
     above the header."""
+    import csv  # here, not at start-up: its import compiles regular expressions
+
     try:
         with path.open("w", newline="", encoding="utf-8") as f:
             for line in comments:

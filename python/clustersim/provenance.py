@@ -9,7 +9,7 @@ The content hashes are SHA-256: of a fabric, its nodes, links, link rates, place
 types as the engine holds them (`platform_digest`: a fabric given as a template, a file or a
 Platform object hashes alike, and a calibrated fabric differs from the raw one); of a model, its
 resolved description as canonical JSON (sorted keys, no spaces: the catalog entry or file as
-read, with any overrides applied).
+read, with any overrides applied); of a workload or graph file, its text (`sha256sum`'s hash).
 """
 
 from __future__ import annotations
@@ -85,9 +85,7 @@ def jsonable(values: Mapping[str, Any]) -> dict[str, Any]:
 def digest(value: Any) -> str:
     """SHA-256 (hex) of `value` as canonical JSON."""
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=True, default=_shown)
-    import hashlib  # not at start-up: every command imports this module
-
-    return hashlib.sha256(text.encode()).hexdigest()
+    return _sha256_hex(text.encode())
 
 
 def platform_digest(platform: Any) -> str:
@@ -121,6 +119,19 @@ def platform_digest(platform: Any) -> str:
     return h.hexdigest()
 
 
+def _sha256_hex(data: bytes) -> str:
+    """SHA-256 of `data` in hex. Below 1 MB, CPython's built-in `_sha256`: `hashlib` loads OpenSSL,
+    which costs a command more start-up than the built-in's slower hashing of that much."""
+    if len(data) < 1 << 20:
+        try:
+            from _sha256 import sha256
+        except ImportError:  # an interpreter built without it
+            from hashlib import sha256
+    else:
+        from hashlib import sha256
+    return sha256(data).hexdigest()
+
+
 def _swapped(packed: Any) -> bytes:
     packed.byteswap()
     return packed.tobytes()
@@ -138,12 +149,17 @@ def fabric(spec: Any, platform: Any) -> dict[str, Any] | None:
     return {"name": name, "sha256": platform_digest(platform)}
 
 
-def model(description: Mapping[str, Any] | None, name: str | None = None) -> dict[str, Any] | None:
-    """A model (or a workload file's text, under `name`): its name and content hash."""
+def model(description: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A model as resolved: its name and the hash of its canonical JSON."""
     if description is None:
         return None
-    label = name if name is not None else str(description.get("name", "model"))
-    return {"name": label, "sha256": digest(description)}
+    return {"name": str(description.get("name", "model")), "sha256": digest(description)}
+
+
+def workload_file(name: str, text: str) -> dict[str, Any]:
+    """A workload (or graph) file as the model: its name and the SHA-256 of its text (UTF-8), which
+    is what `sha256sum` prints for the file."""
+    return {"name": name, "sha256": _sha256_hex(text.encode())}
 
 
 def record(

@@ -18,7 +18,6 @@ from collections.abc import Callable
 from clustersim import __version__
 from clustersim.cli.common import Parser, subcommand
 from clustersim.errors import EnginePanic, InputError, InternalError
-from clustersim.provenance import command_line
 
 EX_SOFTWARE = 70
 # Each subcommand (its module in this package) and its one-line help, in the order `--help` lists
@@ -57,8 +56,9 @@ COMMANDS: dict[str, str] = {
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The whole parser; with `only`, the other subcommands get just their one-line help (their
-    options, and what building them imports, are not needed to run `only`)."""
+    """The whole parser. With `only` (the first argument): a command builds its subcommand alone;
+    anything else (`--help`, a typo) lists every subcommand by its one-line help without building
+    their options or importing what those need."""
     parser = Parser(
         prog="clustersim",
         description="Simulate AI training clusters: how long one iteration takes, and where the time goes.",
@@ -67,6 +67,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"clustersim {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, help in COMMANDS.items():
+        if only in COMMANDS and only != name:
+            continue  # running `only`: the other subcommands' parsers would only cost start-up
         if only not in (None, name):
             sub.add_parser(name, help=help)
             continue
@@ -83,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(argv[0] if argv else None).parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
+    from clustersim.provenance import command_line  # after parsing: `--help` needs none of it
+
     try:
         with command_line(argv):  # results record the command that made them
             code = func(args)

@@ -5,7 +5,6 @@ of files written."""
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 import time
@@ -335,6 +334,8 @@ def wrote(paths: list[str]) -> None:
 
 
 def print_json(doc: Any) -> None:
+    import json
+
     print(json.dumps(doc, indent=2, allow_nan=False))
 
 

@@ -214,7 +214,7 @@ def main_run(args: argparse.Namespace) -> int:
     doc["provenance"] = provenance.record(
         command=provenance.call_text("workload_graph.run", {"graph": args.graph, **options}),
         plan=options | {"platform_options": platform_options},
-        model=provenance.model({"text": text}, name=args.graph),
+        model=provenance.workload_file(args.graph, text),
         fabric={"name": platform_name, "sha256": provenance.platform_digest(platform)},
         backend="flow",
     )

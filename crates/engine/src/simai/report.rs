@@ -15,6 +15,7 @@ use super::file::{CommType, Scope};
 use crate::executor::Execution;
 use crate::exposure::exposure;
 use crate::workload::{Collective, OpKind};
+use std::fmt::Write;
 
 pub const SUMMARY_COLUMNS: [&str; 9] = [
     "Expose DP comm",
@@ -231,10 +232,10 @@ impl Report {
         out.push('\n');
         out.push_str(&self.run_name);
         for (k, v) in self.summary.iter().enumerate() {
+            out.push_str(", ");
+            write_time(&mut out, *v);
             if k < 8 {
-                out.push_str(&format!(", {} ({:.2}%)", fmt_time(*v), v / total * 100.0));
-            } else {
-                out.push_str(&format!(", {}", fmt_time(*v)));
+                let _ = write!(out, " ({:.2}%)", v / total * 100.0);
             }
         }
         out.push('\n');
@@ -246,9 +247,9 @@ impl Report {
                 out.push(',');
                 let is_bw = k >= 7 && (k - 7) % 3 != 2;
                 if is_bw {
-                    out.push_str(&self.fmt_bw(*x));
+                    self.write_bw(&mut out, *x);
                 } else {
-                    out.push_str(&fmt_time(*x));
+                    write_time(&mut out, *x);
                 }
             }
             out.push('\n');
@@ -256,25 +257,92 @@ impl Report {
         out
     }
 
-    fn fmt_bw(&self, x: f64) -> String {
+    /// A bandwidth cell (written in place: a run's CSV has tens of thousands of cells).
+    fn write_bw(&self, out: &mut String, x: f64) {
         if x.is_finite() {
-            format!("{x:.2}")
-        } else if !self.compat {
-            String::new()
-        } else if x.is_nan() {
-            "-nan".into() // glibc prints x86's 0/0 this way
-        } else if x > 0.0 {
-            "inf".into()
-        } else {
-            "-inf".into()
+            write_fixed(out, x, 2);
+        } else if self.compat {
+            out.push_str(if x.is_nan() {
+                "-nan" // glibc prints x86's 0/0 this way
+            } else if x > 0.0 {
+                "inf"
+            } else {
+                "-inf"
+            });
         }
     }
 }
 
-fn fmt_time(x: f64) -> String {
-    if x.is_finite() {
-        format!("{x:.0}")
+/// `x` with `decimals` (at most 4) digits after the point, exactly as `format!("{x:.N}")` writes it
+/// (the binary value rounded to nearest), at a fraction of its cost: a run's CSV has tens of
+/// thousands of cells. Where the scaled value is within 2⁻¹² of a tie (its rounding error could
+/// cross it) or too large to be exact, `format!`'s own algorithm writes it.
+fn write_fixed(out: &mut String, x: f64, decimals: u32) {
+    let scale = 10u64.pow(decimals);
+    let y = x.abs() * scale as f64; // error < 2⁻¹³ below 2⁴⁰
+    let whole = y.floor();
+    let frac = y - whole;
+    if y < (1u64 << 40) as f64 && (frac - 0.5).abs() > 1.0 / 4096.0 {
+        let n = whole as u64 + u64::from(frac > 0.5);
+        if x.is_sign_negative() {
+            out.push('-');
+        }
+        // Digits from the last, into a buffer: `write!` of an integer costs more than the rest.
+        let mut digits = [0u8; 24];
+        let mut at = digits.len();
+        let mut rest = n;
+        for place in 0.. {
+            if place == decimals && decimals > 0 {
+                at -= 1;
+                digits[at] = b'.';
+            }
+            if place > decimals && rest == 0 {
+                break;
+            }
+            at -= 1;
+            digits[at] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+        }
+        out.push_str(std::str::from_utf8(&digits[at..]).expect("ASCII digits"));
     } else {
-        "NaN or Inf".into()
+        let _ = write!(out, "{x:.prec$}", prec = decimals as usize);
+    }
+}
+
+fn write_time(out: &mut String, x: f64) {
+    if x.is_finite() {
+        write_fixed(out, x, 0);
+    } else {
+        out.push_str("NaN or Inf");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::write_fixed;
+    use crate::random::Stream;
+
+    fn fixed(x: f64, decimals: u32) -> String {
+        let mut out = String::new();
+        write_fixed(&mut out, x, decimals);
+        out
+    }
+
+    #[test]
+    fn fixed_point_cells_are_written_as_format_writes_them() {
+        let mut cases = vec![0.0, -0.0, 0.5, 1.5, 2.5, -2.5, 0.125, 0.005, 1.005, 2.675, 1e12, 1.1e12 + 0.5];
+        cases.extend([0.499_999_999, 0.500_000_001, 99.995, 1234.565, -0.001, (1u64 << 40) as f64 / 100.0]);
+        let mut draw = Stream::new(7, 0);
+        for _ in 0..200_000 {
+            let magnitude = 10f64.powi((draw.next() % 16) as i32 - 4);
+            let sign = if draw.next() % 2 == 0 { 1.0 } else { -1.0 };
+            cases.push(sign * draw.uniform() * magnitude);
+            // Values on a tie of two decimals, as a bandwidth of whole bytes per µs often is.
+            cases.push((draw.next() % 1_000_000) as f64 / 200.0);
+        }
+        for x in cases {
+            assert_eq!(fixed(x, 0), format!("{x:.0}"), "{x:e} with 0 decimals");
+            assert_eq!(fixed(x, 2), format!("{x:.2}"), "{x:e} with 2 decimals");
+        }
     }
 }
