@@ -202,10 +202,42 @@ def run_analytical(
     progress: Progress,
     fabric: dict[str, Any] | None = None,
     platform: Platform | None = None,
-) -> dict[str, Any]:
-    """A SimAI workload file (`text`, named `path` in errors) through the executor: summary,
-    per-row columns, SimAI's CSV text, warnings, plan; with `fabric` (a training input's) the flow
-    model on `platform`, and per-link bytes and a Chrome trace."""
+) -> AnalyticalRun:
+    """A SimAI workload file (`text`, named `path` in errors) through the executor; with `fabric`
+    (a training input's "fabric") the flow model on `platform`."""
+
+class AnalyticalRun:
+    """One run of a SimAI workload file; each part is converted when it is read."""
+
+    @property
+    def summary(self) -> list[tuple[str, float]]:
+        """(column, µs) in EndToEnd.csv's summary order."""
+    @property
+    def layer_names(self) -> list[str]: ...
+    @property
+    def layers(self) -> list[tuple[str, list[float]]]:
+        """(column, values) per layer column, in EndToEnd.csv's order (µs, GB/s)."""
+    @property
+    def csv(self) -> str:
+        """SimAI's EndToEnd.csv text."""
+    @property
+    def warnings(self) -> list[str]: ...
+    @property
+    def simulate_seconds(self) -> float: ...
+    @property
+    def events(self) -> int: ...
+    @property
+    def plan(self) -> list[tuple[str, int]]:
+        """(name, value) for gpus, tp, ep, pp, dp, ga, vpp, pp_comm as the file describes them."""
+    @property
+    def links(self) -> list[tuple[int, int, float]] | None:
+        """The fabric's directed links (source, destination, Gb/s); None without a fabric."""
+    @property
+    def link_bytes(self) -> list[float]:
+        """Bytes each link carried, in `links` order."""
+    @property
+    def trace(self) -> str | None:
+        """A Chrome trace (JSON text) of the run on a fabric; None without one."""
 
 class TrainingInput:
     """One training job as the engine reads it (model, plan, accelerator(s), network), built once

@@ -266,7 +266,7 @@ def simulate(
             backend=backend,
             faults=faults,
         )
-    raw = _engine.run_analytical(
+    run = _engine.run_analytical(
         str(workload),
         text,
         compat=compat == SIMAI,
@@ -285,14 +285,16 @@ def simulate(
         fabric=fabric,
         platform=platform,
     )
-    summary = {SUMMARY_KEYS[k]: v for k, v in zip(raw["summary_columns"], raw["summary"], strict=True)}
-    columns = {"layer_name": raw["layer_names"]}
-    columns.update(zip(raw["layer_columns"], raw["layers"], strict=True))
+    plan: dict[str, Any] = dict(run.plan)
+    summary = {SUMMARY_KEYS[k]: v for k, v in run.summary}
+    columns: dict[str, list[Any]] = {"layer_name": run.layer_names}
+    columns.update(run.layers)
     links = None
     if topology is not None:
         seconds = summary["total_us"] * 1e-6
-        src, dst, gbps = zip(*raw["links"], strict=True) if raw["links"] else ((), (), ())
-        carried = raw["link_bytes"]
+        links_given = run.links or []
+        src, dst, gbps = zip(*links_given, strict=True) if links_given else ((), (), ())
+        carried = run.link_bytes
         links = Table(
             {
                 "src": list(src),
@@ -307,7 +309,7 @@ def simulate(
         )
     made_by = provenance.record(
         command=provenance.call_text("simulate", {"workload": workload, "topology": given_topology, **asked}),
-        plan=raw["plan"] | {k: v for k, v in asked.items() if k not in raw["plan"]},
+        plan=plan | {k: v for k, v in asked.items() if k not in plan},
         model=provenance.workload_file(str(workload), text),
         fabric=provenance.fabric(given_topology, platform),
         backend="analytical" if platform is None else backend,
@@ -316,14 +318,14 @@ def simulate(
         run_name=run_name,
         mode="flow" if topology is not None else "compat-simai" if compat == SIMAI else "default",
         workload=str(workload),
-        plan=raw["plan"],
+        plan=plan,
         summary=summary,
         layers=Table(columns),
-        csv=raw["csv"],
-        warnings=raw["warnings"],
-        simulate_seconds=raw["simulate_seconds"],
-        events=raw["events"],
+        csv=run.csv,
+        warnings=run.warnings,
+        simulate_seconds=run.simulate_seconds,
+        events=run.events,
         links=links,
-        trace=raw.get("trace"),
+        trace=run.trace,
         provenance=made_by,
     )

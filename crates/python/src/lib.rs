@@ -7,23 +7,19 @@ mod graph;
 mod platform;
 mod search;
 mod server;
+mod simai;
 mod templates;
 mod training;
 mod workload;
 
 use clustersim_engine::network::analytical::busbw_file::BusbwTable;
-use clustersim_engine::network::analytical::ratio::{RatioTable, RatioTables};
-use clustersim_engine::simai::build::Overlap;
 use clustersim_engine::simai::file::WorkloadFile;
 use clustersim_engine::simai::report::{Report, LAYER_COLUMNS, SUMMARY_COLUMNS};
-use clustersim_engine::simai::run::{run_analytical as engine_run, RunConfig};
-use clustersim_engine::trace::chrome_trace;
-use clustersim_engine::training::Fabric;
 use clustersim_engine::Error;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::PyDict;
 
 create_exception!(_engine, EngineInputError, PyException, "Bad input: the message names the file, line and field.");
 create_exception!(_engine, EngineInternalError, PyException, "A broken invariant of the engine: a bug in clustersim.");
@@ -56,110 +52,6 @@ fn report(py: Python<'_>, progress: &Option<Bound<'_, PyAny>>, fraction: f64, fa
             false
         }
     }
-}
-
-/// Run a SimAI workload through the executor with an analytical network model.
-#[pyfunction]
-#[pyo3(signature = (
-    path, text, *, compat, gpus, server, busbw, ratios, dp_o, tp_o, ep_o, pp_o, run_name, lenient, progress,
-    fabric = None, platform = None
-))]
-#[allow(clippy::too_many_arguments)]
-fn run_analytical<'py>(
-    py: Python<'py>,
-    path: &str,
-    text: &str,
-    compat: bool,
-    gpus: Option<u32>,
-    server: PyRef<'py, server::PyServerSpec>,
-    busbw: Option<(String, String)>,
-    ratios: Option<[(String, String); 3]>,
-    dp_o: f64,
-    tp_o: f64,
-    ep_o: f64,
-    pp_o: f64,
-    run_name: String,
-    lenient: bool,
-    progress: Option<Bound<'py, PyAny>>,
-    fabric: Option<Bound<'py, PyAny>>,
-    platform: Option<PyRef<'py, platform::PyPlatform>>,
-) -> PyResult<Bound<'py, PyDict>> {
-    // The flow backend: a training input's "fabric", on `platform` if given.
-    let flow = match fabric {
-        None => None,
-        Some(doc) => {
-            let mut f: Fabric = training::read("fabric", &doc)?;
-            f.platform = platform.map(|p| p.inner.clone());
-            Some(f.config().map_err(engine_err)?)
-        }
-    };
-    let platform = server.inner.clone();
-    let busbw = busbw_table(busbw)?;
-    let ratios = match ratios {
-        None => RatioTables::builtin(),
-        Some([(np, nt), (cp, ct), (ap, at)]) => RatioTables {
-            nvlink: RatioTable::parse(&np, &nt).map_err(engine_err)?,
-            nic: RatioTable::parse(&cp, &ct).map_err(engine_err)?,
-            all_to_all: RatioTable::parse(&ap, &at).map_err(engine_err)?,
-        },
-    };
-    let cfg = RunConfig {
-        compat,
-        gpus,
-        platform,
-        busbw,
-        ratios,
-        overlap: Overlap { dp: dp_o, tp: tp_o, ep: ep_o, pp: pp_o },
-        run_name,
-        lenient,
-        flow,
-    };
-    let mut failure = None;
-    let run = engine_run(path, text, &cfg, &mut |f| report(py, &progress, f, &mut failure));
-    if let Some(e) = failure {
-        return Err(e);
-    }
-    let run = run.map_err(engine_err)?;
-    let r = &run.report;
-    let out = PyDict::new(py);
-    out.set_item("summary_columns", SUMMARY_COLUMNS.to_vec())?;
-    out.set_item("summary", r.summary.to_vec())?;
-    out.set_item("layer_columns", LAYER_COLUMNS.to_vec())?;
-    out.set_item("layer_names", &r.layer_names)?;
-    // Columnar: one list per column, built in bulk.
-    let columns = PyList::empty(py);
-    for k in 0..LAYER_COLUMNS.len() {
-        columns.append(r.layers.iter().map(|row| row[k]).collect::<Vec<f64>>())?;
-    }
-    out.set_item("layers", columns)?;
-    out.set_item("csv", r.to_csv())?;
-    out.set_item("warnings", &run.warnings)?;
-    out.set_item("simulate_seconds", run.simulate_seconds)?;
-    out.set_item("events", run.execution.events)?;
-    out.set_item("link_bytes", &run.link_bytes)?;
-    if let Some(f) = &cfg.flow {
-        let t = &f.topology;
-        let links: Vec<(u32, u32, f64)> = t.links.iter().map(|l| (l.src, l.dst, l.bandwidth)).collect();
-        out.set_item("links", links)?;
-        out.set_item("trace", chrome_trace(&run.workload.workload, &run.execution))?;
-    }
-    let w = &run.workload;
-    let h = &w.file.header;
-    let plan = PyDict::new(py);
-    for (k, v) in [
-        ("gpus", w.workload.world_size()),
-        ("tp", w.tp),
-        ("ep", w.ep),
-        ("pp", w.pp),
-        ("dp", w.dp),
-        ("ga", h.ga),
-        ("vpp", h.vpp),
-    ] {
-        plan.set_item(k, v)?;
-    }
-    plan.set_item("pp_comm", h.pp_comm)?;
-    out.set_item("plan", plan)?;
-    Ok(out)
 }
 
 /// Read a SimAI workload file and write it back (checks it, normalises spacing).
@@ -214,7 +106,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InputError", m.py().get_type::<EngineInputError>())?;
     m.add("InternalError", m.py().get_type::<EngineInternalError>())?;
     m.add("PanicException", m.py().get_type::<pyo3::panic::PanicException>())?;
-    m.add_function(wrap_pyfunction!(run_analytical, m)?)?;
+    m.add_function(wrap_pyfunction!(simai::run_analytical, m)?)?;
+    m.add_class::<simai::AnalyticalRun>()?;
     m.add_function(wrap_pyfunction!(end_to_end_csv, m)?)?;
     m.add_class::<server::PyServerSpec>()?;
     m.add_class::<platform::PyPlatform>()?;
