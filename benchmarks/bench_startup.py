@@ -3,7 +3,8 @@ case below, runs interleaved with `python -c pass` (the interpreter's own start-
 from other processes hits every case alike; median and quartiles of --runs. With --baseline PATH
 (another install's `clustersim` console script) the same cases run through it too, interleaved.
 Each case also reports which heavy libraries the command imports (none is the target). Commands
-run byte-compiled, as an installed package does (the first, untimed round compiles).
+run byte-compiled, as an installed package does (the first, untimed round compiles), and again
+under `python -S` (no `site`, so no `.pth` hook of the machine's: see NO_SITE).
 
     python3 benchmarks/bench_startup.py [--runs 31] [--baseline /path/to/old/bin/clustersim] [--write]
 """
@@ -23,6 +24,10 @@ from results import run_header, write_section
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "workload_analytical.txt"
+# A `.pth` hook can cost an interpreter more than clustersim does (this sandbox's imports certifi,
+# and with it pathlib, zipfile and tempfile, in every process): the same commands also run without
+# `site`, as on an interpreter without such hooks.
+NO_SITE = "this install, no `site` (`python -S`)"
 HEAVY = ("networkx", "matplotlib", "pandas", "tqdm", "yaml")
 CASES = {
     "`clustersim --version`": ["--version"],
@@ -59,6 +64,17 @@ def cpu_seconds(cmd: list[str]) -> float | None:
     return usage.ru_utime + usage.ru_stime if status == 0 else None
 
 
+def no_site() -> list[str]:
+    """The `clustersim` command run by an interpreter that skips `site` (its `.pth` hooks), with
+    the installed package put on its path by hand."""
+    import clustersim
+
+    where = str(Path(clustersim.__file__).resolve().parents[1])
+    code = f"import sys; sys.path.insert(0, {where!r}); from clustersim.cli import main"
+    code += "; sys.exit(main(sys.argv[1:]))"
+    return [sys.executable, "-S", "-c", code]
+
+
 def heavy_loaded(args: list[str]) -> str:
     code = f"HEAVY = {HEAVY!r}\n{LOADED}"
     out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=False)
@@ -73,12 +89,14 @@ def main() -> None:
     ap.add_argument("--write", action="store_true", help="update the start-up section of RESULTS.md")
     args = ap.parse_args()
     script = str(Path(sysconfig.get_path("scripts")) / "clustersim")
-    runners = {"this install": script} | ({"baseline": args.baseline} if args.baseline else {})
+    runners = {"this install": [script], NO_SITE: no_site()}
+    runners |= {"baseline": [args.baseline]} if args.baseline else {}
     with tempfile.TemporaryDirectory() as out:
         todo = {("python -c pass", ""): [sys.executable, "-c", "pass"]}
+        todo[("python -S -c pass", "")] = [sys.executable, "-S", "-c", "pass"]
         for label, case in CASES.items():
             for who, exe in runners.items():
-                todo[(label, who)] = [exe, *(a.format(out=out) for a in case)]
+                todo[(label, who)] = [*exe, *(a.format(out=out) for a in case)]
         cpu: dict[tuple[str, str], list[float]] = {k: [] for k in todo}
         for i in range(args.runs + 1):
             for key, cmd in todo.items():
