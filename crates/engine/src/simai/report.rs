@@ -335,7 +335,7 @@ mod tests {
         let mut draw = Stream::new(7, 0);
         for _ in 0..200_000 {
             let magnitude = 10f64.powi((draw.next() % 16) as i32 - 4);
-            let sign = if draw.next() % 2 == 0 { 1.0 } else { -1.0 };
+            let sign = if draw.next().is_multiple_of(2) { 1.0 } else { -1.0 };
             cases.push(sign * draw.uniform() * magnitude);
             // Values on a tie of two decimals, as a bandwidth of whole bytes per µs often is.
             cases.push((draw.next() % 1_000_000) as f64 / 200.0);
