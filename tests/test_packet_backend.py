@@ -1,4 +1,5 @@
-"""`--backend packet` / `backend="packet"`: the packet model behind `run` and `collective`."""
+"""`--backend packet` / `backend="packet"`: the packet model behind `run`, `collective`, `train`
+and `graph run`."""
 
 from __future__ import annotations
 
@@ -55,3 +56,22 @@ def test_run_takes_the_packet_backend():
     flow = clustersim.run(micro, "Spectrum-X:16", gpus=16, algo="ring")
     packet = clustersim.run(micro, "Spectrum-X:16", gpus=16, algo="ring", backend="packet")
     assert flow.iteration_time_us < packet.iteration_time_us < 1.2 * flow.iteration_time_us
+
+
+def test_graph_run_takes_the_packet_backend():
+    # SimAI's micro all-reduce workload as a graph on the 8-GPU crossbar (no memory devices, one
+    # switch: uncongested), its collectives as flows and as packets.
+    from clustersim import workload_graph
+    from clustersim.platform import Platform
+    from clustersim.workload import Workload
+
+    root = __import__("conftest").ROOT
+    path = root / "tests" / "data" / "platforms" / "crossbar8.platform"
+    platform = Platform.parse(str(path), path.read_text())
+    w = Workload.from_simai(root / "examples" / "microAllReduce.txt", gpus=8, gpus_per_server=1)
+    graph = workload_graph.from_workload(w, platform)
+    flow = workload_graph.run(graph, platform)["end_ns"]
+    packet = workload_graph.run(graph, platform, backend="packet")["end_ns"]
+    assert flow < packet < 1.05 * flow, (flow, packet)  # framing, store-and-forward: 1.5 % here
+    with pytest.raises(clustersim.InputError, match="cm02 prices collectives"):
+        workload_graph.run(graph, platform, backend="packet", collectives="cm02")

@@ -430,6 +430,7 @@ def run_workload_graph(
     progress: Progress = None,
     send_lat_us: float | None = None,
     concurrent: bool = False,
+    backend: str = "flow",
 ) -> dict[str, Any]:
     """A workload graph document on `platform` with the flow model: iteration end times (ns),
     per-class breakdowns, placed bytes, per-link bytes and (with `trace`) a Chrome trace;

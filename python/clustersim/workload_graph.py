@@ -118,13 +118,16 @@ def run(
     progress: Callable[[float], object] | None = None,
     collectives: str = "nccl",
     concurrent: bool = False,
+    backend: str = "flow",
 ) -> dict[str, Any]:
     """Run a graph document on `platform` (the engine's `workload_graph::run`): iteration end
     times (ns), per-class time breakdowns (compute, exposed reads of remote memory, collectives,
     point-to-point, idle), placed bytes, and the Chrome trace when `trace`; `algorithm` runs
     every collective with that algorithm (auto: NCCL's tuner), priced by `collectives`
     ([`COLLECTIVES`]); `concurrent` starts every communication vertex once its dependencies are
-    met (HCSim's engine), instead of one at a time per participant set (NCCL's communicator)."""
+    met (HCSim's engine), instead of one at a time per participant set (NCCL's communicator);
+    `backend` moves the transfers as max-min fair flows ("flow") or as packets ("packet", with the
+    packet model's settings, as for `clustersim.run`)."""
     if access not in ACCESS:
         raise InputError(f"command line: --access: '{access}' is not one of {', '.join(ACCESS)}")
     if collectives not in COLLECTIVES:
@@ -142,6 +145,7 @@ def run(
         progress=progress,
         send_lat_us=0.0 if collectives == "cm02" else None,
         concurrent=concurrent,
+        backend=backend,
     )
     return result
 

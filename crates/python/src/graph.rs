@@ -3,6 +3,7 @@
 
 use clustersim_engine::collective::on_platform::{self, PlatformOptions};
 use clustersim_engine::collective::{choose, coherent_ring};
+use clustersim_engine::driver::fabric_backend;
 use clustersim_engine::network::flow::network::Tuning;
 use clustersim_engine::platform::xpu::Dtype;
 use clustersim_engine::trace::chrome_trace;
@@ -71,9 +72,10 @@ pub fn workload_graph_from_workload(
 /// iteration end times (ns), the run's end, per-class breakdowns, placed bytes and, when asked,
 /// a Chrome trace. `send_lat_us`, when given, prices collectives as SimGrid's CM02 model (HCSim's)
 /// does: each step's transfers pay their path latency plus this, at link rate (SimAI's AS_SEND_LAT);
-/// `concurrent` starts each communication vertex once its dependencies are met (HCSim's engine).
+/// `concurrent` starts each communication vertex once its dependencies are met (HCSim's engine);
+/// `backend` is `--backend`'s (flow, or packet with its settings: [`fabric_backend`]).
 #[pyfunction]
-#[pyo3(signature = (path, text, platform, iterations = None, access = "auto", algorithm = "auto", trace = false, progress = None, send_lat_us = None, concurrent = false))]
+#[pyo3(signature = (path, text, platform, iterations = None, access = "auto", algorithm = "auto", trace = false, progress = None, send_lat_us = None, concurrent = false, backend = "flow"))]
 #[allow(clippy::too_many_arguments)]
 pub fn run_workload_graph<'py>(
     py: Python<'py>,
@@ -87,7 +89,9 @@ pub fn run_workload_graph<'py>(
     progress: Option<Bound<'py, PyAny>>,
     send_lat_us: Option<f64>,
     concurrent: bool,
+    backend: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let packets = fabric_backend(backend).map_err(engine_err)?;
     let access = Access::parse(access).ok_or_else(|| {
         engine_err(Error::field("command line", "access", format!("'{access}' is not auto, copy or coherent")))
     })?;
@@ -104,7 +108,8 @@ pub fn run_workload_graph<'py>(
     let tuning = Tuning { options: choose, channels, ..Default::default() };
     let mut failure = None;
     let started = std::time::Instant::now();
-    let run = run_graph(path, &graph, &topo, &options, &tuning, &mut |f| report(py, &progress, f, &mut failure));
+    let run =
+        run_graph(path, &graph, &topo, &options, &tuning, packets, &mut |f| report(py, &progress, f, &mut failure));
     let seconds = started.elapsed().as_secs_f64();
     if let Some(e) = failure {
         return Err(e);

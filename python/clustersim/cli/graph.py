@@ -9,7 +9,15 @@ from typing import Any
 
 from clustersim import provenance
 from clustersim.cli import platform as platform_cli
-from clustersim.cli.common import add_json, add_progress, count, print_json, progress_for, wrote
+from clustersim.cli.common import (
+    add_backend,
+    add_json,
+    add_progress,
+    count,
+    print_json,
+    progress_for,
+    wrote,
+)
 from clustersim.cli.platform import add_template_options
 from clustersim.errors import InputError
 from clustersim.files import atomic_outputs, write_text
@@ -91,6 +99,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
         help="start every communication vertex once its dependencies are met (HCSim's engine), not one"
         " at a time per participant set (NCCL's communicator order, the default)",
     )
+    add_backend(r)
     r.add_argument("-r", "--result", metavar="PREFIX", help="write PREFIXsummary.json and PREFIXtrace.json")
     add_json(r, "the summary")
     add_progress(r)
@@ -186,6 +195,7 @@ def main_run(args: argparse.Namespace) -> int:
             progress=progress,
             collectives=args.collectives,
             concurrent=args.concurrent_collectives,
+            backend=args.backend,
         )
     finally:
         progress.close()
@@ -202,6 +212,7 @@ def main_run(args: argparse.Namespace) -> int:
         "algorithm": args.algo,
         "collectives": args.collectives,
         "concurrent": args.concurrent_collectives,
+        "backend": args.backend,
         "iteration_ns": times[-1],
         "iteration_times_ns": times,
         "iterations_per_s": 1e9 / times[-1] if times[-1] > 0 else None,
@@ -216,7 +227,7 @@ def main_run(args: argparse.Namespace) -> int:
         plan=options | {"platform_options": platform_options},
         model=provenance.workload_file(args.graph, text),
         fabric={"name": platform_name, "sha256": provenance.platform_digest(platform)},
-        backend="flow",
+        backend=args.backend,
     )
     written: list[str] = []
     if args.result is not None:

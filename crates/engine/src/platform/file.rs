@@ -36,6 +36,7 @@
 use std::collections::HashMap;
 
 use super::simai::{parse_rate, parse_time};
+use super::xpu::XpuSpec;
 use super::{Link, MemoryKind, MemorySpec, NodeAttrs, NodeKind, Placement, Platform, Tier};
 use crate::catalog::transport::{Transport, INFINIBAND, ROCE_V2};
 use crate::catalog::Catalog;
@@ -117,6 +118,8 @@ impl<'a> Reader<'a> {
                         at("type", format!("unknown accelerator type '{value}' (valid: {})", valid()))
                     })?;
                     a.accelerator = Some(t.name.clone());
+                    // What it computes with, as a graph document's or a template's XPU of the type.
+                    a.xpu = Some(XpuSpec::of(t));
                 }
                 (NodeKind::NvSwitch, "reduction") => a.reduction = yes_no(value)?,
                 (NodeKind::Switch, "tier") => {
@@ -339,6 +342,15 @@ rank 1 h0
 rank 2 a0
 rank 3 h1
 ";
+
+    #[test]
+    fn a_gpu_computes_with_its_catalog_figures_as_in_a_graph_document() {
+        let p = Platform::parse_platform("p.platform", "node g0 gpu type=h100\nnode s switch\nlink g0 s 400Gbps 1us\n")
+            .unwrap();
+        let (_, h100) = super::super::xpu::catalog_xpu("H100").unwrap();
+        assert_eq!(p.attrs[0].xpu.as_ref(), Some(&h100));
+        assert!(h100.flops(crate::catalog::Dtype::Bf16).is_some_and(|f| f > 9e14));
+    }
 
     #[test]
     fn a_mixed_platform_keeps_types_domains_and_ranks() {

@@ -2,7 +2,8 @@
 //! platform's flow model. Reads of remote memory are flows from the memory device to the XPU
 //! on the same fabric as the collectives, so they share links with them, each capped at its
 //! device's read window over its round trip ([`crate::platform::window`]); everything else is
-//! the flow model's own ([`FlowNetwork`]).
+//! the flow model's own ([`FlowNetwork`]); on the packet backend the collectives move as packets
+//! (remote memory is a flow-model device: the packet backend refuses it by name).
 
 use super::lower::{lower, Lowered, Options, Role};
 use super::memory::Source;
@@ -11,6 +12,7 @@ use crate::error::{InputError, Result};
 use crate::executor::{Execution, Executor};
 use crate::exposure::exposure;
 use crate::network::flow::network::{FlowNetwork, NodeFlows, Tuning};
+use crate::network::packet::PacketConfig;
 use crate::network::{Comm, NetworkModel};
 use crate::platform::Platform;
 use crate::workload::Workload;
@@ -102,13 +104,15 @@ impl GraphRun {
     }
 }
 
-/// Run `graph` (read from `file`) on `platform` with the flow model tuned by `tuning`.
+/// Run `graph` (read from `file`) on `platform` with the flow model tuned by `tuning`, its
+/// transfers moved as packets with `packets` when given ([`crate::driver::fabric_backend`]).
 pub fn run_graph(
     file: &str,
     graph: &WorkloadGraph,
     platform: &Platform,
     options: &Options,
     tuning: &Tuning,
+    packets: Option<PacketConfig>,
     progress: &mut dyn FnMut(f64) -> bool,
 ) -> Result<GraphRun> {
     let lowered = lower(file, graph, platform, options)?;
@@ -121,7 +125,17 @@ pub fn run_graph(
                 .map_or((0.0, f64::INFINITY), |m| (m.latency_ns, m.window_bytes))
         })
         .collect();
-    let net = FlowNetwork::tuned(platform.clone(), tuning, |s| s)?;
+    let mut net = FlowNetwork::tuned(platform.clone(), tuning, |s| s)?;
+    if let Some(config) = packets {
+        if tuning.options.send_lat_us.is_some() {
+            return Err(InputError::field(
+                "command line",
+                "collectives",
+                "cm02 prices collectives as SimGrid's flow model does; the packet backend takes nccl",
+            ));
+        }
+        net.use_packets(config)?;
+    }
     let mut model = GraphNetwork { net, lowered: &lowered, class_ranks: Vec::new(), device };
     let w = &lowered.workload;
     let execution = Executor::new(w)?.run(&mut model, progress)?;

@@ -36,7 +36,7 @@ fn graph(nodes: &str, links: &str, graph: &str) -> WorkloadGraph {
 
 fn run(g: &WorkloadGraph, p: &Platform, access: Access) -> GraphRun {
     let o = Options { iterations: None, access, concurrent: false };
-    run_graph("g.json", g, p, &o, &Tuning::default(), &mut |_| true).unwrap()
+    run_graph("g.json", g, p, &o, &Tuning::default(), None, &mut |_| true).unwrap()
 }
 
 fn close(a: f64, b: f64) -> bool {
@@ -131,7 +131,7 @@ fn a_not_first_edge_waits_for_the_iteration_before() {
 fn lower_err(g: &str, p: &Platform) -> String {
     let g = WorkloadGraph::parse_json("g.json", g).unwrap();
     let o = Options::default();
-    match run_graph("g.json", &g, p, &o, &Tuning::default(), &mut |_| true) {
+    match run_graph("g.json", &g, p, &o, &Tuning::default(), None, &mut |_| true) {
         Ok(_) => panic!("accepted"),
         Err(e) => e.to_string(),
     }

@@ -123,7 +123,7 @@ fn read_and_run(text: &str, p: &Platform) -> Verdict {
         return Ok(Outcome::Accepted);
     }
     let o = Options { iterations: None, access: Access::Auto, concurrent: false };
-    match run_graph(FILE, &g, p, &o, &Tuning::default(), &mut |_| true) {
+    match run_graph(FILE, &g, p, &o, &Tuning::default(), None, &mut |_| true) {
         Ok(r) if r.execution.end_ns.is_finite() && r.execution.end_ns >= 0.0 => Ok(Outcome::Accepted),
         Ok(r) => Err(format!("ran to a time of {} ns", r.execution.end_ns)),
         Err(e) => refused(FILE, &e, |_| true),
