@@ -9,7 +9,9 @@ The content hashes are SHA-256: of a fabric, its nodes, links, link rates, place
 types as the engine holds them (`platform_digest`: a fabric given as a template, a file or a
 Platform object hashes alike, and a calibrated fabric differs from the raw one); of a model, its
 resolved description as canonical JSON (sorted keys, no spaces: the catalog entry or file as
-read, with any overrides applied); of a workload or graph file, its text (`sha256sum`'s hash).
+read, with any overrides applied); of a SimAI workload file, its text as read (UTF-8, `\n` line
+ends: `sha256sum`'s hash of a file with Unix line ends); of a workload graph, its document as the
+engine reads it (normalised JSON, so a re-indented or GraphML copy of a graph hashes alike).
 """
 
 from __future__ import annotations
@@ -120,13 +122,17 @@ def platform_digest(platform: Any) -> str:
 
 
 def _sha256_hex(data: bytes) -> str:
-    """SHA-256 of `data` in hex. Below 1 MB, CPython's built-in `_sha256`: `hashlib` loads OpenSSL,
-    which costs a command more start-up than the built-in's slower hashing of that much."""
+    """SHA-256 of `data` in hex. Below 1 MB, CPython's built-in SHA-256 (`_sha2` from 3.12,
+    `_sha256` before): `hashlib` loads OpenSSL, which costs a command more start-up than the
+    built-in's slower hashing of that much."""
     if len(data) < 1 << 20:
         try:
-            from _sha256 import sha256
-        except ImportError:  # an interpreter built without it
-            from hashlib import sha256
+            from _sha2 import sha256
+        except ImportError:
+            try:
+                from _sha256 import sha256
+            except ImportError:  # an interpreter built without either
+                from hashlib import sha256
     else:
         from hashlib import sha256
     return sha256(data).hexdigest()
@@ -157,8 +163,8 @@ def model(description: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 
 def workload_file(name: str, text: str) -> dict[str, Any]:
-    """A workload (or graph) file as the model: its name and the SHA-256 of its text (UTF-8), which
-    is what `sha256sum` prints for the file."""
+    """A workload file (or a graph document) as the model: its name and the SHA-256 of `text`
+    (UTF-8; for a file with Unix line ends, what `sha256sum` prints)."""
     return {"name": name, "sha256": _sha256_hex(text.encode())}
 
 
