@@ -8,6 +8,7 @@ use crate::executor::{Execution, Executor};
 use crate::network::analytical::{Analytical, CollectiveCost};
 use crate::network::flow::network::{FlowNetwork, Tuning};
 use crate::network::packet::PacketConfig;
+use crate::network::NetworkModel;
 use crate::platform::fault::Fault;
 use crate::platform::routing::Routes;
 use crate::platform::{Placement, Platform};
@@ -64,6 +65,9 @@ pub enum Backend<'a> {
     Flow(&'a FlowConfig),
     /// A flow network built by the caller (a sweep that watches the tuner's choices).
     FlowNetwork(Box<FlowNetwork>),
+    /// A network model the caller built and keeps (a workload graph's flow network, which also
+    /// moves reads of remote memory); what it carried is read off it afterwards.
+    Model(&'a mut dyn NetworkModel),
 }
 
 /// An execution, and the bytes each directed link of the fabric carried (flow backends only).
@@ -82,6 +86,10 @@ pub fn simulate(w: &Workload, backend: Backend<'_>, progress: &mut dyn FnMut(f64
         }
         Backend::Flow(config) => run_flow(&executor, config.network()?, progress),
         Backend::FlowNetwork(net) => run_flow(&executor, *net, progress),
+        Backend::Model(model) => {
+            let execution = executor.run(model, progress)?;
+            Ok(Simulation { execution, link_bytes: Vec::new() })
+        }
     }
 }
 

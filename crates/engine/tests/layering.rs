@@ -15,8 +15,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// Top-level modules (files or folders directly under `src/`), by layer, bottom first. A module
-/// may use its own layer and those below. `catalog` and `compute` do not exist yet: they have
-/// their place.
+/// may use its own layer and those below.
 const LAYERS: &[&[&str]] = &[
     // utilities
     &["error", "int_hash", "due", "layout", "node_link", "random"],

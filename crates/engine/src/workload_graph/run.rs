@@ -1,4 +1,4 @@
-//! Running a workload graph: lowered ([`super::lower`]), then run by the one executor on the
+//! Running a workload graph: lowered ([`super::lower`]), then run by the one driver on the
 //! platform's flow model. Reads of remote memory are flows from the memory device to the XPU
 //! on the same fabric as the collectives, so they share links with them, each capped at its
 //! device's read window over its round trip ([`crate::platform::window`]); everything else is
@@ -8,8 +8,9 @@
 use super::lower::{lower, Lowered, Options, Role};
 use super::memory::Source;
 use super::WorkloadGraph;
+use crate::driver::{self, Backend};
 use crate::error::{InputError, Result};
-use crate::executor::{Execution, Executor};
+use crate::executor::Execution;
 use crate::exposure::exposure;
 use crate::network::flow::network::{FlowNetwork, NodeFlows, Tuning};
 use crate::network::packet::PacketConfig;
@@ -138,7 +139,7 @@ pub fn run_graph(
     }
     let mut model = GraphNetwork { net, lowered: &lowered, class_ranks: Vec::new(), device };
     let w = &lowered.workload;
-    let execution = Executor::new(w)?.run(&mut model, progress)?;
+    let execution = driver::simulate(w, Backend::Model(&mut model), progress)?.execution;
     let link_bytes = model.net.carried_bytes().to_vec();
     let mut iteration_end_ns = vec![0.0f64; lowered.iterations as usize];
     let mut breakdown = Vec::with_capacity(w.programs.len());
