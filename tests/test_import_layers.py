@@ -95,3 +95,40 @@ def test_a_module_in_no_layer_fails(copy):
     out = lint(copy)
     assert out.returncode == 1
     assert "clustersim.stray" in out.stdout
+
+
+def names_through_the_root(package) -> list[str]:
+    """Imports that reach a public name through the package root (`import clustersim`, `from
+    clustersim import train`): the root loads them lazily, so import-linter, which ignores
+    imports of the root (it is where `_engine` and `__version__` come from), cannot see which
+    layer they reach. Only submodules, `_engine` and `__version__` may come from it."""
+    import ast
+
+    submodules = {p.stem for p in package.glob("*.py")} | {p.name for p in package.iterdir() if p.is_dir()}
+    allowed = submodules | {"_engine", "__version__"}
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if path == package / "__init__.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            where = f"{path.relative_to(package)}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, ast.Import) and any(a.name == "clustersim" for a in node.names):
+                found.append(f"{where}: import clustersim")
+            elif isinstance(node, ast.ImportFrom) and node.module == "clustersim" and node.level == 0:
+                found += [
+                    f"{where}: from clustersim import {a.name}" for a in node.names if a.name not in allowed
+                ]
+    return found
+
+
+def test_no_module_reaches_a_public_name_through_the_root():
+    assert names_through_the_root(ROOT / "python" / "clustersim") == []
+
+
+def test_a_public_name_through_the_root_is_caught(copy):
+    files = copy / "python" / "clustersim" / "files.py"
+    append(files, "import clustersim  # noqa: E402")
+    append(files, "from clustersim import _engine, train  # noqa: E402")
+    found = names_through_the_root(copy / "python" / "clustersim")
+    assert [f.split(": ", 1)[1] for f in found] == ["import clustersim", "from clustersim import train"]
+    assert all(f.startswith("files.py:") for f in found)
