@@ -43,6 +43,7 @@ from typing import Any
 
 import yaml
 from clustersim.measure.calibrate.nccl_log import OPS
+from clustersim.nccl_tests import busbw_factor
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "data" / "nccl-tests" / "corpus.yaml"
@@ -395,15 +396,6 @@ def ignored_env(entry: dict[str, Any]) -> list[str]:
     env = entry.get("env") or {}
     taken = set(FORCING) | {"NCCL_NVLS_ENABLE", "NCCL_DEBUG", "NCCL_SOCKET_IFNAME"}
     return [f"{k}={v}" for k, v in env.items() if k.startswith("NCCL_") and k not in taken]
-
-
-def busbw_factor(collective: str, n: int) -> float:
-    """nccl-tests' busbw / algbw (its doc/PERFORMANCE.md) for a collective on n ranks."""
-    if collective == "all_reduce":
-        return 2 * (n - 1) / n
-    if collective in ("all_gather", "reduce_scatter", "alltoall"):
-        return (n - 1) / n
-    return 1.0
 
 
 def busbw(collective: str, n: int, size: int, seconds: float) -> float:

@@ -322,6 +322,12 @@ class Simulated:
 def generate_workload(input: TrainingInput, *, aicb_compat: bool = False) -> str:
     """A training iteration as SimAI workload file text."""
 
+def busbw_factor(collective: str, ranks: int) -> float:
+    """nccl-tests' busbw / algbw for `collective` (its name, e.g. allreduce or all_reduce) on `ranks`."""
+
+def in_network_busbw_factor(ranks: int) -> float:
+    """nccl-tests' busbw / algbw for an all-reduce reduced in the network on `ranks` ranks."""
+
 def rewrite_workload(path: str, text: str, *, lenient: bool = False) -> tuple[str, list[str]]:
     """A SimAI workload file written back in its header variant, and the warnings."""
 

@@ -29,17 +29,13 @@ FLOAT_BYTES = 4
 
 
 def busbw_factor(op: str, n: int) -> float:
-    """nccl-tests' busbw / algbw for `op` on n ranks."""
-    if op == "allreduce":
-        return 2 * (n - 1) / n
-    if op in ("allgather", "reducescatter", "alltoall"):
-        return (n - 1) / n
-    return 1.0
+    """nccl-tests' busbw / algbw for `op` on n ranks (the engine's)."""
+    return _engine.busbw_factor(op, n)
 
 
 def in_network_factor(n: int) -> float:
-    """nccl-tests' busbw / algbw for an all-reduce reduced in the network on n ranks."""
-    return (n - 1) / (n + 1)
+    """nccl-tests' busbw / algbw for an all-reduce reduced in the network on n ranks (the engine's)."""
+    return _engine.in_network_busbw_factor(n)
 
 
 def parse_size(text: str) -> int:

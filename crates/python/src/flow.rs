@@ -117,3 +117,16 @@ pub fn collective_sweep(
     })
     .map_err(engine_err)
 }
+
+/// nccl-tests' busbw / algbw (its doc/PERFORMANCE.md) for `collective` on `ranks` ranks: the
+/// engine's one definition ([`Collective::busbw_factor`]).
+#[pyfunction]
+pub fn busbw_factor(collective: &str, ranks: u32) -> PyResult<f64> {
+    Ok(nccl_tests::parse_collective(collective).map_err(engine_err)?.busbw_factor(ranks))
+}
+
+/// nccl-tests' busbw / algbw for an all-reduce reduced in the network on `ranks` ranks.
+#[pyfunction]
+pub fn in_network_busbw_factor(ranks: u32) -> f64 {
+    clustersim_engine::collective::collnet::in_network_busbw_factor(ranks)
+}

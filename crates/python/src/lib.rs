@@ -127,6 +127,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     m.add_function(wrap_pyfunction!(flow::flow_completion_times, m)?)?;
     m.add_function(wrap_pyfunction!(flow::collective_sweep, m)?)?;
+    m.add_function(wrap_pyfunction!(flow::busbw_factor, m)?)?;
+    m.add_function(wrap_pyfunction!(flow::in_network_busbw_factor, m)?)?;
     m.add_function(wrap_pyfunction!(rewrite_workload, m)?)?;
     m.add_function(wrap_pyfunction!(inspect_workload, m)?)?;
     m.add_class::<search::PlanSearch>()?;
