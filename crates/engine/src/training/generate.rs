@@ -233,7 +233,6 @@ pub fn generate_mixed(
     }
     let ov = overlap.resolve(plan)?;
     let (t, p, v, cp) = (plan.tp, plan.pp, plan.vpp, plan.cp);
-    let dp = plan.dp_size();
     let m = plan.micro_batches();
     let (layout, groups) = groups(plan);
     let world = plan.gpus;
@@ -246,189 +245,24 @@ pub fn generate_mixed(
         .flat_map(|s| (0..types.len() as u32).map(move |ty| (s, ty)))
         .filter(|&(s, ty)| present[s as usize * types.len() + ty as usize])
         .collect();
-    let b = plan.mbs as u64;
-    let s = plan.seq / cp as u64;
-    let h = model.hidden;
-    let act = 2 * b * s * h; // T: one bf16 activation of the micro-batch
+    // T: one bf16 activation of the micro-batch.
+    let act = 2 * plan.mbs as u64 * (plan.seq / cp as u64) * model.hidden;
     let p2p = if plan.sp { act / t as u64 } else { act };
-    let tied = model.tied() && p > 1;
     let dp_groups = DpGroups::new(plan);
 
     let mut programs = Vec::with_capacity(classes.len());
     let mut all_steps = Vec::with_capacity(classes.len());
     let mut op_layer = Vec::with_capacity(classes.len());
     for &(stage, ty) in &classes {
-        let costs = Costs { acc: types[ty as usize], model, plan, flash_attention };
-        let cx = Ctx { model, plan, act, tp_overlap: ov.tp_comm.then(|| tp_linears(model, plan, types[ty as usize])) };
-        let dense = costs.layer(false);
-        let moe_times = model.moe.as_ref().map(|_| costs.layer(true));
-        let (emb_f, emb_b) = costs.embedding();
-        let (head_f, head_b) = costs.head();
-        let mut bld = Builder::new();
-        let mut spans = Vec::new();
-        let chunk_layers = |c: u32| plan.chunk_layers(model.layers, stage, c);
-        let first = |c: u32| stage == 0 && c == 0;
-        let last = |c: u32| stage == p - 1 && c == v - 1;
-        let steps = schedule(stage, p, m, v);
-        // Gradient buckets per chunk: Megatron-Core buckets only the first stage's first chunk.
-        let chunk_buckets: Vec<Vec<Bucket>> = (0..v)
-            .map(|c| {
-                let size = (ov.grad_reduce && stage == 0 && c == 0).then_some(ov.bucket_size);
-                buckets(model, plan, stage, c, size)
-            })
-            .collect();
-        let mut grads =
-            GradSync { launched: chunk_buckets.iter().map(|b| vec![false; b.len()]).collect(), ops: Vec::new() };
-        let mut gather = (plan.dp == DataParallel::DistributedOptimizer && ov.param_gather)
-            .then(|| ParamGather::new(&chunk_buckets, v == 1));
-        if let (Some(g), true) = (gather.as_mut(), v > 1) {
-            // Interleaved (align_param_gather): the first two chunks' gathers start the iteration.
-            for c in 0..2 {
-                g.dispatch_chunk(&mut bld, c, &dp_groups);
-            }
+        let acc = types[ty as usize];
+        let mut built = Stage::new(model, plan, &ov, &dp_groups, acc, stage, act, p2p, flash_attention);
+        for st in schedule(stage, p, m, v) {
+            built.step(st);
         }
-        if let (Some(g), true) = (gather.as_mut(), v == 1 && ov.gather_at_zero_grad) {
-            // Megatron-Core before 2024-09: zero_grad() dispatches the first bucket's gather.
-            g.dispatch_first(&mut bld, &dp_groups);
-        }
-        // Backward steps left per chunk: the last one is the micro-batch whose gradients reduce.
-        let mut bwd_left = vec![m; v as usize];
-        let (mut fwd_k, mut bwd_k) = (0u32, 0u32);
-        // Per direction, the gate at the end of its last step: with the P2P overlap the next
-        // receive of that direction is posted from there, a step ahead.
-        let mut after_last: [Vec<u32>; 2] = [Vec::new(), Vec::new()];
-        for st in steps {
-            let c = st.chunk;
-            let begin = bld.prog.ops.len() as u32;
-            let needs_recv = if st.forward { !first(c) } else { !last(c) };
-            if needs_recv {
-                let offset = if st.forward { -1 } else { 1 };
-                let deps = if ov.p2p { after_last[st.forward as usize].clone() } else { bld.gate.clone() };
-                bld.recv(offset, p2p, deps);
-            }
-            if st.forward {
-                if let Some(g) = gather.as_mut() {
-                    // Interleaved: the gathers of the chunk after next, aligned across stages.
-                    let k = fwd_k + stage;
-                    if v > 1 && k % p == 0 && k / p + 1 < v && k / p + 1 > 1 && k < p * v {
-                        g.dispatch_chunk(&mut bld, k / p + 1, &dp_groups);
-                    }
-                }
-                fwd_k += 1;
-                let mut pre = |bld: &mut Builder, block: Block| {
-                    if let (Some(g), 0) = (gather.as_mut(), st.micro_batch) {
-                        g.wait(bld, c, block, &dp_groups);
-                    }
-                };
-                if first(c) {
-                    pre(&mut bld, Block::Embedding);
-                    bld.compute(emb_f, R_EMB, Phase::Forward);
-                    if t > 1 {
-                        let c = if plan.sp { Collective::ReduceScatter } else { Collective::AllReduce };
-                        bld.coll(c, TP, act, R_EMB, Phase::Forward, true);
-                    }
-                }
-                for l in chunk_layers(c) {
-                    let bt = if model.is_moe_layer(l) { moe_times.unwrap_or(dense) } else { dense };
-                    bld.layer = l;
-                    forward_layer(&mut bld, &cx, &bt, l, model.is_moe_layer(l), &mut pre);
-                    bld.layer = NO_LAYER;
-                }
-                if last(c) {
-                    pre(&mut bld, Block::Head);
-                    if t > 1 && plan.sp {
-                        bld.coll(Collective::AllGather, TP, act, R_HEAD, Phase::Forward, true);
-                    }
-                    bld.compute(head_f, R_HEAD, Phase::Forward);
-                    if t > 1 {
-                        // Cross-entropy over the vocabulary shards: max, sum of exponentials, target logit.
-                        for _ in 0..3 {
-                            bld.coll(Collective::AllReduce, TP, 4 * b * s, R_CE, Phase::Forward, true);
-                        }
-                    }
-                } else {
-                    bld.send(1, p2p);
-                }
-            } else {
-                bwd_left[c as usize] -= 1;
-                // Megatron-Core reduces gradients only in the last micro-batch's backward; without
-                // interleaving each bucket as soon as its gradients are ready.
-                let ready_now = ov.grad_reduce && v == 1 && bwd_left[c as usize] == 0;
-                let mut ready = |bld: &mut Builder, block: Block, op: u32| {
-                    if ready_now {
-                        grads.launch_ready(bld, &chunk_buckets, c, block, op, &dp_groups);
-                    }
-                };
-                if last(c) {
-                    // The LM head is a column-parallel linear: its input gradient is reduced (and
-                    // its input re-gathered with SP) like the first linear of a block.
-                    let w = backward_linear(&mut bld, &cx, head_b.share(2), head_b.share(2), R_HEAD, None);
-                    ready(&mut bld, Block::Head, w);
-                }
-                for l in chunk_layers(c).rev() {
-                    let bt = if model.is_moe_layer(l) { moe_times.unwrap_or(dense) } else { dense };
-                    bld.layer = l;
-                    if plan.recompute == Recompute::Full {
-                        forward_layer(&mut bld, &cx, &bt, l, model.is_moe_layer(l), &mut |_, _| {});
-                    }
-                    let (mlp_w, attn_w) = backward_layer(&mut bld, &cx, &bt, model.is_moe_layer(l));
-                    ready(&mut bld, Block::Mlp(l), mlp_w);
-                    ready(&mut bld, Block::Attn(l), attn_w);
-                    bld.layer = NO_LAYER;
-                }
-                if !first(c) {
-                    bld.send(-1, p2p);
-                } else {
-                    if t > 1 && plan.sp {
-                        // The backward of the forward reduce-scatter: gather the output gradient.
-                        bld.coll(Collective::AllGather, TP, act, R_EMB, Phase::InputGrad, true);
-                    }
-                    let w = bld.compute(emb_b, R_EMB, Phase::WeightGrad);
-                    ready(&mut bld, Block::Embedding, w);
-                }
-                // Interleaved (align_grad_reduce): a chunk's gradients reduce together, `stage`
-                // backward steps after its last micro-batch's, aligned across stages.
-                if ov.grad_reduce && v > 1 && bwd_k >= stage {
-                    let done = virtual_step(bwd_k - stage, p, v, false);
-                    if done.micro_batch == m - 1 {
-                        grads.launch_chunk(&mut bld, &chunk_buckets, done.chunk, &dp_groups);
-                    }
-                }
-                bwd_k += 1;
-            }
-            after_last[st.forward as usize] = bld.gate.clone();
-            spans.push((st, begin..bld.prog.ops.len() as u32));
-        }
-        // Whatever has not started yet (all of it without the gradient overlap) starts now;
-        // finalize_model_grads waits for every reduction, then all-reduces a tied embedding's
-        // gradient between first and last stage, then the optimizer steps.
-        for c in 0..v {
-            grads.launch_chunk(&mut bld, &chunk_buckets, c, &dp_groups);
-        }
-        bld.gate.append(&mut grads.ops);
-        if tied && (stage == 0 || stage == p - 1) {
-            bld.coll(Collective::AllReduce, EMB, 4 * model.vocab * h / t as u64, R_GRAD, Phase::WeightGrad, true);
-        }
-        // Optimizer step on this GPU's share.
-        let (params, _) = stage_params(model, plan, stage);
-        let shard = match plan.dp {
-            DataParallel::Ddp => params as f64,
-            _ => params as f64 / (dp * cp) as f64,
-        };
-        bld.compute(costs.optimizer(shard), R_OPT, Phase::Other);
-        // Updated parameters, bucket by bucket, unless the next forward gathers them.
-        let gathers_after =
-            matches!(plan.dp, DataParallel::DistributedOptimizer | DataParallel::Zero1 | DataParallel::Zero2);
-        if gathers_after && gather.is_none() {
-            for bucket in chunk_buckets.iter().flatten() {
-                if let Some(group) = dp_groups.of(bucket.buffer) {
-                    bld.coll(Collective::AllGather, group, 2 * bucket.params, R_GATHER, Phase::Other, true);
-                }
-            }
-        }
-        programs.push(bld.prog);
+        let (program, spans, layers) = built.finish();
+        programs.push(program);
         all_steps.push(spans);
-        op_layer.push(bld.op_layer);
+        op_layer.push(layers);
     }
     let rank_class = (0..world)
         .map(|r| {
@@ -912,6 +746,10 @@ pub(super) fn moe_bytes(model: &Model, plan: &Plan) -> (u64, u64, u64) {
     let a2a = 2 * tokens * k * model.hidden;
     (a2a, a2a * plan.tp as u64, 2 * plan.ep as u64 * experts * plan.tp as u64)
 }
+
+#[path = "stage.rs"]
+mod stage;
+use stage::Stage;
 
 #[path = "userbuffers.rs"]
 mod userbuffers;
