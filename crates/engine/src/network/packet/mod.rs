@@ -37,8 +37,11 @@
 //!
 //! *Congestion control* (`dcqcn.rs`, one file per algorithm): the notification point (the
 //! receiver) sends a CNP for a CE-marked packet, at most one per `decrease_interval` per QP; the
-//! reaction point (the sender) runs DCQCN's rate cuts, α and increase stages. HPCC, TIMELY and
-//! DCTCP are further files with the same hooks (on ACK, on CNP, on timer); not written yet.
+//! reaction point (the sender) runs DCQCN's rate cuts, α and increase stages. HPCC (`hpcc.rs`:
+//! switches stamp INT records as a packet leaves them), TIMELY (`timely.rs`: the RTT of a
+//! timestamped packet) and DCTCP (`dctcp.rs`: the ECN mark echoed in the ACK) run on each ACK
+//! (`cc.rs`: an enum per queue pair, and the telemetry slots their packets carry). The window
+//! (`HAS_WIN`) is the path's bandwidth-delay product, scaled by the current rate with `VAR_WIN`.
 //!
 //! *Speed* (htsim's lesson): events are small plain values in one calendar queue (`calendar.rs`:
 //! earliest first, ties in issue order, so equal inputs give equal runs); per link a few counters and two
@@ -46,13 +49,17 @@
 //! are reused once no packet of theirs is left in flight.
 
 mod calendar;
+mod cc;
 mod config;
 mod dcqcn;
+mod dctcp;
 mod host;
+mod hpcc;
 pub mod simai_conf;
 mod switch;
+mod timely;
 
-pub use config::{CcMode, DcqcnParams, PacketConfig, PfcThreshold, Red};
+pub use config::{CcMode, DcqcnParams, DctcpParams, HpccParams, PacketConfig, PfcThreshold, Red, TimelyParams};
 
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
@@ -63,6 +70,7 @@ use crate::network::flow::Wait;
 use crate::platform::{NodeKind, Platform};
 use crate::random::Stream;
 use calendar::Calendar;
+use cc::{AckCc, Telemetry};
 use dcqcn::Dcqcn;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,8 +91,10 @@ struct Packet {
     wire: u32,
     hop: u16,
     kind: Kind,
-    /// ECN congestion experienced.
+    /// ECN congestion experienced (on an ACK: its data packet's, echoed).
     ce: bool,
+    /// The packet's telemetry slot ([`cc::NO_TELEMETRY`]: none), taken over by its ACK.
+    telemetry: u32,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -180,6 +190,8 @@ struct Qp {
     dcqcn: Option<Dcqcn>,
     alpha_on: bool,
     inc_ver: u32,
+    /// HPCC, TIMELY or DCTCP.
+    ack_cc: AckCc,
 }
 
 /// A batch's transfers: (route, bytes, rate ceiling).
@@ -245,6 +257,9 @@ pub struct PacketSim {
     /// its last byte arrives.
     complete_on_ack: bool,
     finished: Vec<(u64, f64)>,
+    /// Telemetry slots of packets in flight, and the free ones.
+    telemetry: Vec<Telemetry>,
+    free_telemetry: Vec<u32>,
 }
 
 impl PacketSim {
@@ -331,6 +346,8 @@ impl PacketSim {
             keep_records: true,
             complete_on_ack: false,
             finished: Vec::new(),
+            telemetry: Vec::new(),
+            free_telemetry: Vec::new(),
         })
     }
 
@@ -426,18 +443,21 @@ impl PacketSim {
     fn new_qp(&mut self, route: Rc<[u32]>, size: u64, ceil: f64, batch: u32, now: f64) -> u32 {
         let line = route.first().map_or(f64::INFINITY, |&l| self.ports[l as usize].rate);
         let max_rate = line.min(ceil);
+        // The path's base round trip: each hop's delay both ways, a full packet stored and
+        // forwarded out, an ACK back.
+        let extra = cc::header_bytes(self.cfg.cc);
+        let w = f64::from(self.cfg.transport.wire_bytes(self.cfg.payload_bytes) + extra);
+        let a = f64::from(self.cfg.transport.wire_bytes(0) + extra);
+        let rtt: f64 =
+            route.iter().map(|&l| 2.0 * self.ports[l as usize].lat + (w + a) / self.ports[l as usize].rate).sum();
         let window = if self.cfg.window && !route.is_empty() {
-            // The path's bandwidth-delay product: line rate × its base round trip (each hop's
-            // delay both ways, a full packet stored and forwarded out, an ACK back).
-            let w = f64::from(self.cfg.transport.wire_bytes(self.cfg.payload_bytes));
-            let a = f64::from(self.cfg.transport.wire_bytes(0));
-            let rtt: f64 =
-                route.iter().map(|&l| 2.0 * self.ports[l as usize].lat + (w + a) / self.ports[l as usize].rate).sum();
+            // The path's bandwidth-delay product: line rate × its base round trip.
             ((line * rtt).ceil() as u64).max(u64::from(self.cfg.payload_bytes))
         } else {
             u64::MAX
         };
         let dcqcn = (self.cfg.cc == CcMode::Dcqcn).then(|| Dcqcn::new(max_rate));
+        let ack_cc = AckCc::new(self.cfg.cc, max_rate, rtt);
         let qp = Qp {
             route,
             size,
@@ -464,6 +484,7 @@ impl PacketSim {
             dcqcn,
             alpha_on: false,
             inc_ver: 0,
+            ack_cc,
         };
         match self.free_qps.pop() {
             Some(f) => {

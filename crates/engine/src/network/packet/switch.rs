@@ -10,6 +10,7 @@ impl PacketSim {
         let wire = u64::from(p.wire);
         if self.held[node].saturating_add(wire) > self.cfg.buffer_bytes {
             self.stats.drops += 1;
+            self.free_telemetry_slot(p.telemetry);
             self.qps[p.flow as usize].live -= 1;
             self.maybe_free(p.flow);
             return;
@@ -42,6 +43,7 @@ impl PacketSim {
                 self.stats.ecn_marks += 1;
             }
         }
+        self.stamp_int(l, p);
         let from = self.qps[p.flow as usize].route[p.hop as usize - 1];
         let node = self.ports[l as usize].src as usize;
         let wire = u64::from(p.wire);

@@ -151,7 +151,16 @@ fn ecn_marks_follow_red_on_a_held_queue() {
         sim.ports[out].free_pending = true;
         for k in 0..m {
             sim.ports[out].queued = q;
-            let p = Packet { seq: k, flow: 0, payload: 9000, wire: 9082, hop: 1, kind: Kind::Data, ce: false };
+            let p = Packet {
+                seq: k,
+                flow: 0,
+                payload: 9000,
+                wire: 9082,
+                hop: 1,
+                kind: Kind::Data,
+                ce: false,
+                telemetry: cc::NO_TELEMETRY,
+            };
             sim.qps[0].live += 1;
             sim.forward(0, 3, p);
             // Take it back out, leaving q bytes behind it: the queue is held at q.
