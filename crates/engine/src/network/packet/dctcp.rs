@@ -25,9 +25,12 @@ pub struct Dctcp {
     marked: u64,
     /// A cut is in progress until an ACK passes this byte.
     cut_until: Option<u64>,
-    /// ACKs seen and the marked ones among them (for measurement).
+    /// For measurement: ACKs seen and the marked ones among them; windows closed and the sum of
+    /// their marked fractions F.
     pub acks: u64,
     pub marked_acks: u64,
+    pub windows: u64,
+    pub fraction_sum: f64,
 }
 
 impl Dctcp {
@@ -41,6 +44,8 @@ impl Dctcp {
             cut_until: None,
             acks: 0,
             marked_acks: 0,
+            windows: 0,
+            fraction_sum: 0.0,
         }
     }
 
@@ -70,6 +75,8 @@ impl Dctcp {
             Some(last) if ack_seq > last => {
                 let fraction = (self.marked as f64 / self.window_packets as f64).min(1.0);
                 self.alpha = (1.0 - p.gain) * self.alpha + p.gain * fraction;
+                self.windows += 1;
+                self.fraction_sum += fraction;
                 self.last_update_seq = Some(snd_nxt);
                 self.marked = 0;
                 self.window_packets = snd_nxt.saturating_sub(ack_seq) / packet_bytes + 1;

@@ -91,6 +91,12 @@ impl Hpcc {
         }
     }
 
+    /// T, ns.
+    #[cfg(test)]
+    pub fn base_rtt(&self) -> f64 {
+        self.base_rtt
+    }
+
     /// An ACK of every byte below `ack_seq`, carrying `int`, reaches the sender, whose next byte
     /// to send is `snd_nxt`: the rate to send at now, None when unchanged.
     pub fn on_ack(&mut self, p: &HpccParams, ack_seq: u64, snd_nxt: u64, int: &Int, line: f64) -> Option<f64> {
@@ -110,6 +116,8 @@ impl Hpcc {
         rate
     }
 
+    // Hop i's record, its previous one and its per-hop state go together: indices read best.
+    #[allow(clippy::needless_range_loop)]
     fn update(&mut self, p: &HpccParams, int: &Int, fast: bool, line: f64) -> Option<f64> {
         if int.nhop as usize > MAX_HOPS {
             return None;

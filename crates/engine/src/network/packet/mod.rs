@@ -686,6 +686,8 @@ impl PacketSim {
 }
 
 #[cfg(test)]
+mod cc_tests;
+#[cfg(test)]
 mod ns3_tests;
 #[cfg(test)]
 mod tests;

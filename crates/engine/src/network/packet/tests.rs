@@ -5,7 +5,7 @@ use crate::catalog::transport::ROCE_V2;
 use crate::platform::Link;
 
 /// `n` hosts on one switch (node n), every link `rate` bytes/ns and `lat` ns, both ways.
-fn star(n: u32, rate: f64, lat: f64) -> Platform {
+pub(super) fn star(n: u32, rate: f64, lat: f64) -> Platform {
     let kinds = [vec![NodeKind::Gpu; n as usize], vec![NodeKind::Switch]].concat();
     let mut links = Vec::new();
     for i in 0..n {
@@ -16,7 +16,7 @@ fn star(n: u32, rate: f64, lat: f64) -> Platform {
 }
 
 /// The links of host a → switch → host b on [`star`].
-fn route(a: u32, b: u32) -> Rc<[u32]> {
+pub(super) fn route(a: u32, b: u32) -> Rc<[u32]> {
     Rc::from([2 * a, 2 * b + 1])
 }
 
@@ -177,7 +177,7 @@ fn ecn_marks_follow_red_on_a_held_queue() {
 }
 
 /// Bytes each flow has delivered by `t`.
-fn delivered_by(sim: &mut PacketSim, t: f64, flows: &[u32]) -> Vec<u64> {
+pub(super) fn delivered_by(sim: &mut PacketSim, t: f64, flows: &[u32]) -> Vec<u64> {
     let mut sink = Vec::new();
     while sim.next_time().is_some_and(|x| x <= t) {
         sim.step(&mut sink);
