@@ -348,6 +348,17 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "≥ 10⁶ data packets per CPU-second on 8192 hosts, ≤ 2 GB; busbw within 5 % of ns-3.",
         "python3 benchmarks/bench_packet.py --write",
     ),
+    Benchmark(
+        "packet_cc",
+        "bench_packet_cc.py",
+        "Packet backend: DCQCN against HPCC (and TIMELY, DCTCP) on the same incast",
+        "The packet model alone (cargo example `packet_incast`): N hosts send to one through one switch, "
+        "400 Gb/s links of 1 µs, SimAI.conf's shipped settings but for CC_MODE; the bottleneck's queue "
+        "(time-weighted mean, largest), per-flow FCT (SimAI's: start to last ACK) median / p99 / largest, "
+        "the bottleneck's busy share. Shows (issue 27): HPCC holds the queue near zero where DCQCN "
+        "builds one, at a cost in line rate of about 1 − U_TARGET.",
+        "python3 benchmarks/bench_packet_cc.py --write",
+    ),
 )
 
 HEADER = """# clustersim benchmarks: current results

@@ -381,6 +381,11 @@ impl PacketSim {
         &self.carried
     }
 
+    /// Wire bytes queued now at the sending end of directed link `link`.
+    pub fn queued_bytes(&self, link: u32) -> u64 {
+        self.ports[link as usize].queued
+    }
+
     /// The time of the next event, None when nothing is pending.
     pub fn next_time(&self) -> Option<f64> {
         if !self.finished.is_empty() {
