@@ -2,8 +2,8 @@
 
 Each scenario runs `clustersim.collective` with `backend="packet"` on the scenario's own topology
 file, as the reference was made (README there: AS_SEND_LAT=3, NVLS and PXN off, ring all-reduce /
-all-gather, all-to-all as direct sends, SimAI.conf's shipped settings, which are the packet
-backend's defaults). ns-3's busbw is the README's: S / rank 0's EndToEnd time × nccl-tests'
+all-gather, all-to-all as direct sends, the scenario's SimAI.conf: SimAI's shipped settings, with
+CC_MODE 3 (HPCC) in the `_hpcc` scenarios). ns-3's busbw is the README's: S / rank 0's EndToEnd time × nccl-tests'
 factor. Issue 27 asks for 5 %; the scenarios that are not there yet are strict xfails with the
 reason, so each one fails the suite the day it starts to hold.
 """
@@ -42,6 +42,8 @@ SCENARIOS = [
     ("dcn32_a2a_16m", DCQCN_TAIL),
     ("dcn64_a2a_16m", DCQCN_TAIL),
     ("hpn32_a2a_16m", DCQCN_TAIL),
+    # HPCC (CC_MODE 3 in the scenario's SimAI.conf; ns-3 with its INT offset fixed: README).
+    ("spx16_ar_1m_hpcc", None),
 ]
 
 
@@ -70,7 +72,7 @@ def test_packet_busbw_within_5_percent_of_ns3(name):
         maxbytes=size,
         algo="direct" if op == "alltoall" else "ring",
         env=ENV,
-        backend="packet",
+        backend=f"packet:conf={folder / 'SimAI.conf'}",
     )
     ours = float(next(result.rows())["busbw_GBps"])
     ref = ns3_busbw(folder, op, size, n)
