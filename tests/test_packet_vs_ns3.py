@@ -44,6 +44,8 @@ SCENARIOS = [
     ("hpn32_a2a_16m", DCQCN_TAIL),
     # HPCC (CC_MODE 3 in the scenario's SimAI.conf; ns-3 with its INT offset fixed: README).
     ("spx16_ar_1m_hpcc", None),
+    ("spx16_ar_16m_hpcc", RING + " (HPCC: +7.1 %, as DCQCN's +7.2 %)"),
+    ("spx32_ar_16m_hpcc", RING + " (HPCC: +7.4 %)"),
 ]
 
 
