@@ -16,6 +16,7 @@ use super::dctcp::Dctcp;
 use super::hpcc::{Hpcc, Int, IntHop, MAX_HOPS};
 use super::timely::Timely;
 use super::{Packet, PacketSim};
+use crate::platform::{NodeKind, Platform};
 
 /// No telemetry slot.
 pub(super) const NO_TELEMETRY: u32 = u32::MAX;
@@ -58,6 +59,16 @@ pub(super) fn header_bytes(mode: CcMode) -> u32 {
     }
 }
 
+/// Under HPCC, whether each of `topo`'s links leaves a network switch ([`NodeKind::Switch`]):
+/// those stamp INT, as the paper's switches do; NVSwitches and hosts do not (nor do SimAI's ns-3
+/// NVSwitch nodes). Empty for the other modes.
+pub(super) fn int_ports(topo: &Platform, mode: CcMode) -> Vec<bool> {
+    if mode != CcMode::Hpcc {
+        return Vec::new();
+    }
+    topo.links.iter().map(|l| topo.kinds[l.src as usize] == NodeKind::Switch).collect()
+}
+
 impl PacketSim {
     /// A telemetry slot for a data packet leaving its sender now, or [`NO_TELEMETRY`] when the
     /// congestion control reads none.
@@ -85,10 +96,10 @@ impl PacketSim {
         }
     }
 
-    /// Data packet `p` leaves a switch on link `l`: under HPCC, stamp the port's INT record (the
-    /// bytes it has sent before this packet, its queue behind it, its rate).
+    /// Data packet `p` leaves a switch on link `l`: under HPCC, a network switch stamps the
+    /// port's INT record (the bytes it has sent before this packet, its queue behind it, its rate).
     pub(super) fn stamp_int(&mut self, l: u32, p: &Packet) {
-        if p.telemetry == NO_TELEMETRY || self.cfg.cc != CcMode::Hpcc {
+        if p.telemetry == NO_TELEMETRY || !self.int_port.get(l as usize).copied().unwrap_or(false) {
             return;
         }
         let port = &self.ports[l as usize];

@@ -260,6 +260,8 @@ pub struct PacketSim {
     /// Telemetry slots of packets in flight, and the free ones.
     telemetry: Vec<Telemetry>,
     free_telemetry: Vec<u32>,
+    /// Under HPCC: whether each link leaves a network switch, which stamps INT (`cc.rs`).
+    int_port: Vec<bool>,
 }
 
 impl PacketSim {
@@ -327,6 +329,7 @@ impl PacketSim {
             });
         }
         let rng = Stream::from_state(cfg.seed ^ 0x9E37_79B9_7F4A_7C15);
+        let int_port = cc::int_ports(topo, cfg.cc);
         Ok(PacketSim {
             cfg,
             now: 0.0,
@@ -348,6 +351,7 @@ impl PacketSim {
             finished: Vec::new(),
             telemetry: Vec::new(),
             free_telemetry: Vec::new(),
+            int_port,
         })
     }
 
