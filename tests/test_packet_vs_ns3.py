@@ -3,9 +3,9 @@
 Each scenario runs `clustersim.collective` with `backend="packet"` on the scenario's own topology
 file, as the reference was made (README there: AS_SEND_LAT=3, NVLS and PXN off, ring all-reduce /
 all-gather, all-to-all as direct sends, the scenario's SimAI.conf: SimAI's shipped settings, with
-CC_MODE 3 (HPCC) in the `_hpcc` scenarios). ns-3's busbw is the README's: S / rank 0's EndToEnd time × nccl-tests'
-factor. Issue 27 asks for 5 %; the scenarios that are not there yet are strict xfails with the
-reason, so each one fails the suite the day it starts to hold.
+CC_MODE 3 (HPCC) in the `_hpcc` scenarios). ns-3's busbw is the README's: S / rank 0's EndToEnd
+time × nccl-tests' factor. Issue 27 asks for 5 %; the scenarios that are not there yet are strict
+xfails with the reason, so each one fails the suite the day it starts to hold.
 """
 
 from __future__ import annotations
