@@ -20,7 +20,8 @@ impl PacketSim {
         let l = q.route[0];
         if !q.listed {
             q.listed = true;
-            self.ports[l as usize].qps.push_back(f);
+            self.rr[l as usize].push_back(f);
+            self.ports[l as usize].has_qps = true;
         }
         self.try_send(l);
     }
@@ -30,9 +31,9 @@ impl PacketSim {
     pub(super) fn send_from_qps(&mut self, l: u32) {
         let now = self.now;
         let mut earliest = f64::INFINITY;
-        let rounds = self.ports[l as usize].qps.len();
+        let rounds = self.rr[l as usize].len();
         for _ in 0..rounds {
-            let f = self.ports[l as usize].qps.pop_front().expect("counted");
+            let f = self.rr[l as usize].pop_front().expect("counted");
             let q = &mut self.qps[f as usize];
             if q.finished || q.snd_nxt >= q.size {
                 q.listed = false;
@@ -41,12 +42,12 @@ impl PacketSim {
             }
             if q.snd_nxt - q.snd_una >= q.window {
                 // Window full: back in line; an ACK tries the port again.
-                self.ports[l as usize].qps.push_back(f);
+                self.rr[l as usize].push_back(f);
                 continue;
             }
             if q.next_send > now {
                 earliest = earliest.min(q.next_send);
-                self.ports[l as usize].qps.push_back(f);
+                self.rr[l as usize].push_back(f);
                 continue;
             }
             let payload = (q.size - q.snd_nxt).min(u64::from(self.cfg.payload_bytes)) as u32;
@@ -72,7 +73,7 @@ impl PacketSim {
                 q.rate = d.rc.min(q.max_rate);
             }
             if q.snd_nxt < q.size {
-                self.ports[l as usize].qps.push_back(f);
+                self.rr[l as usize].push_back(f);
             } else {
                 q.listed = false;
             }
@@ -80,10 +81,12 @@ impl PacketSim {
             if arm {
                 self.push(now + self.cfg.rto_ns, Event::Rto { flow: f, ver });
             }
+            self.ports[l as usize].has_qps = !self.rr[l as usize].is_empty();
             self.transmit(l, p);
             return;
         }
         let port = &mut self.ports[l as usize];
+        port.has_qps = !self.rr[l as usize].is_empty();
         if earliest < port.wake {
             port.wake = earliest;
             self.push(earliest, Event::Wake(l));
@@ -98,8 +101,7 @@ impl PacketSim {
         let wire = self.cfg.transport.wire_bytes(0);
         let p = Packet { seq, flow: f, payload: 0, wire, hop: 0, kind, ce: false };
         let l = self.rev[last as usize];
-        self.ports[l as usize].ctrl.push_back(p);
-        self.try_send(l);
+        self.send_control(l, p);
     }
 
     /// A data packet reaches its QP's receiver.

@@ -122,33 +122,41 @@ enum Event {
     },
 }
 
-/// The sending side of one directed link, and what its far switch holds from it.
+/// The sending side of one directed link, and what its far switch holds from it. Only what the
+/// forwarding path reads is here, the fields it reads together first (one link is two cache
+/// lines): a host port's round robin of QPs is in `PacketSim::rr`, RED's profile in
+/// `PacketSim::reds`.
+#[repr(C)]
 struct Port {
-    src: u32,
-    dst: u32,
+    /// The port is sending until then.
+    free_at: f64,
     /// Bytes per ns.
     rate: f64,
     lat: f64,
-    ctrl: VecDeque<Packet>,
-    data: VecDeque<Packet>,
     /// Wire bytes in `data`.
     queued: u64,
-    /// The port is sending until then.
-    free_at: f64,
+    /// Bytes the far switch holds that came in through this link.
+    ingress: u64,
+    src: u32,
+    dst: u32,
+    /// Index of RED's profile in `PacketSim::reds` (`NO_RED`: ECN off).
+    red: u16,
     /// A `PortFree` event is pending (scheduled only when something waits for the port).
     free_pending: bool,
     /// Data paused by the far end's PFC.
     paused: bool,
-    /// QPs sourcing on this port, in round-robin order.
-    qps: VecDeque<u32>,
-    /// Time of the pending wake-up (∞: none).
-    wake: f64,
-    /// Bytes the far switch holds that came in through this link.
-    ingress: u64,
     /// The far switch has paused this link.
     pausing: bool,
-    red: Option<Red>,
+    /// QPs source on this port (its round robin in `PacketSim::rr` is not empty).
+    has_qps: bool,
+    ctrl: VecDeque<Packet>,
+    data: VecDeque<Packet>,
+    /// Time of the pending wake-up (∞: none).
+    wake: f64,
 }
+
+/// `Port::red` of a link without ECN.
+const NO_RED: u16 = u16::MAX;
 
 /// One queue pair.
 struct Qp {
@@ -228,6 +236,10 @@ pub struct PacketSim {
     heap: Calendar<Event>,
     seq: u64,
     ports: Vec<Port>,
+    /// Each link's QPs (sourcing on its port) in round-robin order.
+    rr: Vec<VecDeque<u32>>,
+    /// RED's profiles, one per link rate in use.
+    reds: Vec<Red>,
     /// The link back along each link (ACKs take it).
     rev: Vec<u32>,
     /// Bytes held per node (switches).
@@ -270,6 +282,7 @@ impl PacketSim {
             topo.links.iter().enumerate().map(|(i, l)| ((l.src, l.dst), i as u32)).collect();
         let mut rev = Vec::with_capacity(topo.links.len());
         let mut ports = Vec::with_capacity(topo.links.len());
+        let mut reds: Vec<Red> = Vec::new();
         for l in &topo.links {
             let Some(&back) = index.get(&(l.dst, l.src)) else {
                 return Err(InputError::new(
@@ -293,22 +306,32 @@ impl PacketSim {
                 ));
             }
             rev.push(back);
+            let red = match cfg.ecn.then(|| cfg.red_for(l.bandwidth)).flatten() {
+                None => NO_RED,
+                Some(r) => match reds.iter().position(|x| *x == r) {
+                    Some(i) => i as u16,
+                    None => {
+                        reds.push(r);
+                        (reds.len() - 1) as u16
+                    }
+                },
+            };
             ports.push(Port {
-                src: l.src,
-                dst: l.dst,
+                free_at: f64::NEG_INFINITY,
                 rate: l.bandwidth,
                 lat: l.latency_ns,
-                ctrl: VecDeque::new(),
-                data: VecDeque::new(),
                 queued: 0,
-                free_at: f64::NEG_INFINITY,
+                ingress: 0,
+                src: l.src,
+                dst: l.dst,
+                red,
                 free_pending: false,
                 paused: false,
-                qps: VecDeque::new(),
-                wake: f64::INFINITY,
-                ingress: 0,
                 pausing: false,
-                red: if cfg.ecn { cfg.red_for(l.bandwidth) } else { None },
+                has_qps: false,
+                ctrl: VecDeque::new(),
+                data: VecDeque::new(),
+                wake: f64::INFINITY,
             });
         }
         let rng = Stream::from_state(cfg.seed ^ 0x9E37_79B9_7F4A_7C15);
@@ -318,6 +341,8 @@ impl PacketSim {
             heap: Calendar::new(),
             seq: 0,
             carried: vec![0.0; ports.len()],
+            rr: (0..ports.len()).map(|_| VecDeque::new()).collect(),
+            reds,
             ports,
             rev,
             held: vec![0; topo.node_count() as usize],
@@ -619,8 +644,20 @@ impl PacketSim {
             self.transmit(l, p);
             return;
         }
-        if !port.qps.is_empty() {
+        if port.has_qps {
             self.send_from_qps(l);
+        }
+    }
+
+    /// Control packet `p` joins link `l`'s port: it goes out at once when the port is idle
+    /// with no control packet ahead of it (what `try_send` would pick), else it queues.
+    fn send_control(&mut self, l: u32, p: Packet) {
+        let port = &mut self.ports[l as usize];
+        if self.now >= port.free_at && port.ctrl.is_empty() {
+            self.transmit(l, p);
+        } else {
+            port.ctrl.push_back(p);
+            self.try_send(l);
         }
     }
 
@@ -632,7 +669,7 @@ impl PacketSim {
         port.free_at = now + ser;
         // A port with more to send comes back when it is free; an idle one is woken by what
         // next wants it (a packet to forward, a QP, an ACK), so most forwarding costs no event.
-        let more = !port.ctrl.is_empty() || (!port.paused && !port.data.is_empty()) || !port.qps.is_empty();
+        let more = !port.ctrl.is_empty() || (!port.paused && !port.data.is_empty()) || port.has_qps;
         if more && !port.free_pending {
             port.free_pending = true;
             self.push(now + ser, Event::PortFree(l));
@@ -658,8 +695,7 @@ impl PacketSim {
         } else {
             let next = self.rev[self.qps[f].route[n - 2 - h] as usize];
             p.hop += 1;
-            self.ports[next as usize].ctrl.push_back(p);
-            self.try_send(next);
+            self.send_control(next, p);
         }
     }
 }
