@@ -29,6 +29,8 @@ pub(super) struct Calendar<T> {
     /// The current bucket's events, sorted latest first (popped from the end).
     now: Vec<Due<T>>,
     current: u64,
+    /// Empty vectors with capacity, for slots that take their first event.
+    pool: Vec<Vec<Due<T>>>,
 }
 
 fn bucket(time: f64) -> u64 {
@@ -43,6 +45,7 @@ impl<T> Calendar<T> {
             far: BinaryHeap::new(),
             now: Vec::new(),
             current: 0,
+            pool: Vec::new(),
         }
     }
 
@@ -54,7 +57,13 @@ impl<T> Calendar<T> {
             let at = self.now.partition_point(|e| *e < due);
             self.now.insert(at, due);
         } else if b < self.current + BUCKETS {
-            self.ring[(b % BUCKETS) as usize].push(due);
+            let slot = &mut self.ring[(b % BUCKETS) as usize];
+            if slot.capacity() == 0 {
+                if let Some(v) = self.pool.pop() {
+                    *slot = v;
+                }
+            }
+            slot.push(due);
             self.in_ring += 1;
         } else {
             self.far.push(due);
@@ -93,7 +102,13 @@ impl<T> Calendar<T> {
             b
         };
         self.current = next;
-        // Taken, not swapped: a slot keeps no capacity, so memory follows the pending events.
+        // The drained current vector goes back to the pool with its capacity (a slot taking its
+        // first event draws from it), so a run allocates only while its busiest window grows,
+        // and memory follows the buckets in use, not all of the window's.
+        let drained = std::mem::take(&mut self.now);
+        if drained.capacity() > 0 {
+            self.pool.push(drained);
+        }
         self.now = std::mem::take(&mut self.ring[(next % BUCKETS) as usize]);
         self.in_ring -= self.now.len();
         while self.far.peek().is_some_and(|e| bucket(e.time) <= next) {

@@ -126,7 +126,7 @@ enum Event {
 /// forwarding path reads is here, the fields it reads together first (one link is two cache
 /// lines): a host port's round robin of QPs is in `PacketSim::rr`, RED's profile in
 /// `PacketSim::reds`.
-#[repr(C)]
+#[repr(C, align(64))]
 struct Port {
     /// The port is sending until then.
     free_at: f64,
@@ -245,6 +245,11 @@ pub struct PacketSim {
     /// Bytes held per node (switches).
     held: Vec<u64>,
     qps: Vec<Qp>,
+    /// Each QP slot's hops, `stride` entries from `slot × stride`: the route's length n, its n
+    /// links, then the n links its control packets take back (the receiver's first): what a
+    /// packet at a hop reads to go on, in one cache line, without the QP's record.
+    hops: Vec<u32>,
+    stride: usize,
     free_qps: Vec<u32>,
     batches: Vec<Batch>,
     free_batches: Vec<u32>,
@@ -347,6 +352,8 @@ impl PacketSim {
             rev,
             held: vec![0; topo.node_count() as usize],
             qps: Vec::new(),
+            hops: Vec::new(),
+            stride: 16,
             free_qps: Vec::new(),
             batches: Vec::new(),
             free_batches: Vec::new(),
@@ -490,7 +497,8 @@ impl PacketSim {
             alpha_on: false,
             inc_ver: 0,
         };
-        match self.free_qps.pop() {
+        let n = qp.route.len();
+        let f = match self.free_qps.pop() {
             Some(f) => {
                 let ver = self.qps[f as usize].ver.wrapping_add(1);
                 self.qps[f as usize] = Qp { ver, ..qp };
@@ -500,7 +508,28 @@ impl PacketSim {
                 self.qps.push(qp);
                 (self.qps.len() - 1) as u32
             }
+        };
+        if 1 + 2 * n > self.stride {
+            // A longer route than any so far: lay every slot out again, wider.
+            let wide = (1 + 2 * n).next_power_of_two();
+            let mut hops = vec![0; self.qps.len() * wide];
+            for (slot, old) in self.hops.chunks(self.stride).enumerate() {
+                hops[slot * wide..slot * wide + self.stride].copy_from_slice(old);
+            }
+            self.hops = hops;
+            self.stride = wide;
         }
+        let at = f as usize * self.stride;
+        if self.hops.len() < at + self.stride {
+            self.hops.resize(at + self.stride, 0);
+        }
+        let route = &self.qps[f as usize].route;
+        self.hops[at] = n as u32;
+        for (h, &l) in route.iter().enumerate() {
+            self.hops[at + 1 + h] = l;
+            self.hops[at + 1 + n + (n - 1 - h)] = self.rev[l as usize];
+        }
+        f
     }
 
     /// Flow `f` has all its bytes at the receiver.
@@ -679,21 +708,21 @@ impl PacketSim {
     }
 
     fn arrive(&mut self, l: u32, mut p: Packet) {
-        let f = p.flow as usize;
-        let n = self.qps[f].route.len();
+        let at = p.flow as usize * self.stride;
+        let n = self.hops[at] as usize;
         let h = p.hop as usize;
         if p.kind == Kind::Data {
             if h + 1 == n {
                 self.receive(p);
             } else {
-                let next = self.qps[f].route[h + 1];
+                let next = self.hops[at + 2 + h];
                 p.hop += 1;
                 self.forward(l, next, p);
             }
         } else if h + 1 == n {
             self.sender_receive(p);
         } else {
-            let next = self.rev[self.qps[f].route[n - 2 - h] as usize];
+            let next = self.hops[at + 2 + n + h];
             p.hop += 1;
             self.send_control(next, p);
         }

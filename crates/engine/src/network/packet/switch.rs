@@ -51,7 +51,7 @@ impl PacketSim {
                 self.stats.ecn_marks += 1;
             }
         }
-        let from = self.qps[p.flow as usize].route[p.hop as usize - 1];
+        let from = self.hops[p.flow as usize * self.stride + p.hop as usize];
         let node = self.ports[l as usize].src as usize;
         let wire = u64::from(p.wire);
         self.held[node] -= wire;
