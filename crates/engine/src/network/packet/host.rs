@@ -16,8 +16,8 @@ impl PacketSim {
 
     /// Put QP `f` in its port's round robin (once) and try the port.
     fn list(&mut self, f: u32) {
+        let l = self.hops[f as usize * self.stride + 1];
         let q = &mut self.qps[f as usize];
-        let l = q.route[0];
         if !q.listed {
             q.listed = true;
             self.rr[l as usize].push_back(f);
@@ -95,12 +95,12 @@ impl PacketSim {
 
     /// A control packet of `kind` from QP `f`'s receiver back to its sender.
     fn send_ctrl(&mut self, f: u32, kind: Kind, seq: u64) {
-        let q = &mut self.qps[f as usize];
-        q.live += 1;
-        let last = *q.route.last().expect("a routed flow");
+        self.qps[f as usize].live += 1;
         let wire = self.cfg.transport.wire_bytes(0);
         let p = Packet { seq, flow: f, payload: 0, wire, hop: 0, kind, ce: false };
-        let l = self.rev[last as usize];
+        // The first link back: after the route's length and its n links in the hop table.
+        let at = f as usize * self.stride;
+        let l = self.hops[at + 1 + self.hops[at] as usize];
         self.send_control(l, p);
     }
 
