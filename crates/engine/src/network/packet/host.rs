@@ -17,11 +17,12 @@ impl PacketSim {
 
     /// Put QP `f` in its port's round robin (once) and try the port.
     fn list(&mut self, f: u32) {
+        let l = self.hops[f as usize * self.stride + 1];
         let q = &mut self.qps[f as usize];
-        let l = q.route[0];
         if !q.listed {
             q.listed = true;
-            self.ports[l as usize].qps.push_back(f);
+            self.rr[l as usize].push_back(f);
+            self.ports[l as usize].has_qps = true;
         }
         self.try_send(l);
     }
@@ -31,9 +32,9 @@ impl PacketSim {
     pub(super) fn send_from_qps(&mut self, l: u32) {
         let now = self.now;
         let mut earliest = f64::INFINITY;
-        let rounds = self.ports[l as usize].qps.len();
+        let rounds = self.rr[l as usize].len();
         for _ in 0..rounds {
-            let f = self.ports[l as usize].qps.pop_front().expect("counted");
+            let f = self.rr[l as usize].pop_front().expect("counted");
             let q = &mut self.qps[f as usize];
             if q.finished || q.snd_nxt >= q.size {
                 q.listed = false;
@@ -49,12 +50,12 @@ impl PacketSim {
             };
             if q.snd_nxt - q.snd_una >= window {
                 // Window full: back in line; an ACK tries the port again.
-                self.ports[l as usize].qps.push_back(f);
+                self.rr[l as usize].push_back(f);
                 continue;
             }
             if q.next_send > now {
                 earliest = earliest.min(q.next_send);
-                self.ports[l as usize].qps.push_back(f);
+                self.rr[l as usize].push_back(f);
                 continue;
             }
             let payload = (q.size - q.snd_nxt).min(u64::from(self.cfg.payload_bytes)) as u32;
@@ -89,7 +90,7 @@ impl PacketSim {
                 q.rate = d.rc.min(q.max_rate);
             }
             if q.snd_nxt < q.size {
-                self.ports[l as usize].qps.push_back(f);
+                self.rr[l as usize].push_back(f);
             } else {
                 q.listed = false;
             }
@@ -98,10 +99,12 @@ impl PacketSim {
                 self.push(now + self.cfg.rto_ns, Event::Rto { flow: f, ver });
             }
             let p = Packet { telemetry: self.telemetry_for_send(), ..p };
+            self.ports[l as usize].has_qps = !self.rr[l as usize].is_empty();
             self.transmit(l, p);
             return;
         }
         let port = &mut self.ports[l as usize];
+        port.has_qps = !self.rr[l as usize].is_empty();
         if earliest < port.wake {
             port.wake = earliest;
             self.push(earliest, Event::Wake(l));
@@ -111,16 +114,15 @@ impl PacketSim {
     /// A control packet of `kind` from QP `f`'s receiver back to its sender; an ACK or NACK
     /// echoes its data packet's ECN mark and telemetry (`echo`: (ce, slot)).
     fn send_ctrl(&mut self, f: u32, kind: Kind, seq: u64, echo: (bool, u32)) {
-        let q = &mut self.qps[f as usize];
-        q.live += 1;
-        let last = *q.route.last().expect("a routed flow");
+        self.qps[f as usize].live += 1;
         let extra = if kind == Kind::Cnp { 0 } else { header_bytes(self.cfg.cc) };
         let wire = self.cfg.transport.wire_bytes(0) + extra;
         let (ce, telemetry) = echo;
         let p = Packet { seq, flow: f, payload: 0, wire, hop: 0, kind, ce, telemetry };
-        let l = self.rev[last as usize];
-        self.ports[l as usize].ctrl.push_back(p);
-        self.try_send(l);
+        // The first link back: after the route's length and its n links in the hop table.
+        let at = f as usize * self.stride;
+        let l = self.hops[at + 1 + self.hops[at] as usize];
+        self.send_control(l, p);
     }
 
     /// A data packet reaches its QP's receiver.
