@@ -76,7 +76,8 @@ def run(
     `reduction` runs every all-reduce across servers on reduction servers
     (`clustersim.reduction_server`), as `--algo collnet_direct` / `collnet_chain` run it on the
     fabric's switches (reducing `switch_reduce_gbps` each); the other collectives run as `algo` says.
-    `backend`: "flow" (max-min fair flows, the default) or "packet" (docs/guides/packet.md).
+    `backend`: "flow" (max-min fair flows, the default) or "packet" (docs/guides/packet.md), which
+    takes the packet model's settings as `packet:cc=NAME:conf=PATH` (either part optional).
     `faults` (`link:<a>-<b>@<time>[:<factor>]` or `nic:<node>@<time>[:<factor>]`, several joined
     by commas or given as a list) take links or NICs down or slow them during the run; the result's
     `faults` then says how much slower the run is than without them (docs/guides/goodput.md)."""
@@ -248,7 +249,7 @@ def train(
         # The engine checks the name where there is a fabric; without one, say what is wrong.
         why = (
             "moves a fabric's transfers; give the fabric (topology)"
-            if backend == "packet"
+            if backend.split(":")[0] == "packet"
             else "is not flow or packet"
         )
         raise InputError(f"train: backend: {backend!r} {why}")

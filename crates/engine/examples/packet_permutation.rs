@@ -4,7 +4,8 @@
 //! permutation with no fixed point), 400 Gb/s links of 1 µs, routes by a seeded hash per flow
 //! (up to a random aggregation and core switch, then down). `cc`: none (default) or dcqcn, at
 //! SimAI.conf's shipped settings with PFC and ECN on. Prints one JSON line: hosts, data packets,
-//! events, CPU seconds, packets per CPU-second, peak RSS MB, simulated ns.
+//! events, CPU seconds, packets per CPU-second, peak RSS MB, simulated ns, and a fingerprint of every
+//! flow's delivery time (equal runs print equal fingerprints).
 
 mod common;
 
@@ -90,8 +91,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cpu = cpu_seconds() - started;
     let st = sim.stats();
     let end = done.iter().map(|x| x.1).fold(0.0, f64::max);
+    // Every flow's delivery time, bit for bit, folded into one number: equal runs print equal
+    // fingerprints (what a change to the event loop must keep).
+    let fingerprint = done.iter().fold(0u64, |h, &(tag, t)| mix(h ^ mix(tag ^ t.to_bits())));
     println!(
-        "{{\"hosts\": {hosts}, \"flows\": {}, \"data_packets\": {}, \"events\": {}, \"cpu_s\": {cpu:.3}, \"packets_per_cpu_s\": {:.0}, \"peak_rss_mb\": {:.1}, \"end_ns\": {end:.0}, \"pauses\": {}, \"ecn_marks\": {}, \"drops\": {}}}",
+        "{{\"hosts\": {hosts}, \"flows\": {}, \"data_packets\": {}, \"events\": {}, \"cpu_s\": {cpu:.3}, \"packets_per_cpu_s\": {:.0}, \"peak_rss_mb\": {:.1}, \"end_ns\": {end:.0}, \"pauses\": {}, \"ecn_marks\": {}, \"drops\": {}, \"fingerprint\": \"{fingerprint:016x}\"}}",
         done.len(),
         st.data_packets,
         st.events,

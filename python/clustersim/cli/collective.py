@@ -13,6 +13,7 @@ from clustersim.cli.common import (
     add_fabric,
     add_json,
     add_progress,
+    backend_spec,
     fabric_options,
     gpu_count,
     progress_for,
@@ -85,7 +86,7 @@ def main(args: argparse.Namespace) -> int:
         proto=args.proto,
         gpus=args.gpus,
         ecmp_seeds=args.ecmp_seeds,
-        backend=args.backend,
+        backend=backend_spec(args),
     )
     try:
         table = collective(args.op, progress=progress, **sweep, **fabric)

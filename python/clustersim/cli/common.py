@@ -181,14 +181,42 @@ def add_fabric(p: argparse.ArgumentParser, *, required: bool, what: str) -> None
 
 
 def add_backend(p: argparse.ArgumentParser) -> None:
-    """--backend: what moves the fabric's transfers (for the commands that take it)."""
+    """--backend, and the packet model's --cc and --simai-conf: what moves the fabric's transfers
+    (for the commands that take it). `backend_spec` joins them into the API's `backend`."""
     p.add_argument(
         "--backend",
         choices=["flow", "packet"],
         default="flow",
-        help="flow: max-min fair flows (default); packet: RoCE packets with PFC, ECN and DCQCN at"
-        " SimAI.conf's shipped settings (docs/guides/packet.md; much slower)",
+        help="flow: max-min fair flows (default); packet: RoCE packets with PFC, ECN and congestion"
+        " control at SimAI.conf's shipped settings (docs/guides/packet.md; much slower)",
     )
+    p.add_argument(
+        "--cc",
+        choices=["none", "dcqcn", "hpcc", "timely", "dctcp"],
+        help="with --backend packet: the congestion control (default: the SimAI.conf's CC_MODE;"
+        " DCQCN as shipped)",
+    )
+    p.add_argument(
+        "--simai-conf",
+        metavar="FILE",
+        help="with --backend packet: SimAI's ns-3 configuration file (SimAI.conf) to run with, read as SimAI"
+        " reads it (default: SimAI 1.6's shipped settings)",
+    )
+
+
+def backend_spec(args: argparse.Namespace) -> str:
+    """The API's `backend` for `add_backend`'s flags: flow, or packet[:cc=NAME][:conf=PATH]."""
+    if args.backend != "packet":
+        for flag, value in (("--cc", args.cc), ("--simai-conf", args.simai_conf)):
+            if value is not None:
+                raise InputError(f"command line: {flag}: applies to --backend packet only")
+        return args.backend
+    spec = "packet"
+    if args.cc is not None:
+        spec += f":cc={args.cc}"
+    if args.simai_conf is not None:
+        spec += f":conf={args.simai_conf}"
+    return spec
 
 
 def add_on_platform(p: argparse.ArgumentParser) -> None:

@@ -10,6 +10,7 @@ from clustersim.cli.common import (
     add_ecmp_seeds,
     add_fabric,
     add_routes,
+    backend_spec,
     fabric_options,
     progress_for,
 )
@@ -49,7 +50,7 @@ def main(args: argparse.Namespace) -> int:
             routes=args.routes,
             ecmp_seeds=args.ecmp_seeds,
             progress=progress,
-            backend=args.backend,
+            backend=backend_spec(args),
             **fabric_options(args),
             **simulate_options(args, prefix),
         )

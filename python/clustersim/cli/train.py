@@ -16,6 +16,7 @@ from clustersim.cli.common import (
     add_progress,
     add_result,
     add_routes,
+    backend_spec,
     fabric_options,
     no_charts_without_prefix,
     option_values,
@@ -67,7 +68,7 @@ def main(args: argparse.Namespace) -> int:
 
     no_charts_without_prefix(args)
     fabric = args.topology is not None or args.calibration is not None
-    flow = fabric_options(args) | {"routes": args.routes, "backend": args.backend}
+    flow = fabric_options(args) | {"routes": args.routes, "backend": backend_spec(args)}
     if not fabric and args.backend != "flow":
         raise InputError("command line: --backend: moves a fabric's transfers; give the fabric (-n)")
     if not fabric:

@@ -27,6 +27,11 @@ cd "$RUN"
 # Environment (formats.md §7): AS_SEND_LAT is in µs per flow; NVLS and PXN off; log level ERROR
 # (SimAI's log goes to /etc/astra-sim/SimAI.log, which does not exist here, so nothing is written).
 export AS_SEND_LAT=3 AS_NVLS_ENABLE=0 AS_PXN_ENABLE=0 AS_LOG_LEVEL=3
+# NS3_LIB: a folder with a rebuilt libns3.36.1-point-to-point-debug.so to run with instead of the
+# build's (build_hpcc_fix.sh makes the one HPCC needs); recorded in run.txt.
+if [ -n "${NS3_LIB:-}" ]; then
+  export LD_LIBRARY_PATH="$NS3_LIB"
+fi
 CMD=("$BIN" -t 1 -w workload.txt -n "$TOPO" -c SimAI.conf)
 
 start=$(date +%s.%N)
@@ -42,6 +47,9 @@ end=$(date +%s.%N)
   echo "env: AS_SEND_LAT=$AS_SEND_LAT AS_NVLS_ENABLE=$AS_NVLS_ENABLE AS_PXN_ENABLE=$AS_PXN_ENABLE AS_LOG_LEVEL=$AS_LOG_LEVEL"
   echo "command: nice -n 19 ns3.36.1-AstraSimNetwork-debug -t 1 -w workload.txt -n $TOPO -c SimAI.conf"
   echo "binary: SimAI f5efb5a9 (1.6) + ns-3-alibabacloud c2bfbf4, ./ns3 configure -d debug --enable-mtp (tests/data/ns3/build.sh)"
+  if [ -n "${NS3_LIB:-}" ]; then
+    echo "library: libns3.36.1-point-to-point-debug.so from $NS3_LIB (tests/data/ns3/build_hpcc_fix.sh: HPCC's INT offset fixed)"
+  fi
   echo "exit status: $rc (137 = killed by the ${TIMEOUT:-720} s limit)"
   printf 'wall seconds: %.1f\n' "$(echo "$end - $start" | bc)"
   echo "max RSS kB: $(grep 'Maximum resident set size' time.txt | awk '{print $NF}')"

@@ -5,8 +5,9 @@
 //! ahead, so almost every push and pop is O(1) instead of a heap's O(log n) cache misses.
 //!
 //! Order is exactly a binary heap's on (time, issue sequence): a bucket is sorted when it becomes
-//! current, an event pushed into the current bucket is inserted in order, and bucket indices
-//! (⌊time / width⌋) never invert two times. So runs are identical to the heap's, bit for bit.
+//! current, an event pushed into the current bucket goes to a small heap beside it (the earlier of
+//! the two comes out), and bucket indices (⌊time / width⌋) never invert two times. So runs are
+//! identical to the heap's, bit for bit.
 
 use std::collections::BinaryHeap;
 
@@ -26,9 +27,15 @@ pub(super) struct Calendar<T> {
     in_ring: usize,
     /// Events at or after bucket `current + BUCKETS` when pushed.
     far: BinaryHeap<Due<T>>,
-    /// The current bucket's events, sorted latest first (popped from the end).
+    /// The current bucket's events when it became current, sorted latest first (popped from
+    /// the end).
     now: Vec<Due<T>>,
+    /// Events pushed into the current bucket since (a port freed a fraction of a bucket ahead):
+    /// a small heap beside `now`, so none is inserted into the middle of a long sorted bucket.
+    soon: BinaryHeap<Due<T>>,
     current: u64,
+    /// Empty vectors with capacity, for slots that take their first event.
+    pool: Vec<Vec<Due<T>>>,
 }
 
 fn bucket(time: f64) -> u64 {
@@ -42,7 +49,9 @@ impl<T> Calendar<T> {
             in_ring: 0,
             far: BinaryHeap::new(),
             now: Vec::new(),
+            soon: BinaryHeap::new(),
             current: 0,
+            pool: Vec::new(),
         }
     }
 
@@ -50,28 +59,40 @@ impl<T> Calendar<T> {
     pub(super) fn push(&mut self, due: Due<T>) {
         let b = bucket(due.time);
         if b <= self.current {
-            // Latest first: insert before the first entry that comes out earlier.
-            let at = self.now.partition_point(|e| *e < due);
-            self.now.insert(at, due);
+            self.soon.push(due);
         } else if b < self.current + BUCKETS {
-            self.ring[(b % BUCKETS) as usize].push(due);
+            let slot = &mut self.ring[(b % BUCKETS) as usize];
+            if slot.capacity() == 0 {
+                if let Some(v) = self.pool.pop() {
+                    *slot = v;
+                }
+            }
+            slot.push(due);
             self.in_ring += 1;
         } else {
             self.far.push(due);
         }
-        if self.now.is_empty() {
+        if self.now.is_empty() && self.soon.is_empty() {
             self.advance();
         }
     }
 
-    /// The earliest event.
+    /// The earliest event (`Due`'s order is reversed: the earliest is the greatest).
     pub(super) fn peek(&self) -> Option<&Due<T>> {
-        self.now.last()
+        match (self.now.last(), self.soon.peek()) {
+            (Some(a), Some(b)) => Some(if b > a { b } else { a }),
+            (a, b) => a.or(b),
+        }
     }
 
     pub(super) fn pop(&mut self) -> Option<Due<T>> {
-        let e = self.now.pop()?;
-        if self.now.is_empty() {
+        let from_soon = match (self.now.last(), self.soon.peek()) {
+            (Some(a), Some(b)) => b > a,
+            (None, Some(_)) => true,
+            (_, None) => false,
+        };
+        let e = if from_soon { self.soon.pop() } else { self.now.pop() }?;
+        if self.now.is_empty() && self.soon.is_empty() {
             self.advance();
         }
         Some(e)
@@ -93,7 +114,13 @@ impl<T> Calendar<T> {
             b
         };
         self.current = next;
-        // Taken, not swapped: a slot keeps no capacity, so memory follows the pending events.
+        // The drained current vector goes back to the pool with its capacity (a slot taking its
+        // first event draws from it), so a run allocates only while its busiest window grows,
+        // and memory follows the buckets in use, not all of the window's.
+        let drained = std::mem::take(&mut self.now);
+        if drained.capacity() > 0 {
+            self.pool.push(drained);
+        }
         self.now = std::mem::take(&mut self.ring[(next % BUCKETS) as usize]);
         self.in_ring -= self.now.len();
         while self.far.peek().is_some_and(|e| bucket(e.time) <= next) {

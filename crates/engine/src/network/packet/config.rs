@@ -18,16 +18,61 @@
 //!   shortest gap between two rate cuts, the paper's CNP interval N moved to the sender); the
 //!   byte counter B is the paper's 10 MB (SimAI.conf has no key for it); `CLAMP_TARGET_RATE`
 //!   as NVIDIA's ConnectX DCQCN parameters define `clamp_tgt_rate` (see [`DcqcnParams`]).
+//! - HPCC (Li et al., "HPCC: High Precision Congestion Control", SIGCOMM 2019, Algorithm 1):
+//!   `U_TARGET` η, `MI_THRESH` (the paper's maxStage), `RATE_AI` (W_AI as a rate), `FAST_REACT`,
+//!   `MULTI_RATE` (a rate per hop, the least taken), `SAMPLE_FEEDBACK`; see [`HpccParams`].
+//! - TIMELY (Mittal et al., "TIMELY: RTT-based Congestion Control for the Datacenter", SIGCOMM
+//!   2015, Algorithm 1): T_low 50 µs, T_high 500 µs, β 0.8, EWMA weight α 0.875, minRTT 20 µs
+//!   (the paper's values, which SimAI's ns-3 also uses: SimAI.conf has no keys for them), with
+//!   `RATE_AI` as δ and `RATE_HAI` after 5 increases in a row; see [`TimelyParams`].
+//! - DCTCP (Alizadeh et al., "Data Center TCP", SIGCOMM 2010, §3.1) as a rate: α's gain g is
+//!   `EWMA_GAIN`, the additive step per window `DCTCP_RATE_AI`; see [`DctcpParams`].
+//! - `VAR_WIN`: the window scales with the queue pair's current rate (W × R / line rate), under
+//!   HPCC, TIMELY and DCTCP. Not under DCQCN yet, although SimAI's ns-3 scales it there too:
+//!   doing so moves the DCN+ 32-GPU all-to-all's FCT p99 from 40 % above ns-3's to 51 % below
+//!   (median −11 %), so it waits for DCQCN's calibration against ns-3 (issue 27).
 
 use crate::catalog::transport::{Transport, ROCE_V2};
 
-/// Which congestion control the senders run (SimAI's `CC_MODE`: 1 DCQCN; 0 here: none).
+/// Which congestion control the senders run: SimAI's `CC_MODE` numbers (its ns-3 `RdmaHw`:
+/// 1 DCQCN, 3 HPCC, 7 TIMELY, 8 DCTCP; 10, HPCC-PINT, is not simulated) and 0 here for none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CcMode {
     /// Every queue pair sends at its NIC's line rate (or its ceiling).
     None,
     /// DCQCN: rate cut on CNP, α, fast recovery / additive / hyper increase.
     Dcqcn,
+    /// HPCC: switches stamp INT, the sender sets its rate from the path's utilisation.
+    Hpcc,
+    /// TIMELY: rate from the RTT and its gradient.
+    Timely,
+    /// DCTCP: α from the share of ECN-echoing ACKs, a cut by α/2 once per window.
+    Dctcp,
+}
+
+impl CcMode {
+    /// Every mode with its name (the command line's `--cc`) and SimAI's `CC_MODE` number.
+    pub const ALL: [(CcMode, &'static str, u32); 5] = [
+        (CcMode::None, "none", 0),
+        (CcMode::Dcqcn, "dcqcn", 1),
+        (CcMode::Hpcc, "hpcc", 3),
+        (CcMode::Timely, "timely", 7),
+        (CcMode::Dctcp, "dctcp", 8),
+    ];
+
+    /// The mode of a `--cc` name.
+    pub fn from_name(name: &str) -> Option<CcMode> {
+        Self::ALL.iter().find(|m| m.1 == name).map(|m| m.0)
+    }
+
+    /// The mode of a SimAI `CC_MODE` number.
+    pub fn from_simai(number: u32) -> Option<CcMode> {
+        Self::ALL.iter().find(|m| m.2 == number).map(|m| m.0)
+    }
+
+    pub fn name(self) -> &'static str {
+        Self::ALL.iter().find(|m| m.0 == self).expect("listed").1
+    }
 }
 
 /// PFC's pause threshold per ingress port.
@@ -106,6 +151,102 @@ impl Default for DcqcnParams {
     }
 }
 
+/// HPCC's sender (SIGCOMM '19 Algorithm 1, in rates: R = W / T), as SimAI's ns-3 reads its keys.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HpccParams {
+    /// η (`U_TARGET`): the utilisation the sender aims the bottleneck at.
+    pub target_util: f64,
+    /// maxStage (`MI_THRESH`): additive steps before a multiplicative one; 0 (SimAI's shipped
+    /// value): every update is multiplicative.
+    pub mi_thresh: u32,
+    /// W_AI / T (`RATE_AI`): the additive step, bytes/ns.
+    pub rate_ai: f64,
+    /// `MIN_RATE`, bytes/ns.
+    pub min_rate: f64,
+    /// React to every ACK, not only once per round trip (`FAST_REACT`); the reference rate moves
+    /// once per round trip either way.
+    pub fast_react: bool,
+    /// A rate per hop, the least of them sent at (`MULTI_RATE`); off: one rate from the most
+    /// utilised hop (the paper's).
+    pub multi_rate: bool,
+    /// On fast reactions skip hops whose queue is empty (`SAMPLE_FEEDBACK`).
+    pub sample_feedback: bool,
+}
+
+impl Default for HpccParams {
+    /// SimAI 1.6's shipped conf.
+    fn default() -> Self {
+        HpccParams {
+            target_util: 0.95,
+            mi_thresh: 0,
+            rate_ai: 50e6 / 8e9,
+            min_rate: 100e6 / 8e9,
+            fast_react: true,
+            multi_rate: false,
+            sample_feedback: false,
+        }
+    }
+}
+
+/// TIMELY's sender (SIGCOMM '15 Algorithm 1): times in ns, rates in bytes/ns.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TimelyParams {
+    /// Below T_low the rate grows whatever the gradient.
+    pub t_low_ns: f64,
+    /// Above T_high: R ← R (1 − β (1 − T_high / RTT)).
+    pub t_high_ns: f64,
+    /// β, the multiplicative decrease factor.
+    pub beta: f64,
+    /// α, the weight of a new RTT difference in its moving average.
+    pub alpha: f64,
+    /// minRTT, the gradient's normaliser.
+    pub min_rtt_ns: f64,
+    /// δ (`RATE_AI`), the additive step.
+    pub rate_ai: f64,
+    /// The step after `hai_after` increases in a row (`RATE_HAI`; the paper's N δ).
+    pub rate_hai: f64,
+    /// N: increases in a row before the hyper step.
+    pub hai_after: u32,
+    /// `MIN_RATE`.
+    pub min_rate: f64,
+}
+
+impl Default for TimelyParams {
+    /// The paper's constants with SimAI's shipped rates.
+    fn default() -> Self {
+        TimelyParams {
+            t_low_ns: 50e3,
+            t_high_ns: 500e3,
+            beta: 0.8,
+            alpha: 0.875,
+            min_rtt_ns: 20e3,
+            rate_ai: 50e6 / 8e9,
+            rate_hai: 100e6 / 8e9,
+            hai_after: 5,
+            min_rate: 100e6 / 8e9,
+        }
+    }
+}
+
+/// DCTCP as a rate (SIGCOMM '10 §3.1: α ← (1 − g) α + g F once per window of data, a cut by
+/// α / 2 at most once per window; here the window's growth is a rate step per window).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DctcpParams {
+    /// g (`EWMA_GAIN`).
+    pub gain: f64,
+    /// The additive step per window without a mark (`DCTCP_RATE_AI`), bytes/ns.
+    pub rate_ai: f64,
+    /// `MIN_RATE`.
+    pub min_rate: f64,
+}
+
+impl Default for DctcpParams {
+    /// SimAI 1.6's shipped conf.
+    fn default() -> Self {
+        DctcpParams { gain: 0.00390625, rate_ai: 1000e6 / 8e9, min_rate: 100e6 / 8e9 }
+    }
+}
+
 /// The packet model's configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PacketConfig {
@@ -125,11 +266,16 @@ pub struct PacketConfig {
     pub red: Vec<(f64, Red)>,
     pub cc: CcMode,
     pub dcqcn: DcqcnParams,
+    pub hpcc: HpccParams,
+    pub timely: TimelyParams,
+    pub dctcp: DctcpParams,
     /// The receiver acknowledges every this many in-order packets (`L2_ACK_INTERVAL`), and the
     /// last one.
     pub ack_interval: u32,
     /// Cap each queue pair's bytes in flight at its path's bandwidth-delay product (`HAS_WIN`).
     pub window: bool,
+    /// Scale the window with the current rate (`VAR_WIN`): W × R / line rate.
+    pub var_window: bool,
     /// Go-back-N timeout: no acknowledged progress for this long resends from the first
     /// unacknowledged byte.
     pub rto_ns: f64,
@@ -157,8 +303,12 @@ impl Default for PacketConfig {
             red,
             cc: CcMode::Dcqcn,
             dcqcn: DcqcnParams::default(),
+            hpcc: HpccParams::default(),
+            timely: TimelyParams::default(),
+            dctcp: DctcpParams::default(),
             ack_interval: 1,
             window: true,
+            var_window: true,
             rto_ns: 1e6,
             seed: 0,
         }

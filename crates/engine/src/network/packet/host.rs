@@ -1,6 +1,7 @@
 //! Hosts: a queue pair's sender (packets, pacing, window, go-back-N, DCQCN's timers) and its
 //! receiver (in-order delivery, ACK / NACK, CNP). See the module doc of `packet` for the rules.
 
+use super::cc::{header_bytes, NO_TELEMETRY};
 use super::{CcMode, Event, FlowRecord, Kind, Packet, PacketSim};
 
 impl PacketSim {
@@ -16,11 +17,12 @@ impl PacketSim {
 
     /// Put QP `f` in its port's round robin (once) and try the port.
     fn list(&mut self, f: u32) {
+        let l = self.hops[f as usize * self.stride + 1];
         let q = &mut self.qps[f as usize];
-        let l = q.route[0];
         if !q.listed {
             q.listed = true;
-            self.ports[l as usize].qps.push_back(f);
+            self.rr[l as usize].push_back(f);
+            self.ports[l as usize].has_qps = true;
         }
         self.try_send(l);
     }
@@ -30,28 +32,44 @@ impl PacketSim {
     pub(super) fn send_from_qps(&mut self, l: u32) {
         let now = self.now;
         let mut earliest = f64::INFINITY;
-        let rounds = self.ports[l as usize].qps.len();
+        let rounds = self.rr[l as usize].len();
         for _ in 0..rounds {
-            let f = self.ports[l as usize].qps.pop_front().expect("counted");
+            let f = self.rr[l as usize].pop_front().expect("counted");
             let q = &mut self.qps[f as usize];
             if q.finished || q.snd_nxt >= q.size {
                 q.listed = false;
                 self.maybe_free(f);
                 continue;
             }
-            if q.snd_nxt - q.snd_una >= q.window {
+            let window = if self.cfg.var_window && q.window != u64::MAX && q.dcqcn.is_none() {
+                // VAR_WIN: the window shrinks with the rate (at least a byte); not under DCQCN
+                // yet (config.rs says why).
+                ((q.window as f64 * q.rate / q.max_rate) as u64).max(1)
+            } else {
+                q.window
+            };
+            if q.snd_nxt - q.snd_una >= window {
                 // Window full: back in line; an ACK tries the port again.
-                self.ports[l as usize].qps.push_back(f);
+                self.rr[l as usize].push_back(f);
                 continue;
             }
             if q.next_send > now {
                 earliest = earliest.min(q.next_send);
-                self.ports[l as usize].qps.push_back(f);
+                self.rr[l as usize].push_back(f);
                 continue;
             }
             let payload = (q.size - q.snd_nxt).min(u64::from(self.cfg.payload_bytes)) as u32;
-            let wire = self.cfg.transport.wire_bytes(payload);
-            let p = Packet { seq: q.snd_nxt, flow: f, payload, wire, hop: 0, kind: Kind::Data, ce: false };
+            let wire = self.cfg.transport.wire_bytes(payload) + header_bytes(self.cfg.cc);
+            let p = Packet {
+                seq: q.snd_nxt,
+                flow: f,
+                payload,
+                wire,
+                hop: 0,
+                kind: Kind::Data,
+                ce: false,
+                telemetry: NO_TELEMETRY,
+            };
             if q.snd_nxt < q.sent_max {
                 self.stats.retransmitted += 1;
             }
@@ -72,7 +90,7 @@ impl PacketSim {
                 q.rate = d.rc.min(q.max_rate);
             }
             if q.snd_nxt < q.size {
-                self.ports[l as usize].qps.push_back(f);
+                self.rr[l as usize].push_back(f);
             } else {
                 q.listed = false;
             }
@@ -80,26 +98,31 @@ impl PacketSim {
             if arm {
                 self.push(now + self.cfg.rto_ns, Event::Rto { flow: f, ver });
             }
+            let p = Packet { telemetry: self.telemetry_for_send(), ..p };
+            self.ports[l as usize].has_qps = !self.rr[l as usize].is_empty();
             self.transmit(l, p);
             return;
         }
         let port = &mut self.ports[l as usize];
+        port.has_qps = !self.rr[l as usize].is_empty();
         if earliest < port.wake {
             port.wake = earliest;
             self.push(earliest, Event::Wake(l));
         }
     }
 
-    /// A control packet of `kind` from QP `f`'s receiver back to its sender.
-    fn send_ctrl(&mut self, f: u32, kind: Kind, seq: u64) {
-        let q = &mut self.qps[f as usize];
-        q.live += 1;
-        let last = *q.route.last().expect("a routed flow");
-        let wire = self.cfg.transport.wire_bytes(0);
-        let p = Packet { seq, flow: f, payload: 0, wire, hop: 0, kind, ce: false };
-        let l = self.rev[last as usize];
-        self.ports[l as usize].ctrl.push_back(p);
-        self.try_send(l);
+    /// A control packet of `kind` from QP `f`'s receiver back to its sender; an ACK or NACK
+    /// echoes its data packet's ECN mark and telemetry (`echo`: (ce, slot)).
+    fn send_ctrl(&mut self, f: u32, kind: Kind, seq: u64, echo: (bool, u32)) {
+        self.qps[f as usize].live += 1;
+        let extra = if kind == Kind::Cnp { 0 } else { header_bytes(self.cfg.cc) };
+        let wire = self.cfg.transport.wire_bytes(0) + extra;
+        let (ce, telemetry) = echo;
+        let p = Packet { seq, flow: f, payload: 0, wire, hop: 0, kind, ce, telemetry };
+        // The first link back: after the route's length and its n links in the hop table.
+        let at = f as usize * self.stride;
+        let l = self.hops[at + 1 + self.hops[at] as usize];
+        self.send_control(l, p);
     }
 
     /// A data packet reaches its QP's receiver.
@@ -128,17 +151,21 @@ impl PacketSim {
                 self.delivered(f);
             }
             if let Some(seq) = ack {
-                self.send_ctrl(f, Kind::Ack, seq);
+                self.send_ctrl(f, Kind::Ack, seq, (p.ce, p.telemetry));
+            } else {
+                self.free_telemetry_slot(p.telemetry);
             }
         } else if p.seq > q.rcv_nxt && q.nack_for != q.rcv_nxt {
             q.nack_for = q.rcv_nxt;
             let seq = q.rcv_nxt;
             self.stats.nacks += 1;
-            self.send_ctrl(f, Kind::Nack, seq);
+            self.send_ctrl(f, Kind::Nack, seq, (p.ce, p.telemetry));
+        } else {
+            self.free_telemetry_slot(p.telemetry);
         }
         if cnp {
             self.stats.cnps += 1;
-            self.send_ctrl(f, Kind::Cnp, 0);
+            self.send_ctrl(f, Kind::Cnp, 0, (false, NO_TELEMETRY));
         }
         self.maybe_free(f);
     }
@@ -150,6 +177,7 @@ impl PacketSim {
         let q = &mut self.qps[f as usize];
         q.live -= 1;
         if q.finished {
+            self.free_telemetry_slot(p.telemetry);
             self.maybe_free(f);
             return;
         }
@@ -160,6 +188,8 @@ impl PacketSim {
                     q.last_progress = now;
                 }
                 if q.snd_una >= q.size {
+                    self.free_telemetry_slot(p.telemetry);
+                    let q = &mut self.qps[f as usize];
                     q.finished = true;
                     let src = self.ports[q.route[0] as usize].src;
                     let dst = self.ports[*q.route.last().expect("routed") as usize].dst;
@@ -181,6 +211,7 @@ impl PacketSim {
                 if p.kind == Kind::Nack && p.seq < q.snd_nxt {
                     q.snd_nxt = p.seq;
                 }
+                self.ack_cc(f, &p);
                 self.list(f);
             }
             Kind::Cnp => {

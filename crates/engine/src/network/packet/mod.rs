@@ -37,22 +37,38 @@
 //!
 //! *Congestion control* (`dcqcn.rs`, one file per algorithm): the notification point (the
 //! receiver) sends a CNP for a CE-marked packet, at most one per `decrease_interval` per QP; the
-//! reaction point (the sender) runs DCQCN's rate cuts, α and increase stages. HPCC, TIMELY and
-//! DCTCP are further files with the same hooks (on ACK, on CNP, on timer); not written yet.
+//! reaction point (the sender) runs DCQCN's rate cuts, α and increase stages. HPCC (`hpcc.rs`:
+//! switches stamp INT records as a packet leaves them), TIMELY (`timely.rs`: the RTT of a
+//! timestamped packet) and DCTCP (`dctcp.rs`: the ECN mark echoed in the ACK) run on each ACK
+//! (`cc.rs`: an enum per queue pair, and the telemetry slots their packets carry). The window
+//! (`HAS_WIN`) is the path's bandwidth-delay product, scaled by the current rate with `VAR_WIN`.
 //!
 //! *Speed* (htsim's lesson): events are small plain values in one calendar queue (`calendar.rs`:
-//! earliest first, ties in issue order, so equal inputs give equal runs); per link a few counters and two
-//! queues, per switch one counter, per live QP one record; nothing dense per switch, and QP slots
-//! are reused once no packet of theirs is left in flight.
+//! earliest first, ties in issue order, so equal inputs give equal runs); per link one
+//! cache-aligned record of what forwarding reads (two cache lines) and two queues, per switch one
+//! counter, per live QP one record and one row of a flat hop table (its route and the links back,
+//! so a packet finds its next link in one cache line); nothing dense per switch, and QP slots are
+//! reused once no packet of theirs is left in flight. An idle port sends an arriving packet at
+//! once without queueing it. What is left is about one event per packet per hop each way (data,
+//! its ACK) plus one when a port was busy: on a k = 32 fat-tree ~17 events per data packet, whose
+//! cost is the cache misses of touching two ports, the hop row and the event's bucket.
+//!
+//! *Hooks for congestion control*: a sender's rate is `Qp::rate`, set from the algorithm's state
+//! on a CNP (`sender_receive`), on its timers (`Event::Alpha`, `Event::Increase`) and per packet
+//! sent (`send_from_qps`); the receiver's marks arrive in `receive` (`Packet::ce`).
 
 mod calendar;
+mod cc;
 mod config;
 mod dcqcn;
+mod dctcp;
 mod host;
+mod hpcc;
 pub mod simai_conf;
 mod switch;
+mod timely;
 
-pub use config::{CcMode, DcqcnParams, PacketConfig, PfcThreshold, Red};
+pub use config::{CcMode, DcqcnParams, DctcpParams, HpccParams, PacketConfig, PfcThreshold, Red, TimelyParams};
 
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
@@ -63,6 +79,7 @@ use crate::network::flow::Wait;
 use crate::platform::{NodeKind, Platform};
 use crate::random::Stream;
 use calendar::Calendar;
+use cc::{AckCc, Telemetry};
 use dcqcn::Dcqcn;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,8 +100,10 @@ struct Packet {
     wire: u32,
     hop: u16,
     kind: Kind,
-    /// ECN congestion experienced.
+    /// ECN congestion experienced (on an ACK: its data packet's, echoed).
     ce: bool,
+    /// The packet's telemetry slot ([`cc::NO_TELEMETRY`]: none), taken over by its ACK.
+    telemetry: u32,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -122,33 +141,41 @@ enum Event {
     },
 }
 
-/// The sending side of one directed link, and what its far switch holds from it.
+/// The sending side of one directed link, and what its far switch holds from it. Only what the
+/// forwarding path reads is here, the fields it reads together first (one link is two cache
+/// lines): a host port's round robin of QPs is in `PacketSim::rr`, RED's profile in
+/// `PacketSim::reds`.
+#[repr(C, align(64))]
 struct Port {
-    src: u32,
-    dst: u32,
+    /// The port is sending until then.
+    free_at: f64,
     /// Bytes per ns.
     rate: f64,
     lat: f64,
-    ctrl: VecDeque<Packet>,
-    data: VecDeque<Packet>,
     /// Wire bytes in `data`.
     queued: u64,
-    /// The port is sending until then.
-    free_at: f64,
+    /// Bytes the far switch holds that came in through this link.
+    ingress: u64,
+    src: u32,
+    dst: u32,
+    /// Index of RED's profile in `PacketSim::reds` (`NO_RED`: ECN off).
+    red: u16,
     /// A `PortFree` event is pending (scheduled only when something waits for the port).
     free_pending: bool,
     /// Data paused by the far end's PFC.
     paused: bool,
-    /// QPs sourcing on this port, in round-robin order.
-    qps: VecDeque<u32>,
-    /// Time of the pending wake-up (∞: none).
-    wake: f64,
-    /// Bytes the far switch holds that came in through this link.
-    ingress: u64,
     /// The far switch has paused this link.
     pausing: bool,
-    red: Option<Red>,
+    /// QPs source on this port (its round robin in `PacketSim::rr` is not empty).
+    has_qps: bool,
+    ctrl: VecDeque<Packet>,
+    data: VecDeque<Packet>,
+    /// Time of the pending wake-up (∞: none).
+    wake: f64,
 }
+
+/// `Port::red` of a link without ECN.
+const NO_RED: u16 = u16::MAX;
 
 /// One queue pair.
 struct Qp {
@@ -180,6 +207,8 @@ struct Qp {
     dcqcn: Option<Dcqcn>,
     alpha_on: bool,
     inc_ver: u32,
+    /// HPCC, TIMELY or DCTCP.
+    ack_cc: AckCc,
 }
 
 /// A batch's transfers: (route, bytes, rate ceiling).
@@ -228,11 +257,20 @@ pub struct PacketSim {
     heap: Calendar<Event>,
     seq: u64,
     ports: Vec<Port>,
+    /// Each link's QPs (sourcing on its port) in round-robin order.
+    rr: Vec<VecDeque<u32>>,
+    /// RED's profiles, one per link rate in use.
+    reds: Vec<Red>,
     /// The link back along each link (ACKs take it).
     rev: Vec<u32>,
     /// Bytes held per node (switches).
     held: Vec<u64>,
     qps: Vec<Qp>,
+    /// Each QP slot's hops, `stride` entries from `slot × stride`: the route's length n, its n
+    /// links, then the n links its control packets take back (the receiver's first): what a
+    /// packet at a hop reads to go on, in one cache line, without the QP's record.
+    hops: Vec<u32>,
+    stride: usize,
     free_qps: Vec<u32>,
     batches: Vec<Batch>,
     free_batches: Vec<u32>,
@@ -245,6 +283,11 @@ pub struct PacketSim {
     /// its last byte arrives.
     complete_on_ack: bool,
     finished: Vec<(u64, f64)>,
+    /// Telemetry slots of packets in flight, and the free ones.
+    telemetry: Vec<Telemetry>,
+    free_telemetry: Vec<u32>,
+    /// Under HPCC: whether each link leaves a network switch, which stamps INT (`cc.rs`).
+    int_port: Vec<bool>,
 }
 
 impl PacketSim {
@@ -270,6 +313,7 @@ impl PacketSim {
             topo.links.iter().enumerate().map(|(i, l)| ((l.src, l.dst), i as u32)).collect();
         let mut rev = Vec::with_capacity(topo.links.len());
         let mut ports = Vec::with_capacity(topo.links.len());
+        let mut reds: Vec<Red> = Vec::new();
         for l in &topo.links {
             let Some(&back) = index.get(&(l.dst, l.src)) else {
                 return Err(InputError::new(
@@ -293,35 +337,50 @@ impl PacketSim {
                 ));
             }
             rev.push(back);
+            let red = match cfg.ecn.then(|| cfg.red_for(l.bandwidth)).flatten() {
+                None => NO_RED,
+                Some(r) => match reds.iter().position(|x| *x == r) {
+                    Some(i) => i as u16,
+                    None => {
+                        reds.push(r);
+                        (reds.len() - 1) as u16
+                    }
+                },
+            };
             ports.push(Port {
-                src: l.src,
-                dst: l.dst,
+                free_at: f64::NEG_INFINITY,
                 rate: l.bandwidth,
                 lat: l.latency_ns,
-                ctrl: VecDeque::new(),
-                data: VecDeque::new(),
                 queued: 0,
-                free_at: f64::NEG_INFINITY,
+                ingress: 0,
+                src: l.src,
+                dst: l.dst,
+                red,
                 free_pending: false,
                 paused: false,
-                qps: VecDeque::new(),
-                wake: f64::INFINITY,
-                ingress: 0,
                 pausing: false,
-                red: if cfg.ecn { cfg.red_for(l.bandwidth) } else { None },
+                has_qps: false,
+                ctrl: VecDeque::new(),
+                data: VecDeque::new(),
+                wake: f64::INFINITY,
             });
         }
         let rng = Stream::from_state(cfg.seed ^ 0x9E37_79B9_7F4A_7C15);
+        let int_port = cc::int_ports(topo, cfg.cc);
         Ok(PacketSim {
             cfg,
             now: 0.0,
             heap: Calendar::new(),
             seq: 0,
             carried: vec![0.0; ports.len()],
+            rr: (0..ports.len()).map(|_| VecDeque::new()).collect(),
+            reds,
             ports,
             rev,
             held: vec![0; topo.node_count() as usize],
             qps: Vec::new(),
+            hops: Vec::new(),
+            stride: 16,
             free_qps: Vec::new(),
             batches: Vec::new(),
             free_batches: Vec::new(),
@@ -331,6 +390,9 @@ impl PacketSim {
             keep_records: true,
             complete_on_ack: false,
             finished: Vec::new(),
+            telemetry: Vec::new(),
+            free_telemetry: Vec::new(),
+            int_port,
         })
     }
 
@@ -362,6 +424,11 @@ impl PacketSim {
     /// Wire bytes carried so far by each directed link.
     pub fn carried_bytes(&self) -> &[f64] {
         &self.carried
+    }
+
+    /// Wire bytes queued now at the sending end of directed link `link`.
+    pub fn queued_bytes(&self, link: u32) -> u64 {
+        self.ports[link as usize].queued
     }
 
     /// The time of the next event, None when nothing is pending.
@@ -426,18 +493,21 @@ impl PacketSim {
     fn new_qp(&mut self, route: Rc<[u32]>, size: u64, ceil: f64, batch: u32, now: f64) -> u32 {
         let line = route.first().map_or(f64::INFINITY, |&l| self.ports[l as usize].rate);
         let max_rate = line.min(ceil);
+        // The path's base round trip: each hop's delay both ways, a full packet stored and
+        // forwarded out, an ACK back.
+        let extra = cc::header_bytes(self.cfg.cc);
+        let w = f64::from(self.cfg.transport.wire_bytes(self.cfg.payload_bytes) + extra);
+        let a = f64::from(self.cfg.transport.wire_bytes(0) + extra);
+        let rtt: f64 =
+            route.iter().map(|&l| 2.0 * self.ports[l as usize].lat + (w + a) / self.ports[l as usize].rate).sum();
         let window = if self.cfg.window && !route.is_empty() {
-            // The path's bandwidth-delay product: line rate × its base round trip (each hop's
-            // delay both ways, a full packet stored and forwarded out, an ACK back).
-            let w = f64::from(self.cfg.transport.wire_bytes(self.cfg.payload_bytes));
-            let a = f64::from(self.cfg.transport.wire_bytes(0));
-            let rtt: f64 =
-                route.iter().map(|&l| 2.0 * self.ports[l as usize].lat + (w + a) / self.ports[l as usize].rate).sum();
+            // The path's bandwidth-delay product: line rate × its base round trip.
             ((line * rtt).ceil() as u64).max(u64::from(self.cfg.payload_bytes))
         } else {
             u64::MAX
         };
         let dcqcn = (self.cfg.cc == CcMode::Dcqcn).then(|| Dcqcn::new(max_rate));
+        let ack_cc = AckCc::new(self.cfg.cc, max_rate, rtt);
         let qp = Qp {
             route,
             size,
@@ -464,8 +534,10 @@ impl PacketSim {
             dcqcn,
             alpha_on: false,
             inc_ver: 0,
+            ack_cc,
         };
-        match self.free_qps.pop() {
+        let n = qp.route.len();
+        let f = match self.free_qps.pop() {
             Some(f) => {
                 let ver = self.qps[f as usize].ver.wrapping_add(1);
                 self.qps[f as usize] = Qp { ver, ..qp };
@@ -475,7 +547,28 @@ impl PacketSim {
                 self.qps.push(qp);
                 (self.qps.len() - 1) as u32
             }
+        };
+        if 1 + 2 * n > self.stride {
+            // A longer route than any so far: lay every slot out again, wider.
+            let wide = (1 + 2 * n).next_power_of_two();
+            let mut hops = vec![0; self.qps.len() * wide];
+            for (slot, old) in self.hops.chunks(self.stride).enumerate() {
+                hops[slot * wide..slot * wide + self.stride].copy_from_slice(old);
+            }
+            self.hops = hops;
+            self.stride = wide;
         }
+        let at = f as usize * self.stride;
+        if self.hops.len() < at + self.stride {
+            self.hops.resize(at + self.stride, 0);
+        }
+        let route = &self.qps[f as usize].route;
+        self.hops[at] = n as u32;
+        for (h, &l) in route.iter().enumerate() {
+            self.hops[at + 1 + h] = l;
+            self.hops[at + 1 + n + (n - 1 - h)] = self.rev[l as usize];
+        }
+        f
     }
 
     /// Flow `f` has all its bytes at the receiver.
@@ -619,8 +712,20 @@ impl PacketSim {
             self.transmit(l, p);
             return;
         }
-        if !port.qps.is_empty() {
+        if port.has_qps {
             self.send_from_qps(l);
+        }
+    }
+
+    /// Control packet `p` joins link `l`'s port: it goes out at once when the port is idle
+    /// with no control packet ahead of it (what `try_send` would pick), else it queues.
+    fn send_control(&mut self, l: u32, p: Packet) {
+        let port = &mut self.ports[l as usize];
+        if self.now >= port.free_at && port.ctrl.is_empty() {
+            self.transmit(l, p);
+        } else {
+            port.ctrl.push_back(p);
+            self.try_send(l);
         }
     }
 
@@ -632,7 +737,7 @@ impl PacketSim {
         port.free_at = now + ser;
         // A port with more to send comes back when it is free; an idle one is woken by what
         // next wants it (a packet to forward, a QP, an ACK), so most forwarding costs no event.
-        let more = !port.ctrl.is_empty() || (!port.paused && !port.data.is_empty()) || !port.qps.is_empty();
+        let more = !port.ctrl.is_empty() || (!port.paused && !port.data.is_empty()) || port.has_qps;
         if more && !port.free_pending {
             port.free_pending = true;
             self.push(now + ser, Event::PortFree(l));
@@ -642,28 +747,29 @@ impl PacketSim {
     }
 
     fn arrive(&mut self, l: u32, mut p: Packet) {
-        let f = p.flow as usize;
-        let n = self.qps[f].route.len();
+        let at = p.flow as usize * self.stride;
+        let n = self.hops[at] as usize;
         let h = p.hop as usize;
         if p.kind == Kind::Data {
             if h + 1 == n {
                 self.receive(p);
             } else {
-                let next = self.qps[f].route[h + 1];
+                let next = self.hops[at + 2 + h];
                 p.hop += 1;
                 self.forward(l, next, p);
             }
         } else if h + 1 == n {
             self.sender_receive(p);
         } else {
-            let next = self.rev[self.qps[f].route[n - 2 - h] as usize];
+            let next = self.hops[at + 2 + n + h];
             p.hop += 1;
-            self.ports[next as usize].ctrl.push_back(p);
-            self.try_send(next);
+            self.send_control(next, p);
         }
     }
 }
 
+#[cfg(test)]
+mod cc_tests;
 #[cfg(test)]
 mod ns3_tests;
 #[cfg(test)]

@@ -79,3 +79,12 @@ fn all_to_all_on_dcn_plus_keeps_a_longer_dcqcn_tail_than_ns3() {
     assert!((median / ns3_median - 1.0).abs() <= 0.15, "median {median} vs {ns3_median}");
     assert!(p99 > 1.2 * ns3_p99, "p99 {p99} vs {ns3_p99}: within 20 % now");
 }
+
+#[test]
+fn hpcc_all_to_all_fcts_on_dcn_plus_match_ns3() {
+    // The scenario's SimAI.conf has CC_MODE 3 (ns-3 with its INT offset fixed: README). Measured:
+    // median +8.1 %, p99 +13.7 % (251 / 507 against 232 / 446 µs).
+    let ((median, p99), (ns3_median, ns3_p99)) = compare("dcn32_a2a_16m_hpcc", "DCN+SingleToR_32g_8gps_400Gbps_H100");
+    assert!((median / ns3_median - 1.0).abs() <= 0.10, "median {median} vs {ns3_median}");
+    assert!((p99 / ns3_p99 - 1.0).abs() <= 0.20, "p99 {p99} vs {ns3_p99}");
+}

@@ -2,8 +2,8 @@
 //!
 //! One `KEY value…` per line; blank lines are skipped. The keys are those of SimAI 1.6's shipped
 //! file (the set in `tests/data/ns3/*/SimAI.conf`); an unknown key, a bad value, a repeated key, or
-//! a setting the packet model does not simulate yet (HPCC, TIMELY, DCTCP, links going down, a
-//! lossy link) is a one-line error naming the file, line and key. Keys absent from the file keep
+//! a setting the packet model does not simulate yet (HPCC-PINT, links going down, a lossy link) is
+//! a one-line error naming the file, line and key. Keys absent from the file keep
 //! SimAI's shipped values ([`PacketConfig::default`]). Output paths and monitor intervals are
 //! accepted and not used (the packet backend writes no ns-3 trace files). Units as SimAI reads
 //! them: rates with a unit (`50Mb/s`), `BUFFER_SIZE` in MB, DCQCN timers in µs, the RED maps as a
@@ -12,7 +12,9 @@
 use super::config::{CcMode, PacketConfig, PfcThreshold, Red};
 use crate::error::{InputError, Result};
 
-/// Keys read and not used by this model (paths, monitors, trace switches, HPCC's constants).
+/// Keys read and not used by this model (paths, monitors, trace switches; `GLOBAL_T`, which
+/// SimAI sets to 1 whatever the file says; `INT_MULTI`, the unit of ns-3's INT fields, which this
+/// model keeps exact; `RATE_BOUND`, which ns-3 only turns off for tests; HPCC-PINT's constants).
 const ACCEPTED: &[&str] = &[
     "FLOW_FILE",
     "TRACE_FILE",
@@ -20,17 +22,10 @@ const ACCEPTED: &[&str] = &[
     "FCT_OUTPUT_FILE",
     "PFC_OUTPUT_FILE",
     "SIMULATOR_STOP_TIME",
-    "DCTCP_RATE_AI",
     "L2_CHUNK_SIZE",
     "L2_BACK_TO_ZERO",
     "GLOBAL_T",
-    "VAR_WIN",
-    "FAST_REACT",
-    "U_TARGET",
-    "MI_THRESH",
     "INT_MULTI",
-    "MULTI_RATE",
-    "SAMPLE_FEEDBACK",
     "PINT_LOG_BASE",
     "PINT_PROB",
     "RATE_BOUND",
@@ -51,6 +46,14 @@ const ACCEPTED: &[&str] = &[
 /// platform reader's ns-3 DataRate parser.
 fn rate(text: &str) -> Option<f64> {
     crate::platform::simai::parse_rate(text.trim()).filter(|r| r.is_finite() && *r > 0.0)
+}
+
+fn both(x: f64) -> (f64, f64) {
+    (x, x)
+}
+
+fn three(x: f64) -> (f64, f64, f64) {
+    (x, x, x)
 }
 
 /// Read `text` (the file `path`) over SimAI's shipped settings.
@@ -136,26 +139,37 @@ pub fn parse(path: &str, text: &str) -> Result<PacketConfig> {
             }
             "PACKET_PAYLOAD_SIZE" => cfg.payload_bytes = number(1.0, 65_000.0)? as u32,
             "CC_MODE" => {
-                cfg.cc = match one()? {
-                    "1" => CcMode::Dcqcn,
-                    "0" => CcMode::None,
-                    v @ ("3" | "7" | "8" | "10") => {
+                let v = one()?;
+                cfg.cc = match v.parse::<u32>().ok().and_then(CcMode::from_simai) {
+                    Some(mode) => mode,
+                    None if v == "10" => return Err(bad("10 (HPCC-PINT) is not simulated yet".into())),
+                    None => {
                         return Err(bad(format!(
-                            "{v} (HPCC, TIMELY, DCTCP or HPCC-PINT) is not simulated yet; 1 (DCQCN) is"
+                            "expected 0 (none), 1 (DCQCN), 3 (HPCC), 7 (TIMELY) or 8 (DCTCP), got {v:?}"
                         )))
                     }
-                    v => return Err(bad(format!("expected 1 (DCQCN), 3, 7, 8 or 10, got {v:?}"))),
                 }
             }
             "ALPHA_RESUME_INTERVAL" => cfg.dcqcn.alpha_interval_ns = number(1e-3, 1e9)? * 1e3,
             "RATE_DECREASE_INTERVAL" => cfg.dcqcn.decrease_interval_ns = number(0.0, 1e9)? * 1e3,
             "CLAMP_TARGET_RATE" => cfg.dcqcn.clamp_target = flag()?,
             "RP_TIMER" => cfg.dcqcn.timer_ns = number(1e-3, 1e9)? * 1e3,
-            "EWMA_GAIN" => cfg.dcqcn.gain = number(0.0, 1.0)?,
+            "EWMA_GAIN" => (cfg.dcqcn.gain, cfg.dctcp.gain) = both(number(0.0, 1.0)?),
             "FAST_RECOVERY_TIMES" => cfg.dcqcn.fast_recovery = number(0.0, 1e6)? as u32,
-            "RATE_AI" => cfg.dcqcn.rate_ai = a_rate()?,
-            "RATE_HAI" => cfg.dcqcn.rate_hai = a_rate()?,
-            "MIN_RATE" => cfg.dcqcn.min_rate = a_rate()?,
+            // SimAI's ns-3 has one R_AI, R_HAI and minimum rate for every algorithm.
+            "RATE_AI" => (cfg.dcqcn.rate_ai, cfg.hpcc.rate_ai, cfg.timely.rate_ai) = three(a_rate()?),
+            "RATE_HAI" => (cfg.dcqcn.rate_hai, cfg.timely.rate_hai) = both(a_rate()?),
+            "MIN_RATE" => {
+                let r = a_rate()?;
+                (cfg.dcqcn.min_rate, cfg.hpcc.min_rate, cfg.timely.min_rate, cfg.dctcp.min_rate) = (r, r, r, r);
+            }
+            "DCTCP_RATE_AI" => cfg.dctcp.rate_ai = a_rate()?,
+            "U_TARGET" => cfg.hpcc.target_util = number(1e-3, 1.0)?,
+            "MI_THRESH" => cfg.hpcc.mi_thresh = number(0.0, 1e6)? as u32,
+            "FAST_REACT" => cfg.hpcc.fast_react = flag()?,
+            "MULTI_RATE" => cfg.hpcc.multi_rate = flag()?,
+            "SAMPLE_FEEDBACK" => cfg.hpcc.sample_feedback = flag()?,
+            "VAR_WIN" => cfg.var_window = flag()?,
             "ERROR_RATE_PER_LINK" => {
                 if number(0.0, 1.0)? != 0.0 {
                     return Err(bad("lossy links are not simulated yet; 0 is".into()));
@@ -236,7 +250,9 @@ mod tests {
         for (text, want) in [
             ("ENABLE_QCN 1\nKMIN 3\n", "SimAI.conf:2: KMIN: unknown key"),
             ("RATE_AI 50Mbit\n", "SimAI.conf:1: RATE_AI: expected a positive rate"),
-            ("CC_MODE 3\n", "SimAI.conf:1: CC_MODE: 3 (HPCC"),
+            ("CC_MODE 10\n", "SimAI.conf:1: CC_MODE: 10 (HPCC-PINT) is not simulated"),
+            ("\nCC_MODE 2\n", "SimAI.conf:2: CC_MODE: expected 0 (none), 1 (DCQCN), 3 (HPCC)"),
+            ("U_TARGET 1.5\n", "SimAI.conf:1: U_TARGET: expected a number from 0.001 to 1"),
             ("EWMA_GAIN 2\n", "SimAI.conf:1: EWMA_GAIN: expected a number from 0 to 1"),
             ("\nBUFFER_SIZE 32\nBUFFER_SIZE 16\n", "SimAI.conf:3: BUFFER_SIZE: given twice"),
             ("KMIN_MAP 2 1 2\n", "SimAI.conf:1: KMIN_MAP: count 2 needs 4 numbers"),
@@ -258,5 +274,34 @@ mod tests {
         assert!(!cfg.dcqcn.clamp_target);
         assert!(parse("c", "CLAMP_TARGET_RATE 1\n").unwrap().dcqcn.clamp_target);
         assert!(parse("c", "CLAMP_TARGET_RATE 2\n").is_err());
+    }
+
+    #[test]
+    fn cc_modes_by_simai_number_and_their_keys() {
+        for (n, mode) in [
+            ("0", CcMode::None),
+            ("1", CcMode::Dcqcn),
+            ("3", CcMode::Hpcc),
+            ("7", CcMode::Timely),
+            ("8", CcMode::Dctcp),
+        ] {
+            assert_eq!(parse("c", &format!("CC_MODE {n}\n")).unwrap().cc, mode);
+        }
+        let cfg = parse(
+            "c",
+            "U_TARGET 0.9\nMI_THRESH 5\nFAST_REACT 0\nMULTI_RATE 1\nSAMPLE_FEEDBACK 1\nVAR_WIN 0\n\
+             RATE_AI 8Gb/s\nRATE_HAI 16Gb/s\nMIN_RATE 800Mb/s\nDCTCP_RATE_AI 80Gb/s\nEWMA_GAIN 0.0625\n",
+        )
+        .unwrap();
+        let h = cfg.hpcc;
+        assert_eq!(
+            (h.target_util, h.mi_thresh, h.fast_react, h.multi_rate, h.sample_feedback),
+            (0.9, 5, false, true, true)
+        );
+        assert!(!cfg.var_window);
+        assert_eq!((h.rate_ai, h.min_rate), (1.0, 0.1));
+        assert_eq!((cfg.timely.rate_ai, cfg.timely.rate_hai, cfg.timely.min_rate), (1.0, 2.0, 0.1));
+        assert_eq!((cfg.dctcp.rate_ai, cfg.dctcp.gain, cfg.dctcp.min_rate), (10.0, 0.0625, 0.1));
+        assert_eq!((cfg.dcqcn.rate_ai, cfg.dcqcn.gain), (1.0, 0.0625));
     }
 }

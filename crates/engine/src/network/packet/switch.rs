@@ -1,7 +1,7 @@
 //! Switches: output queues on a shared buffer, drops when it is full, ECN by RED on the egress
 //! queue as packets leave it, PFC pause / resume per ingress port (IEEE 802.1Qbb). See the module doc of `packet`.
 
-use super::{Event, Packet, PacketSim, PfcThreshold};
+use super::{Event, Packet, PacketSim, PfcThreshold, NO_RED};
 
 impl PacketSim {
     /// Data packet `p` came in on link `from` and leaves on link `to`.
@@ -10,15 +10,13 @@ impl PacketSim {
         let wire = u64::from(p.wire);
         if self.held[node].saturating_add(wire) > self.cfg.buffer_bytes {
             self.stats.drops += 1;
+            self.free_telemetry_slot(p.telemetry);
             self.qps[p.flow as usize].live -= 1;
             self.maybe_free(p.flow);
             return;
         }
         self.held[node] += wire;
         self.ports[from as usize].ingress += wire;
-        let port = &mut self.ports[to as usize];
-        port.queued += wire;
-        port.data.push_back(p);
         if self.cfg.pfc && !self.ports[from as usize].pausing {
             let (xoff, _) = self.pfc_thresholds(node);
             if self.ports[from as usize].ingress > xoff {
@@ -28,21 +26,34 @@ impl PacketSim {
                 self.push(at, Event::Pfc { link: from, pause: true });
             }
         }
-        self.try_send(to);
+        let port = &mut self.ports[to as usize];
+        if self.now >= port.free_at && port.ctrl.is_empty() && !port.paused && port.data.is_empty() {
+            // An idle port with nothing ahead: the packet leaves at once (what queueing it and
+            // `try_send` would do, without touching the queue).
+            let mut p = p;
+            self.dequeued(to, &mut p);
+            self.transmit(to, p);
+        } else {
+            port.queued += wire;
+            port.data.push_back(p);
+            self.try_send(to);
+        }
     }
 
     /// Data packet `p` leaves its queue on link `l`: the switch no longer holds it, and RED marks
     /// it on the bytes it leaves queued behind it (marking as the packet departs, so the mark
     /// tells the receiver about the queue as it is now, not as it was a queueing delay ago).
     pub(super) fn dequeued(&mut self, l: u32, p: &mut Packet) {
-        if let Some(red) = self.ports[l as usize].red {
-            let prob = red.probability(self.ports[l as usize].queued);
+        let red = self.ports[l as usize].red;
+        if red != NO_RED {
+            let prob = self.reds[red as usize].probability(self.ports[l as usize].queued);
             if prob >= 1.0 || (prob > 0.0 && self.uniform() < prob) {
                 p.ce = true;
                 self.stats.ecn_marks += 1;
             }
         }
-        let from = self.qps[p.flow as usize].route[p.hop as usize - 1];
+        self.stamp_int(l, p);
+        let from = self.hops[p.flow as usize * self.stride + p.hop as usize];
         let node = self.ports[l as usize].src as usize;
         let wire = u64::from(p.wire);
         self.held[node] -= wire;

@@ -5,7 +5,7 @@ use crate::catalog::transport::ROCE_V2;
 use crate::platform::Link;
 
 /// `n` hosts on one switch (node n), every link `rate` bytes/ns and `lat` ns, both ways.
-fn star(n: u32, rate: f64, lat: f64) -> Platform {
+pub(super) fn star(n: u32, rate: f64, lat: f64) -> Platform {
     let kinds = [vec![NodeKind::Gpu; n as usize], vec![NodeKind::Switch]].concat();
     let mut links = Vec::new();
     for i in 0..n {
@@ -16,7 +16,7 @@ fn star(n: u32, rate: f64, lat: f64) -> Platform {
 }
 
 /// The links of host a → switch → host b on [`star`].
-fn route(a: u32, b: u32) -> Rc<[u32]> {
+pub(super) fn route(a: u32, b: u32) -> Rc<[u32]> {
     Rc::from([2 * a, 2 * b + 1])
 }
 
@@ -151,7 +151,16 @@ fn ecn_marks_follow_red_on_a_held_queue() {
         sim.ports[out].free_pending = true;
         for k in 0..m {
             sim.ports[out].queued = q;
-            let p = Packet { seq: k, flow: 0, payload: 9000, wire: 9082, hop: 1, kind: Kind::Data, ce: false };
+            let p = Packet {
+                seq: k,
+                flow: 0,
+                payload: 9000,
+                wire: 9082,
+                hop: 1,
+                kind: Kind::Data,
+                ce: false,
+                telemetry: cc::NO_TELEMETRY,
+            };
             sim.qps[0].live += 1;
             sim.forward(0, 3, p);
             // Take it back out, leaving q bytes behind it: the queue is held at q.
@@ -168,7 +177,7 @@ fn ecn_marks_follow_red_on_a_held_queue() {
 }
 
 /// Bytes each flow has delivered by `t`.
-fn delivered_by(sim: &mut PacketSim, t: f64, flows: &[u32]) -> Vec<u64> {
+pub(super) fn delivered_by(sim: &mut PacketSim, t: f64, flows: &[u32]) -> Vec<u64> {
     let mut sink = Vec::new();
     while sim.next_time().is_some_and(|x| x <= t) {
         sim.step(&mut sink);
