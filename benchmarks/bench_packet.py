@@ -10,7 +10,8 @@ packet backend's CPU seconds beside ns-3's user seconds (run.txt). Part 3 runs `
 collective allreduce -n Spectrum-X:256 -b 512M --backend packet` (SimAI's template, the same
 AS_* settings) in a child process: its CPU seconds (user + system) and peak RSS.
 
-    python3 benchmarks/bench_packet.py [--k 32] [--bytes 2000000] [--runs 3] [--scenarios spx16_ar_16m,...] [--write]
+    python3 benchmarks/bench_packet.py [--k 32] [--bytes 2000000] [--runs 3] \
+        [--scenarios spx16_ar_16m,...] [--write]
 """
 
 from __future__ import annotations
@@ -105,7 +106,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--k", type=int, default=32, help="fat-tree ports (k³/4 hosts; default 32: 8192)")
     ap.add_argument("--bytes", type=int, default=2_000_000, help="bytes per host (default 2 MB)")
-    ap.add_argument("--runs", type=int, default=3, help="runs of the permutation and the 256-GPU all-reduce (median)")
+    ap.add_argument(
+        "--runs", type=int, default=3, help="runs of the permutation and the 256-GPU all-reduce (median)"
+    )
     ap.add_argument(
         "--scenarios",
         default="spx16_ar_1m,spx16_ar_16m,spx32_ar_1m,spx32_ag_16m,dcn32_ar_16m,spx16_a2a_16m,spx32_a2a_16m,spx64_a2a_16m,dcn32_a2a_16m,dcn64_a2a_16m",
@@ -133,10 +136,8 @@ def main() -> None:
     )
     print(big_line, flush=True)
     first = (
-        f"{run_header(args.runs)} Fat-tree k = {args.k} ({args.k**3 // 4} hosts), {args.bytes / 1e6:g} MB per host: "
-        + "; ".join(perm)
-        + ". "
-        + big_line
+        f"{run_header(args.runs)} Fat-tree k = {args.k} ({args.k**3 // 4} hosts),"
+        f" {args.bytes / 1e6:g} MB per host: " + "; ".join(perm) + ". " + big_line
     )
     names = [s for s in args.scenarios.split(",") if s]
     rows: dict[str, list[str]] = {

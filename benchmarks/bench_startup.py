@@ -27,7 +27,7 @@ EXAMPLE = ROOT / "examples" / "workload_analytical.txt"
 # A `.pth` hook can cost an interpreter more than clustersim does (this sandbox's imports certifi,
 # and with it pathlib, zipfile and tempfile, in every process): the same commands also run without
 # `site`, as on an interpreter without such hooks.
-NO_SITE = "this install, no `site` (`python -S`)"
+NO_SITE = "no `site` (`python -S`)"
 HEAVY = ("networkx", "matplotlib", "pandas", "tqdm", "yaml")
 CASES = {
     "`clustersim --version`": ["--version"],
@@ -35,7 +35,6 @@ CASES = {
         "analytical", "-w", str(EXAMPLE), "-g", "9216", "-nv", "360", "-nic", "48.5", "-n_p_s", "8",
         "-g_p_s", "8", "-r", "{out}/example-",
     ],
-    "`clustersim topo --help`": ["topo", "--help"],
     "`clustersim collective --help`": ["collective", "--help"],
 }  # fmt: skip
 # Children run as an installed package does: byte-compiled (pip compiles at install; here the
@@ -62,6 +61,14 @@ def cpu_seconds(cmd: list[str]) -> float | None:
     finally:
         os.close(null)
     return usage.ru_utime + usage.ru_stime if status == 0 else None
+
+
+def cell(values: list[float]) -> str:
+    """A runner's CPU seconds of one command: median (quartiles)."""
+    if len(values) < 2:
+        return "fails (option missing)" if not values else f"{values[0]:.3f}"
+    q = statistics.quantiles(values, n=4)
+    return f"{statistics.median(values):.3f} ({q[0]:.3f}–{q[2]:.3f})"
 
 
 def no_site() -> list[str]:
@@ -91,9 +98,9 @@ def main() -> None:
     script = str(Path(sysconfig.get_path("scripts")) / "clustersim")
     runners = {"this install": [script], NO_SITE: no_site()}
     runners |= {"baseline": [args.baseline]} if args.baseline else {}
+    python = {"this install": [sys.executable, "-c", "pass"], NO_SITE: [sys.executable, "-S", "-c", "pass"]}
     with tempfile.TemporaryDirectory() as out:
-        todo = {("python -c pass", ""): [sys.executable, "-c", "pass"]}
-        todo[("python -S -c pass", "")] = [sys.executable, "-S", "-c", "pass"]
+        todo = {("python -c pass", who): cmd for who, cmd in python.items()}
         for label, case in CASES.items():
             for who, exe in runners.items():
                 todo[(label, who)] = [*exe, *(a.format(out=out) for a in case)]
@@ -105,20 +112,16 @@ def main() -> None:
                     cpu[key].append(t)
         said = f" Baseline: {args.baseline_is}." if args.baseline and args.baseline_is else ""
         lines = [
-            run_header(args.runs) + said,
+            run_header(args.runs) + said + " CPU s: median (quartiles).",
             "",
-            "| command | install | CPU s, median (quartiles) | heavy libraries imported |",
-            "|---|---|---|---|",
+            "| command | " + " | ".join(runners) + " | heavy libraries imported |",
+            "|---|" + "---|" * len(runners) + "---|",
         ]
-        for (label, who), values in cpu.items():
+        for label in ["python -c pass", *CASES]:
+            cells = [cell(cpu.get((label, who), [])) for who in runners]
             case = CASES.get(label)
-            heavy = heavy_loaded([a.format(out=out) for a in case]) if case and who == "this install" else "–"
-            if len(values) < 2:
-                lines.append(f"| {label} | {who} | fails (option missing) | – |")
-                continue
-            q = statistics.quantiles(values, n=4)
-            cpu_s = f"{statistics.median(values):.3f} ({q[0]:.3f}–{q[2]:.3f})"
-            lines.append(f"| {label} | {who or '–'} | {cpu_s} | {heavy or 'none'} |")
+            heavy = heavy_loaded([a.format(out=out) for a in case]) or "none" if case else "–"
+            lines.append(f"| {label} | " + " | ".join(cells) + f" | {heavy} |")
     body = "\n".join(lines)
     print(body)
     if args.write:

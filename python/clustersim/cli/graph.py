@@ -13,6 +13,7 @@ from clustersim.cli.common import (
     add_backend,
     add_json,
     add_progress,
+    backend_spec,
     count,
     print_json,
     progress_for,
@@ -182,6 +183,7 @@ def main_run(args: argparse.Namespace) -> int:
         raise InputError(f"command line: GRAPH: '{args.graph}' is not a file")
     text = workload_graph.read_workload_graph(args.graph)
     platform, platform_name, platform_options = platform_of(args)
+    backend = backend_spec(args)
     progress = progress_for(args)
     try:
         result = workload_graph.run(
@@ -195,7 +197,7 @@ def main_run(args: argparse.Namespace) -> int:
             progress=progress,
             collectives=args.collectives,
             concurrent=args.concurrent_collectives,
-            backend=args.backend,
+            backend=backend,
         )
     finally:
         progress.close()
@@ -212,7 +214,7 @@ def main_run(args: argparse.Namespace) -> int:
         "algorithm": args.algo,
         "collectives": args.collectives,
         "concurrent": args.concurrent_collectives,
-        "backend": args.backend,
+        "backend": backend,
         "iteration_ns": times[-1],
         "iteration_times_ns": times,
         "iterations_per_s": 1e9 / times[-1] if times[-1] > 0 else None,
@@ -227,7 +229,7 @@ def main_run(args: argparse.Namespace) -> int:
         plan=options | {"platform_options": platform_options},
         model=provenance.workload_file(args.graph, text),
         fabric={"name": platform_name, "sha256": provenance.platform_digest(platform)},
-        backend=args.backend,
+        backend=backend,
     )
     written: list[str] = []
     if args.result is not None:
