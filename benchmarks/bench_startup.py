@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -35,7 +37,6 @@ CASES = {
         "analytical", "-w", str(EXAMPLE), "-g", "9216", "-nv", "360", "-nic", "48.5", "-n_p_s", "8",
         "-g_p_s", "8", "-r", "{out}/example-",
     ],
-    "`clustersim collective --help`": ["collective", "--help"],
 }  # fmt: skip
 # Children run as an installed package does: byte-compiled (pip compiles at install; here the
 # warm-up round writes the .pyc files, which PYTHONDONTWRITEBYTECODE in a sandbox would forbid).
@@ -61,6 +62,20 @@ def cpu_seconds(cmd: list[str]) -> float | None:
     finally:
         os.close(null)
     return usage.ru_utime + usage.ru_stime if status == 0 else None
+
+
+def instructions(cmd: list[str]) -> float | None:
+    """Instructions one run of `cmd` executes (valgrind's callgrind, in millions): unlike CPU
+    time, the same on a busy machine as on a quiet one. None without valgrind."""
+    if shutil.which("valgrind") is None:
+        return None
+    with tempfile.NamedTemporaryFile() as out:
+        run = subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out.name}", *cmd],
+            env=ENV, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+    counted = re.search(r"Collected : (\d+)", run.stderr)
+    return int(counted.group(1)) / 1e6 if counted and run.returncode == 0 else None
 
 
 def cell(values: list[float]) -> str:
@@ -114,14 +129,19 @@ def main() -> None:
         lines = [
             run_header(args.runs) + said + " CPU s: median (quartiles).",
             "",
-            "| command | " + " | ".join(runners) + " | heavy libraries imported |",
-            "|---|" + "---|" * len(runners) + "---|",
+            "| command | "
+            + " | ".join(runners)
+            + " | instructions, M (× python's) | heavy libraries imported |",
+            "|---|" + "---|" * len(runners) + "---|---|",
         ]
+        base = instructions(todo[("python -c pass", "this install")])
         for label in ["python -c pass", *CASES]:
             cells = [cell(cpu.get((label, who), [])) for who in runners]
+            counted = instructions(todo[(label, "this install")])
+            ratio = f"{counted:.0f} ({counted / base:.2f}×)" if counted and base else "–"
             case = CASES.get(label)
             heavy = heavy_loaded([a.format(out=out) for a in case]) or "none" if case else "–"
-            lines.append(f"| {label} | " + " | ".join(cells) + f" | {heavy} |")
+            lines.append(f"| {label} | " + " | ".join(cells) + f" | {ratio} | {heavy} |")
     body = "\n".join(lines)
     print(body)
     if args.write:

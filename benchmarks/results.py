@@ -43,8 +43,10 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "startup",
         "bench_startup.py",
         "Start-up of the `clustersim` command",
-        "CPU (user + sys) of whole `clustersim` processes, and whether a heavy library is imported. "
-        "Target (issues 10, 26): ≤ 0.1 s CPU for `analytical`, no heavy library.",
+        "CPU (user + sys) of whole `clustersim` processes, run as installed and under `python -S` (no "
+        "`site`: this sandbox's `.pth` hook imports certifi in every process); the instructions one run "
+        "executes (valgrind), which load from other machines does not change; whether a heavy library "
+        "is imported. Target (issues 10, 26): ≤ 0.1 s CPU for `analytical`, no heavy library.",
         "python3 benchmarks/bench_startup.py --runs 31 --write",
     ),
     Benchmark(
