@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from clustersim.errors import InputError
+from clustersim.files import read_text
 
 HERE = Path(__file__).parent
 
@@ -27,11 +28,7 @@ def read_yaml(path: str | os.PathLike[str]) -> tuple[dict[str, Any], str]:
     """The mapping in YAML file `path` (entries named `_…` dropped) and the file's text. Each text
     is parsed once: a search or a sweep that names a user's file in thousands of runs reads it in
     each (microseconds) but parses it only the first time (1–2 ms)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        raise InputError(f"{path}: cannot read: {reason}") from None
+    text = read_text(path)
     # A copy: callers may change what they get; the cached parse must stay as the file says.
     return copy.deepcopy(_parse_yaml(os.fspath(path), text)), text
 

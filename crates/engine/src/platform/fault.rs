@@ -80,23 +80,15 @@ pub fn parse_faults(source: &str, spec: &str, topo: &Platform) -> Result<Vec<Fau
     Ok(out)
 }
 
-/// A time with its unit, in ns.
+/// A time with its unit, in ns: the platform's one time reader (ns-3's units), a unit required
+/// (ns-3 reads a bare number as seconds; here it is more likely a slip).
 fn parse_time(text: &str) -> std::result::Result<f64, String> {
     let t = text.trim();
-    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let scale = match unit {
-        "ns" => 1.0,
-        "us" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        "" => return Err(format!("time {t:?} needs a unit (ns, us, ms or s)")),
-        u => return Err(format!("unknown time unit {u:?}; use ns, us, ms or s")),
-    };
-    match number.parse::<f64>() {
-        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x * scale),
-        _ => Err(format!("time {t:?} must be a non-negative number with a unit")),
+    if !t.ends_with(|c: char| c.is_ascii_alphabetic()) {
+        return Err(format!("time {t:?} needs a unit (ns, us, ms or s)"));
     }
+    super::simai::parse_time(t)
+        .ok_or_else(|| format!("time {t:?} must be a non-negative number with a unit (ns, us, ms or s)"))
 }
 
 /// The node named `name` (its given name, else its id).
