@@ -42,6 +42,11 @@ def test_each_cc_gives_its_own_run(tmp_path):
     assert times["none"] <= min(times.values()) * (1 + 1e-9), times
     # HPCC keeps 5 % of each link spare (U_TARGET 0.95): slower than none, by at most ~10 %.
     assert times["none"] < times["hpcc"] < 1.1 * times["none"], times
+    # HPCC and TIMELY act without congestion (utilisation, RTT), each its own way: an ignored
+    # --cc would give `none`'s time. DCQCN and DCTCP act on ECN marks only, and nothing is marked
+    # here (the incasts of cc_tests.rs and bench_packet_cc.py tell them apart).
+    assert len({times["none"], times["hpcc"], times["timely"]}) == 3, times
+    assert times["dcqcn"] == times["dctcp"] == times["none"], times
 
 
 def test_simai_conf_sets_the_cc_and_cc_overrides_it(tmp_path):
@@ -54,7 +59,9 @@ def test_simai_conf_sets_the_cc_and_cc_overrides_it(tmp_path):
     code, dcqcn_over, err = run_clustersim(
         *ARGS, "--simai-conf", str(HPCC_CONF), "--cc", "dcqcn", "--json", cwd=tmp_path
     )
+    assert code == 0, err
     code, dcqcn, err = run_clustersim(*ARGS, "--json", cwd=tmp_path)
+    assert code == 0, err
     assert time_us(dcqcn_over) == time_us(dcqcn)
 
 

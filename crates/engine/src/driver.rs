@@ -70,6 +70,7 @@ pub fn fabric_backend(name: &str) -> Result<Option<PacketConfig>> {
         rest = &after[end..];
     }
     let mut config = match rest.strip_prefix(":conf=") {
+        Some("") => return Err(bad(format!("conf= needs the path of a SimAI.conf, got {name:?}"))),
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| crate::error::InputError::new(path, format!("cannot read the SimAI.conf: {e}")))?;

@@ -203,3 +203,22 @@ fn telemetry_slots_all_come_back_even_with_drops() {
         assert_eq!(sim.free_telemetry.len(), sim.telemetry.len(), "{cc:?}: a slot was not released");
     }
 }
+
+#[test]
+fn no_telemetry_slot_is_freed_twice() {
+    // A slot freed twice and another leaked would cancel in a count: the free list names each
+    // slot once after lossy runs (drops, go-back-N).
+    for cc in [CcMode::Hpcc, CcMode::Timely] {
+        let cfg = PacketConfig { cc, pfc: false, buffer_bytes: 60_000, rto_ns: 50_000.0, ..PacketConfig::default() };
+        let mut sim = PacketSim::new(&star(5, 12.5, 1000.0), cfg).unwrap();
+        for i in 0..4 {
+            sim.add_batch(0.0, vec![(route(i, 4), 2e6, f64::INFINITY)], 1, u64::from(i), Wait::Path { extra_ns: 0.0 });
+        }
+        sim.run_to_end();
+        assert!(sim.stats().drops > 0);
+        let mut free = sim.free_telemetry.clone();
+        free.sort_unstable();
+        free.dedup();
+        assert_eq!((free.len(), sim.free_telemetry.len()), (sim.telemetry.len(), sim.telemetry.len()), "{cc:?}");
+    }
+}

@@ -4,7 +4,7 @@
 //! has the key (its file: `tests/data/ns3/*/SimAI.conf`), else the cited specification:
 //! - Framing: [`crate::catalog::transport`] (RoCEv2 by default), with the conf's
 //!   `PACKET_PAYLOAD_SIZE` (9000) as the payload per packet.
-//! - `BUFFER_SIZE` 32 (MB) of shared buffer per switch.
+//! - `BUFFER_SIZE` 32 (MiB: SimAI multiplies it by 1024 · 1024) of shared buffer per switch.
 //! - PFC (IEEE 802.1Qbb): an ingress port whose bytes held in the switch pass `xoff` makes the
 //!   switch pause the upstream sender; below `xon` it resumes it. The static threshold is a number
 //!   of bytes; the dynamic one (Choudhury and Hahne, "Dynamic queue length thresholds for
@@ -254,7 +254,7 @@ pub struct PacketConfig {
     pub transport: Transport,
     /// Payload bytes per packet (SimAI.conf `PACKET_PAYLOAD_SIZE`).
     pub payload_bytes: u32,
-    /// Shared buffer per switch, bytes (`BUFFER_SIZE`, MB).
+    /// Shared buffer per switch, bytes (`BUFFER_SIZE`, MiB).
     pub buffer_bytes: u64,
     /// PFC on (lossless) or off (drops, go-back-N).
     pub pfc: bool,
@@ -296,7 +296,7 @@ impl Default for PacketConfig {
         PacketConfig {
             transport: ROCE_V2,
             payload_bytes: 9000,
-            buffer_bytes: 32_000_000,
+            buffer_bytes: 32 << 20,
             pfc: true,
             pfc_threshold: PfcThreshold::Dynamic { alpha: 0.125, hysteresis: 2 * 9082 },
             ecn: true,

@@ -14,8 +14,13 @@ use crate::error::{InputError, Result};
 
 /// Keys read and not used by this model (paths, monitors, trace switches; `GLOBAL_T`, which
 /// SimAI sets to 1 whatever the file says; `INT_MULTI`, the unit of ns-3's INT fields, which this
-/// model keeps exact; `RATE_BOUND`, which ns-3 only turns off for tests; HPCC-PINT's constants).
+/// model keeps exact; `RATE_BOUND`, which ns-3 only turns off for tests; HPCC-PINT's constants;
+/// `DATA_RATE` and `LINK_DELAY`, which every link of SimAI's topology file overrides;
+/// `NIC_TOTAL_PAUSE_TIME`, which SimAI 1.6's ns-3 stores and never reads).
 const ACCEPTED: &[&str] = &[
+    "DATA_RATE",
+    "LINK_DELAY",
+    "NIC_TOTAL_PAUSE_TIME",
     "FLOW_FILE",
     "TRACE_FILE",
     "TRACE_OUTPUT_FILE",
@@ -87,6 +92,14 @@ pub fn parse(path: &str, text: &str) -> Result<PacketConfig> {
                 _ => Err(bad(format!("expected a number from {lo} to {hi}, got {v:?}"))),
             }
         };
+        // A count: a fraction is refused, not truncated (SimAI reads these as integers).
+        let integer = |lo: f64, hi: f64| -> Result<u32> {
+            let x = number(lo, hi)?;
+            if x.fract() != 0.0 {
+                return Err(bad(format!("expected a whole number, got {x}")));
+            }
+            Ok(x as u32)
+        };
         let flag = || -> Result<bool> {
             match one()? {
                 "0" => Ok(false),
@@ -137,7 +150,7 @@ pub fn parse(path: &str, text: &str) -> Result<PacketConfig> {
                     ));
                 }
             }
-            "PACKET_PAYLOAD_SIZE" => cfg.payload_bytes = number(1.0, 65_000.0)? as u32,
+            "PACKET_PAYLOAD_SIZE" => cfg.payload_bytes = integer(1.0, 65_000.0)?,
             "CC_MODE" => {
                 let v = one()?;
                 cfg.cc = match v.parse::<u32>().ok().and_then(CcMode::from_simai) {
@@ -155,7 +168,7 @@ pub fn parse(path: &str, text: &str) -> Result<PacketConfig> {
             "CLAMP_TARGET_RATE" => cfg.dcqcn.clamp_target = flag()?,
             "RP_TIMER" => cfg.dcqcn.timer_ns = number(1e-3, 1e9)? * 1e3,
             "EWMA_GAIN" => (cfg.dcqcn.gain, cfg.dctcp.gain) = both(number(0.0, 1.0)?),
-            "FAST_RECOVERY_TIMES" => cfg.dcqcn.fast_recovery = number(0.0, 1e6)? as u32,
+            "FAST_RECOVERY_TIMES" => cfg.dcqcn.fast_recovery = integer(0.0, 1e6)?,
             // SimAI's ns-3 has one R_AI, R_HAI and minimum rate for every algorithm.
             "RATE_AI" => (cfg.dcqcn.rate_ai, cfg.hpcc.rate_ai, cfg.timely.rate_ai) = three(a_rate()?),
             "RATE_HAI" => (cfg.dcqcn.rate_hai, cfg.timely.rate_hai) = both(a_rate()?),
@@ -165,7 +178,7 @@ pub fn parse(path: &str, text: &str) -> Result<PacketConfig> {
             }
             "DCTCP_RATE_AI" => cfg.dctcp.rate_ai = a_rate()?,
             "U_TARGET" => cfg.hpcc.target_util = number(1e-3, 1.0)?,
-            "MI_THRESH" => cfg.hpcc.mi_thresh = number(0.0, 1e6)? as u32,
+            "MI_THRESH" => cfg.hpcc.mi_thresh = integer(0.0, 1e6)?,
             "FAST_REACT" => cfg.hpcc.fast_react = flag()?,
             "MULTI_RATE" => cfg.hpcc.multi_rate = flag()?,
             "SAMPLE_FEEDBACK" => cfg.hpcc.sample_feedback = flag()?,
@@ -175,7 +188,7 @@ pub fn parse(path: &str, text: &str) -> Result<PacketConfig> {
                     return Err(bad("lossy links are not simulated yet; 0 is".into()));
                 }
             }
-            "L2_ACK_INTERVAL" => cfg.ack_interval = number(1.0, 1e6)? as u32,
+            "L2_ACK_INTERVAL" => cfg.ack_interval = integer(1.0, 1e6)?,
             "HAS_WIN" => cfg.window = flag()?,
             "LINK_DOWN" => {
                 if values.as_slice() != ["0", "0", "0"] {
@@ -185,7 +198,9 @@ pub fn parse(path: &str, text: &str) -> Result<PacketConfig> {
             "KMIN_MAP" => (kmin, map_line, map_key) = (Some(map()?), n, key),
             "KMAX_MAP" => (kmax, map_line, map_key) = (Some(map()?), n, key),
             "PMAX_MAP" => (pmax, map_line, map_key) = (Some(map()?), n, key),
-            "BUFFER_SIZE" => cfg.buffer_bytes = (number(1e-3, 1e6)? * 1e6) as u64,
+            // SimAI multiplies it by 1024 · 1024 (common.h): MiB.
+            "BUFFER_SIZE" => cfg.buffer_bytes = (number(1e-3, 1e6)? * (1u64 << 20) as f64) as u64,
+            "PAUSE_TIME" => return Err(bad("not simulated yet: a pause here lasts until its resume frame".into())),
             k if ACCEPTED.contains(&k) => {}
             _ => return Err(bad("unknown key (SimAI 1.6's SimAI.conf has no such key)".into())),
         }
@@ -269,7 +284,7 @@ mod tests {
             parse("c", "RATE_AI 8Gb/s\nRP_TIMER 55\nBUFFER_SIZE 4\nCC_MODE 0\nPACKET_PAYLOAD_SIZE 1000\n").unwrap();
         assert_eq!(
             (cfg.dcqcn.rate_ai, cfg.dcqcn.timer_ns, cfg.buffer_bytes, cfg.cc, cfg.payload_bytes),
-            (1.0, 55e3, 4_000_000, CcMode::None, 1000)
+            (1.0, 55e3, 4 << 20, CcMode::None, 1000)
         );
         assert!(!cfg.dcqcn.clamp_target);
         assert!(parse("c", "CLAMP_TARGET_RATE 1\n").unwrap().dcqcn.clamp_target);
@@ -303,5 +318,38 @@ mod tests {
         assert_eq!((cfg.timely.rate_ai, cfg.timely.rate_hai, cfg.timely.min_rate), (1.0, 2.0, 0.1));
         assert_eq!((cfg.dctcp.rate_ai, cfg.dctcp.gain, cfg.dctcp.min_rate), (10.0, 0.0625, 0.1));
         assert_eq!((cfg.dcqcn.rate_ai, cfg.dcqcn.gain), (1.0, 0.0625));
+    }
+
+    #[test]
+    fn buffer_size_is_in_mebibytes_as_simai_reads_it() {
+        // SimAI's common.h: ConfigBufferSize(buffer_size * 1024 * 1024).
+        assert_eq!(parse("SimAI.conf", "BUFFER_SIZE 32\n").unwrap().buffer_bytes, 32 << 20);
+        assert_eq!(PacketConfig::default().buffer_bytes, 32 << 20);
+    }
+
+    #[test]
+    fn every_key_simai_reads_is_taken_or_named_as_not_simulated() {
+        // SimAI's common.h also reads these; the topology file overrides the first two, and
+        // SimAI 1.6's ns-3 never reads what it stores for the third.
+        for line in ["DATA_RATE 100Gb/s", "LINK_DELAY 0.001ms", "NIC_TOTAL_PAUSE_TIME 0"] {
+            assert!(parse("SimAI.conf", &format!("{line}\n")).is_ok(), "{line}");
+        }
+        let e = parse("SimAI.conf", "PAUSE_TIME 5\n").unwrap_err().to_string();
+        assert!(e.starts_with("SimAI.conf:1: PAUSE_TIME: not simulated"), "{e}");
+    }
+
+    #[test]
+    fn integer_keys_refuse_fractions() {
+        for line in ["MI_THRESH 2.5", "FAST_RECOVERY_TIMES 1.5", "L2_ACK_INTERVAL 1.5", "PACKET_PAYLOAD_SIZE 1000.5"] {
+            let e = parse("SimAI.conf", &format!("{line}\n")).unwrap_err().to_string();
+            assert!(e.contains("expected a whole number"), "{line}: {e}");
+        }
+        assert_eq!(parse("SimAI.conf", "MI_THRESH 5\n").unwrap().hpcc.mi_thresh, 5);
+    }
+
+    #[test]
+    fn an_empty_conf_path_is_named_as_the_backend_field() {
+        let e = crate::driver::fabric_backend("packet:conf=").unwrap_err().to_string();
+        assert!(e.starts_with("command line: backend:"), "{e}");
     }
 }
