@@ -154,3 +154,12 @@ mod backend_tests {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_empty_conf_path_is_named_as_the_backend_field() {
+        let e = super::fabric_backend("packet:conf=").unwrap_err().to_string();
+        assert!(e.starts_with("command line: backend:"), "{e}");
+    }
+}

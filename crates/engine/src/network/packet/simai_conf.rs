@@ -346,10 +346,4 @@ mod tests {
         }
         assert_eq!(parse("SimAI.conf", "MI_THRESH 5\n").unwrap().hpcc.mi_thresh, 5);
     }
-
-    #[test]
-    fn an_empty_conf_path_is_named_as_the_backend_field() {
-        let e = crate::driver::fabric_backend("packet:conf=").unwrap_err().to_string();
-        assert!(e.starts_with("command line: backend:"), "{e}");
-    }
 }
