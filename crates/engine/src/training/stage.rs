@@ -153,6 +153,7 @@ impl<'a> Stage<'a> {
             }
         }
         self.fwd_k += 1;
+        let (first, last) = (self.first(c), self.last(c));
         let gather = &mut self.gather;
         let mut pre = |bld: &mut Builder, block: Block| {
             if let (Some(g), 0) = (gather.as_mut(), st.micro_batch) {
@@ -161,7 +162,7 @@ impl<'a> Stage<'a> {
         };
         let bld = &mut self.bld;
         let act = self.cx.act;
-        if self.stage == 0 && c == 0 {
+        if first {
             pre(bld, Block::Embedding);
             bld.compute(self.emb.0, R_EMB, Phase::Forward);
             if t > 1 {
@@ -175,7 +176,7 @@ impl<'a> Stage<'a> {
             forward_layer(bld, &self.cx, &bt, l, model.is_moe_layer(l), &mut pre);
             bld.layer = NO_LAYER;
         }
-        if self.stage == p - 1 && c == v - 1 {
+        if last {
             pre(bld, Block::Head);
             if t > 1 && plan.sp {
                 bld.coll(Collective::AllGather, TP, act, R_HEAD, Phase::Forward, true);
@@ -198,6 +199,7 @@ impl<'a> Stage<'a> {
         let (t, p, v, m) = (plan.tp, plan.pp, plan.vpp, plan.micro_batches());
         let dp_groups = self.dp_groups;
         self.bwd_left[c as usize] -= 1;
+        let (first, last) = (self.first(c), self.last(c));
         // Megatron-Core reduces gradients only in the last micro-batch's backward; without
         // interleaving each bucket as soon as its gradients are ready.
         let ready_now = self.ov.grad_reduce && v == 1 && self.bwd_left[c as usize] == 0;
@@ -208,7 +210,7 @@ impl<'a> Stage<'a> {
             }
         };
         let bld = &mut self.bld;
-        if self.stage == p - 1 && c == v - 1 {
+        if last {
             // The LM head is a column-parallel linear: its input gradient is reduced (and
             // its input re-gathered with SP) like the first linear of a block.
             let head_b = self.head.1;
@@ -226,7 +228,7 @@ impl<'a> Stage<'a> {
             ready(bld, Block::Attn(l), attn_w);
             bld.layer = NO_LAYER;
         }
-        if !(self.stage == 0 && c == 0) {
+        if !first {
             bld.send(-1, self.p2p);
         } else {
             if t > 1 && plan.sp {
